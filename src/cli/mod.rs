@@ -1,0 +1,82 @@
+//! The command line: parses arguments and calls the library. One file per command.
+
+mod schema;
+mod validate;
+
+use std::io::IsTerminal;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand, ValueEnum};
+
+/// Declarative, resumable, throttled deletion of large, deeply linked relational data.
+#[derive(Debug, Parser)]
+#[command(name = "cascade", version, about, max_term_width = 100)]
+pub struct Cli {
+    /// Config directory (every *.toml below it) or a single config file.
+    #[arg(long, global = true, value_name = "DIR|FILE", default_value = "cascades")]
+    pub config: PathBuf,
+    /// More log output (-v, -vv).
+    #[arg(short, long, global = true, action = clap::ArgAction::Count)]
+    pub verbose: u8,
+    /// Only errors in the log output.
+    #[arg(short, long, global = true, conflicts_with = "verbose")]
+    pub quiet: bool,
+    /// Format of log lines on stderr.
+    #[arg(long, global = true, value_enum, default_value_t = LogFormat::Text)]
+    pub log_format: LogFormat,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum LogFormat {
+    Text,
+    Json,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Check the config: every problem, with file:line:column.
+    Validate(validate::Args),
+    /// Print the JSON Schema of the config files (for editor completion).
+    Schema,
+}
+
+/// Exit code for usage and I/O problems, as opposed to problems found in the config (1).
+pub const EXIT_USAGE: u8 = 2;
+
+pub fn main() -> ExitCode {
+    let cli = Cli::parse();
+    init_logging(&cli);
+    let result = match &cli.command {
+        Command::Validate(args) => validate::run(&cli, args),
+        Command::Schema => schema::run(),
+    };
+    result.unwrap_or_else(|error| {
+        eprintln!("error: {error:#}");
+        ExitCode::from(EXIT_USAGE)
+    })
+}
+
+fn init_logging(cli: &Cli) {
+    let level = match (cli.quiet, cli.verbose) {
+        (true, _) => "error",
+        (false, 0) => "warn",
+        (false, 1) => "info",
+        (false, 2) => "debug",
+        (false, _) => "trace",
+    };
+    let filter = tracing_subscriber::EnvFilter::try_from_env("CASCADE_LOG")
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(level));
+    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr);
+    match cli.log_format {
+        LogFormat::Text => builder.with_ansi(std::io::stderr().is_terminal()).init(),
+        LogFormat::Json => builder.json().init(),
+    }
+}
+
+/// Colour only for people: a terminal, and no `NO_COLOR`.
+fn color_stdout() -> bool {
+    std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none()
+}

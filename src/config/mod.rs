@@ -1,0 +1,213 @@
+//! Loading a config: every `*.toml` file under a directory (or one file) is parsed with spans,
+//! then read into one typed [`Config`]. Both phases collect diagnostics instead of stopping.
+
+mod extract;
+mod read;
+mod schema;
+mod types;
+
+use std::collections::HashSet;
+use std::path::{Path, PathBuf};
+
+use toml::de::DeTable;
+
+pub use schema::json_schema;
+pub use types::*;
+
+use crate::diagnostic::{Code, Diagnostic, FileId, Location, Sources};
+
+/// Default chunk size of `per_row` models when `[settings]` sets none.
+pub const DEFAULT_PER_ROW_CHUNK_SIZE: u64 = 100;
+/// Default chunk size of `bulk` models when `[settings]` sets none.
+pub const DEFAULT_BULK_CHUNK_SIZE: u64 = 10_000;
+/// Largest chunk size accepted: beyond it one transaction would hold locks for too long.
+pub const MAX_CHUNK_SIZE: u64 = 1_000_000;
+
+/// A loaded config with the sources its locations point into and every problem found so far.
+pub struct Loaded {
+    pub config: Config,
+    pub sources: Sources,
+    pub diagnostics: Vec<Diagnostic>,
+}
+
+/// Problems that stop loading before any config could be read: exit code 2 territory.
+#[derive(Debug, thiserror::Error)]
+pub enum LoadError {
+    #[error("config path `{0}` does not exist")]
+    NotFound(PathBuf),
+    #[error("no *.toml files under `{0}`")]
+    NoFiles(PathBuf),
+    #[error("cannot read `{path}`: {source}")]
+    Io { path: PathBuf, source: std::io::Error },
+}
+
+/// Loads `path`: one TOML file, or every `*.toml` file below a directory, in path order.
+pub fn load(path: &Path) -> Result<Loaded, LoadError> {
+    let files = config_files(path)?;
+    let mut sources = Sources::default();
+    for file in files {
+        let text = std::fs::read_to_string(&file).map_err(|source| LoadError::Io { path: file.clone(), source })?;
+        sources.add(file.display().to_string(), text);
+    }
+    Ok(load_sources(sources))
+}
+
+/// Parses and reads files that are already in memory (every file in `sources`).
+pub fn load_sources(sources: Sources) -> Loaded {
+    let mut diagnostics = Vec::new();
+    let parsed: Vec<_> = sources
+        .ids()
+        .map(|file| {
+            let (table, errors) = DeTable::parse_recoverable(sources.text(file));
+            diagnostics.extend(errors.iter().map(|error| {
+                let span = error.span().unwrap_or(0..0);
+                Diagnostic::new(Code::TomlSyntax, Location::new(file, span), error.message().trim_end())
+                    .label("invalid TOML")
+            }));
+            (file, table)
+        })
+        .collect();
+    let files: Vec<_> = parsed.iter().map(|(file, table)| (*file, table)).collect();
+    let syntax_errors = diagnostics.len();
+    let mut read = Vec::new();
+    let config = extract::config(&files, &sources, &mut read);
+    drop(parsed);
+    let syntax_lines: HashSet<(FileId, usize)> = diagnostics[..syntax_errors]
+        .iter()
+        .map(|d| (d.location.file, sources.line_column(&d.location).0))
+        .collect();
+    read.retain(|d| !is_recovery_artifact(d, &syntax_lines, &sources));
+    diagnostics.extend(read);
+    Loaded { config, sources, diagnostics }
+}
+
+/// The parser recovers from a syntax error with a placeholder value; complaining about that
+/// value's type would only repeat the syntax error, less clearly.
+fn is_recovery_artifact(diagnostic: &Diagnostic, syntax_lines: &HashSet<(FileId, usize)>, sources: &Sources) -> bool {
+    let about_a_value = matches!(diagnostic.code, Code::InvalidType | Code::InvalidValue | Code::MissingKey);
+    let location = &diagnostic.location;
+    let line = sources.line_column(location).0;
+    about_a_value
+        && (location.span.is_empty() || syntax_lines.contains(&(location.file, line)))
+        && syntax_lines.iter().any(|(file, _)| *file == location.file)
+}
+
+fn config_files(path: &Path) -> Result<Vec<PathBuf>, LoadError> {
+    if !path.exists() {
+        return Err(LoadError::NotFound(path.to_owned()));
+    }
+    if path.is_file() {
+        return Ok(vec![path.to_owned()]);
+    }
+    let mut files = Vec::new();
+    for entry in walkdir::WalkDir::new(path).sort_by_file_name() {
+        let entry = entry.map_err(|error| LoadError::Io {
+            path: error.path().unwrap_or(path).to_owned(),
+            source: error.into(),
+        })?;
+        if entry.file_type().is_file() && entry.path().extension().is_some_and(|ext| ext == "toml") {
+            files.push(entry.into_path());
+        }
+    }
+    if files.is_empty() {
+        return Err(LoadError::NoFiles(path.to_owned()));
+    }
+    Ok(files)
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::diagnostic::Code;
+    use crate::planner::fixture;
+
+    #[test]
+    fn every_syntax_error_is_reported_not_only_the_first() {
+        let config = "[models.a]\ntable = \"a\nkey = \n\n[models.b]\ntable = = \"b\"\n";
+        let codes = fixture::codes(config);
+        let lines: Vec<usize> = codes.iter().filter(|(code, _)| *code == Code::TomlSyntax).map(|(_, line)| *line).collect();
+        assert!(lines.contains(&2) && lines.contains(&6), "syntax errors at {lines:?}");
+        insta::assert_snapshot!(fixture::human(config));
+    }
+
+    #[test]
+    fn unknown_keys_at_every_level_suggest_the_nearest_key() {
+        let config = r#"
+[setings]
+bulk_chunk_size = 10
+
+[models.a]
+table = "a"
+chunk_sise = 10
+status = { column = "status", procede = [1], in_progress = 2 }
+children = [{ model = "a", colum = "parent_id" }]
+
+[outbox.scopes.x]
+shard_key = "id"
+categories = ["c"]
+category = "d"
+"#;
+        assert_eq!(
+            fixture::codes(config),
+            vec![
+                (Code::UnknownKey, 2),
+                (Code::UnknownKey, 7),
+                (Code::MissingKey, 8),
+                (Code::UnknownKey, 8),
+                (Code::MissingKey, 9),
+                (Code::UnknownKey, 9),
+                (Code::UnknownKey, 14),
+            ]
+        );
+        insta::assert_snapshot!(fixture::human(config));
+    }
+
+    #[test]
+    fn wrong_types_and_values_are_reported_at_the_value() {
+        let config = r#"
+[settings]
+per_row_chunk_size = "100"
+
+[options]
+"x.rows_per_second" = -1
+
+[models.a]
+table = "drop table x; --"
+strategy = "bulky"
+require_all_references = "yes"
+children = "b"
+"#;
+        assert_eq!(
+            fixture::codes(config),
+            vec![
+                (Code::InvalidType, 3),
+                (Code::InvalidValue, 6),
+                (Code::InvalidValue, 9),
+                (Code::InvalidValue, 10),
+                (Code::InvalidType, 11),
+                (Code::InvalidType, 12),
+            ]
+        );
+        insta::assert_snapshot!(fixture::human(config));
+    }
+
+    #[test]
+    fn a_model_declared_in_two_files_names_both_places() {
+        let a = "[models.project]\ntable = \"project\"\n";
+        let b = "# another team's file\n[models.project]\ntable = \"projects\"\n";
+        let (diagnostics, sources) = fixture::check_files(&[("a.toml", a), ("b.toml", b)]);
+        assert_eq!(diagnostics.len(), 1);
+        assert_eq!(diagnostics[0].code, Code::DuplicateDeclaration);
+        assert_eq!(sources.describe(&diagnostics[0].location), "b.toml:2:9");
+        assert!(diagnostics[0].message.contains("a.toml:1:9"), "{}", diagnostics[0].message);
+    }
+
+    #[test]
+    fn settings_and_options_merge_across_files_but_not_twice() {
+        let a = "[settings]\nbulk_chunk_size = 10\n[options]\n\"o\" = 1\n";
+        let b = "[settings]\nper_row_chunk_size = 10\n[options]\n\"o\" = 2\n";
+        let (diagnostics, _) = fixture::check_files(&[("a.toml", a), ("b.toml", b)]);
+        let codes: Vec<Code> = diagnostics.iter().map(|d| d.code).collect();
+        assert_eq!(codes, vec![Code::DuplicateDeclaration]);
+        assert!(diagnostics[0].message.starts_with("option `o`"));
+    }
+}

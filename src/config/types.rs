@@ -1,0 +1,279 @@
+//! The typed config. The same types describe one file (for the JSON Schema that editors use) and
+//! the merged config of all files; every value remembers where it was written.
+
+use std::borrow::Cow;
+
+use indexmap::IndexMap;
+use schemars::{JsonSchema, Schema, SchemaGenerator};
+use serde::{Serialize, Serializer};
+
+use crate::diagnostic::Location;
+
+/// A config value with the place it was written, so later checks can point at it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Located<T> {
+    pub value: T,
+    pub location: Location,
+}
+
+impl<T> Located<T> {
+    pub fn new(value: T, location: Location) -> Self {
+        Self { value, location }
+    }
+}
+
+impl<T: Serialize> Serialize for Located<T> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        self.value.serialize(serializer)
+    }
+}
+
+impl<T: JsonSchema> JsonSchema for Located<T> {
+    fn inline_schema() -> bool {
+        T::inline_schema()
+    }
+
+    fn schema_name() -> Cow<'static, str> {
+        T::schema_name()
+    }
+
+    fn schema_id() -> Cow<'static, str> {
+        T::schema_id()
+    }
+
+    fn json_schema(generator: &mut SchemaGenerator) -> Schema {
+        T::json_schema(generator)
+    }
+}
+
+/// A cascade config: models, the relations between them, and the outbox registry. All `*.toml`
+/// files under the config directory are merged into one.
+#[derive(Debug, Clone, Default, Serialize, JsonSchema)]
+#[schemars(title = "cascade config", deny_unknown_fields)]
+pub struct Config {
+    /// Defaults that apply to every model.
+    #[serde(default)]
+    pub settings: Settings,
+    /// Runtime-tunable numbers, such as rate limits in rows per second. Rows of the table
+    /// `cascade_option` override these values while a deletion runs.
+    #[serde(default)]
+    pub options: IndexMap<String, Located<f64>>,
+    /// The models: one per table that takes part in a deletion, keyed by model name.
+    #[serde(default)]
+    pub models: IndexMap<String, Model>,
+    /// The transactional-outbox registry.
+    #[serde(default)]
+    pub outbox: Outbox,
+}
+
+/// Defaults that apply to every model.
+#[derive(Debug, Clone, Default, Serialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
+pub struct Settings {
+    /// Default chunk size (rows per transaction) of `per_row` models.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(extend("default" = 100), range(min = 1, max = 1_000_000))]
+    pub per_row_chunk_size: Option<Located<u64>>,
+    /// Default chunk size (rows per transaction) of `bulk` models.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(extend("default" = 10_000), range(min = 1, max = 1_000_000))]
+    pub bulk_chunk_size: Option<Located<u64>>,
+    /// Database to use when neither `--database-url` nor `CASCADE_DATABASE_URL` is given, such
+    /// as `sqlite://app.db` or `postgres://user@host/db`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub database_url: Option<Located<String>>,
+}
+
+/// One table taking part in deletions.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
+pub struct Model {
+    /// The model's name: its key under `[models]`.
+    #[serde(skip)]
+    pub name: Located<String>,
+    /// The table this model deletes from, optionally schema-qualified (`schema.table`).
+    pub table: Located<String>,
+    /// Primary-key column (integer or text). `bulk` models need none.
+    #[schemars(extend("default" = "id"))]
+    pub key: Option<Located<String>>,
+    /// How rows are deleted: `per_row` (default) or `bulk`.
+    pub strategy: Option<Located<Strategy>>,
+    /// Rows per transaction. Defaults to `[settings]` by strategy.
+    #[schemars(range(min = 1, max = 1_000_000))]
+    pub chunk_size: Option<Located<u64>>,
+    /// Name of an `[options]` entry giving the rate limit in rows per second. An absent option
+    /// or a value of 0 means unthrottled.
+    pub rate_limit: Option<Located<String>>,
+    /// Should-proceed check on root rows: rows whose status is not in `proceed` are skipped,
+    /// the others are set to `in_progress` before anything is deleted.
+    pub status: Option<StatusCheck>,
+    /// Outbox category written for every deleted row. It must be registered in exactly one
+    /// scope under `[outbox.scopes]`.
+    pub outbox: Option<Located<String>>,
+    /// Columns of the deleted row copied into the outbox payload.
+    #[serde(default)]
+    pub outbox_payload: Vec<Located<String>>,
+    /// Child relations, processed in this order before the model's own rows are deleted.
+    #[serde(default)]
+    pub children: Vec<Relation>,
+    /// Every foreign key in the schema that points at this table must be a declared child
+    /// relation or listed in `ignore_references`.
+    #[schemars(extend("default" = false))]
+    pub require_all_references: Option<Located<bool>>,
+    /// Foreign keys to this table that `require_all_references` should not ask for.
+    #[serde(default)]
+    pub ignore_references: Vec<IgnoredReference>,
+}
+
+/// How a model's rows are deleted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Strategy {
+    /// Rows are fetched a chunk at a time, their children processed, then the chunk is deleted
+    /// by key. Needed for models with children, a status, or an outbox payload.
+    PerRow,
+    /// One set-based statement per chunk, no rows loaded. Only for models without
+    /// delete-children.
+    Bulk,
+}
+
+impl Strategy {
+    pub const NAMES: &'static [&'static str] = &["per_row", "bulk"];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Strategy::PerRow => "per_row",
+            Strategy::Bulk => "bulk",
+        }
+    }
+
+    pub fn parse(name: &str) -> Option<Self> {
+        match name {
+            "per_row" => Some(Strategy::PerRow),
+            "bulk" => Some(Strategy::Bulk),
+            _ => None,
+        }
+    }
+}
+
+/// A child relation: rows of `model` whose `column` holds the parent's key.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
+pub struct Relation {
+    /// Where the relation is written.
+    #[serde(skip)]
+    pub location: Location,
+    /// The child model.
+    pub model: Located<String>,
+    /// Column of the child table that references the parent's key.
+    pub column: Located<String>,
+    /// `delete` (default) deletes the child rows; `nullify` sets the column to NULL instead
+    /// (this breaks cycles such as `employee.reports_to`).
+    pub on_delete: Option<Located<OnDelete>>,
+    /// Overrides the child model's strategy for this relation.
+    pub strategy: Option<Located<Strategy>>,
+    /// Overrides the child model's chunk size for this relation.
+    #[schemars(range(min = 1, max = 1_000_000))]
+    pub chunk_size: Option<Located<u64>>,
+}
+
+impl Relation {
+    pub fn action(&self) -> OnDelete {
+        self.on_delete.as_ref().map_or(OnDelete::Delete, |a| a.value)
+    }
+}
+
+/// What happens to child rows when their parent is deleted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum OnDelete {
+    /// The child rows are deleted (children first).
+    Delete,
+    /// The child column is set to NULL.
+    Nullify,
+}
+
+impl OnDelete {
+    pub const NAMES: &'static [&'static str] = &["delete", "nullify"];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            OnDelete::Delete => "delete",
+            OnDelete::Nullify => "nullify",
+        }
+    }
+
+    pub fn parse(name: &str) -> Option<Self> {
+        match name {
+            "delete" => Some(OnDelete::Delete),
+            "nullify" => Some(OnDelete::Nullify),
+            _ => None,
+        }
+    }
+}
+
+/// Should-proceed check on a status column of the root rows.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
+pub struct StatusCheck {
+    /// The status column.
+    pub column: Located<String>,
+    /// Status values that allow the deletion to proceed.
+    pub proceed: Vec<Located<StatusValue>>,
+    /// Value written to the status column before anything is deleted.
+    pub in_progress: Located<StatusValue>,
+}
+
+/// A status value: an integer or a string.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
+#[serde(untagged)]
+pub enum StatusValue {
+    Integer(i64),
+    Text(String),
+}
+
+/// A foreign key to this model's table that `require_all_references` should not ask for.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
+pub struct IgnoredReference {
+    /// The referencing table.
+    pub table: Located<String>,
+    /// The referencing column.
+    pub column: Located<String>,
+    /// Why this reference is not deleted with the model.
+    pub reason: Located<String>,
+}
+
+/// The transactional-outbox registry.
+#[derive(Debug, Clone, Default, Serialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
+pub struct Outbox {
+    /// Outbox scopes keyed by name. Every category belongs to exactly one scope.
+    #[serde(default)]
+    pub scopes: IndexMap<String, Scope>,
+}
+
+/// An outbox scope: decides the shard key of the categories registered in it.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
+pub struct Scope {
+    /// The scope's name: its key under `[outbox.scopes]`.
+    #[serde(skip)]
+    pub name: Located<String>,
+    /// Column of a deleted row that becomes the outbox shard id.
+    pub shard_key: Located<String>,
+    /// Outbox categories registered in this scope.
+    #[serde(default)]
+    pub categories: Vec<Located<String>>,
+}
+
+impl Config {
+    pub fn model(&self, name: &str) -> Option<&Model> {
+        self.models.get(name)
+    }
+
+    /// The scope a category is registered in (the first, if it is wrongly in several).
+    pub fn scope_of(&self, category: &str) -> Option<&Scope> {
+        self.outbox.scopes.values().find(|scope| scope.categories.iter().any(|c| c.value == category))
+    }
+}

@@ -1,0 +1,77 @@
+use serde::Serialize;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Severity {
+    Error,
+    Warning,
+}
+
+impl Severity {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Severity::Error => "error",
+            Severity::Warning => "warning",
+        }
+    }
+}
+
+/// Declares the `Code` enum with, for each code, its stable name, its severity and a one-line
+/// description, so the three can never drift apart.
+macro_rules! codes {
+    ($($variant:ident = $name:literal, $severity:ident, $description:literal;)*) => {
+        /// Every diagnostic the tool can emit. The names are stable: CI scripts may match on them.
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+        pub enum Code {
+            $($variant,)*
+        }
+
+        impl Code {
+            pub const ALL: &'static [Code] = &[$(Code::$variant,)*];
+
+            pub fn as_str(self) -> &'static str {
+                match self {
+                    $(Code::$variant => $name,)*
+                }
+            }
+
+            pub fn severity(self) -> Severity {
+                match self {
+                    $(Code::$variant => Severity::$severity,)*
+                }
+            }
+
+            pub fn description(self) -> &'static str {
+                match self {
+                    $(Code::$variant => $description,)*
+                }
+            }
+        }
+    };
+}
+
+codes! {
+    TomlSyntax = "toml-syntax", Error, "The file is not valid TOML.";
+    UnknownKey = "unknown-key", Error, "A key that the config format does not have.";
+    InvalidType = "invalid-type", Error, "A value of the wrong type, such as a string where a number belongs.";
+    InvalidValue = "invalid-value", Error, "A value of the right type that the key does not accept.";
+    MissingKey = "missing-key", Error, "A required key is absent.";
+    DuplicateDeclaration = "duplicate-declaration", Error, "A model, scope, option or setting is declared in more than one place.";
+    UnknownModel = "unknown-model", Error, "A relation names a model that is not declared.";
+    DuplicateRelation = "duplicate-relation", Error, "A model declares the same child model and column twice.";
+    DeleteCycle = "delete-cycle", Error, "Delete relations form a cycle, so no order deletes children before parents.";
+    BulkWithChildren = "bulk-with-children", Error, "A bulk model has delete-children, which a set-based delete would orphan.";
+    BulkWithRowData = "bulk-with-row-data", Error, "A bulk model uses a status check or outbox payload, which need rows loaded (per_row).";
+    InvalidChunkSize = "invalid-chunk-size", Error, "A chunk size is 0 or larger than the allowed maximum.";
+    UnknownRateLimit = "unknown-rate-limit", Error, "`rate_limit` names an option that is not declared in [options].";
+    UnscopedCategory = "unscoped-category", Error, "An outbox category is used by a model but registered in no scope.";
+    CategoryInManyScopes = "category-in-many-scopes", Error, "An outbox category is registered in more than one scope.";
+    EmptyScope = "empty-scope", Warning, "An outbox scope registers no categories.";
+    PayloadWithoutOutbox = "payload-without-outbox", Warning, "`outbox_payload` is set on a model that writes no outbox category.";
+}
+
+impl std::fmt::Display for Code {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}

@@ -1,0 +1,82 @@
+//! Diagnostics: every problem found in a config (or later, a schema) is one of these, with a
+//! stable code, a severity, a message, the place it came from and an optional help line.
+
+mod code;
+pub mod report;
+mod sources;
+
+use std::ops::Range;
+
+pub use code::{Code, Severity};
+pub use report::{Format, Report};
+pub use sources::{FileId, Sources};
+
+/// A byte range in one of the loaded source files.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Location {
+    pub file: FileId,
+    pub span: Range<usize>,
+}
+
+impl Location {
+    pub fn new(file: FileId, span: Range<usize>) -> Self {
+        Self { file, span }
+    }
+}
+
+/// One problem, pointing at where it came from.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Diagnostic {
+    pub code: Code,
+    pub severity: Severity,
+    pub message: String,
+    pub location: Location,
+    /// Short text shown under the offending source in human output.
+    pub label: String,
+    /// Other places that take part in the problem (the first declaration, the rest of a cycle).
+    pub related: Vec<(Location, String)>,
+    pub help: Option<String>,
+}
+
+impl Diagnostic {
+    pub fn new(code: Code, location: Location, message: impl Into<String>) -> Self {
+        Self {
+            code,
+            severity: code.severity(),
+            message: message.into(),
+            location,
+            label: String::new(),
+            related: Vec::new(),
+            help: None,
+        }
+    }
+
+    pub fn label(mut self, label: impl Into<String>) -> Self {
+        self.label = label.into();
+        self
+    }
+
+    pub fn related(mut self, location: Location, label: impl Into<String>) -> Self {
+        self.related.push((location, label.into()));
+        self
+    }
+
+    pub fn help(mut self, help: impl Into<String>) -> Self {
+        self.help = Some(help.into());
+        self
+    }
+
+    pub fn is_error(&self) -> bool {
+        self.severity == Severity::Error
+    }
+}
+
+/// "did you mean `x`?" for a misspelt name, when one of the candidates is close enough.
+pub fn did_you_mean<'a>(name: &str, candidates: impl IntoIterator<Item = &'a str>) -> Option<String> {
+    candidates
+        .into_iter()
+        .map(|candidate| (strsim::jaro_winkler(name, candidate), candidate))
+        .filter(|(score, _)| *score >= 0.8)
+        .max_by(|a, b| a.0.total_cmp(&b.0))
+        .map(|(_, candidate)| format!("did you mean `{candidate}`?"))
+}

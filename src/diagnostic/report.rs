@@ -1,0 +1,160 @@
+//! Writing diagnostics for people (source snippets), for machines (JSON) and for GitHub Actions
+//! (workflow commands that become annotations on the pull request).
+
+use codespan_reporting::diagnostic::{Diagnostic as Snippet, Label, Severity as SnippetSeverity};
+use codespan_reporting::term::{self, Config as TermConfig};
+use serde::Serialize;
+
+use super::{Diagnostic, Severity, Sources};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Format {
+    Human,
+    Json,
+    Github,
+}
+
+/// The diagnostics of one run together with the sources they point into.
+pub struct Report<'a> {
+    pub sources: &'a Sources,
+    pub diagnostics: &'a [Diagnostic],
+}
+
+#[derive(Serialize)]
+struct JsonReport<'a> {
+    errors: usize,
+    warnings: usize,
+    diagnostics: Vec<JsonDiagnostic<'a>>,
+}
+
+#[derive(Serialize)]
+struct JsonDiagnostic<'a> {
+    severity: Severity,
+    code: &'static str,
+    message: &'a str,
+    file: &'a str,
+    line: usize,
+    column: usize,
+    help: Option<&'a str>,
+}
+
+impl Report<'_> {
+    pub fn errors(&self) -> usize {
+        self.diagnostics.iter().filter(|d| d.is_error()).count()
+    }
+
+    pub fn warnings(&self) -> usize {
+        self.diagnostics.len() - self.errors()
+    }
+
+    pub fn render(&self, format: Format, color: bool) -> String {
+        match format {
+            Format::Human => self.human(color),
+            Format::Json => self.json(),
+            Format::Github => self.github(),
+        }
+    }
+
+    /// Source snippets with labels, then a one-line summary.
+    pub fn human(&self, color: bool) -> String {
+        let config = TermConfig::default();
+        let mut out = Vec::new();
+        for diagnostic in self.diagnostics {
+            let snippet = self.snippet(diagnostic);
+            let written = if color {
+                let mut writer = term::termcolor::Ansi::new(&mut out);
+                term::emit_to_write_style(&mut writer, &config, self.sources.files(), &snippet)
+            } else {
+                term::emit_to_io_write(&mut out, &config, self.sources.files(), &snippet)
+            };
+            // Spans always come from the same sources, so rendering cannot fail on a lookup.
+            written.expect("diagnostic spans point into loaded sources");
+        }
+        let mut text = String::from_utf8_lossy(&out).into_owned();
+        text.push_str(&self.summary());
+        text.push('\n');
+        text
+    }
+
+    fn summary(&self) -> String {
+        match (self.errors(), self.warnings()) {
+            (0, 0) => "ok: no problems found".to_owned(),
+            (errors, warnings) => format!("{} and {}", plural(errors, "error"), plural(warnings, "warning")),
+        }
+    }
+
+    fn snippet(&self, diagnostic: &Diagnostic) -> Snippet<usize> {
+        let severity = match diagnostic.severity {
+            Severity::Error => SnippetSeverity::Error,
+            Severity::Warning => SnippetSeverity::Warning,
+        };
+        let location = &diagnostic.location;
+        let mut labels =
+            vec![Label::primary(location.file, location.span.clone()).with_message(&diagnostic.label)];
+        labels.extend(diagnostic.related.iter().map(|(location, label)| {
+            Label::secondary(location.file, location.span.clone()).with_message(label)
+        }));
+        let notes = diagnostic.help.iter().map(|help| format!("help: {help}")).collect();
+        Snippet::new(severity)
+            .with_code(diagnostic.code.as_str())
+            .with_message(&diagnostic.message)
+            .with_labels(labels)
+            .with_notes(notes)
+    }
+
+    /// The stable JSON shape of DESIGN.md.
+    pub fn json(&self) -> String {
+        let report = JsonReport {
+            errors: self.errors(),
+            warnings: self.warnings(),
+            diagnostics: self
+                .diagnostics
+                .iter()
+                .map(|d| {
+                    let (line, column) = self.sources.line_column(&d.location);
+                    JsonDiagnostic {
+                        severity: d.severity,
+                        code: d.code.as_str(),
+                        message: &d.message,
+                        file: self.sources.name(d.location.file),
+                        line,
+                        column,
+                        help: d.help.as_deref(),
+                    }
+                })
+                .collect(),
+        };
+        let mut text = serde_json::to_string_pretty(&report).expect("report serialises");
+        text.push('\n');
+        text
+    }
+
+    /// One `::error file=F,line=L,col=C::message` workflow command per diagnostic.
+    pub fn github(&self) -> String {
+        self.diagnostics
+            .iter()
+            .map(|d| {
+                let (line, column) = self.sources.line_column(&d.location);
+                format!(
+                    "::{} file={},line={line},col={column}::{}\n",
+                    d.severity.as_str(),
+                    escape_property(self.sources.name(d.location.file)),
+                    escape_data(&d.message),
+                )
+            })
+            .collect()
+    }
+}
+
+fn plural(count: usize, noun: &str) -> String {
+    if count == 1 { format!("1 {noun}") } else { format!("{count} {noun}s") }
+}
+
+/// Workflow-command escaping, as the GitHub Actions runner expects it.
+fn escape_data(text: &str) -> String {
+    text.replace('%', "%25").replace('\r', "%0D").replace('\n', "%0A")
+}
+
+fn escape_property(text: &str) -> String {
+    escape_data(text).replace(':', "%3A").replace(',', "%2C")
+}

@@ -1,0 +1,57 @@
+use codespan_reporting::files::{Files, SimpleFiles};
+
+use super::Location;
+
+pub type FileId = usize;
+
+/// The text of every loaded file, so spans can be turned into file:line:column and snippets.
+#[derive(Default)]
+pub struct Sources {
+    files: SimpleFiles<String, String>,
+    count: usize,
+}
+
+impl Sources {
+    pub fn add(&mut self, name: impl Into<String>, text: impl Into<String>) -> FileId {
+        self.count += 1;
+        self.files.add(name.into(), text.into())
+    }
+
+    pub fn ids(&self) -> std::ops::Range<FileId> {
+        0..self.len()
+    }
+
+    pub fn len(&self) -> usize {
+        self.count
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    pub fn name(&self, file: FileId) -> &str {
+        self.files.get(file).map(|f| f.name().as_str()).unwrap_or("<unknown>")
+    }
+
+    pub fn text(&self, file: FileId) -> &str {
+        self.files.get(file).map(|f| f.source().as_str()).unwrap_or("")
+    }
+
+    /// 1-based line and column (in characters) of the start of `location`.
+    pub fn line_column(&self, location: &Location) -> (usize, usize) {
+        self.files
+            .location(location.file, location.span.start)
+            .map(|l| (l.line_number, l.column_number))
+            .unwrap_or((1, 1))
+    }
+
+    /// `file:line:column`, for naming another place inside a message.
+    pub fn describe(&self, location: &Location) -> String {
+        let (line, column) = self.line_column(location);
+        format!("{}:{line}:{column}", self.name(location.file))
+    }
+
+    pub(crate) fn files(&self) -> &SimpleFiles<String, String> {
+        &self.files
+    }
+}

@@ -1,0 +1,270 @@
+//! Compiling a root model into a plan: a tree in which a model reached by two paths appears
+//! under both, each node carrying everything the executor needs, numbered in execution order
+//! (children before parents, relations in declared order).
+
+use serde::Serialize;
+
+use crate::config::{
+    Config, DEFAULT_BULK_CHUNK_SIZE, DEFAULT_PER_ROW_CHUNK_SIZE, Model, OnDelete, Relation, Strategy,
+};
+
+/// Above this many nodes a plan is refused: a config whose diamonds multiply paths this much
+/// needs restructuring, not a tree of millions of steps.
+pub const MAX_PLAN_NODES: usize = 100_000;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Action {
+    Delete,
+    Nullify,
+}
+
+/// The outbox category a node writes for each deleted row, and the scope it is registered in.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct OutboxTarget {
+    pub category: String,
+    pub scope: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct PlanNode {
+    /// Position in execution order, from 1.
+    pub step: usize,
+    pub model: String,
+    pub table: String,
+    /// Primary-key column (`None` for bulk models that declare none).
+    pub key: Option<String>,
+    /// Column of this node's table that references the parent (`None` at the root).
+    pub column: Option<String>,
+    pub action: Action,
+    pub strategy: Strategy,
+    pub chunk_size: u64,
+    pub rate_limit: Option<String>,
+    pub outbox: Option<OutboxTarget>,
+    pub children: Vec<PlanNode>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Plan {
+    pub root: PlanNode,
+}
+
+impl Plan {
+    /// Every node in execution order.
+    pub fn steps(&self) -> Vec<&PlanNode> {
+        let mut steps = Vec::new();
+        fn visit<'a>(node: &'a PlanNode, steps: &mut Vec<&'a PlanNode>) {
+            node.children.iter().for_each(|child| visit(child, steps));
+            steps.push(node);
+        }
+        visit(&self.root, &mut steps);
+        steps
+    }
+}
+
+#[derive(Debug, thiserror::Error, PartialEq)]
+pub enum CompileError {
+    #[error("unknown model `{name}`{}", suggestion.as_ref().map(|s| format!(" ({s})")).unwrap_or_default())]
+    UnknownModel { name: String, suggestion: Option<String> },
+    #[error("delete cycle through `{0}`: run `cascade validate` for the whole cycle")]
+    Cycle(String),
+    #[error("the plan has more than {MAX_PLAN_NODES} nodes")]
+    TooLarge,
+}
+
+/// Compiles the deletion of `root` rows. Expects a config that validated without errors, but
+/// reports an unknown model or a cycle as an error rather than looping.
+pub fn compile(config: &Config, root: &str) -> Result<Plan, CompileError> {
+    let model = model(config, root)?;
+    let mut compiler = Compiler { config, path: Vec::new(), nodes: 0, next_step: 1 };
+    let root = compiler.node(model, None)?;
+    Ok(Plan { root })
+}
+
+fn model<'a>(config: &'a Config, name: &str) -> Result<&'a Model, CompileError> {
+    config.model(name).ok_or_else(|| CompileError::UnknownModel {
+        name: name.to_owned(),
+        suggestion: super::suggest_model(config, name),
+    })
+}
+
+struct Compiler<'a> {
+    config: &'a Config,
+    /// Models on the way from the root to the node being compiled, to refuse cycles.
+    path: Vec<&'a str>,
+    nodes: usize,
+    next_step: usize,
+}
+
+impl<'a> Compiler<'a> {
+    fn node(&mut self, model: &'a Model, via: Option<&'a Relation>) -> Result<PlanNode, CompileError> {
+        self.nodes += 1;
+        if self.nodes > MAX_PLAN_NODES {
+            return Err(CompileError::TooLarge);
+        }
+        let action = match via.map(Relation::action) {
+            Some(OnDelete::Nullify) => Action::Nullify,
+            _ => Action::Delete,
+        };
+        let mut children = Vec::new();
+        if action == Action::Delete {
+            if self.path.contains(&model.name.value.as_str()) {
+                return Err(CompileError::Cycle(model.name.value.clone()));
+            }
+            self.path.push(&model.name.value);
+            for relation in &model.children {
+                let child = self::model(self.config, &relation.model.value)?;
+                children.push(self.node(child, Some(relation))?);
+            }
+            self.path.pop();
+        }
+        let strategy = effective_strategy(model, via);
+        let step = self.next_step;
+        self.next_step += 1;
+        Ok(PlanNode {
+            step,
+            model: model.name.value.clone(),
+            table: model.table.value.clone(),
+            key: key_column(model, strategy),
+            column: via.map(|relation| relation.column.value.clone()),
+            action,
+            strategy,
+            chunk_size: effective_chunk_size(self.config, model, via, strategy),
+            rate_limit: model.rate_limit.as_ref().map(|r| r.value.clone()),
+            outbox: (action == Action::Delete).then(|| outbox_target(self.config, model)).flatten(),
+            children,
+        })
+    }
+}
+
+fn effective_strategy(model: &Model, via: Option<&Relation>) -> Strategy {
+    via.and_then(|relation| relation.strategy.as_ref())
+        .or(model.strategy.as_ref())
+        .map_or(Strategy::PerRow, |strategy| strategy.value)
+}
+
+/// The key column; bulk models only have one when they declare it.
+fn key_column(model: &Model, strategy: Strategy) -> Option<String> {
+    match (&model.key, strategy) {
+        (Some(key), _) => Some(key.value.clone()),
+        (None, Strategy::PerRow) => Some("id".to_owned()),
+        (None, Strategy::Bulk) => None,
+    }
+}
+
+fn effective_chunk_size(config: &Config, model: &Model, via: Option<&Relation>, strategy: Strategy) -> u64 {
+    let declared = via.and_then(|relation| relation.chunk_size.as_ref()).or(model.chunk_size.as_ref());
+    let setting = match strategy {
+        Strategy::PerRow => config.settings.per_row_chunk_size.as_ref().map_or(DEFAULT_PER_ROW_CHUNK_SIZE, |s| s.value),
+        Strategy::Bulk => config.settings.bulk_chunk_size.as_ref().map_or(DEFAULT_BULK_CHUNK_SIZE, |s| s.value),
+    };
+    declared.map_or(setting, |size| size.value)
+}
+
+fn outbox_target(config: &Config, model: &Model) -> Option<OutboxTarget> {
+    let category = &model.outbox.as_ref()?.value;
+    let scope = config.scope_of(category)?;
+    Some(OutboxTarget { category: category.clone(), scope: scope.name.value.clone() })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::diagnostic::Sources;
+
+    fn config(toml: &str) -> Config {
+        let mut sources = Sources::default();
+        sources.add("cascade.toml", toml);
+        let loaded = crate::config::load_sources(sources);
+        assert_eq!(loaded.diagnostics, vec![]);
+        loaded.config
+    }
+
+    const DIAMOND: &str = r#"
+[settings]
+bulk_chunk_size = 5000
+
+[options]
+"org.rows_per_second" = 10
+
+[models.organization]
+table = "organization"
+rate_limit = "org.rows_per_second"
+outbox = "organization_update"
+children = [
+  { model = "project", column = "organization_id" },
+  { model = "member", column = "organization_id" },
+  { model = "audit", column = "actor_org_id", on_delete = "nullify" },
+]
+
+[models.project]
+table = "project"
+children = [{ model = "event", column = "project_id", chunk_size = 50 }]
+
+[models.member]
+table = "member"
+children = [{ model = "event", column = "member_id" }]
+
+[models.event]
+table = "event"
+strategy = "bulk"
+
+[models.audit]
+table = "audit"
+children = [{ model = "event", column = "audit_id" }]
+
+[outbox.scopes.organization]
+shard_key = "id"
+categories = ["organization_update"]
+"#;
+
+    #[test]
+    fn a_diamond_appears_under_both_paths_in_execution_order() {
+        let plan = compile(&config(DIAMOND), "organization").unwrap();
+        let order: Vec<(usize, &str, Option<&str>)> =
+            plan.steps().iter().map(|n| (n.step, n.model.as_str(), n.column.as_deref())).collect();
+        assert_eq!(
+            order,
+            vec![
+                (1, "event", Some("project_id")),
+                (2, "project", Some("organization_id")),
+                (3, "event", Some("member_id")),
+                (4, "member", Some("organization_id")),
+                (5, "audit", Some("actor_org_id")),
+                (6, "organization", None),
+            ]
+        );
+    }
+
+    #[test]
+    fn nodes_carry_effective_settings() {
+        let plan = compile(&config(DIAMOND), "organization").unwrap();
+        let root = &plan.root;
+        assert_eq!(root.chunk_size, DEFAULT_PER_ROW_CHUNK_SIZE);
+        assert_eq!(root.rate_limit.as_deref(), Some("org.rows_per_second"));
+        assert_eq!(
+            root.outbox,
+            Some(OutboxTarget { category: "organization_update".into(), scope: "organization".into() })
+        );
+        let via_project = &root.children[0].children[0];
+        assert_eq!((via_project.strategy, via_project.chunk_size, via_project.key.as_deref()), (Strategy::Bulk, 50, None));
+        let via_member = &root.children[1].children[0];
+        assert_eq!(via_member.chunk_size, 5000);
+        let audit = &root.children[2];
+        assert_eq!((audit.action, audit.children.len()), (Action::Nullify, 0), "a nullified model's children stay");
+    }
+
+    #[test]
+    fn unknown_root_suggests_a_model() {
+        let error = compile(&config(DIAMOND), "projects").unwrap_err();
+        assert_eq!(error.to_string(), "unknown model `projects` (did you mean `project`?)");
+    }
+
+    #[test]
+    fn a_cycle_is_an_error_not_a_loop() {
+        let mut sources = Sources::default();
+        sources.add("c.toml", "[models.a]\ntable = \"a\"\nchildren = [{ model = \"a\", column = \"parent_id\" }]\n");
+        let loaded = crate::config::load_sources(sources);
+        assert_eq!(compile(&loaded.config, "a").unwrap_err(), CompileError::Cycle("a".into()));
+    }
+}

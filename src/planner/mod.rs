@@ -1,0 +1,81 @@
+//! The planner: models become nodes and relations edges of a petgraph graph; every rule runs over
+//! the whole config and reports all it finds; `compile` turns a root model into a plan tree.
+
+mod compile;
+mod graph;
+mod rules;
+
+pub use compile::{Action, CompileError, OutboxTarget, Plan, PlanNode, compile};
+pub use graph::{Edge, ModelGraph};
+
+use crate::config::{Config, Loaded};
+use crate::diagnostic::{Diagnostic, Sources};
+
+/// What every rule gets to look at.
+pub struct Context<'a> {
+    pub config: &'a Config,
+    pub graph: &'a ModelGraph,
+    pub sources: &'a Sources,
+}
+
+/// Runs every config rule and returns all diagnostics they raise.
+pub fn validate(config: &Config, sources: &Sources) -> Vec<Diagnostic> {
+    let graph = ModelGraph::build(config);
+    let context = Context { config, graph: &graph, sources };
+    let mut diagnostics = Vec::new();
+    for rule in rules::ALL {
+        rule(&context, &mut diagnostics);
+    }
+    diagnostics
+}
+
+/// Adds the planner's diagnostics to those of loading and puts them all in source order.
+pub fn check(loaded: &mut Loaded) {
+    let found = validate(&loaded.config, &loaded.sources);
+    loaded.diagnostics.extend(found);
+    sort(&mut loaded.diagnostics);
+}
+
+/// Source order: by file, then position, then code, so output is stable between runs.
+pub fn sort(diagnostics: &mut [Diagnostic]) {
+    diagnostics.sort_by(|a, b| {
+        (a.location.file, a.location.span.start, a.code).cmp(&(b.location.file, b.location.span.start, b.code))
+    });
+}
+
+/// Model names close to `name`, for "did you mean" help on unknown models.
+pub(crate) fn suggest_model(config: &Config, name: &str) -> Option<String> {
+    crate::diagnostic::did_you_mean(name, config.models.keys().map(String::as_str))
+}
+
+#[cfg(test)]
+pub(crate) mod fixture {
+    //! Runs a rule set over an in-memory config, for the tests at the bottom of each rule.
+
+    use crate::config::load_sources;
+    use crate::diagnostic::{Code, Format, Report, Sources};
+
+    use super::*;
+
+    pub fn check_files(files: &[(&str, &str)]) -> (Vec<Diagnostic>, Sources) {
+        let mut sources = Sources::default();
+        for (name, text) in files {
+            sources.add(*name, *text);
+        }
+        let mut loaded = load_sources(sources);
+        check(&mut loaded);
+        (loaded.diagnostics, loaded.sources)
+    }
+
+    /// `(code, line)` of every diagnostic of a one-file config.
+    pub fn codes(toml: &str) -> Vec<(Code, usize)> {
+        let (diagnostics, sources) = check_files(&[("cascade.toml", toml)]);
+        diagnostics.iter().map(|d| (d.code, sources.line_column(&d.location).0)).collect()
+    }
+
+    /// The human report of a one-file config, for snapshots.
+    pub fn human(toml: &str) -> String {
+        let (diagnostics, sources) = check_files(&[("cascade.toml", toml)]);
+        Report { sources: &sources, diagnostics: &diagnostics }.render(Format::Human, false)
+    }
+}

@@ -1,0 +1,33 @@
+//! One file per rule. Each rule looks at the whole config and pushes every problem it finds;
+//! none stops the others. Each file carries its own fixtures and snapshot tests.
+
+mod bulk_with_children;
+mod bulk_with_row_data;
+mod category_in_many_scopes;
+mod chunk_size;
+mod delete_cycle;
+mod duplicate_relation;
+mod empty_scope;
+mod payload_without_outbox;
+mod unknown_model;
+mod unknown_rate_limit;
+mod unscoped_category;
+
+use super::Context;
+use crate::diagnostic::Diagnostic;
+
+pub type Rule = fn(&Context<'_>, &mut Vec<Diagnostic>);
+
+pub const ALL: &[Rule] = &[
+    unknown_model::check,
+    duplicate_relation::check,
+    delete_cycle::check,
+    bulk_with_children::check,
+    bulk_with_row_data::check,
+    chunk_size::check,
+    unknown_rate_limit::check,
+    unscoped_category::check,
+    category_in_many_scopes::check,
+    empty_scope::check,
+    payload_without_outbox::check,
+];
