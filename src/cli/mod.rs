@@ -14,7 +14,12 @@ use clap::{Parser, Subcommand, ValueEnum};
 #[command(name = "cascade", version, about, max_term_width = 100)]
 pub struct Cli {
     /// Config directory (every *.toml below it) or a single config file.
-    #[arg(long, global = true, value_name = "DIR|FILE", default_value = "cascades")]
+    #[arg(
+        long,
+        global = true,
+        value_name = "DIR|FILE",
+        default_value = "cascades"
+    )]
     pub config: PathBuf,
     /// More log output (-v, -vv).
     #[arg(short, long, global = true, action = clap::ArgAction::Count)]
@@ -69,7 +74,9 @@ fn init_logging(cli: &Cli) {
     };
     let filter = tracing_subscriber::EnvFilter::try_from_env("CASCADE_LOG")
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(level));
-    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr);
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr);
     match cli.log_format {
         LogFormat::Text => builder.with_ansi(std::io::stderr().is_terminal()).init(),
         LogFormat::Json => builder.json().init(),

@@ -18,11 +18,22 @@ pub struct Args {
 
 pub fn run(cli: &Cli, args: &Args) -> anyhow::Result<ExitCode> {
     let mut loaded = config::load(&cli.config)?;
-    info!(files = loaded.sources.len(), models = loaded.config.models.len(), "config loaded");
+    info!(
+        files = loaded.sources.len(),
+        models = loaded.config.models.len(),
+        "config loaded"
+    );
     planner::check(&mut loaded);
-    let report = Report { sources: &loaded.sources, diagnostics: &loaded.diagnostics };
+    let report = Report {
+        sources: &loaded.sources,
+        diagnostics: &loaded.diagnostics,
+    };
     let color = args.format == Format::Human && super::color_stdout();
     print!("{}", report.render(args.format, color));
     let failed = report.errors() > 0 || (args.deny_warnings && report.warnings() > 0);
-    Ok(if failed { ExitCode::from(1) } else { ExitCode::SUCCESS })
+    Ok(if failed {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    })
 }

@@ -18,7 +18,9 @@ pub fn json_schema() -> String {
 
 /// TOML has no null: an optional key is simply absent, so `Option`'s null alternative is dropped.
 fn without_null(schema: &mut Schema) {
-    let Some(object) = schema.as_object_mut() else { return };
+    let Some(object) = schema.as_object_mut() else {
+        return;
+    };
     let null = serde_json::json!({ "type": "null" });
     if let Some(Value::Array(types)) = object.get_mut("type") {
         types.retain(|t| t != "null");

@@ -79,7 +79,11 @@ impl Report<'_> {
     fn summary(&self) -> String {
         match (self.errors(), self.warnings()) {
             (0, 0) => "ok: no problems found".to_owned(),
-            (errors, warnings) => format!("{} and {}", plural(errors, "error"), plural(warnings, "warning")),
+            (errors, warnings) => format!(
+                "{} and {}",
+                plural(errors, "error"),
+                plural(warnings, "warning")
+            ),
         }
     }
 
@@ -89,12 +93,17 @@ impl Report<'_> {
             Severity::Warning => SnippetSeverity::Warning,
         };
         let location = &diagnostic.location;
-        let mut labels =
-            vec![Label::primary(location.file, location.span.clone()).with_message(&diagnostic.label)];
+        let mut labels = vec![
+            Label::primary(location.file, location.span.clone()).with_message(&diagnostic.label),
+        ];
         labels.extend(diagnostic.related.iter().map(|(location, label)| {
             Label::secondary(location.file, location.span.clone()).with_message(label)
         }));
-        let notes = diagnostic.help.iter().map(|help| format!("help: {help}")).collect();
+        let notes = diagnostic
+            .help
+            .iter()
+            .map(|help| format!("help: {help}"))
+            .collect();
         Snippet::new(severity)
             .with_code(diagnostic.code.as_str())
             .with_message(&diagnostic.message)
@@ -147,12 +156,18 @@ impl Report<'_> {
 }
 
 fn plural(count: usize, noun: &str) -> String {
-    if count == 1 { format!("1 {noun}") } else { format!("{count} {noun}s") }
+    if count == 1 {
+        format!("1 {noun}")
+    } else {
+        format!("{count} {noun}s")
+    }
 }
 
 /// Workflow-command escaping, as the GitHub Actions runner expects it.
 fn escape_data(text: &str) -> String {
-    text.replace('%', "%25").replace('\r', "%0D").replace('\n', "%0A")
+    text.replace('%', "%25")
+        .replace('\r', "%0D")
+        .replace('\n', "%0A")
 }
 
 fn escape_property(text: &str) -> String {

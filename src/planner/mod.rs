@@ -21,7 +21,11 @@ pub struct Context<'a> {
 /// Runs every config rule and returns all diagnostics they raise.
 pub fn validate(config: &Config, sources: &Sources) -> Vec<Diagnostic> {
     let graph = ModelGraph::build(config);
-    let context = Context { config, graph: &graph, sources };
+    let context = Context {
+        config,
+        graph: &graph,
+        sources,
+    };
     let mut diagnostics = Vec::new();
     for rule in rules::ALL {
         rule(&context, &mut diagnostics);
@@ -39,7 +43,11 @@ pub fn check(loaded: &mut Loaded) {
 /// Source order: by file, then position, then code, so output is stable between runs.
 pub fn sort(diagnostics: &mut [Diagnostic]) {
     diagnostics.sort_by(|a, b| {
-        (a.location.file, a.location.span.start, a.code).cmp(&(b.location.file, b.location.span.start, b.code))
+        (a.location.file, a.location.span.start, a.code).cmp(&(
+            b.location.file,
+            b.location.span.start,
+            b.code,
+        ))
     });
 }
 
@@ -70,12 +78,19 @@ pub(crate) mod fixture {
     /// `(code, line)` of every diagnostic of a one-file config.
     pub fn codes(toml: &str) -> Vec<(Code, usize)> {
         let (diagnostics, sources) = check_files(&[("cascade.toml", toml)]);
-        diagnostics.iter().map(|d| (d.code, sources.line_column(&d.location).0)).collect()
+        diagnostics
+            .iter()
+            .map(|d| (d.code, sources.line_column(&d.location).0))
+            .collect()
     }
 
     /// The human report of a one-file config, for snapshots.
     pub fn human(toml: &str) -> String {
         let (diagnostics, sources) = check_files(&[("cascade.toml", toml)]);
-        Report { sources: &sources, diagnostics: &diagnostics }.render(Format::Human, false)
+        Report {
+            sources: &sources,
+            diagnostics: &diagnostics,
+        }
+        .render(Format::Human, false)
     }
 }

@@ -1,7 +1,7 @@
 //! `delete-cycle`: delete relations that lead back to where they started, so no order deletes
 //! children before parents. Nullify relations do not count: they are how a cycle is broken.
 
-use std::collections::VecDeque;
+use std::collections::{HashMap, VecDeque};
 
 use petgraph::algo::tarjan_scc;
 use petgraph::visit::EdgeFiltered;
@@ -11,7 +11,9 @@ use crate::diagnostic::{Code, Diagnostic, Location};
 use crate::planner::Context;
 
 pub fn check(context: &Context<'_>, diagnostics: &mut Vec<Diagnostic>) {
-    let deletes = EdgeFiltered::from_fn(&context.graph.graph, |edge| edge.weight().action == OnDelete::Delete);
+    let deletes = EdgeFiltered::from_fn(&context.graph.graph, |edge| {
+        edge.weight().action == OnDelete::Delete
+    });
     for component in tarjan_scc(&deletes) {
         let mut members: Vec<usize> = component.iter().map(|node| node.index()).collect();
         members.sort_unstable();
@@ -33,18 +35,20 @@ struct Step {
 fn shortest_cycle(context: &Context<'_>, members: &[usize]) -> Option<Vec<Step>> {
     let config = context.config;
     let start = *members.first()?;
-    let mut reached_by: Vec<Option<Step>> = (0..config.models.len()).map(|_| None).collect();
+    let mut reached_by: HashMap<usize, Step> = HashMap::new();
     let mut queue = VecDeque::from([start]);
     while let Some(parent) = queue.pop_front() {
         for (relation, child) in config.models[parent].children.iter().enumerate() {
             if child.action() != OnDelete::Delete {
                 continue;
             }
-            let Some(child) = config.models.get_index_of(&child.model.value) else { continue };
-            if members.binary_search(&child).is_err() || reached_by[child].is_some() {
+            let Some(child) = config.models.get_index_of(&child.model.value) else {
+                continue;
+            };
+            if members.binary_search(&child).is_err() || reached_by.contains_key(&child) {
                 continue;
             }
-            reached_by[child] = Some(Step { parent, relation });
+            reached_by.insert(child, Step { parent, relation });
             if child == start {
                 return Some(walk_back(start, reached_by));
             }
@@ -54,10 +58,10 @@ fn shortest_cycle(context: &Context<'_>, members: &[usize]) -> Option<Vec<Step>>
     None
 }
 
-fn walk_back(start: usize, mut reached_by: Vec<Option<Step>>) -> Vec<Step> {
+fn walk_back(start: usize, mut reached_by: HashMap<usize, Step>) -> Vec<Step> {
     let mut cycle = Vec::new();
     let mut node = start;
-    while let Some(step) = reached_by[node].take() {
+    while let Some(step) = reached_by.remove(&node) {
         node = step.parent;
         cycle.push(step);
         if node == start {
@@ -70,8 +74,15 @@ fn walk_back(start: usize, mut reached_by: Vec<Option<Step>>) -> Vec<Step> {
 
 fn report(context: &Context<'_>, cycle: &[Step]) -> Diagnostic {
     let config = context.config;
-    let relation_location = |step: &Step| -> Location { config.models[step.parent].children[step.relation].location.clone() };
-    let mut path: Vec<&str> = cycle.iter().map(|step| config.models[step.parent].name.value.as_str()).collect();
+    let relation_location = |step: &Step| -> Location {
+        config.models[step.parent].children[step.relation]
+            .location
+            .clone()
+    };
+    let mut path: Vec<&str> = cycle
+        .iter()
+        .map(|step| config.models[step.parent].name.value.as_str())
+        .collect();
     path.push(path[0]);
     let path = path.join(" → ");
     let mut diagnostic =
@@ -81,7 +92,10 @@ fn report(context: &Context<'_>, cycle: &[Step]) -> Diagnostic {
     for step in &cycle[1..] {
         let parent = &config.models[step.parent];
         let child = &parent.children[step.relation].model.value;
-        diagnostic = diagnostic.related(relation_location(step), format!("then `{}` → `{child}`", parent.name.value));
+        diagnostic = diagnostic.related(
+            relation_location(step),
+            format!("then `{}` → `{child}`", parent.name.value),
+        );
     }
     diagnostic
 }
@@ -125,16 +139,24 @@ children = [{ model = "employee", column = "reports_to" }]
 
     #[test]
     fn a_nullify_relation_breaks_the_cycle() {
-        let broken = SELF_REFERENCE.replace(r#"column = "reports_to""#, r#"column = "reports_to", on_delete = "nullify""#);
+        let broken = SELF_REFERENCE.replace(
+            r#"column = "reports_to""#,
+            r#"column = "reports_to", on_delete = "nullify""#,
+        );
         assert_eq!(fixture::codes(&broken), vec![]);
-        let broken =
-            THREE_MODELS.replace(r#"column = "last_release_id""#, r#"column = "last_release_id", on_delete = "nullify""#);
+        let broken = THREE_MODELS.replace(
+            r#"column = "last_release_id""#,
+            r#"column = "last_release_id", on_delete = "nullify""#,
+        );
         assert_eq!(fixture::codes(&broken), vec![]);
     }
 
     #[test]
     fn two_separate_cycles_are_two_diagnostics() {
         let both = format!("{THREE_MODELS}\n{SELF_REFERENCE}");
-        assert_eq!(fixture::codes(&both), vec![(Code::DeleteCycle, 4), (Code::DeleteCycle, 17)]);
+        assert_eq!(
+            fixture::codes(&both),
+            vec![(Code::DeleteCycle, 4), (Code::DeleteCycle, 17)]
+        );
     }
 }

@@ -7,17 +7,27 @@ use crate::planner::Context;
 pub fn check(context: &Context<'_>, diagnostics: &mut Vec<Diagnostic>) {
     let options = &context.config.options;
     for model in context.config.models.values() {
-        let Some(rate_limit) = &model.rate_limit else { continue };
+        let Some(rate_limit) = &model.rate_limit else {
+            continue;
+        };
         if options.contains_key(&rate_limit.value) {
             continue;
         }
         let help = did_you_mean(&rate_limit.value, options.keys().map(String::as_str))
-            .unwrap_or_else(|| format!("declare it under [options], for example \"{}\" = 500", rate_limit.value));
+            .unwrap_or_else(|| {
+                format!(
+                    "declare it under [options], for example \"{}\" = 500",
+                    rate_limit.value
+                )
+            });
         diagnostics.push(
             Diagnostic::new(
                 Code::UnknownRateLimit,
                 rate_limit.location.clone(),
-                format!("model `{}` uses rate limit `{}`, which is not declared in [options]", model.name.value, rate_limit.value),
+                format!(
+                    "model `{}` uses rate limit `{}`, which is not declared in [options]",
+                    model.name.value, rate_limit.value
+                ),
             )
             .label("no such option")
             .help(help),

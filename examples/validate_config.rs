@@ -1,0 +1,38 @@
+//! Validating a config from code, then compiling the deletion plan of one root model.
+//! Run: `cargo run --example validate_config [CONFIG_DIR] [ROOT_MODEL]`.
+
+use std::path::PathBuf;
+
+use cascade::diagnostic::{Format, Report};
+
+fn main() -> anyhow::Result<()> {
+    let mut args = std::env::args().skip(1);
+    let dir = PathBuf::from(args.next().unwrap_or_else(|| "cascades".to_owned()));
+    let root = args.next().unwrap_or_else(|| "organization".to_owned());
+
+    let mut loaded = cascade::config::load(&dir)?;
+    cascade::planner::check(&mut loaded);
+    let report = Report {
+        sources: &loaded.sources,
+        diagnostics: &loaded.diagnostics,
+    };
+    print!("{}", report.render(Format::Human, false));
+    if report.errors() > 0 {
+        std::process::exit(1);
+    }
+
+    let plan = cascade::planner::compile(&loaded.config, &root)?;
+    println!("\nplan for `{root}`, in execution order:");
+    for step in plan.steps() {
+        println!(
+            "{:>3}. {:<9} {:<18} via {:<18} {:<8} chunk {}",
+            step.step,
+            format!("{:?}", step.action).to_lowercase(),
+            step.model,
+            step.column.as_deref().unwrap_or("(root)"),
+            step.strategy.as_str(),
+            step.chunk_size
+        );
+    }
+    Ok(())
+}

@@ -1,0 +1,203 @@
+//! `cascade validate` from the command line: formats, exit codes, multi-file configs.
+
+mod common;
+
+use common::{cascade, project, repository};
+use serde_json::{Value, json};
+
+/// A config with one of each kind of problem the issue names, to be reported in one run.
+const EVERYTHING_WRONG: &str = r#"[models.organization]
+table = "organization"
+children = [{ model = "project", column = "organization_id" }]
+
+[models.project]
+table = "project"
+strategy = "bulk"
+chunk_sise = 10
+children = [{ model = "organization", column = "owner_project_id" }]
+
+[outbox.scopes.organization]
+shard_key = "organization_id"
+categories = ["project_update"]
+
+[outbox.scopes.project]
+shard_key = "project_id"
+categories = ["project_update"]
+
+[models.broken
+table = "x"
+"#;
+
+#[test]
+fn the_bundled_demo_config_is_clean() {
+    cascade(repository())
+        .arg("validate")
+        .assert()
+        .success()
+        .stdout("ok: no problems found\n");
+}
+
+#[test]
+fn every_problem_is_reported_in_one_run_with_its_line() {
+    let dir = project(&[("cascades/cascade.toml", EVERYTHING_WRONG)]);
+    let output = cascade(dir.path())
+        .args(["validate", "--format", "json"])
+        .assert()
+        .code(1)
+        .get_output()
+        .clone();
+    let report: Value = serde_json::from_slice(&output.stdout).unwrap();
+    let found: Vec<(String, u64)> = report["diagnostics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| {
+            (
+                d["code"].as_str().unwrap().to_owned(),
+                d["line"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    let expected = [
+        ("delete-cycle", 3),
+        ("bulk-with-children", 7),
+        ("unknown-key", 8),
+        ("category-in-many-scopes", 17),
+        ("toml-syntax", 19),
+    ];
+    for (code, line) in expected {
+        assert!(
+            found.contains(&(code.to_owned(), line)),
+            "{code} at line {line} missing from {found:?}"
+        );
+    }
+    let human = cascade(dir.path())
+        .arg("validate")
+        .assert()
+        .code(1)
+        .get_output()
+        .stdout
+        .clone();
+    insta::assert_snapshot!(String::from_utf8(human).unwrap());
+}
+
+#[test]
+fn json_output_has_the_documented_shape() {
+    let config = "[models.a]\ntable = \"a\"\nchildren = [{ model = \"b\", column = \"a_id\" }]\n\n[outbox.scopes.s]\nshard_key = \"id\"\n";
+    let dir = project(&[("cascades/a.toml", config)]);
+    let output = cascade(dir.path())
+        .args(["validate", "--format", "json"])
+        .assert()
+        .code(1)
+        .get_output()
+        .clone();
+    let report: Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(
+        report,
+        json!({
+            "errors": 1,
+            "warnings": 1,
+            "diagnostics": [
+                {
+                    "severity": "error",
+                    "code": "unknown-model",
+                    "message": "model `a` has a relation to unknown model `b`",
+                    "file": "cascades/a.toml",
+                    "line": 3,
+                    "column": 23,
+                    "help": "declare it as [models.b] or fix the name"
+                },
+                {
+                    "severity": "warning",
+                    "code": "empty-scope",
+                    "message": "outbox scope `s` registers no categories",
+                    "file": "cascades/a.toml",
+                    "line": 5,
+                    "column": 16,
+                    "help": "add its categories, or remove the scope"
+                }
+            ]
+        })
+    );
+}
+
+#[test]
+fn github_output_is_one_workflow_command_per_diagnostic() {
+    let config = "[models.a]\ntable = \"a\"\nchildren = [{ model = \"b\", column = \"a_id\" }]\n\n[outbox.scopes.s]\nshard_key = \"id\"\n";
+    let dir = project(&[("cascades/a.toml", config)]);
+    cascade(dir.path()).args(["validate", "--format", "github"]).assert().code(1).stdout(
+        "::error file=cascades/a.toml,line=3,col=23::model `a` has a relation to unknown model `b`\n\
+         ::warning file=cascades/a.toml,line=5,col=16::outbox scope `s` registers no categories\n",
+    );
+}
+
+#[test]
+fn exit_codes_separate_clean_problems_and_usage() {
+    let clean = project(&[("cascades/a.toml", "[models.a]\ntable = \"a\"\n")]);
+    cascade(clean.path()).arg("validate").assert().code(0);
+
+    let warning = project(&[("cascades/a.toml", "[outbox.scopes.s]\nshard_key = \"id\"\n")]);
+    cascade(warning.path()).arg("validate").assert().code(0);
+    cascade(warning.path())
+        .args(["validate", "--deny-warnings"])
+        .assert()
+        .code(1);
+
+    let error = project(&[("cascades/a.toml", "[models.a]\n")]);
+    cascade(error.path()).arg("validate").assert().code(1);
+
+    cascade(clean.path())
+        .args(["validate", "--config", "missing"])
+        .assert()
+        .code(2)
+        .stderr("error: config path `missing` does not exist\n");
+    let empty = project(&[("cascades/README.md", "no configs here")]);
+    cascade(empty.path())
+        .arg("validate")
+        .assert()
+        .code(2)
+        .stderr("error: no *.toml files under `cascades`\n");
+    cascade(clean.path())
+        .args(["validate", "--format", "xml"])
+        .assert()
+        .code(2);
+}
+
+#[test]
+fn a_config_directory_merges_every_toml_file_below_it() {
+    let dir = project(&[
+        (
+            "cascades/organization.toml",
+            "[models.organization]\ntable = \"organization\"\nchildren = [{ model = \"project\", column = \"organization_id\" }]\n",
+        ),
+        (
+            "cascades/nested/project.toml",
+            "[models.project]\ntable = \"project\"\noutbox = \"project_update\"\n",
+        ),
+        (
+            "cascades/outbox.toml",
+            "[outbox.scopes.organization]\nshard_key = \"organization_id\"\ncategories = [\"project_update\"]\n",
+        ),
+        ("cascades/notes.txt", "not a config"),
+    ]);
+    cascade(dir.path())
+        .arg("validate")
+        .assert()
+        .success()
+        .stdout("ok: no problems found\n");
+    cascade(dir.path())
+        .args(["validate", "--config", "cascades/organization.toml"])
+        .assert()
+        .code(1);
+}
+
+#[test]
+fn a_model_declared_in_two_files_names_both() {
+    let dir = project(&[
+        ("cascades/a.toml", "[models.project]\ntable = \"project\"\n"),
+        ("cascades/b.toml", "[models.project]\ntable = \"project\"\n"),
+    ]);
+    cascade(dir.path()).args(["validate", "--format", "github"]).assert().code(1).stdout(
+        "::error file=cascades/b.toml,line=1,col=9::model `project` is declared twice (first at cascades/a.toml:1:9)\n",
+    );
+}
