@@ -1,5 +1,32 @@
 //! `cascade` deletes large, deeply linked relational data safely: a declarative config of models
 //! and relations is validated by a graph planner and compiled into a deletion plan.
+//!
+//! Validating a config from code and compiling the plan of one root model:
+//!
+//! ```
+//! use cascade::diagnostic::Sources;
+//!
+//! let mut sources = Sources::default();
+//! sources.add(
+//!     "cascade.toml",
+//!     r#"
+//!     [models.organization]
+//!     table = "organization"
+//!     children = [{ model = "project", column = "organization_id" }]
+//!
+//!     [models.project]
+//!     table = "project"
+//!     strategy = "bulk"
+//!     "#,
+//! );
+//! let mut loaded = cascade::config::load_sources(sources);
+//! cascade::planner::check(&mut loaded);
+//! assert!(loaded.diagnostics.is_empty());
+//!
+//! let plan = cascade::planner::compile(&loaded.config, "organization").unwrap();
+//! let order: Vec<&str> = plan.steps().iter().map(|step| step.model.as_str()).collect();
+//! assert_eq!(order, ["project", "organization"]); // children before parents
+//! ```
 
 pub mod cli;
 pub mod config;
