@@ -30,7 +30,7 @@ fn main() {
 fn validate(dir: &Path) -> Duration {
     let start = Instant::now();
     let mut loaded = cascade::config::load(dir).expect("the generated config loads");
-    cascade::planner::check(&mut loaded);
+    cascade::planner::check(&mut loaded, None);
     let elapsed = start.elapsed();
     let errors: Vec<_> = loaded.diagnostics.iter().filter(|d| d.is_error()).collect();
     assert!(

@@ -11,7 +11,7 @@ fn main() -> anyhow::Result<()> {
     let root = args.next().unwrap_or_else(|| "organization".to_owned());
 
     let mut loaded = cascade::config::load(&dir)?;
-    cascade::planner::check(&mut loaded);
+    cascade::planner::check(&mut loaded, None);
     let report = Report {
         sources: &loaded.sources,
         diagnostics: &loaded.diagnostics,

@@ -20,7 +20,7 @@
 //!     "#,
 //! );
 //! let mut loaded = cascade::config::load_sources(sources);
-//! cascade::planner::check(&mut loaded);
+//! cascade::planner::check(&mut loaded, None);
 //! assert!(loaded.diagnostics.is_empty());
 //!
 //! let plan = cascade::planner::compile(&loaded.config, "organization").unwrap();
@@ -30,5 +30,7 @@
 
 pub mod cli;
 pub mod config;
+pub mod db;
 pub mod diagnostic;
 pub mod planner;
+pub mod schema;

@@ -1,5 +1,6 @@
 //! The command line: parses arguments and calls the library. One file per command.
 
+mod init;
 mod schema;
 mod validate;
 
@@ -21,6 +22,9 @@ pub struct Cli {
         default_value = "cascades"
     )]
     pub config: PathBuf,
+    /// Database URL: sqlite://PATH or postgres://USER@HOST/DB.
+    #[arg(long, global = true, env = "CASCADE_DATABASE_URL", value_name = "URL")]
+    pub database_url: Option<String>,
     /// More log output (-v, -vv).
     #[arg(short, long, global = true, action = clap::ArgAction::Count)]
     pub verbose: u8,
@@ -46,6 +50,8 @@ pub enum Command {
     Validate(validate::Args),
     /// Print the JSON Schema of the config files (for editor completion).
     Schema,
+    /// Write a starting config from a database's foreign keys.
+    Init(init::Args),
 }
 
 /// Exit code for usage and I/O problems, as opposed to problems found in the config (1).
@@ -57,6 +63,7 @@ pub fn main() -> ExitCode {
     let result = match &cli.command {
         Command::Validate(args) => validate::run(&cli, args),
         Command::Schema => schema::run(),
+        Command::Init(args) => init::run(&cli, args),
     };
     result.unwrap_or_else(|error| {
         eprintln!("error: {error:#}");
@@ -81,6 +88,15 @@ fn init_logging(cli: &Cli) {
         LogFormat::Text => builder.with_ansi(std::io::stderr().is_terminal()).init(),
         LogFormat::Json => builder.json().init(),
     }
+}
+
+/// Runs async library work (database access) from the synchronous command layer.
+fn block_on<F: std::future::Future>(future: F) -> F::Output {
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .expect("a tokio runtime starts")
+        .block_on(future)
 }
 
 /// Colour only for people: a terminal, and no `NO_COLOR`.

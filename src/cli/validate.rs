@@ -1,13 +1,20 @@
+use std::path::PathBuf;
 use std::process::ExitCode;
 
+use anyhow::Context as _;
 use tracing::info;
 
 use super::Cli;
 use crate::diagnostic::{Format, Report};
+use crate::schema::{self, Schema};
 use crate::{config, planner};
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
+    /// Check against the schema in this SQL DDL file (PostgreSQL or SQLite dialect), no
+    /// database needed. Takes precedence over --database-url.
+    #[arg(long, value_name = "FILE.sql")]
+    pub schema: Option<PathBuf>,
     /// Output format: human (source snippets), json, or github (workflow annotations).
     #[arg(long, value_enum, default_value_t = Format::Human)]
     pub format: Format,
@@ -23,7 +30,8 @@ pub fn run(cli: &Cli, args: &Args) -> anyhow::Result<ExitCode> {
         models = loaded.config.models.len(),
         "config loaded"
     );
-    planner::check(&mut loaded);
+    let schema = load_schema(cli, args)?;
+    planner::check(&mut loaded, schema.as_ref());
     let report = Report {
         sources: &loaded.sources,
         diagnostics: &loaded.diagnostics,
@@ -36,4 +44,26 @@ pub fn run(cli: &Cli, args: &Args) -> anyhow::Result<ExitCode> {
     } else {
         ExitCode::SUCCESS
     })
+}
+
+/// The schema to check against: a DDL file, a live database (read only), or none.
+fn load_schema(cli: &Cli, args: &Args) -> anyhow::Result<Option<Schema>> {
+    if let Some(path) = &args.schema {
+        let sql = std::fs::read_to_string(path)
+            .with_context(|| format!("cannot read `{}`", path.display()))?;
+        let parsed = schema::parse_ddl(&sql);
+        info!(
+            tables = parsed.schema.tables.len(),
+            skipped = parsed.skipped,
+            dialect = parsed.dialect,
+            "schema parsed"
+        );
+        return Ok(Some(parsed.schema));
+    }
+    let Some(url) = &cli.database_url else {
+        return Ok(None);
+    };
+    let schema = super::block_on(schema::introspect_url(url))?;
+    info!(tables = schema.tables.len(), "schema introspected");
+    Ok(Some(schema))
 }

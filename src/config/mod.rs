@@ -2,6 +2,7 @@
 //! then read into one typed [`Config`]. Both phases collect diagnostics instead of stopping.
 
 mod extract;
+mod generate;
 mod read;
 mod schema;
 mod types;
@@ -11,6 +12,7 @@ use std::path::{Path, PathBuf};
 
 use toml::de::DeTable;
 
+pub use generate::starting_config;
 pub use schema::json_schema;
 pub use types::*;
 
@@ -200,7 +202,7 @@ per_row_chunk_size = "100"
 "x.rows_per_second" = -1
 
 [models.a]
-table = "drop table x; --"
+table = "public.x.y"
 strategy = "bulky"
 require_all_references = "yes"
 children = "b"

@@ -173,11 +173,12 @@ impl<'a> Node<'a> {
         }
     }
 
-    /// A table or column name. Names are quoted in SQL, but are held to plain identifiers
-    /// (optionally `schema.`-qualified) so a config cannot smuggle SQL into a statement.
+    /// A table or column name, optionally `schema.`-qualified. Names are always quoted in SQL;
+    /// refusing empty parts, quotes and control characters keeps that quoting trivially sound.
     pub fn identifier(&self, d: &mut Diagnostics) -> Option<Located<String>> {
         let name = self.string(d)?;
-        if name.value.split('.').count() <= 2 && name.value.split('.').all(is_identifier) {
+        let parts: Vec<&str> = name.value.split('.').collect();
+        if parts.len() <= 2 && parts.iter().all(|part| is_identifier(part)) {
             Some(name)
         } else {
             self.invalid(
@@ -185,7 +186,7 @@ impl<'a> Node<'a> {
                     "`{}` must be a SQL identifier, found \"{}\"",
                     self.key, name.value
                 ),
-                "letters, digits, `_` and `$`, optionally `schema.`-qualified",
+                "a name, or `schema.name`, without quotes or control characters",
                 d,
             );
             None
@@ -251,9 +252,7 @@ impl<'a> Node<'a> {
 }
 
 fn is_identifier(name: &str) -> bool {
-    let mut chars = name.chars();
-    chars.next().is_some_and(|c| c.is_alphabetic() || c == '_')
-        && chars.all(|c| c.is_alphanumeric() || c == '_' || c == '$')
+    !name.is_empty() && !name.chars().any(|c| c.is_control() || c == '"' || c == '`')
 }
 
 struct Field<'a> {

@@ -5,6 +5,8 @@ use serde::Serialize;
 pub enum Severity {
     Error,
     Warning,
+    /// Worth knowing, never a failure (not even with `--deny-warnings`).
+    Note,
 }
 
 impl Severity {
@@ -12,6 +14,7 @@ impl Severity {
         match self {
             Severity::Error => "error",
             Severity::Warning => "warning",
+            Severity::Note => "note",
         }
     }
 }
@@ -68,6 +71,13 @@ codes! {
     CategoryInManyScopes = "category-in-many-scopes", Error, "An outbox category is registered in more than one scope.";
     EmptyScope = "empty-scope", Warning, "An outbox scope registers no categories.";
     PayloadWithoutOutbox = "payload-without-outbox", Warning, "`outbox_payload` is set on a model that writes no outbox category.";
+    MissingTable = "missing-table", Error, "A model's table is not in the schema.";
+    MissingColumn = "missing-column", Error, "A key, relation, status or payload column is not in its table.";
+    UnregisteredReference = "unregistered-reference", Error, "A foreign key points at a `require_all_references` model but is neither a child relation nor ignored.";
+    NullifyNotNull = "nullify-not-null", Error, "A nullify relation's column is NOT NULL, so it cannot be set to NULL.";
+    UnindexedRelation = "unindexed-relation", Warning, "No index leads with a relation's column, so every chunk scans the child table.";
+    MissingShardKey = "missing-shard-key", Error, "A model writes an outbox category whose scope's shard key is not a column of its table.";
+    DatabaseCascade = "database-cascade", Note, "The database itself cascades (ON DELETE CASCADE or SET NULL) along a declared relation, inside each chunk.";
 }
 
 impl std::fmt::Display for Code {

@@ -40,11 +40,18 @@ struct JsonDiagnostic<'a> {
 
 impl Report<'_> {
     pub fn errors(&self) -> usize {
-        self.diagnostics.iter().filter(|d| d.is_error()).count()
+        self.count(Severity::Error)
     }
 
     pub fn warnings(&self) -> usize {
-        self.diagnostics.len() - self.errors()
+        self.count(Severity::Warning)
+    }
+
+    fn count(&self, severity: Severity) -> usize {
+        self.diagnostics
+            .iter()
+            .filter(|d| d.severity == severity)
+            .count()
     }
 
     pub fn render(&self, format: Format, color: bool) -> String {
@@ -77,10 +84,14 @@ impl Report<'_> {
     }
 
     fn summary(&self) -> String {
+        let notes = match self.count(Severity::Note) {
+            0 => String::new(),
+            notes => format!(" ({})", plural(notes, "note")),
+        };
         match (self.errors(), self.warnings()) {
-            (0, 0) => "ok: no problems found".to_owned(),
+            (0, 0) => format!("ok: no problems found{notes}"),
             (errors, warnings) => format!(
-                "{} and {}",
+                "{} and {}{notes}",
                 plural(errors, "error"),
                 plural(warnings, "warning")
             ),
@@ -91,6 +102,7 @@ impl Report<'_> {
         let severity = match diagnostic.severity {
             Severity::Error => SnippetSeverity::Error,
             Severity::Warning => SnippetSeverity::Warning,
+            Severity::Note => SnippetSeverity::Note,
         };
         let location = &diagnostic.location;
         let mut labels = vec![
@@ -144,9 +156,13 @@ impl Report<'_> {
             .iter()
             .map(|d| {
                 let (line, column) = self.sources.line_column(&d.location);
+                let command = match d.severity {
+                    Severity::Error => "error",
+                    Severity::Warning => "warning",
+                    Severity::Note => "notice",
+                };
                 format!(
-                    "::{} file={},line={line},col={column}::{}\n",
-                    d.severity.as_str(),
+                    "::{command} file={},line={line},col={column}::{}\n",
                     escape_property(self.sources.name(d.location.file)),
                     escape_data(&d.message),
                 )

@@ -8,23 +8,35 @@ mod rules;
 pub use compile::{Action, CompileError, OutboxTarget, Plan, PlanNode, compile};
 pub use graph::{Edge, ModelGraph};
 
-use crate::config::{Config, Loaded};
+use crate::config::{Config, Loaded, Model};
 use crate::diagnostic::{Diagnostic, Sources};
+use crate::schema::{Schema, Table};
 
 /// What every rule gets to look at.
 pub struct Context<'a> {
     pub config: &'a Config,
     pub graph: &'a ModelGraph,
     pub sources: &'a Sources,
+    /// The real schema, when one was given; rules that need it do nothing without it.
+    pub schema: Option<&'a Schema>,
 }
 
-/// Runs every config rule and returns all diagnostics they raise.
-pub fn validate(config: &Config, sources: &Sources) -> Vec<Diagnostic> {
+impl Context<'_> {
+    /// The schema table of a model, when a schema is given and has it.
+    pub fn table_of(&self, model: &Model) -> Option<&Table> {
+        self.schema?.table(&model.table.value)
+    }
+}
+
+/// Runs every rule (those that need a schema only when one is given) and returns all
+/// diagnostics they raise.
+pub fn validate(config: &Config, sources: &Sources, schema: Option<&Schema>) -> Vec<Diagnostic> {
     let graph = ModelGraph::build(config);
     let context = Context {
         config,
         graph: &graph,
         sources,
+        schema,
     };
     let mut diagnostics = Vec::new();
     for rule in rules::ALL {
@@ -34,8 +46,8 @@ pub fn validate(config: &Config, sources: &Sources) -> Vec<Diagnostic> {
 }
 
 /// Adds the planner's diagnostics to those of loading and puts them all in source order.
-pub fn check(loaded: &mut Loaded) {
-    let found = validate(&loaded.config, &loaded.sources);
+pub fn check(loaded: &mut Loaded, schema: Option<&Schema>) {
+    let found = validate(&loaded.config, &loaded.sources, schema);
     loaded.diagnostics.extend(found);
     sort(&mut loaded.diagnostics);
 }
@@ -58,26 +70,41 @@ pub(crate) fn suggest_model(config: &Config, name: &str) -> Option<String> {
 
 #[cfg(test)]
 pub(crate) mod fixture {
-    //! Runs a rule set over an in-memory config, for the tests at the bottom of each rule.
+    //! Runs every rule over an in-memory config (and optionally a DDL schema), for the tests at
+    //! the bottom of each rule.
 
     use crate::config::load_sources;
     use crate::diagnostic::{Code, Format, Report, Sources};
+    use crate::schema::parse_ddl;
 
     use super::*;
 
     pub fn check_files(files: &[(&str, &str)]) -> (Vec<Diagnostic>, Sources) {
+        check_files_against(files, None)
+    }
+
+    pub fn check_files_against(
+        files: &[(&str, &str)],
+        ddl: Option<&str>,
+    ) -> (Vec<Diagnostic>, Sources) {
         let mut sources = Sources::default();
         for (name, text) in files {
             sources.add(*name, *text);
         }
+        let schema = ddl.map(|sql| parse_ddl(sql).schema);
         let mut loaded = load_sources(sources);
-        check(&mut loaded);
+        check(&mut loaded, schema.as_ref());
         (loaded.diagnostics, loaded.sources)
     }
 
     /// `(code, line)` of every diagnostic of a one-file config.
     pub fn codes(toml: &str) -> Vec<(Code, usize)> {
-        let (diagnostics, sources) = check_files(&[("cascade.toml", toml)]);
+        codes_against(toml, None)
+    }
+
+    /// `(code, line)` of every diagnostic of a one-file config checked against a DDL schema.
+    pub fn codes_against(toml: &str, ddl: Option<&str>) -> Vec<(Code, usize)> {
+        let (diagnostics, sources) = check_files_against(&[("cascade.toml", toml)], ddl);
         diagnostics
             .iter()
             .map(|d| (d.code, sources.line_column(&d.location).0))
@@ -86,7 +113,11 @@ pub(crate) mod fixture {
 
     /// The human report of a one-file config, for snapshots.
     pub fn human(toml: &str) -> String {
-        let (diagnostics, sources) = check_files(&[("cascade.toml", toml)]);
+        human_against(toml, None)
+    }
+
+    pub fn human_against(toml: &str, ddl: Option<&str>) -> String {
+        let (diagnostics, sources) = check_files_against(&[("cascade.toml", toml)], ddl);
         Report {
             sources: &sources,
             diagnostics: &diagnostics,

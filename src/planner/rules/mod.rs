@@ -5,12 +5,19 @@ mod bulk_with_children;
 mod bulk_with_row_data;
 mod category_in_many_scopes;
 mod chunk_size;
+mod database_cascade;
 mod delete_cycle;
 mod duplicate_relation;
 mod empty_scope;
+mod missing_column;
+mod missing_shard_key;
+mod missing_table;
+mod nullify_not_null;
 mod payload_without_outbox;
+mod unindexed_relation;
 mod unknown_model;
 mod unknown_rate_limit;
+mod unregistered_reference;
 mod unscoped_category;
 
 use super::Context;
@@ -30,4 +37,12 @@ pub const ALL: &[Rule] = &[
     category_in_many_scopes::check,
     empty_scope::check,
     payload_without_outbox::check,
+    // These need the real schema and do nothing without one.
+    missing_table::check,
+    missing_column::check,
+    unregistered_reference::check,
+    nullify_not_null::check,
+    unindexed_relation::check,
+    missing_shard_key::check,
+    database_cascade::check,
 ];

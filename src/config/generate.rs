@@ -1,0 +1,332 @@
+//! A starting config written from a schema's foreign keys (`cascade init`): a model per table,
+//! every usable foreign key as a child relation, bulk on leaves, and every delete-cycle broken.
+
+use std::collections::HashMap;
+use std::fmt::Write as _;
+
+use crate::schema::{ForeignKey, Schema, Table};
+
+/// One foreign key that can be a relation: `child_table.column` → `parent_table`'s key.
+struct Edge {
+    parent: usize,
+    child: usize,
+    column: String,
+    nullable: bool,
+}
+
+/// What becomes of an edge in the written config.
+enum Decision {
+    Delete,
+    /// Closes a cycle; the column is nullable.
+    Nullify,
+    /// Cannot be a relation, with the reason written as a comment.
+    LeftOut(String),
+}
+
+/// The TOML text of a config for `schema`, starting with the `#:schema` line.
+pub fn starting_config(schema: &Schema) -> String {
+    let names = model_names(&schema.tables);
+    let (edges, mut comments) = edges(schema);
+    let decisions = break_cycles(schema.tables.len(), &edges, &names);
+
+    let mut children: Vec<Vec<String>> = vec![Vec::new(); schema.tables.len()];
+    for (edge, decision) in edges.iter().zip(decisions) {
+        let relation = format!(
+            "{{ model = {}, column = {}",
+            toml_string(&names[edge.child]),
+            toml_string(&edge.column)
+        );
+        let line = match decision {
+            Decision::Delete => format!("  {relation} }},"),
+            Decision::Nullify => {
+                format!("  {relation}, on_delete = \"nullify\" }},  # breaks a delete cycle")
+            }
+            Decision::LeftOut(reason) => format!("  # {relation} }} left out: {reason}"),
+        };
+        children[edge.parent].push(line);
+    }
+    for (parent, comment) in comments.drain(..) {
+        children[parent].push(format!("  # {comment}"));
+    }
+
+    let mut text = String::from(
+        "#:schema ../schemas/cascade.schema.json\n\
+         # Written by `cascade init` from the database's foreign keys. Review it: chunk sizes,\n\
+         # rate limits, status checks and outbox categories are yours to add.\n",
+    );
+    for (index, table) in schema.tables.iter().enumerate() {
+        write_model(&mut text, table, &names, index, &children[index]);
+    }
+    text
+}
+
+fn write_model(
+    text: &mut String,
+    table: &Table,
+    names: &[String],
+    index: usize,
+    children: &[String],
+) {
+    let deletes_children = children
+        .iter()
+        .any(|line| !line.trim_start().starts_with('#'));
+    let _ = write!(
+        text,
+        "\n[models.{}]\ntable = {}\n",
+        toml_key(&names[index]),
+        toml_string(&table_name(table, names, index))
+    );
+    match single_key(table) {
+        Some(key) if key != "id" => {
+            let _ = writeln!(text, "key = {}", toml_string(key));
+        }
+        _ => {}
+    }
+    if !deletes_children {
+        text.push_str("strategy = \"bulk\"\n");
+    }
+    if !children.is_empty() {
+        let _ = writeln!(text, "children = [\n{}\n]", children.join("\n"));
+    }
+}
+
+/// The table as the config names it: qualified only when its name alone is ambiguous.
+fn table_name(table: &Table, names: &[String], index: usize) -> String {
+    if names[index].contains("__") {
+        table.qualified_name()
+    } else {
+        table.name.clone()
+    }
+}
+
+/// snake_case of each table name (`InvoiceLine` → `invoice_line`), made unique with the schema.
+fn model_names(tables: &[Table]) -> Vec<String> {
+    let mut count: HashMap<String, usize> = HashMap::new();
+    for table in tables {
+        *count.entry(snake_case(&table.name)).or_default() += 1;
+    }
+    tables
+        .iter()
+        .map(|table| {
+            let name = snake_case(&table.name);
+            match (&table.schema, count[&name]) {
+                (Some(schema), n) if n > 1 => format!("{}__{name}", snake_case(schema)),
+                _ => name,
+            }
+        })
+        .collect()
+}
+
+fn snake_case(name: &str) -> String {
+    let mut out = String::new();
+    let chars: Vec<char> = name.chars().collect();
+    for (i, &c) in chars.iter().enumerate() {
+        if !c.is_alphanumeric() && c != '_' {
+            if !out.is_empty() && !out.ends_with('_') {
+                out.push('_');
+            }
+            continue;
+        }
+        let boundary = c.is_uppercase()
+            && i > 0
+            && (chars[i - 1].is_lowercase()
+                || chars.get(i + 1).is_some_and(|next| next.is_lowercase()));
+        if boundary && !out.ends_with('_') {
+            out.push('_');
+        }
+        out.extend(c.to_lowercase());
+    }
+    out
+}
+
+fn single_key(table: &Table) -> Option<&str> {
+    match table.primary_key.as_slice() {
+        [key] => Some(key),
+        _ => None,
+    }
+}
+
+/// Every foreign key as an edge, or as a comment on the parent saying why it cannot be one.
+fn edges(schema: &Schema) -> (Vec<Edge>, Vec<(usize, String)>) {
+    let position = |table: &Table| schema.tables.iter().position(|t| std::ptr::eq(t, table));
+    let mut edges = Vec::new();
+    let mut comments = Vec::new();
+    for (child, table) in schema.tables.iter().enumerate() {
+        for key in &table.foreign_keys {
+            let Some(parent) = schema.resolve(key).and_then(position) else {
+                continue;
+            };
+            match usable_column(&schema.tables[parent], key) {
+                Ok(column) => edges.push(Edge {
+                    parent,
+                    child,
+                    nullable: table.column(column).is_none_or(|c| c.nullable),
+                    column: column.to_owned(),
+                }),
+                Err(reason) => comments.push((
+                    parent,
+                    format!("`{}` ({}): {reason}", table.name, key.columns.join(", ")),
+                )),
+            }
+        }
+    }
+    (edges, comments)
+}
+
+/// A relation matches one child column against the parent's single-column key.
+fn usable_column<'a>(parent: &Table, key: &'a ForeignKey) -> Result<&'a str, String> {
+    let [column] = key.columns.as_slice() else {
+        return Err("a composite foreign key cannot be one relation; left out".to_owned());
+    };
+    let Some(parent_key) = single_key(parent) else {
+        return Err(format!(
+            "`{}` has no single-column primary key to delete by; left out",
+            parent.name
+        ));
+    };
+    match key.referenced_columns.as_slice() {
+        [] => Ok(column),
+        [referenced] if referenced.eq_ignore_ascii_case(parent_key) => Ok(column),
+        referenced => Err(format!(
+            "references `{}`, not the key `{parent_key}`; left out",
+            referenced.join(", ")
+        )),
+    }
+}
+
+/// Depth-first over delete edges in declared order: an edge back to a table on the current path
+/// closes a cycle (a self-reference is the shortest). Such an edge becomes nullify when its
+/// column is nullable, else it is left out. What remains is acyclic.
+fn break_cycles(tables: usize, edges: &[Edge], names: &[String]) -> Vec<Decision> {
+    let mut decisions: Vec<Decision> = edges.iter().map(|_| Decision::Delete).collect();
+    let mut outgoing: Vec<Vec<usize>> = vec![Vec::new(); tables];
+    for (index, edge) in edges.iter().enumerate() {
+        outgoing[edge.parent].push(index);
+    }
+    #[derive(Clone, Copy, PartialEq)]
+    enum State {
+        New,
+        OnPath,
+        Done,
+    }
+    let mut state = vec![State::New; tables];
+    for start in 0..tables {
+        if state[start] != State::New {
+            continue;
+        }
+        // An explicit stack of (table, next outgoing edge) keeps deep schemas off the call stack.
+        let mut stack = vec![(start, 0)];
+        state[start] = State::OnPath;
+        while let Some((table, next)) = stack.last_mut() {
+            let Some(&edge_index) = outgoing[*table].get(*next) else {
+                state[*table] = State::Done;
+                stack.pop();
+                continue;
+            };
+            *next += 1;
+            let edge = &edges[edge_index];
+            match state[edge.child] {
+                State::New => {
+                    state[edge.child] = State::OnPath;
+                    stack.push((edge.child, 0));
+                }
+                State::OnPath => {
+                    let path: Vec<&str> = stack
+                        .iter()
+                        .map(|(t, _)| names[*t].as_str())
+                        .skip_while(|name| *name != names[edge.child])
+                        .chain([names[edge.child].as_str()])
+                        .collect();
+                    decisions[edge_index] = if edge.nullable {
+                        Decision::Nullify
+                    } else {
+                        Decision::LeftOut(format!(
+                            "`{}` is NOT NULL and closes the delete cycle {}, so a `{}` row still referenced \
+                             there cannot be deleted until that reference changes",
+                            edge.column,
+                            path.join(" → "),
+                            names[edge.parent]
+                        ))
+                    };
+                }
+                State::Done => {}
+            }
+        }
+    }
+    decisions
+}
+
+fn toml_string(text: &str) -> String {
+    toml::Value::String(text.to_owned()).to_string()
+}
+
+fn toml_key(name: &str) -> String {
+    let bare = !name.is_empty()
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
+    if bare {
+        name.to_owned()
+    } else {
+        toml_string(name)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::diagnostic::Sources;
+    use crate::schema::parse_ddl;
+
+    fn generated(ddl: &str) -> (String, Vec<(crate::diagnostic::Code, String)>) {
+        let schema = parse_ddl(ddl).schema;
+        let text = starting_config(&schema);
+        let mut sources = Sources::default();
+        sources.add("cascade.toml", text.clone());
+        let mut loaded = crate::config::load_sources(sources);
+        crate::planner::check(&mut loaded, Some(&schema));
+        let found = loaded
+            .diagnostics
+            .iter()
+            .filter(|d| d.is_error())
+            .map(|d| (d.code, d.message.clone()))
+            .collect();
+        (text, found)
+    }
+
+    #[test]
+    fn names_are_snake_case() {
+        assert_eq!(snake_case("InvoiceLine"), "invoice_line");
+        assert_eq!(snake_case("MediaType"), "media_type");
+        assert_eq!(snake_case("film_actor"), "film_actor");
+        assert_eq!(snake_case("HTTPRequest"), "http_request");
+        assert_eq!(snake_case("Odd Name"), "odd_name");
+    }
+
+    #[test]
+    fn cycles_are_broken_by_nullify_or_left_out_and_the_result_validates() {
+        let ddl = r#"
+            CREATE TABLE store (id integer PRIMARY KEY, manager_staff_id integer NOT NULL REFERENCES staff (id));
+            CREATE TABLE staff (id integer PRIMARY KEY, store_id integer NOT NULL REFERENCES store (id),
+                                mentor_id integer REFERENCES staff (id));
+            CREATE TABLE rental (rental_id integer PRIMARY KEY, staff_id integer NOT NULL REFERENCES staff (id));
+            CREATE TABLE film_actor (film_id integer, actor_id integer, PRIMARY KEY (film_id, actor_id));
+        "#;
+        let (text, errors) = generated(ddl);
+        assert_eq!(errors, vec![]);
+        insta::assert_snapshot!(text);
+    }
+
+    #[test]
+    fn composite_and_non_key_references_are_comments() {
+        let ddl = "
+            CREATE TABLE a (x integer, y integer, PRIMARY KEY (x, y));
+            CREATE TABLE b (id integer PRIMARY KEY, code text UNIQUE, x integer, y integer,
+                            FOREIGN KEY (x, y) REFERENCES a (x, y));
+            CREATE TABLE c (id integer PRIMARY KEY, parent integer REFERENCES b (id), b_code text REFERENCES b (code));
+            CREATE TABLE \"Odd Name\" (id integer PRIMARY KEY);";
+        let (text, errors) = generated(ddl);
+        assert_eq!(errors, vec![]);
+        insta::assert_snapshot!(text);
+    }
+}

@@ -1,0 +1,101 @@
+//! `database-cascade` (note): the database itself deletes (ON DELETE CASCADE) or nullifies
+//! (ON DELETE SET NULL) along a declared relation. cascade still deletes children first, but any
+//! child the database reaches is handled inside the parent's chunk, beyond its chunk size.
+
+use crate::config::Model;
+use crate::diagnostic::{Code, Diagnostic};
+use crate::planner::Context;
+use crate::schema::{ReferentialAction, Table};
+
+pub fn check(context: &Context<'_>, diagnostics: &mut Vec<Diagnostic>) {
+    let Some(schema) = context.schema else { return };
+    for model in context.config.models.values() {
+        let Some(parent_table) = context.table_of(model) else {
+            continue;
+        };
+        for relation in &model.children {
+            let Some(child) = context.config.model(&relation.model.value) else {
+                continue;
+            };
+            let Some(child_table) = context.table_of(child) else {
+                continue;
+            };
+            let action = child_table
+                .foreign_keys
+                .iter()
+                .filter(|key| matches!(key.columns.as_slice(), [c] if c.eq_ignore_ascii_case(&relation.column.value)))
+                .filter(|key| schema.resolve(key).is_some_and(|target| std::ptr::eq(target, parent_table)))
+                .map(|key| key.on_delete)
+                .find(|action| matches!(action, ReferentialAction::Cascade | ReferentialAction::SetNull));
+            if let Some(action) = action {
+                diagnostics.push(note(
+                    model,
+                    child_table,
+                    &relation.column.value,
+                    action,
+                    &relation.location,
+                ));
+            }
+        }
+    }
+}
+
+fn note(
+    model: &Model,
+    child_table: &Table,
+    column: &str,
+    action: ReferentialAction,
+    location: &crate::diagnostic::Location,
+) -> Diagnostic {
+    Diagnostic::new(
+        Code::DatabaseCascade,
+        location.clone(),
+        format!(
+            "`{}.{column}` has ON DELETE {}: the database would cascade inside each chunk of `{}`",
+            child_table.name,
+            action.as_sql(),
+            model.name.value
+        ),
+    )
+    .label("the database also acts on this relation")
+    .help("cascade deletes these children first in their own chunks; the database only catches rows inserted meanwhile")
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::diagnostic::Code;
+    use crate::planner::fixture;
+
+    const DDL: &str = "
+        CREATE TABLE artist (id integer PRIMARY KEY);
+        CREATE TABLE album (id integer PRIMARY KEY, artist_id integer REFERENCES artist ON DELETE CASCADE);
+        CREATE INDEX album_artist ON album (artist_id);
+        CREATE TABLE award (id integer PRIMARY KEY, artist_id integer REFERENCES artist ON DELETE RESTRICT);
+        CREATE INDEX award_artist ON award (artist_id);";
+
+    const CONFIG: &str = r#"
+[models.artist]
+table = "artist"
+children = [
+  { model = "album", column = "artist_id" },
+  { model = "award", column = "artist_id" },
+]
+
+[models.album]
+table = "album"
+strategy = "bulk"
+
+[models.award]
+table = "award"
+strategy = "bulk"
+"#;
+
+    #[test]
+    fn notes_a_relation_the_database_cascades_itself() {
+        assert_eq!(
+            fixture::codes_against(CONFIG, Some(DDL)),
+            vec![(Code::DatabaseCascade, 5)]
+        );
+        insta::assert_snapshot!(fixture::human_against(CONFIG, Some(DDL)));
+    }
+}

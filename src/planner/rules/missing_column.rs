@@ -1,0 +1,127 @@
+//! `missing-column`: a column the executor would use is not in its table: the key of a per_row
+//! model, a relation's column, the status column or an outbox payload column.
+
+use crate::config::{Located, Model, Strategy};
+use crate::diagnostic::{Code, Diagnostic, Location, did_you_mean};
+use crate::planner::Context;
+use crate::schema::Table;
+
+pub fn check(context: &Context<'_>, diagnostics: &mut Vec<Diagnostic>) {
+    let config = context.config;
+    for model in config.models.values() {
+        let Some(table) = context.table_of(model) else {
+            continue;
+        };
+        let mut missing = |column: &str, location: &Location, role: &str| {
+            if table.column(column).is_none() {
+                diagnostics.push(diagnostic(table, column, location, role));
+            }
+        };
+        key_column(model, &mut missing);
+        if let Some(status) = &model.status {
+            missing(&status.column.value, &status.column.location, "status");
+        }
+        for column in &model.outbox_payload {
+            missing(&column.value, &column.location, "outbox payload");
+        }
+        for relation in &model.children {
+            let child = config
+                .model(&relation.model.value)
+                .and_then(|child| context.table_of(child));
+            if let Some(child_table) = child {
+                if child_table.column(&relation.column.value).is_none() {
+                    let role = format!("relation from `{}`", model.name.value);
+                    diagnostics.push(diagnostic(
+                        child_table,
+                        &relation.column.value,
+                        &relation.column.location,
+                        &role,
+                    ));
+                }
+            }
+        }
+    }
+}
+
+/// A per_row model deletes by key, so its key (declared, or the default `id`) must exist.
+fn key_column(model: &Model, missing: &mut impl FnMut(&str, &Location, &str)) {
+    let bulk = model
+        .strategy
+        .as_ref()
+        .is_some_and(|s| s.value == Strategy::Bulk);
+    match &model.key {
+        Some(Located { value, location }) => missing(value, location, "key"),
+        None if !bulk => missing("id", &model.table.location, "the default key: set `key`"),
+        None => {}
+    }
+}
+
+fn diagnostic(table: &Table, column: &str, location: &Location, role: &str) -> Diagnostic {
+    let primary_key = match table.primary_key.as_slice() {
+        [key] if role.contains("key") => {
+            Some(format!("set `key = \"{key}\"`, the table's primary key"))
+        }
+        _ => None,
+    };
+    let help = primary_key
+        .or_else(|| did_you_mean(column, table.columns.iter().map(|c| c.name.as_str())))
+        .unwrap_or_else(|| {
+            let names: Vec<&str> = table.columns.iter().map(|c| c.name.as_str()).collect();
+            format!("`{}` has the columns: {}", table.name, names.join(", "))
+        });
+    Diagnostic::new(
+        Code::MissingColumn,
+        location.clone(),
+        format!(
+            "`{column}` is not a column of table `{}` ({role})",
+            table.name
+        ),
+    )
+    .label("no such column")
+    .help(help)
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::diagnostic::Code;
+    use crate::planner::fixture;
+
+    const DDL: &str = "
+        CREATE TABLE organization (organization_id integer PRIMARY KEY, state integer, slug text);
+        CREATE TABLE project (id integer PRIMARY KEY, organization_id integer REFERENCES organization);
+        CREATE TABLE tag (project_id integer);
+        CREATE INDEX tag_project_id_idx ON tag (project_id);";
+
+    const CONFIG: &str = r#"
+[models.organization]
+table = "organization"
+status = { column = "status", proceed = [1], in_progress = 2 }
+outbox_payload = ["slug", "name"]
+children = [{ model = "project", column = "org_id" }]
+
+[models.project]
+table = "project"
+key = "project_id"
+children = [{ model = "tag", column = "project_id" }]
+
+[models.tag]
+table = "tag"
+strategy = "bulk"
+"#;
+
+    #[test]
+    fn reports_each_missing_column_where_it_is_named() {
+        assert_eq!(
+            fixture::codes_against(CONFIG, Some(DDL)),
+            vec![
+                (Code::MissingColumn, 3),
+                (Code::MissingColumn, 4),
+                (Code::PayloadWithoutOutbox, 5),
+                (Code::MissingColumn, 5),
+                (Code::MissingColumn, 6),
+                (Code::MissingColumn, 10),
+            ]
+        );
+        insta::assert_snapshot!(fixture::human_against(CONFIG, Some(DDL)));
+    }
+}

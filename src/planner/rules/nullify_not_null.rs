@@ -1,0 +1,69 @@
+//! `nullify-not-null`: a nullify relation sets its column to NULL, which a NOT NULL column
+//! refuses: the deletion would fail at that step.
+
+use crate::config::OnDelete;
+use crate::diagnostic::{Code, Diagnostic};
+use crate::planner::Context;
+
+pub fn check(context: &Context<'_>, diagnostics: &mut Vec<Diagnostic>) {
+    for model in context.config.models.values() {
+        for relation in &model.children {
+            let Some(on_delete) = relation
+                .on_delete
+                .as_ref()
+                .filter(|a| a.value == OnDelete::Nullify)
+            else {
+                continue;
+            };
+            let Some(child) = context.config.model(&relation.model.value) else {
+                continue;
+            };
+            let Some(table) = context.table_of(child) else {
+                continue;
+            };
+            let Some(column) = table.column(&relation.column.value).filter(|c| !c.nullable) else {
+                continue;
+            };
+            diagnostics.push(
+                Diagnostic::new(
+                    Code::NullifyNotNull,
+                    on_delete.location.clone(),
+                    format!("`{}.{}` is NOT NULL, so it cannot be nullified", table.name, column.name),
+                )
+                .label("cannot set a NOT NULL column to NULL")
+                .help("delete the child rows instead (`on_delete = \"delete\"`), or make the column nullable"),
+            );
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::diagnostic::Code;
+    use crate::planner::fixture;
+
+    const DDL: &str = "
+        CREATE TABLE employee (id integer PRIMARY KEY, reports_to integer, office_id integer NOT NULL);
+        CREATE INDEX employee_reports_to ON employee (reports_to);
+        CREATE INDEX employee_office ON employee (office_id);
+        CREATE TABLE office (id integer PRIMARY KEY);";
+
+    const CONFIG: &str = r#"
+[models.office]
+table = "office"
+children = [{ model = "employee", column = "office_id", on_delete = "nullify" }]
+
+[models.employee]
+table = "employee"
+children = [{ model = "employee", column = "reports_to", on_delete = "nullify" }]
+"#;
+
+    #[test]
+    fn a_not_null_column_cannot_be_nullified_but_a_nullable_one_can() {
+        assert_eq!(
+            fixture::codes_against(CONFIG, Some(DDL)),
+            vec![(Code::NullifyNotNull, 4)]
+        );
+        insta::assert_snapshot!(fixture::human_against(CONFIG, Some(DDL)));
+    }
+}

@@ -1,0 +1,88 @@
+//! `unindexed-relation` (warning): finding a parent chunk's children by a column that no index
+//! leads with scans the whole child table once per chunk.
+
+use crate::db::{quote_identifier, quote_qualified};
+use crate::diagnostic::{Code, Diagnostic};
+use crate::planner::Context;
+
+pub fn check(context: &Context<'_>, diagnostics: &mut Vec<Diagnostic>) {
+    for model in context.config.models.values() {
+        for relation in &model.children {
+            let Some(child) = context.config.model(&relation.model.value) else {
+                continue;
+            };
+            let Some(table) = context.table_of(child) else {
+                continue;
+            };
+            let column = &relation.column;
+            if table.column(&column.value).is_none() || table.has_index_leading_with(&column.value)
+            {
+                continue;
+            }
+            let index = format!("{}_{}_idx", table.name, column.value);
+            diagnostics.push(
+                Diagnostic::new(
+                    Code::UnindexedRelation,
+                    column.location.clone(),
+                    format!(
+                        "no index of `{}` leads with `{}`: every chunk of `{}` would scan the table",
+                        table.name,
+                        column.value,
+                        model.name.value
+                    ),
+                )
+                .label("unindexed relation column")
+                .help(format!(
+                    "CREATE INDEX {} ON {} ({});",
+                    quote_identifier(&index),
+                    quote_qualified(&child.table.value),
+                    quote_identifier(&column.value)
+                )),
+            );
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::diagnostic::Code;
+    use crate::planner::fixture;
+
+    const DDL: &str = "
+        CREATE TABLE project (id integer PRIMARY KEY);
+        CREATE TABLE event (id integer PRIMARY KEY, project_id integer, release text);
+        CREATE TABLE tag (project_id integer, key text, PRIMARY KEY (project_id, key));
+        CREATE TABLE env (id integer, project_id integer);
+        CREATE INDEX env_id_project ON env (id, project_id);";
+
+    const CONFIG: &str = r#"
+[models.project]
+table = "project"
+children = [
+  { model = "event", column = "project_id" },
+  { model = "tag", column = "project_id" },
+  { model = "env", column = "project_id" },
+]
+
+[models.event]
+table = "event"
+strategy = "bulk"
+
+[models.tag]
+table = "tag"
+strategy = "bulk"
+
+[models.env]
+table = "env"
+strategy = "bulk"
+"#;
+
+    #[test]
+    fn warns_with_the_index_to_create_unless_an_index_leads_with_the_column() {
+        assert_eq!(
+            fixture::codes_against(CONFIG, Some(DDL)),
+            vec![(Code::UnindexedRelation, 5), (Code::UnindexedRelation, 7)]
+        );
+        insta::assert_snapshot!(fixture::human_against(CONFIG, Some(DDL)));
+    }
+}

@@ -1,0 +1,176 @@
+//! `unregistered-reference`: with `require_all_references = true`, every foreign key in the
+//! schema that points at the model's table must be a declared child relation or be listed in
+//! `ignore_references`. This is how CI catches a new table that references the model but that
+//! nobody registered, whose rows would otherwise block or survive the deletion.
+
+use crate::config::Model;
+use crate::diagnostic::{Code, Diagnostic};
+use crate::planner::Context;
+use crate::schema::{ForeignKey, Table};
+
+pub fn check(context: &Context<'_>, diagnostics: &mut Vec<Diagnostic>) {
+    let Some(schema) = context.schema else { return };
+    for model in context.config.models.values() {
+        let Some(required) = model.require_all_references.as_ref().filter(|r| r.value) else {
+            continue;
+        };
+        let Some(table) = context.table_of(model) else {
+            continue;
+        };
+        for (child_table, key) in schema.references_to(table) {
+            if declared(context, model, child_table, key) || ignored(model, child_table, key) {
+                continue;
+            }
+            let column = key.columns.join(", ");
+            diagnostics.push(
+                Diagnostic::new(
+                    Code::UnregisteredReference,
+                    required.location.clone(),
+                    format!(
+                        "table `{}` references `{}` by `{column}`, but model `{}` declares no relation for it",
+                        child_table.name,
+                        table.name,
+                        model.name.value
+                    ),
+                )
+                .label("every reference must be registered")
+                .help(help(context, model, child_table, &column)),
+            );
+        }
+    }
+}
+
+fn declared(context: &Context<'_>, model: &Model, child_table: &Table, key: &ForeignKey) -> bool {
+    model.children.iter().any(|relation| {
+        let Some(child) = context.config.model(&relation.model.value) else { return false };
+        context.table_of(child).is_some_and(|table| std::ptr::eq(table, child_table))
+            && matches!(key.columns.as_slice(), [column] if column.eq_ignore_ascii_case(&relation.column.value))
+    })
+}
+
+fn ignored(model: &Model, child_table: &Table, key: &ForeignKey) -> bool {
+    model.ignore_references.iter().any(|ignored| {
+        let table = &ignored.table.value;
+        (table.eq_ignore_ascii_case(&child_table.name)
+            || table.eq_ignore_ascii_case(&child_table.name))
+            && key
+                .columns
+                .iter()
+                .any(|column| column.eq_ignore_ascii_case(&ignored.column.value))
+    })
+}
+
+/// The TOML to add: the relation (naming the child's model, or a model to declare), or the
+/// ignore entry.
+fn help(context: &Context<'_>, model: &Model, child_table: &Table, column: &str) -> String {
+    let child_model = context.config.models.values().find(|candidate| {
+        context
+            .table_of(candidate)
+            .is_some_and(|table| std::ptr::eq(table, child_table))
+    });
+    let declare = match child_model {
+        Some(_) => String::new(),
+        None => format!(
+            " and declare [models.{0}] with table = \"{0}\"",
+            child_table.name
+        ),
+    };
+    let child_name = child_model.map_or(child_table.name.as_str(), |m| m.name.value.as_str());
+    format!(
+        "add {{ model = \"{child_name}\", column = \"{column}\" }} to the children of [models.{}]{declare}, \
+         or {{ table = \"{}\", column = \"{column}\", reason = \"...\" }} to its ignore_references",
+        model.name.value, child_table.name
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::diagnostic::Code;
+    use crate::planner::fixture;
+
+    /// A `group` table referenced by 26 tables, like Sentry's.
+    fn ddl() -> String {
+        let mut ddl = String::from("CREATE TABLE \"group\" (id integer PRIMARY KEY);\n");
+        for i in 1..=26 {
+            ddl.push_str(&format!(
+                "CREATE TABLE child_{i:02} (id integer PRIMARY KEY, group_id integer NOT NULL REFERENCES \"group\" (id));\n\
+                 CREATE INDEX child_{i:02}_group ON child_{i:02} (group_id);\n"
+            ));
+        }
+        ddl
+    }
+
+    fn config(declared: impl Fn(usize) -> bool) -> String {
+        let children: Vec<String> = (1..=26)
+            .filter(|i| declared(*i))
+            .map(|i| format!("  {{ model = \"child_{i:02}\", column = \"group_id\" }},\n"))
+            .collect();
+        let mut config = format!(
+            "[models.group]\ntable = \"group\"\nrequire_all_references = true\nchildren = [\n{}]\n",
+            children.concat()
+        );
+        for i in 1..=26 {
+            config.push_str(&format!(
+                "\n[models.child_{i:02}]\ntable = \"child_{i:02}\"\nstrategy = \"bulk\"\n"
+            ));
+        }
+        config
+    }
+
+    #[test]
+    fn all_26_references_declared_is_clean() {
+        assert_eq!(
+            fixture::codes_against(&config(|_| true), Some(&ddl())),
+            vec![]
+        );
+    }
+
+    #[test]
+    fn two_missing_references_name_exactly_those_two_tables() {
+        let config = config(|i| i != 7 && i != 19);
+        let (diagnostics, _) =
+            fixture::check_files_against(&[("cascade.toml", &config)], Some(&ddl()));
+        let messages: Vec<&str> = diagnostics.iter().map(|d| d.message.as_str()).collect();
+        assert_eq!(
+            messages,
+            vec![
+                "table `child_07` references `group` by `group_id`, but model `group` declares no relation for it",
+                "table `child_19` references `group` by `group_id`, but model `group` declares no relation for it",
+            ]
+        );
+        assert!(
+            diagnostics
+                .iter()
+                .all(|d| d.code == Code::UnregisteredReference)
+        );
+        assert_eq!(
+            diagnostics[0].help.as_deref(),
+            Some(
+                "add { model = \"child_07\", column = \"group_id\" } to the children of [models.group], \
+                 or { table = \"child_07\", column = \"group_id\", reason = \"...\" } to its ignore_references"
+            )
+        );
+    }
+
+    #[test]
+    fn an_ignored_reference_is_not_reported() {
+        let config = config(|i| i != 7).replace(
+            "require_all_references = true",
+            "require_all_references = true\nignore_references = [{ table = \"child_07\", column = \"group_id\", reason = \"archive\" }]",
+        );
+        assert_eq!(fixture::codes_against(&config, Some(&ddl())), vec![]);
+    }
+
+    #[test]
+    fn an_unknown_child_table_gets_the_model_to_declare() {
+        let ddl = "CREATE TABLE \"group\" (id integer PRIMARY KEY);\n\
+                   CREATE TABLE legacy (group_id integer REFERENCES \"group\");\n\
+                   CREATE INDEX legacy_group ON legacy (group_id);";
+        let config = "[models.group]\ntable = \"group\"\nrequire_all_references = true\n";
+        assert_eq!(
+            fixture::codes_against(config, Some(ddl)),
+            vec![(Code::UnregisteredReference, 3)]
+        );
+        insta::assert_snapshot!(fixture::human_against(config, Some(ddl)));
+    }
+}

@@ -1,0 +1,1528 @@
+//! Reading a [`Schema`] from SQL DDL scripts (a `pg_dump --schema-only`, a SQLite `.schema`, a
+//! hand-written migration) without any database.
+//!
+//! The script is read twice, once per dialect, and the reading that found more tables wins
+//! (PostgreSQL on a tie, or whenever the script uses syntax only PostgreSQL has). Each statement
+//! is parsed on its own so that one statement sqlparser cannot read (a PL/pgSQL function, a
+//! vendor extension, plain garbage) costs only that statement.
+
+use sqlparser::ast::ReferentialAction as SqlAction;
+use sqlparser::ast::{
+    AlterTable, AlterTableOperation, ColumnDef, ColumnOption, CreateIndex, CreateTable, Expr,
+    ForeignKeyConstraint, Ident, IndexColumn, ObjectName, Statement, TableConstraint,
+};
+use sqlparser::dialect::{Dialect, PostgreSqlDialect, SQLiteDialect};
+use sqlparser::keywords::Keyword;
+use sqlparser::parser::Parser;
+use sqlparser::tokenizer::{Location, Token, TokenWithSpan, Tokenizer, Whitespace, Word};
+
+use super::{Column, ForeignKey, Index, OWN_TABLE_PREFIX, ReferentialAction, Schema, Table};
+
+/// The result of parsing a DDL script.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ParsedDdl {
+    pub schema: Schema,
+    /// The dialect that read the most tables: "postgresql" or "sqlite". PostgreSQL on a tie, and
+    /// whenever the script has dollar quotes, `COPY ... FROM stdin` data or psql meta-commands.
+    pub dialect: &'static str,
+    /// Statements that added nothing to the schema: unparseable, or not schema DDL (INSERT, SET,
+    /// CREATE FUNCTION, ALTER TABLE ... OWNER TO, psql meta-commands, ...). Skipped, never fatal.
+    pub skipped: usize,
+}
+
+/// Parses SQL DDL (PostgreSQL or SQLite dialect, chosen automatically) into a [`Schema`].
+///
+/// Reads `CREATE TABLE`, `CREATE INDEX` and `ALTER TABLE ... ADD CONSTRAINT` / `ATTACH
+/// PARTITION`; partitions are folded into their partitioned table. Never panics: what it cannot
+/// use it skips and counts in [`ParsedDdl::skipped`].
+pub fn parse_ddl(sql: &str) -> ParsedDdl {
+    let postgres = Reader::read(Flavor::Postgres, sql);
+    let sqlite = Reader::read(Flavor::Sqlite, sql);
+    // Read as SQLite, a dollar-quoted function body falls apart into statements, and a
+    // `CREATE TABLE` inside one would count as a table: syntax only PostgreSQL has settles it.
+    let sqlite_wins =
+        !postgres.saw_postgres_only_syntax && sqlite.tables_read > postgres.tables_read;
+    let best = if sqlite_wins { sqlite } else { postgres };
+    let flavor = best.flavor;
+    let skipped = best.skipped;
+    ParsedDdl {
+        schema: Schema {
+            tables: best.finish(),
+        },
+        dialect: flavor.name(),
+        skipped,
+    }
+}
+
+/// The SQL dialect a script is read in, and the identifier rules that come with it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Flavor {
+    Postgres,
+    Sqlite,
+}
+
+impl Flavor {
+    fn name(self) -> &'static str {
+        match self {
+            Flavor::Postgres => "postgresql",
+            Flavor::Sqlite => "sqlite",
+        }
+    }
+
+    fn dialect(self) -> &'static dyn Dialect {
+        match self {
+            Flavor::Postgres => &PostgreSqlDialect {},
+            Flavor::Sqlite => &SQLiteDialect {},
+        }
+    }
+
+    /// An identifier as the database stores it: PostgreSQL folds unquoted names to lower case
+    /// (ASCII only, as it does for UTF-8 databases); SQLite keeps them as written.
+    fn identifier(self, value: &str, quote_style: Option<char>) -> String {
+        match (self, quote_style) {
+            (Flavor::Postgres, None) => value.to_ascii_lowercase(),
+            _ => value.to_string(),
+        }
+    }
+
+    fn ident(self, ident: &Ident) -> String {
+        self.identifier(&ident.value, ident.quote_style)
+    }
+
+    fn word(self, word: &Word) -> String {
+        self.identifier(&word.value, word.quote_style)
+    }
+
+    /// `schema.name` or `name`; `None` when a part is not a plain identifier.
+    fn table_ref(self, name: &ObjectName) -> Option<TableRef> {
+        let mut parts = name
+            .0
+            .iter()
+            .rev()
+            .map(|part| part.as_ident().map(|ident| self.ident(ident)));
+        let name = parts.next()??;
+        let schema = match parts.next() {
+            Some(schema) => Some(schema?),
+            None => None,
+        };
+        Some(self.table_ref_from(schema, name))
+    }
+
+    fn table_ref_from(self, schema: Option<String>, name: String) -> TableRef {
+        // A SQLite qualifier names an attached database, not a schema in the model's sense.
+        let schema = if self == Flavor::Sqlite { None } else { schema };
+        TableRef { schema, name }
+    }
+
+    /// Column names of an index or key, in order, up to the first expression: what follows an
+    /// expression cannot be used as a leading column, so the list stays a correct prefix.
+    fn index_columns(self, columns: &[IndexColumn]) -> Vec<String> {
+        columns
+            .iter()
+            .map_while(|column| match &column.column.expr {
+                Expr::Identifier(ident) => Some(self.ident(ident)),
+                _ => None,
+            })
+            .collect()
+    }
+
+    fn idents(self, idents: &[Ident]) -> Vec<String> {
+        idents.iter().map(|ident| self.ident(ident)).collect()
+    }
+
+    fn foreign_key(self, columns: Vec<String>, fk: &ForeignKeyConstraint) -> Option<ForeignKey> {
+        let target = self.table_ref(&fk.foreign_table)?;
+        Some(ForeignKey {
+            columns,
+            referenced_schema: target.schema,
+            referenced_table: target.name,
+            referenced_columns: self.idents(&fk.referred_columns),
+            on_delete: fk
+                .on_delete
+                .map_or(ReferentialAction::NoAction, referential_action),
+        })
+    }
+}
+
+fn referential_action(action: SqlAction) -> ReferentialAction {
+    match action {
+        SqlAction::NoAction => ReferentialAction::NoAction,
+        SqlAction::Restrict => ReferentialAction::Restrict,
+        SqlAction::Cascade => ReferentialAction::Cascade,
+        SqlAction::SetNull => ReferentialAction::SetNull,
+        SqlAction::SetDefault => ReferentialAction::SetDefault,
+    }
+}
+
+/// A table as a statement names it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct TableRef {
+    schema: Option<String>,
+    name: String,
+}
+
+/// A partition and the table it belongs to, as declared.
+#[derive(Debug, Clone)]
+struct Partition {
+    child: TableRef,
+    parent: TableRef,
+}
+
+/// The position of the table a statement names: the exact name, else the same name where one
+/// side leaves the schema out (`ALTER TABLE x` after `CREATE TABLE public.x`). SQLite compares
+/// names ignoring ASCII case; PostgreSQL has folded unquoted names already, and quoted ones are
+/// case-sensitive there.
+fn find_table(flavor: Flavor, tables: &[Table], target: &TableRef) -> Option<usize> {
+    let same_name = |name: &str| match flavor {
+        Flavor::Postgres => name == target.name,
+        Flavor::Sqlite => name.eq_ignore_ascii_case(&target.name),
+    };
+    tables
+        .iter()
+        .position(|table| table.schema == target.schema && table.name == target.name)
+        .or_else(|| {
+            tables.iter().position(|table| {
+                let schemas_agree = table.schema.is_none()
+                    || target.schema.is_none()
+                    || table.schema == target.schema;
+                schemas_agree && same_name(&table.name)
+            })
+        })
+}
+
+fn is_own_table(name: &str) -> bool {
+    name.get(..OWN_TABLE_PREFIX.len())
+        .is_some_and(|prefix| prefix.eq_ignore_ascii_case(OWN_TABLE_PREFIX))
+}
+
+/// Adds an index unless the very same one is already there (`CREATE INDEX IF NOT EXISTS`, a
+/// constraint repeated by hand).
+fn add_index(table: &mut Table, index: Index) {
+    if !table.indexes.contains(&index) {
+        table.indexes.push(index);
+    }
+}
+
+/// Whether two foreign keys are the same reference, whatever their actions or names.
+fn same_reference(a: &ForeignKey, b: &ForeignKey) -> bool {
+    a.columns == b.columns
+        && a.referenced_schema == b.referenced_schema
+        && a.referenced_table == b.referenced_table
+        && a.referenced_columns == b.referenced_columns
+}
+
+fn add_foreign_key(table: &mut Table, fk: ForeignKey) {
+    if !table
+        .foreign_keys
+        .iter()
+        .any(|existing| same_reference(existing, &fk))
+    {
+        table.foreign_keys.push(fk);
+    }
+}
+
+fn set_primary_key(table: &mut Table, columns: Vec<String>) {
+    for column in &mut table.columns {
+        if columns.iter().any(|key| key == &column.name) {
+            column.nullable = false;
+        }
+    }
+    table.primary_key = columns;
+}
+
+/// The first name among those a constraint may carry (`CONSTRAINT name`, MySQL's index name).
+fn constraint_name(flavor: Flavor, names: &[Option<&Ident>]) -> Option<String> {
+    names
+        .iter()
+        .flatten()
+        .next()
+        .map(|ident| flavor.ident(ident))
+}
+
+/// Applies a table-level constraint (from `CREATE TABLE` or `ALTER TABLE ... ADD`); `false` when
+/// it is of a kind the schema does not record (CHECK, EXCLUDE, ...).
+fn add_constraint(flavor: Flavor, table: &mut Table, constraint: &TableConstraint) -> bool {
+    match constraint {
+        TableConstraint::PrimaryKey(pk) => {
+            let columns = flavor.index_columns(&pk.columns);
+            let name = constraint_name(flavor, &[pk.name.as_ref(), pk.index_name.as_ref()]);
+            add_index(
+                table,
+                Index {
+                    name,
+                    columns: columns.clone(),
+                    unique: true,
+                },
+            );
+            set_primary_key(table, columns);
+        }
+        TableConstraint::Unique(unique) => {
+            let name = constraint_name(flavor, &[unique.name.as_ref(), unique.index_name.as_ref()]);
+            add_index(
+                table,
+                Index {
+                    name,
+                    columns: flavor.index_columns(&unique.columns),
+                    unique: true,
+                },
+            );
+        }
+        TableConstraint::ForeignKey(fk) => {
+            let Some(fk) = flavor.foreign_key(flavor.idents(&fk.columns), fk) else {
+                return false;
+            };
+            add_foreign_key(table, fk);
+        }
+        TableConstraint::Index(index) => {
+            let name = constraint_name(flavor, &[index.name.as_ref()]);
+            add_index(
+                table,
+                Index {
+                    name,
+                    columns: flavor.index_columns(&index.columns),
+                    unique: false,
+                },
+            );
+        }
+        TableConstraint::PrimaryKeyUsingIndex(using) | TableConstraint::UniqueUsingIndex(using) => {
+            // `ADD CONSTRAINT c PRIMARY KEY USING INDEX i` promotes an index declared earlier:
+            // its columns are only known from that index.
+            let index_name = flavor.ident(&using.index_name);
+            let Some(index) = table
+                .indexes
+                .iter_mut()
+                .find(|index| index.name.as_deref() == Some(index_name.as_str()))
+            else {
+                return false;
+            };
+            index.unique = true;
+            let columns = index.columns.clone();
+            if matches!(constraint, TableConstraint::PrimaryKeyUsingIndex(_)) {
+                set_primary_key(table, columns);
+            }
+        }
+        _ => return false,
+    }
+    true
+}
+
+/// One column, and what its inline constraints add to the table.
+fn add_column(flavor: Flavor, table: &mut Table, column: &ColumnDef) {
+    let name = flavor.ident(&column.name);
+    let mut nullable = true;
+    for option in &column.options {
+        let option_name = option.name.as_ref();
+        match &option.option {
+            ColumnOption::NotNull => nullable = false,
+            ColumnOption::PrimaryKey(pk) => {
+                nullable = false;
+                let index_name = constraint_name(flavor, &[option_name, pk.name.as_ref()]);
+                add_index(
+                    table,
+                    Index {
+                        name: index_name,
+                        columns: vec![name.clone()],
+                        unique: true,
+                    },
+                );
+                table.primary_key = vec![name.clone()];
+            }
+            ColumnOption::Unique(unique) => {
+                let index_name = constraint_name(flavor, &[option_name, unique.name.as_ref()]);
+                add_index(
+                    table,
+                    Index {
+                        name: index_name,
+                        columns: vec![name.clone()],
+                        unique: true,
+                    },
+                );
+            }
+            ColumnOption::ForeignKey(fk) => {
+                if let Some(fk) = flavor.foreign_key(vec![name.clone()], fk) {
+                    add_foreign_key(table, fk);
+                }
+            }
+            _ => {}
+        }
+    }
+    let data_type = lowercase_outside_quotes(&column.data_type.to_string());
+    table.columns.push(Column {
+        name,
+        data_type,
+        nullable,
+    });
+}
+
+/// The schema as one dialect reads a script.
+struct Reader {
+    flavor: Flavor,
+    tables: Vec<Table>,
+    partitions: Vec<Partition>,
+    /// `CREATE TABLE` statements used: what decides between the dialects.
+    tables_read: usize,
+    /// Dollar-quoted strings, `COPY ... FROM stdin` data or psql meta-commands were seen.
+    saw_postgres_only_syntax: bool,
+    skipped: usize,
+}
+
+impl Reader {
+    fn read(flavor: Flavor, sql: &str) -> Reader {
+        let mut reader = Reader {
+            flavor,
+            tables: Vec::new(),
+            partitions: Vec::new(),
+            tables_read: 0,
+            saw_postgres_only_syntax: false,
+            skipped: 0,
+        };
+        match Tokenizer::new(flavor.dialect(), sql).tokenize_with_location() {
+            Ok(tokens) => reader.read_tokens(tokens),
+            Err(error) => {
+                let dialect = flavor.name();
+                tracing::debug!(dialect, %error, "cannot tokenize; reading the script piecewise");
+                reader.read_piecewise(sql);
+            }
+        }
+        reader
+    }
+
+    /// The fallback when the script as a whole cannot be tokenized (an unterminated string or
+    /// dollar quote): each piece ending with a `;` at the end of a line is read on its own, so
+    /// the damage stays within the piece that holds the error.
+    fn read_piecewise(&mut self, sql: &str) {
+        for piece in pieces_ending_lines_with_semicolon(sql) {
+            self.read_piece(piece);
+        }
+    }
+
+    fn read_piece(&mut self, piece: &str) {
+        let dialect = self.flavor.dialect();
+        match Tokenizer::new(dialect, piece).tokenize_with_location() {
+            Ok(tokens) => self.read_tokens(tokens),
+            Err(error) => {
+                // The statements that end before the unreadable token are still good.
+                let unreadable = byte_offset(piece, error.location);
+                if let Ok(mut tokens) =
+                    Tokenizer::new(dialect, &piece[..unreadable]).tokenize_with_location()
+                    && let Some(last) = tokens
+                        .iter()
+                        .rposition(|token| token.token == Token::SemiColon)
+                {
+                    tokens.truncate(last + 1);
+                    self.read_tokens(tokens);
+                }
+                self.skipped += 1;
+            }
+        }
+    }
+
+    fn read_tokens(&mut self, tokens: Vec<TokenWithSpan>) {
+        self.saw_postgres_only_syntax |= tokens.iter().any(|token| {
+            matches!(
+                token.token,
+                Token::DollarQuotedString(_) | Token::CopyData { .. }
+            )
+        });
+        let split = split_statements(tokens);
+        self.skipped += split.meta_commands;
+        self.saw_postgres_only_syntax |= split.meta_commands > 0;
+        for statement in split.statements {
+            self.read_statement(statement);
+        }
+    }
+
+    /// Reads the tokens of one `;`-terminated statement. Only `CREATE` and `ALTER` can add to
+    /// the schema, so the rest (notably thousands of INSERTs) is skipped without parsing.
+    fn read_statement(&mut self, tokens: Vec<TokenWithSpan>) {
+        if !matches!(
+            leading_keywords(&tokens, 1).as_slice(),
+            [Keyword::CREATE | Keyword::ALTER]
+        ) {
+            self.skipped += 1;
+            return;
+        }
+        let tokens = without_only_in_create_index(tokens);
+        let mut parser =
+            Parser::new(self.flavor.dialect()).with_tokens_with_locations(tokens.clone());
+        // A chunk normally holds one statement; more when a `;` was missing between them.
+        loop {
+            while parser.consume_token(&Token::SemiColon) {}
+            if parser.peek_token_ref().token == Token::EOF {
+                break;
+            }
+            let start = parser.index();
+            match parser.parse_statement() {
+                Ok(statement) => {
+                    if !self.apply(statement) {
+                        self.skipped += 1;
+                    }
+                    // Never loop on a statement that consumed nothing.
+                    if parser.index() == start {
+                        break;
+                    }
+                }
+                Err(error) => {
+                    if !self.apply_attach_partition_tokens(&tokens) {
+                        let dialect = self.flavor.name();
+                        tracing::debug!(dialect, %error, "skipping a statement");
+                        self.skipped += 1;
+                    }
+                    break;
+                }
+            }
+        }
+    }
+
+    /// Applies a parsed statement; `false` when it adds nothing to the schema.
+    fn apply(&mut self, statement: Statement) -> bool {
+        match statement {
+            Statement::CreateTable(create) => self.create_table(&create),
+            Statement::AlterTable(alter) => self.alter_table(&alter),
+            Statement::CreateIndex(index) => self.create_index(&index),
+            _ => false,
+        }
+    }
+
+    fn create_table(&mut self, create: &CreateTable) -> bool {
+        let flavor = self.flavor;
+        let Some(target) = flavor.table_ref(&create.name) else {
+            return false;
+        };
+        // Temporary tables do not outlive the session that runs the script.
+        if create.temporary || is_own_table(&target.name) {
+            return false;
+        }
+        let existing = find_table(self.flavor, &self.tables, &target);
+        if existing.is_some() && create.if_not_exists {
+            return false;
+        }
+        let mut table = Table {
+            schema: target.schema.clone(),
+            name: target.name.clone(),
+            ..Table::default()
+        };
+        for column in &create.columns {
+            add_column(flavor, &mut table, column);
+        }
+        for constraint in &create.constraints {
+            add_constraint(flavor, &mut table, constraint);
+        }
+        if let Some(parent) = create
+            .partition_of
+            .as_ref()
+            .and_then(|parent| flavor.table_ref(parent))
+        {
+            self.partitions.push(Partition {
+                child: target,
+                parent,
+            });
+        }
+        // A later definition of the same table (a script that drops and recreates it) wins,
+        // keeping the place of the first.
+        match existing {
+            Some(position) => self.tables[position] = table,
+            None => self.tables.push(table),
+        }
+        self.tables_read += 1;
+        true
+    }
+
+    fn alter_table(&mut self, alter: &AlterTable) -> bool {
+        let flavor = self.flavor;
+        let Some(target) = flavor.table_ref(&alter.name) else {
+            return false;
+        };
+        let mut used = false;
+        for operation in &alter.operations {
+            match operation {
+                AlterTableOperation::AddConstraint { constraint, .. } => {
+                    if let Some(position) = find_table(self.flavor, &self.tables, &target) {
+                        used |= add_constraint(flavor, &mut self.tables[position], constraint);
+                    }
+                }
+                AlterTableOperation::AttachPartitionOf { partition, .. } => {
+                    if let Some(child) = flavor.table_ref(partition) {
+                        self.partitions.push(Partition {
+                            child,
+                            parent: target.clone(),
+                        });
+                        used = true;
+                    }
+                }
+                _ => {}
+            }
+        }
+        used
+    }
+
+    fn create_index(&mut self, create: &CreateIndex) -> bool {
+        let flavor = self.flavor;
+        let Some(position) = flavor
+            .table_ref(&create.table_name)
+            .and_then(|target| find_table(self.flavor, &self.tables, &target))
+        else {
+            return false;
+        };
+        // An index name may be schema-qualified in PostgreSQL; the schema is the table's anyway.
+        let name = create
+            .name
+            .as_ref()
+            .and_then(|name| flavor.table_ref(name))
+            .map(|name| name.name);
+        let columns = flavor.index_columns(&create.columns);
+        add_index(
+            &mut self.tables[position],
+            Index {
+                name,
+                columns,
+                unique: create.unique,
+            },
+        );
+        true
+    }
+
+    /// `ALTER TABLE [IF EXISTS] [ONLY] parent ATTACH PARTITION child ...` read from the tokens,
+    /// for a dialect whose parser does not know the clause.
+    fn apply_attach_partition_tokens(&mut self, tokens: &[TokenWithSpan]) -> bool {
+        let words: Vec<&Token> = tokens
+            .iter()
+            .map(|t| &t.token)
+            .filter(|t| !matches!(t, Token::Whitespace(_)))
+            .collect();
+        let Some(rest) = strip_keywords(&words, &[Keyword::ALTER, Keyword::TABLE]) else {
+            return false;
+        };
+        let rest = strip_keywords(rest, &[Keyword::IF, Keyword::EXISTS]).unwrap_or(rest);
+        let rest = strip_keywords(rest, &[Keyword::ONLY]).unwrap_or(rest);
+        let Some((parent, rest)) = self.object_name_tokens(rest) else {
+            return false;
+        };
+        let Some(rest) = strip_keywords(rest, &[Keyword::ATTACH, Keyword::PARTITION]) else {
+            return false;
+        };
+        let Some((child, _)) = self.object_name_tokens(rest) else {
+            return false;
+        };
+        self.partitions.push(Partition { child, parent });
+        true
+    }
+
+    /// A possibly qualified name at the start of `tokens` (`a`, `"a"`, `a.b`), and what follows.
+    fn object_name_tokens<'t>(
+        &self,
+        tokens: &'t [&'t Token],
+    ) -> Option<(TableRef, &'t [&'t Token])> {
+        let mut parts = Vec::new();
+        let mut rest = tokens;
+        loop {
+            let [Token::Word(word), after @ ..] = rest else {
+                return None;
+            };
+            parts.push(self.flavor.word(word));
+            rest = after;
+            match rest {
+                [Token::Period, after @ ..] => rest = after,
+                _ => break,
+            }
+        }
+        let name = parts.pop()?;
+        Some((self.flavor.table_ref_from(parts.pop(), name), rest))
+    }
+
+    /// The tables, with each partition folded into the table it belongs to.
+    fn finish(mut self) -> Vec<Table> {
+        let roots = self.partition_roots();
+        // Before merging, so that references to two partitions of one table merge as well.
+        self.point_references_at_roots(&roots);
+        for (child, root) in roots.iter().enumerate() {
+            let Some(root) = *root else { continue };
+            let foreign_keys = std::mem::take(&mut self.tables[child].foreign_keys);
+            let indexes = std::mem::take(&mut self.tables[child].indexes);
+            let parent = &mut self.tables[root];
+            for fk in foreign_keys {
+                add_foreign_key(parent, fk);
+            }
+            for index in indexes {
+                // Every partition carries its own copy of an index under its own name.
+                if !parent
+                    .indexes
+                    .iter()
+                    .any(|known| known.columns == index.columns && known.unique == index.unique)
+                {
+                    parent.indexes.push(index);
+                }
+            }
+        }
+        self.tables
+            .into_iter()
+            .zip(&roots)
+            .filter(|(_, root)| root.is_none())
+            .map(|(table, _)| table)
+            .collect()
+    }
+
+    /// For each table, the partitioned table at the top of its partition chain (a partition may
+    /// be partitioned further); `None` for a table that is not a known partition, or is caught in
+    /// a cycle.
+    fn partition_roots(&self) -> Vec<Option<usize>> {
+        let mut parent_of = vec![None; self.tables.len()];
+        for partition in &self.partitions {
+            let child = find_table(self.flavor, &self.tables, &partition.child);
+            let parent = find_table(self.flavor, &self.tables, &partition.parent);
+            if let (Some(child), Some(parent)) = (child, parent)
+                && child != parent
+            {
+                parent_of[child] = Some(parent);
+            }
+        }
+        (0..self.tables.len())
+            .map(|table| {
+                let mut current = parent_of[table]?;
+                for _ in 0..self.tables.len() {
+                    match parent_of[current] {
+                        Some(parent) => current = parent,
+                        None => return Some(current),
+                    }
+                }
+                None
+            })
+            .collect()
+    }
+
+    /// A foreign key that references a partition directly references its partitioned table once
+    /// the partitions are gone.
+    fn point_references_at_roots(&mut self, roots: &[Option<usize>]) {
+        let mut retargets = Vec::new();
+        for (table, fks) in self
+            .tables
+            .iter()
+            .map(|table| &table.foreign_keys)
+            .enumerate()
+        {
+            for (position, fk) in fks.iter().enumerate() {
+                let target = TableRef {
+                    schema: fk.referenced_schema.clone(),
+                    name: fk.referenced_table.clone(),
+                };
+                if let Some(root) =
+                    find_table(self.flavor, &self.tables, &target).and_then(|found| roots[found])
+                {
+                    let root = &self.tables[root];
+                    retargets.push((table, position, root.schema.clone(), root.name.clone()));
+                }
+            }
+        }
+        for (table, position, schema, name) in retargets {
+            let fk = &mut self.tables[table].foreign_keys[position];
+            fk.referenced_schema = schema;
+            fk.referenced_table = name;
+        }
+    }
+}
+
+/// A declared type in lower case (`VARCHAR(20)` → `varchar(20)`), except quoted type names,
+/// which are case-sensitive.
+fn lowercase_outside_quotes(text: &str) -> String {
+    let mut quoted = false;
+    text.chars()
+        .map(|ch| {
+            if ch == '"' {
+                quoted = !quoted;
+            }
+            if quoted { ch } else { ch.to_ascii_lowercase() }
+        })
+        .collect()
+}
+
+/// The statements of a token stream, and how many psql meta-commands were dropped from it.
+struct Split {
+    statements: Vec<Vec<TokenWithSpan>>,
+    meta_commands: usize,
+}
+
+/// Splits a script at top-level semicolons. Strings, comments and dollar-quoted bodies are
+/// single tokens already; what remains are the `BEGIN ... END` bodies of SQLite triggers and
+/// `BEGIN ATOMIC` functions, whose semicolons do not end the statement. psql meta-commands
+/// (`\connect db`, `\restrict key`) end at the end of their line, with or without a `;`.
+fn split_statements(tokens: Vec<TokenWithSpan>) -> Split {
+    let mut statements = Vec::new();
+    let mut meta_commands = 0;
+    let mut current: Vec<TokenWithSpan> = Vec::new();
+    let mut block_depth = 0usize;
+    let mut at_line_start = true;
+    let mut in_meta_command = false;
+    for token in tokens {
+        let ends_line = matches!(
+            token.token,
+            Token::Whitespace(Whitespace::Newline | Whitespace::SingleLineComment { .. })
+        );
+        if in_meta_command {
+            in_meta_command = !ends_line;
+            at_line_start = ends_line;
+            continue;
+        }
+        match &token.token {
+            Token::EOF => continue,
+            Token::Backslash if at_line_start => {
+                meta_commands += 1;
+                in_meta_command = true;
+                at_line_start = false;
+                continue;
+            }
+            Token::SemiColon if block_depth == 0 => {
+                statements.push(std::mem::take(&mut current));
+                at_line_start = false;
+                continue;
+            }
+            Token::Word(word) if word.quote_style.is_none() => match word.keyword {
+                Keyword::BEGIN if block_depth > 0 || has_body(&current) => block_depth += 1,
+                Keyword::CASE if block_depth > 0 => block_depth += 1,
+                Keyword::END if block_depth > 0 => block_depth -= 1,
+                _ => {}
+            },
+            _ => {}
+        }
+        if ends_line {
+            at_line_start = true;
+        } else if !matches!(
+            token.token,
+            Token::Whitespace(Whitespace::Space | Whitespace::Tab)
+        ) {
+            at_line_start = false;
+        }
+        current.push(token);
+    }
+    if block_depth == 0 {
+        statements.push(current);
+    } else {
+        // A body that never ends was no body: split the rest at every semicolon rather than
+        // lose it.
+        let mut rest = current.into_iter().peekable();
+        while rest.peek().is_some() {
+            statements.push(
+                rest.by_ref()
+                    .take_while(|token| token.token != Token::SemiColon)
+                    .collect(),
+            );
+        }
+    }
+    statements.retain(|statement| {
+        statement
+            .iter()
+            .any(|token| !matches!(token.token, Token::Whitespace(_)))
+    });
+    Split {
+        statements,
+        meta_commands,
+    }
+}
+
+/// Whether a statement is `CREATE [OR REPLACE] [TEMP] TRIGGER|FUNCTION|PROCEDURE`, whose body may
+/// hold semicolons between `BEGIN` and `END`.
+fn has_body(tokens: &[TokenWithSpan]) -> bool {
+    let keywords = leading_keywords(tokens, 5);
+    keywords.first() == Some(&Keyword::CREATE)
+        && keywords
+            .iter()
+            .any(|k| matches!(k, Keyword::TRIGGER | Keyword::FUNCTION | Keyword::PROCEDURE))
+}
+
+/// The keywords of the first `count` words of a statement (`NoKeyword` for other words).
+fn leading_keywords(tokens: &[TokenWithSpan], count: usize) -> Vec<Keyword> {
+    tokens
+        .iter()
+        .filter(|token| !matches!(token.token, Token::Whitespace(_)))
+        .take(count)
+        .map(|token| match &token.token {
+            Token::Word(word) if word.quote_style.is_none() => word.keyword,
+            _ => Keyword::NoKeyword,
+        })
+        .collect()
+}
+
+/// Whether a token is the keyword, unquoted (`"on"` is an identifier).
+fn is_keyword(token: &Token, keyword: Keyword) -> bool {
+    matches!(token, Token::Word(word) if word.quote_style.is_none() && word.keyword == keyword)
+}
+
+/// `tokens` after the given keywords, when it starts with them.
+fn strip_keywords<'t>(tokens: &'t [&'t Token], keywords: &[Keyword]) -> Option<&'t [&'t Token]> {
+    let mut rest = tokens;
+    for keyword in keywords {
+        match rest {
+            [first, after @ ..] if is_keyword(first, *keyword) => rest = after,
+            _ => return None,
+        }
+    }
+    Some(rest)
+}
+
+/// Drops the `ONLY` of `CREATE INDEX ... ON ONLY t` (pg_dump writes it for partitioned tables),
+/// which sqlparser 0.64 does not accept; for the schema it makes no difference.
+fn without_only_in_create_index(mut tokens: Vec<TokenWithSpan>) -> Vec<TokenWithSpan> {
+    let keywords = leading_keywords(&tokens, 3);
+    if !matches!(
+        keywords.as_slice(),
+        [Keyword::CREATE, Keyword::INDEX, ..] | [Keyword::CREATE, Keyword::UNIQUE, Keyword::INDEX]
+    ) {
+        return tokens;
+    }
+    let words: Vec<usize> = (0..tokens.len())
+        .filter(|&i| !matches!(tokens[i].token, Token::Whitespace(_)))
+        .collect();
+    let only = words
+        .windows(2)
+        .find(|pair| is_keyword(&tokens[pair[0]].token, Keyword::ON))
+        .filter(|pair| is_keyword(&tokens[pair[1]].token, Keyword::ONLY))
+        .map(|pair| pair[1]);
+    if let Some(only) = only {
+        tokens.remove(only);
+    }
+    tokens
+}
+
+/// The script cut after each `;` that ends a line.
+fn pieces_ending_lines_with_semicolon(sql: &str) -> Vec<&str> {
+    let mut pieces = Vec::new();
+    let (mut start, mut end) = (0, 0);
+    for line in sql.split_inclusive('\n') {
+        end += line.len();
+        if line.trim_end().ends_with(';') {
+            pieces.push(&sql[start..end]);
+            start = end;
+        }
+    }
+    if start < sql.len() {
+        pieces.push(&sql[start..]);
+    }
+    pieces
+}
+
+/// The byte offset of a tokenizer location (1-based line and character column); the end of
+/// `sql` when the location lies beyond it.
+fn byte_offset(sql: &str, location: Location) -> usize {
+    let (mut line, mut column) = (1, 1);
+    for (offset, ch) in sql.char_indices() {
+        if line == location.line && column == location.column {
+            return offset;
+        }
+        if ch == '\n' {
+            line += 1;
+            column = 1;
+        } else {
+            column += 1;
+        }
+    }
+    sql.len()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn column(name: &str, data_type: &str, nullable: bool) -> Column {
+        Column {
+            name: name.into(),
+            data_type: data_type.into(),
+            nullable,
+        }
+    }
+
+    fn index(name: Option<&str>, columns: &[&str], unique: bool) -> Index {
+        Index {
+            name: name.map(Into::into),
+            columns: columns.iter().map(|c| c.to_string()).collect(),
+            unique,
+        }
+    }
+
+    fn fk(
+        columns: &[&str],
+        schema: Option<&str>,
+        table: &str,
+        referenced: &[&str],
+        on_delete: ReferentialAction,
+    ) -> ForeignKey {
+        ForeignKey {
+            columns: columns.iter().map(|c| c.to_string()).collect(),
+            referenced_schema: schema.map(Into::into),
+            referenced_table: table.into(),
+            referenced_columns: referenced.iter().map(|c| c.to_string()).collect(),
+            on_delete,
+        }
+    }
+
+    fn strings(items: &[&str]) -> Vec<String> {
+        items.iter().map(|item| item.to_string()).collect()
+    }
+
+    fn table_names(parsed: &ParsedDdl) -> Vec<String> {
+        parsed
+            .schema
+            .tables
+            .iter()
+            .map(Table::qualified_name)
+            .collect()
+    }
+
+    fn table<'a>(parsed: &'a ParsedDdl, name: &str) -> &'a Table {
+        parsed
+            .schema
+            .table(name)
+            .unwrap_or_else(|| panic!("no table {name} in {:?}", table_names(parsed)))
+    }
+
+    const PG_DUMP: &str = r#"
+--
+-- PostgreSQL database dump
+--
+
+SET statement_timeout = 0;
+SET client_encoding = 'UTF8';
+SELECT pg_catalog.set_config('search_path', '', false);
+
+CREATE TYPE public.mood AS ENUM (
+    'sad',
+    'happy'
+);
+
+CREATE FUNCTION public.last_day(timestamp with time zone) RETURNS date
+    LANGUAGE sql IMMUTABLE STRICT
+    AS $_$
+  SELECT 1; SELECT 2;
+  CREATE TABLE not_a_table (id int);
+$_$;
+
+CREATE TABLE public.customer (
+    customer_id integer NOT NULL,
+    name character varying(120),
+    mood public.mood
+);
+
+COMMENT ON TABLE public.customer IS 'People; who pay';
+
+CREATE TABLE public.rental (
+    rental_id integer NOT NULL,
+    customer_id integer NOT NULL,
+    staff_id integer
+);
+
+CREATE TABLE public.payment (
+    payment_id integer NOT NULL,
+    customer_id integer NOT NULL,
+    rental_id integer,
+    payment_date date NOT NULL
+)
+PARTITION BY RANGE (payment_date);
+
+CREATE TABLE public.payment_p2022_01 (
+    payment_id integer NOT NULL,
+    customer_id integer NOT NULL,
+    rental_id integer,
+    payment_date date NOT NULL
+);
+
+CREATE TABLE public.payment_p2022_02 (
+    payment_id integer NOT NULL,
+    customer_id integer NOT NULL,
+    rental_id integer,
+    payment_date date NOT NULL
+);
+
+ALTER TABLE ONLY public.payment ATTACH PARTITION public.payment_p2022_01 FOR VALUES FROM ('2022-01-01') TO ('2022-02-01');
+ALTER TABLE ONLY public.payment ATTACH PARTITION public.payment_p2022_02 FOR VALUES FROM ('2022-02-01') TO ('2022-03-01');
+
+ALTER TABLE ONLY public.customer
+    ADD CONSTRAINT customer_pkey PRIMARY KEY (customer_id);
+ALTER TABLE ONLY public.customer
+    ADD CONSTRAINT customer_name_key UNIQUE (name);
+ALTER TABLE ONLY public.rental
+    ADD CONSTRAINT rental_pkey PRIMARY KEY (rental_id);
+ALTER TABLE ONLY public.payment
+    ADD CONSTRAINT payment_pkey PRIMARY KEY (payment_date, payment_id);
+
+CREATE INDEX idx_fk_customer_id ON public.rental USING btree (customer_id);
+CREATE INDEX payment_p2022_01_customer_id_idx ON public.payment_p2022_01 USING btree (customer_id);
+CREATE INDEX payment_p2022_02_customer_id_idx ON public.payment_p2022_02 USING btree (customer_id);
+
+ALTER TABLE ONLY public.rental
+    ADD CONSTRAINT rental_customer_id_fkey FOREIGN KEY (customer_id) REFERENCES public.customer(customer_id) ON UPDATE CASCADE ON DELETE CASCADE;
+ALTER TABLE ONLY public.payment_p2022_01
+    ADD CONSTRAINT payment_p2022_01_customer_id_fkey FOREIGN KEY (customer_id) REFERENCES public.customer(customer_id);
+ALTER TABLE ONLY public.payment_p2022_01
+    ADD CONSTRAINT payment_p2022_01_rental_id_fkey FOREIGN KEY (rental_id) REFERENCES public.rental(rental_id) ON DELETE SET NULL;
+ALTER TABLE ONLY public.payment_p2022_02
+    ADD CONSTRAINT payment_p2022_02_customer_id_fkey FOREIGN KEY (customer_id) REFERENCES public.customer(customer_id);
+ALTER TABLE ONLY public.payment_p2022_02
+    ADD CONSTRAINT payment_p2022_02_rental_id_fkey FOREIGN KEY (rental_id) REFERENCES public.rental(rental_id) ON DELETE SET NULL;
+
+ALTER TABLE public.customer OWNER TO postgres;
+"#;
+
+    #[test]
+    fn reads_a_pg_dump_script() {
+        let parsed = parse_ddl(PG_DUMP);
+        assert_eq!(parsed.dialect, "postgresql");
+        // SET x2, SELECT, CREATE TYPE, CREATE FUNCTION, COMMENT, OWNER TO.
+        assert_eq!(parsed.skipped, 7);
+        assert_eq!(
+            table_names(&parsed),
+            ["public.customer", "public.rental", "public.payment"]
+        );
+
+        let customer = table(&parsed, "public.customer");
+        assert_eq!(
+            customer,
+            &Table {
+                schema: Some("public".into()),
+                name: "customer".into(),
+                columns: vec![
+                    column("customer_id", "integer", false),
+                    column("name", "character varying(120)", true),
+                    column("mood", "public.mood", true),
+                ],
+                primary_key: strings(&["customer_id"]),
+                foreign_keys: vec![],
+                indexes: vec![
+                    index(Some("customer_pkey"), &["customer_id"], true),
+                    index(Some("customer_name_key"), &["name"], true),
+                ],
+            }
+        );
+
+        let rental = table(&parsed, "rental");
+        assert_eq!(rental.primary_key, strings(&["rental_id"]));
+        assert_eq!(
+            rental.foreign_keys,
+            [fk(
+                &["customer_id"],
+                Some("public"),
+                "customer",
+                &["customer_id"],
+                ReferentialAction::Cascade
+            )]
+        );
+        assert_eq!(
+            rental.indexes,
+            [
+                index(Some("rental_pkey"), &["rental_id"], true),
+                index(Some("idx_fk_customer_id"), &["customer_id"], false)
+            ]
+        );
+    }
+
+    #[test]
+    fn folds_attached_partitions_into_their_table() {
+        let parsed = parse_ddl(PG_DUMP);
+        let payment = table(&parsed, "public.payment");
+        assert_eq!(
+            payment.primary_key,
+            strings(&["payment_date", "payment_id"])
+        );
+        assert_eq!(
+            payment.foreign_keys,
+            [
+                fk(
+                    &["customer_id"],
+                    Some("public"),
+                    "customer",
+                    &["customer_id"],
+                    ReferentialAction::NoAction
+                ),
+                fk(
+                    &["rental_id"],
+                    Some("public"),
+                    "rental",
+                    &["rental_id"],
+                    ReferentialAction::SetNull
+                ),
+            ]
+        );
+        assert_eq!(
+            payment.indexes,
+            [
+                index(Some("payment_pkey"), &["payment_date", "payment_id"], true),
+                index(
+                    Some("payment_p2022_01_customer_id_idx"),
+                    &["customer_id"],
+                    false
+                ),
+            ]
+        );
+        assert!(parsed.schema.table("payment_p2022_01").is_none());
+        assert!(parsed.schema.table("payment_p2022_02").is_none());
+    }
+
+    #[test]
+    fn folds_partition_of_tables_and_references_to_them() {
+        let parsed = parse_ddl(
+            "CREATE TABLE events (id int, kind text NOT NULL, PRIMARY KEY (id, kind)) PARTITION BY LIST (kind);
+             CREATE TABLE events_a PARTITION OF events FOR VALUES IN ('a');
+             CREATE TABLE events_b PARTITION OF events FOR VALUES IN ('b') PARTITION BY RANGE (id);
+             CREATE TABLE events_b1 PARTITION OF events_b FOR VALUES FROM (1) TO (100);
+             CREATE TABLE users (id int PRIMARY KEY);
+             ALTER TABLE events_b1 ADD CONSTRAINT events_b1_user FOREIGN KEY (id) REFERENCES users (id) ON DELETE CASCADE;
+             ALTER TABLE events_a ADD CONSTRAINT events_a_user FOREIGN KEY (id) REFERENCES users (id) ON DELETE CASCADE;
+             CREATE TABLE notes (event_id int, event_kind text, FOREIGN KEY (event_id, event_kind) REFERENCES events_a (id, kind));",
+        );
+        assert_eq!(table_names(&parsed), ["events", "users", "notes"]);
+        assert_eq!(
+            table(&parsed, "events").foreign_keys,
+            [fk(
+                &["id"],
+                None,
+                "users",
+                &["id"],
+                ReferentialAction::Cascade
+            )]
+        );
+        assert_eq!(
+            table(&parsed, "notes").foreign_keys,
+            [fk(
+                &["event_id", "event_kind"],
+                None,
+                "events",
+                &["id", "kind"],
+                ReferentialAction::NoAction
+            )]
+        );
+        assert_eq!(parsed.skipped, 0);
+    }
+
+    #[test]
+    fn reads_a_sqlite_script_with_bracketed_identifiers() {
+        let parsed = parse_ddl(
+            "PRAGMA foreign_keys = ON;
+            DROP TABLE IF EXISTS [Album];
+            CREATE TABLE [Artist]
+            (
+                [ArtistId] INTEGER PRIMARY KEY,
+                [Name] NVARCHAR(120)
+            );
+            CREATE TABLE [Album]
+            (
+                [AlbumId] INTEGER  NOT NULL,
+                [Title] NVARCHAR(160)  NOT NULL,
+                [ArtistId] INTEGER  NOT NULL,
+                CONSTRAINT [PK_Album] PRIMARY KEY  ([AlbumId]),
+                CONSTRAINT [FK_AlbumArtistId] FOREIGN KEY ([ArtistId]) REFERENCES [Artist] ([ArtistId])
+                    ON DELETE NO ACTION ON UPDATE NO ACTION
+            );
+            CREATE INDEX [IFK_AlbumArtistId] ON [Album] ([ArtistId]);
+            CREATE TABLE `Track` (
+                `TrackId` INTEGER PRIMARY KEY AUTOINCREMENT,
+                `AlbumId` INTEGER REFERENCES \"Album\" (\"AlbumId\") ON DELETE CASCADE,
+                UNIQUE (`AlbumId`, `TrackId`)
+            );",
+        );
+        assert_eq!(parsed.dialect, "sqlite");
+        assert_eq!(parsed.skipped, 2);
+        assert_eq!(table_names(&parsed), ["Artist", "Album", "Track"]);
+        assert_eq!(
+            table(&parsed, "Artist"),
+            &Table {
+                schema: None,
+                name: "Artist".into(),
+                columns: vec![
+                    column("ArtistId", "integer", false),
+                    column("Name", "nvarchar(120)", true)
+                ],
+                primary_key: strings(&["ArtistId"]),
+                foreign_keys: vec![],
+                indexes: vec![index(None, &["ArtistId"], true)],
+            }
+        );
+        assert_eq!(
+            table(&parsed, "Album"),
+            &Table {
+                schema: None,
+                name: "Album".into(),
+                columns: vec![
+                    column("AlbumId", "integer", false),
+                    column("Title", "nvarchar(160)", false),
+                    column("ArtistId", "integer", false),
+                ],
+                primary_key: strings(&["AlbumId"]),
+                foreign_keys: vec![fk(
+                    &["ArtistId"],
+                    None,
+                    "Artist",
+                    &["ArtistId"],
+                    ReferentialAction::NoAction
+                )],
+                indexes: vec![
+                    index(Some("PK_Album"), &["AlbumId"], true),
+                    index(Some("IFK_AlbumArtistId"), &["ArtistId"], false),
+                ],
+            }
+        );
+        let track = table(&parsed, "Track");
+        assert_eq!(
+            track.columns,
+            [
+                column("TrackId", "integer", false),
+                column("AlbumId", "integer", true)
+            ]
+        );
+        assert_eq!(
+            track.foreign_keys,
+            [fk(
+                &["AlbumId"],
+                None,
+                "Album",
+                &["AlbumId"],
+                ReferentialAction::Cascade
+            )]
+        );
+        assert_eq!(
+            track.indexes,
+            [
+                index(None, &["TrackId"], true),
+                index(None, &["AlbumId", "TrackId"], true)
+            ]
+        );
+    }
+
+    #[test]
+    fn composite_primary_key_keeps_key_order_and_is_not_null() {
+        let parsed = parse_ddl(
+            "CREATE TABLE film_actor (actor_id int, film_id int, note text, CONSTRAINT film_actor_pkey PRIMARY KEY (film_id, actor_id));",
+        );
+        let film_actor = table(&parsed, "film_actor");
+        assert_eq!(film_actor.primary_key, strings(&["film_id", "actor_id"]));
+        assert_eq!(
+            film_actor.columns,
+            [
+                column("actor_id", "int", false),
+                column("film_id", "int", false),
+                column("note", "text", true)
+            ]
+        );
+        assert_eq!(
+            film_actor.indexes,
+            [index(
+                Some("film_actor_pkey"),
+                &["film_id", "actor_id"],
+                true
+            )]
+        );
+    }
+
+    #[test]
+    fn not_null_and_nullable_foreign_key_columns() {
+        let parsed = parse_ddl(
+            "CREATE TABLE parent (id bigint PRIMARY KEY);
+             CREATE TABLE child (
+                 id bigint PRIMARY KEY,
+                 owner_id bigint NOT NULL REFERENCES parent (id) ON DELETE CASCADE,
+                 reviewer_id bigint CONSTRAINT child_reviewer_fkey REFERENCES parent ON DELETE SET NULL,
+                 CONSTRAINT child_owner_key UNIQUE (owner_id)
+             );",
+        );
+        let child = table(&parsed, "child");
+        assert_eq!(
+            child.columns,
+            [
+                column("id", "bigint", false),
+                column("owner_id", "bigint", false),
+                column("reviewer_id", "bigint", true),
+            ]
+        );
+        assert_eq!(
+            child.foreign_keys,
+            [
+                fk(
+                    &["owner_id"],
+                    None,
+                    "parent",
+                    &["id"],
+                    ReferentialAction::Cascade
+                ),
+                fk(
+                    &["reviewer_id"],
+                    None,
+                    "parent",
+                    &[],
+                    ReferentialAction::SetNull
+                ),
+            ]
+        );
+        assert_eq!(
+            child.indexes,
+            [
+                index(None, &["id"], true),
+                index(Some("child_owner_key"), &["owner_id"], true)
+            ]
+        );
+        assert!(child.has_index_leading_with("owner_id"));
+        assert!(!child.has_index_leading_with("reviewer_id"));
+    }
+
+    #[test]
+    fn a_bad_statement_costs_only_itself() {
+        let parsed = parse_ddl(
+            "CREATE TABLE a (id int PRIMARY KEY);
+             CREATE TABLE broken (id int,, oops;
+             THIS IS NOT SQL AT ALL;
+             CREATE TABLE b (id int PRIMARY KEY, a_id int REFERENCES a (id));",
+        );
+        assert_eq!(table_names(&parsed), ["a", "b"]);
+        assert_eq!(parsed.skipped, 2);
+        assert_eq!(
+            table(&parsed, "b").foreign_keys,
+            [fk(
+                &["a_id"],
+                None,
+                "a",
+                &["id"],
+                ReferentialAction::NoAction
+            )]
+        );
+    }
+
+    #[test]
+    fn an_unterminated_string_costs_only_its_statement() {
+        let parsed = parse_ddl(
+            "CREATE TABLE a (id int);\nCREATE TABLE b (name text DEFAULT 'oops);\nCREATE TABLE c (id int);\n",
+        );
+        assert_eq!(table_names(&parsed), ["a", "c"]);
+        assert_eq!(parsed.skipped, 1);
+    }
+
+    #[test]
+    fn empty_and_comment_only_scripts_have_no_tables() {
+        for sql in ["", "  \n", "-- nothing here\n/* at all */"] {
+            let parsed = parse_ddl(sql);
+            assert_eq!(
+                parsed,
+                ParsedDdl {
+                    schema: Schema::default(),
+                    dialect: "postgresql",
+                    skipped: 0
+                }
+            );
+        }
+    }
+
+    #[test]
+    fn postgres_folds_unquoted_identifiers_and_keeps_quoted_ones() {
+        let parsed = parse_ddl(
+            r#"CREATE TABLE "Sales"."Order" ("Id" int PRIMARY KEY, CustomerId int REFERENCES Sales.Customer (Id));"#,
+        );
+        let order = &parsed.schema.tables[0];
+        assert_eq!(
+            (order.schema.as_deref(), order.name.as_str()),
+            (Some("Sales"), "Order")
+        );
+        assert_eq!(
+            order.columns,
+            [
+                column("Id", "int", false),
+                column("customerid", "int", true)
+            ]
+        );
+        assert_eq!(
+            order.foreign_keys,
+            [fk(
+                &["customerid"],
+                Some("sales"),
+                "customer",
+                &["id"],
+                ReferentialAction::NoAction
+            )]
+        );
+    }
+
+    #[test]
+    fn index_columns_stop_at_the_first_expression() {
+        let parsed = parse_ddl(
+            "CREATE TABLE public.t (a int, b text, c int);
+             CREATE UNIQUE INDEX t_a_lower_b ON ONLY public.t USING btree (a, lower(b), c);
+             CREATE INDEX t_lower_b ON public.t USING btree (lower(b));
+             CREATE INDEX IF NOT EXISTS t_c ON t (c DESC);
+             CREATE INDEX on_a_view ON public.some_view (a);",
+        );
+        assert_eq!(
+            table(&parsed, "t").indexes,
+            [
+                index(Some("t_a_lower_b"), &["a"], true),
+                index(Some("t_lower_b"), &[], false),
+                index(Some("t_c"), &["c"], false),
+            ]
+        );
+        assert_eq!(parsed.skipped, 1);
+    }
+
+    #[test]
+    fn skips_the_tools_own_tables() {
+        let parsed = parse_ddl(
+            "CREATE TABLE cascade_runs (id int PRIMARY KEY);
+             CREATE TABLE Cascade_Progress (id int);
+             CREATE TABLE cascaded (id int);
+             CREATE INDEX cascade_runs_idx ON cascade_runs (id);",
+        );
+        assert_eq!(table_names(&parsed), ["cascaded"]);
+        assert_eq!(parsed.skipped, 3);
+    }
+
+    #[test]
+    fn semicolons_inside_a_trigger_body_do_not_split_it() {
+        let parsed = parse_ddl(
+            "CREATE TABLE [a] ([id] INTEGER PRIMARY KEY, [n] INT);
+             CREATE TRIGGER [a_touch] AFTER INSERT ON [a] BEGIN
+                 UPDATE [a] SET [n] = CASE WHEN [n] IS NULL THEN 0 ELSE [n] END WHERE [id] = NEW.[id];
+                 DELETE FROM [a] WHERE [id] < 0;
+             END;
+             CREATE TABLE [b] ([id] INTEGER PRIMARY KEY, [a_id] INTEGER REFERENCES [a]);",
+        );
+        assert_eq!(parsed.dialect, "sqlite");
+        assert_eq!(table_names(&parsed), ["a", "b"]);
+        assert_eq!(parsed.skipped, 1);
+    }
+
+    #[test]
+    fn a_body_that_never_ends_does_not_swallow_the_script() {
+        let parsed = parse_ddl(
+            "CREATE TABLE a (id int);
+             CREATE TRIGGER t AFTER INSERT ON a BEGIN DELETE FROM a;
+             CREATE TABLE b (id int);",
+        );
+        assert_eq!(table_names(&parsed), ["a", "b"]);
+        assert_eq!(parsed.skipped, 1);
+    }
+
+    #[test]
+    fn copy_data_and_psql_meta_commands_are_skipped() {
+        let parsed = parse_ddl(
+            "\\restrict 5mGqSecretKey\n\
+             CREATE TABLE public.actor (actor_id integer NOT NULL, name text);\n\
+             COPY public.actor (actor_id, name) FROM stdin;\n\
+             1\tO'Brien\n\
+             2\tSmith; Jones\n\
+             \\.\n\
+             \\connect other\n\
+             ALTER TABLE ONLY public.actor ADD CONSTRAINT actor_pkey PRIMARY KEY (actor_id);\n",
+        );
+        assert_eq!(table_names(&parsed), ["public.actor"]);
+        assert_eq!(table(&parsed, "actor").primary_key, strings(&["actor_id"]));
+        // \restrict, COPY, \connect.
+        assert_eq!(parsed.skipped, 3);
+    }
+
+    #[test]
+    fn a_later_definition_replaces_an_earlier_one_in_place() {
+        let parsed = parse_ddl(
+            "CREATE TABLE a (id int);
+             CREATE TABLE b (id int);
+             CREATE TABLE IF NOT EXISTS a (other int);
+             DROP TABLE a;
+             CREATE TABLE a (id int, name text);",
+        );
+        assert_eq!(table_names(&parsed), ["a", "b"]);
+        assert_eq!(
+            table(&parsed, "a").columns,
+            [column("id", "int", true), column("name", "text", true)]
+        );
+    }
+}

@@ -1,0 +1,187 @@
+//! The database schema as the planner needs it: tables, columns, primary keys, foreign keys with
+//! their ON DELETE action, and indexes. Read from a live SQLite or PostgreSQL database, or parsed
+//! from SQL DDL files without any database.
+
+pub mod ddl;
+mod postgres;
+mod sqlite;
+
+use serde::Serialize;
+
+pub use ddl::parse_ddl;
+
+/// Tables of the tool itself, never part of a user's schema.
+pub const OWN_TABLE_PREFIX: &str = "cascade_";
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct Schema {
+    /// In a stable order: as declared (DDL) or by name (introspection).
+    pub tables: Vec<Table>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct Table {
+    /// PostgreSQL schema (`public`, ...); `None` for SQLite and unqualified DDL.
+    pub schema: Option<String>,
+    pub name: String,
+    pub columns: Vec<Column>,
+    /// Primary-key columns in key order; empty when the table has none.
+    pub primary_key: Vec<String>,
+    /// Foreign keys declared on this table (for a partitioned table, also those declared on its
+    /// partitions), each once.
+    pub foreign_keys: Vec<ForeignKey>,
+    /// Indexes, including those behind primary-key and unique constraints.
+    pub indexes: Vec<Index>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Column {
+    pub name: String,
+    /// The declared type as written or reported by the database (`integer`, `text`, ...).
+    pub data_type: String,
+    pub nullable: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ForeignKey {
+    /// Referencing columns of this table.
+    pub columns: Vec<String>,
+    pub referenced_schema: Option<String>,
+    pub referenced_table: String,
+    /// Referenced columns; empty when the DDL left them implicit (the referenced primary key).
+    pub referenced_columns: Vec<String>,
+    pub on_delete: ReferentialAction,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ReferentialAction {
+    NoAction,
+    Restrict,
+    Cascade,
+    SetNull,
+    SetDefault,
+}
+
+impl ReferentialAction {
+    pub fn as_sql(self) -> &'static str {
+        match self {
+            ReferentialAction::NoAction => "NO ACTION",
+            ReferentialAction::Restrict => "RESTRICT",
+            ReferentialAction::Cascade => "CASCADE",
+            ReferentialAction::SetNull => "SET NULL",
+            ReferentialAction::SetDefault => "SET DEFAULT",
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Index {
+    pub name: Option<String>,
+    /// Indexed columns in order; expressions are left out, so an index on an expression has
+    /// none and leads no column.
+    pub columns: Vec<String>,
+    pub unique: bool,
+}
+
+impl Table {
+    pub fn column(&self, name: &str) -> Option<&Column> {
+        self.columns.iter().find(|c| c.name == name).or_else(|| {
+            // SQLite and unquoted PostgreSQL names are case-insensitive.
+            self.columns
+                .iter()
+                .find(|c| c.name.eq_ignore_ascii_case(name))
+        })
+    }
+
+    /// Whether some index (or the primary key) starts with `column`, so finding a parent's
+    /// children by that column does not scan the whole table.
+    pub fn has_index_leading_with(&self, column: &str) -> bool {
+        let leads = |columns: &[String]| {
+            columns
+                .first()
+                .is_some_and(|c| c.eq_ignore_ascii_case(column))
+        };
+        leads(&self.primary_key) || self.indexes.iter().any(|index| leads(&index.columns))
+    }
+
+    /// `schema.name`, or `name` without a schema.
+    pub fn qualified_name(&self) -> String {
+        match &self.schema {
+            Some(schema) => format!("{schema}.{}", self.name),
+            None => self.name.clone(),
+        }
+    }
+}
+
+impl Schema {
+    /// The table a config's `table = "..."` means: `schema.name` or `name`, exactly, else
+    /// ignoring ASCII case when that is unambiguous.
+    pub fn table(&self, config_name: &str) -> Option<&Table> {
+        let (schema, name) = match config_name.split_once('.') {
+            Some((schema, name)) => (Some(schema), name),
+            None => (None, config_name),
+        };
+        let matches = |table: &&Table, exact: bool| {
+            let same = |a: &str, b: &str| {
+                if exact {
+                    a == b
+                } else {
+                    a.eq_ignore_ascii_case(b)
+                }
+            };
+            same(&table.name, name)
+                && schema
+                    .is_none_or(|schema| table.schema.as_deref().is_some_and(|s| same(s, schema)))
+        };
+        if let Some(table) = self.tables.iter().find(|t| matches(t, true)) {
+            return Some(table);
+        }
+        let mut folded = self.tables.iter().filter(|t| matches(t, false));
+        match (folded.next(), folded.next()) {
+            (Some(table), None) => Some(table),
+            _ => None,
+        }
+    }
+
+    /// Every foreign key that points at `table`, with the table it is declared on.
+    pub fn references_to<'a>(
+        &'a self,
+        table: &'a Table,
+    ) -> impl Iterator<Item = (&'a Table, &'a ForeignKey)> + 'a {
+        self.tables.iter().flat_map(move |child| {
+            child
+                .foreign_keys
+                .iter()
+                .filter(move |fk| {
+                    self.resolve(fk)
+                        .is_some_and(|target| std::ptr::eq(target, table))
+                })
+                .map(move |fk| (child, fk))
+        })
+    }
+
+    /// The table a foreign key points at.
+    pub fn resolve(&self, fk: &ForeignKey) -> Option<&Table> {
+        match &fk.referenced_schema {
+            Some(schema) => self.table(&format!("{schema}.{}", fk.referenced_table)),
+            None => self.table(&fk.referenced_table),
+        }
+    }
+}
+
+/// Reads the schema of a live database.
+pub async fn introspect(database: &crate::db::Database) -> Result<Schema, crate::db::DbError> {
+    match database {
+        crate::db::Database::Sqlite(pool) => sqlite::introspect(pool).await,
+        crate::db::Database::Postgres(pool) => postgres::introspect(pool).await,
+    }
+}
+
+/// Connects read-only to `url` and reads its schema.
+pub async fn introspect_url(url: &str) -> Result<Schema, crate::db::DbError> {
+    let database = crate::db::Database::connect(url, crate::db::Access::ReadOnly).await?;
+    let schema = introspect(&database).await;
+    database.close().await;
+    schema
+}

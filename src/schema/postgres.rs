@@ -1,0 +1,165 @@
+//! Reading the schema of a live PostgreSQL database from its catalogs: every table of the
+//! schemas on the search_path. A partitioned table is one table; keys and indexes declared on
+//! its partitions count as its own.
+
+use std::collections::HashMap;
+
+use sqlx::{PgPool, Row, query};
+
+use super::{Column, ForeignKey, Index, OWN_TABLE_PREFIX, ReferentialAction, Schema, Table};
+use crate::db::DbError;
+
+/// The tables: ordinary and partitioned, not partitions, on the search_path.
+const TABLES: &str = "
+    SELECT c.oid::int8 AS oid, n.nspname::text AS schema, c.relname::text AS name
+    FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+    WHERE c.relkind IN ('r', 'p') AND NOT c.relispartition AND n.nspname = ANY (current_schemas(false))
+    ORDER BY array_position(current_schemas(false), n.nspname), c.relname";
+
+const COLUMNS: &str = "
+    SELECT a.attrelid::int8 AS oid, a.attname::text AS name,
+           format_type(a.atttypid, a.atttypmod) AS data_type, NOT a.attnotnull AS nullable
+    FROM pg_attribute a
+    WHERE a.attrelid::int8 = ANY ($1) AND a.attnum > 0 AND NOT a.attisdropped
+    ORDER BY a.attrelid, a.attnum";
+
+/// Primary keys, unique constraints and foreign keys, on the tables and on their partitions
+/// (mapped to the partition root). Constraints cloned from a parent (conparentid <> 0) are left
+/// out: the parent's own row stands for them.
+const CONSTRAINTS: &str = "
+    SELECT COALESCE(pg_partition_root(con.conrelid), con.conrelid)::int8 AS oid,
+           con.contype::text AS kind, con.conname::text AS name,
+           ARRAY(SELECT a.attname::text FROM unnest(con.conkey) WITH ORDINALITY k(attnum, ord)
+                 JOIN pg_attribute a ON a.attrelid = con.conrelid AND a.attnum = k.attnum ORDER BY k.ord) AS columns,
+           rn.nspname::text AS referenced_schema, rc.relname::text AS referenced_table,
+           ARRAY(SELECT a.attname::text FROM unnest(con.confkey) WITH ORDINALITY k(attnum, ord)
+                 JOIN pg_attribute a ON a.attrelid = con.confrelid AND a.attnum = k.attnum ORDER BY k.ord)
+               AS referenced_columns,
+           con.confdeltype::text AS on_delete
+    FROM pg_constraint con
+    LEFT JOIN pg_class rc ON rc.oid = COALESCE(pg_partition_root(con.confrelid), con.confrelid)
+    LEFT JOIN pg_namespace rn ON rn.oid = rc.relnamespace
+    WHERE con.contype IN ('p', 'u', 'f') AND con.conparentid = 0
+      AND COALESCE(pg_partition_root(con.conrelid), con.conrelid)::int8 = ANY ($1)
+    ORDER BY con.conrelid, con.conname";
+
+/// Indexes with their key columns in order (NULL for an expression), mapped to partition roots.
+const INDEXES: &str = "
+    SELECT COALESCE(pg_partition_root(i.indrelid), i.indrelid)::int8 AS oid, ic.relname::text AS name,
+           i.indisunique AS is_unique,
+           ARRAY(SELECT a.attname::text FROM unnest(i.indkey::int2[]) WITH ORDINALITY k(attnum, ord)
+                 LEFT JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = k.attnum
+                 WHERE k.ord <= i.indnkeyatts ORDER BY k.ord) AS columns
+    FROM pg_index i JOIN pg_class ic ON ic.oid = i.indexrelid
+    WHERE COALESCE(pg_partition_root(i.indrelid), i.indrelid)::int8 = ANY ($1)
+    ORDER BY i.indrelid, ic.relname";
+
+pub async fn introspect(pool: &PgPool) -> Result<Schema, DbError> {
+    let mut tables: Vec<(i64, Table)> = query(TABLES)
+        .fetch_all(pool)
+        .await?
+        .iter()
+        .map(|row| {
+            (
+                row.get("oid"),
+                Table {
+                    schema: Some(row.get("schema")),
+                    name: row.get("name"),
+                    ..Table::default()
+                },
+            )
+        })
+        .filter(|(_, table)| !table.name.starts_with(OWN_TABLE_PREFIX))
+        .collect();
+    let oids: Vec<i64> = tables.iter().map(|(oid, _)| *oid).collect();
+    let position: HashMap<i64, usize> = oids
+        .iter()
+        .enumerate()
+        .map(|(index, oid)| (*oid, index))
+        .collect();
+
+    for row in query(COLUMNS).bind(&oids).fetch_all(pool).await? {
+        if let Some(table) = table_mut(&mut tables, &position, row.get("oid")) {
+            table.columns.push(Column {
+                name: row.get("name"),
+                data_type: row.get("data_type"),
+                nullable: row.get("nullable"),
+            });
+        }
+    }
+    for row in query(CONSTRAINTS).bind(&oids).fetch_all(pool).await? {
+        let Some(table) = table_mut(&mut tables, &position, row.get("oid")) else {
+            continue;
+        };
+        let columns: Vec<String> = row.get("columns");
+        match row.get::<String, _>("kind").as_str() {
+            "p" => table.primary_key = columns,
+            "u" => add_index(
+                table,
+                Index {
+                    name: Some(row.get("name")),
+                    columns,
+                    unique: true,
+                },
+            ),
+            _ => {
+                let key = ForeignKey {
+                    columns,
+                    referenced_schema: row.get("referenced_schema"),
+                    referenced_table: row
+                        .get::<Option<String>, _>("referenced_table")
+                        .unwrap_or_default(),
+                    referenced_columns: row.get("referenced_columns"),
+                    on_delete: referential_action(&row.get::<String, _>("on_delete")),
+                };
+                if !table.foreign_keys.contains(&key) {
+                    table.foreign_keys.push(key);
+                }
+            }
+        }
+    }
+    for row in query(INDEXES).bind(&oids).fetch_all(pool).await? {
+        let Some(table) = table_mut(&mut tables, &position, row.get("oid")) else {
+            continue;
+        };
+        let columns: Vec<Option<String>> = row.get("columns");
+        let index = Index {
+            name: Some(row.get("name")),
+            columns: columns.into_iter().map_while(|column| column).collect(),
+            unique: row.get("is_unique"),
+        };
+        add_index(table, index);
+    }
+    Ok(Schema {
+        tables: tables.into_iter().map(|(_, table)| table).collect(),
+    })
+}
+
+fn table_mut<'a>(
+    tables: &'a mut [(i64, Table)],
+    position: &HashMap<i64, usize>,
+    oid: i64,
+) -> Option<&'a mut Table> {
+    position.get(&oid).map(|&index| &mut tables[index].1)
+}
+
+/// Partitions repeat their parent's indexes; one per column list is enough to know what leads.
+fn add_index(table: &mut Table, index: Index) {
+    if !table
+        .indexes
+        .iter()
+        .any(|existing| existing.columns == index.columns && existing.unique == index.unique)
+    {
+        table.indexes.push(index);
+    }
+}
+
+fn referential_action(code: &str) -> ReferentialAction {
+    match code {
+        "c" => ReferentialAction::Cascade,
+        "n" => ReferentialAction::SetNull,
+        "d" => ReferentialAction::SetDefault,
+        "r" => ReferentialAction::Restrict,
+        _ => ReferentialAction::NoAction,
+    }
+}

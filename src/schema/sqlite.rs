@@ -1,0 +1,118 @@
+//! Reading the schema of a live SQLite database through its pragmas.
+
+use sqlx::SqlitePool;
+use sqlx::sqlite::SqliteRow;
+use sqlx::{Row, query};
+
+use super::{Column, ForeignKey, Index, OWN_TABLE_PREFIX, ReferentialAction, Schema, Table};
+use crate::db::DbError;
+
+pub async fn introspect(pool: &SqlitePool) -> Result<Schema, DbError> {
+    let names: Vec<String> = sqlx::query_scalar(
+        "SELECT name FROM sqlite_schema WHERE type = 'table' AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\' ORDER BY name",
+    )
+    .fetch_all(pool)
+    .await?;
+    let mut tables = Vec::new();
+    for name in names
+        .into_iter()
+        .filter(|name| !name.starts_with(OWN_TABLE_PREFIX))
+    {
+        tables.push(table(pool, name).await?);
+    }
+    Ok(Schema { tables })
+}
+
+async fn table(pool: &SqlitePool, name: String) -> Result<Table, DbError> {
+    let columns =
+        query(r#"SELECT name, type, "notnull", pk FROM pragma_table_info(?) ORDER BY cid"#)
+            .bind(&name)
+            .fetch_all(pool)
+            .await?;
+    let mut primary_key: Vec<(i64, String)> = columns
+        .iter()
+        .filter(|row| row.get::<i64, _>("pk") > 0)
+        .map(|row| (row.get("pk"), row.get("name")))
+        .collect();
+    primary_key.sort();
+    let columns = columns
+        .iter()
+        .map(|row| Column {
+            name: row.get("name"),
+            data_type: row.get::<String, _>("type").to_lowercase(),
+            nullable: row.get::<i64, _>("notnull") == 0 && row.get::<i64, _>("pk") == 0,
+        })
+        .collect();
+    Ok(Table {
+        schema: None,
+        foreign_keys: foreign_keys(pool, &name).await?,
+        indexes: indexes(pool, &name).await?,
+        primary_key: primary_key.into_iter().map(|(_, column)| column).collect(),
+        columns,
+        name,
+    })
+}
+
+async fn foreign_keys(pool: &SqlitePool, table: &str) -> Result<Vec<ForeignKey>, DbError> {
+    let rows = query(r#"SELECT id, "table", "from", "to", on_delete FROM pragma_foreign_key_list(?) ORDER BY id, seq"#)
+        .bind(table)
+        .fetch_all(pool)
+        .await?;
+    let mut keys: Vec<(i64, ForeignKey)> = Vec::new();
+    for row in &rows {
+        let id: i64 = row.get("id");
+        if keys.last().is_none_or(|(last, _)| *last != id) {
+            keys.push((id, new_foreign_key(row)));
+        }
+        let (_, key) = keys.last_mut().expect("pushed above");
+        key.columns.push(row.get("from"));
+        // `to` is NULL when the key references the parent's primary key implicitly.
+        if let Some(to) = row.get::<Option<String>, _>("to") {
+            key.referenced_columns.push(to);
+        }
+    }
+    Ok(keys.into_iter().map(|(_, key)| key).collect())
+}
+
+fn new_foreign_key(row: &SqliteRow) -> ForeignKey {
+    ForeignKey {
+        columns: Vec::new(),
+        referenced_schema: None,
+        referenced_table: row.get("table"),
+        referenced_columns: Vec::new(),
+        on_delete: referential_action(&row.get::<String, _>("on_delete")),
+    }
+}
+
+fn referential_action(text: &str) -> ReferentialAction {
+    match text.to_ascii_uppercase().as_str() {
+        "CASCADE" => ReferentialAction::Cascade,
+        "SET NULL" => ReferentialAction::SetNull,
+        "SET DEFAULT" => ReferentialAction::SetDefault,
+        "RESTRICT" => ReferentialAction::Restrict,
+        _ => ReferentialAction::NoAction,
+    }
+}
+
+async fn indexes(pool: &SqlitePool, table: &str) -> Result<Vec<Index>, DbError> {
+    let list = query(r#"SELECT name, "unique" FROM pragma_index_list(?) ORDER BY seq"#)
+        .bind(table)
+        .fetch_all(pool)
+        .await?;
+    let mut indexes = Vec::new();
+    for row in list {
+        let name: String = row.get("name");
+        // Expression columns have no name; keep the plain columns up to the first of them.
+        let columns: Vec<Option<String>> =
+            sqlx::query_scalar("SELECT name FROM pragma_index_info(?) ORDER BY seqno")
+                .bind(&name)
+                .fetch_all(pool)
+                .await?;
+        indexes.push(Index {
+            columns: columns.into_iter().map_while(|column| column).collect(),
+            unique: row.get::<i64, _>("unique") != 0,
+            name: Some(name),
+        });
+    }
+    Ok(indexes)
+}

@@ -1,0 +1,320 @@
+//! Schema-aware validation and `cascade init` against real SQLite and PostgreSQL databases and
+//! DDL files.
+
+mod common;
+
+use common::{block_on, cascade, postgres_database, project, repository, sqlite_database};
+use serde_json::Value;
+
+/// A `group` table referenced by 26 tables, each with an index on its reference.
+fn group_schema() -> String {
+    let mut ddl = String::from("CREATE TABLE \"group\" (id INTEGER PRIMARY KEY, title TEXT);\n");
+    for i in 1..=26 {
+        ddl.push_str(&format!(
+            "CREATE TABLE child_{i:02} (id INTEGER PRIMARY KEY, group_id INTEGER NOT NULL REFERENCES \"group\" (id));\n\
+             CREATE INDEX child_{i:02}_group_id_idx ON child_{i:02} (group_id);\n"
+        ));
+    }
+    ddl
+}
+
+/// The config of `group_schema`, declaring every child except `missing`.
+fn group_config(missing: &[usize]) -> String {
+    let mut config = String::from(
+        "[models.group]\ntable = \"group\"\nrequire_all_references = true\nchildren = [\n",
+    );
+    for i in (1..=26).filter(|i| !missing.contains(i)) {
+        config.push_str(&format!(
+            "  {{ model = \"child_{i:02}\", column = \"group_id\" }},\n"
+        ));
+    }
+    config.push_str("]\n");
+    for i in 1..=26 {
+        config.push_str(&format!(
+            "\n[models.child_{i:02}]\ntable = \"child_{i:02}\"\nstrategy = \"bulk\"\n"
+        ));
+    }
+    config
+}
+
+/// Runs `validate --format json` with `args` and returns (exit code, report).
+fn validate_json(dir: &std::path::Path, args: &[&str]) -> (i32, Value) {
+    let output = cascade(dir)
+        .args(["validate", "--format", "json"])
+        .args(args)
+        .output()
+        .unwrap();
+    let report = serde_json::from_slice(&output.stdout).unwrap_or_else(|_| {
+        panic!(
+            "not JSON: {}{}",
+            String::from_utf8_lossy(&output.stdout),
+            String::from_utf8_lossy(&output.stderr)
+        )
+    });
+    (output.status.code().unwrap(), report)
+}
+
+fn messages(report: &Value) -> Vec<String> {
+    report["diagnostics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| {
+            format!(
+                "{}: {}",
+                d["code"].as_str().unwrap(),
+                d["message"].as_str().unwrap()
+            )
+        })
+        .collect()
+}
+
+/// The 26-reference check with `schema_args` pointing at the schema: clean when all are
+/// declared, and exactly the two undeclared tables named when two are not.
+fn check_group_references(schema_args: &[&str]) {
+    let complete = project(&[("cascades/group.toml", &group_config(&[]))]);
+    let (code, report) = validate_json(complete.path(), schema_args);
+    assert_eq!((code, messages(&report)), (0, vec![]));
+
+    let incomplete = project(&[("cascades/group.toml", &group_config(&[7, 19]))]);
+    let (code, report) = validate_json(incomplete.path(), schema_args);
+    assert_eq!(code, 1);
+    assert_eq!(
+        messages(&report),
+        [
+            "unregistered-reference: table `child_07` references `group` by `group_id`, but model `group` declares no relation for it",
+            "unregistered-reference: table `child_19` references `group` by `group_id`, but model `group` declares no relation for it",
+        ]
+    );
+}
+
+#[test]
+fn group_references_against_a_ddl_file() {
+    let dir = project(&[("db/schema.sql", &group_schema())]);
+    let path = dir.path().join("db/schema.sql");
+    check_group_references(&["--schema", path.to_str().unwrap()]);
+}
+
+#[test]
+fn group_references_against_live_sqlite() {
+    let dir = tempfile::tempdir().unwrap();
+    let url = sqlite_database(dir.path(), &group_schema());
+    check_group_references(&["--database-url", &url]);
+}
+
+#[test]
+fn group_references_against_live_postgres() {
+    let Some(url) = postgres_database(&group_schema()) else {
+        return;
+    };
+    check_group_references(&["--database-url", &url]);
+}
+
+#[test]
+fn the_demo_config_matches_the_demo_schema_everywhere() {
+    let ddl = std::fs::read_to_string(repository().join("schemas/demo.sql")).unwrap();
+    cascade(repository())
+        .args([
+            "validate",
+            "--schema",
+            "schemas/demo.sql",
+            "--deny-warnings",
+        ])
+        .assert()
+        .success()
+        .stdout("ok: no problems found\n");
+    let dir = tempfile::tempdir().unwrap();
+    let sqlite = sqlite_database(dir.path(), &ddl);
+    cascade(repository())
+        .args(["validate", "--deny-warnings", "--database-url", &sqlite])
+        .assert()
+        .success();
+    if let Some(postgres) = postgres_database(&ddl) {
+        cascade(repository())
+            .args(["validate", "--deny-warnings", "--database-url", &postgres])
+            .assert()
+            .success();
+    }
+}
+
+/// Tables, columns, keys and leading index columns, without names that differ by source.
+fn outline(schema: &cascade::schema::Schema) -> Vec<String> {
+    schema
+        .tables
+        .iter()
+        .map(|table| {
+            let columns: Vec<String> = table
+                .columns
+                .iter()
+                .map(|c| format!("{}{}", c.name, if c.nullable { "?" } else { "" }))
+                .collect();
+            let keys: Vec<String> = table
+                .foreign_keys
+                .iter()
+                .map(|k| {
+                    format!(
+                        "{}->{}:{:?}",
+                        k.columns.join("+"),
+                        k.referenced_table,
+                        k.on_delete
+                    )
+                })
+                .collect();
+            // Sources differ on whether the primary key is listed as an index; what matters is
+            // which columns an index (or the key) leads with.
+            let leading: Vec<&str> = table
+                .columns
+                .iter()
+                .map(|c| c.name.as_str())
+                .filter(|c| table.has_index_leading_with(c))
+                .collect();
+            format!(
+                "{} [{}] pk({}) fk[{}] idx[{}]",
+                table.name,
+                columns.join(" "),
+                table.primary_key.join("+"),
+                keys.join(" "),
+                leading.join(" ")
+            )
+        })
+        .collect()
+}
+
+const SMALL_SCHEMA: &str = "
+CREATE TABLE artist (id INTEGER PRIMARY KEY, name TEXT NOT NULL);
+CREATE TABLE album (id INTEGER PRIMARY KEY, artist_id INTEGER NOT NULL REFERENCES artist (id) ON DELETE CASCADE, title TEXT);
+CREATE INDEX album_artist_id_idx ON album (artist_id);
+CREATE TABLE track (id INTEGER PRIMARY KEY, album_id INTEGER REFERENCES album (id) ON DELETE SET NULL, code TEXT UNIQUE);
+CREATE TABLE tag (track_id INTEGER NOT NULL REFERENCES track (id), label TEXT NOT NULL, PRIMARY KEY (track_id, label));
+";
+
+#[test]
+fn sqlite_postgres_and_ddl_read_the_same_schema() {
+    let from_ddl = outline(&cascade::schema::parse_ddl(SMALL_SCHEMA).schema);
+    let dir = tempfile::tempdir().unwrap();
+    let sqlite_url = sqlite_database(dir.path(), SMALL_SCHEMA);
+    let mut from_sqlite = outline(&block_on(cascade::schema::introspect_url(&sqlite_url)).unwrap());
+    let mut sorted_ddl = from_ddl.clone();
+    sorted_ddl.sort();
+    from_sqlite.sort();
+    assert_eq!(from_sqlite, sorted_ddl);
+    insta::assert_snapshot!(from_ddl.join("\n"));
+    if let Some(postgres_url) = postgres_database(SMALL_SCHEMA) {
+        let mut from_postgres =
+            outline(&block_on(cascade::schema::introspect_url(&postgres_url)).unwrap());
+        from_postgres.sort();
+        assert_eq!(from_postgres, sorted_ddl);
+    }
+}
+
+const PARTITIONED: &str = "
+CREATE TABLE customer (customer_id integer PRIMARY KEY);
+CREATE TABLE payment (payment_id integer NOT NULL, customer_id integer NOT NULL, payment_date date NOT NULL)
+    PARTITION BY RANGE (payment_date);
+CREATE TABLE payment_p2022_01 PARTITION OF payment FOR VALUES FROM ('2022-01-01') TO ('2022-02-01');
+CREATE TABLE payment_p2022_02 PARTITION OF payment FOR VALUES FROM ('2022-02-01') TO ('2022-03-01');
+ALTER TABLE payment_p2022_01 ADD CONSTRAINT p1_customer FOREIGN KEY (customer_id) REFERENCES customer (customer_id);
+ALTER TABLE payment_p2022_02 ADD CONSTRAINT p2_customer FOREIGN KEY (customer_id) REFERENCES customer (customer_id);
+CREATE INDEX p1_customer_idx ON payment_p2022_01 (customer_id);
+CREATE INDEX p2_customer_idx ON payment_p2022_02 (customer_id);
+";
+
+#[test]
+fn a_partitioned_table_is_one_table_with_its_partitions_keys() {
+    let Some(url) = postgres_database(PARTITIONED) else {
+        return;
+    };
+    let schema = block_on(cascade::schema::introspect_url(&url)).unwrap();
+    let names: Vec<&str> = schema.tables.iter().map(|t| t.name.as_str()).collect();
+    assert_eq!(names, ["customer", "payment"]);
+    let payment = schema.table("payment").unwrap();
+    assert_eq!(payment.foreign_keys.len(), 1, "{:?}", payment.foreign_keys);
+    assert_eq!(payment.foreign_keys[0].referenced_table, "customer");
+    assert!(payment.has_index_leading_with("customer_id"));
+
+    let config = "[models.customer]\ntable = \"customer\"\nkey = \"customer_id\"\nrequire_all_references = true\n\
+                  children = [{ model = \"payment\", column = \"customer_id\" }]\n\n\
+                  [models.payment]\ntable = \"payment\"\nstrategy = \"bulk\"\n";
+    let dir = project(&[("cascades/cascade.toml", config)]);
+    let (code, report) = validate_json(dir.path(), &["--database-url", &url]);
+    assert_eq!((code, messages(&report)), (0, vec![]));
+}
+
+/// `init` writes a config that validates with zero errors against the same database, and
+/// never overwrites without --force.
+fn init_then_validate(url: &str) -> String {
+    let dir = project(&[]);
+    cascade(dir.path())
+        .args(["init", "--database-url", url])
+        .assert()
+        .success();
+    let (code, report) = validate_json(dir.path(), &["--database-url", url]);
+    assert_eq!((code, report["errors"].as_u64()), (0, Some(0)), "{report}");
+    cascade(dir.path())
+        .args(["init", "--database-url", url])
+        .assert()
+        .code(2)
+        .stderr("error: `cascades/cascade.toml` already exists: pass --force to overwrite it\n");
+    cascade(dir.path())
+        .args(["init", "--database-url", url, "--force"])
+        .assert()
+        .success();
+    std::fs::read_to_string(dir.path().join("cascades/cascade.toml")).unwrap()
+}
+
+const CYCLIC: &str = "
+CREATE TABLE store (store_id INTEGER PRIMARY KEY, manager_staff_id INTEGER NOT NULL);
+CREATE TABLE staff (staff_id INTEGER PRIMARY KEY, store_id INTEGER NOT NULL REFERENCES store (store_id),
+                    reports_to INTEGER REFERENCES staff (staff_id));
+CREATE TABLE rental (rental_id INTEGER PRIMARY KEY, staff_id INTEGER NOT NULL REFERENCES staff (staff_id));
+";
+
+#[test]
+fn init_then_validate_on_sqlite() {
+    let dir = tempfile::tempdir().unwrap();
+    let url = sqlite_database(dir.path(), CYCLIC);
+    let config = init_then_validate(&url);
+    assert!(
+        config.contains("{ model = \"staff\", column = \"reports_to\", on_delete = \"nullify\" }"),
+        "{config}"
+    );
+}
+
+#[test]
+fn init_then_validate_on_postgres() {
+    let ddl = format!(
+        "{CYCLIC}\nALTER TABLE store ADD FOREIGN KEY (manager_staff_id) REFERENCES staff (staff_id);"
+    );
+    let Some(url) = postgres_database(&ddl) else {
+        return;
+    };
+    let config = init_then_validate(&url);
+    assert!(
+        config.contains("is NOT NULL and closes the delete cycle staff → store → staff"),
+        "{config}"
+    );
+}
+
+#[test]
+fn a_missing_database_is_a_usage_error_and_is_not_created() {
+    let dir = project(&[("cascades/a.toml", "[models.a]\ntable = \"a\"\n")]);
+    let output = cascade(dir.path())
+        .args(["validate", "--database-url", "sqlite://missing.db"])
+        .assert()
+        .code(2)
+        .get_output()
+        .clone();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.starts_with("error: cannot connect to `sqlite://missing.db`"),
+        "{stderr}"
+    );
+    assert!(!dir.path().join("missing.db").exists());
+    cascade(dir.path())
+        .args(["validate", "--schema", "nope.sql"])
+        .assert()
+        .code(2)
+        .stderr(predicates::str::starts_with(
+            "error: cannot read `nope.sql`",
+        ));
+}
