@@ -8,7 +8,7 @@ mod rules;
 pub use compile::{Action, CompileError, OutboxTarget, Plan, PlanNode, compile};
 pub use graph::{Edge, ModelGraph};
 
-use crate::config::{Config, Loaded, Model};
+use crate::config::{Config, Loaded, Model, Relation};
 use crate::diagnostic::{Diagnostic, Sources};
 use crate::schema::{Schema, Table};
 
@@ -21,10 +21,35 @@ pub struct Context<'a> {
     pub schema: Option<&'a Schema>,
 }
 
-impl Context<'_> {
+/// A declared relation whose child model exists and whose child table is in the schema.
+pub struct SchemaRelation<'a> {
+    pub parent: &'a Model,
+    pub parent_table: Option<&'a Table>,
+    pub relation: &'a Relation,
+    pub child: &'a Model,
+    pub child_table: &'a Table,
+}
+
+impl<'a> Context<'a> {
     /// The schema table of a model, when a schema is given and has it.
-    pub fn table_of(&self, model: &Model) -> Option<&Table> {
+    pub fn table_of(&self, model: &Model) -> Option<&'a Table> {
         self.schema?.table(&model.table.value)
+    }
+
+    /// Every relation that can be checked against the schema (none without a schema).
+    pub fn schema_relations(&self) -> impl Iterator<Item = SchemaRelation<'a>> + '_ {
+        self.config.models.values().flat_map(move |parent| {
+            parent.children.iter().filter_map(move |relation| {
+                let child = self.config.model(&relation.model.value)?;
+                Some(SchemaRelation {
+                    parent,
+                    parent_table: self.table_of(parent),
+                    relation,
+                    child,
+                    child_table: self.table_of(child)?,
+                })
+            })
+        })
     }
 }
 

@@ -4,38 +4,37 @@
 
 use crate::config::Model;
 use crate::diagnostic::{Code, Diagnostic};
-use crate::planner::Context;
+use crate::planner::{Context, SchemaRelation};
 use crate::schema::{ReferentialAction, Table};
 
 pub fn check(context: &Context<'_>, diagnostics: &mut Vec<Diagnostic>) {
     let Some(schema) = context.schema else { return };
-    for model in context.config.models.values() {
-        let Some(parent_table) = context.table_of(model) else {
+    for SchemaRelation {
+        parent,
+        parent_table,
+        relation,
+        child_table,
+        ..
+    } in context.schema_relations()
+    {
+        let Some(parent_table) = parent_table else {
             continue;
         };
-        for relation in &model.children {
-            let Some(child) = context.config.model(&relation.model.value) else {
-                continue;
-            };
-            let Some(child_table) = context.table_of(child) else {
-                continue;
-            };
-            let action = child_table
-                .foreign_keys
-                .iter()
-                .filter(|key| matches!(key.columns.as_slice(), [c] if c.eq_ignore_ascii_case(&relation.column.value)))
-                .filter(|key| schema.resolve(key).is_some_and(|target| std::ptr::eq(target, parent_table)))
-                .map(|key| key.on_delete)
-                .find(|action| matches!(action, ReferentialAction::Cascade | ReferentialAction::SetNull));
-            if let Some(action) = action {
-                diagnostics.push(note(
-                    model,
-                    child_table,
-                    &relation.column.value,
-                    action,
-                    &relation.location,
-                ));
-            }
+        let action = child_table
+            .foreign_keys
+            .iter()
+            .filter(|key| matches!(key.columns.as_slice(), [c] if c.eq_ignore_ascii_case(&relation.column.value)))
+            .filter(|key| schema.resolve(key).is_some_and(|target| std::ptr::eq(target, parent_table)))
+            .map(|key| key.on_delete)
+            .find(|action| matches!(action, ReferentialAction::Cascade | ReferentialAction::SetNull));
+        if let Some(action) = action {
+            diagnostics.push(note(
+                parent,
+                child_table,
+                &relation.column.value,
+                action,
+                &relation.location,
+            ));
         }
     }
 }

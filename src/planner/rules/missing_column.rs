@@ -3,12 +3,11 @@
 
 use crate::config::{Located, Model, Strategy};
 use crate::diagnostic::{Code, Diagnostic, Location, did_you_mean};
-use crate::planner::Context;
+use crate::planner::{Context, SchemaRelation};
 use crate::schema::Table;
 
 pub fn check(context: &Context<'_>, diagnostics: &mut Vec<Diagnostic>) {
-    let config = context.config;
-    for model in config.models.values() {
+    for model in context.config.models.values() {
         let Some(table) = context.table_of(model) else {
             continue;
         };
@@ -24,21 +23,22 @@ pub fn check(context: &Context<'_>, diagnostics: &mut Vec<Diagnostic>) {
         for column in &model.outbox_payload {
             missing(&column.value, &column.location, "outbox payload");
         }
-        for relation in &model.children {
-            let child = config
-                .model(&relation.model.value)
-                .and_then(|child| context.table_of(child));
-            if let Some(child_table) = child {
-                if child_table.column(&relation.column.value).is_none() {
-                    let role = format!("relation from `{}`", model.name.value);
-                    diagnostics.push(diagnostic(
-                        child_table,
-                        &relation.column.value,
-                        &relation.column.location,
-                        &role,
-                    ));
-                }
-            }
+    }
+    for SchemaRelation {
+        parent,
+        relation,
+        child_table,
+        ..
+    } in context.schema_relations()
+    {
+        if child_table.column(&relation.column.value).is_none() {
+            let role = format!("relation from `{}`", parent.name.value);
+            diagnostics.push(diagnostic(
+                child_table,
+                &relation.column.value,
+                &relation.column.location,
+                &role,
+            ));
         }
     }
 }

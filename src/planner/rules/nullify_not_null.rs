@@ -3,37 +3,37 @@
 
 use crate::config::OnDelete;
 use crate::diagnostic::{Code, Diagnostic};
-use crate::planner::Context;
+use crate::planner::{Context, SchemaRelation};
 
 pub fn check(context: &Context<'_>, diagnostics: &mut Vec<Diagnostic>) {
-    for model in context.config.models.values() {
-        for relation in &model.children {
-            let Some(on_delete) = relation
-                .on_delete
-                .as_ref()
-                .filter(|a| a.value == OnDelete::Nullify)
-            else {
-                continue;
-            };
-            let Some(child) = context.config.model(&relation.model.value) else {
-                continue;
-            };
-            let Some(table) = context.table_of(child) else {
-                continue;
-            };
-            let Some(column) = table.column(&relation.column.value).filter(|c| !c.nullable) else {
-                continue;
-            };
-            diagnostics.push(
-                Diagnostic::new(
-                    Code::NullifyNotNull,
-                    on_delete.location.clone(),
-                    format!("`{}.{}` is NOT NULL, so it cannot be nullified", table.name, column.name),
-                )
-                .label("cannot set a NOT NULL column to NULL")
-                .help("delete the child rows instead (`on_delete = \"delete\"`), or make the column nullable"),
-            );
-        }
+    for SchemaRelation {
+        relation,
+        child_table,
+        ..
+    } in context.schema_relations()
+    {
+        let Some(on_delete) = relation
+            .on_delete
+            .as_ref()
+            .filter(|a| a.value == OnDelete::Nullify)
+        else {
+            continue;
+        };
+        let Some(column) = child_table
+            .column(&relation.column.value)
+            .filter(|c| !c.nullable)
+        else {
+            continue;
+        };
+        diagnostics.push(
+            Diagnostic::new(
+                Code::NullifyNotNull,
+                on_delete.location.clone(),
+                format!("`{}.{}` is NOT NULL, so it cannot be nullified", child_table.name, column.name),
+            )
+            .label("cannot set a NOT NULL column to NULL")
+            .help("delete the child rows instead (`on_delete = \"delete\"`), or make the column nullable"),
+        );
     }
 }
 

@@ -3,43 +3,41 @@
 
 use crate::db::{quote_identifier, quote_qualified};
 use crate::diagnostic::{Code, Diagnostic};
-use crate::planner::Context;
+use crate::planner::{Context, SchemaRelation};
 
 pub fn check(context: &Context<'_>, diagnostics: &mut Vec<Diagnostic>) {
-    for model in context.config.models.values() {
-        for relation in &model.children {
-            let Some(child) = context.config.model(&relation.model.value) else {
-                continue;
-            };
-            let Some(table) = context.table_of(child) else {
-                continue;
-            };
-            let column = &relation.column;
-            if table.column(&column.value).is_none() || table.has_index_leading_with(&column.value)
-            {
-                continue;
-            }
-            let index = format!("{}_{}_idx", table.name, column.value);
-            diagnostics.push(
-                Diagnostic::new(
-                    Code::UnindexedRelation,
-                    column.location.clone(),
-                    format!(
-                        "no index of `{}` leads with `{}`: every chunk of `{}` would scan the table",
-                        table.name,
-                        column.value,
-                        model.name.value
-                    ),
-                )
-                .label("unindexed relation column")
-                .help(format!(
-                    "CREATE INDEX {} ON {} ({});",
-                    quote_identifier(&index),
-                    quote_qualified(&child.table.value),
-                    quote_identifier(&column.value)
-                )),
-            );
+    for SchemaRelation {
+        parent,
+        relation,
+        child,
+        child_table,
+        ..
+    } in context.schema_relations()
+    {
+        let column = &relation.column;
+        if child_table.column(&column.value).is_none()
+            || child_table.has_index_leading_with(&column.value)
+        {
+            continue;
         }
+        let index = format!("{}_{}_idx", child_table.name, column.value);
+        diagnostics.push(
+            Diagnostic::new(
+                Code::UnindexedRelation,
+                column.location.clone(),
+                format!(
+                    "no index of `{}` leads with `{}`: every chunk of `{}` would scan the table",
+                    child_table.name, column.value, parent.name.value
+                ),
+            )
+            .label("unindexed relation column")
+            .help(format!(
+                "CREATE INDEX {} ON {} ({});",
+                quote_identifier(&index),
+                quote_qualified(&child.table.value),
+                quote_identifier(&column.value)
+            )),
+        );
     }
 }
 

@@ -88,10 +88,10 @@ mod tests {
     use crate::diagnostic::Code;
     use crate::planner::fixture;
 
-    /// A `group` table referenced by 26 tables, like Sentry's.
+    /// A `group` table referenced by three tables (tests/schema_validation.rs has the 26 of the issue).
     fn ddl() -> String {
         let mut ddl = String::from("CREATE TABLE \"group\" (id integer PRIMARY KEY);\n");
-        for i in 1..=26 {
+        for i in 1..=3 {
             ddl.push_str(&format!(
                 "CREATE TABLE child_{i:02} (id integer PRIMARY KEY, group_id integer NOT NULL REFERENCES \"group\" (id));\n\
                  CREATE INDEX child_{i:02}_group ON child_{i:02} (group_id);\n"
@@ -101,7 +101,7 @@ mod tests {
     }
 
     fn config(declared: impl Fn(usize) -> bool) -> String {
-        let children: Vec<String> = (1..=26)
+        let children: Vec<String> = (1..=3)
             .filter(|i| declared(*i))
             .map(|i| format!("  {{ model = \"child_{i:02}\", column = \"group_id\" }},\n"))
             .collect();
@@ -109,7 +109,7 @@ mod tests {
             "[models.group]\ntable = \"group\"\nrequire_all_references = true\nchildren = [\n{}]\n",
             children.concat()
         );
-        for i in 1..=26 {
+        for i in 1..=3 {
             config.push_str(&format!(
                 "\n[models.child_{i:02}]\ntable = \"child_{i:02}\"\nstrategy = \"bulk\"\n"
             ));
@@ -118,7 +118,7 @@ mod tests {
     }
 
     #[test]
-    fn all_26_references_declared_is_clean() {
+    fn all_references_declared_is_clean() {
         assert_eq!(
             fixture::codes_against(&config(|_| true), Some(&ddl())),
             vec![]
@@ -126,16 +126,15 @@ mod tests {
     }
 
     #[test]
-    fn two_missing_references_name_exactly_those_two_tables() {
-        let config = config(|i| i != 7 && i != 19);
+    fn each_missing_reference_is_named() {
+        let config = config(|i| i != 2);
         let (diagnostics, _) =
             fixture::check_files_against(&[("cascade.toml", &config)], Some(&ddl()));
         let messages: Vec<&str> = diagnostics.iter().map(|d| d.message.as_str()).collect();
         assert_eq!(
             messages,
             vec![
-                "table `child_07` references `group` by `group_id`, but model `group` declares no relation for it",
-                "table `child_19` references `group` by `group_id`, but model `group` declares no relation for it",
+                "table `child_02` references `group` by `group_id`, but model `group` declares no relation for it",
             ]
         );
         assert!(
@@ -146,17 +145,17 @@ mod tests {
         assert_eq!(
             diagnostics[0].help.as_deref(),
             Some(
-                "add { model = \"child_07\", column = \"group_id\" } to the children of [models.group], \
-                 or { table = \"child_07\", column = \"group_id\", reason = \"...\" } to its ignore_references"
+                "add { model = \"child_02\", column = \"group_id\" } to the children of [models.group], \
+                 or { table = \"child_02\", column = \"group_id\", reason = \"...\" } to its ignore_references"
             )
         );
     }
 
     #[test]
     fn an_ignored_reference_is_not_reported() {
-        let config = config(|i| i != 7).replace(
+        let config = config(|i| i != 2).replace(
             "require_all_references = true",
-            "require_all_references = true\nignore_references = [{ table = \"child_07\", column = \"group_id\", reason = \"archive\" }]",
+            "require_all_references = true\nignore_references = [{ table = \"child_02\", column = \"group_id\", reason = \"archive\" }]",
         );
         assert_eq!(fixture::codes_against(&config, Some(&ddl())), vec![]);
     }
