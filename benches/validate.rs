@@ -33,10 +33,7 @@ fn validate(dir: &Path) -> Duration {
     cascade::planner::check(&mut loaded, None);
     let elapsed = start.elapsed();
     let errors: Vec<_> = loaded.diagnostics.iter().filter(|d| d.is_error()).collect();
-    assert!(
-        errors.is_empty(),
-        "the generated config has errors: {errors:?}"
-    );
+    assert!(errors.is_empty(), "the generated config has errors: {errors:?}");
     elapsed
 }
 
@@ -49,16 +46,10 @@ fn write_config(dir: &Path, models: usize) -> usize {
         let mut text = String::from("#:schema ../schemas/cascade.schema.json\n");
         if file == 0 {
             text.push_str("[options]\n\"rows_per_second\" = 1000\n\n");
-            text.push_str(
-                "[outbox.scopes.tenant]\nshard_key = \"tenant_id\"\ncategories = [\"update\"]\n\n",
-            );
+            text.push_str("[outbox.scopes.tenant]\nshard_key = \"tenant_id\"\ncategories = [\"update\"]\n\n");
         }
         for i in first..(first + MODELS_PER_FILE).min(models) {
-            let children: Vec<usize> = [1, 2, 7, 31]
-                .iter()
-                .map(|step| i + step)
-                .filter(|c| *c < models)
-                .collect();
+            let children: Vec<usize> = [1, 2, 7, 31].iter().map(|step| i + step).filter(|c| *c < models).collect();
             relations += children.len();
             writeln!(text, "[models.m{i}]\ntable = \"t{i}\"").unwrap();
             if children.is_empty() {
@@ -70,14 +61,11 @@ fn write_config(dir: &Path, models: usize) -> usize {
             if i % 100 == 0 {
                 text.push_str("rate_limit = \"rows_per_second\"\n");
             }
-            let children: Vec<String> = children
-                .iter()
-                .map(|c| format!("{{ model = \"m{c}\", column = \"m{i}_id\" }}"))
-                .collect();
+            let children: Vec<String> =
+                children.iter().map(|c| format!("{{ model = \"m{c}\", column = \"m{i}_id\" }}")).collect();
             writeln!(text, "children = [{}]\n", children.join(", ")).unwrap();
         }
-        std::fs::write(dir.join(format!("models_{file:03}.toml")), text)
-            .expect("write a generated config");
+        std::fs::write(dir.join(format!("models_{file:03}.toml")), text).expect("write a generated config");
     }
     relations
 }

@@ -12,10 +12,7 @@ fn main() -> anyhow::Result<()> {
 
     let mut loaded = cascade::config::load(&dir)?;
     cascade::planner::check(&mut loaded, None);
-    let report = Report {
-        sources: &loaded.sources,
-        diagnostics: &loaded.diagnostics,
-    };
+    let report = Report { sources: &loaded.sources, diagnostics: &loaded.diagnostics };
     print!("{}", report.render(Format::Human, false));
     if report.errors() > 0 {
         std::process::exit(1);

@@ -32,5 +32,7 @@ pub mod cli;
 pub mod config;
 pub mod db;
 pub mod diagnostic;
+pub mod engine;
 pub mod planner;
+pub mod render;
 pub mod schema;

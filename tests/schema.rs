@@ -7,8 +7,7 @@ use common::{cascade, repository};
 
 #[test]
 fn the_committed_schema_is_current() {
-    let committed =
-        std::fs::read_to_string(repository().join("schemas/cascade.schema.json")).unwrap();
+    let committed = std::fs::read_to_string(repository().join("schemas/cascade.schema.json")).unwrap();
     assert!(
         committed == cascade::config::json_schema(),
         "schemas/cascade.schema.json is stale: run `cargo run -- schema > schemas/cascade.schema.json`"
@@ -17,23 +16,14 @@ fn the_committed_schema_is_current() {
 
 #[test]
 fn the_schema_command_prints_draft_07() {
-    let output = cascade(repository())
-        .arg("schema")
-        .assert()
-        .success()
-        .get_output()
-        .stdout
-        .clone();
+    let output = cascade(repository()).arg("schema").assert().success().get_output().stdout.clone();
     let schema: serde_json::Value = serde_json::from_slice(&output).unwrap();
     assert_eq!(schema["$schema"], "http://json-schema.org/draft-07/schema#");
     assert_eq!(schema["additionalProperties"], false);
     let model = &schema["definitions"]["Model"];
     assert_eq!(model["required"], serde_json::json!(["table"]));
     for (name, property) in model["properties"].as_object().unwrap() {
-        assert!(
-            property["description"].is_string(),
-            "`{name}` has no hover text"
-        );
+        assert!(property["description"].is_string(), "`{name}` has no hover text");
     }
 }
 
@@ -54,12 +44,7 @@ fn every_demo_config_file_points_editors_at_the_schema() {
 fn the_readme_describes_every_diagnostic_code() {
     let readme = std::fs::read_to_string(repository().join("README.md")).unwrap();
     for code in Code::ALL {
-        let row = format!(
-            "| `{}` | {} | {} |",
-            code.as_str(),
-            code.severity().as_str(),
-            code.description()
-        );
+        let row = format!("| `{}` | {} | {} |", code.as_str(), code.severity().as_str(), code.description());
         assert!(readme.contains(&row), "README lacks the row: {row}");
     }
 }

@@ -20,36 +20,22 @@ fn group_schema() -> String {
 
 /// The config of `group_schema`, declaring every child except `missing`.
 fn group_config(missing: &[usize]) -> String {
-    let mut config = String::from(
-        "[models.group]\ntable = \"group\"\nrequire_all_references = true\nchildren = [\n",
-    );
+    let mut config = String::from("[models.group]\ntable = \"group\"\nrequire_all_references = true\nchildren = [\n");
     for i in (1..=26).filter(|i| !missing.contains(i)) {
-        config.push_str(&format!(
-            "  {{ model = \"child_{i:02}\", column = \"group_id\" }},\n"
-        ));
+        config.push_str(&format!("  {{ model = \"child_{i:02}\", column = \"group_id\" }},\n"));
     }
     config.push_str("]\n");
     for i in 1..=26 {
-        config.push_str(&format!(
-            "\n[models.child_{i:02}]\ntable = \"child_{i:02}\"\nstrategy = \"bulk\"\n"
-        ));
+        config.push_str(&format!("\n[models.child_{i:02}]\ntable = \"child_{i:02}\"\nstrategy = \"bulk\"\n"));
     }
     config
 }
 
 /// Runs `validate --format json` with `args` and returns (exit code, report).
 fn validate_json(dir: &std::path::Path, args: &[&str]) -> (i32, Value) {
-    let output = cascade(dir)
-        .args(["validate", "--format", "json"])
-        .args(args)
-        .output()
-        .unwrap();
+    let output = cascade(dir).args(["validate", "--format", "json"]).args(args).output().unwrap();
     let report = serde_json::from_slice(&output.stdout).unwrap_or_else(|_| {
-        panic!(
-            "not JSON: {}{}",
-            String::from_utf8_lossy(&output.stdout),
-            String::from_utf8_lossy(&output.stderr)
-        )
+        panic!("not JSON: {}{}", String::from_utf8_lossy(&output.stdout), String::from_utf8_lossy(&output.stderr))
     });
     (output.status.code().unwrap(), report)
 }
@@ -59,13 +45,7 @@ fn messages(report: &Value) -> Vec<String> {
         .as_array()
         .unwrap()
         .iter()
-        .map(|d| {
-            format!(
-                "{}: {}",
-                d["code"].as_str().unwrap(),
-                d["message"].as_str().unwrap()
-            )
-        })
+        .map(|d| format!("{}: {}", d["code"].as_str().unwrap(), d["message"].as_str().unwrap()))
         .collect()
 }
 
@@ -114,26 +94,15 @@ fn group_references_against_live_postgres() {
 fn the_demo_config_matches_the_demo_schema_everywhere() {
     let ddl = std::fs::read_to_string(repository().join("schemas/demo.sql")).unwrap();
     cascade(repository())
-        .args([
-            "validate",
-            "--schema",
-            "schemas/demo.sql",
-            "--deny-warnings",
-        ])
+        .args(["validate", "--schema", "schemas/demo.sql", "--deny-warnings"])
         .assert()
         .success()
         .stdout("ok: no problems found\n");
     let dir = tempfile::tempdir().unwrap();
     let sqlite = sqlite_database(dir.path(), &ddl);
-    cascade(repository())
-        .args(["validate", "--deny-warnings", "--database-url", &sqlite])
-        .assert()
-        .success();
+    cascade(repository()).args(["validate", "--deny-warnings", "--database-url", &sqlite]).assert().success();
     if let Some(postgres) = postgres_database(&ddl) {
-        cascade(repository())
-            .args(["validate", "--deny-warnings", "--database-url", &postgres])
-            .assert()
-            .success();
+        cascade(repository()).args(["validate", "--deny-warnings", "--database-url", &postgres]).assert().success();
     }
 }
 
@@ -143,31 +112,17 @@ fn outline(schema: &cascade::schema::Schema) -> Vec<String> {
         .tables
         .iter()
         .map(|table| {
-            let columns: Vec<String> = table
-                .columns
-                .iter()
-                .map(|c| format!("{}{}", c.name, if c.nullable { "?" } else { "" }))
-                .collect();
+            let columns: Vec<String> =
+                table.columns.iter().map(|c| format!("{}{}", c.name, if c.nullable { "?" } else { "" })).collect();
             let keys: Vec<String> = table
                 .foreign_keys
                 .iter()
-                .map(|k| {
-                    format!(
-                        "{}->{}:{:?}",
-                        k.columns.join("+"),
-                        k.referenced_table,
-                        k.on_delete
-                    )
-                })
+                .map(|k| format!("{}->{}:{:?}", k.columns.join("+"), k.referenced_table, k.on_delete))
                 .collect();
             // Sources differ on whether the primary key is listed as an index; what matters is
             // which columns an index (or the key) leads with.
-            let leading: Vec<&str> = table
-                .columns
-                .iter()
-                .map(|c| c.name.as_str())
-                .filter(|c| table.has_index_leading_with(c))
-                .collect();
+            let leading: Vec<&str> =
+                table.columns.iter().map(|c| c.name.as_str()).filter(|c| table.has_index_leading_with(c)).collect();
             format!(
                 "{} [{}] pk({}) fk[{}] idx[{}]",
                 table.name,
@@ -200,8 +155,7 @@ fn sqlite_postgres_and_ddl_read_the_same_schema() {
     assert_eq!(from_sqlite, sorted_ddl);
     insta::assert_snapshot!(from_ddl.join("\n"));
     if let Some(postgres_url) = postgres_database(SMALL_SCHEMA) {
-        let mut from_postgres =
-            outline(&block_on(cascade::schema::introspect_url(&postgres_url)).unwrap());
+        let mut from_postgres = outline(&block_on(cascade::schema::introspect_url(&postgres_url)).unwrap());
         from_postgres.sort();
         assert_eq!(from_postgres, sorted_ddl);
     }
@@ -228,6 +182,7 @@ fn a_partitioned_table_is_one_table_with_its_partitions_keys() {
     let names: Vec<&str> = schema.tables.iter().map(|t| t.name.as_str()).collect();
     assert_eq!(names, ["customer", "payment"]);
     let payment = schema.table("payment").unwrap();
+    assert!(payment.partitioned && !schema.table("customer").unwrap().partitioned);
     assert_eq!(payment.foreign_keys.len(), 1, "{:?}", payment.foreign_keys);
     assert_eq!(payment.foreign_keys[0].referenced_table, "customer");
     assert!(payment.has_index_leading_with("customer_id"));
@@ -244,10 +199,7 @@ fn a_partitioned_table_is_one_table_with_its_partitions_keys() {
 /// never overwrites without --force.
 fn init_then_validate(url: &str) -> String {
     let dir = project(&[]);
-    cascade(dir.path())
-        .args(["init", "--database-url", url])
-        .assert()
-        .success();
+    cascade(dir.path()).args(["init", "--database-url", url]).assert().success();
     let (code, report) = validate_json(dir.path(), &["--database-url", url]);
     assert_eq!((code, report["errors"].as_u64()), (0, Some(0)), "{report}");
     cascade(dir.path())
@@ -255,10 +207,7 @@ fn init_then_validate(url: &str) -> String {
         .assert()
         .code(2)
         .stderr("error: `cascades/cascade.toml` already exists: pass --force to overwrite it\n");
-    cascade(dir.path())
-        .args(["init", "--database-url", url, "--force"])
-        .assert()
-        .success();
+    cascade(dir.path()).args(["init", "--database-url", url, "--force"]).assert().success();
     std::fs::read_to_string(dir.path().join("cascades/cascade.toml")).unwrap()
 }
 
@@ -274,25 +223,17 @@ fn init_then_validate_on_sqlite() {
     let dir = tempfile::tempdir().unwrap();
     let url = sqlite_database(dir.path(), CYCLIC);
     let config = init_then_validate(&url);
-    assert!(
-        config.contains("{ model = \"staff\", column = \"reports_to\", on_delete = \"nullify\" }"),
-        "{config}"
-    );
+    assert!(config.contains("{ model = \"staff\", column = \"reports_to\", on_delete = \"nullify\" }"), "{config}");
 }
 
 #[test]
 fn init_then_validate_on_postgres() {
-    let ddl = format!(
-        "{CYCLIC}\nALTER TABLE store ADD FOREIGN KEY (manager_staff_id) REFERENCES staff (staff_id);"
-    );
+    let ddl = format!("{CYCLIC}\nALTER TABLE store ADD FOREIGN KEY (manager_staff_id) REFERENCES staff (staff_id);");
     let Some(url) = postgres_database(&ddl) else {
         return;
     };
     let config = init_then_validate(&url);
-    assert!(
-        config.contains("is NOT NULL and closes the delete cycle staff → store → staff"),
-        "{config}"
-    );
+    assert!(config.contains("is NOT NULL and closes the delete cycle staff → store → staff"), "{config}");
 }
 
 #[test]
@@ -305,16 +246,11 @@ fn a_missing_database_is_a_usage_error_and_is_not_created() {
         .get_output()
         .clone();
     let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(
-        stderr.starts_with("error: cannot connect to `sqlite://missing.db`"),
-        "{stderr}"
-    );
+    assert!(stderr.starts_with("error: cannot connect to `sqlite://missing.db`"), "{stderr}");
     assert!(!dir.path().join("missing.db").exists());
     cascade(dir.path())
         .args(["validate", "--schema", "nope.sql"])
         .assert()
         .code(2)
-        .stderr(predicates::str::starts_with(
-            "error: cannot read `nope.sql`",
-        ));
+        .stderr(predicates::str::starts_with("error: cannot read `nope.sql`"));
 }

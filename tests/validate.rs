@@ -30,33 +30,19 @@ table = "x"
 
 #[test]
 fn the_bundled_demo_config_is_clean() {
-    cascade(repository())
-        .arg("validate")
-        .assert()
-        .success()
-        .stdout("ok: no problems found\n");
+    cascade(repository()).arg("validate").assert().success().stdout("ok: no problems found\n");
 }
 
 #[test]
 fn every_problem_is_reported_in_one_run_with_its_line() {
     let dir = project(&[("cascades/cascade.toml", EVERYTHING_WRONG)]);
-    let output = cascade(dir.path())
-        .args(["validate", "--format", "json"])
-        .assert()
-        .code(1)
-        .get_output()
-        .clone();
+    let output = cascade(dir.path()).args(["validate", "--format", "json"]).assert().code(1).get_output().clone();
     let report: Value = serde_json::from_slice(&output.stdout).unwrap();
     let found: Vec<(String, u64)> = report["diagnostics"]
         .as_array()
         .unwrap()
         .iter()
-        .map(|d| {
-            (
-                d["code"].as_str().unwrap().to_owned(),
-                d["line"].as_u64().unwrap(),
-            )
-        })
+        .map(|d| (d["code"].as_str().unwrap().to_owned(), d["line"].as_u64().unwrap()))
         .collect();
     let expected = [
         ("delete-cycle", 3),
@@ -66,18 +52,9 @@ fn every_problem_is_reported_in_one_run_with_its_line() {
         ("toml-syntax", 19),
     ];
     for (code, line) in expected {
-        assert!(
-            found.contains(&(code.to_owned(), line)),
-            "{code} at line {line} missing from {found:?}"
-        );
+        assert!(found.contains(&(code.to_owned(), line)), "{code} at line {line} missing from {found:?}");
     }
-    let human = cascade(dir.path())
-        .arg("validate")
-        .assert()
-        .code(1)
-        .get_output()
-        .stdout
-        .clone();
+    let human = cascade(dir.path()).arg("validate").assert().code(1).get_output().stdout.clone();
     insta::assert_snapshot!(String::from_utf8(human).unwrap());
 }
 
@@ -85,12 +62,7 @@ fn every_problem_is_reported_in_one_run_with_its_line() {
 fn json_output_has_the_documented_shape() {
     let config = "[models.a]\ntable = \"a\"\nchildren = [{ model = \"b\", column = \"a_id\" }]\n\n[outbox.scopes.s]\nshard_key = \"id\"\n";
     let dir = project(&[("cascades/a.toml", config)]);
-    let output = cascade(dir.path())
-        .args(["validate", "--format", "json"])
-        .assert()
-        .code(1)
-        .get_output()
-        .clone();
+    let output = cascade(dir.path()).args(["validate", "--format", "json"]).assert().code(1).get_output().clone();
     let report: Value = serde_json::from_slice(&output.stdout).unwrap();
     assert_eq!(
         report,
@@ -138,10 +110,7 @@ fn exit_codes_separate_clean_problems_and_usage() {
 
     let warning = project(&[("cascades/a.toml", "[outbox.scopes.s]\nshard_key = \"id\"\n")]);
     cascade(warning.path()).arg("validate").assert().code(0);
-    cascade(warning.path())
-        .args(["validate", "--deny-warnings"])
-        .assert()
-        .code(1);
+    cascade(warning.path()).args(["validate", "--deny-warnings"]).assert().code(1);
 
     let error = project(&[("cascades/a.toml", "[models.a]\n")]);
     cascade(error.path()).arg("validate").assert().code(1);
@@ -152,15 +121,8 @@ fn exit_codes_separate_clean_problems_and_usage() {
         .code(2)
         .stderr("error: config path `missing` does not exist\n");
     let empty = project(&[("cascades/README.md", "no configs here")]);
-    cascade(empty.path())
-        .arg("validate")
-        .assert()
-        .code(2)
-        .stderr("error: no *.toml files under `cascades`\n");
-    cascade(clean.path())
-        .args(["validate", "--format", "xml"])
-        .assert()
-        .code(2);
+    cascade(empty.path()).arg("validate").assert().code(2).stderr("error: no *.toml files under `cascades`\n");
+    cascade(clean.path()).args(["validate", "--format", "xml"]).assert().code(2);
 }
 
 #[test]
@@ -170,25 +132,15 @@ fn a_config_directory_merges_every_toml_file_below_it() {
             "cascades/organization.toml",
             "[models.organization]\ntable = \"organization\"\nchildren = [{ model = \"project\", column = \"organization_id\" }]\n",
         ),
-        (
-            "cascades/nested/project.toml",
-            "[models.project]\ntable = \"project\"\noutbox = \"project_update\"\n",
-        ),
+        ("cascades/nested/project.toml", "[models.project]\ntable = \"project\"\noutbox = \"project_update\"\n"),
         (
             "cascades/outbox.toml",
             "[outbox.scopes.organization]\nshard_key = \"organization_id\"\ncategories = [\"project_update\"]\n",
         ),
         ("cascades/notes.txt", "not a config"),
     ]);
-    cascade(dir.path())
-        .arg("validate")
-        .assert()
-        .success()
-        .stdout("ok: no problems found\n");
-    cascade(dir.path())
-        .args(["validate", "--config", "cascades/organization.toml"])
-        .assert()
-        .code(1);
+    cascade(dir.path()).arg("validate").assert().success().stdout("ok: no problems found\n");
+    cascade(dir.path()).args(["validate", "--config", "cascades/organization.toml"]).assert().code(1);
 }
 
 #[test]

@@ -20,18 +20,14 @@ pub struct Args {
 pub fn run(cli: &Cli, args: &Args) -> anyhow::Result<ExitCode> {
     let path = args.out.join("cascade.toml");
     if path.exists() && !args.force {
-        bail!(
-            "`{}` already exists: pass --force to overwrite it",
-            path.display()
-        );
+        bail!("`{}` already exists: pass --force to overwrite it", path.display());
     }
     let url = cli.database_url.as_deref().unwrap_or(DEFAULT_DATABASE_URL);
     let schema = super::block_on(schema::introspect_url(url))?;
     if schema.tables.is_empty() {
         bail!("the database has no tables to write a config for");
     }
-    std::fs::create_dir_all(&args.out)
-        .with_context(|| format!("cannot create `{}`", args.out.display()))?;
+    std::fs::create_dir_all(&args.out).with_context(|| format!("cannot create `{}`", args.out.display()))?;
     std::fs::write(&path, config::starting_config(&schema))
         .with_context(|| format!("cannot write `{}`", path.display()))?;
     println!(

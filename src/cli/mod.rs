@@ -1,6 +1,7 @@
 //! The command line: parses arguments and calls the library. One file per command.
 
 mod init;
+mod plan;
 mod schema;
 mod validate;
 
@@ -15,12 +16,7 @@ use clap::{Parser, Subcommand, ValueEnum};
 #[command(name = "cascade", version, about, max_term_width = 100)]
 pub struct Cli {
     /// Config directory (every *.toml below it) or a single config file.
-    #[arg(
-        long,
-        global = true,
-        value_name = "DIR|FILE",
-        default_value = "cascades"
-    )]
+    #[arg(long, global = true, value_name = "DIR|FILE", default_value = "cascades")]
     pub config: PathBuf,
     /// Database URL: sqlite://PATH or postgres://USER@HOST/DB.
     #[arg(long, global = true, env = "CASCADE_DATABASE_URL", value_name = "URL")]
@@ -50,6 +46,8 @@ pub enum Command {
     Validate(validate::Args),
     /// Print the JSON Schema of the config files (for editor completion).
     Schema,
+    /// Dry-run: the cascade tree of a model; with ids and a database, the rows of every step.
+    Plan(plan::Args),
     /// Write a starting config from a database's foreign keys.
     Init(init::Args),
 }
@@ -64,6 +62,7 @@ pub fn main() -> ExitCode {
         Command::Validate(args) => validate::run(&cli, args),
         Command::Schema => schema::run(),
         Command::Init(args) => init::run(&cli, args),
+        Command::Plan(args) => plan::run(&cli, args),
     };
     result.unwrap_or_else(|error| {
         eprintln!("error: {error:#}");
@@ -81,22 +80,25 @@ fn init_logging(cli: &Cli) {
     };
     let filter = tracing_subscriber::EnvFilter::try_from_env("CASCADE_LOG")
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(level));
-    let builder = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr);
+    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr);
     match cli.log_format {
         LogFormat::Text => builder.with_ansi(std::io::stderr().is_terminal()).init(),
         LogFormat::Json => builder.json().init(),
     }
 }
 
+/// The database: `--database-url` (or `CASCADE_DATABASE_URL`), else `[settings] database_url`,
+/// else the embedded default.
+fn database_url(cli: &Cli, config: &crate::config::Config) -> String {
+    cli.database_url
+        .clone()
+        .or_else(|| config.settings.database_url.as_ref().map(|url| url.value.clone()))
+        .unwrap_or_else(|| crate::db::DEFAULT_DATABASE_URL.to_owned())
+}
+
 /// Runs async library work (database access) from the synchronous command layer.
 fn block_on<F: std::future::Future>(future: F) -> F::Output {
-    tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .expect("a tokio runtime starts")
-        .block_on(future)
+    tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("a tokio runtime starts").block_on(future)
 }
 
 /// Colour only for people: a terminal, and no `NO_COLOR`.

@@ -25,39 +25,22 @@ pub struct Args {
 
 pub fn run(cli: &Cli, args: &Args) -> anyhow::Result<ExitCode> {
     let mut loaded = config::load(&cli.config)?;
-    info!(
-        files = loaded.sources.len(),
-        models = loaded.config.models.len(),
-        "config loaded"
-    );
+    info!(files = loaded.sources.len(), models = loaded.config.models.len(), "config loaded");
     let schema = load_schema(cli, args)?;
     planner::check(&mut loaded, schema.as_ref());
-    let report = Report {
-        sources: &loaded.sources,
-        diagnostics: &loaded.diagnostics,
-    };
+    let report = Report { sources: &loaded.sources, diagnostics: &loaded.diagnostics };
     let color = args.format == Format::Human && super::color_stdout();
     print!("{}", report.render(args.format, color));
     let failed = report.errors() > 0 || (args.deny_warnings && report.warnings() > 0);
-    Ok(if failed {
-        ExitCode::from(1)
-    } else {
-        ExitCode::SUCCESS
-    })
+    Ok(if failed { ExitCode::from(1) } else { ExitCode::SUCCESS })
 }
 
 /// The schema to check against: a DDL file, a live database (read only), or none.
 fn load_schema(cli: &Cli, args: &Args) -> anyhow::Result<Option<Schema>> {
     if let Some(path) = &args.schema {
-        let sql = std::fs::read_to_string(path)
-            .with_context(|| format!("cannot read `{}`", path.display()))?;
+        let sql = std::fs::read_to_string(path).with_context(|| format!("cannot read `{}`", path.display()))?;
         let parsed = schema::parse_ddl(&sql);
-        info!(
-            tables = parsed.schema.tables.len(),
-            skipped = parsed.skipped,
-            dialect = parsed.dialect,
-            "schema parsed"
-        );
+        info!(tables = parsed.schema.tables.len(), skipped = parsed.skipped, dialect = parsed.dialect, "schema parsed");
         return Ok(Some(parsed.schema));
     }
     let Some(url) = &cli.database_url else {

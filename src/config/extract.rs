@@ -6,33 +6,23 @@ use toml::de::{DeTable, DeValue};
 
 use super::read::{Diagnostics, Fields, Node};
 use super::types::{
-    Config, IgnoredReference, Located, Model, OnDelete, Outbox, Relation, Scope, Settings,
-    StatusCheck, StatusValue, Strategy,
+    Config, IgnoredReference, Located, Model, OnDelete, Outbox, Relation, Scope, Settings, StatusCheck, StatusValue,
+    Strategy,
 };
 use crate::diagnostic::{FileId, Location, Sources};
 
 /// Merges the parsed files (in order) into one config.
-pub(crate) fn config(
-    files: &[(FileId, &Spanned<DeTable<'_>>)],
-    sources: &Sources,
-    d: &mut Diagnostics,
-) -> Config {
+pub(crate) fn config(files: &[(FileId, &Spanned<DeTable<'_>>)], sources: &Sources, d: &mut Diagnostics) -> Config {
     let mut settings = Vec::new();
     let mut options = Vec::new();
     let mut models = Vec::new();
     let mut scopes = Vec::new();
     for &(file, root) in files {
-        let mut top = Fields::new(
-            Location::new(file, 0..0),
-            "the file".to_owned(),
-            [(file, root.get_ref())],
-        );
+        let mut top = Fields::new(Location::new(file, 0..0), "the file".to_owned(), [(file, root.get_ref())]);
         section(&mut top, "settings", &mut settings, d);
         section(&mut top, "options", &mut options, d);
         section(&mut top, "models", &mut models, d);
-        if let Some(mut outbox) = top
-            .optional("outbox")
-            .and_then(|node| node.table_described("[outbox]".to_owned(), d))
+        if let Some(mut outbox) = top.optional("outbox").and_then(|node| node.table_described("[outbox]".to_owned(), d))
         {
             section(&mut outbox, "scopes", &mut scopes, d);
             outbox.finish(d);
@@ -42,17 +32,7 @@ pub(crate) fn config(
 
     let first = Location::new(files.first().map_or(0, |f| f.0), 0..0);
     let describe = |location: &Location| sources.describe(location);
-    let settings = read_settings(
-        Fields::merged(
-            first.clone(),
-            "[settings]",
-            "setting",
-            settings,
-            describe,
-            d,
-        ),
-        d,
-    );
+    let settings = read_settings(Fields::merged(first.clone(), "[settings]", "setting", settings, describe, d), d);
     let options = Fields::merged(first.clone(), "[options]", "option", options, describe, d)
         .take_all()
         .into_iter()
@@ -62,12 +42,7 @@ pub(crate) fn config(
     let models = read_named(models, "model", d, read_model);
     let scopes = Fields::merged(first, "[outbox.scopes]", "scope", scopes, describe, d);
     let scopes = read_named(scopes, "scope", d, read_scope);
-    Config {
-        settings,
-        options,
-        models,
-        outbox: Outbox { scopes },
-    }
+    Config { settings, options, models, outbox: Outbox { scopes } }
 }
 
 /// Reads every entry of a table keyed by user-chosen names (models, scopes) with `read`.
@@ -107,12 +82,8 @@ fn section<'a>(
 
 fn read_settings(mut fields: Fields<'_>, d: &mut Diagnostics) -> Settings {
     let settings = Settings {
-        per_row_chunk_size: fields
-            .optional("per_row_chunk_size")
-            .and_then(|n| n.unsigned(d)),
-        bulk_chunk_size: fields
-            .optional("bulk_chunk_size")
-            .and_then(|n| n.unsigned(d)),
+        per_row_chunk_size: fields.optional("per_row_chunk_size").and_then(|n| n.unsigned(d)),
+        bulk_chunk_size: fields.optional("bulk_chunk_size").and_then(|n| n.unsigned(d)),
         database_url: fields.optional("database_url").and_then(|n| n.string(d)),
     };
     fields.finish(d);
@@ -125,22 +96,13 @@ fn read_model(name: Located<String>, mut fields: Fields<'_>, d: &mut Diagnostics
     let strategy = fields.optional("strategy").and_then(|n| strategy(&n, d));
     let chunk_size = fields.optional("chunk_size").and_then(|n| n.unsigned(d));
     let rate_limit = fields.optional("rate_limit").and_then(|n| n.string(d));
-    let status = fields
-        .optional("status")
-        .and_then(|n| read_status(n.table(d)?, d));
+    let status = fields.optional("status").and_then(|n| read_status(n.table(d)?, d));
     let outbox = fields.optional("outbox").and_then(|n| n.string(d));
-    let outbox_payload = fields
-        .optional("outbox_payload")
-        .map_or_else(Vec::new, |n| n.array_of(d, Node::identifier));
-    let children = fields
-        .optional("children")
-        .map_or_else(Vec::new, |n| n.array_of(d, read_relation));
-    let require_all_references = fields
-        .optional("require_all_references")
-        .and_then(|n| n.boolean(d));
-    let ignore_references = fields
-        .optional("ignore_references")
-        .map_or_else(Vec::new, |n| n.array_of(d, read_ignored_reference));
+    let outbox_payload = fields.optional("outbox_payload").map_or_else(Vec::new, |n| n.array_of(d, Node::identifier));
+    let children = fields.optional("children").map_or_else(Vec::new, |n| n.array_of(d, read_relation));
+    let require_all_references = fields.optional("require_all_references").and_then(|n| n.boolean(d));
+    let ignore_references =
+        fields.optional("ignore_references").map_or_else(Vec::new, |n| n.array_of(d, read_ignored_reference));
     fields.finish(d);
     Some(Model {
         name,
@@ -166,46 +128,32 @@ fn read_relation(node: &Node<'_>, d: &mut Diagnostics) -> Option<Relation> {
     let mut fields = node.table(d)?;
     let model = fields.required("model", d).and_then(|n| n.string(d));
     let column = fields.required("column", d).and_then(|n| n.identifier(d));
-    let on_delete = fields
-        .optional("on_delete")
-        .and_then(|n| n.keyword(OnDelete::NAMES, OnDelete::parse, d));
+    let on_delete = fields.optional("on_delete").and_then(|n| n.keyword(OnDelete::NAMES, OnDelete::parse, d));
     let strategy = fields.optional("strategy").and_then(|n| strategy(&n, d));
     let chunk_size = fields.optional("chunk_size").and_then(|n| n.unsigned(d));
     fields.finish(d);
-    Some(Relation {
-        location: node.location(),
-        model: model?,
-        column: column?,
-        on_delete,
-        strategy,
-        chunk_size,
-    })
+    Some(Relation { location: node.location(), model: model?, column: column?, on_delete, strategy, chunk_size })
 }
 
 fn read_status(mut fields: Fields<'_>, d: &mut Diagnostics) -> Option<StatusCheck> {
     let column = fields.required("column", d).and_then(|n| n.identifier(d));
-    let proceed = fields
-        .required("proceed", d)
-        .map(|n| n.array_of(d, status_value));
-    let in_progress = fields
-        .required("in_progress", d)
-        .and_then(|n| status_value(&n, d));
+    let proceed = fields.required("proceed", d).and_then(|n| {
+        let values = n.array_of(d, status_value);
+        if values.is_empty() {
+            n.invalid("`proceed` must list at least one status", "no status may proceed", d);
+            return None;
+        }
+        Some(values)
+    });
+    let in_progress = fields.required("in_progress", d).and_then(|n| status_value(&n, d));
     fields.finish(d);
-    Some(StatusCheck {
-        column: column?,
-        proceed: proceed?,
-        in_progress: in_progress?,
-    })
+    Some(StatusCheck { column: column?, proceed: proceed?, in_progress: in_progress? })
 }
 
 fn status_value(node: &Node<'_>, d: &mut Diagnostics) -> Option<Located<StatusValue>> {
     match node.value.get_ref() {
-        DeValue::Integer(_) => node
-            .integer(d)
-            .map(|i| Located::new(StatusValue::Integer(i.value), i.location)),
-        DeValue::String(_) => node
-            .string(d)
-            .map(|s| Located::new(StatusValue::Text(s.value), s.location)),
+        DeValue::Integer(_) => node.integer(d).map(|i| Located::new(StatusValue::Integer(i.value), i.location)),
+        DeValue::String(_) => node.string(d).map(|s| Located::new(StatusValue::Text(s.value), s.location)),
         _ => {
             node.invalid(
                 format!("`{}` values must be integers or strings", node.key),
@@ -223,24 +171,12 @@ fn read_ignored_reference(node: &Node<'_>, d: &mut Diagnostics) -> Option<Ignore
     let column = fields.required("column", d).and_then(|n| n.identifier(d));
     let reason = fields.required("reason", d).and_then(|n| n.string(d));
     fields.finish(d);
-    Some(IgnoredReference {
-        table: table?,
-        column: column?,
-        reason: reason?,
-    })
+    Some(IgnoredReference { table: table?, column: column?, reason: reason? })
 }
 
 fn read_scope(name: Located<String>, mut fields: Fields<'_>, d: &mut Diagnostics) -> Option<Scope> {
-    let shard_key = fields
-        .required("shard_key", d)
-        .and_then(|n| n.identifier(d));
-    let categories = fields
-        .optional("categories")
-        .map_or_else(Vec::new, |n| n.array_of(d, Node::string));
+    let shard_key = fields.required("shard_key", d).and_then(|n| n.identifier(d));
+    let categories = fields.optional("categories").map_or_else(Vec::new, |n| n.array_of(d, Node::string));
     fields.finish(d);
-    Some(Scope {
-        name,
-        shard_key: shard_key?,
-        categories,
-    })
+    Some(Scope { name, shard_key: shard_key?, categories })
 }

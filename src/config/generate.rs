@@ -31,11 +31,8 @@ pub fn starting_config(schema: &Schema) -> String {
 
     let mut children: Vec<Vec<String>> = vec![Vec::new(); schema.tables.len()];
     for (edge, decision) in edges.iter().zip(decisions) {
-        let relation = format!(
-            "{{ model = {}, column = {}",
-            toml_string(&names[edge.child]),
-            toml_string(&edge.column)
-        );
+        let relation =
+            format!("{{ model = {}, column = {}", toml_string(&names[edge.child]), toml_string(&edge.column));
         let line = match decision {
             Decision::Delete => format!("  {relation} }},"),
             Decision::Nullify => {
@@ -60,16 +57,8 @@ pub fn starting_config(schema: &Schema) -> String {
     text
 }
 
-fn write_model(
-    text: &mut String,
-    table: &Table,
-    names: &[String],
-    index: usize,
-    children: &[String],
-) {
-    let deletes_children = children
-        .iter()
-        .any(|line| !line.trim_start().starts_with('#'));
+fn write_model(text: &mut String, table: &Table, names: &[String], index: usize, children: &[String]) {
+    let deletes_children = children.iter().any(|line| !line.trim_start().starts_with('#'));
     let _ = write!(
         text,
         "\n[models.{}]\ntable = {}\n",
@@ -92,11 +81,7 @@ fn write_model(
 
 /// The table as the config names it: qualified only when its name alone is ambiguous.
 fn table_name(table: &Table, names: &[String], index: usize) -> String {
-    if names[index].contains("__") {
-        table.qualified_name()
-    } else {
-        table.name.clone()
-    }
+    if names[index].contains("__") { table.qualified_name() } else { table.name.clone() }
 }
 
 /// snake_case of each table name (`InvoiceLine` → `invoice_line`), made unique with the schema.
@@ -129,8 +114,7 @@ fn snake_case(name: &str) -> String {
         }
         let boundary = c.is_uppercase()
             && i > 0
-            && (chars[i - 1].is_lowercase()
-                || chars.get(i + 1).is_some_and(|next| next.is_lowercase()));
+            && (chars[i - 1].is_lowercase() || chars.get(i + 1).is_some_and(|next| next.is_lowercase()));
         if boundary && !out.ends_with('_') {
             out.push('_');
         }
@@ -163,10 +147,9 @@ fn edges(schema: &Schema) -> (Vec<Edge>, Vec<(usize, String)>) {
                     nullable: table.column(column).is_none_or(|c| c.nullable),
                     column: column.to_owned(),
                 }),
-                Err(reason) => comments.push((
-                    parent,
-                    format!("`{}` ({}): {reason}", table.name, key.columns.join(", ")),
-                )),
+                Err(reason) => {
+                    comments.push((parent, format!("`{}` ({}): {reason}", table.name, key.columns.join(", "))))
+                }
             }
         }
     }
@@ -179,18 +162,12 @@ fn usable_column<'a>(parent: &Table, key: &'a ForeignKey) -> Result<&'a str, Str
         return Err("a composite foreign key cannot be one relation; left out".to_owned());
     };
     let Some(parent_key) = single_key(parent) else {
-        return Err(format!(
-            "`{}` has no single-column primary key to delete by; left out",
-            parent.name
-        ));
+        return Err(format!("`{}` has no single-column primary key to delete by; left out", parent.name));
     };
     match key.referenced_columns.as_slice() {
         [] => Ok(column),
         [referenced] if referenced.eq_ignore_ascii_case(parent_key) => Ok(column),
-        referenced => Err(format!(
-            "references `{}`, not the key `{parent_key}`; left out",
-            referenced.join(", ")
-        )),
+        referenced => Err(format!("references `{}`, not the key `{parent_key}`; left out", referenced.join(", "))),
     }
 }
 
@@ -261,15 +238,8 @@ fn toml_string(text: &str) -> String {
 }
 
 fn toml_key(name: &str) -> String {
-    let bare = !name.is_empty()
-        && name
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
-    if bare {
-        name.to_owned()
-    } else {
-        toml_string(name)
-    }
+    let bare = !name.is_empty() && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
+    if bare { name.to_owned() } else { toml_string(name) }
 }
 
 #[cfg(test)]
@@ -285,12 +255,7 @@ mod tests {
         sources.add("cascade.toml", text.clone());
         let mut loaded = crate::config::load_sources(sources);
         crate::planner::check(&mut loaded, Some(&schema));
-        let found = loaded
-            .diagnostics
-            .iter()
-            .filter(|d| d.is_error())
-            .map(|d| (d.code, d.message.clone()))
-            .collect();
+        let found = loaded.diagnostics.iter().filter(|d| d.is_error()).map(|d| (d.code, d.message.clone())).collect();
         (text, found)
     }
 

@@ -40,10 +40,7 @@ pub enum LoadError {
     #[error("no *.toml files under `{0}`")]
     NoFiles(PathBuf),
     #[error("cannot read `{path}`: {source}")]
-    Io {
-        path: PathBuf,
-        source: std::io::Error,
-    },
+    Io { path: PathBuf, source: std::io::Error },
 }
 
 /// Loads `path`: one TOML file, or every `*.toml` file below a directory, in path order.
@@ -51,10 +48,7 @@ pub fn load(path: &Path) -> Result<Loaded, LoadError> {
     let files = config_files(path)?;
     let mut sources = Sources::default();
     for file in files {
-        let text = std::fs::read_to_string(&file).map_err(|source| LoadError::Io {
-            path: file.clone(),
-            source,
-        })?;
+        let text = std::fs::read_to_string(&file).map_err(|source| LoadError::Io { path: file.clone(), source })?;
         sources.add(file.display().to_string(), text);
     }
     Ok(load_sources(sources))
@@ -69,12 +63,8 @@ pub fn load_sources(sources: Sources) -> Loaded {
             let (table, errors) = DeTable::parse_recoverable(sources.text(file));
             diagnostics.extend(errors.iter().map(|error| {
                 let span = error.span().unwrap_or(0..0);
-                Diagnostic::new(
-                    Code::TomlSyntax,
-                    Location::new(file, span),
-                    error.message().trim_end(),
-                )
-                .label("invalid TOML")
+                Diagnostic::new(Code::TomlSyntax, Location::new(file, span), error.message().trim_end())
+                    .label("invalid TOML")
             }));
             (file, table)
         })
@@ -84,30 +74,17 @@ pub fn load_sources(sources: Sources) -> Loaded {
     let mut read = Vec::new();
     let config = extract::config(&files, &sources, &mut read);
     drop(parsed);
-    let syntax_lines: HashSet<(FileId, usize)> = diagnostics[..syntax_errors]
-        .iter()
-        .map(|d| (d.location.file, sources.line_column(&d.location).0))
-        .collect();
+    let syntax_lines: HashSet<(FileId, usize)> =
+        diagnostics[..syntax_errors].iter().map(|d| (d.location.file, sources.line_column(&d.location).0)).collect();
     read.retain(|d| !is_recovery_artifact(d, &syntax_lines, &sources));
     diagnostics.extend(read);
-    Loaded {
-        config,
-        sources,
-        diagnostics,
-    }
+    Loaded { config, sources, diagnostics }
 }
 
 /// The parser recovers from a syntax error with a placeholder value; complaining about that
 /// value's type would only repeat the syntax error, less clearly.
-fn is_recovery_artifact(
-    diagnostic: &Diagnostic,
-    syntax_lines: &HashSet<(FileId, usize)>,
-    sources: &Sources,
-) -> bool {
-    let about_a_value = matches!(
-        diagnostic.code,
-        Code::InvalidType | Code::InvalidValue | Code::MissingKey
-    );
+fn is_recovery_artifact(diagnostic: &Diagnostic, syntax_lines: &HashSet<(FileId, usize)>, sources: &Sources) -> bool {
+    let about_a_value = matches!(diagnostic.code, Code::InvalidType | Code::InvalidValue | Code::MissingKey);
     let location = &diagnostic.location;
     let line = sources.line_column(location).0;
     about_a_value
@@ -124,12 +101,9 @@ fn config_files(path: &Path) -> Result<Vec<PathBuf>, LoadError> {
     }
     let mut files = Vec::new();
     for entry in walkdir::WalkDir::new(path).sort_by_file_name() {
-        let entry = entry.map_err(|error| LoadError::Io {
-            path: error.path().unwrap_or(path).to_owned(),
-            source: error.into(),
-        })?;
-        if entry.file_type().is_file() && entry.path().extension().is_some_and(|ext| ext == "toml")
-        {
+        let entry = entry
+            .map_err(|error| LoadError::Io { path: error.path().unwrap_or(path).to_owned(), source: error.into() })?;
+        if entry.file_type().is_file() && entry.path().extension().is_some_and(|ext| ext == "toml") {
             files.push(entry.into_path());
         }
     }
@@ -148,15 +122,9 @@ mod tests {
     fn every_syntax_error_is_reported_not_only_the_first() {
         let config = "[models.a]\ntable = \"a\nkey = \n\n[models.b]\ntable = = \"b\"\n";
         let codes = fixture::codes(config);
-        let lines: Vec<usize> = codes
-            .iter()
-            .filter(|(code, _)| *code == Code::TomlSyntax)
-            .map(|(_, line)| *line)
-            .collect();
-        assert!(
-            lines.contains(&2) && lines.contains(&6),
-            "syntax errors at {lines:?}"
-        );
+        let lines: Vec<usize> =
+            codes.iter().filter(|(code, _)| *code == Code::TomlSyntax).map(|(_, line)| *line).collect();
+        assert!(lines.contains(&2) && lines.contains(&6), "syntax errors at {lines:?}");
         insta::assert_snapshot!(fixture::human(config));
     }
 
@@ -229,11 +197,7 @@ children = "b"
         assert_eq!(diagnostics.len(), 1);
         assert_eq!(diagnostics[0].code, Code::DuplicateDeclaration);
         assert_eq!(sources.describe(&diagnostics[0].location), "b.toml:2:9");
-        assert!(
-            diagnostics[0].message.contains("a.toml:1:9"),
-            "{}",
-            diagnostics[0].message
-        );
+        assert!(diagnostics[0].message.contains("a.toml:1:9"), "{}", diagnostics[0].message);
     }
 
     #[test]

@@ -48,12 +48,7 @@ impl<'a> Node<'a> {
         );
     }
 
-    pub fn invalid(
-        &self,
-        message: impl Into<String>,
-        label: impl Into<String>,
-        d: &mut Diagnostics,
-    ) {
+    pub fn invalid(&self, message: impl Into<String>, label: impl Into<String>, d: &mut Diagnostics) {
         d.push(Diagnostic::new(Code::InvalidValue, self.location(), message).label(label));
     }
 
@@ -88,11 +83,7 @@ impl<'a> Node<'a> {
         match u64::try_from(value.value) {
             Ok(unsigned) => Some(self.located(unsigned)),
             Err(_) => {
-                self.invalid(
-                    format!("`{}` must not be negative", self.key),
-                    "negative",
-                    d,
-                );
+                self.invalid(format!("`{}` must not be negative", self.key), "negative", d);
                 None
             }
         }
@@ -105,11 +96,7 @@ impl<'a> Node<'a> {
             DeValue::Float(f) => match f.as_str().parse::<f64>() {
                 Ok(value) if value.is_finite() => value,
                 _ => {
-                    self.invalid(
-                        format!("`{}` must be a finite number", self.key),
-                        "not finite",
-                        d,
-                    );
+                    self.invalid(format!("`{}` must be a finite number", self.key), "not finite", d);
                     return None;
                 }
             },
@@ -119,11 +106,7 @@ impl<'a> Node<'a> {
             }
         };
         if number < 0.0 {
-            self.invalid(
-                format!("`{}` must not be negative", self.key),
-                "negative",
-                d,
-            );
+            self.invalid(format!("`{}` must not be negative", self.key), "negative", d);
             return None;
         }
         Some(self.located(number))
@@ -150,18 +133,11 @@ impl<'a> Node<'a> {
         match parse(&text.value) {
             Some(value) => Some(self.located(value)),
             None => {
-                let expected = names
-                    .iter()
-                    .map(|n| format!("\"{n}\""))
-                    .collect::<Vec<_>>()
-                    .join(" or ");
+                let expected = names.iter().map(|n| format!("\"{n}\"")).collect::<Vec<_>>().join(" or ");
                 let mut diagnostic = Diagnostic::new(
                     Code::InvalidValue,
                     self.location(),
-                    format!(
-                        "`{}` must be {expected}, found \"{}\"",
-                        self.key, text.value
-                    ),
+                    format!("`{}` must be {expected}, found \"{}\"", self.key, text.value),
                 )
                 .label(format!("expected {expected}"));
                 if let Some(help) = did_you_mean(&text.value, names.iter().copied()) {
@@ -182,10 +158,7 @@ impl<'a> Node<'a> {
             Some(name)
         } else {
             self.invalid(
-                format!(
-                    "`{}` must be a SQL identifier, found \"{}\"",
-                    self.key, name.value
-                ),
+                format!("`{}` must be a SQL identifier, found \"{}\"", self.key, name.value),
                 "a name, or `schema.name`, without quotes or control characters",
                 d,
             );
@@ -195,17 +168,9 @@ impl<'a> Node<'a> {
 
     pub fn array(&self, d: &mut Diagnostics) -> Option<Vec<Node<'a>>> {
         match self.value.get_ref() {
-            DeValue::Array(items) => Some(
-                items
-                    .iter()
-                    .map(|value| Node {
-                        file: self.file,
-                        key: self.key,
-                        value,
-                        item: true,
-                    })
-                    .collect(),
-            ),
+            DeValue::Array(items) => {
+                Some(items.iter().map(|value| Node { file: self.file, key: self.key, value, item: true }).collect())
+            }
             _ => {
                 self.wrong_type("an array", d);
                 None
@@ -214,35 +179,19 @@ impl<'a> Node<'a> {
     }
 
     /// An array whose items are each read by `item`; bad items are reported and left out.
-    pub fn array_of<T>(
-        &self,
-        d: &mut Diagnostics,
-        item: impl Fn(&Node<'a>, &mut Diagnostics) -> Option<T>,
-    ) -> Vec<T> {
-        self.array(d)
-            .unwrap_or_default()
-            .iter()
-            .filter_map(|node| item(node, d))
-            .collect()
+    pub fn array_of<T>(&self, d: &mut Diagnostics, item: impl Fn(&Node<'a>, &mut Diagnostics) -> Option<T>) -> Vec<T> {
+        self.array(d).unwrap_or_default().iter().filter_map(|node| item(node, d)).collect()
     }
 
     /// The table under this key; messages about its keys call it `described` (or by its key).
     pub fn table(&self, d: &mut Diagnostics) -> Option<Fields<'a>> {
-        let described = if self.item {
-            format!("a `{}` entry", self.key)
-        } else {
-            format!("`{}`", self.key)
-        };
+        let described = if self.item { format!("a `{}` entry", self.key) } else { format!("`{}`", self.key) };
         self.table_described(described, d)
     }
 
     pub fn table_described(&self, described: String, d: &mut Diagnostics) -> Option<Fields<'a>> {
         match self.value.get_ref() {
-            DeValue::Table(table) => Some(Fields::new(
-                self.location(),
-                described,
-                [(self.file, table)],
-            )),
+            DeValue::Table(table) => Some(Fields::new(self.location(), described, [(self.file, table)])),
             _ => {
                 self.wrong_type("a table", d);
                 None
@@ -285,23 +234,12 @@ impl<'a> Fields<'a> {
         let entries = tables
             .into_iter()
             .flat_map(|(file, table)| {
-                table.iter().map(move |(key, value)| Field {
-                    key,
-                    node: Node {
-                        file,
-                        key: key.get_ref(),
-                        value,
-                        item: false,
-                    },
-                })
+                table
+                    .iter()
+                    .map(move |(key, value)| Field { key, node: Node { file, key: key.get_ref(), value, item: false } })
             })
             .collect();
-        Self {
-            owner,
-            described,
-            entries,
-            known: Vec::new(),
-        }
+        Self { owner, described, entries, known: Vec::new() }
     }
 
     /// Like `new`, but a key written in more than one table is a `duplicate-declaration` of a
@@ -356,12 +294,8 @@ impl<'a> Fields<'a> {
         let node = self.optional(key);
         if node.is_none() {
             d.push(
-                Diagnostic::new(
-                    Code::MissingKey,
-                    self.owner.clone(),
-                    format!("{} has no `{key}`", self.described),
-                )
-                .label(format!("`{key}` is required here")),
+                Diagnostic::new(Code::MissingKey, self.owner.clone(), format!("{} has no `{key}`", self.described))
+                    .label(format!("`{key}` is required here")),
             );
         }
         node
@@ -371,12 +305,7 @@ impl<'a> Fields<'a> {
     pub fn take_all(&mut self) -> Vec<(Located<String>, Node<'a>)> {
         self.entries
             .drain(..)
-            .map(|field| {
-                (
-                    Located::new(field.key.get_ref().to_string(), field.key_location()),
-                    field.node,
-                )
-            })
+            .map(|field| (Located::new(field.key.get_ref().to_string(), field.key_location()), field.node))
             .collect()
     }
 

@@ -179,9 +179,7 @@ pub struct Relation {
 
 impl Relation {
     pub fn action(&self) -> OnDelete {
-        self.on_delete
-            .as_ref()
-            .map_or(OnDelete::Delete, |a| a.value)
+        self.on_delete.as_ref().map_or(OnDelete::Delete, |a| a.value)
     }
 }
 
@@ -276,9 +274,6 @@ impl Config {
 
     /// The scope a category is registered in (the first, if it is wrongly in several).
     pub fn scope_of(&self, category: &str) -> Option<&Scope> {
-        self.outbox
-            .scopes
-            .values()
-            .find(|scope| scope.categories.iter().any(|c| c.value == category))
+        self.outbox.scopes.values().find(|scope| scope.categories.iter().any(|c| c.value == category))
     }
 }

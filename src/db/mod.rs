@@ -1,10 +1,15 @@
 //! Database connections: SQLite (the embedded default) or PostgreSQL, chosen by the URL.
 
+pub mod options;
+pub mod sql;
+
 use std::str::FromStr;
 use std::time::Duration;
 
 use sqlx::postgres::{PgPool, PgPoolOptions};
 use sqlx::sqlite::{SqliteConnectOptions, SqlitePool, SqlitePoolOptions};
+
+use sql::{Dialect, Param, SqlValue, Statement};
 
 /// The database URL used when neither `--database-url` nor `CASCADE_DATABASE_URL` is given.
 pub const DEFAULT_DATABASE_URL: &str = "sqlite://cascade.db";
@@ -33,12 +38,39 @@ pub enum DbError {
     Query(#[from] sqlx::Error),
 }
 
+type SqliteQuery<'q> = sqlx::query::Query<'q, sqlx::Sqlite, sqlx::sqlite::SqliteArguments>;
+type PgQuery<'q> = sqlx::query::Query<'q, sqlx::Postgres, sqlx::postgres::PgArguments>;
+
+fn bind_sqlite<'q>(query: SqliteQuery<'q>, param: &Param) -> SqliteQuery<'q> {
+    match value_of(param) {
+        SqlValue::Integer(value) => query.bind(*value),
+        SqlValue::Text(value) => query.bind(value.clone()),
+        // Lists travel as one JSON array, read back with json_each.
+        SqlValue::Integers(values) => query.bind(serde_json::to_string(values).expect("integers serialise")),
+        SqlValue::Texts(values) => query.bind(serde_json::to_string(values).expect("strings serialise")),
+    }
+}
+
+fn bind_postgres<'q>(query: PgQuery<'q>, param: &Param) -> PgQuery<'q> {
+    match value_of(param) {
+        SqlValue::Integer(value) => query.bind(*value),
+        SqlValue::Text(value) => query.bind(value.clone()),
+        SqlValue::Integers(values) => query.bind(values.clone()),
+        SqlValue::Texts(values) => query.bind(values.clone()),
+    }
+}
+
+/// Statements with described parameters are listings for people (`plan --sql`), never run.
+fn value_of(param: &Param) -> &SqlValue {
+    match param {
+        Param::Value(value) => value,
+        Param::Described(what) => panic!("a statement with an unbound parameter ({what}) was executed"),
+    }
+}
+
 impl Database {
     pub async fn connect(url: &str, access: Access) -> Result<Self, DbError> {
-        let connect_error = |source| DbError::Connect {
-            url: redact(url),
-            source,
-        };
+        let connect_error = |source| DbError::Connect { url: redact(url), source };
         if url.starts_with("sqlite:") {
             let options = SqliteConnectOptions::from_str(url)
                 .map_err(connect_error)?
@@ -46,11 +78,8 @@ impl Database {
                 .create_if_missing(access == Access::ReadWrite)
                 .foreign_keys(true)
                 .busy_timeout(Duration::from_secs(10));
-            let pool = SqlitePoolOptions::new()
-                .max_connections(4)
-                .connect_with(options)
-                .await
-                .map_err(connect_error)?;
+            let pool =
+                SqlitePoolOptions::new().max_connections(4).connect_with(options).await.map_err(connect_error)?;
             Ok(Database::Sqlite(pool))
         } else if url.starts_with("postgres:") || url.starts_with("postgresql:") {
             let pool = PgPoolOptions::new()
@@ -63,6 +92,29 @@ impl Database {
         } else {
             Err(DbError::UnsupportedUrl(redact(url)))
         }
+    }
+
+    pub fn dialect(&self) -> Dialect {
+        match self {
+            Database::Sqlite(_) => Dialect::Sqlite,
+            Database::Postgres(_) => Dialect::Postgres,
+        }
+    }
+
+    /// Runs a `SELECT COUNT(*) ...` (or any statement returning one integer).
+    pub async fn fetch_count(&self, statement: &Statement) -> Result<u64, DbError> {
+        let sql = sqlx::AssertSqlSafe(statement.sql.clone());
+        let count: i64 = match self {
+            Database::Sqlite(pool) => {
+                let query = statement.params.iter().fold(sqlx::query(sql), bind_sqlite);
+                sqlx::Row::try_get(&query.fetch_one(pool).await?, 0)?
+            }
+            Database::Postgres(pool) => {
+                let query = statement.params.iter().fold(sqlx::query(sql), bind_postgres);
+                sqlx::Row::try_get(&query.fetch_one(pool).await?, 0)?
+            }
+        };
+        Ok(u64::try_from(count).unwrap_or(0))
     }
 
     pub async fn close(&self) {
@@ -94,10 +146,7 @@ pub fn quote_identifier(name: &str) -> String {
 
 /// A possibly `schema.`-qualified name from the config, each part quoted.
 pub fn quote_qualified(name: &str) -> String {
-    name.split('.')
-        .map(quote_identifier)
-        .collect::<Vec<_>>()
-        .join(".")
+    name.split('.').map(quote_identifier).collect::<Vec<_>>().join(".")
 }
 
 #[cfg(test)]
@@ -112,10 +161,7 @@ mod tests {
 
     #[test]
     fn passwords_never_reach_messages() {
-        assert_eq!(
-            redact("postgres://app:s3cret@db:5432/app"),
-            "postgres://app:***@db:5432/app"
-        );
+        assert_eq!(redact("postgres://app:s3cret@db:5432/app"), "postgres://app:***@db:5432/app");
         assert_eq!(redact("postgres://app@db/app"), "postgres://app@db/app");
         assert_eq!(redact("sqlite://cascade.db"), "sqlite://cascade.db");
     }

@@ -72,10 +72,7 @@ impl Diagnostic {
 }
 
 /// "did you mean `x`?" for a misspelt name, when one of the candidates is close enough.
-pub fn did_you_mean<'a>(
-    name: &str,
-    candidates: impl IntoIterator<Item = &'a str>,
-) -> Option<String> {
+pub fn did_you_mean<'a>(name: &str, candidates: impl IntoIterator<Item = &'a str>) -> Option<String> {
     candidates
         .into_iter()
         .map(|candidate| (strsim::jaro_winkler(name, candidate), candidate))

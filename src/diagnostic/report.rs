@@ -48,10 +48,7 @@ impl Report<'_> {
     }
 
     fn count(&self, severity: Severity) -> usize {
-        self.diagnostics
-            .iter()
-            .filter(|d| d.severity == severity)
-            .count()
+        self.diagnostics.iter().filter(|d| d.severity == severity).count()
     }
 
     pub fn render(&self, format: Format, color: bool) -> String {
@@ -90,11 +87,7 @@ impl Report<'_> {
         };
         match (self.errors(), self.warnings()) {
             (0, 0) => format!("ok: no problems found{notes}"),
-            (errors, warnings) => format!(
-                "{} and {}{notes}",
-                plural(errors, "error"),
-                plural(warnings, "warning")
-            ),
+            (errors, warnings) => format!("{} and {}{notes}", plural(errors, "error"), plural(warnings, "warning")),
         }
     }
 
@@ -105,17 +98,14 @@ impl Report<'_> {
             Severity::Note => SnippetSeverity::Note,
         };
         let location = &diagnostic.location;
-        let mut labels = vec![
-            Label::primary(location.file, location.span.clone()).with_message(&diagnostic.label),
-        ];
-        labels.extend(diagnostic.related.iter().map(|(location, label)| {
-            Label::secondary(location.file, location.span.clone()).with_message(label)
-        }));
-        let notes = diagnostic
-            .help
-            .iter()
-            .map(|help| format!("help: {help}"))
-            .collect();
+        let mut labels = vec![Label::primary(location.file, location.span.clone()).with_message(&diagnostic.label)];
+        labels.extend(
+            diagnostic
+                .related
+                .iter()
+                .map(|(location, label)| Label::secondary(location.file, location.span.clone()).with_message(label)),
+        );
+        let notes = diagnostic.help.iter().map(|help| format!("help: {help}")).collect();
         Snippet::new(severity)
             .with_code(diagnostic.code.as_str())
             .with_message(&diagnostic.message)
@@ -172,18 +162,12 @@ impl Report<'_> {
 }
 
 fn plural(count: usize, noun: &str) -> String {
-    if count == 1 {
-        format!("1 {noun}")
-    } else {
-        format!("{count} {noun}s")
-    }
+    if count == 1 { format!("1 {noun}") } else { format!("{count} {noun}s") }
 }
 
 /// Workflow-command escaping, as the GitHub Actions runner expects it.
 fn escape_data(text: &str) -> String {
-    text.replace('%', "%25")
-        .replace('\r', "%0D")
-        .replace('\n', "%0A")
+    text.replace('%', "%25").replace('\r', "%0D").replace('\n', "%0A")
 }
 
 fn escape_property(text: &str) -> String {

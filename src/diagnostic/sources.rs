@@ -30,17 +30,11 @@ impl Sources {
     }
 
     pub fn name(&self, file: FileId) -> &str {
-        self.files
-            .get(file)
-            .map(|f| f.name().as_str())
-            .unwrap_or("<unknown>")
+        self.files.get(file).map(|f| f.name().as_str()).unwrap_or("<unknown>")
     }
 
     pub fn text(&self, file: FileId) -> &str {
-        self.files
-            .get(file)
-            .map(|f| f.source().as_str())
-            .unwrap_or("")
+        self.files.get(file).map(|f| f.source().as_str()).unwrap_or("")
     }
 
     /// 1-based line and column (in characters) of the start of `location`.

@@ -4,16 +4,13 @@
 
 use serde::Serialize;
 
-use crate::config::{
-    Config, DEFAULT_BULK_CHUNK_SIZE, DEFAULT_PER_ROW_CHUNK_SIZE, Model, OnDelete, Relation,
-    Strategy,
-};
+use crate::config::{Config, DEFAULT_BULK_CHUNK_SIZE, DEFAULT_PER_ROW_CHUNK_SIZE, Model, OnDelete, Relation, Strategy};
 
 /// Above this many nodes a plan is refused: a config whose diamonds multiply paths this much
 /// needs restructuring, not a tree of millions of steps.
 pub const MAX_PLAN_NODES: usize = 100_000;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Action {
     Delete,
@@ -66,10 +63,7 @@ impl Plan {
 #[derive(Debug, thiserror::Error, PartialEq)]
 pub enum CompileError {
     #[error("unknown model `{name}`{}", suggestion.as_ref().map(|s| format!(" ({s})")).unwrap_or_default())]
-    UnknownModel {
-        name: String,
-        suggestion: Option<String>,
-    },
+    UnknownModel { name: String, suggestion: Option<String> },
     #[error("delete cycle through `{0}`: run `cascade validate` for the whole cycle")]
     Cycle(String),
     #[error("the plan has more than {MAX_PLAN_NODES} nodes")]
@@ -80,23 +74,16 @@ pub enum CompileError {
 /// reports an unknown model or a cycle as an error rather than looping.
 pub fn compile(config: &Config, root: &str) -> Result<Plan, CompileError> {
     let model = model(config, root)?;
-    let mut compiler = Compiler {
-        config,
-        path: Vec::new(),
-        nodes: 0,
-        next_step: 1,
-    };
+    let mut compiler = Compiler { config, path: Vec::new(), nodes: 0, next_step: 1 };
     let root = compiler.node(model, None)?;
     Ok(Plan { root })
 }
 
 fn model<'a>(config: &'a Config, name: &str) -> Result<&'a Model, CompileError> {
-    config
-        .model(name)
-        .ok_or_else(|| CompileError::UnknownModel {
-            name: name.to_owned(),
-            suggestion: super::suggest_model(config, name),
-        })
+    config.model(name).ok_or_else(|| CompileError::UnknownModel {
+        name: name.to_owned(),
+        suggestion: super::suggest_model(config, name),
+    })
 }
 
 struct Compiler<'a> {
@@ -108,11 +95,7 @@ struct Compiler<'a> {
 }
 
 impl<'a> Compiler<'a> {
-    fn node(
-        &mut self,
-        model: &'a Model,
-        via: Option<&'a Relation>,
-    ) -> Result<PlanNode, CompileError> {
+    fn node(&mut self, model: &'a Model, via: Option<&'a Relation>) -> Result<PlanNode, CompileError> {
         self.nodes += 1;
         if self.nodes > MAX_PLAN_NODES {
             return Err(CompileError::TooLarge);
@@ -146,9 +129,7 @@ impl<'a> Compiler<'a> {
             strategy,
             chunk_size: effective_chunk_size(self.config, model, via, strategy),
             rate_limit: model.rate_limit.as_ref().map(|r| r.value.clone()),
-            outbox: (action == Action::Delete)
-                .then(|| outbox_target(self.config, model))
-                .flatten(),
+            outbox: (action == Action::Delete).then(|| outbox_target(self.config, model)).flatten(),
             children,
         })
     }
@@ -169,26 +150,11 @@ fn key_column(model: &Model, strategy: Strategy) -> Option<String> {
     }
 }
 
-fn effective_chunk_size(
-    config: &Config,
-    model: &Model,
-    via: Option<&Relation>,
-    strategy: Strategy,
-) -> u64 {
-    let declared = via
-        .and_then(|relation| relation.chunk_size.as_ref())
-        .or(model.chunk_size.as_ref());
+fn effective_chunk_size(config: &Config, model: &Model, via: Option<&Relation>, strategy: Strategy) -> u64 {
+    let declared = via.and_then(|relation| relation.chunk_size.as_ref()).or(model.chunk_size.as_ref());
     let setting = match strategy {
-        Strategy::PerRow => config
-            .settings
-            .per_row_chunk_size
-            .as_ref()
-            .map_or(DEFAULT_PER_ROW_CHUNK_SIZE, |s| s.value),
-        Strategy::Bulk => config
-            .settings
-            .bulk_chunk_size
-            .as_ref()
-            .map_or(DEFAULT_BULK_CHUNK_SIZE, |s| s.value),
+        Strategy::PerRow => config.settings.per_row_chunk_size.as_ref().map_or(DEFAULT_PER_ROW_CHUNK_SIZE, |s| s.value),
+        Strategy::Bulk => config.settings.bulk_chunk_size.as_ref().map_or(DEFAULT_BULK_CHUNK_SIZE, |s| s.value),
     };
     declared.map_or(setting, |size| size.value)
 }
@@ -196,10 +162,7 @@ fn effective_chunk_size(
 fn outbox_target(config: &Config, model: &Model) -> Option<OutboxTarget> {
     let category = &model.outbox.as_ref()?.value;
     let scope = config.scope_of(category)?;
-    Some(OutboxTarget {
-        category: category.clone(),
-        scope: scope.name.value.clone(),
-    })
+    Some(OutboxTarget { category: category.clone(), scope: scope.name.value.clone() })
 }
 
 #[cfg(test)]
@@ -256,11 +219,8 @@ categories = ["organization_update"]
     #[test]
     fn a_diamond_appears_under_both_paths_in_execution_order() {
         let plan = compile(&config(DIAMOND), "organization").unwrap();
-        let order: Vec<(usize, &str, Option<&str>)> = plan
-            .steps()
-            .iter()
-            .map(|n| (n.step, n.model.as_str(), n.column.as_deref()))
-            .collect();
+        let order: Vec<(usize, &str, Option<&str>)> =
+            plan.steps().iter().map(|n| (n.step, n.model.as_str(), n.column.as_deref())).collect();
         assert_eq!(
             order,
             vec![
@@ -282,50 +242,30 @@ categories = ["organization_update"]
         assert_eq!(root.rate_limit.as_deref(), Some("org.rows_per_second"));
         assert_eq!(
             root.outbox,
-            Some(OutboxTarget {
-                category: "organization_update".into(),
-                scope: "organization".into()
-            })
+            Some(OutboxTarget { category: "organization_update".into(), scope: "organization".into() })
         );
         let via_project = &root.children[0].children[0];
         assert_eq!(
-            (
-                via_project.strategy,
-                via_project.chunk_size,
-                via_project.key.as_deref()
-            ),
+            (via_project.strategy, via_project.chunk_size, via_project.key.as_deref()),
             (Strategy::Bulk, 50, None)
         );
         let via_member = &root.children[1].children[0];
         assert_eq!(via_member.chunk_size, 5000);
         let audit = &root.children[2];
-        assert_eq!(
-            (audit.action, audit.children.len()),
-            (Action::Nullify, 0),
-            "a nullified model's children stay"
-        );
+        assert_eq!((audit.action, audit.children.len()), (Action::Nullify, 0), "a nullified model's children stay");
     }
 
     #[test]
     fn unknown_root_suggests_a_model() {
         let error = compile(&config(DIAMOND), "projects").unwrap_err();
-        assert_eq!(
-            error.to_string(),
-            "unknown model `projects` (did you mean `project`?)"
-        );
+        assert_eq!(error.to_string(), "unknown model `projects` (did you mean `project`?)");
     }
 
     #[test]
     fn a_cycle_is_an_error_not_a_loop() {
         let mut sources = Sources::default();
-        sources.add(
-            "c.toml",
-            "[models.a]\ntable = \"a\"\nchildren = [{ model = \"a\", column = \"parent_id\" }]\n",
-        );
+        sources.add("c.toml", "[models.a]\ntable = \"a\"\nchildren = [{ model = \"a\", column = \"parent_id\" }]\n");
         let loaded = crate::config::load_sources(sources);
-        assert_eq!(
-            compile(&loaded.config, "a").unwrap_err(),
-            CompileError::Cycle("a".into())
-        );
+        assert_eq!(compile(&loaded.config, "a").unwrap_err(), CompileError::Cycle("a".into()));
     }
 }

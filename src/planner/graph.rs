@@ -25,11 +25,7 @@ impl ModelGraph {
         for (parent, model) in config.models.values().enumerate() {
             for (relation, child) in model.children.iter().enumerate() {
                 if let Some(child_index) = config.models.get_index_of(&child.model.value) {
-                    let edge = Edge {
-                        parent,
-                        relation,
-                        action: child.action(),
-                    };
+                    let edge = Edge { parent, relation, action: child.action() };
                     graph.add_edge(NodeIndex::new(parent), NodeIndex::new(child_index), edge);
                 }
             }

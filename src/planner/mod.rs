@@ -57,12 +57,7 @@ impl<'a> Context<'a> {
 /// diagnostics they raise.
 pub fn validate(config: &Config, sources: &Sources, schema: Option<&Schema>) -> Vec<Diagnostic> {
     let graph = ModelGraph::build(config);
-    let context = Context {
-        config,
-        graph: &graph,
-        sources,
-        schema,
-    };
+    let context = Context { config, graph: &graph, sources, schema };
     let mut diagnostics = Vec::new();
     for rule in rules::ALL {
         rule(&context, &mut diagnostics);
@@ -80,11 +75,7 @@ pub fn check(loaded: &mut Loaded, schema: Option<&Schema>) {
 /// Source order: by file, then position, then code, so output is stable between runs.
 pub fn sort(diagnostics: &mut [Diagnostic]) {
     diagnostics.sort_by(|a, b| {
-        (a.location.file, a.location.span.start, a.code).cmp(&(
-            b.location.file,
-            b.location.span.start,
-            b.code,
-        ))
+        (a.location.file, a.location.span.start, a.code).cmp(&(b.location.file, b.location.span.start, b.code))
     });
 }
 
@@ -108,10 +99,7 @@ pub(crate) mod fixture {
         check_files_against(files, None)
     }
 
-    pub fn check_files_against(
-        files: &[(&str, &str)],
-        ddl: Option<&str>,
-    ) -> (Vec<Diagnostic>, Sources) {
+    pub fn check_files_against(files: &[(&str, &str)], ddl: Option<&str>) -> (Vec<Diagnostic>, Sources) {
         let mut sources = Sources::default();
         for (name, text) in files {
             sources.add(*name, *text);
@@ -130,10 +118,7 @@ pub(crate) mod fixture {
     /// `(code, line)` of every diagnostic of a one-file config checked against a DDL schema.
     pub fn codes_against(toml: &str, ddl: Option<&str>) -> Vec<(Code, usize)> {
         let (diagnostics, sources) = check_files_against(&[("cascade.toml", toml)], ddl);
-        diagnostics
-            .iter()
-            .map(|d| (d.code, sources.line_column(&d.location).0))
-            .collect()
+        diagnostics.iter().map(|d| (d.code, sources.line_column(&d.location).0)).collect()
     }
 
     /// The human report of a one-file config, for snapshots.
@@ -143,10 +128,6 @@ pub(crate) mod fixture {
 
     pub fn human_against(toml: &str, ddl: Option<&str>) -> String {
         let (diagnostics, sources) = check_files_against(&[("cascade.toml", toml)], ddl);
-        Report {
-            sources: &sources,
-            diagnostics: &diagnostics,
-        }
-        .render(Format::Human, false)
+        Report { sources: &sources, diagnostics: &diagnostics }.render(Format::Human, false)
     }
 }

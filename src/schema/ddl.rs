@@ -8,8 +8,8 @@
 
 use sqlparser::ast::ReferentialAction as SqlAction;
 use sqlparser::ast::{
-    AlterTable, AlterTableOperation, ColumnDef, ColumnOption, CreateIndex, CreateTable, Expr,
-    ForeignKeyConstraint, Ident, IndexColumn, ObjectName, Statement, TableConstraint,
+    AlterTable, AlterTableOperation, ColumnDef, ColumnOption, CreateIndex, CreateTable, Expr, ForeignKeyConstraint,
+    Ident, IndexColumn, ObjectName, Statement, TableConstraint,
 };
 use sqlparser::dialect::{Dialect, PostgreSqlDialect, SQLiteDialect};
 use sqlparser::keywords::Keyword;
@@ -40,18 +40,11 @@ pub fn parse_ddl(sql: &str) -> ParsedDdl {
     let sqlite = Reader::read(Flavor::Sqlite, sql);
     // Read as SQLite, a dollar-quoted function body falls apart into statements, and a
     // `CREATE TABLE` inside one would count as a table: syntax only PostgreSQL has settles it.
-    let sqlite_wins =
-        !postgres.saw_postgres_only_syntax && sqlite.tables_read > postgres.tables_read;
+    let sqlite_wins = !postgres.saw_postgres_only_syntax && sqlite.tables_read > postgres.tables_read;
     let best = if sqlite_wins { sqlite } else { postgres };
     let flavor = best.flavor;
     let skipped = best.skipped;
-    ParsedDdl {
-        schema: Schema {
-            tables: best.finish(),
-        },
-        dialect: flavor.name(),
-        skipped,
-    }
+    ParsedDdl { schema: Schema { tables: best.finish() }, dialect: flavor.name(), skipped }
 }
 
 /// The SQL dialect a script is read in, and the identifier rules that come with it.
@@ -95,11 +88,7 @@ impl Flavor {
 
     /// `schema.name` or `name`; `None` when a part is not a plain identifier.
     fn table_ref(self, name: &ObjectName) -> Option<TableRef> {
-        let mut parts = name
-            .0
-            .iter()
-            .rev()
-            .map(|part| part.as_ident().map(|ident| self.ident(ident)));
+        let mut parts = name.0.iter().rev().map(|part| part.as_ident().map(|ident| self.ident(ident)));
         let name = parts.next()??;
         let schema = match parts.next() {
             Some(schema) => Some(schema?),
@@ -137,9 +126,7 @@ impl Flavor {
             referenced_schema: target.schema,
             referenced_table: target.name,
             referenced_columns: self.idents(&fk.referred_columns),
-            on_delete: fk
-                .on_delete
-                .map_or(ReferentialAction::NoAction, referential_action),
+            on_delete: fk.on_delete.map_or(ReferentialAction::NoAction, referential_action),
         })
     }
 }
@@ -177,22 +164,16 @@ fn find_table(flavor: Flavor, tables: &[Table], target: &TableRef) -> Option<usi
         Flavor::Postgres => name == target.name,
         Flavor::Sqlite => name.eq_ignore_ascii_case(&target.name),
     };
-    tables
-        .iter()
-        .position(|table| table.schema == target.schema && table.name == target.name)
-        .or_else(|| {
-            tables.iter().position(|table| {
-                let schemas_agree = table.schema.is_none()
-                    || target.schema.is_none()
-                    || table.schema == target.schema;
-                schemas_agree && same_name(&table.name)
-            })
+    tables.iter().position(|table| table.schema == target.schema && table.name == target.name).or_else(|| {
+        tables.iter().position(|table| {
+            let schemas_agree = table.schema.is_none() || target.schema.is_none() || table.schema == target.schema;
+            schemas_agree && same_name(&table.name)
         })
+    })
 }
 
 fn is_own_table(name: &str) -> bool {
-    name.get(..OWN_TABLE_PREFIX.len())
-        .is_some_and(|prefix| prefix.eq_ignore_ascii_case(OWN_TABLE_PREFIX))
+    name.get(..OWN_TABLE_PREFIX.len()).is_some_and(|prefix| prefix.eq_ignore_ascii_case(OWN_TABLE_PREFIX))
 }
 
 /// Adds an index unless the very same one is already there (`CREATE INDEX IF NOT EXISTS`, a
@@ -212,11 +193,7 @@ fn same_reference(a: &ForeignKey, b: &ForeignKey) -> bool {
 }
 
 fn add_foreign_key(table: &mut Table, fk: ForeignKey) {
-    if !table
-        .foreign_keys
-        .iter()
-        .any(|existing| same_reference(existing, &fk))
-    {
+    if !table.foreign_keys.iter().any(|existing| same_reference(existing, &fk)) {
         table.foreign_keys.push(fk);
     }
 }
@@ -232,11 +209,7 @@ fn set_primary_key(table: &mut Table, columns: Vec<String>) {
 
 /// The first name among those a constraint may carry (`CONSTRAINT name`, MySQL's index name).
 fn constraint_name(flavor: Flavor, names: &[Option<&Ident>]) -> Option<String> {
-    names
-        .iter()
-        .flatten()
-        .next()
-        .map(|ident| flavor.ident(ident))
+    names.iter().flatten().next().map(|ident| flavor.ident(ident))
 }
 
 /// Applies a table-level constraint (from `CREATE TABLE` or `ALTER TABLE ... ADD`); `false` when
@@ -246,26 +219,12 @@ fn add_constraint(flavor: Flavor, table: &mut Table, constraint: &TableConstrain
         TableConstraint::PrimaryKey(pk) => {
             let columns = flavor.index_columns(&pk.columns);
             let name = constraint_name(flavor, &[pk.name.as_ref(), pk.index_name.as_ref()]);
-            add_index(
-                table,
-                Index {
-                    name,
-                    columns: columns.clone(),
-                    unique: true,
-                },
-            );
+            add_index(table, Index { name, columns: columns.clone(), unique: true });
             set_primary_key(table, columns);
         }
         TableConstraint::Unique(unique) => {
             let name = constraint_name(flavor, &[unique.name.as_ref(), unique.index_name.as_ref()]);
-            add_index(
-                table,
-                Index {
-                    name,
-                    columns: flavor.index_columns(&unique.columns),
-                    unique: true,
-                },
-            );
+            add_index(table, Index { name, columns: flavor.index_columns(&unique.columns), unique: true });
         }
         TableConstraint::ForeignKey(fk) => {
             let Some(fk) = flavor.foreign_key(flavor.idents(&fk.columns), fk) else {
@@ -275,23 +234,13 @@ fn add_constraint(flavor: Flavor, table: &mut Table, constraint: &TableConstrain
         }
         TableConstraint::Index(index) => {
             let name = constraint_name(flavor, &[index.name.as_ref()]);
-            add_index(
-                table,
-                Index {
-                    name,
-                    columns: flavor.index_columns(&index.columns),
-                    unique: false,
-                },
-            );
+            add_index(table, Index { name, columns: flavor.index_columns(&index.columns), unique: false });
         }
         TableConstraint::PrimaryKeyUsingIndex(using) | TableConstraint::UniqueUsingIndex(using) => {
             // `ADD CONSTRAINT c PRIMARY KEY USING INDEX i` promotes an index declared earlier:
             // its columns are only known from that index.
             let index_name = flavor.ident(&using.index_name);
-            let Some(index) = table
-                .indexes
-                .iter_mut()
-                .find(|index| index.name.as_deref() == Some(index_name.as_str()))
+            let Some(index) = table.indexes.iter_mut().find(|index| index.name.as_deref() == Some(index_name.as_str()))
             else {
                 return false;
             };
@@ -317,26 +266,12 @@ fn add_column(flavor: Flavor, table: &mut Table, column: &ColumnDef) {
             ColumnOption::PrimaryKey(pk) => {
                 nullable = false;
                 let index_name = constraint_name(flavor, &[option_name, pk.name.as_ref()]);
-                add_index(
-                    table,
-                    Index {
-                        name: index_name,
-                        columns: vec![name.clone()],
-                        unique: true,
-                    },
-                );
+                add_index(table, Index { name: index_name, columns: vec![name.clone()], unique: true });
                 table.primary_key = vec![name.clone()];
             }
             ColumnOption::Unique(unique) => {
                 let index_name = constraint_name(flavor, &[option_name, unique.name.as_ref()]);
-                add_index(
-                    table,
-                    Index {
-                        name: index_name,
-                        columns: vec![name.clone()],
-                        unique: true,
-                    },
-                );
+                add_index(table, Index { name: index_name, columns: vec![name.clone()], unique: true });
             }
             ColumnOption::ForeignKey(fk) => {
                 if let Some(fk) = flavor.foreign_key(vec![name.clone()], fk) {
@@ -347,11 +282,7 @@ fn add_column(flavor: Flavor, table: &mut Table, column: &ColumnDef) {
         }
     }
     let data_type = lowercase_outside_quotes(&column.data_type.to_string());
-    table.columns.push(Column {
-        name,
-        data_type,
-        nullable,
-    });
+    table.columns.push(Column { name, data_type, nullable });
 }
 
 /// The schema as one dialect reads a script.
@@ -403,11 +334,8 @@ impl Reader {
             Err(error) => {
                 // The statements that end before the unreadable token are still good.
                 let unreadable = byte_offset(piece, error.location);
-                if let Ok(mut tokens) =
-                    Tokenizer::new(dialect, &piece[..unreadable]).tokenize_with_location()
-                    && let Some(last) = tokens
-                        .iter()
-                        .rposition(|token| token.token == Token::SemiColon)
+                if let Ok(mut tokens) = Tokenizer::new(dialect, &piece[..unreadable]).tokenize_with_location()
+                    && let Some(last) = tokens.iter().rposition(|token| token.token == Token::SemiColon)
                 {
                     tokens.truncate(last + 1);
                     self.read_tokens(tokens);
@@ -418,12 +346,8 @@ impl Reader {
     }
 
     fn read_tokens(&mut self, tokens: Vec<TokenWithSpan>) {
-        self.saw_postgres_only_syntax |= tokens.iter().any(|token| {
-            matches!(
-                token.token,
-                Token::DollarQuotedString(_) | Token::CopyData { .. }
-            )
-        });
+        self.saw_postgres_only_syntax |=
+            tokens.iter().any(|token| matches!(token.token, Token::DollarQuotedString(_) | Token::CopyData { .. }));
         let split = split_statements(tokens);
         self.skipped += split.meta_commands;
         self.saw_postgres_only_syntax |= split.meta_commands > 0;
@@ -435,16 +359,12 @@ impl Reader {
     /// Reads the tokens of one `;`-terminated statement. Only `CREATE` and `ALTER` can add to
     /// the schema, so the rest (notably thousands of INSERTs) is skipped without parsing.
     fn read_statement(&mut self, tokens: Vec<TokenWithSpan>) {
-        if !matches!(
-            leading_keywords(&tokens, 1).as_slice(),
-            [Keyword::CREATE | Keyword::ALTER]
-        ) {
+        if !matches!(leading_keywords(&tokens, 1).as_slice(), [Keyword::CREATE | Keyword::ALTER]) {
             self.skipped += 1;
             return;
         }
         let tokens = without_only_in_create_index(tokens);
-        let mut parser =
-            Parser::new(self.flavor.dialect()).with_tokens_with_locations(tokens.clone());
+        let mut parser = Parser::new(self.flavor.dialect()).with_tokens_with_locations(tokens.clone());
         // A chunk normally holds one statement; more when a `;` was missing between them.
         loop {
             while parser.consume_token(&Token::SemiColon) {}
@@ -500,6 +420,7 @@ impl Reader {
         let mut table = Table {
             schema: target.schema.clone(),
             name: target.name.clone(),
+            partitioned: create.partition_by.is_some(),
             ..Table::default()
         };
         for column in &create.columns {
@@ -508,15 +429,8 @@ impl Reader {
         for constraint in &create.constraints {
             add_constraint(flavor, &mut table, constraint);
         }
-        if let Some(parent) = create
-            .partition_of
-            .as_ref()
-            .and_then(|parent| flavor.table_ref(parent))
-        {
-            self.partitions.push(Partition {
-                child: target,
-                parent,
-            });
+        if let Some(parent) = create.partition_of.as_ref().and_then(|parent| flavor.table_ref(parent)) {
+            self.partitions.push(Partition { child: target, parent });
         }
         // A later definition of the same table (a script that drops and recreates it) wins,
         // keeping the place of the first.
@@ -543,10 +457,7 @@ impl Reader {
                 }
                 AlterTableOperation::AttachPartitionOf { partition, .. } => {
                     if let Some(child) = flavor.table_ref(partition) {
-                        self.partitions.push(Partition {
-                            child,
-                            parent: target.clone(),
-                        });
+                        self.partitions.push(Partition { child, parent: target.clone() });
                         used = true;
                     }
                 }
@@ -558,38 +469,23 @@ impl Reader {
 
     fn create_index(&mut self, create: &CreateIndex) -> bool {
         let flavor = self.flavor;
-        let Some(position) = flavor
-            .table_ref(&create.table_name)
-            .and_then(|target| find_table(self.flavor, &self.tables, &target))
+        let Some(position) =
+            flavor.table_ref(&create.table_name).and_then(|target| find_table(self.flavor, &self.tables, &target))
         else {
             return false;
         };
         // An index name may be schema-qualified in PostgreSQL; the schema is the table's anyway.
-        let name = create
-            .name
-            .as_ref()
-            .and_then(|name| flavor.table_ref(name))
-            .map(|name| name.name);
+        let name = create.name.as_ref().and_then(|name| flavor.table_ref(name)).map(|name| name.name);
         let columns = flavor.index_columns(&create.columns);
-        add_index(
-            &mut self.tables[position],
-            Index {
-                name,
-                columns,
-                unique: create.unique,
-            },
-        );
+        add_index(&mut self.tables[position], Index { name, columns, unique: create.unique });
         true
     }
 
     /// `ALTER TABLE [IF EXISTS] [ONLY] parent ATTACH PARTITION child ...` read from the tokens,
     /// for a dialect whose parser does not know the clause.
     fn apply_attach_partition_tokens(&mut self, tokens: &[TokenWithSpan]) -> bool {
-        let words: Vec<&Token> = tokens
-            .iter()
-            .map(|t| &t.token)
-            .filter(|t| !matches!(t, Token::Whitespace(_)))
-            .collect();
+        let words: Vec<&Token> =
+            tokens.iter().map(|t| &t.token).filter(|t| !matches!(t, Token::Whitespace(_))).collect();
         let Some(rest) = strip_keywords(&words, &[Keyword::ALTER, Keyword::TABLE]) else {
             return false;
         };
@@ -609,10 +505,7 @@ impl Reader {
     }
 
     /// A possibly qualified name at the start of `tokens` (`a`, `"a"`, `a.b`), and what follows.
-    fn object_name_tokens<'t>(
-        &self,
-        tokens: &'t [&'t Token],
-    ) -> Option<(TableRef, &'t [&'t Token])> {
+    fn object_name_tokens<'t>(&self, tokens: &'t [&'t Token]) -> Option<(TableRef, &'t [&'t Token])> {
         let mut parts = Vec::new();
         let mut rest = tokens;
         loop {
@@ -640,26 +533,18 @@ impl Reader {
             let foreign_keys = std::mem::take(&mut self.tables[child].foreign_keys);
             let indexes = std::mem::take(&mut self.tables[child].indexes);
             let parent = &mut self.tables[root];
+            parent.partitioned = true;
             for fk in foreign_keys {
                 add_foreign_key(parent, fk);
             }
             for index in indexes {
                 // Every partition carries its own copy of an index under its own name.
-                if !parent
-                    .indexes
-                    .iter()
-                    .any(|known| known.columns == index.columns && known.unique == index.unique)
-                {
+                if !parent.indexes.iter().any(|known| known.columns == index.columns && known.unique == index.unique) {
                     parent.indexes.push(index);
                 }
             }
         }
-        self.tables
-            .into_iter()
-            .zip(&roots)
-            .filter(|(_, root)| root.is_none())
-            .map(|(table, _)| table)
-            .collect()
+        self.tables.into_iter().zip(&roots).filter(|(_, root)| root.is_none()).map(|(table, _)| table).collect()
     }
 
     /// For each table, the partitioned table at the top of its partition chain (a partition may
@@ -694,20 +579,10 @@ impl Reader {
     /// the partitions are gone.
     fn point_references_at_roots(&mut self, roots: &[Option<usize>]) {
         let mut retargets = Vec::new();
-        for (table, fks) in self
-            .tables
-            .iter()
-            .map(|table| &table.foreign_keys)
-            .enumerate()
-        {
+        for (table, fks) in self.tables.iter().map(|table| &table.foreign_keys).enumerate() {
             for (position, fk) in fks.iter().enumerate() {
-                let target = TableRef {
-                    schema: fk.referenced_schema.clone(),
-                    name: fk.referenced_table.clone(),
-                };
-                if let Some(root) =
-                    find_table(self.flavor, &self.tables, &target).and_then(|found| roots[found])
-                {
+                let target = TableRef { schema: fk.referenced_schema.clone(), name: fk.referenced_table.clone() };
+                if let Some(root) = find_table(self.flavor, &self.tables, &target).and_then(|found| roots[found]) {
                     let root = &self.tables[root];
                     retargets.push((table, position, root.schema.clone(), root.name.clone()));
                 }
@@ -753,10 +628,8 @@ fn split_statements(tokens: Vec<TokenWithSpan>) -> Split {
     let mut at_line_start = true;
     let mut in_meta_command = false;
     for token in tokens {
-        let ends_line = matches!(
-            token.token,
-            Token::Whitespace(Whitespace::Newline | Whitespace::SingleLineComment { .. })
-        );
+        let ends_line =
+            matches!(token.token, Token::Whitespace(Whitespace::Newline | Whitespace::SingleLineComment { .. }));
         if in_meta_command {
             in_meta_command = !ends_line;
             at_line_start = ends_line;
@@ -785,10 +658,7 @@ fn split_statements(tokens: Vec<TokenWithSpan>) -> Split {
         }
         if ends_line {
             at_line_start = true;
-        } else if !matches!(
-            token.token,
-            Token::Whitespace(Whitespace::Space | Whitespace::Tab)
-        ) {
+        } else if !matches!(token.token, Token::Whitespace(Whitespace::Space | Whitespace::Tab)) {
             at_line_start = false;
         }
         current.push(token);
@@ -800,22 +670,11 @@ fn split_statements(tokens: Vec<TokenWithSpan>) -> Split {
         // lose it.
         let mut rest = current.into_iter().peekable();
         while rest.peek().is_some() {
-            statements.push(
-                rest.by_ref()
-                    .take_while(|token| token.token != Token::SemiColon)
-                    .collect(),
-            );
+            statements.push(rest.by_ref().take_while(|token| token.token != Token::SemiColon).collect());
         }
     }
-    statements.retain(|statement| {
-        statement
-            .iter()
-            .any(|token| !matches!(token.token, Token::Whitespace(_)))
-    });
-    Split {
-        statements,
-        meta_commands,
-    }
+    statements.retain(|statement| statement.iter().any(|token| !matches!(token.token, Token::Whitespace(_))));
+    Split { statements, meta_commands }
 }
 
 /// Whether a statement is `CREATE [OR REPLACE] [TEMP] TRIGGER|FUNCTION|PROCEDURE`, whose body may
@@ -823,9 +682,7 @@ fn split_statements(tokens: Vec<TokenWithSpan>) -> Split {
 fn has_body(tokens: &[TokenWithSpan]) -> bool {
     let keywords = leading_keywords(tokens, 5);
     keywords.first() == Some(&Keyword::CREATE)
-        && keywords
-            .iter()
-            .any(|k| matches!(k, Keyword::TRIGGER | Keyword::FUNCTION | Keyword::PROCEDURE))
+        && keywords.iter().any(|k| matches!(k, Keyword::TRIGGER | Keyword::FUNCTION | Keyword::PROCEDURE))
 }
 
 /// The keywords of the first `count` words of a statement (`NoKeyword` for other words).
@@ -868,9 +725,7 @@ fn without_only_in_create_index(mut tokens: Vec<TokenWithSpan>) -> Vec<TokenWith
     ) {
         return tokens;
     }
-    let words: Vec<usize> = (0..tokens.len())
-        .filter(|&i| !matches!(tokens[i].token, Token::Whitespace(_)))
-        .collect();
+    let words: Vec<usize> = (0..tokens.len()).filter(|&i| !matches!(tokens[i].token, Token::Whitespace(_))).collect();
     let only = words
         .windows(2)
         .find(|pair| is_keyword(&tokens[pair[0]].token, Keyword::ON))
@@ -922,19 +777,11 @@ mod tests {
     use super::*;
 
     fn column(name: &str, data_type: &str, nullable: bool) -> Column {
-        Column {
-            name: name.into(),
-            data_type: data_type.into(),
-            nullable,
-        }
+        Column { name: name.into(), data_type: data_type.into(), nullable }
     }
 
     fn index(name: Option<&str>, columns: &[&str], unique: bool) -> Index {
-        Index {
-            name: name.map(Into::into),
-            columns: columns.iter().map(|c| c.to_string()).collect(),
-            unique,
-        }
+        Index { name: name.map(Into::into), columns: columns.iter().map(|c| c.to_string()).collect(), unique }
     }
 
     fn fk(
@@ -958,19 +805,11 @@ mod tests {
     }
 
     fn table_names(parsed: &ParsedDdl) -> Vec<String> {
-        parsed
-            .schema
-            .tables
-            .iter()
-            .map(Table::qualified_name)
-            .collect()
+        parsed.schema.tables.iter().map(Table::qualified_name).collect()
     }
 
     fn table<'a>(parsed: &'a ParsedDdl, name: &str) -> &'a Table {
-        parsed
-            .schema
-            .table(name)
-            .unwrap_or_else(|| panic!("no table {name} in {:?}", table_names(parsed)))
+        parsed.schema.table(name).unwrap_or_else(|| panic!("no table {name} in {:?}", table_names(parsed)))
     }
 
     const PG_DUMP: &str = r#"
@@ -1066,15 +905,13 @@ ALTER TABLE public.customer OWNER TO postgres;
         assert_eq!(parsed.dialect, "postgresql");
         // SET x2, SELECT, CREATE TYPE, CREATE FUNCTION, COMMENT, OWNER TO.
         assert_eq!(parsed.skipped, 7);
-        assert_eq!(
-            table_names(&parsed),
-            ["public.customer", "public.rental", "public.payment"]
-        );
+        assert_eq!(table_names(&parsed), ["public.customer", "public.rental", "public.payment"]);
 
         let customer = table(&parsed, "public.customer");
         assert_eq!(
             customer,
             &Table {
+                partitioned: false,
                 schema: Some("public".into()),
                 name: "customer".into(),
                 columns: vec![
@@ -1095,13 +932,7 @@ ALTER TABLE public.customer OWNER TO postgres;
         assert_eq!(rental.primary_key, strings(&["rental_id"]));
         assert_eq!(
             rental.foreign_keys,
-            [fk(
-                &["customer_id"],
-                Some("public"),
-                "customer",
-                &["customer_id"],
-                ReferentialAction::Cascade
-            )]
+            [fk(&["customer_id"], Some("public"), "customer", &["customer_id"], ReferentialAction::Cascade)]
         );
         assert_eq!(
             rental.indexes,
@@ -1116,40 +947,22 @@ ALTER TABLE public.customer OWNER TO postgres;
     fn folds_attached_partitions_into_their_table() {
         let parsed = parse_ddl(PG_DUMP);
         let payment = table(&parsed, "public.payment");
-        assert_eq!(
-            payment.primary_key,
-            strings(&["payment_date", "payment_id"])
-        );
+        assert_eq!(payment.primary_key, strings(&["payment_date", "payment_id"]));
         assert_eq!(
             payment.foreign_keys,
             [
-                fk(
-                    &["customer_id"],
-                    Some("public"),
-                    "customer",
-                    &["customer_id"],
-                    ReferentialAction::NoAction
-                ),
-                fk(
-                    &["rental_id"],
-                    Some("public"),
-                    "rental",
-                    &["rental_id"],
-                    ReferentialAction::SetNull
-                ),
+                fk(&["customer_id"], Some("public"), "customer", &["customer_id"], ReferentialAction::NoAction),
+                fk(&["rental_id"], Some("public"), "rental", &["rental_id"], ReferentialAction::SetNull),
             ]
         );
         assert_eq!(
             payment.indexes,
             [
                 index(Some("payment_pkey"), &["payment_date", "payment_id"], true),
-                index(
-                    Some("payment_p2022_01_customer_id_idx"),
-                    &["customer_id"],
-                    false
-                ),
+                index(Some("payment_p2022_01_customer_id_idx"), &["customer_id"], false),
             ]
         );
+        assert!(payment.partitioned);
         assert!(parsed.schema.table("payment_p2022_01").is_none());
         assert!(parsed.schema.table("payment_p2022_02").is_none());
     }
@@ -1169,23 +982,11 @@ ALTER TABLE public.customer OWNER TO postgres;
         assert_eq!(table_names(&parsed), ["events", "users", "notes"]);
         assert_eq!(
             table(&parsed, "events").foreign_keys,
-            [fk(
-                &["id"],
-                None,
-                "users",
-                &["id"],
-                ReferentialAction::Cascade
-            )]
+            [fk(&["id"], None, "users", &["id"], ReferentialAction::Cascade)]
         );
         assert_eq!(
             table(&parsed, "notes").foreign_keys,
-            [fk(
-                &["event_id", "event_kind"],
-                None,
-                "events",
-                &["id", "kind"],
-                ReferentialAction::NoAction
-            )]
+            [fk(&["event_id", "event_kind"], None, "events", &["id", "kind"], ReferentialAction::NoAction)]
         );
         assert_eq!(parsed.skipped, 0);
     }
@@ -1222,12 +1023,10 @@ ALTER TABLE public.customer OWNER TO postgres;
         assert_eq!(
             table(&parsed, "Artist"),
             &Table {
+                partitioned: false,
                 schema: None,
                 name: "Artist".into(),
-                columns: vec![
-                    column("ArtistId", "integer", false),
-                    column("Name", "nvarchar(120)", true)
-                ],
+                columns: vec![column("ArtistId", "integer", false), column("Name", "nvarchar(120)", true)],
                 primary_key: strings(&["ArtistId"]),
                 foreign_keys: vec![],
                 indexes: vec![index(None, &["ArtistId"], true)],
@@ -1236,6 +1035,7 @@ ALTER TABLE public.customer OWNER TO postgres;
         assert_eq!(
             table(&parsed, "Album"),
             &Table {
+                partitioned: false,
                 schema: None,
                 name: "Album".into(),
                 columns: vec![
@@ -1244,13 +1044,7 @@ ALTER TABLE public.customer OWNER TO postgres;
                     column("ArtistId", "integer", false),
                 ],
                 primary_key: strings(&["AlbumId"]),
-                foreign_keys: vec![fk(
-                    &["ArtistId"],
-                    None,
-                    "Artist",
-                    &["ArtistId"],
-                    ReferentialAction::NoAction
-                )],
+                foreign_keys: vec![fk(&["ArtistId"], None, "Artist", &["ArtistId"], ReferentialAction::NoAction)],
                 indexes: vec![
                     index(Some("PK_Album"), &["AlbumId"], true),
                     index(Some("IFK_AlbumArtistId"), &["ArtistId"], false),
@@ -1258,30 +1052,9 @@ ALTER TABLE public.customer OWNER TO postgres;
             }
         );
         let track = table(&parsed, "Track");
-        assert_eq!(
-            track.columns,
-            [
-                column("TrackId", "integer", false),
-                column("AlbumId", "integer", true)
-            ]
-        );
-        assert_eq!(
-            track.foreign_keys,
-            [fk(
-                &["AlbumId"],
-                None,
-                "Album",
-                &["AlbumId"],
-                ReferentialAction::Cascade
-            )]
-        );
-        assert_eq!(
-            track.indexes,
-            [
-                index(None, &["TrackId"], true),
-                index(None, &["AlbumId", "TrackId"], true)
-            ]
-        );
+        assert_eq!(track.columns, [column("TrackId", "integer", false), column("AlbumId", "integer", true)]);
+        assert_eq!(track.foreign_keys, [fk(&["AlbumId"], None, "Album", &["AlbumId"], ReferentialAction::Cascade)]);
+        assert_eq!(track.indexes, [index(None, &["TrackId"], true), index(None, &["AlbumId", "TrackId"], true)]);
     }
 
     #[test]
@@ -1293,20 +1066,9 @@ ALTER TABLE public.customer OWNER TO postgres;
         assert_eq!(film_actor.primary_key, strings(&["film_id", "actor_id"]));
         assert_eq!(
             film_actor.columns,
-            [
-                column("actor_id", "int", false),
-                column("film_id", "int", false),
-                column("note", "text", true)
-            ]
+            [column("actor_id", "int", false), column("film_id", "int", false), column("note", "text", true)]
         );
-        assert_eq!(
-            film_actor.indexes,
-            [index(
-                Some("film_actor_pkey"),
-                &["film_id", "actor_id"],
-                true
-            )]
-        );
+        assert_eq!(film_actor.indexes, [index(Some("film_actor_pkey"), &["film_id", "actor_id"], true)]);
     }
 
     #[test]
@@ -1323,38 +1085,16 @@ ALTER TABLE public.customer OWNER TO postgres;
         let child = table(&parsed, "child");
         assert_eq!(
             child.columns,
-            [
-                column("id", "bigint", false),
-                column("owner_id", "bigint", false),
-                column("reviewer_id", "bigint", true),
-            ]
+            [column("id", "bigint", false), column("owner_id", "bigint", false), column("reviewer_id", "bigint", true),]
         );
         assert_eq!(
             child.foreign_keys,
             [
-                fk(
-                    &["owner_id"],
-                    None,
-                    "parent",
-                    &["id"],
-                    ReferentialAction::Cascade
-                ),
-                fk(
-                    &["reviewer_id"],
-                    None,
-                    "parent",
-                    &[],
-                    ReferentialAction::SetNull
-                ),
+                fk(&["owner_id"], None, "parent", &["id"], ReferentialAction::Cascade),
+                fk(&["reviewer_id"], None, "parent", &[], ReferentialAction::SetNull),
             ]
         );
-        assert_eq!(
-            child.indexes,
-            [
-                index(None, &["id"], true),
-                index(Some("child_owner_key"), &["owner_id"], true)
-            ]
-        );
+        assert_eq!(child.indexes, [index(None, &["id"], true), index(Some("child_owner_key"), &["owner_id"], true)]);
         assert!(child.has_index_leading_with("owner_id"));
         assert!(!child.has_index_leading_with("reviewer_id"));
     }
@@ -1369,16 +1109,7 @@ ALTER TABLE public.customer OWNER TO postgres;
         );
         assert_eq!(table_names(&parsed), ["a", "b"]);
         assert_eq!(parsed.skipped, 2);
-        assert_eq!(
-            table(&parsed, "b").foreign_keys,
-            [fk(
-                &["a_id"],
-                None,
-                "a",
-                &["id"],
-                ReferentialAction::NoAction
-            )]
-        );
+        assert_eq!(table(&parsed, "b").foreign_keys, [fk(&["a_id"], None, "a", &["id"], ReferentialAction::NoAction)]);
     }
 
     #[test]
@@ -1394,14 +1125,7 @@ ALTER TABLE public.customer OWNER TO postgres;
     fn empty_and_comment_only_scripts_have_no_tables() {
         for sql in ["", "  \n", "-- nothing here\n/* at all */"] {
             let parsed = parse_ddl(sql);
-            assert_eq!(
-                parsed,
-                ParsedDdl {
-                    schema: Schema::default(),
-                    dialect: "postgresql",
-                    skipped: 0
-                }
-            );
+            assert_eq!(parsed, ParsedDdl { schema: Schema::default(), dialect: "postgresql", skipped: 0 });
         }
     }
 
@@ -1411,26 +1135,11 @@ ALTER TABLE public.customer OWNER TO postgres;
             r#"CREATE TABLE "Sales"."Order" ("Id" int PRIMARY KEY, CustomerId int REFERENCES Sales.Customer (Id));"#,
         );
         let order = &parsed.schema.tables[0];
-        assert_eq!(
-            (order.schema.as_deref(), order.name.as_str()),
-            (Some("Sales"), "Order")
-        );
-        assert_eq!(
-            order.columns,
-            [
-                column("Id", "int", false),
-                column("customerid", "int", true)
-            ]
-        );
+        assert_eq!((order.schema.as_deref(), order.name.as_str()), (Some("Sales"), "Order"));
+        assert_eq!(order.columns, [column("Id", "int", false), column("customerid", "int", true)]);
         assert_eq!(
             order.foreign_keys,
-            [fk(
-                &["customerid"],
-                Some("sales"),
-                "customer",
-                &["id"],
-                ReferentialAction::NoAction
-            )]
+            [fk(&["customerid"], Some("sales"), "customer", &["id"], ReferentialAction::NoAction)]
         );
     }
 
@@ -1520,9 +1229,6 @@ ALTER TABLE public.customer OWNER TO postgres;
              CREATE TABLE a (id int, name text);",
         );
         assert_eq!(table_names(&parsed), ["a", "b"]);
-        assert_eq!(
-            table(&parsed, "a").columns,
-            [column("id", "int", true), column("name", "text", true)]
-        );
+        assert_eq!(table(&parsed, "a").columns, [column("id", "int", true), column("name", "text", true)]);
     }
 }

@@ -32,6 +32,8 @@ pub struct Table {
     pub foreign_keys: Vec<ForeignKey>,
     /// Indexes, including those behind primary-key and unique constraints.
     pub indexes: Vec<Index>,
+    /// A PostgreSQL partitioned table: a row's `ctid` is unique only within its partition.
+    pub partitioned: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -88,20 +90,14 @@ impl Table {
     pub fn column(&self, name: &str) -> Option<&Column> {
         self.columns.iter().find(|c| c.name == name).or_else(|| {
             // SQLite and unquoted PostgreSQL names are case-insensitive.
-            self.columns
-                .iter()
-                .find(|c| c.name.eq_ignore_ascii_case(name))
+            self.columns.iter().find(|c| c.name.eq_ignore_ascii_case(name))
         })
     }
 
     /// Whether some index (or the primary key) starts with `column`, so finding a parent's
     /// children by that column does not scan the whole table.
     pub fn has_index_leading_with(&self, column: &str) -> bool {
-        let leads = |columns: &[String]| {
-            columns
-                .first()
-                .is_some_and(|c| c.eq_ignore_ascii_case(column))
-        };
+        let leads = |columns: &[String]| columns.first().is_some_and(|c| c.eq_ignore_ascii_case(column));
         leads(&self.primary_key) || self.indexes.iter().any(|index| leads(&index.columns))
     }
 
@@ -124,15 +120,10 @@ impl Schema {
         };
         let matches = |table: &&Table, exact: bool| {
             let same = |a: &str, b: &str| {
-                if exact {
-                    a == b
-                } else {
-                    a.eq_ignore_ascii_case(b)
-                }
+                if exact { a == b } else { a.eq_ignore_ascii_case(b) }
             };
             same(&table.name, name)
-                && schema
-                    .is_none_or(|schema| table.schema.as_deref().is_some_and(|s| same(s, schema)))
+                && schema.is_none_or(|schema| table.schema.as_deref().is_some_and(|s| same(s, schema)))
         };
         if let Some(table) = self.tables.iter().find(|t| matches(t, true)) {
             return Some(table);
@@ -145,18 +136,12 @@ impl Schema {
     }
 
     /// Every foreign key that points at `table`, with the table it is declared on.
-    pub fn references_to<'a>(
-        &'a self,
-        table: &'a Table,
-    ) -> impl Iterator<Item = (&'a Table, &'a ForeignKey)> + 'a {
+    pub fn references_to<'a>(&'a self, table: &'a Table) -> impl Iterator<Item = (&'a Table, &'a ForeignKey)> + 'a {
         self.tables.iter().flat_map(move |child| {
             child
                 .foreign_keys
                 .iter()
-                .filter(move |fk| {
-                    self.resolve(fk)
-                        .is_some_and(|target| std::ptr::eq(target, table))
-                })
+                .filter(move |fk| self.resolve(fk).is_some_and(|target| std::ptr::eq(target, table)))
                 .map(move |fk| (child, fk))
         })
     }

@@ -11,7 +11,7 @@ use crate::db::DbError;
 
 /// The tables: ordinary and partitioned, not partitions, on the search_path.
 const TABLES: &str = "
-    SELECT c.oid::int8 AS oid, n.nspname::text AS schema, c.relname::text AS name
+    SELECT c.oid::int8 AS oid, n.nspname::text AS schema, c.relname::text AS name, c.relkind = 'p' AS partitioned
     FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
     WHERE c.relkind IN ('r', 'p') AND NOT c.relispartition AND n.nspname = ANY (current_schemas(false))
     ORDER BY array_position(current_schemas(false), n.nspname), c.relname";
@@ -65,6 +65,7 @@ pub async fn introspect(pool: &PgPool) -> Result<Schema, DbError> {
                 Table {
                     schema: Some(row.get("schema")),
                     name: row.get("name"),
+                    partitioned: row.get("partitioned"),
                     ..Table::default()
                 },
             )
@@ -72,11 +73,7 @@ pub async fn introspect(pool: &PgPool) -> Result<Schema, DbError> {
         .filter(|(_, table)| !table.name.starts_with(OWN_TABLE_PREFIX))
         .collect();
     let oids: Vec<i64> = tables.iter().map(|(oid, _)| *oid).collect();
-    let position: HashMap<i64, usize> = oids
-        .iter()
-        .enumerate()
-        .map(|(index, oid)| (*oid, index))
-        .collect();
+    let position: HashMap<i64, usize> = oids.iter().enumerate().map(|(index, oid)| (*oid, index)).collect();
 
     for row in query(COLUMNS).bind(&oids).fetch_all(pool).await? {
         if let Some(table) = table_mut(&mut tables, &position, row.get("oid")) {
@@ -94,21 +91,12 @@ pub async fn introspect(pool: &PgPool) -> Result<Schema, DbError> {
         let columns: Vec<String> = row.get("columns");
         match row.get::<String, _>("kind").as_str() {
             "p" => table.primary_key = columns,
-            "u" => add_index(
-                table,
-                Index {
-                    name: Some(row.get("name")),
-                    columns,
-                    unique: true,
-                },
-            ),
+            "u" => add_index(table, Index { name: Some(row.get("name")), columns, unique: true }),
             _ => {
                 let key = ForeignKey {
                     columns,
                     referenced_schema: row.get("referenced_schema"),
-                    referenced_table: row
-                        .get::<Option<String>, _>("referenced_table")
-                        .unwrap_or_default(),
+                    referenced_table: row.get::<Option<String>, _>("referenced_table").unwrap_or_default(),
                     referenced_columns: row.get("referenced_columns"),
                     on_delete: referential_action(&row.get::<String, _>("on_delete")),
                 };
@@ -130,26 +118,16 @@ pub async fn introspect(pool: &PgPool) -> Result<Schema, DbError> {
         };
         add_index(table, index);
     }
-    Ok(Schema {
-        tables: tables.into_iter().map(|(_, table)| table).collect(),
-    })
+    Ok(Schema { tables: tables.into_iter().map(|(_, table)| table).collect() })
 }
 
-fn table_mut<'a>(
-    tables: &'a mut [(i64, Table)],
-    position: &HashMap<i64, usize>,
-    oid: i64,
-) -> Option<&'a mut Table> {
+fn table_mut<'a>(tables: &'a mut [(i64, Table)], position: &HashMap<i64, usize>, oid: i64) -> Option<&'a mut Table> {
     position.get(&oid).map(|&index| &mut tables[index].1)
 }
 
 /// Partitions repeat their parent's indexes; one per column list is enough to know what leads.
 fn add_index(table: &mut Table, index: Index) {
-    if !table
-        .indexes
-        .iter()
-        .any(|existing| existing.columns == index.columns && existing.unique == index.unique)
-    {
+    if !table.indexes.iter().any(|existing| existing.columns == index.columns && existing.unique == index.unique) {
         table.indexes.push(index);
     }
 }

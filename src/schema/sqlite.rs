@@ -14,26 +14,19 @@ pub async fn introspect(pool: &SqlitePool) -> Result<Schema, DbError> {
     .fetch_all(pool)
     .await?;
     let mut tables = Vec::new();
-    for name in names
-        .into_iter()
-        .filter(|name| !name.starts_with(OWN_TABLE_PREFIX))
-    {
+    for name in names.into_iter().filter(|name| !name.starts_with(OWN_TABLE_PREFIX)) {
         tables.push(table(pool, name).await?);
     }
     Ok(Schema { tables })
 }
 
 async fn table(pool: &SqlitePool, name: String) -> Result<Table, DbError> {
-    let columns =
-        query(r#"SELECT name, type, "notnull", pk FROM pragma_table_info(?) ORDER BY cid"#)
-            .bind(&name)
-            .fetch_all(pool)
-            .await?;
-    let mut primary_key: Vec<(i64, String)> = columns
-        .iter()
-        .filter(|row| row.get::<i64, _>("pk") > 0)
-        .map(|row| (row.get("pk"), row.get("name")))
-        .collect();
+    let columns = query(r#"SELECT name, type, "notnull", pk FROM pragma_table_info(?) ORDER BY cid"#)
+        .bind(&name)
+        .fetch_all(pool)
+        .await?;
+    let mut primary_key: Vec<(i64, String)> =
+        columns.iter().filter(|row| row.get::<i64, _>("pk") > 0).map(|row| (row.get("pk"), row.get("name"))).collect();
     primary_key.sort();
     let columns = columns
         .iter()
@@ -45,6 +38,7 @@ async fn table(pool: &SqlitePool, name: String) -> Result<Table, DbError> {
         .collect();
     Ok(Table {
         schema: None,
+        partitioned: false,
         foreign_keys: foreign_keys(pool, &name).await?,
         indexes: indexes(pool, &name).await?,
         primary_key: primary_key.into_iter().map(|(_, column)| column).collect(),
@@ -95,19 +89,16 @@ fn referential_action(text: &str) -> ReferentialAction {
 }
 
 async fn indexes(pool: &SqlitePool, table: &str) -> Result<Vec<Index>, DbError> {
-    let list = query(r#"SELECT name, "unique" FROM pragma_index_list(?) ORDER BY seq"#)
-        .bind(table)
-        .fetch_all(pool)
-        .await?;
+    let list =
+        query(r#"SELECT name, "unique" FROM pragma_index_list(?) ORDER BY seq"#).bind(table).fetch_all(pool).await?;
     let mut indexes = Vec::new();
     for row in list {
         let name: String = row.get("name");
         // Expression columns have no name; keep the plain columns up to the first of them.
-        let columns: Vec<Option<String>> =
-            sqlx::query_scalar("SELECT name FROM pragma_index_info(?) ORDER BY seqno")
-                .bind(&name)
-                .fetch_all(pool)
-                .await?;
+        let columns: Vec<Option<String>> = sqlx::query_scalar("SELECT name FROM pragma_index_info(?) ORDER BY seqno")
+            .bind(&name)
+            .fetch_all(pool)
+            .await?;
         indexes.push(Index {
             columns: columns.into_iter().map_while(|column| column).collect(),
             unique: row.get::<i64, _>("unique") != 0,

@@ -10,11 +10,7 @@ use tempfile::TempDir;
 /// The `cascade` binary, run inside `dir` with a clean environment for its settings.
 pub fn cascade(dir: &Path) -> Command {
     let mut command = Command::cargo_bin("cascade").expect("the cascade binary is built");
-    command
-        .current_dir(dir)
-        .env_remove("CASCADE_DATABASE_URL")
-        .env_remove("CASCADE_LOG")
-        .env("NO_COLOR", "1");
+    command.current_dir(dir).env_remove("CASCADE_DATABASE_URL").env_remove("CASCADE_LOG").env("NO_COLOR", "1");
     command
 }
 
@@ -23,8 +19,7 @@ pub fn project(files: &[(&str, &str)]) -> TempDir {
     let dir = tempfile::tempdir().expect("a temporary directory");
     for (path, text) in files {
         let path = dir.path().join(path);
-        std::fs::create_dir_all(path.parent().expect("a file has a parent"))
-            .expect("create directories");
+        std::fs::create_dir_all(path.parent().expect("a file has a parent")).expect("create directories");
         std::fs::write(path, text).expect("write a fixture file");
     }
     dir
@@ -43,14 +38,10 @@ pub fn postgres_server() -> Option<String> {
     match std::env::var("CASCADE_TEST_POSTGRES_URL") {
         Ok(url) => Some(url),
         Err(_) if std::env::var_os("CI").is_some() => {
-            panic!(
-                "CI is set but CASCADE_TEST_POSTGRES_URL is not: .ci/run starts PostgreSQL with scripts/pg-start"
-            )
+            panic!("CI is set but CASCADE_TEST_POSTGRES_URL is not: .ci/run starts PostgreSQL with scripts/pg-start")
         }
         Err(_) => {
-            eprintln!(
-                "skipped: run `export CASCADE_TEST_POSTGRES_URL=$(scripts/pg-start)` for the PostgreSQL tests"
-            );
+            eprintln!("skipped: run `export CASCADE_TEST_POSTGRES_URL=$(scripts/pg-start)` for the PostgreSQL tests");
             None
         }
     }
@@ -63,21 +54,14 @@ pub fn postgres_database(ddl: &str) -> Option<String> {
     let name = format!("cascade_test_{}_{number}", std::process::id());
     let url = with_database(&server, &name);
     block_on(async {
-        let admin = sqlx::PgPool::connect(&server)
-            .await
-            .expect("connect to the test server");
+        let admin = sqlx::PgPool::connect(&server).await.expect("connect to the test server");
         sqlx::raw_sql(sqlx::AssertSqlSafe(format!("CREATE DATABASE {name}")))
             .execute(&admin)
             .await
             .expect("create a test database");
         admin.close().await;
-        let pool = sqlx::PgPool::connect(&url)
-            .await
-            .expect("connect to the test database");
-        sqlx::raw_sql(sqlx::AssertSqlSafe(ddl.to_owned()))
-            .execute(&pool)
-            .await
-            .expect("apply the test schema");
+        let pool = sqlx::PgPool::connect(&url).await.expect("connect to the test database");
+        sqlx::raw_sql(sqlx::AssertSqlSafe(ddl.to_owned())).execute(&pool).await.expect("apply the test schema");
         pool.close().await;
     });
     Some(url)
@@ -85,12 +69,8 @@ pub fn postgres_database(ddl: &str) -> Option<String> {
 
 /// The server URL with another database name (keeping `?host=...` for a Unix socket).
 fn with_database(server: &str, name: &str) -> String {
-    let (base, query) = server
-        .split_once('?')
-        .map_or((server, None), |(b, q)| (b, Some(q)));
-    let (authority, _) = base
-        .rsplit_once('/')
-        .expect("a postgres URL has a database path");
+    let (base, query) = server.split_once('?').map_or((server, None), |(b, q)| (b, Some(q)));
+    let (authority, _) = base.rsplit_once('/').expect("a postgres URL has a database path");
     match query {
         Some(query) => format!("{authority}/{name}?{query}"),
         None => format!("{authority}/{name}"),
@@ -99,29 +79,17 @@ fn with_database(server: &str, name: &str) -> String {
 
 /// A new SQLite database file in `dir` with `ddl` applied; its URL.
 pub fn sqlite_database(dir: &Path, ddl: &str) -> String {
-    let path = dir.join(format!(
-        "test_{}.db",
-        DATABASES.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
-    ));
+    let path = dir.join(format!("test_{}.db", DATABASES.fetch_add(1, std::sync::atomic::Ordering::Relaxed)));
     let url = format!("sqlite://{}", path.display());
     block_on(async {
         let options: sqlx::sqlite::SqliteConnectOptions = url.parse().expect("a sqlite URL");
-        let pool = sqlx::SqlitePool::connect_with(options.create_if_missing(true))
-            .await
-            .expect("create the database");
-        sqlx::raw_sql(sqlx::AssertSqlSafe(ddl.to_owned()))
-            .execute(&pool)
-            .await
-            .expect("apply the test schema");
+        let pool = sqlx::SqlitePool::connect_with(options.create_if_missing(true)).await.expect("create the database");
+        sqlx::raw_sql(sqlx::AssertSqlSafe(ddl.to_owned())).execute(&pool).await.expect("apply the test schema");
         pool.close().await;
     });
     url
 }
 
 pub fn block_on<F: std::future::Future>(future: F) -> F::Output {
-    tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .expect("a runtime")
-        .block_on(future)
+    tokio::runtime::Builder::new_current_thread().enable_all().build().expect("a runtime").block_on(future)
 }

@@ -14,10 +14,8 @@ pub fn check(context: &Context<'_>, diagnostics: &mut Vec<Diagnostic>) {
             }
         }
         for relation in &model.children {
-            let (Some(strategy), Some(child_model)) = (
-                bulk(&relation.strategy),
-                config.model(&relation.model.value),
-            ) else {
+            let (Some(strategy), Some(child_model)) = (bulk(&relation.strategy), config.model(&relation.model.value))
+            else {
                 continue;
             };
             if let Some(grandchild) = first_delete_child(child_model) {
@@ -32,26 +30,14 @@ fn bulk(strategy: &Option<Located<Strategy>>) -> Option<&Located<Strategy>> {
 }
 
 fn first_delete_child(model: &Model) -> Option<&str> {
-    model
-        .children
-        .iter()
-        .find(|r| r.action() == OnDelete::Delete)
-        .map(|r| r.model.value.as_str())
+    model.children.iter().find(|r| r.action() == OnDelete::Delete).map(|r| r.model.value.as_str())
 }
 
-fn diagnostic(
-    strategy: &Located<Strategy>,
-    model: &Model,
-    child: &str,
-    set_on: &str,
-) -> Diagnostic {
+fn diagnostic(strategy: &Located<Strategy>, model: &Model, child: &str, set_on: &str) -> Diagnostic {
     Diagnostic::new(
         Code::BulkWithChildren,
         strategy.location.clone(),
-        format!(
-            "`{}` is deleted in bulk but has delete-children (`{child}`) that would be orphaned",
-            model.name.value
-        ),
+        format!("`{}` is deleted in bulk but has delete-children (`{child}`) that would be orphaned", model.name.value),
     )
     .label(format!("bulk strategy set on this {set_on}"))
     .help(r#"use `strategy = "per_row"` for models with children"#)
@@ -79,19 +65,13 @@ strategy = "bulk"
 
     #[test]
     fn reports_bulk_models_and_bulk_relations_with_children() {
-        assert_eq!(
-            fixture::codes(CONFIG),
-            vec![(Code::BulkWithChildren, 4), (Code::BulkWithChildren, 9)]
-        );
+        assert_eq!(fixture::codes(CONFIG), vec![(Code::BulkWithChildren, 4), (Code::BulkWithChildren, 9)]);
         insta::assert_snapshot!(fixture::human(CONFIG));
     }
 
     #[test]
     fn nullified_children_are_allowed_under_a_bulk_model() {
-        let config = CONFIG.replace(
-            r#"column = "project_id""#,
-            r#"column = "project_id", on_delete = "nullify""#,
-        );
+        let config = CONFIG.replace(r#"column = "project_id""#, r#"column = "project_id", on_delete = "nullify""#);
         assert_eq!(fixture::codes(&config), vec![]);
     }
 }

@@ -7,11 +7,7 @@ use crate::planner::Context;
 
 pub fn check(context: &Context<'_>, diagnostics: &mut Vec<Diagnostic>) {
     for model in context.config.models.values() {
-        let Some(strategy) = model
-            .strategy
-            .as_ref()
-            .filter(|s| s.value == Strategy::Bulk)
-        else {
+        let Some(strategy) = model.strategy.as_ref().filter(|s| s.value == Strategy::Bulk) else {
             continue;
         };
         let mut needs_rows = Vec::new();
@@ -28,11 +24,7 @@ pub fn check(context: &Context<'_>, diagnostics: &mut Vec<Diagnostic>) {
             Diagnostic::new(
                 Code::BulkWithRowData,
                 strategy.location.clone(),
-                format!(
-                    "`{}` is deleted in bulk but has {}",
-                    model.name.value,
-                    needs_rows.join(" and ")
-                ),
+                format!("`{}` is deleted in bulk but has {}", model.name.value, needs_rows.join(" and ")),
             )
             .label("bulk loads no rows")
             .help(r#"use `strategy = "per_row"`, which loads each chunk's rows"#),
@@ -67,10 +59,7 @@ categories = ["organization_update"]
     #[test]
     fn an_outbox_category_without_payload_is_fine_in_bulk() {
         let config = CONFIG
-            .replace(
-                "status = { column = \"status\", proceed = [1], in_progress = 2 }\n",
-                "",
-            )
+            .replace("status = { column = \"status\", proceed = [1], in_progress = 2 }\n", "")
             .replace("outbox_payload = [\"slug\"]\n", "");
         assert_eq!(fixture::codes(&config), vec![]);
     }

@@ -50,10 +50,7 @@ categories = ["project_update"]
 
     #[test]
     fn names_both_places() {
-        assert_eq!(
-            fixture::codes(CONFIG),
-            vec![(Code::CategoryInManyScopes, 8)]
-        );
+        assert_eq!(fixture::codes(CONFIG), vec![(Code::CategoryInManyScopes, 8)]);
         insta::assert_snapshot!(fixture::human(CONFIG));
     }
 
@@ -63,10 +60,6 @@ categories = ["project_update"]
         let (diagnostics, sources) = fixture::check_files(&[("a.toml", first), ("b.toml", second)]);
         assert_eq!(diagnostics.len(), 1);
         assert_eq!(sources.describe(&diagnostics[0].location), "b.toml:3:15");
-        assert!(
-            diagnostics[0].message.contains("a.toml:4:38"),
-            "{}",
-            diagnostics[0].message
-        );
+        assert!(diagnostics[0].message.contains("a.toml:4:38"), "{}", diagnostics[0].message);
     }
 }

@@ -7,20 +7,22 @@ use crate::planner::Context;
 
 pub fn check(context: &Context<'_>, diagnostics: &mut Vec<Diagnostic>) {
     let config = context.config;
-    let settings = [
-        &config.settings.per_row_chunk_size,
-        &config.settings.bulk_chunk_size,
-    ];
+    let settings = [&config.settings.per_row_chunk_size, &config.settings.bulk_chunk_size];
     let models = config.models.values().flat_map(|model| {
-        std::iter::once(&model.chunk_size)
-            .chain(model.children.iter().map(|relation| &relation.chunk_size))
+        std::iter::once(&model.chunk_size).chain(model.children.iter().map(|relation| &relation.chunk_size))
     });
     for size in settings.into_iter().chain(models).flatten() {
         if let Some(problem) = problem(size) {
             diagnostics.push(
-                Diagnostic::new(Code::InvalidChunkSize, size.location.clone(), format!("chunk size {} {problem}", size.value))
-                    .label("invalid chunk size")
-                    .help(format!("use a chunk size from 1 to {MAX_CHUNK_SIZE}; the defaults are 100 (per_row) and 10000 (bulk)")),
+                Diagnostic::new(
+                    Code::InvalidChunkSize,
+                    size.location.clone(),
+                    format!("chunk size {} {problem}", size.value),
+                )
+                .label("invalid chunk size")
+                .help(format!(
+                    "use a chunk size from 1 to {MAX_CHUNK_SIZE}; the defaults are 100 (per_row) and 10000 (bulk)"
+                )),
             );
         }
     }
@@ -57,11 +59,7 @@ chunk_size = 1000000
     fn reports_zero_and_absurd_sizes_everywhere() {
         assert_eq!(
             fixture::codes(CONFIG),
-            vec![
-                (Code::InvalidChunkSize, 3),
-                (Code::InvalidChunkSize, 7),
-                (Code::InvalidChunkSize, 8)
-            ]
+            vec![(Code::InvalidChunkSize, 3), (Code::InvalidChunkSize, 7), (Code::InvalidChunkSize, 8)]
         );
         insta::assert_snapshot!(fixture::human(CONFIG));
     }

@@ -9,14 +9,7 @@ use crate::schema::{ReferentialAction, Table};
 
 pub fn check(context: &Context<'_>, diagnostics: &mut Vec<Diagnostic>) {
     let Some(schema) = context.schema else { return };
-    for SchemaRelation {
-        parent,
-        parent_table,
-        relation,
-        child_table,
-        ..
-    } in context.schema_relations()
-    {
+    for SchemaRelation { parent, parent_table, relation, child_table, .. } in context.schema_relations() {
         let Some(parent_table) = parent_table else {
             continue;
         };
@@ -28,13 +21,7 @@ pub fn check(context: &Context<'_>, diagnostics: &mut Vec<Diagnostic>) {
             .map(|key| key.on_delete)
             .find(|action| matches!(action, ReferentialAction::Cascade | ReferentialAction::SetNull));
         if let Some(action) = action {
-            diagnostics.push(note(
-                parent,
-                child_table,
-                &relation.column.value,
-                action,
-                &relation.location,
-            ));
+            diagnostics.push(note(parent, child_table, &relation.column.value, action, &relation.location));
         }
     }
 }
@@ -91,10 +78,7 @@ strategy = "bulk"
 
     #[test]
     fn notes_a_relation_the_database_cascades_itself() {
-        assert_eq!(
-            fixture::codes_against(CONFIG, Some(DDL)),
-            vec![(Code::DatabaseCascade, 5)]
-        );
+        assert_eq!(fixture::codes_against(CONFIG, Some(DDL)), vec![(Code::DatabaseCascade, 5)]);
         insta::assert_snapshot!(fixture::human_against(CONFIG, Some(DDL)));
     }
 }

@@ -11,9 +11,7 @@ use crate::diagnostic::{Code, Diagnostic, Location};
 use crate::planner::Context;
 
 pub fn check(context: &Context<'_>, diagnostics: &mut Vec<Diagnostic>) {
-    let deletes = EdgeFiltered::from_fn(&context.graph.graph, |edge| {
-        edge.weight().action == OnDelete::Delete
-    });
+    let deletes = EdgeFiltered::from_fn(&context.graph.graph, |edge| edge.weight().action == OnDelete::Delete);
     for component in tarjan_scc(&deletes) {
         let mut members: Vec<usize> = component.iter().map(|node| node.index()).collect();
         members.sort_unstable();
@@ -74,15 +72,9 @@ fn walk_back(start: usize, mut reached_by: HashMap<usize, Step>) -> Vec<Step> {
 
 fn report(context: &Context<'_>, cycle: &[Step]) -> Diagnostic {
     let config = context.config;
-    let relation_location = |step: &Step| -> Location {
-        config.models[step.parent].children[step.relation]
-            .location
-            .clone()
-    };
-    let mut path: Vec<&str> = cycle
-        .iter()
-        .map(|step| config.models[step.parent].name.value.as_str())
-        .collect();
+    let relation_location =
+        |step: &Step| -> Location { config.models[step.parent].children[step.relation].location.clone() };
+    let mut path: Vec<&str> = cycle.iter().map(|step| config.models[step.parent].name.value.as_str()).collect();
     path.push(path[0]);
     let path = path.join(" → ");
     let mut diagnostic =
@@ -92,10 +84,7 @@ fn report(context: &Context<'_>, cycle: &[Step]) -> Diagnostic {
     for step in &cycle[1..] {
         let parent = &config.models[step.parent];
         let child = &parent.children[step.relation].model.value;
-        diagnostic = diagnostic.related(
-            relation_location(step),
-            format!("then `{}` → `{child}`", parent.name.value),
-        );
+        diagnostic = diagnostic.related(relation_location(step), format!("then `{}` → `{child}`", parent.name.value));
     }
     diagnostic
 }
@@ -139,24 +128,17 @@ children = [{ model = "employee", column = "reports_to" }]
 
     #[test]
     fn a_nullify_relation_breaks_the_cycle() {
-        let broken = SELF_REFERENCE.replace(
-            r#"column = "reports_to""#,
-            r#"column = "reports_to", on_delete = "nullify""#,
-        );
+        let broken =
+            SELF_REFERENCE.replace(r#"column = "reports_to""#, r#"column = "reports_to", on_delete = "nullify""#);
         assert_eq!(fixture::codes(&broken), vec![]);
-        let broken = THREE_MODELS.replace(
-            r#"column = "last_release_id""#,
-            r#"column = "last_release_id", on_delete = "nullify""#,
-        );
+        let broken = THREE_MODELS
+            .replace(r#"column = "last_release_id""#, r#"column = "last_release_id", on_delete = "nullify""#);
         assert_eq!(fixture::codes(&broken), vec![]);
     }
 
     #[test]
     fn two_separate_cycles_are_two_diagnostics() {
         let both = format!("{THREE_MODELS}\n{SELF_REFERENCE}");
-        assert_eq!(
-            fixture::codes(&both),
-            vec![(Code::DeleteCycle, 4), (Code::DeleteCycle, 17)]
-        );
+        assert_eq!(fixture::codes(&both), vec![(Code::DeleteCycle, 4), (Code::DeleteCycle, 17)]);
     }
 }

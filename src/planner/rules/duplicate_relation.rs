@@ -9,10 +9,7 @@ pub fn check(context: &Context<'_>, diagnostics: &mut Vec<Diagnostic>) {
     for model in context.config.models.values() {
         let mut seen = HashMap::new();
         for relation in &model.children {
-            let key = (
-                relation.model.value.as_str(),
-                relation.column.value.as_str(),
-            );
+            let key = (relation.model.value.as_str(), relation.column.value.as_str());
             let Some(first) = seen.get(&key) else {
                 seen.insert(key, &relation.location);
                 continue;
@@ -62,10 +59,7 @@ table = "project"
 
     #[test]
     fn the_same_model_by_another_column_is_not_a_duplicate() {
-        let config = CONFIG.replace(
-            r#"column = "organization_id", strategy = "bulk""#,
-            r#"column = "owner_id""#,
-        );
+        let config = CONFIG.replace(r#"column = "organization_id", strategy = "bulk""#, r#"column = "owner_id""#);
         assert_eq!(fixture::codes(&config), vec![]);
     }
 }

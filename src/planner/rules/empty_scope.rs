@@ -5,21 +5,12 @@ use crate::diagnostic::{Code, Diagnostic};
 use crate::planner::Context;
 
 pub fn check(context: &Context<'_>, diagnostics: &mut Vec<Diagnostic>) {
-    for scope in context
-        .config
-        .outbox
-        .scopes
-        .values()
-        .filter(|scope| scope.categories.is_empty())
-    {
+    for scope in context.config.outbox.scopes.values().filter(|scope| scope.categories.is_empty()) {
         diagnostics.push(
             Diagnostic::new(
                 Code::EmptyScope,
                 scope.name.location.clone(),
-                format!(
-                    "outbox scope `{}` registers no categories",
-                    scope.name.value
-                ),
+                format!("outbox scope `{}` registers no categories", scope.name.value),
             )
             .label("empty scope")
             .help("add its categories, or remove the scope"),

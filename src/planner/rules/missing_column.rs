@@ -24,31 +24,17 @@ pub fn check(context: &Context<'_>, diagnostics: &mut Vec<Diagnostic>) {
             missing(&column.value, &column.location, "outbox payload");
         }
     }
-    for SchemaRelation {
-        parent,
-        relation,
-        child_table,
-        ..
-    } in context.schema_relations()
-    {
+    for SchemaRelation { parent, relation, child_table, .. } in context.schema_relations() {
         if child_table.column(&relation.column.value).is_none() {
             let role = format!("relation from `{}`", parent.name.value);
-            diagnostics.push(diagnostic(
-                child_table,
-                &relation.column.value,
-                &relation.column.location,
-                &role,
-            ));
+            diagnostics.push(diagnostic(child_table, &relation.column.value, &relation.column.location, &role));
         }
     }
 }
 
 /// A per_row model deletes by key, so its key (declared, or the default `id`) must exist.
 fn key_column(model: &Model, missing: &mut impl FnMut(&str, &Location, &str)) {
-    let bulk = model
-        .strategy
-        .as_ref()
-        .is_some_and(|s| s.value == Strategy::Bulk);
+    let bulk = model.strategy.as_ref().is_some_and(|s| s.value == Strategy::Bulk);
     match &model.key {
         Some(Located { value, location }) => missing(value, location, "key"),
         None if !bulk => missing("id", &model.table.location, "the default key: set `key`"),
@@ -58,9 +44,7 @@ fn key_column(model: &Model, missing: &mut impl FnMut(&str, &Location, &str)) {
 
 fn diagnostic(table: &Table, column: &str, location: &Location, role: &str) -> Diagnostic {
     let primary_key = match table.primary_key.as_slice() {
-        [key] if role.contains("key") => {
-            Some(format!("set `key = \"{key}\"`, the table's primary key"))
-        }
+        [key] if role.contains("key") => Some(format!("set `key = \"{key}\"`, the table's primary key")),
         _ => None,
     };
     let help = primary_key
@@ -72,10 +56,7 @@ fn diagnostic(table: &Table, column: &str, location: &Location, role: &str) -> D
     Diagnostic::new(
         Code::MissingColumn,
         location.clone(),
-        format!(
-            "`{column}` is not a column of table `{}` ({role})",
-            table.name
-        ),
+        format!("`{column}` is not a column of table `{}` ({role})", table.name),
     )
     .label("no such column")
     .help(help)

@@ -25,11 +25,7 @@ pub fn check(context: &Context<'_>, diagnostics: &mut Vec<Diagnostic>) {
                 category.location.clone(),
                 format!(
                     "model `{}` writes category `{}` of scope `{}`, whose shard key `{}` is not a column of `{}`",
-                    model.name.value,
-                    category.value,
-                    scope.name.value,
-                    scope.shard_key.value,
-                    table.name
+                    model.name.value, category.value, scope.name.value, scope.shard_key.value, table.name
                 ),
             )
             .label("no shard key for these outbox rows")
@@ -64,10 +60,7 @@ categories = ["organization_update", "project_update"]
 
     #[test]
     fn reports_the_model_whose_table_lacks_the_shard_key() {
-        assert_eq!(
-            fixture::codes_against(CONFIG, Some(DDL)),
-            vec![(Code::MissingShardKey, 4)]
-        );
+        assert_eq!(fixture::codes_against(CONFIG, Some(DDL)), vec![(Code::MissingShardKey, 4)]);
         insta::assert_snapshot!(fixture::human_against(CONFIG, Some(DDL)));
     }
 }

@@ -16,10 +16,7 @@ pub fn check(context: &Context<'_>, diagnostics: &mut Vec<Diagnostic>) {
             Diagnostic::new(
                 Code::MissingTable,
                 table.location.clone(),
-                format!(
-                    "table `{}` of model `{}` is not in the schema",
-                    table.value, model.name.value
-                ),
+                format!("table `{}` of model `{}` is not in the schema", table.value, model.name.value),
             )
             .label("no such table")
             .help(help),
@@ -40,10 +37,7 @@ table = "organisation"
 
     #[test]
     fn reports_the_table_with_the_nearest_name() {
-        assert_eq!(
-            fixture::codes_against(CONFIG, Some(DDL)),
-            vec![(Code::MissingTable, 3)]
-        );
+        assert_eq!(fixture::codes_against(CONFIG, Some(DDL)), vec![(Code::MissingTable, 3)]);
         insta::assert_snapshot!(fixture::human_against(CONFIG, Some(DDL)));
     }
 

@@ -6,23 +6,11 @@ use crate::diagnostic::{Code, Diagnostic};
 use crate::planner::{Context, SchemaRelation};
 
 pub fn check(context: &Context<'_>, diagnostics: &mut Vec<Diagnostic>) {
-    for SchemaRelation {
-        relation,
-        child_table,
-        ..
-    } in context.schema_relations()
-    {
-        let Some(on_delete) = relation
-            .on_delete
-            .as_ref()
-            .filter(|a| a.value == OnDelete::Nullify)
-        else {
+    for SchemaRelation { relation, child_table, .. } in context.schema_relations() {
+        let Some(on_delete) = relation.on_delete.as_ref().filter(|a| a.value == OnDelete::Nullify) else {
             continue;
         };
-        let Some(column) = child_table
-            .column(&relation.column.value)
-            .filter(|c| !c.nullable)
-        else {
+        let Some(column) = child_table.column(&relation.column.value).filter(|c| !c.nullable) else {
             continue;
         };
         diagnostics.push(
@@ -60,10 +48,7 @@ children = [{ model = "employee", column = "reports_to", on_delete = "nullify" }
 
     #[test]
     fn a_not_null_column_cannot_be_nullified_but_a_nullable_one_can() {
-        assert_eq!(
-            fixture::codes_against(CONFIG, Some(DDL)),
-            vec![(Code::NullifyNotNull, 4)]
-        );
+        assert_eq!(fixture::codes_against(CONFIG, Some(DDL)), vec![(Code::NullifyNotNull, 4)]);
         insta::assert_snapshot!(fixture::human_against(CONFIG, Some(DDL)));
     }
 }

@@ -5,12 +5,7 @@ use crate::diagnostic::{Code, Diagnostic};
 use crate::planner::Context;
 
 pub fn check(context: &Context<'_>, diagnostics: &mut Vec<Diagnostic>) {
-    for model in context
-        .config
-        .models
-        .values()
-        .filter(|model| model.outbox.is_none())
-    {
+    for model in context.config.models.values().filter(|model| model.outbox.is_none()) {
         let Some(first) = model.outbox_payload.first() else {
             continue;
         };
@@ -18,10 +13,7 @@ pub fn check(context: &Context<'_>, diagnostics: &mut Vec<Diagnostic>) {
             Diagnostic::new(
                 Code::PayloadWithoutOutbox,
                 first.location.clone(),
-                format!(
-                    "model `{}` has an `outbox_payload` but writes no outbox category",
-                    model.name.value
-                ),
+                format!("model `{}` has an `outbox_payload` but writes no outbox category", model.name.value),
             )
             .label("payload for no outbox row")
             .help("set `outbox = \"CATEGORY\"` on the model, or remove `outbox_payload`"),
@@ -42,10 +34,7 @@ outbox_payload = ["slug"]
 
     #[test]
     fn warns_about_a_payload_without_category() {
-        assert_eq!(
-            fixture::codes(CONFIG),
-            vec![(Code::PayloadWithoutOutbox, 4)]
-        );
+        assert_eq!(fixture::codes(CONFIG), vec![(Code::PayloadWithoutOutbox, 4)]);
         insta::assert_snapshot!(fixture::human(CONFIG));
     }
 }

@@ -6,18 +6,9 @@ use crate::diagnostic::{Code, Diagnostic};
 use crate::planner::{Context, SchemaRelation};
 
 pub fn check(context: &Context<'_>, diagnostics: &mut Vec<Diagnostic>) {
-    for SchemaRelation {
-        parent,
-        relation,
-        child,
-        child_table,
-        ..
-    } in context.schema_relations()
-    {
+    for SchemaRelation { parent, relation, child, child_table, .. } in context.schema_relations() {
         let column = &relation.column;
-        if child_table.column(&column.value).is_none()
-            || child_table.has_index_leading_with(&column.value)
-        {
+        if child_table.column(&column.value).is_none() || child_table.has_index_leading_with(&column.value) {
             continue;
         }
         let index = format!("{}_{}_idx", child_table.name, column.value);

@@ -14,16 +14,13 @@ pub fn check(context: &Context<'_>, diagnostics: &mut Vec<Diagnostic>) {
             let mut diagnostic = Diagnostic::new(
                 Code::UnknownModel,
                 child.location.clone(),
-                format!(
-                    "model `{}` has a relation to unknown model `{}`",
-                    model.name.value, child.value
-                ),
+                format!("model `{}` has a relation to unknown model `{}`", model.name.value, child.value),
             )
             .label("no model of this name");
-            diagnostic =
-                diagnostic.help(suggest_model(config, &child.value).unwrap_or_else(|| {
-                    format!("declare it as [models.{}] or fix the name", child.value)
-                }));
+            diagnostic = diagnostic.help(
+                suggest_model(config, &child.value)
+                    .unwrap_or_else(|| format!("declare it as [models.{}] or fix the name", child.value)),
+            );
             diagnostics.push(diagnostic);
         }
     }

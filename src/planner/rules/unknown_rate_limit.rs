@@ -14,12 +14,7 @@ pub fn check(context: &Context<'_>, diagnostics: &mut Vec<Diagnostic>) {
             continue;
         }
         let help = did_you_mean(&rate_limit.value, options.keys().map(String::as_str))
-            .unwrap_or_else(|| {
-                format!(
-                    "declare it under [options], for example \"{}\" = 500",
-                    rate_limit.value
-                )
-            });
+            .unwrap_or_else(|| format!("declare it under [options], for example \"{}\" = 500", rate_limit.value));
         diagnostics.push(
             Diagnostic::new(
                 Code::UnknownRateLimit,

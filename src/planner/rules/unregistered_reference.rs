@@ -28,9 +28,7 @@ pub fn check(context: &Context<'_>, diagnostics: &mut Vec<Diagnostic>) {
                     required.location.clone(),
                     format!(
                         "table `{}` references `{}` by `{column}`, but model `{}` declares no relation for it",
-                        child_table.name,
-                        table.name,
-                        model.name.value
+                        child_table.name, table.name, model.name.value
                     ),
                 )
                 .label("every reference must be registered")
@@ -51,29 +49,22 @@ fn declared(context: &Context<'_>, model: &Model, child_table: &Table, key: &For
 fn ignored(model: &Model, child_table: &Table, key: &ForeignKey) -> bool {
     model.ignore_references.iter().any(|ignored| {
         let table = &ignored.table.value;
-        (table.eq_ignore_ascii_case(&child_table.name)
-            || table.eq_ignore_ascii_case(&child_table.name))
-            && key
-                .columns
-                .iter()
-                .any(|column| column.eq_ignore_ascii_case(&ignored.column.value))
+        (table.eq_ignore_ascii_case(&child_table.name) || table.eq_ignore_ascii_case(&child_table.name))
+            && key.columns.iter().any(|column| column.eq_ignore_ascii_case(&ignored.column.value))
     })
 }
 
 /// The TOML to add: the relation (naming the child's model, or a model to declare), or the
 /// ignore entry.
 fn help(context: &Context<'_>, model: &Model, child_table: &Table, column: &str) -> String {
-    let child_model = context.config.models.values().find(|candidate| {
-        context
-            .table_of(candidate)
-            .is_some_and(|table| std::ptr::eq(table, child_table))
-    });
+    let child_model = context
+        .config
+        .models
+        .values()
+        .find(|candidate| context.table_of(candidate).is_some_and(|table| std::ptr::eq(table, child_table)));
     let declare = match child_model {
         Some(_) => String::new(),
-        None => format!(
-            " and declare [models.{0}] with table = \"{0}\"",
-            child_table.name
-        ),
+        None => format!(" and declare [models.{0}] with table = \"{0}\"", child_table.name),
     };
     let child_name = child_model.map_or(child_table.name.as_str(), |m| m.name.value.as_str());
     format!(
@@ -110,38 +101,26 @@ mod tests {
             children.concat()
         );
         for i in 1..=3 {
-            config.push_str(&format!(
-                "\n[models.child_{i:02}]\ntable = \"child_{i:02}\"\nstrategy = \"bulk\"\n"
-            ));
+            config.push_str(&format!("\n[models.child_{i:02}]\ntable = \"child_{i:02}\"\nstrategy = \"bulk\"\n"));
         }
         config
     }
 
     #[test]
     fn all_references_declared_is_clean() {
-        assert_eq!(
-            fixture::codes_against(&config(|_| true), Some(&ddl())),
-            vec![]
-        );
+        assert_eq!(fixture::codes_against(&config(|_| true), Some(&ddl())), vec![]);
     }
 
     #[test]
     fn each_missing_reference_is_named() {
         let config = config(|i| i != 2);
-        let (diagnostics, _) =
-            fixture::check_files_against(&[("cascade.toml", &config)], Some(&ddl()));
+        let (diagnostics, _) = fixture::check_files_against(&[("cascade.toml", &config)], Some(&ddl()));
         let messages: Vec<&str> = diagnostics.iter().map(|d| d.message.as_str()).collect();
         assert_eq!(
             messages,
-            vec![
-                "table `child_02` references `group` by `group_id`, but model `group` declares no relation for it",
-            ]
+            vec!["table `child_02` references `group` by `group_id`, but model `group` declares no relation for it",]
         );
-        assert!(
-            diagnostics
-                .iter()
-                .all(|d| d.code == Code::UnregisteredReference)
-        );
+        assert!(diagnostics.iter().all(|d| d.code == Code::UnregisteredReference));
         assert_eq!(
             diagnostics[0].help.as_deref(),
             Some(
@@ -166,10 +145,7 @@ mod tests {
                    CREATE TABLE legacy (group_id integer REFERENCES \"group\");\n\
                    CREATE INDEX legacy_group ON legacy (group_id);";
         let config = "[models.group]\ntable = \"group\"\nrequire_all_references = true\n";
-        assert_eq!(
-            fixture::codes_against(config, Some(ddl)),
-            vec![(Code::UnregisteredReference, 3)]
-        );
+        assert_eq!(fixture::codes_against(config, Some(ddl)), vec![(Code::UnregisteredReference, 3)]);
         insta::assert_snapshot!(fixture::human_against(config, Some(ddl)));
     }
 }

@@ -6,13 +6,7 @@ use crate::planner::Context;
 
 pub fn check(context: &Context<'_>, diagnostics: &mut Vec<Diagnostic>) {
     let config = context.config;
-    let registered = || {
-        config
-            .outbox
-            .scopes
-            .values()
-            .flat_map(|s| s.categories.iter().map(|c| c.value.as_str()))
-    };
+    let registered = || config.outbox.scopes.values().flat_map(|s| s.categories.iter().map(|c| c.value.as_str()));
     for model in config.models.values() {
         let Some(category) = &model.outbox else {
             continue;
@@ -21,10 +15,7 @@ pub fn check(context: &Context<'_>, diagnostics: &mut Vec<Diagnostic>) {
             continue;
         }
         let help = did_you_mean(&category.value, registered()).unwrap_or_else(|| {
-            format!(
-                "add \"{}\" to the `categories` of one scope under [outbox.scopes]",
-                category.value
-            )
+            format!("add \"{}\" to the `categories` of one scope under [outbox.scopes]", category.value)
         });
         diagnostics.push(
             Diagnostic::new(

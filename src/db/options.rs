@@ -1,0 +1,38 @@
+//! Runtime values of `[options]`: rows of the table `cascade_option` override the config.
+
+use indexmap::IndexMap;
+use sqlx::Row;
+
+use super::{Database, DbError};
+
+const OPTION_TABLE_EXISTS_SQLITE: &str =
+    "SELECT COUNT(*) FROM sqlite_schema WHERE type = 'table' AND name = 'cascade_option'";
+const OPTION_TABLE_EXISTS_POSTGRES: &str = "SELECT COUNT(*) FROM pg_class WHERE oid = to_regclass('cascade_option')";
+const OPTIONS: &str = "SELECT name, CAST(value AS TEXT) AS value FROM cascade_option";
+
+/// The overrides stored in the database; none when the table does not exist yet (it is created
+/// on first use, and a read-only command never creates it).
+pub async fn read_overrides(database: &Database) -> Result<IndexMap<String, f64>, DbError> {
+    let rows = match database {
+        Database::Sqlite(pool) => {
+            let exists: i64 = sqlx::query_scalar(OPTION_TABLE_EXISTS_SQLITE).fetch_one(pool).await?;
+            if exists == 0 {
+                return Ok(IndexMap::new());
+            }
+            sqlx::query(OPTIONS)
+                .fetch_all(pool)
+                .await?
+                .iter()
+                .map(|r| (r.get(0), r.get(1)))
+                .collect::<Vec<(String, String)>>()
+        }
+        Database::Postgres(pool) => {
+            let exists: i64 = sqlx::query_scalar(OPTION_TABLE_EXISTS_POSTGRES).fetch_one(pool).await?;
+            if exists == 0 {
+                return Ok(IndexMap::new());
+            }
+            sqlx::query(OPTIONS).fetch_all(pool).await?.iter().map(|r| (r.get(0), r.get(1))).collect()
+        }
+    };
+    Ok(rows.into_iter().filter_map(|(name, value)| Some((name, value.trim().parse().ok()?))).collect())
+}

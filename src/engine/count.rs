@@ -1,0 +1,172 @@
+//! Exact row counts of a plan, counted in the database through each node's relation path:
+//! a node's rows are those whose column holds the key of a row its parent would delete, down
+//! from the root ids. Nothing is loaded into memory and nothing is changed.
+
+use indexmap::IndexMap;
+use serde::Serialize;
+
+use crate::config::{Config, StatusValue};
+use crate::db::sql::{Dialect, KeyType, Param, SqlBuilder, SqlValue, Statement};
+use crate::db::{Database, DbError};
+use crate::planner::{Action, Plan, PlanNode};
+use crate::schema::Schema;
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct Counts {
+    /// Rows per plan node, by step.
+    pub rows: IndexMap<usize, u64>,
+    /// Rows each model would lose; a row reached by several paths counts once.
+    pub totals: IndexMap<String, u64>,
+    /// Rows of each model whose relation column would be set to NULL.
+    pub nullify: IndexMap<String, u64>,
+    /// Requested root rows that exist but whose status does not allow the deletion.
+    pub skipped_by_status: u64,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum CountError {
+    #[error("id `{id}` is not an integer, but the key `{key}` of `{table}` is")]
+    NotAnInteger { id: String, key: String, table: String },
+    #[error(transparent)]
+    Database(#[from] DbError),
+}
+
+/// What the count queries need besides the plan.
+struct Counter<'a> {
+    dialect: Dialect,
+    config: &'a Config,
+    schema: &'a Schema,
+    ids: SqlValue,
+}
+
+/// Counts every node of `plan` for the root rows `ids`.
+pub async fn count(
+    database: &Database,
+    config: &Config,
+    schema: &Schema,
+    plan: &Plan,
+    ids: &[String],
+) -> Result<Counts, CountError> {
+    let counter = Counter { dialect: database.dialect(), config, schema, ids: typed_ids(schema, &plan.root, ids)? };
+    let mut counts = Counts::default();
+    let mut paths: IndexMap<(String, Action), Vec<Vec<&PlanNode>>> = IndexMap::new();
+    for path in paths_of(&plan.root) {
+        let node = *path.last().expect("a path ends at its node");
+        let rows = database.fetch_count(&counter.count(std::slice::from_ref(&path), true)).await?;
+        counts.rows.insert(node.step, rows);
+        paths.entry((node.model.clone(), node.action)).or_default().push(path);
+    }
+    counts.rows.sort_keys();
+    for ((model, action), model_paths) in &paths {
+        let rows = database.fetch_count(&counter.count(model_paths, true)).await?;
+        match action {
+            Action::Delete => counts.totals.insert(model.clone(), rows),
+            Action::Nullify => counts.nullify.insert(model.clone(), rows),
+        };
+    }
+    if config.model(&plan.root.model).is_some_and(|m| m.status.is_some()) {
+        let all = database.fetch_count(&counter.count(&[vec![&plan.root]], false)).await?;
+        counts.skipped_by_status = all.saturating_sub(counts.totals.get(&plan.root.model).copied().unwrap_or(0));
+    }
+    Ok(counts)
+}
+
+/// Every root-to-node path of the tree, in execution order of the nodes.
+fn paths_of(root: &PlanNode) -> Vec<Vec<&PlanNode>> {
+    fn visit<'a>(node: &'a PlanNode, path: &mut Vec<&'a PlanNode>, out: &mut Vec<Vec<&'a PlanNode>>) {
+        path.push(node);
+        for child in &node.children {
+            visit(child, path, out);
+        }
+        out.push(path.clone());
+        path.pop();
+    }
+    let mut out = Vec::new();
+    visit(root, &mut Vec::new(), &mut out);
+    out
+}
+
+/// The ids bound as the key column wants them.
+fn typed_ids(schema: &Schema, root: &PlanNode, ids: &[String]) -> Result<SqlValue, CountError> {
+    let key = root.key.as_deref().unwrap_or("id");
+    let declared = schema.table(&root.table).and_then(|t| t.column(key)).map(|c| c.data_type.as_str());
+    // Without a schema, ids that all look like integers are integers.
+    let integer = match declared {
+        Some(data_type) => KeyType::of_declared(data_type) == KeyType::Integer,
+        None => ids.iter().all(|id| id.parse::<i64>().is_ok()),
+    };
+    if !integer {
+        return Ok(SqlValue::Texts(ids.to_vec()));
+    }
+    ids.iter()
+        .map(|id| {
+            id.trim().parse::<i64>().map_err(|_| CountError::NotAnInteger {
+                id: id.clone(),
+                key: key.to_owned(),
+                table: root.table.clone(),
+            })
+        })
+        .collect::<Result<_, _>>()
+        .map(SqlValue::Integers)
+}
+
+impl Counter<'_> {
+    /// `SELECT COUNT(*)` of the rows of the last node of the paths (all of one model) reached by
+    /// any of them, so a row reached twice counts once.
+    fn count(&self, paths: &[Vec<&PlanNode>], with_status: bool) -> Statement {
+        let node = paths[0].last().expect("a path ends at its node");
+        let mut sql = SqlBuilder::new(self.dialect);
+        sql.push("SELECT COUNT(*) FROM ").table(&node.table).push(" WHERE ");
+        for (index, path) in paths.iter().enumerate() {
+            if index > 0 {
+                sql.push(" OR ");
+            }
+            sql.push("(");
+            self.predicate(&mut sql, path, with_status);
+            sql.push(")");
+        }
+        sql.finish()
+    }
+
+    /// The condition on the last node's rows: its column among the keys of the parent's rows,
+    /// recursively, down to the root's key among the ids.
+    fn predicate(&self, sql: &mut SqlBuilder, path: &[&PlanNode], with_status: bool) {
+        let (node, parents) = path.split_last().expect("a path ends at its node");
+        let Some(parent) = parents.last() else {
+            self.root_predicate(sql, node, with_status);
+            return;
+        };
+        let column = node.column.as_deref().expect("a child node has a relation column");
+        sql.identifier(column).push(" IN (SELECT ").identifier(parent.key.as_deref().unwrap_or("id"));
+        sql.push(" FROM ").table(&parent.table).push(" WHERE ");
+        self.predicate(sql, parents, with_status);
+        sql.push(")");
+    }
+
+    fn root_predicate(&self, sql: &mut SqlBuilder, root: &PlanNode, with_status: bool) {
+        let key = root.key.as_deref().unwrap_or("id");
+        let key_type = match &self.ids {
+            SqlValue::Integers(_) => KeyType::Integer,
+            _ => self
+                .schema
+                .table(&root.table)
+                .and_then(|t| t.column(key))
+                .map_or(KeyType::Text, |c| KeyType::of_declared(&c.data_type)),
+        };
+        sql.in_list(key, &key_type, Param::Value(self.ids.clone()));
+        let status = self.config.model(&root.model).and_then(|m| m.status.as_ref()).filter(|_| with_status);
+        if let Some(status) = status {
+            sql.push(" AND ").identifier(&status.column.value).push(" IN (");
+            for (index, value) in status.proceed.iter().enumerate() {
+                if index > 0 {
+                    sql.push(", ");
+                }
+                sql.bind(Param::Value(match &value.value {
+                    StatusValue::Integer(i) => SqlValue::Integer(*i),
+                    StatusValue::Text(t) => SqlValue::Text(t.clone()),
+                }));
+            }
+            sql.push(")");
+        }
+    }
+}

@@ -1,0 +1,290 @@
+//! Rendering a plan: a view of the compiled tree (with counts and estimates when a database was
+//! asked) through minijinja templates embedded in the binary, or a user's own template. The
+//! context every template sees is documented in the README.
+
+use indexmap::IndexMap;
+use minijinja::{Environment, Value};
+use serde::Serialize;
+
+use crate::config::Strategy;
+use crate::engine::Counts;
+use crate::engine::steps::StepStatements;
+use crate::planner::{Action, OutboxTarget, Plan, PlanNode};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum PlanFormat {
+    Text,
+    Mermaid,
+    Dot,
+    Json,
+}
+
+/// Which parts of a large tree to fold away in the text, mermaid and dot forms.
+#[derive(Debug, Clone, Default)]
+pub struct Folding {
+    /// Nodes deeper than this (the root is depth 0) are hidden.
+    pub depth: Option<usize>,
+    /// Models whose subtrees are hidden (the model's own node stays).
+    pub collapse: Vec<String>,
+}
+
+/// The context of every plan template.
+#[derive(Debug, Clone, Serialize)]
+pub struct PlanView {
+    pub root: String,
+    pub ids: Vec<String>,
+    /// Whether rows were counted (a database and ids were given).
+    pub counted: bool,
+    pub tree: NodeView,
+    /// The tree after folding, in display order (each node before its children).
+    pub nodes: Vec<FlatNode>,
+    pub totals: IndexMap<String, u64>,
+    pub nullify: IndexMap<String, u64>,
+    pub skipped_by_status: u64,
+    pub estimate: Estimate,
+    /// The statements of each step, with `--sql`.
+    pub sql: Option<Vec<StepStatements>>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct NodeView {
+    pub step: usize,
+    pub model: String,
+    pub table: String,
+    pub key: Option<String>,
+    pub column: Option<String>,
+    pub action: Action,
+    pub strategy: Strategy,
+    pub chunk_size: u64,
+    pub rate_limit: Option<String>,
+    /// The rate limit's current value in rows per second (`None` or 0: unthrottled).
+    pub rate: Option<f64>,
+    pub outbox: Option<OutboxTarget>,
+    pub rows: Option<u64>,
+    /// Chunks needed at least (rows / chunk size).
+    pub chunks: Option<u64>,
+    /// Seconds the rate limit makes this step take at least.
+    pub seconds: Option<f64>,
+    pub children: Vec<NodeView>,
+}
+
+/// A node of the folded tree, flat, with what templates need to draw it.
+#[derive(Debug, Clone, Serialize)]
+pub struct FlatNode {
+    #[serde(flatten)]
+    pub node: NodeView,
+    pub depth: usize,
+    /// Step of the parent node, `None` at the root.
+    pub parent: Option<usize>,
+    /// Tree-drawing prefix for text output (`├── `, `│   └── `, ...).
+    pub prefix: String,
+    /// Descendant nodes folded away under this one.
+    pub hidden: usize,
+}
+
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Estimate {
+    /// Chunks (transactions) at least, over all steps.
+    pub chunks: Option<u64>,
+    /// Seconds the rate limits impose at least, over all rate-limited steps.
+    pub seconds: Option<f64>,
+    /// Rows deleted or nullified in steps without a rate limit.
+    pub unthrottled_rows: Option<u64>,
+}
+
+impl PlanView {
+    /// Builds the view of `plan`; `counts` when rows were counted, `rates` the current value of
+    /// each option.
+    pub fn new(
+        plan: &Plan,
+        ids: &[String],
+        counts: Option<&Counts>,
+        rates: &IndexMap<String, f64>,
+        folding: &Folding,
+        sql: Option<Vec<StepStatements>>,
+    ) -> Self {
+        let tree = node_view(&plan.root, counts, rates);
+        let mut nodes = Vec::new();
+        flatten(&tree, None, 0, "", "", folding, &mut nodes);
+        let estimate = counts.map(|_| estimate(&tree)).unwrap_or_default();
+        Self {
+            root: plan.root.model.clone(),
+            ids: ids.to_vec(),
+            counted: counts.is_some(),
+            tree,
+            nodes,
+            totals: counts.map(|c| c.totals.clone()).unwrap_or_default(),
+            nullify: counts.map(|c| c.nullify.clone()).unwrap_or_default(),
+            skipped_by_status: counts.map_or(0, |c| c.skipped_by_status),
+            estimate,
+            sql,
+        }
+    }
+
+    pub fn render(&self, format: PlanFormat) -> Result<String, minijinja::Error> {
+        match format {
+            PlanFormat::Json => Ok(self.json()),
+            PlanFormat::Text => self.render_builtin(include_str!("templates/text.j2")),
+            PlanFormat::Mermaid => self.render_builtin(include_str!("templates/mermaid.j2")),
+            PlanFormat::Dot => self.render_builtin(include_str!("templates/dot.j2")),
+        }
+    }
+
+    /// The stable JSON shape of DESIGN.md (the whole tree, never folded), plus estimates and
+    /// the statements when asked.
+    pub fn json(&self) -> String {
+        #[derive(Serialize)]
+        struct Json<'a> {
+            root: &'a str,
+            ids: &'a [String],
+            tree: &'a NodeView,
+            totals: &'a IndexMap<String, u64>,
+            nullify: &'a IndexMap<String, u64>,
+            skipped_by_status: u64,
+            estimate: &'a Estimate,
+            #[serde(skip_serializing_if = "Option::is_none")]
+            sql: &'a Option<Vec<StepStatements>>,
+        }
+        let json = Json {
+            root: &self.root,
+            ids: &self.ids,
+            tree: &self.tree,
+            totals: &self.totals,
+            nullify: &self.nullify,
+            skipped_by_status: self.skipped_by_status,
+            estimate: &self.estimate,
+            sql: &self.sql,
+        };
+        let mut text = serde_json::to_string_pretty(&json).expect("a plan serialises");
+        text.push('\n');
+        text
+    }
+
+    /// Built-in templates are written with block tags on lines of their own.
+    fn render_builtin(&self, source: &str) -> Result<String, minijinja::Error> {
+        self.render_with(source, true)
+    }
+
+    /// Renders a user's `--template` with minijinja's defaults (and its final newline kept).
+    pub fn render_template(&self, source: &str) -> Result<String, minijinja::Error> {
+        self.render_with(source, false)
+    }
+
+    fn render_with(&self, source: &str, trim_block_lines: bool) -> Result<String, minijinja::Error> {
+        let mut environment = Environment::new();
+        environment.set_trim_blocks(trim_block_lines);
+        environment.set_lstrip_blocks(trim_block_lines);
+        environment.set_keep_trailing_newline(true);
+        environment.add_filter("mermaid", mermaid_text);
+        environment.add_filter("mermaid_id", mermaid_id);
+        environment.add_filter("dot", dot_text);
+        environment.add_filter("seconds", seconds);
+        environment.add_filter("number", number);
+        environment.add_template("plan", source)?;
+        environment.get_template("plan")?.render(Value::from_serialize(self))
+    }
+}
+
+fn node_view(node: &PlanNode, counts: Option<&Counts>, rates: &IndexMap<String, f64>) -> NodeView {
+    let rows = counts.map(|c| c.rows.get(&node.step).copied().unwrap_or(0));
+    let rate = node.rate_limit.as_ref().and_then(|name| rates.get(name)).copied().filter(|r| *r > 0.0);
+    NodeView {
+        step: node.step,
+        model: node.model.clone(),
+        table: node.table.clone(),
+        key: node.key.clone(),
+        column: node.column.clone(),
+        action: node.action,
+        strategy: node.strategy,
+        chunk_size: node.chunk_size,
+        rate_limit: node.rate_limit.clone(),
+        rate,
+        outbox: node.outbox.clone(),
+        rows,
+        chunks: rows.map(|rows| rows.div_ceil(node.chunk_size)),
+        seconds: rows.zip(rate).map(|(rows, rate)| rows as f64 / rate),
+        children: node.children.iter().map(|child| node_view(child, counts, rates)).collect(),
+    }
+}
+
+fn estimate(tree: &NodeView) -> Estimate {
+    fn visit(node: &NodeView, estimate: &mut (u64, f64, bool, u64)) {
+        estimate.0 += node.chunks.unwrap_or(0);
+        match node.seconds {
+            Some(seconds) => {
+                estimate.1 += seconds;
+                estimate.2 = true;
+            }
+            None => estimate.3 += node.rows.unwrap_or(0),
+        }
+        node.children.iter().for_each(|child| visit(child, estimate));
+    }
+    let mut totals = (0, 0.0, false, 0);
+    visit(tree, &mut totals);
+    let (chunks, seconds, throttled, unthrottled_rows) = totals;
+    Estimate { chunks: Some(chunks), seconds: throttled.then_some(seconds), unthrottled_rows: Some(unthrottled_rows) }
+}
+
+fn flatten(
+    node: &NodeView,
+    parent: Option<usize>,
+    depth: usize,
+    prefix: &str,
+    child_indent: &str,
+    folding: &Folding,
+    out: &mut Vec<FlatNode>,
+) {
+    let folded = folding.depth.is_some_and(|max| depth >= max) || folding.collapse.contains(&node.model);
+    let hidden = if folded { count_descendants(node) } else { 0 };
+    out.push(FlatNode {
+        node: NodeView { children: Vec::new(), ..node.clone() },
+        depth,
+        parent,
+        prefix: prefix.to_owned(),
+        hidden,
+    });
+    if folded {
+        return;
+    }
+    let last = node.children.len().saturating_sub(1);
+    for (index, child) in node.children.iter().enumerate() {
+        let (branch, indent) = if index == last { ("└── ", "    ") } else { ("├── ", "│   ") };
+        let prefix = format!("{child_indent}{branch}");
+        let child_indent = format!("{child_indent}{indent}");
+        flatten(child, Some(node.step), depth + 1, &prefix, &child_indent, folding, out);
+    }
+}
+
+fn count_descendants(node: &NodeView) -> usize {
+    node.children.iter().map(|child| 1 + count_descendants(child)).sum()
+}
+
+/// Text inside a quoted Mermaid label: quotes and angle brackets as entity codes.
+fn mermaid_text(text: String) -> String {
+    text.replace('&', "#amp;").replace('"', "#quot;").replace('<', "#lt;").replace('>', "#gt;")
+}
+
+/// A Mermaid node id: letters, digits and `_` only, never a keyword (`end` breaks flowcharts).
+fn mermaid_id(text: String) -> String {
+    let id: String = text.chars().map(|c| if c.is_ascii_alphanumeric() { c } else { '_' }).collect();
+    format!("m_{id}")
+}
+
+/// Text inside a double-quoted Graphviz string.
+fn dot_text(text: String) -> String {
+    text.replace('\\', "\\\\").replace('"', "\\\"").replace('\n', "\\n")
+}
+
+/// A number without a pointless `.0`.
+fn number(value: f64) -> String {
+    if value.fract() == 0.0 && value.abs() < 1e15 { format!("{}", value as i64) } else { format!("{value}") }
+}
+
+/// Seconds for people: `45 s`, `12 min`, `3.5 h`.
+fn seconds(value: f64) -> String {
+    match value {
+        s if s < 120.0 => format!("{s:.1} s"),
+        s if s < 7200.0 => format!("{:.1} min", s / 60.0),
+        s => format!("{:.1} h", s / 3600.0),
+    }
+}
