@@ -39,6 +39,8 @@ pub struct PlanNode {
     pub chunk_size: u64,
     pub rate_limit: Option<String>,
     pub outbox: Option<OutboxTarget>,
+    /// Left out of serialisation: views of a plan serialise their own tree.
+    #[serde(skip)]
     pub children: Vec<PlanNode>,
 }
 

@@ -6,10 +6,9 @@ use indexmap::IndexMap;
 use minijinja::{Environment, Value};
 use serde::Serialize;
 
-use crate::config::Strategy;
 use crate::engine::Counts;
 use crate::engine::steps::StepStatements;
-use crate::planner::{Action, OutboxTarget, Plan, PlanNode};
+use crate::planner::{Plan, PlanNode};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum PlanFormat {
@@ -30,14 +29,14 @@ pub struct Folding {
 
 /// The context of every plan template.
 #[derive(Debug, Clone, Serialize)]
-pub struct PlanView {
+pub struct PlanView<'a> {
     pub root: String,
     pub ids: Vec<String>,
     /// Whether rows were counted (a database and ids were given).
     pub counted: bool,
-    pub tree: NodeView,
+    pub tree: NodeView<'a>,
     /// The tree after folding, in display order (each node before its children).
-    pub nodes: Vec<FlatNode>,
+    pub nodes: Vec<FlatNode<'a>>,
     pub totals: IndexMap<String, u64>,
     pub nullify: IndexMap<String, u64>,
     pub skipped_by_status: u64,
@@ -46,33 +45,35 @@ pub struct PlanView {
     pub sql: Option<Vec<StepStatements>>,
 }
 
+/// A plan node with what counting found out about it.
 #[derive(Debug, Clone, Serialize)]
-pub struct NodeView {
-    pub step: usize,
-    pub model: String,
-    pub table: String,
-    pub key: Option<String>,
-    pub column: Option<String>,
-    pub action: Action,
-    pub strategy: Strategy,
-    pub chunk_size: u64,
-    pub rate_limit: Option<String>,
+pub struct NodeView<'a> {
+    #[serde(flatten)]
+    pub node: &'a PlanNode,
+    #[serde(flatten)]
+    pub measure: Measure,
+    pub children: Vec<NodeView<'a>>,
+}
+
+/// Rows and what they cost, for one node.
+#[derive(Debug, Clone, Copy, Default, Serialize)]
+pub struct Measure {
     /// The rate limit's current value in rows per second (`None` or 0: unthrottled).
     pub rate: Option<f64>,
-    pub outbox: Option<OutboxTarget>,
     pub rows: Option<u64>,
     /// Chunks needed at least (rows / chunk size).
     pub chunks: Option<u64>,
     /// Seconds the rate limit makes this step take at least.
     pub seconds: Option<f64>,
-    pub children: Vec<NodeView>,
 }
 
 /// A node of the folded tree, flat, with what templates need to draw it.
 #[derive(Debug, Clone, Serialize)]
-pub struct FlatNode {
+pub struct FlatNode<'a> {
     #[serde(flatten)]
-    pub node: NodeView,
+    pub node: &'a PlanNode,
+    #[serde(flatten)]
+    pub measure: Measure,
     pub depth: usize,
     /// Step of the parent node, `None` at the root.
     pub parent: Option<usize>,
@@ -92,11 +93,11 @@ pub struct Estimate {
     pub unthrottled_rows: Option<u64>,
 }
 
-impl PlanView {
+impl<'a> PlanView<'a> {
     /// Builds the view of `plan`; `counts` when rows were counted, `rates` the current value of
     /// each option.
     pub fn new(
-        plan: &Plan,
+        plan: &'a Plan,
         ids: &[String],
         counts: Option<&Counts>,
         rates: &IndexMap<String, f64>,
@@ -137,7 +138,7 @@ impl PlanView {
         struct Json<'a> {
             root: &'a str,
             ids: &'a [String],
-            tree: &'a NodeView,
+            tree: &'a NodeView<'a>,
             totals: &'a IndexMap<String, u64>,
             nullify: &'a IndexMap<String, u64>,
             skipped_by_status: u64,
@@ -185,39 +186,33 @@ impl PlanView {
     }
 }
 
-fn node_view(node: &PlanNode, counts: Option<&Counts>, rates: &IndexMap<String, f64>) -> NodeView {
+fn node_view<'a>(node: &'a PlanNode, counts: Option<&Counts>, rates: &IndexMap<String, f64>) -> NodeView<'a> {
     let rows = counts.map(|c| c.rows.get(&node.step).copied().unwrap_or(0));
     let rate = node.rate_limit.as_ref().and_then(|name| rates.get(name)).copied().filter(|r| *r > 0.0);
     NodeView {
-        step: node.step,
-        model: node.model.clone(),
-        table: node.table.clone(),
-        key: node.key.clone(),
-        column: node.column.clone(),
-        action: node.action,
-        strategy: node.strategy,
-        chunk_size: node.chunk_size,
-        rate_limit: node.rate_limit.clone(),
-        rate,
-        outbox: node.outbox.clone(),
-        rows,
-        chunks: rows.map(|rows| rows.div_ceil(node.chunk_size)),
-        seconds: rows.zip(rate).map(|(rows, rate)| rows as f64 / rate),
+        node,
+        measure: Measure {
+            rate,
+            rows,
+            chunks: rows.map(|rows| rows.div_ceil(node.chunk_size)),
+            seconds: rows.zip(rate).map(|(rows, rate)| rows as f64 / rate),
+        },
         children: node.children.iter().map(|child| node_view(child, counts, rates)).collect(),
     }
 }
 
-fn estimate(tree: &NodeView) -> Estimate {
-    fn visit(node: &NodeView, estimate: &mut (u64, f64, bool, u64)) {
-        estimate.0 += node.chunks.unwrap_or(0);
-        match node.seconds {
+fn estimate(tree: &NodeView<'_>) -> Estimate {
+    fn visit(view: &NodeView<'_>, estimate: &mut (u64, f64, bool, u64)) {
+        let measure = &view.measure;
+        estimate.0 += measure.chunks.unwrap_or(0);
+        match measure.seconds {
             Some(seconds) => {
                 estimate.1 += seconds;
                 estimate.2 = true;
             }
-            None => estimate.3 += node.rows.unwrap_or(0),
+            None => estimate.3 += measure.rows.unwrap_or(0),
         }
-        node.children.iter().for_each(|child| visit(child, estimate));
+        view.children.iter().for_each(|child| visit(child, estimate));
     }
     let mut totals = (0, 0.0, false, 0);
     visit(tree, &mut totals);
@@ -225,29 +220,30 @@ fn estimate(tree: &NodeView) -> Estimate {
     Estimate { chunks: Some(chunks), seconds: throttled.then_some(seconds), unthrottled_rows: Some(unthrottled_rows) }
 }
 
-fn flatten(
-    node: &NodeView,
+fn flatten<'a>(
+    view: &NodeView<'a>,
     parent: Option<usize>,
     depth: usize,
     prefix: &str,
     child_indent: &str,
     folding: &Folding,
-    out: &mut Vec<FlatNode>,
+    out: &mut Vec<FlatNode<'a>>,
 ) {
+    let node = view.node;
     let folded = folding.depth.is_some_and(|max| depth >= max) || folding.collapse.contains(&node.model);
-    let hidden = if folded { count_descendants(node) } else { 0 };
     out.push(FlatNode {
-        node: NodeView { children: Vec::new(), ..node.clone() },
+        node,
+        measure: view.measure,
         depth,
         parent,
         prefix: prefix.to_owned(),
-        hidden,
+        hidden: if folded { count_descendants(node) } else { 0 },
     });
     if folded {
         return;
     }
-    let last = node.children.len().saturating_sub(1);
-    for (index, child) in node.children.iter().enumerate() {
+    let last = view.children.len().saturating_sub(1);
+    for (index, child) in view.children.iter().enumerate() {
         let (branch, indent) = if index == last { ("└── ", "    ") } else { ("├── ", "│   ") };
         let prefix = format!("{child_indent}{branch}");
         let child_indent = format!("{child_indent}{indent}");
@@ -255,7 +251,7 @@ fn flatten(
     }
 }
 
-fn count_descendants(node: &NodeView) -> usize {
+fn count_descendants(node: &PlanNode) -> usize {
     node.children.iter().map(|child| 1 + count_descendants(child)).sum()
 }
 
