@@ -5,7 +5,7 @@
 use std::fmt::Write as _;
 
 use super::quote_identifier;
-use crate::config::Strategy;
+use crate::config::{Located, StatusCheck, StatusValue, Strategy};
 use crate::planner::{Action, PlanNode};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -50,6 +50,15 @@ pub enum SqlValue {
     Text(String),
     Integers(Vec<i64>),
     Texts(Vec<String>),
+}
+
+impl From<&StatusValue> for SqlValue {
+    fn from(value: &StatusValue) -> Self {
+        match value {
+            StatusValue::Integer(i) => SqlValue::Integer(*i),
+            StatusValue::Text(t) => SqlValue::Text(t.clone()),
+        }
+    }
 }
 
 /// A parameter: a value to bind now, or (for `--sql` listings) what the executor binds there.
@@ -101,6 +110,29 @@ impl SqlBuilder {
         }
         .expect("writing to a String cannot fail");
         self
+    }
+
+    /// Comma-separated placeholders, one per parameter.
+    pub fn binds(&mut self, params: impl IntoIterator<Item = Param>) -> &mut Self {
+        for (index, param) in params.into_iter().enumerate() {
+            if index > 0 {
+                self.push(", ");
+            }
+            self.bind(param);
+        }
+        self
+    }
+
+    /// Comma-separated quoted column names.
+    pub fn identifiers(&mut self, names: &[String]) -> &mut Self {
+        let quoted: Vec<String> = names.iter().map(|name| quote_identifier(name)).collect();
+        self.push(&quoted.join(", "))
+    }
+
+    /// `"column" IN (values...)`: the status check of root rows.
+    pub fn status_in(&mut self, column: &str, proceed: &[Located<StatusValue>]) -> &mut Self {
+        self.identifier(column).push(" IN (");
+        self.binds(proceed.iter().map(|value| Param::Value(SqlValue::from(&value.value)))).push(")")
     }
 
     /// `"column" IN (the list bound as one parameter)`, typed by the column's key type.
@@ -155,8 +187,8 @@ impl NodeSql<'_> {
         let key = self.node.key.as_deref().unwrap_or("id");
         let mut sql = SqlBuilder::new(self.dialect);
         sql.push("SELECT ").identifier(key);
-        for column in extra {
-            sql.push(", ").identifier(column);
+        if !extra.is_empty() {
+            sql.push(", ").identifiers(extra);
         }
         sql.push(" FROM ").table(&self.node.table).push(" WHERE ");
         sql.in_list(self.match_column(), &self.match_type, matched);
@@ -192,13 +224,7 @@ impl NodeSql<'_> {
         sql.in_list(self.match_column(), &self.match_type, matched);
         sql.push(" LIMIT ").push(&self.node.chunk_size.to_string()).push(")");
         if !returning.is_empty() {
-            sql.push(" RETURNING ");
-            for (index, column) in returning.iter().enumerate() {
-                if index > 0 {
-                    sql.push(", ");
-                }
-                sql.identifier(column);
-            }
+            sql.push(" RETURNING ").identifiers(returning);
         }
         sql.finish()
     }
@@ -211,20 +237,13 @@ impl NodeSql<'_> {
 
 impl NodeSql<'_> {
     /// Root rows whose status allows the deletion are marked in progress before anything else.
-    pub fn mark_in_progress(&self, ids: Param, column: &str, in_progress: Param, proceed: Vec<Param>) -> Statement {
+    pub fn mark_in_progress(&self, ids: Param, status: &StatusCheck) -> Statement {
         let key = self.node.key.as_deref().unwrap_or("id");
+        let column = &status.column.value;
         let mut sql = SqlBuilder::new(self.dialect);
-        sql.push("UPDATE ").table(&self.node.table).push(" SET ").identifier(column).push(" = ").bind(in_progress);
-        sql.push(" WHERE ");
-        sql.in_list(key, &self.key_type, ids);
-        sql.push(" AND ").identifier(column).push(" IN (");
-        for (index, value) in proceed.into_iter().enumerate() {
-            if index > 0 {
-                sql.push(", ");
-            }
-            sql.bind(value);
-        }
-        sql.push(")");
+        sql.push("UPDATE ").table(&self.node.table).push(" SET ").identifier(column).push(" = ");
+        sql.bind(Param::Value(SqlValue::from(&status.in_progress.value))).push(" WHERE ");
+        sql.in_list(key, &self.key_type, ids).push(" AND ").status_in(column, &status.proceed);
         sql.finish()
     }
 }
@@ -236,14 +255,8 @@ pub const OUTBOX_COLUMNS: [&str; 5] = ["scope", "shard_identifier", "category", 
 pub fn outbox_insert(dialect: Dialect, values: [Param; 5]) -> Statement {
     let mut sql = SqlBuilder::new(dialect);
     sql.push("INSERT INTO ").identifier("cascade_outbox").push(" (");
-    sql.push(&OUTBOX_COLUMNS.map(quote_identifier).join(", "));
+    sql.identifiers(&OUTBOX_COLUMNS.map(String::from));
     sql.push(", \"scheduled_for\", \"scheduled_from\", \"date_added\") VALUES (");
-    for (index, value) in values.into_iter().enumerate() {
-        if index > 0 {
-            sql.push(", ");
-        }
-        sql.bind(value);
-    }
-    sql.push(", CURRENT_TIMESTAMP, CURRENT_TIMESTAMP, CURRENT_TIMESTAMP)");
+    sql.binds(values).push(", CURRENT_TIMESTAMP, CURRENT_TIMESTAMP, CURRENT_TIMESTAMP)");
     sql.finish()
 }

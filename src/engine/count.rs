@@ -5,7 +5,7 @@
 use indexmap::IndexMap;
 use serde::Serialize;
 
-use crate::config::{Config, StatusValue};
+use crate::config::Config;
 use crate::db::sql::{Dialect, KeyType, Param, SqlBuilder, SqlValue, Statement};
 use crate::db::{Database, DbError};
 use crate::planner::{Action, Plan, PlanNode};
@@ -156,17 +156,7 @@ impl Counter<'_> {
         sql.in_list(key, &key_type, Param::Value(self.ids.clone()));
         let status = self.config.model(&root.model).and_then(|m| m.status.as_ref()).filter(|_| with_status);
         if let Some(status) = status {
-            sql.push(" AND ").identifier(&status.column.value).push(" IN (");
-            for (index, value) in status.proceed.iter().enumerate() {
-                if index > 0 {
-                    sql.push(", ");
-                }
-                sql.bind(Param::Value(match &value.value {
-                    StatusValue::Integer(i) => SqlValue::Integer(*i),
-                    StatusValue::Text(t) => SqlValue::Text(t.clone()),
-                }));
-            }
-            sql.push(")");
+            sql.push(" AND ").status_in(&status.column.value, &status.proceed);
         }
     }
 }

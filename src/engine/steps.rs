@@ -3,7 +3,7 @@
 
 use serde::Serialize;
 
-use crate::config::{Config, StatusValue};
+use crate::config::Config;
 use crate::db::sql::{Dialect, KeyType, NodeSql, Param, SqlValue, Statement, outbox_insert};
 use crate::planner::{Plan, PlanNode};
 use crate::schema::Schema;
@@ -49,17 +49,7 @@ fn list_node(
     });
     let mut statements = Vec::new();
     if let (None, Some(status)) = (parent, config.model(&node.model).and_then(|m| m.status.as_ref())) {
-        let value = |v: &StatusValue| match v {
-            StatusValue::Integer(i) => Param::Value(SqlValue::Integer(*i)),
-            StatusValue::Text(t) => Param::Value(SqlValue::Text(t.clone())),
-        };
-        let proceed = status.proceed.iter().map(|v| value(&v.value)).collect();
-        statements.push(sql.mark_in_progress(
-            matched.clone(),
-            &status.column.value,
-            value(&status.in_progress.value),
-            proceed,
-        ));
+        statements.push(sql.mark_in_progress(matched.clone(), status));
     }
     let outbox = outbox_columns(node, config);
     if sql.loads_rows() {
