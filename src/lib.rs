@@ -31,6 +31,7 @@
 pub mod cli;
 pub mod config;
 pub mod db;
+pub mod demo;
 pub mod diagnostic;
 pub mod engine;
 pub mod planner;

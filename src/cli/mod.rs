@@ -1,6 +1,8 @@
 //! The command line: parses arguments and calls the library. One file per command.
 
+mod delete;
 mod init;
+mod option;
 mod plan;
 mod schema;
 mod validate;
@@ -48,6 +50,11 @@ pub enum Command {
     Schema,
     /// Dry-run: the cascade tree of a model; with ids and a database, the rows of every step.
     Plan(plan::Args),
+    /// Delete rows and everything below them, children first, in small transactions.
+    Delete(delete::Args),
+    /// Runtime values of [options], such as rate limits, read by running deletions.
+    #[command(subcommand)]
+    Option(option::Command),
     /// Write a starting config from a database's foreign keys.
     Init(init::Args),
 }
@@ -63,6 +70,8 @@ pub fn main() -> ExitCode {
         Command::Schema => schema::run(),
         Command::Init(args) => init::run(&cli, args),
         Command::Plan(args) => plan::run(&cli, args),
+        Command::Delete(args) => delete::run(&cli, args),
+        Command::Option(command) => option::run(&cli, command),
     };
     result.unwrap_or_else(|error| {
         eprintln!("error: {error:#}");
@@ -85,6 +94,35 @@ fn init_logging(cli: &Cli) {
         LogFormat::Text => builder.with_ansi(std::io::stderr().is_terminal()).init(),
         LogFormat::Json => builder.json().init(),
     }
+}
+
+/// The config, with the config-only rules run; `None` (errors printed) when it has errors.
+fn load_valid(cli: &Cli) -> anyhow::Result<Option<crate::config::Loaded>> {
+    let mut loaded = crate::config::load(&cli.config)?;
+    crate::planner::check(&mut loaded, None);
+    Ok((!refuse_invalid(&loaded)).then_some(loaded))
+}
+
+/// A config with errors is never planned nor executed: its errors go to stderr instead.
+fn refuse_invalid(loaded: &crate::config::Loaded) -> bool {
+    refuse_diagnostics(&loaded.sources, &loaded.diagnostics)
+}
+
+/// Like `refuse_invalid`, with the rules that need the live schema as well.
+fn refuse_invalid_against(loaded: &crate::config::Loaded, schema: &crate::schema::Schema) -> bool {
+    let mut diagnostics = crate::planner::validate(&loaded.config, &loaded.sources, Some(schema));
+    crate::planner::sort(&mut diagnostics);
+    refuse_diagnostics(&loaded.sources, &diagnostics)
+}
+
+fn refuse_diagnostics(sources: &crate::diagnostic::Sources, diagnostics: &[crate::diagnostic::Diagnostic]) -> bool {
+    let report = crate::diagnostic::Report { sources, diagnostics };
+    if report.errors() == 0 {
+        return false;
+    }
+    eprint!("{}", report.render(crate::diagnostic::Format::Human, false));
+    eprintln!("error: the config has errors; fix them first");
+    true
 }
 
 /// The database: `--database-url` (or `CASCADE_DATABASE_URL`), else `[settings] database_url`,

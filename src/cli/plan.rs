@@ -8,11 +8,10 @@ use super::Cli;
 use crate::config::Loaded;
 use crate::db::sql::Dialect;
 use crate::db::{Access, Database, options};
-use crate::diagnostic::{Format, Report};
 use crate::engine::{self, steps};
+use crate::planner;
 use crate::render::{Folding, PlanFormat, PlanView};
 use crate::schema::{self, Schema};
-use crate::{config, planner};
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
@@ -40,11 +39,7 @@ pub struct Args {
 }
 
 pub fn run(cli: &Cli, args: &Args) -> anyhow::Result<ExitCode> {
-    let mut loaded = config::load(&cli.config)?;
-    planner::check(&mut loaded, None);
-    if refuse_invalid(&loaded) {
-        return Ok(ExitCode::from(1));
-    }
+    let Some(mut loaded) = super::load_valid(cli)? else { return Ok(ExitCode::from(1)) };
     let plan = planner::compile(&loaded.config, &args.model)?;
     let url = super::database_url(cli, &loaded.config);
     let mut rates: IndexMap<String, f64> = loaded.config.options.iter().map(|(k, v)| (k.clone(), v.value)).collect();
@@ -88,22 +83,10 @@ async fn count(
     rates: &mut IndexMap<String, f64>,
 ) -> anyhow::Result<Option<(engine::Counts, Schema)>> {
     let schema = schema::introspect(database).await?;
-    planner::check(loaded, Some(&schema));
-    if refuse_invalid(loaded) {
+    if super::refuse_invalid_against(loaded, &schema) {
         return Ok(None);
     }
     rates.extend(options::read_overrides(database).await?);
     let counts = engine::count(database, &loaded.config, &schema, plan, ids).await?;
     Ok(Some((counts, schema)))
-}
-
-/// A config with errors is never planned: its errors go to stderr instead.
-fn refuse_invalid(loaded: &Loaded) -> bool {
-    let report = Report { sources: &loaded.sources, diagnostics: &loaded.diagnostics };
-    if report.errors() == 0 {
-        return false;
-    }
-    eprint!("{}", report.render(Format::Human, false));
-    eprintln!("error: the config has errors; fix them before planning");
-    true
 }

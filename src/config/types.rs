@@ -224,6 +224,18 @@ pub struct StatusCheck {
     pub in_progress: Located<StatusValue>,
 }
 
+impl StatusCheck {
+    /// The statuses a root may have and still be deleted: `proceed`, and `in_progress` so that a
+    /// deletion interrupted after marking its roots resumes.
+    pub fn proceed_or_in_progress(&self) -> Vec<Located<StatusValue>> {
+        let mut statuses = self.proceed.clone();
+        if !statuses.iter().any(|s| s.value == self.in_progress.value) {
+            statuses.push(self.in_progress.clone());
+        }
+        statuses
+    }
+}
+
 /// A status value: an integer or a string.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
 #[serde(untagged)]

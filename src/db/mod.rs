@@ -2,6 +2,7 @@
 
 pub mod options;
 pub mod sql;
+pub mod tables;
 
 use std::str::FromStr;
 use std::time::Duration;
@@ -38,6 +39,13 @@ pub enum DbError {
     Query(#[from] sqlx::Error),
 }
 
+impl DbError {
+    /// A foreign key refused the statement (a child row still references a deleted parent).
+    pub fn is_foreign_key_violation(&self) -> bool {
+        matches!(self, DbError::Query(sqlx::Error::Database(error)) if error.is_foreign_key_violation())
+    }
+}
+
 type SqliteQuery<'q> = sqlx::query::Query<'q, sqlx::Sqlite, sqlx::sqlite::SqliteArguments>;
 type PgQuery<'q> = sqlx::query::Query<'q, sqlx::Postgres, sqlx::postgres::PgArguments>;
 
@@ -57,6 +65,65 @@ fn bind_postgres<'q>(query: PgQuery<'q>, param: &Param) -> PgQuery<'q> {
         SqlValue::Text(value) => query.bind(value.clone()),
         SqlValue::Integers(values) => query.bind(values.clone()),
         SqlValue::Texts(values) => query.bind(values.clone()),
+    }
+}
+
+/// Every column of every row as text.
+fn texts<R: sqlx::Row>(rows: &[R]) -> Result<Vec<Vec<Option<String>>>, sqlx::Error>
+where
+    usize: sqlx::ColumnIndex<R>,
+    for<'r> Option<String>: sqlx::Decode<'r, R::Database> + sqlx::Type<R::Database>,
+{
+    rows.iter().map(|row| (0..row.len()).map(|index| row.try_get::<Option<String>, _>(index)).collect()).collect()
+}
+
+/// A write transaction on either database.
+pub enum Transaction {
+    Sqlite(sqlx::Transaction<'static, sqlx::Sqlite>),
+    Postgres(sqlx::Transaction<'static, sqlx::Postgres>),
+}
+
+impl Transaction {
+    /// Runs a statement; the number of rows it changed.
+    pub async fn execute(&mut self, statement: &Statement) -> Result<u64, DbError> {
+        let sql = sqlx::AssertSqlSafe(statement.sql.clone());
+        Ok(match self {
+            Transaction::Sqlite(tx) => {
+                statement.params.iter().fold(sqlx::query(sql), bind_sqlite).execute(&mut **tx).await?.rows_affected()
+            }
+            Transaction::Postgres(tx) => {
+                statement.params.iter().fold(sqlx::query(sql), bind_postgres).execute(&mut **tx).await?.rows_affected()
+            }
+        })
+    }
+
+    /// Runs a statement whose columns are all text (or NULL), such as `... RETURNING`.
+    pub async fn fetch_texts(&mut self, statement: &Statement) -> Result<Vec<Vec<Option<String>>>, DbError> {
+        let sql = sqlx::AssertSqlSafe(statement.sql.clone());
+        Ok(match self {
+            Transaction::Sqlite(tx) => {
+                texts(&statement.params.iter().fold(sqlx::query(sql), bind_sqlite).fetch_all(&mut **tx).await?)?
+            }
+            Transaction::Postgres(tx) => {
+                texts(&statement.params.iter().fold(sqlx::query(sql), bind_postgres).fetch_all(&mut **tx).await?)?
+            }
+        })
+    }
+
+    pub async fn commit(self) -> Result<(), DbError> {
+        match self {
+            Transaction::Sqlite(tx) => tx.commit().await?,
+            Transaction::Postgres(tx) => tx.commit().await?,
+        }
+        Ok(())
+    }
+
+    pub async fn rollback(self) -> Result<(), DbError> {
+        match self {
+            Transaction::Sqlite(tx) => tx.rollback().await?,
+            Transaction::Postgres(tx) => tx.rollback().await?,
+        }
+        Ok(())
     }
 }
 
@@ -115,6 +182,28 @@ impl Database {
             }
         };
         Ok(u64::try_from(count).unwrap_or(0))
+    }
+
+    /// Runs a query whose columns are all text (or NULL), outside any transaction.
+    pub async fn fetch_texts(&self, statement: &Statement) -> Result<Vec<Vec<Option<String>>>, DbError> {
+        let sql = sqlx::AssertSqlSafe(statement.sql.clone());
+        Ok(match self {
+            Database::Sqlite(pool) => {
+                texts(&statement.params.iter().fold(sqlx::query(sql), bind_sqlite).fetch_all(pool).await?)?
+            }
+            Database::Postgres(pool) => {
+                texts(&statement.params.iter().fold(sqlx::query(sql), bind_postgres).fetch_all(pool).await?)?
+            }
+        })
+    }
+
+    /// Begins a write transaction. On SQLite it takes the write lock at once (`BEGIN
+    /// IMMEDIATE`), so what the transaction checks cannot change before it writes.
+    pub async fn begin_write(&self) -> Result<Transaction, DbError> {
+        Ok(match self {
+            Database::Sqlite(pool) => Transaction::Sqlite(pool.begin_with("BEGIN IMMEDIATE").await?),
+            Database::Postgres(pool) => Transaction::Postgres(pool.begin().await?),
+        })
     }
 
     pub async fn close(&self) {

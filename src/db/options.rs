@@ -3,6 +3,7 @@
 use indexmap::IndexMap;
 use sqlx::Row;
 
+use super::sql::{Param, SqlBuilder, SqlValue};
 use super::{Database, DbError};
 
 const OPTION_TABLE_EXISTS_SQLITE: &str =
@@ -35,4 +36,16 @@ pub async fn read_overrides(database: &Database) -> Result<IndexMap<String, f64>
         }
     };
     Ok(rows.into_iter().filter_map(|(name, value)| Some((name, value.trim().parse().ok()?))).collect())
+}
+
+/// Stores an option's runtime value (creating the tool's tables if needed).
+pub async fn set(database: &Database, name: &str, value: f64) -> Result<(), DbError> {
+    super::tables::ensure(database).await?;
+    let mut sql = SqlBuilder::new(database.dialect());
+    sql.push("INSERT INTO cascade_option (name, value) VALUES (").bind(Param::Value(SqlValue::Text(name.to_owned())));
+    sql.push(", CAST(").bind(Param::Value(SqlValue::Text(value.to_string())));
+    sql.push(" AS DOUBLE PRECISION)) ON CONFLICT (name) DO UPDATE SET value = excluded.value, updated_at = CURRENT_TIMESTAMP");
+    let mut transaction = database.begin_write().await?;
+    transaction.execute(&sql.finish()).await?;
+    transaction.commit().await
 }

@@ -154,15 +154,29 @@ impl SqlBuilder {
     }
 }
 
-/// The row address a set-based statement picks rows by: SQLite's `rowid`, PostgreSQL's `ctid`
-/// (with `tableoid` on a partitioned table, where a `ctid` is unique only per partition).
-pub fn row_address(dialect: Dialect, partitioned: bool) -> &'static str {
+/// The row address a set-based statement picks rows by, as (what the sub-query selects, what
+/// the outer statement matches): SQLite's `rowid`, PostgreSQL's `ctid`, and on a partitioned
+/// table `(tableoid, ctid)`, since a `ctid` is unique only within one partition.
+pub fn row_address(dialect: Dialect, partitioned: bool) -> (&'static str, &'static str) {
     match (dialect, partitioned) {
-        (Dialect::Sqlite, _) => "rowid",
-        (Dialect::Postgres, false) => "ctid",
-        (Dialect::Postgres, true) => "(tableoid, ctid)",
+        (Dialect::Sqlite, _) => ("rowid", "rowid"),
+        (Dialect::Postgres, false) => ("ctid", "ctid"),
+        (Dialect::Postgres, true) => ("tableoid, ctid", "(tableoid, ctid)"),
     }
 }
+
+/// What a delete returns for each row, all as text: the key, and for the outbox the shard key
+/// and the payload (a JSON object), and for the archive the whole row (a JSON object).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Returning {
+    pub shard_key: Option<String>,
+    pub payload: Vec<String>,
+    /// The table's columns, when rows are archived (PostgreSQL needs none: `row_to_json`).
+    pub row: Option<Vec<String>>,
+}
+
+/// The alias of the table a delete works on, for `row_to_json`.
+const ROW_ALIAS: &str = "cascade_row";
 
 /// What a plan node's statements need to know beyond the node itself.
 pub struct NodeSql<'a> {
@@ -176,42 +190,45 @@ pub struct NodeSql<'a> {
 }
 
 impl NodeSql<'_> {
+    pub fn key(&self) -> &str {
+        self.node.key.as_deref().unwrap_or("id")
+    }
+
     /// The column this node's rows are found by: the relation column, or the key at the root.
     fn match_column(&self) -> &str {
-        self.node.column.as_deref().or(self.node.key.as_deref()).unwrap_or("id")
+        self.node.column.as_deref().unwrap_or_else(|| self.key())
     }
 
-    /// per_row: the next chunk of keys (plus `extra` columns, for the outbox) among the rows
-    /// matching `matched` (the parent chunk's keys, or the root ids).
-    pub fn select_chunk(&self, matched: Param, extra: &[String]) -> Statement {
-        let key = self.node.key.as_deref().unwrap_or("id");
+    /// per_row: the next chunk of keys (as text) among the rows matching `matched` (the parent
+    /// chunk's keys, or the root ids), at the root only those whose status allows deletion.
+    pub fn select_chunk(&self, matched: Param, status: Option<&StatusCheck>) -> Statement {
         let mut sql = SqlBuilder::new(self.dialect);
-        sql.push("SELECT ").identifier(key);
-        if !extra.is_empty() {
-            sql.push(", ").identifiers(extra);
-        }
-        sql.push(" FROM ").table(&self.node.table).push(" WHERE ");
+        sql.push("SELECT CAST(").identifier(self.key()).push(" AS TEXT) FROM ").table(&self.node.table);
+        sql.push(" WHERE ");
         sql.in_list(self.match_column(), &self.match_type, matched);
-        sql.push(" ORDER BY ").identifier(key).push(" LIMIT ").push(&self.node.chunk_size.to_string());
+        if let Some(status) = status {
+            sql.push(" AND ").status_in(&status.column.value, &status.proceed_or_in_progress());
+        }
+        sql.push(" ORDER BY ").identifier(self.key()).push(" LIMIT ").push(&self.node.chunk_size.to_string());
         sql.finish()
     }
 
-    /// per_row: deletes one chunk by key.
-    pub fn delete_by_keys(&self, keys: Param) -> Statement {
-        let key = self.node.key.as_deref().unwrap_or("id");
+    /// per_row: deletes one chunk by key, returning what the outbox and archive need.
+    pub fn delete_by_keys(&self, keys: Param, returning: Option<&Returning>) -> Statement {
         let mut sql = SqlBuilder::new(self.dialect);
-        sql.push("DELETE FROM ").table(&self.node.table).push(" WHERE ");
-        sql.in_list(key, &self.key_type, keys);
+        sql.push("DELETE FROM ").table(&self.node.table).push(" AS ").identifier(ROW_ALIAS).push(" WHERE ");
+        sql.in_list(self.key(), &self.key_type, keys);
+        self.returning(&mut sql, returning);
         sql.finish()
     }
 
-    /// bulk: deletes (or, for a nullify node, sets the column to NULL in) up to one chunk of the
-    /// rows matching `matched`, returning `returning` columns of the rows it touched.
-    pub fn set_based_chunk(&self, matched: Param, returning: &[String]) -> Statement {
-        let address = row_address(self.dialect, self.partitioned);
+    /// bulk and nullify: one set-based statement over up to one chunk of the rows matching
+    /// `matched`; a delete returns what the outbox and archive need.
+    pub fn set_based_chunk(&self, matched: Param, returning: Option<&Returning>) -> Statement {
+        let (select, address) = row_address(self.dialect, self.partitioned);
         let mut sql = SqlBuilder::new(self.dialect);
         match self.node.action {
-            Action::Delete => sql.push("DELETE FROM ").table(&self.node.table),
+            Action::Delete => sql.push("DELETE FROM ").table(&self.node.table).push(" AS ").identifier(ROW_ALIAS),
             Action::Nullify => sql
                 .push("UPDATE ")
                 .table(&self.node.table)
@@ -219,13 +236,69 @@ impl NodeSql<'_> {
                 .identifier(self.match_column())
                 .push(" = NULL"),
         };
-        sql.push(" WHERE ").push(address).push(" IN (SELECT ").push(address).push(" FROM ").table(&self.node.table);
+        sql.push(" WHERE ").push(address).push(" IN (SELECT ").push(select).push(" FROM ").table(&self.node.table);
         sql.push(" WHERE ");
         sql.in_list(self.match_column(), &self.match_type, matched);
         sql.push(" LIMIT ").push(&self.node.chunk_size.to_string()).push(")");
-        if !returning.is_empty() {
-            sql.push(" RETURNING ").identifiers(returning);
+        if self.node.action == Action::Delete {
+            self.returning(&mut sql, returning);
         }
+        sql.finish()
+    }
+
+    /// `RETURNING` the key, shard key, payload object and row object, each as text (or NULL).
+    fn returning(&self, sql: &mut SqlBuilder, returning: Option<&Returning>) {
+        let Some(returning) = returning else { return };
+        sql.push(" RETURNING CAST(").identifier(self.key()).push(" AS TEXT), ");
+        match &returning.shard_key {
+            Some(column) => sql.push("CAST(").identifier(column).push(" AS TEXT)"),
+            None => sql.push("NULL"),
+        };
+        sql.push(", ");
+        self.json_object(sql, &returning.payload);
+        sql.push(", ");
+        match (&returning.row, self.dialect) {
+            (None, _) => sql.push("NULL"),
+            (Some(_), Dialect::Postgres) => sql.push("CAST(row_to_json(").identifier(ROW_ALIAS).push(") AS TEXT)"),
+            (Some(columns), Dialect::Sqlite) => {
+                self.json_object(sql, columns);
+                sql
+            }
+        };
+    }
+
+    /// A JSON object of `columns` as text (NULL without columns).
+    fn json_object(&self, sql: &mut SqlBuilder, columns: &[String]) {
+        if columns.is_empty() {
+            sql.push("NULL");
+            return;
+        }
+        sql.push(match self.dialect {
+            Dialect::Sqlite => "json_object(",
+            Dialect::Postgres => "CAST(json_build_object(",
+        });
+        for (index, column) in columns.iter().enumerate() {
+            if index > 0 {
+                sql.push(", ");
+            }
+            sql.push(&quote_literal(column)).push(", ").identifier(column);
+        }
+        sql.push(if self.dialect == Dialect::Postgres { ") AS TEXT)" } else { ")" });
+    }
+
+    /// Whether any row of `child` (by its relation column) still references the keys: checked
+    /// in the delete's own transaction, so a child inserted meanwhile is never orphaned.
+    pub fn children_exist(&self, children: &[NodeSql<'_>], keys: &Param) -> Statement {
+        let mut sql = SqlBuilder::new(self.dialect);
+        sql.push("SELECT CAST(CASE WHEN ");
+        for (index, child) in children.iter().enumerate() {
+            if index > 0 {
+                sql.push(" OR ");
+            }
+            sql.push("EXISTS (SELECT 1 FROM ").table(&child.node.table).push(" WHERE ");
+            sql.in_list(child.match_column(), &self.key_type, keys.clone()).push(")");
+        }
+        sql.push(" THEN '1' ELSE '0' END AS TEXT)");
         sql.finish()
     }
 
@@ -233,30 +306,60 @@ impl NodeSql<'_> {
     pub fn loads_rows(&self) -> bool {
         self.node.action == Action::Delete && self.node.strategy == Strategy::PerRow
     }
-}
 
-impl NodeSql<'_> {
     /// Root rows whose status allows the deletion are marked in progress before anything else.
     pub fn mark_in_progress(&self, ids: Param, status: &StatusCheck) -> Statement {
-        let key = self.node.key.as_deref().unwrap_or("id");
         let column = &status.column.value;
         let mut sql = SqlBuilder::new(self.dialect);
         sql.push("UPDATE ").table(&self.node.table).push(" SET ").identifier(column).push(" = ");
         sql.bind(Param::Value(SqlValue::from(&status.in_progress.value))).push(" WHERE ");
-        sql.in_list(key, &self.key_type, ids).push(" AND ").status_in(column, &status.proceed);
+        sql.in_list(self.key(), &self.key_type, ids).push(" AND ").status_in(column, &status.proceed_or_in_progress());
+        sql.finish()
+    }
+
+    /// The keys (as text) of the root rows among `ids` that exist, with their status when the
+    /// model has one: `status` is NULL without.
+    pub fn select_roots(&self, ids: Param, status: Option<&StatusCheck>) -> Statement {
+        let mut sql = SqlBuilder::new(self.dialect);
+        sql.push("SELECT CAST(").identifier(self.key()).push(" AS TEXT), ");
+        match status {
+            Some(status) => {
+                sql.push("CASE WHEN ").status_in(&status.column.value, &status.proceed_or_in_progress());
+                sql.push(" THEN 'proceed' ELSE 'skip' END")
+            }
+            None => sql.push("'proceed'"),
+        };
+        sql.push(" FROM ").table(&self.node.table).push(" WHERE ");
+        sql.in_list(self.key(), &self.key_type, ids);
         sql.finish()
     }
 }
 
-/// The columns of `cascade_outbox` a tombstone fills, in the order `outbox_insert` binds them.
-pub const OUTBOX_COLUMNS: [&str; 5] = ["scope", "shard_identifier", "category", "object_identifier", "payload"];
+/// A SQL string literal.
+pub fn quote_literal(text: &str) -> String {
+    format!("'{}'", text.replace('\'', "''"))
+}
 
-/// One outbox tombstone, written in the same transaction as the delete of its row.
-pub fn outbox_insert(dialect: Dialect, values: [Param; 5]) -> Statement {
+/// The tombstones of one chunk, written in the chunk's transaction from one parameter: a JSON
+/// array of `{"key", "shard", "payload"}` objects (payload a JSON text or null).
+pub fn outbox_insert(dialect: Dialect, scope: &str, category: &str, rows: Param) -> Statement {
     let mut sql = SqlBuilder::new(dialect);
-    sql.push("INSERT INTO ").identifier("cascade_outbox").push(" (");
-    sql.identifiers(&OUTBOX_COLUMNS.map(String::from));
-    sql.push(", \"scheduled_for\", \"scheduled_from\", \"date_added\") VALUES (");
-    sql.binds(values).push(", CURRENT_TIMESTAMP, CURRENT_TIMESTAMP, CURRENT_TIMESTAMP)");
+    sql.push("INSERT INTO \"cascade_outbox\" (\"scope\", \"shard_identifier\", \"category\", ");
+    sql.push("\"object_identifier\", \"payload\", \"scheduled_for\", \"scheduled_from\", \"date_added\") SELECT ");
+    sql.bind(Param::Value(SqlValue::Text(scope.to_owned()))).push(", ");
+    match dialect {
+        Dialect::Sqlite => {
+            sql.push("json_extract(value, '$.shard'), ").bind(Param::Value(SqlValue::Text(category.to_owned())));
+            sql.push(", json_extract(value, '$.key'), json_extract(value, '$.payload'), ");
+            sql.push("CURRENT_TIMESTAMP, CURRENT_TIMESTAMP, CURRENT_TIMESTAMP FROM json_each(").bind(rows).push(")");
+        }
+        Dialect::Postgres => {
+            sql.push("r.shard, ").bind(Param::Value(SqlValue::Text(category.to_owned())));
+            sql.push(", r.key, r.payload, CURRENT_TIMESTAMP, CURRENT_TIMESTAMP, CURRENT_TIMESTAMP");
+            sql.push(" FROM json_to_recordset(CAST(")
+                .bind(rows)
+                .push(" AS json)) AS r(key text, shard text, payload text)");
+        }
+    }
     sql.finish()
 }

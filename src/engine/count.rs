@@ -9,6 +9,8 @@ use crate::config::Config;
 use crate::db::sql::{Dialect, KeyType, Param, SqlBuilder, SqlValue, Statement};
 use crate::db::{Database, DbError};
 use crate::planner::{Action, Plan, PlanNode};
+
+use super::typed_keys;
 use crate::schema::Schema;
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
@@ -35,7 +37,7 @@ pub enum CountError {
 struct Counter<'a> {
     dialect: Dialect,
     config: &'a Config,
-    schema: &'a Schema,
+    root_key_type: KeyType,
     ids: SqlValue,
 }
 
@@ -47,7 +49,13 @@ pub async fn count(
     plan: &Plan,
     ids: &[String],
 ) -> Result<Counts, CountError> {
-    let counter = Counter { dialect: database.dialect(), config, schema, ids: typed_ids(schema, &plan.root, ids)? };
+    let root = super::steps::node_sql(&plan.root, None, database.dialect(), Some(schema));
+    let ids = typed_keys(&root.key_type, ids.to_vec()).map_err(|id| CountError::NotAnInteger {
+        id,
+        key: root.key().to_owned(),
+        table: plan.root.table.clone(),
+    })?;
+    let counter = Counter { dialect: database.dialect(), config, root_key_type: root.key_type.clone(), ids };
     let mut counts = Counts::default();
     let mut paths: IndexMap<(String, Action), Vec<Vec<&PlanNode>>> = IndexMap::new();
     for path in paths_of(&plan.root) {
@@ -86,30 +94,6 @@ fn paths_of(root: &PlanNode) -> Vec<Vec<&PlanNode>> {
     out
 }
 
-/// The ids bound as the key column wants them.
-fn typed_ids(schema: &Schema, root: &PlanNode, ids: &[String]) -> Result<SqlValue, CountError> {
-    let key = root.key.as_deref().unwrap_or("id");
-    let declared = schema.table(&root.table).and_then(|t| t.column(key)).map(|c| c.data_type.as_str());
-    // Without a schema, ids that all look like integers are integers.
-    let integer = match declared {
-        Some(data_type) => KeyType::of_declared(data_type) == KeyType::Integer,
-        None => ids.iter().all(|id| id.parse::<i64>().is_ok()),
-    };
-    if !integer {
-        return Ok(SqlValue::Texts(ids.to_vec()));
-    }
-    ids.iter()
-        .map(|id| {
-            id.trim().parse::<i64>().map_err(|_| CountError::NotAnInteger {
-                id: id.clone(),
-                key: key.to_owned(),
-                table: root.table.clone(),
-            })
-        })
-        .collect::<Result<_, _>>()
-        .map(SqlValue::Integers)
-}
-
 impl Counter<'_> {
     /// `SELECT COUNT(*)` of the rows of the last node of the paths (all of one model) reached by
     /// any of them, so a row reached twice counts once.
@@ -145,15 +129,7 @@ impl Counter<'_> {
 
     fn root_predicate(&self, sql: &mut SqlBuilder, root: &PlanNode, with_status: bool) {
         let key = root.key.as_deref().unwrap_or("id");
-        let key_type = match &self.ids {
-            SqlValue::Integers(_) => KeyType::Integer,
-            _ => self
-                .schema
-                .table(&root.table)
-                .and_then(|t| t.column(key))
-                .map_or(KeyType::Text, |c| KeyType::of_declared(&c.data_type)),
-        };
-        sql.in_list(key, &key_type, Param::Value(self.ids.clone()));
+        sql.in_list(key, &self.root_key_type, Param::Value(self.ids.clone()));
         let status = self.config.model(&root.model).and_then(|m| m.status.as_ref()).filter(|_| with_status);
         if let Some(status) = status {
             sql.push(" AND ").status_in(&status.column.value, &status.proceed);

@@ -1,12 +1,94 @@
-//! The statements each step of a plan runs, in execution order. `plan --sql` lists them with
-//! described parameters; the executor binds real values to the same statements.
+//! The statements each step of a plan runs. The executor binds real values to them; `plan --sql`
+//! lists the same statements with described parameters.
 
 use serde::Serialize;
 
-use crate::config::Config;
-use crate::db::sql::{Dialect, KeyType, NodeSql, Param, SqlValue, Statement, outbox_insert};
-use crate::planner::{Plan, PlanNode};
-use crate::schema::Schema;
+use crate::config::{Config, StatusCheck};
+use crate::db::sql::{Dialect, KeyType, NodeSql, Param, Returning, SqlValue, Statement, outbox_insert};
+use crate::planner::{OutboxTarget, Plan, PlanNode};
+use crate::schema::{Schema, Table};
+
+/// Everything one node's statements are built from.
+pub struct StepSql<'a> {
+    pub sql: NodeSql<'a>,
+    /// The status check, at the root of a model that has one.
+    pub status: Option<&'a StatusCheck>,
+    /// What deletes return, when the outbox or the archive needs the deleted rows.
+    pub returning: Option<Returning>,
+    pub outbox: Option<&'a OutboxTarget>,
+    /// The node's children, whose rows must be gone before a chunk of this node is deleted.
+    pub children: Vec<NodeSql<'a>>,
+}
+
+impl<'a> StepSql<'a> {
+    /// The statements of `node` (whose parent in the plan is `parent`). `archive`: return whole
+    /// rows for the archive.
+    pub fn new(
+        node: &'a PlanNode,
+        parent: Option<&PlanNode>,
+        config: &'a Config,
+        dialect: Dialect,
+        schema: Option<&Schema>,
+        archive: bool,
+    ) -> Self {
+        let model = config.model(&node.model);
+        let outbox = node.outbox.as_ref();
+        let table = schema.and_then(|s| s.table(&node.table));
+        let returning = Returning {
+            shard_key: outbox
+                .and_then(|target| config.outbox.scopes.get(&target.scope))
+                .map(|scope| scope.shard_key.value.clone()),
+            payload: match (outbox, model) {
+                (Some(_), Some(model)) => model.outbox_payload.iter().map(|c| c.value.clone()).collect(),
+                _ => Vec::new(),
+            },
+            row: archive.then(|| table.map(|t| t.columns.iter().map(|c| c.name.clone()).collect()).unwrap_or_default()),
+        };
+        let returning = (outbox.is_some() || archive).then_some(returning);
+        Self {
+            sql: node_sql(node, parent, dialect, schema),
+            status: if parent.is_none() { model.and_then(|m| m.status.as_ref()) } else { None },
+            returning,
+            outbox,
+            children: node.children.iter().map(|child| node_sql(child, Some(node), dialect, schema)).collect(),
+        }
+    }
+
+    /// The tombstones of a chunk; `rows` is the JSON array of the deleted rows' key, shard and
+    /// payload.
+    pub fn tombstones(&self, rows: Param) -> Option<Statement> {
+        let target = self.outbox?;
+        Some(outbox_insert(self.sql.dialect, &target.scope, &target.category, rows))
+    }
+}
+
+/// The statement builder of one node, with key types from the schema (integer when unknown).
+pub fn node_sql<'a>(
+    node: &'a PlanNode,
+    parent: Option<&PlanNode>,
+    dialect: Dialect,
+    schema: Option<&Schema>,
+) -> NodeSql<'a> {
+    let table_of = |node: &PlanNode| schema.and_then(|s| s.table(&node.table));
+    let key_type = |table: Option<&Table>, column: Option<&str>| {
+        table
+            .zip(column.or(Some("id")))
+            .and_then(|(t, c)| t.column(c))
+            .map_or(KeyType::Integer, |c| KeyType::of_declared(&c.data_type))
+    };
+    let table = table_of(node);
+    let own_key = key_type(table, node.key.as_deref());
+    NodeSql {
+        dialect,
+        node,
+        match_type: match parent {
+            Some(parent) => key_type(table_of(parent), parent.key.as_deref()),
+            None => own_key.clone(),
+        },
+        key_type: own_key,
+        partitioned: table.is_some_and(|t| t.partitioned),
+    }
+}
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct StepStatements {
@@ -22,8 +104,8 @@ pub struct ListedStatement {
     pub params: Vec<String>,
 }
 
-/// Every step's statements, for a database of `dialect` (with `schema`, when known, for key
-/// types and partitioned tables).
+/// Every step's statements in execution order, for a database of `dialect` (with `schema`,
+/// when known, for key types and partitioned tables).
 pub fn list(plan: &Plan, config: &Config, dialect: Dialect, schema: Option<&Schema>) -> Vec<StepStatements> {
     let mut steps = Vec::new();
     list_node(&plan.root, None, config, dialect, schema, &mut steps);
@@ -42,93 +124,32 @@ fn list_node(
     for child in &node.children {
         list_node(child, Some(node), config, dialect, schema, out);
     }
-    let sql = node_sql(node, parent, dialect, schema);
-    let matched = Param::Described(match parent {
+    let step = StepSql::new(node, parent, config, dialect, schema, false);
+    let described = |what: &str| Param::Described(what.to_owned());
+    let matched = described(&match parent {
         Some(parent) => format!("keys of the current `{}` chunk", parent.model),
         None => "the root ids".to_owned(),
     });
     let mut statements = Vec::new();
-    if let (None, Some(status)) = (parent, config.model(&node.model).and_then(|m| m.status.as_ref())) {
-        statements.push(sql.mark_in_progress(matched.clone(), status));
+    if let Some(status) = step.status {
+        statements.push(step.sql.mark_in_progress(matched.clone(), status));
     }
-    let outbox = outbox_columns(node, config);
-    if sql.loads_rows() {
-        statements.push(sql.select_chunk(matched, &outbox));
-        if let Some(tombstone) = tombstone(node, dialect) {
-            statements.push(tombstone);
+    if step.sql.loads_rows() {
+        statements.push(step.sql.select_chunk(matched, step.status));
+        let keys = described("the chunk's keys");
+        if !step.children.is_empty() {
+            statements.push(step.sql.children_exist(&step.children, &keys));
         }
-        statements.push(sql.delete_by_keys(Param::Described("the chunk's keys".to_owned())));
+        statements.push(step.sql.delete_by_keys(keys, step.returning.as_ref()));
     } else {
-        let returning: Vec<String> = match &node.outbox {
-            Some(_) => std::iter::once(node.key.clone().unwrap_or_else(|| "id".to_owned())).chain(outbox).collect(),
-            None => Vec::new(),
-        };
-        statements.push(sql.set_based_chunk(matched, &returning));
-        if let Some(tombstone) = tombstone(node, dialect) {
-            statements.push(tombstone);
-        }
+        statements.push(step.sql.set_based_chunk(matched, step.returning.as_ref()));
     }
+    statements.extend(step.tombstones(described("the deleted rows' keys, shard keys and payloads (JSON)")));
     out.push(StepStatements {
         step: node.step,
         model: node.model.clone(),
         statements: statements.into_iter().map(listed).collect(),
     });
-}
-
-/// The statement builder of one node, with key types from the schema (integer when unknown).
-pub fn node_sql<'a>(
-    node: &'a PlanNode,
-    parent: Option<&PlanNode>,
-    dialect: Dialect,
-    schema: Option<&Schema>,
-) -> NodeSql<'a> {
-    let table = schema.and_then(|s| s.table(&node.table));
-    let key_type = |table: Option<&crate::schema::Table>, column: Option<&str>| {
-        table
-            .zip(column)
-            .and_then(|(t, c)| t.column(c))
-            .map_or(KeyType::Integer, |c| KeyType::of_declared(&c.data_type))
-    };
-    let parent_table = parent.and_then(|p| schema.and_then(|s| s.table(&p.table)));
-    NodeSql {
-        dialect,
-        node,
-        key_type: key_type(table, node.key.as_deref()),
-        match_type: match parent {
-            Some(parent) => key_type(parent_table, parent.key.as_deref()),
-            None => key_type(table, node.key.as_deref()),
-        },
-        partitioned: table.is_some_and(|t| t.partitioned),
-    }
-}
-
-/// Columns a tombstone needs from each deleted row besides its key: shard key and payload.
-fn outbox_columns(node: &PlanNode, config: &Config) -> Vec<String> {
-    let Some(target) = &node.outbox else { return Vec::new() };
-    let key = node.key.as_deref().unwrap_or("id");
-    let shard_key = config.outbox.scopes.get(&target.scope).map(|scope| scope.shard_key.value.clone());
-    let payload = config.model(&node.model).into_iter().flat_map(|m| m.outbox_payload.iter().map(|c| c.value.clone()));
-    let mut columns: Vec<String> = Vec::new();
-    for column in shard_key.into_iter().chain(payload) {
-        if column != key && !columns.contains(&column) {
-            columns.push(column);
-        }
-    }
-    columns
-}
-
-fn tombstone(node: &PlanNode, dialect: Dialect) -> Option<Statement> {
-    let target = node.outbox.as_ref()?;
-    Some(outbox_insert(
-        dialect,
-        [
-            Param::Value(SqlValue::Text(target.scope.clone())),
-            Param::Described("the row's shard key".to_owned()),
-            Param::Value(SqlValue::Text(target.category.clone())),
-            Param::Described("the row's key".to_owned()),
-            Param::Described("the payload columns as JSON".to_owned()),
-        ],
-    ))
 }
 
 fn listed(statement: Statement) -> ListedStatement {
@@ -138,7 +159,7 @@ fn listed(statement: Statement) -> ListedStatement {
         .map(|param| match param {
             Param::Described(what) => what.clone(),
             Param::Value(SqlValue::Integer(i)) => i.to_string(),
-            Param::Value(SqlValue::Text(t)) => format!("'{}'", t.replace('\'', "''")),
+            Param::Value(SqlValue::Text(t)) => crate::db::sql::quote_literal(t),
             Param::Value(SqlValue::Integers(list)) => format!("{list:?}"),
             Param::Value(SqlValue::Texts(list)) => format!("{list:?}"),
         })

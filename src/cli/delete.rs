@@ -1,0 +1,189 @@
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use indexmap::IndexMap;
+use indicatif::{ProgressBar, ProgressStyle};
+
+use super::Cli;
+use crate::db::{Access, Database, options};
+use crate::engine::{self, DeleteOptions, Deletion, Summary};
+use crate::render::{Folding, PlanFormat, PlanView};
+use crate::{planner, schema};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum SummaryFormat {
+    Human,
+    Json,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// The root model.
+    pub model: String,
+    /// Ids of the root rows to delete.
+    #[arg(required = true, value_name = "ID", value_delimiter = ',')]
+    pub ids: Vec<String>,
+    /// Delete for real. Without it, only the plan with its row counts is printed.
+    #[arg(long)]
+    pub confirm: bool,
+    /// Write every deleted row to DIR/MODEL.jsonl.gz before it is deleted.
+    #[arg(long, value_name = "DIR")]
+    pub archive: Option<PathBuf>,
+    /// Output format of the summary.
+    #[arg(long, value_enum, default_value_t = SummaryFormat::Human)]
+    pub format: SummaryFormat,
+}
+
+/// Exit code of a deletion stopped by Ctrl-C or SIGTERM (as a shell reports SIGINT).
+const EXIT_INTERRUPTED: u8 = 130;
+
+pub fn run(cli: &Cli, args: &Args) -> anyhow::Result<ExitCode> {
+    let Some(loaded) = super::load_valid(cli)? else { return Ok(ExitCode::from(1)) };
+    let plan = planner::compile(&loaded.config, &args.model)?;
+    let url = super::database_url(cli, &loaded.config);
+    let access = if args.confirm { Access::ReadWrite } else { Access::ReadOnly };
+    super::block_on(async {
+        let database = Database::connect(&url, access).await?;
+        let schema = schema::introspect(&database).await?;
+        if super::refuse_invalid_against(&loaded, &schema) {
+            return Ok(ExitCode::from(1));
+        }
+        let counts = engine::count(&database, &loaded.config, &schema, &plan, &args.ids).await?;
+        if !args.confirm {
+            let mut rates: IndexMap<String, f64> =
+                loaded.config.options.iter().map(|(k, v)| (k.clone(), v.value)).collect();
+            rates.extend(options::read_overrides(&database).await?);
+            let view = PlanView::new(&plan, &args.ids, Some(&counts), &rates, &Folding::default(), None);
+            print!(
+                "{}",
+                view.render(if args.format == SummaryFormat::Json { PlanFormat::Json } else { PlanFormat::Text })?
+            );
+            if args.format == SummaryFormat::Human {
+                println!("\ndry run: nothing was deleted; add --confirm to delete these rows");
+            }
+            return Ok(ExitCode::SUCCESS);
+        }
+        let options = DeleteOptions {
+            archive: args.archive.clone(),
+            command: std::env::args().collect::<Vec<_>>().join(" "),
+            ..DeleteOptions::default()
+        };
+        let total = counts.totals.values().chain(counts.nullify.values()).sum();
+        let result = delete(&database, &loaded.config, &schema, &plan, &args.ids, options, total).await;
+        database.close().await;
+        let (summary, interrupted) = result?;
+        print!("{}", render_summary(&summary, args.format));
+        if interrupted {
+            eprintln!("interrupted after a complete chunk: run the same command again to finish");
+            return Ok(ExitCode::from(EXIT_INTERRUPTED));
+        }
+        Ok(ExitCode::SUCCESS)
+    })
+}
+
+/// Runs the deletion to its end or to the first Ctrl-C / SIGTERM, which stop it between chunks.
+async fn delete(
+    database: &Database,
+    config: &crate::config::Config,
+    schema: &crate::schema::Schema,
+    plan: &planner::Plan,
+    ids: &[String],
+    options: DeleteOptions,
+    total_rows: u64,
+) -> anyhow::Result<(Summary, bool)> {
+    let stop = stop_on_signals();
+    let mut deletion = Deletion::start(database, config, schema, plan, ids, options).await?;
+    let bar = progress_bar(total_rows);
+    loop {
+        if stop.load(Ordering::SeqCst) {
+            bar.abandon();
+            return Ok((deletion.finish("interrupted", None).await?, true));
+        }
+        match deletion.chunk().await {
+            Ok(true) => bar.set_position(deletion.summary().rows()),
+            Ok(false) => break,
+            Err(error) => {
+                bar.abandon();
+                let message = error.to_string();
+                // Recording the failure may fail too when the database is gone; the error that
+                // stopped the deletion is the one to report.
+                if let Err(record) = deletion.finish("failed", Some(&message)).await {
+                    tracing::warn!(%record, "could not record the failed run");
+                }
+                return Err(
+                    anyhow::Error::new(error).context("the deletion stopped; run the same command again to resume")
+                );
+            }
+        }
+    }
+    bar.finish_and_clear();
+    Ok((deletion.finish("succeeded", None).await?, false))
+}
+
+/// A flag set by the first Ctrl-C or SIGTERM.
+fn stop_on_signals() -> Arc<AtomicBool> {
+    let stop = Arc::new(AtomicBool::new(false));
+    let flag = stop.clone();
+    tokio::spawn(async move {
+        let terminate = async {
+            #[cfg(unix)]
+            if let Ok(mut signal) = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+                signal.recv().await;
+                return;
+            }
+            std::future::pending::<()>().await
+        };
+        tokio::select! {
+            _ = tokio::signal::ctrl_c() => {}
+            _ = terminate => {}
+        }
+        tracing::warn!("stopping after the current chunk");
+        flag.store(true, Ordering::SeqCst);
+    });
+    stop
+}
+
+/// A progress bar on a terminal; hidden otherwise, where log lines report progress instead.
+fn progress_bar(total: u64) -> ProgressBar {
+    if !std::io::IsTerminal::is_terminal(&std::io::stderr()) {
+        return ProgressBar::hidden();
+    }
+    let bar = ProgressBar::new(total);
+    bar.set_style(
+        ProgressStyle::with_template("{spinner} {bar:40} {pos}/{len} rows · {per_sec} · eta {eta}")
+            .expect("a valid template"),
+    );
+    bar
+}
+
+fn render_summary(summary: &Summary, format: SummaryFormat) -> String {
+    if format == SummaryFormat::Json {
+        return serde_json::to_string_pretty(summary).expect("a summary serialises") + "\n";
+    }
+    let mut text = String::new();
+    for (title, rows) in [("deleted", &summary.deleted), ("nullified", &summary.nullified)] {
+        if !rows.is_empty() {
+            text.push_str(&format!("{title}:\n"));
+            for (model, count) in rows {
+                text.push_str(&format!("  {model:<30} {count:>10}\n"));
+            }
+        }
+    }
+    text.push_str(&format!(
+        "{} rows in {} chunks (longest {:.1} ms), {} outbox rows, {:.1} s\n",
+        summary.rows(),
+        summary.chunks,
+        summary.max_chunk_ms,
+        summary.outbox_rows,
+        summary.elapsed_ms / 1e3
+    ));
+    if !summary.skipped.is_empty() {
+        text.push_str(&format!("skipped, status does not allow the deletion: {}\n", summary.skipped.join(", ")));
+    }
+    if !summary.missing.is_empty() {
+        text.push_str(&format!("not found: {}\n", summary.missing.join(", ")));
+    }
+    text
+}

@@ -1,0 +1,434 @@
+//! The executor: deletes a plan's rows children first, one chunk of one table per transaction.
+//!
+//! Its state is a stack of frames, one per plan node being worked on; `chunk()` advances it
+//! until one transaction has committed (or the work is done), so a caller can interleave, pause
+//! or stop between chunks. Nothing needs saving between runs: every step finds the rows that
+//! are still there, so running the same deletion again after an interruption finishes it.
+
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use indexmap::IndexMap;
+use serde::Serialize;
+use tracing::{debug, info};
+
+use super::archive::Archive;
+use super::steps::StepSql;
+use super::throttle::Throttle;
+use super::typed_keys;
+use crate::config::Config;
+use crate::db::sql::{Param, SqlValue, Statement};
+use crate::db::{Database, DbError, Transaction, options, tables};
+use crate::planner::{Action, Plan, PlanNode};
+use crate::schema::Schema;
+
+/// How often an option's value is read again from `cascade_option` while deleting.
+const OPTION_REFRESH: Duration = Duration::from_secs(1);
+
+#[derive(Debug, Clone)]
+pub struct DeleteOptions {
+    /// Directory for the gzip JSON-lines archive of every deleted row.
+    pub archive: Option<PathBuf>,
+    /// Who runs the deletion, for `cascade_run`.
+    pub actor: String,
+    /// The command line, for `cascade_run`.
+    pub command: String,
+    /// How often a parent chunk is retried when children keep appearing under it.
+    pub orphan_retries: u32,
+}
+
+impl Default for DeleteOptions {
+    fn default() -> Self {
+        Self { archive: None, actor: default_actor(), command: String::new(), orphan_retries: 5 }
+    }
+}
+
+/// The user running the tool, from the environment.
+pub fn default_actor() -> String {
+    std::env::var("USER").or_else(|_| std::env::var("USERNAME")).unwrap_or_else(|_| "unknown".to_owned())
+}
+
+/// What a deletion did; the JSON shape of `delete --format json`.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Summary {
+    pub deleted: IndexMap<String, u64>,
+    pub nullified: IndexMap<String, u64>,
+    pub chunks: u64,
+    pub max_chunk_ms: f64,
+    pub elapsed_ms: f64,
+    pub outbox_rows: u64,
+    /// Root ids whose status did not allow the deletion.
+    pub skipped: Vec<String>,
+    /// Root ids that do not exist (already deleted, or never were).
+    pub missing: Vec<String>,
+}
+
+impl Summary {
+    /// Rows deleted and nullified so far.
+    pub fn rows(&self) -> u64 {
+        self.deleted.values().chain(self.nullified.values()).sum()
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum DeleteError {
+    #[error(transparent)]
+    Database(#[from] DbError),
+    #[error("cannot write the archive: {0}")]
+    Archive(#[from] std::io::Error),
+    #[error(
+        "rows keep appearing under a chunk of `{model}` (tried {attempts} times): something is still writing \
+         children of the rows being deleted; stop it and run the deletion again"
+    )]
+    ChildrenKeepAppearing { model: String, attempts: u32 },
+    #[error("id `{id}` is not an integer, but the key of `{table}` is")]
+    NotAnInteger { id: String, table: String },
+}
+
+/// One plan node being worked on, for one set of parent rows.
+struct Frame<'a> {
+    node: &'a PlanNode,
+    step: StepSql<'a>,
+    /// The parent chunk's keys (or the root ids) this node's rows are found by.
+    matched: SqlValue,
+    state: State,
+}
+
+enum State {
+    /// per_row: the next chunk of keys is to be read.
+    Fetch,
+    /// per_row: the children of the chunk `keys` are being deleted, `next` is the next one.
+    Children { keys: SqlValue, next: usize, attempts: u32 },
+    /// per_row: the chunk `keys` is deleted once its children are gone.
+    Delete { keys: SqlValue, attempts: u32 },
+    /// bulk or nullify: one set-based statement per chunk until none is left.
+    SetBased,
+}
+
+/// What one transaction did.
+enum Outcome {
+    Done(u64),
+    /// Children appeared under the chunk meanwhile: nothing was deleted.
+    ChildrenAppeared,
+}
+
+pub struct Deletion<'a> {
+    database: &'a Database,
+    config: &'a Config,
+    schema: &'a Schema,
+    stack: Vec<Frame<'a>>,
+    options: DeleteOptions,
+    archive: Option<Archive>,
+    throttle: Throttle,
+    rates: IndexMap<String, f64>,
+    rates_read: Option<Instant>,
+    summary: Summary,
+    started: Instant,
+    run_id: i64,
+}
+
+impl<'a> Deletion<'a> {
+    /// Prepares the deletion of the root rows `ids`: creates the tool's tables if needed, skips
+    /// roots whose status does not allow it, marks the others in progress, and records the run.
+    pub async fn start(
+        database: &'a Database,
+        config: &'a Config,
+        schema: &'a Schema,
+        plan: &'a Plan,
+        ids: &[String],
+        options: DeleteOptions,
+    ) -> Result<Self, DeleteError> {
+        let started = Instant::now();
+        tables::ensure(database).await?;
+        let dialect = database.dialect();
+        let root = StepSql::new(&plan.root, None, config, dialect, Some(schema), options.archive.is_some());
+        let ids = typed_keys(&root.sql.key_type, ids.to_vec())
+            .map_err(|id| DeleteError::NotAnInteger { id, table: plan.root.table.clone() })?;
+
+        let mut summary = Summary::default();
+        let found = database.fetch_texts(&root.sql.select_roots(Param::Value(ids.clone()), root.status)).await?;
+        let mut proceeding = Vec::new();
+        for row in &found {
+            let (Some(key), Some(decision)) = (row.first().cloned().flatten(), row.get(1).cloned().flatten()) else {
+                continue;
+            };
+            if decision == "proceed" { proceeding.push(key) } else { summary.skipped.push(key) }
+        }
+        summary.missing =
+            texts(&ids).into_iter().filter(|id| !found.iter().any(|row| row[0].as_deref() == Some(id))).collect();
+        let proceeding = typed_keys(&root.sql.key_type, proceeding).expect("keys read back from the key column");
+        if let (Some(status), false) = (root.status, is_empty(&proceeding)) {
+            let mut transaction = database.begin_write().await?;
+            transaction.execute(&root.sql.mark_in_progress(Param::Value(proceeding.clone()), status)).await?;
+            transaction.commit().await?;
+        }
+        let run_id =
+            tables::start_run(database, &options.actor, &options.command, &plan.root.model, &texts(&ids)).await?;
+        info!(run = run_id, model = %plan.root.model, roots = texts(&proceeding).len(), skipped = summary.skipped.len(), "deletion started");
+
+        let mut stack = Vec::new();
+        if !is_empty(&proceeding) {
+            stack.push(Frame { node: &plan.root, state: initial_state(&plan.root), step: root, matched: proceeding });
+        }
+        Ok(Self {
+            database,
+            config,
+            schema,
+            stack,
+            archive: options.archive.as_deref().map(Archive::open).transpose()?,
+            options,
+            throttle: Throttle::default(),
+            rates: IndexMap::new(),
+            rates_read: None,
+            summary,
+            started,
+            run_id,
+        })
+    }
+
+    /// What was done so far.
+    pub fn summary(&self) -> &Summary {
+        &self.summary
+    }
+
+    /// Runs until one chunk's transaction has committed. `Ok(false)` when nothing is left.
+    pub async fn chunk(&mut self) -> Result<bool, DeleteError> {
+        loop {
+            let Some(frame) = self.stack.last_mut() else { return Ok(false) };
+            match &mut frame.state {
+                State::Fetch => {
+                    let statement = frame.step.sql.select_chunk(Param::Value(frame.matched.clone()), frame.step.status);
+                    let keys: Vec<String> = self
+                        .database
+                        .fetch_texts(&statement)
+                        .await?
+                        .into_iter()
+                        .filter_map(|row| row.into_iter().next().flatten())
+                        .collect();
+                    if keys.is_empty() {
+                        self.stack.pop();
+                        continue;
+                    }
+                    let keys = typed_keys(&frame.step.sql.key_type, keys).expect("keys read back from the key column");
+                    frame.state = if frame.node.children.is_empty() {
+                        State::Delete { keys, attempts: 0 }
+                    } else {
+                        State::Children { keys, next: 0, attempts: 0 }
+                    };
+                }
+                State::Children { keys, next, attempts } => {
+                    let Some(child) = frame.node.children.get(*next) else {
+                        frame.state = State::Delete { keys: keys.clone(), attempts: *attempts };
+                        continue;
+                    };
+                    *next += 1;
+                    let (parent, keys) = (frame.node, keys.clone());
+                    let child_frame = self.frame(child, parent, keys);
+                    self.stack.push(child_frame);
+                }
+                State::Delete { keys, attempts } => {
+                    let (keys, attempts) = (keys.clone(), *attempts);
+                    match self.delete_chunk(&keys).await? {
+                        Outcome::Done(rows) => {
+                            let frame = self.stack.last_mut().expect("the frame being worked on");
+                            frame.state = State::Fetch;
+                            self.after_chunk(rows).await;
+                            return Ok(true);
+                        }
+                        Outcome::ChildrenAppeared if attempts < self.options.orphan_retries => {
+                            let frame = self.stack.last_mut().expect("the frame being worked on");
+                            debug!(model = %frame.node.model, attempts, "children appeared under a chunk; draining them again");
+                            frame.state = State::Children { keys, next: 0, attempts: attempts + 1 };
+                        }
+                        Outcome::ChildrenAppeared => {
+                            let model = self.stack.last().expect("the frame being worked on").node.model.clone();
+                            return Err(DeleteError::ChildrenKeepAppearing { model, attempts: attempts + 1 });
+                        }
+                    }
+                }
+                State::SetBased => {
+                    let rows = self.set_based_chunk().await?;
+                    let frame = self.stack.last().expect("the frame being worked on");
+                    if rows < frame.node.chunk_size {
+                        self.stack.pop();
+                    }
+                    if rows > 0 {
+                        self.after_chunk(rows).await;
+                        return Ok(true);
+                    }
+                }
+            }
+        }
+    }
+
+    /// Records how the run ended in `cascade_run` and closes the archive.
+    pub async fn finish(mut self, outcome: &str, error: Option<&str>) -> Result<Summary, DeleteError> {
+        self.summary.elapsed_ms = self.started.elapsed().as_secs_f64() * 1e3;
+        let rows = serde_json::json!({ "deleted": self.summary.deleted, "nullified": self.summary.nullified });
+        tables::finish_run(self.database, self.run_id, &rows.to_string(), outcome, error).await?;
+        if let Some(archive) = self.archive.take() {
+            archive.finish()?;
+        }
+        info!(run = self.run_id, outcome, rows = self.summary.rows(), "deletion finished");
+        Ok(self.summary)
+    }
+
+    fn frame(&self, node: &'a PlanNode, parent: &'a PlanNode, matched: SqlValue) -> Frame<'a> {
+        let step = StepSql::new(
+            node,
+            Some(parent),
+            self.config,
+            self.database.dialect(),
+            Some(self.schema),
+            self.archive.is_some(),
+        );
+        Frame { node, step, matched, state: initial_state(node) }
+    }
+
+    /// Deletes the chunk `keys` of the top frame, unless children appeared under it.
+    async fn delete_chunk(&mut self, keys: &SqlValue) -> Result<Outcome, DeleteError> {
+        let started = Instant::now();
+        let frame = self.stack.last().expect("the frame being worked on");
+        let step = &frame.step;
+        let mut transaction = self.database.begin_write().await?;
+        if !step.children.is_empty() {
+            let check = step.sql.children_exist(&step.children, &Param::Value(keys.clone()));
+            let exists = transaction.fetch_texts(&check).await?;
+            if exists.first().and_then(|row| row.first().cloned().flatten()).as_deref() == Some("1") {
+                transaction.rollback().await?;
+                return Ok(Outcome::ChildrenAppeared);
+            }
+        }
+        let statement = step.sql.delete_by_keys(Param::Value(keys.clone()), step.returning.as_ref());
+        let deleted = match self.run_write(&mut transaction, &statement).await {
+            Ok(rows) => rows,
+            // A child inserted after the check: the database's foreign key caught it.
+            Err(DeleteError::Database(error)) if error.is_foreign_key_violation() => {
+                transaction.rollback().await?;
+                return Ok(Outcome::ChildrenAppeared);
+            }
+            Err(error) => return Err(error),
+        };
+        transaction.commit().await?;
+        self.record_chunk(started, deleted, Action::Delete);
+        Ok(Outcome::Done(deleted))
+    }
+
+    /// One set-based statement of the top frame; the rows it touched.
+    async fn set_based_chunk(&mut self) -> Result<u64, DeleteError> {
+        let started = Instant::now();
+        let frame = self.stack.last().expect("the frame being worked on");
+        let statement =
+            frame.step.sql.set_based_chunk(Param::Value(frame.matched.clone()), frame.step.returning.as_ref());
+        let action = frame.node.action;
+        let mut transaction = self.database.begin_write().await?;
+        let rows = self.run_write(&mut transaction, &statement).await?;
+        transaction.commit().await?;
+        if rows > 0 {
+            self.record_chunk(started, rows, action);
+        }
+        Ok(rows)
+    }
+
+    /// Runs the top frame's delete or update; with `RETURNING`, archives the deleted rows and
+    /// writes their tombstones in the same transaction. The number of rows touched.
+    async fn run_write(&mut self, transaction: &mut Transaction, statement: &Statement) -> Result<u64, DeleteError> {
+        let returns_rows =
+            self.stack.last().is_some_and(|f| f.step.returning.is_some() && f.node.action == Action::Delete);
+        if !returns_rows {
+            return Ok(transaction.execute(statement).await?);
+        }
+        let rows = transaction.fetch_texts(statement).await?;
+        self.write_row_data(transaction, rows).await
+    }
+
+    /// Archives the deleted rows and writes their tombstones, inside the chunk's transaction;
+    /// the number of rows.
+    async fn write_row_data(
+        &mut self,
+        transaction: &mut Transaction,
+        rows: Vec<Vec<Option<String>>>,
+    ) -> Result<u64, DeleteError> {
+        let frame = self.stack.last().expect("the frame being worked on");
+        if let Some(archive) = &mut self.archive {
+            let lines: Vec<String> = rows.iter().filter_map(|row| row.get(3).cloned().flatten()).collect();
+            archive.write(&frame.node.model, &lines)?;
+        }
+        let tombstones: Vec<serde_json::Value> = rows
+            .iter()
+            .map(|row| serde_json::json!({ "key": row[0], "shard": row.get(1).cloned().flatten(), "payload": row.get(2).cloned().flatten() }))
+            .collect();
+        if let Some(statement) =
+            frame.step.tombstones(Param::Value(SqlValue::Text(serde_json::to_string(&tombstones).expect("JSON"))))
+        {
+            if !tombstones.is_empty() {
+                transaction.execute(&statement).await?;
+                self.summary.outbox_rows += tombstones.len() as u64;
+            }
+        }
+        Ok(rows.len() as u64)
+    }
+
+    fn record_chunk(&mut self, started: Instant, rows: u64, action: Action) {
+        let model = self.stack.last().expect("the frame being worked on").node.model.clone();
+        let elapsed_ms = started.elapsed().as_secs_f64() * 1e3;
+        self.summary.chunks += 1;
+        self.summary.max_chunk_ms = self.summary.max_chunk_ms.max(elapsed_ms);
+        let counts = if action == Action::Delete { &mut self.summary.deleted } else { &mut self.summary.nullified };
+        *counts.entry(model.clone()).or_default() += rows;
+        debug!(model = %model, rows, ms = elapsed_ms, "chunk committed");
+    }
+
+    /// Waits as long as the top frame's rate limit asks after `rows` rows.
+    async fn after_chunk(&mut self, rows: u64) {
+        let Some((option, chunk_size)) =
+            self.stack.last().and_then(|f| f.node.rate_limit.clone().map(|o| (o, f.node.chunk_size)))
+        else {
+            return;
+        };
+        let rate = self.rate(&option).await;
+        while let Err(wait) = self.throttle.try_take(&option, rate, rows, chunk_size) {
+            tokio::time::sleep(wait).await;
+        }
+    }
+
+    /// The option's current value: `cascade_option` over `[options]`, read at most once a second.
+    async fn rate(&mut self, option: &str) -> f64 {
+        if self.rates_read.is_none_or(|read| read.elapsed() >= OPTION_REFRESH) {
+            let mut rates: IndexMap<String, f64> =
+                self.config.options.iter().map(|(k, v)| (k.clone(), v.value)).collect();
+            match options::read_overrides(self.database).await {
+                Ok(overrides) => rates.extend(overrides),
+                Err(error) => debug!(%error, "cannot read cascade_option; keeping the previous values"),
+            }
+            self.rates = rates;
+            self.rates_read = Some(Instant::now());
+        }
+        self.rates.get(option).copied().unwrap_or(0.0)
+    }
+}
+
+fn initial_state(node: &PlanNode) -> State {
+    if node.action == Action::Delete && node.strategy == crate::config::Strategy::PerRow {
+        State::Fetch
+    } else {
+        State::SetBased
+    }
+}
+
+fn is_empty(keys: &SqlValue) -> bool {
+    match keys {
+        SqlValue::Integers(list) => list.is_empty(),
+        SqlValue::Texts(list) => list.is_empty(),
+        _ => false,
+    }
+}
+
+fn texts(keys: &SqlValue) -> Vec<String> {
+    match keys {
+        SqlValue::Integers(list) => list.iter().map(i64::to_string).collect(),
+        SqlValue::Texts(list) => list.clone(),
+        SqlValue::Integer(i) => vec![i.to_string()],
+        SqlValue::Text(t) => vec![t.clone()],
+    }
+}
