@@ -37,7 +37,7 @@ pub struct Args {
 }
 
 /// Exit code of a deletion stopped by Ctrl-C or SIGTERM (as a shell reports SIGINT).
-const EXIT_INTERRUPTED: u8 = 130;
+pub(super) const EXIT_INTERRUPTED: u8 = 130;
 
 pub fn run(cli: &Cli, args: &Args) -> anyhow::Result<ExitCode> {
     let Some(loaded) = super::load_valid(cli)? else { return Ok(ExitCode::from(1)) };
@@ -84,7 +84,7 @@ pub fn run(cli: &Cli, args: &Args) -> anyhow::Result<ExitCode> {
 }
 
 /// Runs the deletion to its end or to the first Ctrl-C / SIGTERM, which stop it between chunks.
-async fn delete(
+pub(super) async fn delete(
     database: &Database,
     config: &crate::config::Config,
     schema: &crate::schema::Schema,
@@ -158,7 +158,7 @@ fn progress_bar(total: u64) -> ProgressBar {
     bar
 }
 
-fn render_summary(summary: &Summary, format: SummaryFormat) -> String {
+pub(super) fn render_summary(summary: &Summary, format: SummaryFormat) -> String {
     if format == SummaryFormat::Json {
         return serde_json::to_string_pretty(summary).expect("a summary serialises") + "\n";
     }

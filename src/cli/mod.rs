@@ -1,6 +1,7 @@
 //! The command line: parses arguments and calls the library. One file per command.
 
 mod delete;
+mod demo;
 mod init;
 mod option;
 mod plan;
@@ -52,6 +53,8 @@ pub enum Command {
     Plan(plan::Args),
     /// Delete rows and everything below them, children first, in small transactions.
     Delete(delete::Args),
+    /// Build a demo SQLite database and walk validate → plan → delete on it.
+    Demo(demo::Args),
     /// Runtime values of [options], such as rate limits, read by running deletions.
     #[command(subcommand)]
     Option(option::Command),
@@ -71,6 +74,7 @@ pub fn main() -> ExitCode {
         Command::Init(args) => init::run(&cli, args),
         Command::Plan(args) => plan::run(&cli, args),
         Command::Delete(args) => delete::run(&cli, args),
+        Command::Demo(args) => demo::run(&cli, args),
         Command::Option(command) => option::run(&cli, command),
     };
     result.unwrap_or_else(|error| {

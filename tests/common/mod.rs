@@ -2,6 +2,8 @@
 
 #![allow(dead_code)] // each test binary uses its own subset
 
+pub mod diamond;
+
 use std::path::Path;
 
 use assert_cmd::Command;

@@ -1,0 +1,69 @@
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use indexmap::IndexMap;
+
+use super::Cli;
+use crate::db::{Access, Database};
+use crate::diagnostic::{Format, Report};
+use crate::engine::{self, DeleteOptions};
+use crate::render::{Folding, PlanFormat, PlanView};
+use crate::{demo, planner, schema};
+
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// Rows to seed, in all tables.
+    #[arg(long, default_value_t = 100_000)]
+    pub rows: u64,
+    /// Where to build the demo SQLite database (replaced if it exists).
+    #[arg(long, value_name = "PATH", default_value = "cascade-demo.db")]
+    pub db: PathBuf,
+}
+
+/// Builds the demo database, then walks validate → plan → delete of its first organization.
+pub fn run(cli: &Cli, args: &Args) -> anyhow::Result<ExitCode> {
+    let Some(loaded) = super::load_valid(cli)? else { return Ok(ExitCode::from(1)) };
+    super::block_on(async {
+        println!("== building {} with about {} rows", args.db.display(), args.rows);
+        let built = demo::build(&args.db, args.rows).await?;
+        println!("{} rows in {} organizations\n", built.rows, built.organizations.len());
+
+        let url = format!("sqlite://{}", args.db.display());
+        let database = Database::connect(&url, Access::ReadWrite).await?;
+        let schema = schema::introspect(&database).await?;
+
+        println!("== cascade validate --database-url {url}");
+        let mut diagnostics = planner::validate(&loaded.config, &loaded.sources, Some(&schema));
+        planner::sort(&mut diagnostics);
+        let report = Report { sources: &loaded.sources, diagnostics: &diagnostics };
+        print!("{}", report.render(Format::Human, super::color_stdout()));
+        if report.errors() > 0 {
+            return Ok(ExitCode::from(1));
+        }
+
+        let root = built.organizations[0].to_string();
+        println!("\n== cascade plan organization --id {root} --depth 2");
+        let plan = planner::compile(&loaded.config, "organization")?;
+        let ids = [root.clone()];
+        let counts = engine::count(&database, &loaded.config, &schema, &plan, &ids).await?;
+        let rates: IndexMap<String, f64> = loaded.config.options.iter().map(|(k, v)| (k.clone(), v.value)).collect();
+        let folding = Folding { depth: Some(2), collapse: Vec::new() };
+        print!("{}", PlanView::new(&plan, &ids, Some(&counts), &rates, &folding, None).render(PlanFormat::Text)?);
+
+        println!("\n== cascade delete organization {root} --confirm");
+        let options =
+            DeleteOptions { command: format!("cascade demo --rows {}", args.rows), ..DeleteOptions::default() };
+        let total = counts.totals.values().chain(counts.nullify.values()).sum();
+        let (summary, interrupted) =
+            super::delete::delete(&database, &loaded.config, &schema, &plan, &ids, options, total).await?;
+        database.close().await;
+        print!("{}", super::delete::render_summary(&summary, super::delete::SummaryFormat::Human));
+        if interrupted {
+            return Ok(ExitCode::from(super::delete::EXIT_INTERRUPTED));
+        }
+        println!(
+            "\nthe other organizations are untouched; try `cascade --database-url {url} plan organization --id 2`"
+        );
+        Ok(ExitCode::SUCCESS)
+    })
+}
