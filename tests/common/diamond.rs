@@ -59,19 +59,39 @@ categories = ["task_update"]
 
 /// Four orgs (org 4 may not be deleted: status 9); tasks assigned across orgs, so some are
 /// reached by both paths, some by one.
-pub fn diamond_rows() -> String {
+pub fn diamond_rows(scale: usize) -> String {
     let mut sql = String::from("INSERT INTO org VALUES (1, 0), (2, 0), (3, 0), (4, 9);\n");
     for id in 1..=12 {
         sql.push_str(&format!("INSERT INTO project VALUES ({id}, {});\n", id % 4 + 1));
         sql.push_str(&format!("INSERT INTO member VALUES ({id}, {});\n", (id + 1) % 4 + 1));
     }
-    for id in 1..=60 {
+    let tasks = 60 * scale;
+    for id in 1..=tasks {
         let assignee = if id % 5 == 0 { "NULL".to_owned() } else { ((id * 5) % 12 + 1).to_string() };
         sql.push_str(&format!("INSERT INTO task VALUES ({id}, {}, {assignee});\n", id % 12 + 1));
     }
-    for id in 1..=60 {
-        sql.push_str(&format!("INSERT INTO note VALUES ({id}, {id}), ({}, {});\n", id + 100, (id * 3) % 60 + 1));
+    for id in 1..=tasks {
+        sql.push_str(&format!("INSERT INTO note VALUES ({id}, {id}), ({}, {});\n", id + tasks, (id * 3) % tasks + 1));
         sql.push_str(&format!("INSERT INTO audit VALUES ({id}, {});\n", id % 12 + 1));
     }
     sql.replace("INSERT INTO audit VALUES (11, 12)", "INSERT INTO audit VALUES (11, NULL)")
 }
+
+/// Hand-written counts for deleting orgs 1, 2 and 4 (4 is skipped by its status).
+pub const EXPECTED: [(&str, &str); 6] = [
+    ("org", "SELECT COUNT(*) FROM org WHERE id IN (1, 2, 4) AND status = 0"),
+    ("project", "SELECT COUNT(*) FROM project WHERE org_id IN (1, 2)"),
+    ("member", "SELECT COUNT(*) FROM member WHERE org_id IN (1, 2)"),
+    (
+        "task",
+        "SELECT COUNT(*) FROM task WHERE project_id IN (SELECT id FROM project WHERE org_id IN (1, 2)) \
+         OR assignee_id IN (SELECT id FROM member WHERE org_id IN (1, 2))",
+    ),
+    (
+        "note",
+        "SELECT COUNT(*) FROM note WHERE task_id IN (SELECT id FROM task WHERE \
+         project_id IN (SELECT id FROM project WHERE org_id IN (1, 2)) \
+         OR assignee_id IN (SELECT id FROM member WHERE org_id IN (1, 2)))",
+    ),
+    ("audit", "SELECT COUNT(*) FROM audit WHERE member_id IN (SELECT id FROM member WHERE org_id IN (1, 2))"),
+];
