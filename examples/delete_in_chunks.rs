@@ -21,7 +21,8 @@ async fn main() -> anyhow::Result<()> {
 
     let plan = cascade::planner::compile(&loaded.config, "organization")?;
     let ids = [demo.organizations[0].to_string()];
-    let mut deletion = Deletion::start(&database, &loaded.config, &schema, &plan, &ids, DeleteOptions::default()).await?;
+    let mut deletion =
+        Deletion::start(&database, &loaded.config, &schema, &plan, &ids, DeleteOptions::default()).await?;
     let mut units = 0;
     while deletion.chunk().await? {
         units += 1;

@@ -39,6 +39,9 @@ pub struct Args {
 /// Exit code of a deletion stopped by Ctrl-C or SIGTERM (as a shell reports SIGINT).
 pub(super) const EXIT_INTERRUPTED: u8 = 130;
 
+/// How often a progress line is logged when there is no progress bar.
+const PROGRESS_EVERY: std::time::Duration = std::time::Duration::from_secs(5);
+
 pub fn run(cli: &Cli, args: &Args) -> anyhow::Result<ExitCode> {
     let Some(loaded) = super::load_valid(cli)? else { return Ok(ExitCode::from(1)) };
     let plan = planner::compile(&loaded.config, &args.model)?;
@@ -96,13 +99,22 @@ pub(super) async fn delete(
     let stop = stop_on_signals();
     let mut deletion = Deletion::start(database, config, schema, plan, ids, options).await?;
     let bar = progress_bar(total_rows);
+    let mut last_line = std::time::Instant::now();
     loop {
         if stop.load(Ordering::SeqCst) {
             bar.abandon();
             return Ok((deletion.finish("interrupted", None).await?, true));
         }
         match deletion.chunk().await {
-            Ok(true) => bar.set_position(deletion.summary().rows()),
+            Ok(true) => {
+                let summary = deletion.summary();
+                bar.set_position(summary.rows());
+                // Without a terminal, a structured line every few seconds stands in for the bar.
+                if bar.is_hidden() && last_line.elapsed() >= PROGRESS_EVERY {
+                    tracing::info!(rows = summary.rows(), of = total_rows, chunks = summary.chunks, "deleting");
+                    last_line = std::time::Instant::now();
+                }
+            }
             Ok(false) => break,
             Err(error) => {
                 bar.abandon();

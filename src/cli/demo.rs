@@ -26,7 +26,8 @@ pub fn run(cli: &Cli, args: &Args) -> anyhow::Result<ExitCode> {
     super::block_on(async {
         println!("== building {} with about {} rows", args.db.display(), args.rows);
         let built = demo::build(&args.db, args.rows).await?;
-        println!("{} rows in {} organizations\n", built.rows, built.organizations.len());
+        let organizations = built.organizations.len();
+        println!("{} rows in {organizations} organization{}\n", built.rows, if organizations == 1 { "" } else { "s" });
 
         let url = format!("sqlite://{}", args.db.display());
         let database = Database::connect(&url, Access::ReadWrite).await?;

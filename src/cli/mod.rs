@@ -86,7 +86,8 @@ pub fn main() -> ExitCode {
 fn init_logging(cli: &Cli) {
     let level = match (cli.quiet, cli.verbose) {
         (true, _) => "error",
-        (false, 0) => "warn",
+        // The progress of a deletion is worth a line now and then even when nobody asked.
+        (false, 0) => "warn,cascade::engine=info,cascade::cli::delete=info",
         (false, 1) => "info",
         (false, 2) => "debug",
         (false, _) => "trace",

@@ -1,0 +1,47 @@
+//! `cascade demo`, the README's main job, on a fresh directory.
+
+mod common;
+
+use cascade::db::sql::Statement;
+use cascade::db::{Access, Database};
+use common::{block_on, cascade, repository};
+
+#[test]
+fn the_demo_builds_validates_plans_and_deletes_one_organization() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("demo.db");
+    let output = cascade(repository())
+        .args(["demo", "--rows", "30000", "--db", db.to_str().unwrap()])
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    let output = String::from_utf8(output).unwrap();
+    for section in [
+        "== cascade validate",
+        "ok: no problems found",
+        "== cascade plan organization --id 1",
+        "totals (each row once):",
+        "== cascade delete organization 1 --confirm",
+        "deleted:",
+    ] {
+        assert!(output.contains(section), "missing `{section}` in:\n{output}");
+    }
+    let texts = |sql: &str| {
+        block_on(async {
+            let database = Database::connect(&format!("sqlite://{}", db.display()), Access::ReadOnly).await.unwrap();
+            let rows = database.fetch_texts(&Statement { sql: sql.to_owned(), params: Vec::new() }).await.unwrap();
+            database.close().await;
+            rows
+        })
+    };
+    assert!(texts("PRAGMA foreign_key_check").is_empty(), "nothing orphaned");
+    let left = texts("SELECT CAST(id AS TEXT) FROM organization ORDER BY id");
+    assert!(left.len() >= 2, "other organizations stay: {left:?}");
+    assert_ne!(left[0][0].as_deref(), Some("1"), "organization 1 is gone");
+    let projects_of_1 = texts("SELECT CAST(COUNT(*) AS TEXT) FROM project WHERE organization_id = 1");
+    assert_eq!(projects_of_1[0][0].as_deref(), Some("0"));
+    let runs = texts("SELECT outcome FROM cascade_run");
+    assert_eq!(runs, vec![vec![Some("succeeded".to_owned())]]);
+}
