@@ -407,3 +407,39 @@ fn a_database_that_goes_away_mid_run_is_a_clear_error_and_the_rerun_resumes() {
     cascade(config.path()).args(delete_args(&url, &[])).assert().success();
     check_outcome(&probe, &expected, None);
 }
+
+#[test]
+fn a_bulk_step_on_a_partitioned_table_deletes_across_partitions() {
+    let ddl = "
+        CREATE TABLE customer (customer_id integer PRIMARY KEY);
+        CREATE TABLE payment (payment_id integer NOT NULL, customer_id integer NOT NULL REFERENCES customer,
+                              payment_date date NOT NULL) PARTITION BY RANGE (payment_date);
+        CREATE TABLE payment_p1 PARTITION OF payment FOR VALUES FROM ('2022-01-01') TO ('2022-02-01');
+        CREATE TABLE payment_p2 PARTITION OF payment FOR VALUES FROM ('2022-02-01') TO ('2022-03-01');
+        CREATE INDEX payment_customer_idx ON payment (customer_id);
+        INSERT INTO customer SELECT generate_series(1, 3);
+        INSERT INTO payment SELECT n, n % 3 + 1, DATE '2022-01-01' + (n % 50) FROM generate_series(1, 600) AS n;";
+    let Some(url) = postgres_database(ddl) else { return };
+    let probe = Probe { url: url.clone() };
+    let config = "[models.customer]\ntable = \"customer\"\nkey = \"customer_id\"\n\
+                  children = [{ model = \"payment\", column = \"customer_id\" }]\n\n\
+                  [models.payment]\ntable = \"payment\"\nstrategy = \"bulk\"\nchunk_size = 70\n";
+    let dir = project(&[("cascades/cascade.toml", config)]);
+    let before = |customer: u32| probe.count(&format!("SELECT COUNT(*) FROM payment WHERE customer_id = {customer}"));
+    let (of_2, of_3) = (before(2), before(3));
+    assert!(
+        probe.count("SELECT COUNT(DISTINCT tableoid) FROM payment WHERE customer_id = 2") == 2,
+        "rows in both partitions"
+    );
+    let output = cascade(dir.path())
+        .args(["delete", "customer", "2", "--confirm", "--format", "json", "--database-url", &url])
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    let summary: Value = serde_json::from_slice(&output).unwrap();
+    assert_eq!(summary["deleted"]["payment"].as_u64(), Some(of_2));
+    assert_eq!((before(2), before(3)), (0, of_3));
+    assert_eq!(probe.count("SELECT COUNT(*) FROM customer"), 2);
+}
