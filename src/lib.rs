@@ -36,4 +36,5 @@ pub mod diagnostic;
 pub mod engine;
 pub mod planner;
 pub mod render;
+pub mod scheduler;
 pub mod schema;

@@ -1,7 +1,6 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::Ordering;
 
 use indexmap::IndexMap;
 use indicatif::{ProgressBar, ProgressStyle};
@@ -96,7 +95,7 @@ pub(super) async fn delete(
     options: DeleteOptions,
     total_rows: u64,
 ) -> anyhow::Result<(Summary, bool)> {
-    let stop = stop_on_signals();
+    let stop = super::stop_on_signals();
     let mut deletion = Deletion::start(database, config, schema, plan, ids, options).await?;
     let bar = progress_bar(total_rows);
     let mut last_line = std::time::Instant::now();
@@ -132,29 +131,6 @@ pub(super) async fn delete(
     }
     bar.finish_and_clear();
     Ok((deletion.finish("succeeded", None).await?, false))
-}
-
-/// A flag set by the first Ctrl-C or SIGTERM.
-fn stop_on_signals() -> Arc<AtomicBool> {
-    let stop = Arc::new(AtomicBool::new(false));
-    let flag = stop.clone();
-    tokio::spawn(async move {
-        let terminate = async {
-            #[cfg(unix)]
-            if let Ok(mut signal) = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-                signal.recv().await;
-                return;
-            }
-            std::future::pending::<()>().await
-        };
-        tokio::select! {
-            _ = tokio::signal::ctrl_c() => {}
-            _ = terminate => {}
-        }
-        tracing::warn!("stopping after the current chunk");
-        flag.store(true, Ordering::SeqCst);
-    });
-    stop
 }
 
 /// A progress bar on a terminal; hidden otherwise, where log lines report progress instead.

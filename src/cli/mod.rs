@@ -5,8 +5,10 @@ mod demo;
 mod init;
 mod option;
 mod plan;
+mod schedule;
 mod schema;
 mod validate;
+mod worker;
 
 use std::io::IsTerminal;
 use std::path::PathBuf;
@@ -58,6 +60,14 @@ pub enum Command {
     /// Runtime values of [options], such as rate limits, read by running deletions.
     #[command(subcommand)]
     Option(option::Command),
+    /// Schedule a deletion for later (default 30 days); scheduling again moves the date.
+    Schedule(schedule::ScheduleArgs),
+    /// Cancel a scheduled deletion that has not started.
+    Cancel(schedule::CancelArgs),
+    /// List scheduled deletions: pending, in progress and failed.
+    Scheduled(schedule::ListArgs),
+    /// Claim and run due scheduled deletions.
+    Worker(worker::Args),
     /// Write a starting config from a database's foreign keys.
     Init(init::Args),
 }
@@ -75,6 +85,10 @@ pub fn main() -> ExitCode {
         Command::Plan(args) => plan::run(&cli, args),
         Command::Delete(args) => delete::run(&cli, args),
         Command::Demo(args) => demo::run(&cli, args),
+        Command::Schedule(args) => schedule::schedule(&cli, args),
+        Command::Cancel(args) => schedule::cancel(&cli, args),
+        Command::Scheduled(args) => schedule::list(&cli, args),
+        Command::Worker(args) => worker::run(&cli, args),
         Command::Option(command) => option::run(&cli, command),
     };
     result.unwrap_or_else(|error| {
@@ -137,6 +151,29 @@ fn database_url(cli: &Cli, config: &crate::config::Config) -> String {
         .clone()
         .or_else(|| config.settings.database_url.as_ref().map(|url| url.value.clone()))
         .unwrap_or_else(|| crate::db::DEFAULT_DATABASE_URL.to_owned())
+}
+
+/// A flag set by the first Ctrl-C or SIGTERM.
+fn stop_on_signals() -> std::sync::Arc<std::sync::atomic::AtomicBool> {
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let flag = stop.clone();
+    tokio::spawn(async move {
+        let terminate = async {
+            #[cfg(unix)]
+            if let Ok(mut signal) = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+                signal.recv().await;
+                return;
+            }
+            std::future::pending::<()>().await
+        };
+        tokio::select! {
+            _ = tokio::signal::ctrl_c() => {}
+            _ = terminate => {}
+        }
+        tracing::warn!("stopping after the current chunk");
+        flag.store(true, std::sync::atomic::Ordering::SeqCst);
+    });
+    stop
 }
 
 /// Runs async library work (database access) from the synchronous command layer.

@@ -81,13 +81,15 @@ fn section<'a>(
 }
 
 fn read_settings(mut fields: Fields<'_>, d: &mut Diagnostics) -> Settings {
-    let settings = Settings {
-        per_row_chunk_size: fields.optional("per_row_chunk_size").and_then(|n| n.unsigned(d)),
-        bulk_chunk_size: fields.optional("bulk_chunk_size").and_then(|n| n.unsigned(d)),
-        database_url: fields.optional("database_url").and_then(|n| n.string(d)),
-    };
+    let mut unsigned = |key| fields.optional(key).and_then(|n| n.unsigned(d));
+    let per_row_chunk_size = unsigned("per_row_chunk_size");
+    let bulk_chunk_size = unsigned("bulk_chunk_size");
+    let max_attempts = unsigned("max_attempts");
+    let retry_delay_seconds = unsigned("retry_delay_seconds");
+    let lease_seconds = unsigned("lease_seconds");
+    let database_url = fields.optional("database_url").and_then(|n| n.string(d));
     fields.finish(d);
-    settings
+    Settings { per_row_chunk_size, bulk_chunk_size, database_url, max_attempts, retry_delay_seconds, lease_seconds }
 }
 
 fn read_model(name: Located<String>, mut fields: Fields<'_>, d: &mut Diagnostics) -> Option<Model> {

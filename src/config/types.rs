@@ -82,6 +82,18 @@ pub struct Settings {
     /// as `sqlite://app.db` or `postgres://user@host/db`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub database_url: Option<Located<String>>,
+    /// Attempts a scheduled deletion gets before the worker keeps it as failed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(extend("default" = 5), range(min = 1, max = 1000))]
+    pub max_attempts: Option<Located<u64>>,
+    /// Seconds between a failed attempt of a scheduled deletion and the next.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(extend("default" = 300))]
+    pub retry_delay_seconds: Option<Located<u64>>,
+    /// Seconds without a heartbeat after which a worker's claim is released for another worker.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(extend("default" = 21600), range(min = 1))]
+    pub lease_seconds: Option<Located<u64>>,
 }
 
 /// One table taking part in deletions.

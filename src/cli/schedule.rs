@@ -1,0 +1,115 @@
+//! `schedule`, `cancel` and `scheduled`: the scheduled deletions a worker runs.
+
+use std::process::ExitCode;
+use std::time::{Duration, SystemTime};
+
+use anyhow::Context as _;
+
+use super::Cli;
+use crate::db::{Access, Database};
+use crate::scheduler::{self, ScheduleError};
+use crate::{config, planner};
+
+#[derive(Debug, clap::Args)]
+pub struct ScheduleArgs {
+    pub model: String,
+    pub id: String,
+    /// When, from now: `30d`, `12h`, `90min`, `0s` (now). Default 30 days.
+    #[arg(long = "in", value_name = "DURATION", conflicts_with = "at", value_parser = humantime::parse_duration)]
+    pub delay: Option<Duration>,
+    /// When, as a time: `2026-12-24T18:00:00Z` (UTC unless it says otherwise).
+    #[arg(long, value_name = "TIME", value_parser = humantime::parse_rfc3339_weak)]
+    pub at: Option<SystemTime>,
+    /// Who asked for the deletion (recorded in cascade_run when it runs).
+    #[arg(long, value_name = "NAME")]
+    pub actor: Option<String>,
+    /// Extra data kept with the scheduled deletion, as JSON.
+    #[arg(long, value_name = "JSON")]
+    pub data: Option<String>,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct CancelArgs {
+    pub model: String,
+    pub id: String,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct ListArgs {
+    #[arg(long, value_enum, default_value_t = super::delete::SummaryFormat::Human)]
+    pub format: super::delete::SummaryFormat,
+}
+
+pub fn schedule(cli: &Cli, args: &ScheduleArgs) -> anyhow::Result<ExitCode> {
+    let loaded = config::load(&cli.config)?;
+    planner::compile(&loaded.config, &args.model)?;
+    if let Some(data) = &args.data {
+        serde_json::from_str::<serde_json::Value>(data).context("--data must be JSON")?;
+    }
+    let at = args.at.unwrap_or_else(|| SystemTime::now() + args.delay.unwrap_or(scheduler::DEFAULT_DELAY));
+    let url = super::database_url(cli, &loaded.config);
+    let guid = with_database(&url, |database| async move {
+        scheduler::schedule(&database, &args.model, &args.id, at, args.actor.as_deref(), args.data.as_deref()).await
+    })?;
+    println!("scheduled the deletion of {} {} for {} UTC (guid {guid})", args.model, args.id, scheduler::db_time(at));
+    Ok(ExitCode::SUCCESS)
+}
+
+pub fn cancel(cli: &Cli, args: &CancelArgs) -> anyhow::Result<ExitCode> {
+    let loaded = config::load(&cli.config)?;
+    let url = super::database_url(cli, &loaded.config);
+    match with_database(&url, |database| async move { scheduler::cancel(&database, &args.model, &args.id).await }) {
+        Ok(guid) => {
+            println!("cancelled the deletion of {} {} (guid {guid})", args.model, args.id);
+            Ok(ExitCode::SUCCESS)
+        }
+        Err(error @ (ScheduleError::InProgress { .. } | ScheduleError::NotScheduled { .. })) => {
+            eprintln!("error: {error}");
+            Ok(ExitCode::from(1))
+        }
+        Err(error) => Err(error.into()),
+    }
+}
+
+pub fn list(cli: &Cli, args: &ListArgs) -> anyhow::Result<ExitCode> {
+    let loaded = config::load(&cli.config)?;
+    let url = super::database_url(cli, &loaded.config);
+    let mut rows = with_database(&url, |database| async move { scheduler::list(&database).await })?;
+    let max_attempts =
+        loaded.config.settings.max_attempts.as_ref().map_or(scheduler::DEFAULT_MAX_ATTEMPTS, |m| m.value);
+    scheduler::mark_failed(&mut rows, max_attempts);
+    if args.format == super::delete::SummaryFormat::Json {
+        println!("{}", serde_json::to_string_pretty(&rows)?);
+        return Ok(ExitCode::SUCCESS);
+    }
+    if rows.is_empty() {
+        println!("no scheduled deletions");
+    }
+    for row in &rows {
+        println!(
+            "{}  {:<11} {} {}  at {} UTC  attempts {}{}",
+            row.guid,
+            row.state,
+            row.model,
+            row.object_id,
+            row.date_scheduled,
+            row.attempts,
+            row.last_error.as_deref().map(|e| format!("  last error: {e}")).unwrap_or_default()
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Connects (read-write: the tool's tables may need creating), runs `work`, closes.
+fn with_database<T, F, Fut>(url: &str, work: F) -> Result<T, ScheduleError>
+where
+    F: FnOnce(Database) -> Fut,
+    Fut: std::future::Future<Output = Result<T, ScheduleError>>,
+{
+    super::block_on(async {
+        let database = Database::connect(url, Access::ReadWrite).await.map_err(ScheduleError::Database)?;
+        let result = work(database.clone()).await;
+        database.close().await;
+        result
+    })
+}

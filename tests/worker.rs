@@ -1,0 +1,243 @@
+//! Scheduled deletions and the worker: exactly-once with several worker processes, lease
+//! recovery after kill -9, retries until failed, and the scheduling commands.
+
+mod common;
+
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant, SystemTime};
+
+use cascade::db::sql::Statement;
+use cascade::db::{Access, Database};
+use common::{block_on, cascade, postgres_database, project, sqlite_database};
+use serde_json::Value;
+
+const SCHEMA: &str = "
+CREATE TABLE item (id INTEGER PRIMARY KEY, status INTEGER NOT NULL);
+CREATE TABLE part (id INTEGER PRIMARY KEY, item_id INTEGER NOT NULL REFERENCES item (id));
+CREATE INDEX part_item_id_idx ON part (item_id);
+";
+
+/// `items` items with `parts` parts each.
+fn rows(items: u32, parts: u32) -> String {
+    let mut sql = String::new();
+    for item in 1..=items {
+        sql.push_str(&format!("INSERT INTO item VALUES ({item}, 0);\n"));
+        let values: Vec<String> = (0..parts).map(|p| format!("({}, {item})", item * 10_000 + p)).collect();
+        if !values.is_empty() {
+            sql.push_str(&format!("INSERT INTO part VALUES {};\n", values.join(", ")));
+        }
+    }
+    sql
+}
+
+fn config(settings: &str, rate: Option<u32>) -> String {
+    let rate_limit = rate.map(|_| "rate_limit = \"rows_per_second\"\n").unwrap_or_default();
+    let options = rate.map(|r| format!("[options]\n\"rows_per_second\" = {r}\n\n")).unwrap_or_default();
+    format!(
+        "[settings]\n{settings}\n{options}[models.item]\ntable = \"item\"\n\
+         status = {{ column = \"status\", proceed = [0], in_progress = 1 }}\n\
+         children = [{{ model = \"part\", column = \"item_id\" }}]\n\n\
+         [models.part]\ntable = \"part\"\nstrategy = \"bulk\"\nchunk_size = 20\n{rate_limit}"
+    )
+}
+
+fn texts(url: &str, sql: &str) -> Vec<Vec<Option<String>>> {
+    block_on(async {
+        let database = Database::connect(url, Access::ReadWrite).await.unwrap();
+        let rows = database.fetch_texts(&Statement { sql: sql.to_owned(), params: Vec::new() }).await.unwrap();
+        database.close().await;
+        rows
+    })
+}
+
+fn count(url: &str, sql: &str) -> u64 {
+    texts(url, &format!("SELECT CAST(({sql}) AS TEXT)"))[0][0].as_deref().unwrap().parse().unwrap()
+}
+
+fn schedule_now(url: &str, ids: impl IntoIterator<Item = u32>) {
+    block_on(async {
+        let database = Database::connect(url, Access::ReadWrite).await.unwrap();
+        for id in ids {
+            cascade::scheduler::schedule(&database, "item", &id.to_string(), SystemTime::now(), Some("test"), None)
+                .await
+                .unwrap();
+        }
+        database.close().await;
+    });
+}
+
+fn spawn_worker(dir: &Path, url: &str, args: &[&str]) -> Child {
+    Command::new(assert_cmd::cargo::cargo_bin("cascade"))
+        .current_dir(dir)
+        .args(["worker", "--database-url", url])
+        .args(args)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap()
+}
+
+/// Four worker processes (two lanes each) share 200 due deletions: each runs exactly once.
+fn exactly_once(url: &str) {
+    let dir = project(&[("cascades/items.toml", &config("", None))]);
+    schedule_now(url, 1..=200);
+    let workers: Vec<Child> =
+        (0..4).map(|_| spawn_worker(dir.path(), url, &["--once", "--concurrency", "2", "--poll", "100ms"])).collect();
+    for mut worker in workers {
+        assert!(worker.wait().unwrap().success());
+    }
+    let runs = texts(url, "SELECT root_ids, outcome FROM cascade_run");
+    assert_eq!(runs.len(), 200, "one run per deletion");
+    let mut roots: Vec<u32> = runs
+        .iter()
+        .map(|row| {
+            assert_eq!(row[1].as_deref(), Some("succeeded"));
+            let ids: Vec<String> = serde_json::from_str(row[0].as_deref().unwrap()).unwrap();
+            ids[0].parse().unwrap()
+        })
+        .collect();
+    roots.sort_unstable();
+    assert_eq!(roots, (1..=200).collect::<Vec<_>>(), "every deletion ran, none twice");
+    assert_eq!(count(url, "SELECT COUNT(*) FROM item WHERE id <= 200"), 0);
+    assert_eq!(count(url, "SELECT COUNT(*) FROM part"), 5 * 10);
+    assert_eq!(
+        count(url, "SELECT COUNT(*) FROM part p WHERE NOT EXISTS (SELECT 1 FROM item i WHERE i.id = p.item_id)"),
+        0
+    );
+    assert_eq!(count(url, "SELECT COUNT(*) FROM cascade_scheduled_deletion"), 0);
+}
+
+#[test]
+fn four_workers_run_each_deletion_exactly_once_on_postgres() {
+    let Some(url) = postgres_database(&format!("{SCHEMA}{}", rows(210, 5))) else { return };
+    exactly_once(&url);
+}
+
+#[test]
+fn four_workers_run_each_deletion_exactly_once_on_sqlite() {
+    let dir = tempfile::tempdir().unwrap();
+    exactly_once(&sqlite_database(dir.path(), &format!("{SCHEMA}{}", rows(210, 5))));
+}
+
+/// A worker killed with kill -9 in the middle of a deletion leaves its claim; once the lease
+/// has passed, another worker releases it and finishes the deletion.
+fn lease_recovery(url: &str) {
+    let dir = project(&[("cascades/items.toml", &config("", Some(40)))]);
+    schedule_now(url, [1]);
+    let mut first = spawn_worker(dir.path(), url, &["--once", "--lease", "2s"]);
+    let started = Instant::now();
+    while count(url, "SELECT COUNT(*) FROM part WHERE item_id = 1") == 400 {
+        assert!(started.elapsed() < Duration::from_secs(20), "the first worker never started deleting");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    first.kill().unwrap();
+    first.wait().unwrap();
+    let left = count(url, "SELECT COUNT(*) FROM part WHERE item_id = 1");
+    assert!(left > 0, "the worker was killed mid-deletion");
+    assert_eq!(count(url, "SELECT COUNT(*) FROM cascade_scheduled_deletion WHERE in_progress"), 1, "its claim stays");
+
+    // Before the lease has passed, nobody takes the claim over.
+    cascade(dir.path()).args(["worker", "--once", "--lease", "1h", "--database-url", url]).assert().success();
+    assert_eq!(count(url, "SELECT COUNT(*) FROM cascade_scheduled_deletion WHERE in_progress"), 1);
+    std::thread::sleep(Duration::from_millis(3000));
+    cascade(dir.path())
+        .args(["worker", "--once", "--lease", "2s", "--database-url", url])
+        .assert()
+        .success()
+        .stdout(predicates::str::contains("1 succeeded"));
+    assert_eq!(count(url, "SELECT COUNT(*) FROM part WHERE item_id = 1"), 0);
+    assert_eq!(count(url, "SELECT COUNT(*) FROM item WHERE id = 1"), 0);
+    assert_eq!(count(url, "SELECT COUNT(*) FROM cascade_scheduled_deletion"), 0);
+    assert_eq!(count(url, "SELECT COUNT(*) FROM cascade_run WHERE outcome = 'succeeded'"), 1);
+}
+
+#[test]
+fn a_killed_worker_is_recovered_after_the_lease_on_postgres() {
+    let Some(url) = postgres_database(&format!("{SCHEMA}{}", rows(2, 400))) else { return };
+    lease_recovery(&url);
+}
+
+#[test]
+fn a_killed_worker_is_recovered_after_the_lease_on_sqlite() {
+    let dir = tempfile::tempdir().unwrap();
+    lease_recovery(&sqlite_database(dir.path(), &format!("{SCHEMA}{}", rows(2, 400))));
+}
+
+/// A deletion a trigger keeps refusing is retried, then kept as failed with its error.
+fn retries_then_failed(url: &str, trigger: &str) {
+    texts(url, trigger);
+    let dir = project(&[("cascades/items.toml", &config("max_attempts = 3\nretry_delay_seconds = 0", None))]);
+    schedule_now(url, [1]);
+    cascade(dir.path())
+        .args(["worker", "--once", "--database-url", url])
+        .assert()
+        .success()
+        .stdout(predicates::str::contains("0 succeeded, 0 cancelled, 3 failed"));
+    let output = cascade(dir.path()).args(["scheduled", "--format", "json", "--database-url", url]).output().unwrap();
+    let listed: Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(listed[0]["state"], "failed");
+    assert_eq!(listed[0]["attempts"], 3);
+    assert!(listed[0]["last_error"].as_str().unwrap().contains("refused by trigger"), "{listed}");
+    assert_eq!(count(url, "SELECT COUNT(*) FROM cascade_run WHERE outcome = 'failed'"), 3);
+    assert_eq!(count(url, "SELECT COUNT(*) FROM item WHERE id = 1"), 1, "nothing of the item was lost");
+}
+
+#[test]
+fn a_failing_deletion_is_retried_then_marked_failed_on_postgres() {
+    let Some(url) = postgres_database(&format!("{SCHEMA}{}", rows(1, 3))) else { return };
+    texts(
+        &url,
+        "CREATE FUNCTION refuse() RETURNS trigger AS $$ BEGIN RAISE EXCEPTION 'refused by trigger'; END $$ LANGUAGE plpgsql",
+    );
+    retries_then_failed(&url, "CREATE TRIGGER refuse BEFORE DELETE ON part FOR EACH ROW EXECUTE FUNCTION refuse()");
+}
+
+#[test]
+fn a_failing_deletion_is_retried_then_marked_failed_on_sqlite() {
+    let dir = tempfile::tempdir().unwrap();
+    let url = sqlite_database(dir.path(), &format!("{SCHEMA}{}", rows(1, 3)));
+    retries_then_failed(
+        &url,
+        "CREATE TRIGGER refuse BEFORE DELETE ON part BEGIN SELECT RAISE(ABORT, 'refused by trigger'); END",
+    );
+}
+
+#[test]
+fn rescheduling_keeps_the_guid_and_cancel_refuses_a_running_deletion() {
+    let dir = tempfile::tempdir().unwrap();
+    let url = sqlite_database(dir.path(), &format!("{SCHEMA}{}", rows(2, 1)));
+    let config_dir = project(&[("cascades/items.toml", &config("", None))]);
+    let run = |args: &[&str]| {
+        let output = cascade(config_dir.path()).args(args).args(["--database-url", &url]).output().unwrap();
+        (
+            output.status.code(),
+            String::from_utf8_lossy(&output.stdout).into_owned(),
+            String::from_utf8_lossy(&output.stderr).into_owned(),
+        )
+    };
+    let guid = |text: &str| text.rsplit("guid ").next().unwrap().trim_end_matches([')', '\n']).to_owned();
+    let (code, first, _) = run(&["schedule", "item", "1", "--actor", "alice", "--data", "{\"ticket\": 7}"]);
+    assert_eq!(code, Some(0));
+    let (_, again, _) = run(&["schedule", "item", "1", "--in", "2h"]);
+    assert_eq!(guid(&first), guid(&again), "rescheduling keeps the guid");
+    let (_, listed, _) = run(&["scheduled", "--format", "json"]);
+    let listed: Value = serde_json::from_str(&listed).unwrap();
+    for key in ["guid", "model", "object_id", "date_scheduled", "attempts", "last_error"] {
+        assert!(listed[0].get(key).is_some(), "`scheduled` lacks {key}");
+    }
+    assert_eq!(listed.as_array().unwrap().len(), 1);
+
+    let (code, _, stderr) = run(&["schedule", "item", "2", "--data", "not json"]);
+    assert_eq!(code, Some(2), "{stderr}");
+
+    run(&["schedule", "item", "2", "--in", "0s"]);
+    texts(&url, "UPDATE cascade_scheduled_deletion SET in_progress = TRUE WHERE object_id = '2'");
+    let (code, _, stderr) = run(&["cancel", "item", "2"]);
+    assert_eq!(code, Some(1));
+    assert_eq!(stderr, "error: the deletion of item 2 is in progress: it cannot be cancelled now\n");
+    let (code, stdout, _) = run(&["cancel", "item", "1"]);
+    assert_eq!((code, stdout.starts_with("cancelled the deletion of item 1")), (Some(0), true));
+    let (code, _, stderr) = run(&["cancel", "item", "1"]);
+    assert_eq!((code, stderr.as_str()), (Some(1), "error: no deletion of item 1 is scheduled\n"));
+}
