@@ -236,10 +236,16 @@ impl NodeSql<'_> {
                 .identifier(self.match_column())
                 .push(" = NULL"),
         };
-        sql.push(" WHERE ").push(address).push(" IN (SELECT ").push(select).push(" FROM ").table(&self.node.table);
+        // PostgreSQL looks a `ctid = ANY(ARRAY(...))` up row by row, far faster than the hash
+        // join it plans for `ctid IN (SELECT ...)`; a partitioned table needs the pair.
+        let (open, close) = match (self.dialect, self.partitioned) {
+            (Dialect::Postgres, false) => (" = ANY(ARRAY(SELECT ", "))"),
+            _ => (" IN (SELECT ", ")"),
+        };
+        sql.push(" WHERE ").push(address).push(open).push(select).push(" FROM ").table(&self.node.table);
         sql.push(" WHERE ");
         sql.in_list(self.match_column(), &self.match_type, matched);
-        sql.push(" LIMIT ").push(&self.node.chunk_size.to_string()).push(")");
+        sql.push(" LIMIT ").push(&self.node.chunk_size.to_string()).push(close);
         if self.node.action == Action::Delete {
             self.returning(&mut sql, returning);
         }
