@@ -232,7 +232,8 @@ impl<'a> Deletion<'a> {
                         Outcome::Done(rows) => {
                             let frame = self.stack.last_mut().expect("the frame being worked on");
                             frame.state = State::Fetch;
-                            self.after_chunk(rows).await;
+                            let node = frame.node;
+                            self.after_chunk(node, rows).await;
                             return Ok(true);
                         }
                         Outcome::ChildrenAppeared if attempts < self.options.orphan_retries => {
@@ -247,13 +248,13 @@ impl<'a> Deletion<'a> {
                     }
                 }
                 State::SetBased => {
+                    let node = frame.node;
                     let rows = self.set_based_chunk().await?;
-                    let frame = self.stack.last().expect("the frame being worked on");
-                    if rows < frame.node.chunk_size {
+                    if rows < node.chunk_size {
                         self.stack.pop();
                     }
                     if rows > 0 {
-                        self.after_chunk(rows).await;
+                        self.after_chunk(node, rows).await;
                         return Ok(true);
                     }
                 }
@@ -379,15 +380,11 @@ impl<'a> Deletion<'a> {
         debug!(model = %model, rows, ms = elapsed_ms, "chunk committed");
     }
 
-    /// Waits as long as the top frame's rate limit asks after `rows` rows.
-    async fn after_chunk(&mut self, rows: u64) {
-        let Some((option, chunk_size)) =
-            self.stack.last().and_then(|f| f.node.rate_limit.clone().map(|o| (o, f.node.chunk_size)))
-        else {
-            return;
-        };
-        let rate = self.rate(&option).await;
-        while let Err(wait) = self.throttle.try_take(&option, rate, rows, chunk_size) {
+    /// Waits as long as `node`'s rate limit asks after it touched `rows` rows.
+    async fn after_chunk(&mut self, node: &PlanNode, rows: u64) {
+        let Some(option) = &node.rate_limit else { return };
+        let rate = self.rate(option).await;
+        while let Err(wait) = self.throttle.try_take(option, rate, rows, node.chunk_size) {
             tokio::time::sleep(wait).await;
         }
     }
