@@ -153,9 +153,9 @@ fn delete_and_check(url: &str) {
 
     // The archive holds every deleted task, whole, before it was deleted.
     let mut text = String::new();
-    flate2::read::MultiGzDecoder::new(std::fs::File::open(archive.join("task.jsonl.gz")).unwrap())
-        .read_to_string(&mut text)
-        .unwrap();
+    let runs = probe.texts("SELECT CAST(MAX(id) AS TEXT) FROM cascade_run");
+    let file = archive.join(format!("task.{}.jsonl.gz", runs[0][0].as_deref().unwrap()));
+    flate2::read::MultiGzDecoder::new(std::fs::File::open(file).unwrap()).read_to_string(&mut text).unwrap();
     let archived: BTreeSet<String> = text
         .lines()
         .map(|line| {
@@ -442,4 +442,42 @@ fn a_bulk_step_on_a_partitioned_table_deletes_across_partitions() {
     assert_eq!(summary["deleted"]["payment"].as_u64(), Some(of_2));
     assert_eq!((before(2), before(3)), (0, of_3));
     assert_eq!(probe.count("SELECT COUNT(*) FROM customer"), 2);
+}
+
+#[test]
+fn bad_targets_fail_before_anything_is_recorded() {
+    let dir = tempfile::tempdir().unwrap();
+    let url = sqlite_database(dir.path(), &format!("{DIAMOND_SCHEMA}{}", diamond_rows(1)));
+    let probe = Probe { url: url.clone() };
+    let config = project(&[("cascades/diamond.toml", DIAMOND_CONFIG), ("not-a-dir", "a file")]);
+    // A mistyped database path is never created.
+    cascade(config.path())
+        .args(["delete", "org", "1", "--confirm", "--database-url", "sqlite://missing.db"])
+        .assert()
+        .code(2)
+        .stderr("error: no SQLite database at `missing.db` (it is never created: check the path)\n");
+    assert!(!config.path().join("missing.db").exists());
+    // An archive that cannot be written stops the run before it starts.
+    let archive = config.path().join("not-a-dir/archive");
+    cascade(config.path())
+        .args(["delete", "org", "1", "--confirm", "--archive", archive.to_str().unwrap(), "--database-url", &url])
+        .assert()
+        .code(2)
+        .stderr(predicates::str::contains("cannot write the archive"));
+    assert_eq!(probe.count("SELECT COUNT(*) FROM org"), 4, "nothing deleted");
+    assert_eq!(probe.count("SELECT COUNT(*) FROM sqlite_schema WHERE name = 'cascade_run'"), 0, "nothing recorded");
+}
+
+#[test]
+fn a_reference_the_config_does_not_declare_is_named_when_the_database_refuses() {
+    let dir = tempfile::tempdir().unwrap();
+    let url = sqlite_database(dir.path(), &format!("{DIAMOND_SCHEMA}{}", diamond_rows(1)));
+    // `task` is not declared under `project`: the database's foreign key refuses the delete.
+    let config = DIAMOND_CONFIG.replace("children = [{ model = \"task\", column = \"project_id\" }]\n", "");
+    let config = project(&[("cascades/diamond.toml", &config)]);
+    let output = cascade(config.path()).args(delete_args(&url, &[])).assert().code(2).get_output().stderr.clone();
+    let stderr = String::from_utf8_lossy(&output);
+    assert!(stderr.contains("the database refused to delete a chunk of `project`"), "{stderr}");
+    assert!(stderr.contains("not declared as its child"), "{stderr}");
+    assert_eq!(Probe { url }.orphans(), 0);
 }

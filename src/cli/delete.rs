@@ -96,6 +96,7 @@ pub(super) async fn delete(
     total_rows: u64,
 ) -> anyhow::Result<(Summary, bool)> {
     let stop = super::stop_on_signals();
+    let options = DeleteOptions { stop: Some(stop.clone()), ..options };
     let mut deletion = Deletion::start(database, config, schema, plan, ids, options).await?;
     let bar = progress_bar(total_rows);
     let mut last_line = std::time::Instant::now();

@@ -33,10 +33,18 @@ pub enum Access {
 pub enum DbError {
     #[error("unsupported database URL `{0}`: use sqlite://PATH or postgres://USER@HOST/DB")]
     UnsupportedUrl(String),
-    #[error("cannot connect to `{url}`: {source}")]
-    Connect { url: String, source: sqlx::Error },
+    #[error("cannot connect to `{url}`: {reason}")]
+    Connect { url: String, reason: sqlx::Error },
+    #[error("no SQLite database at `{0}` (it is never created: check the path)")]
+    NoSuchFile(String),
     #[error("database error: {0}")]
-    Query(#[from] sqlx::Error),
+    Query(sqlx::Error),
+}
+
+impl From<sqlx::Error> for DbError {
+    fn from(error: sqlx::Error) -> Self {
+        DbError::Query(error)
+    }
 }
 
 impl DbError {
@@ -137,12 +145,18 @@ fn value_of(param: &Param) -> &SqlValue {
 
 impl Database {
     pub async fn connect(url: &str, access: Access) -> Result<Self, DbError> {
-        let connect_error = |source| DbError::Connect { url: redact(url), source };
+        let connect_error = |reason| DbError::Connect { url: redact(url), reason };
         if url.starts_with("sqlite:") {
+            // A mistyped path must not become a new, empty database.
+            let path = url.trim_start_matches("sqlite:").trim_start_matches("//");
+            let path = path.split('?').next().unwrap_or(path);
+            if !path.is_empty() && path != ":memory:" && !std::path::Path::new(path).exists() {
+                return Err(DbError::NoSuchFile(path.to_owned()));
+            }
             let options = SqliteConnectOptions::from_str(url)
                 .map_err(connect_error)?
                 .read_only(access == Access::ReadOnly)
-                .create_if_missing(access == Access::ReadWrite)
+                .create_if_missing(false)
                 .foreign_keys(true)
                 .busy_timeout(Duration::from_secs(10));
             let pool =

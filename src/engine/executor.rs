@@ -6,6 +6,8 @@
 //! are still there, so running the same deletion again after an interruption finishes it.
 
 use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use indexmap::IndexMap;
@@ -22,6 +24,9 @@ use crate::db::{Database, DbError, Transaction, options, tables};
 use crate::planner::{Action, Plan, PlanNode};
 use crate::schema::Schema;
 
+/// How often a rate-limit wait looks at the stop flag.
+const STOP_CHECK: Duration = Duration::from_millis(100);
+
 /// How often an option's value is read again from `cascade_option` while deleting.
 const OPTION_REFRESH: Duration = Duration::from_secs(1);
 
@@ -35,11 +40,14 @@ pub struct DeleteOptions {
     pub command: String,
     /// How often a parent chunk is retried when children keep appearing under it.
     pub orphan_retries: u32,
+    /// Set by the caller to stop: a rate-limit wait then ends at once, so the caller sees the
+    /// flag right after the current chunk.
+    pub stop: Option<Arc<AtomicBool>>,
 }
 
 impl Default for DeleteOptions {
     fn default() -> Self {
-        Self { archive: None, actor: default_actor(), command: String::new(), orphan_retries: 5 }
+        Self { archive: None, actor: default_actor(), command: String::new(), orphan_retries: 5, stop: None }
     }
 }
 
@@ -74,8 +82,13 @@ impl Summary {
 pub enum DeleteError {
     #[error(transparent)]
     Database(#[from] DbError),
-    #[error("cannot write the archive: {0}")]
-    Archive(#[from] std::io::Error),
+    #[error(transparent)]
+    Archive(#[from] super::archive::ArchiveError),
+    #[error(
+        "the database refused to delete a chunk of `{model}`: {reason}. A table that references it is probably not \
+         declared as its child: `cascade validate --database-url ...` with `require_all_references = true` finds it"
+    )]
+    Refused { model: String, reason: String },
     #[error(
         "rows keep appearing under a chunk of `{model}` (tried {attempts} times): something is still writing \
          children of the rows being deleted; stop it and run the deletion again"
@@ -108,8 +121,11 @@ enum State {
 /// What one transaction did.
 enum Outcome {
     Done(u64),
-    /// Children appeared under the chunk meanwhile: nothing was deleted.
-    ChildrenAppeared,
+    /// Children appeared under the chunk meanwhile (or, with `refused`, a foreign key refused
+    /// the delete): nothing was deleted.
+    ChildrenAppeared {
+        refused: Option<String>,
+    },
 }
 
 pub struct Deletion<'a> {
@@ -139,6 +155,10 @@ impl<'a> Deletion<'a> {
         options: DeleteOptions,
     ) -> Result<Self, DeleteError> {
         let started = Instant::now();
+        // An archive that cannot be written stops the deletion before anything is recorded.
+        if let Some(dir) = &options.archive {
+            Archive::open(dir, 0)?;
+        }
         tables::ensure(database).await?;
         let dialect = database.dialect();
         let root = StepSql::new(&plan.root, None, config, dialect, Some(schema), options.archive.is_some());
@@ -175,7 +195,7 @@ impl<'a> Deletion<'a> {
             config,
             schema,
             stack,
-            archive: options.archive.as_deref().map(Archive::open).transpose()?,
+            archive: options.archive.as_deref().map(|dir| Archive::open(dir, run_id)).transpose()?,
             options,
             throttle: Throttle::default(),
             rates: IndexMap::new(),
@@ -236,14 +256,17 @@ impl<'a> Deletion<'a> {
                             self.after_chunk(node, rows).await;
                             return Ok(true);
                         }
-                        Outcome::ChildrenAppeared if attempts < self.options.orphan_retries => {
+                        Outcome::ChildrenAppeared { .. } if attempts < self.options.orphan_retries => {
                             let frame = self.stack.last_mut().expect("the frame being worked on");
                             debug!(model = %frame.node.model, attempts, "children appeared under a chunk; draining them again");
                             frame.state = State::Children { keys, next: 0, attempts: attempts + 1 };
                         }
-                        Outcome::ChildrenAppeared => {
+                        Outcome::ChildrenAppeared { refused } => {
                             let model = self.stack.last().expect("the frame being worked on").node.model.clone();
-                            return Err(DeleteError::ChildrenKeepAppearing { model, attempts: attempts + 1 });
+                            return Err(match refused {
+                                Some(reason) => DeleteError::Refused { model, reason },
+                                None => DeleteError::ChildrenKeepAppearing { model, attempts: attempts + 1 },
+                            });
                         }
                     }
                 }
@@ -267,9 +290,6 @@ impl<'a> Deletion<'a> {
         self.summary.elapsed_ms = self.started.elapsed().as_secs_f64() * 1e3;
         let rows = serde_json::json!({ "deleted": self.summary.deleted, "nullified": self.summary.nullified });
         tables::finish_run(self.database, self.run_id, &rows.to_string(), outcome, error).await?;
-        if let Some(archive) = self.archive.take() {
-            archive.finish()?;
-        }
         info!(run = self.run_id, outcome, rows = self.summary.rows(), "deletion finished");
         Ok(self.summary)
     }
@@ -297,7 +317,7 @@ impl<'a> Deletion<'a> {
             let exists = transaction.fetch_texts(&check).await?;
             if exists.first().and_then(|row| row.first().cloned().flatten()).as_deref() == Some("1") {
                 transaction.rollback().await?;
-                return Ok(Outcome::ChildrenAppeared);
+                return Ok(Outcome::ChildrenAppeared { refused: None });
             }
         }
         let statement = step.sql.delete_by_keys(Param::Value(keys.clone()), step.returning.as_ref());
@@ -306,7 +326,12 @@ impl<'a> Deletion<'a> {
             // A child inserted after the check: the database's foreign key caught it.
             Err(DeleteError::Database(error)) if error.is_foreign_key_violation() => {
                 transaction.rollback().await?;
-                return Ok(Outcome::ChildrenAppeared);
+                // SQLite's write lock rules out a concurrent insert: the reference is undeclared.
+                if self.database.dialect() == crate::db::sql::Dialect::Sqlite {
+                    let model = self.stack.last().expect("the frame being worked on").node.model.clone();
+                    return Err(DeleteError::Refused { model, reason: error.to_string() });
+                }
+                return Ok(Outcome::ChildrenAppeared { refused: Some(error.to_string()) });
             }
             Err(error) => return Err(error),
         };
@@ -323,7 +348,15 @@ impl<'a> Deletion<'a> {
             frame.step.sql.set_based_chunk(Param::Value(frame.matched.clone()), frame.step.returning.as_ref());
         let action = frame.node.action;
         let mut transaction = self.database.begin_write().await?;
-        let rows = self.run_write(&mut transaction, &statement).await?;
+        let rows = match self.run_write(&mut transaction, &statement).await {
+            Ok(rows) => rows,
+            Err(DeleteError::Database(error)) if error.is_foreign_key_violation() => {
+                transaction.rollback().await?;
+                let model = self.stack.last().expect("the frame being worked on").node.model.clone();
+                return Err(DeleteError::Refused { model, reason: error.to_string() });
+            }
+            Err(error) => return Err(error),
+        };
         transaction.commit().await?;
         if rows > 0 {
             self.record_chunk(started, rows, action);
@@ -384,8 +417,15 @@ impl<'a> Deletion<'a> {
     async fn after_chunk(&mut self, node: &PlanNode, rows: u64) {
         let Some(option) = &node.rate_limit else { return };
         let rate = self.rate(option).await;
+        let stopping = || self.options.stop.as_ref().is_some_and(|stop| stop.load(Ordering::SeqCst));
         while let Err(wait) = self.throttle.try_take(option, rate, rows, node.chunk_size) {
-            tokio::time::sleep(wait).await;
+            let until = Instant::now() + wait;
+            while Instant::now() < until {
+                if stopping() {
+                    return;
+                }
+                tokio::time::sleep(STOP_CHECK.min(until - Instant::now())).await;
+            }
         }
     }
 

@@ -75,7 +75,7 @@ async fn work(
     config: &Config,
     schema: &Schema,
     options: &WorkerOptions,
-    stop: &AtomicBool,
+    stop: &Arc<AtomicBool>,
 ) -> anyhow::Result<WorkerReport> {
     let mut report = WorkerReport::default();
     while !stop.load(Ordering::SeqCst) {
@@ -127,13 +127,14 @@ async fn run_claim(
     config: &Config,
     schema: &Schema,
     options: &WorkerOptions,
-    stop: &AtomicBool,
+    stop: &Arc<AtomicBool>,
     claim: &Claim,
 ) -> anyhow::Result<Outcome> {
     let plan = planner::compile(config, &claim.model)?;
     let delete_options = DeleteOptions {
         actor: claim.actor.clone().unwrap_or_else(crate::engine::executor::default_actor),
         command: format!("cascade worker (scheduled deletion {})", claim.guid),
+        stop: Some(stop.clone()),
         ..DeleteOptions::default()
     };
     let ids = [claim.object_id.clone()];
