@@ -27,7 +27,7 @@ pub struct Args {
     /// Delete for real. Without it, only the plan with its row counts is printed.
     #[arg(long)]
     pub confirm: bool,
-    /// Write every deleted row to DIR/MODEL.jsonl.gz before it is deleted.
+    /// Write every deleted row to DIR/MODEL.RUN.jsonl.gz before it is deleted.
     #[arg(long, value_name = "DIR")]
     pub archive: Option<PathBuf>,
     /// Output format of the summary.

@@ -62,9 +62,13 @@ pub fn run(cli: &Cli, args: &Args) -> anyhow::Result<ExitCode> {
         if interrupted {
             return Ok(ExitCode::from(super::delete::EXIT_INTERRUPTED));
         }
-        println!(
-            "\nthe other organizations are untouched; try `cascade --database-url {url} plan organization --id 2`"
-        );
+        // The last organization's status blocks deletion; suggest one that can go.
+        if let [_, next, _, ..] = built.organizations.as_slice() {
+            let config = cli.config.display();
+            println!(
+                "\nthe other organizations are untouched: try `cascade --config {config} --database-url {url} plan organization --id {next}`"
+            );
+        }
         Ok(ExitCode::SUCCESS)
     })
 }

@@ -25,7 +25,7 @@ pub struct Args {
     #[arg(long, value_enum, default_value_t = PlanFormat::Text)]
     pub format: PlanFormat,
     /// Render this minijinja template instead of a built-in format (context: see the README).
-    #[arg(long, value_name = "FILE.j2")]
+    #[arg(long, value_name = "FILE.j2", conflicts_with = "format")]
     pub template: Option<PathBuf>,
     /// Also list the statements every step runs, with their parameters.
     #[arg(long)]
@@ -41,6 +41,12 @@ pub struct Args {
 pub fn run(cli: &Cli, args: &Args) -> anyhow::Result<ExitCode> {
     let Some(mut loaded) = super::load_valid(cli)? else { return Ok(ExitCode::from(1)) };
     let plan = planner::compile(&loaded.config, &args.model)?;
+    for model in &args.collapse {
+        if loaded.config.model(model).is_none() {
+            let hint = crate::diagnostic::did_you_mean(model, loaded.config.models.keys().map(String::as_str));
+            anyhow::bail!("--collapse: unknown model `{model}`{}", hint.map(|h| format!(" ({h})")).unwrap_or_default());
+        }
+    }
     let url = super::database_url(cli, &loaded.config);
     let mut rates: IndexMap<String, f64> = loaded.config.options.iter().map(|(k, v)| (k.clone(), v.value)).collect();
 

@@ -12,13 +12,15 @@ use crate::{config, planner};
 
 #[derive(Debug, clap::Args)]
 pub struct ScheduleArgs {
+    /// The root model to delete.
     pub model: String,
+    /// The id of the root row.
     pub id: String,
     /// When, from now: `30d`, `12h`, `90min`, `0s` (now). Default 30 days.
     #[arg(long = "in", value_name = "DURATION", conflicts_with = "at", value_parser = humantime::parse_duration)]
     pub delay: Option<Duration>,
-    /// When, as a time: `2026-12-24T18:00:00Z` (UTC unless it says otherwise).
-    #[arg(long, value_name = "TIME", value_parser = humantime::parse_rfc3339_weak)]
+    /// When, as a time: `2026-12-24T18:00:00Z`, `2026-12-24 18:00:00+02:00` (UTC without an offset).
+    #[arg(long, value_name = "TIME", value_parser = parse_time)]
     pub at: Option<SystemTime>,
     /// Who asked for the deletion (recorded in cascade_run when it runs).
     #[arg(long, value_name = "NAME")]
@@ -30,12 +32,15 @@ pub struct ScheduleArgs {
 
 #[derive(Debug, clap::Args)]
 pub struct CancelArgs {
+    /// The model of the scheduled deletion.
     pub model: String,
+    /// The id of its root row.
     pub id: String,
 }
 
 #[derive(Debug, clap::Args)]
 pub struct ListArgs {
+    /// Output format: human, or json (a list of objects).
     #[arg(long, value_enum, default_value_t = super::delete::SummaryFormat::Human)]
     pub format: super::delete::SummaryFormat,
 }
@@ -112,4 +117,43 @@ where
         database.close().await;
         result
     })
+}
+
+/// An RFC 3339 time, with `Z`, an offset such as `+02:00`, or none (UTC).
+fn parse_time(text: &str) -> Result<SystemTime, String> {
+    let text = text.trim();
+    let offset = text.len().checked_sub(6).and_then(|start| {
+        let (time, offset) = text.split_at(start);
+        let sign = match offset.as_bytes()[0] {
+            b'+' => 1,
+            b'-' => -1,
+            _ => return None,
+        };
+        let (hours, minutes) = offset[1..].split_once(':')?;
+        let seconds = hours.parse::<u64>().ok()? * 3600 + minutes.parse::<u64>().ok()? * 60;
+        Some((time, sign, Duration::from_secs(seconds)))
+    });
+    let parse = |time: &str| {
+        humantime::parse_rfc3339_weak(time).map_err(|error| format!("{error} (as in 2026-12-24T18:00:00Z)"))
+    };
+    match offset {
+        // `+02:00` means the local time is ahead of UTC: subtract it.
+        Some((time, 1, offset)) => Ok(parse(time)? - offset),
+        Some((time, _, offset)) => Ok(parse(time)? + offset),
+        None => parse(text),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_time;
+
+    #[test]
+    fn times_with_and_without_offsets() {
+        let utc = parse_time("2026-12-24T18:00:00Z").unwrap();
+        assert_eq!(parse_time("2026-12-24T20:00:00+02:00").unwrap(), utc);
+        assert_eq!(parse_time("2026-12-24 13:00:00-05:00").unwrap(), utc);
+        assert_eq!(parse_time("2026-12-24 18:00:00").unwrap(), utc);
+        assert!(parse_time("tomorrow").is_err());
+    }
 }

@@ -39,8 +39,8 @@ pub enum LoadError {
     NotFound(PathBuf),
     #[error("no *.toml files under `{0}`")]
     NoFiles(PathBuf),
-    #[error("cannot read `{path}`: {source}")]
-    Io { path: PathBuf, source: std::io::Error },
+    #[error("cannot read `{path}`: {reason}")]
+    Io { path: PathBuf, reason: std::io::Error },
 }
 
 /// Loads `path`: one TOML file, or every `*.toml` file below a directory, in path order.
@@ -48,7 +48,8 @@ pub fn load(path: &Path) -> Result<Loaded, LoadError> {
     let files = config_files(path)?;
     let mut sources = Sources::default();
     for file in files {
-        let text = std::fs::read_to_string(&file).map_err(|source| LoadError::Io { path: file.clone(), source })?;
+        let text =
+            std::fs::read_to_string(&file).map_err(|source| LoadError::Io { path: file.clone(), reason: source })?;
         sources.add(file.display().to_string(), text);
     }
     Ok(load_sources(sources))
@@ -102,7 +103,7 @@ fn config_files(path: &Path) -> Result<Vec<PathBuf>, LoadError> {
     let mut files = Vec::new();
     for entry in walkdir::WalkDir::new(path).sort_by_file_name() {
         let entry = entry
-            .map_err(|error| LoadError::Io { path: error.path().unwrap_or(path).to_owned(), source: error.into() })?;
+            .map_err(|error| LoadError::Io { path: error.path().unwrap_or(path).to_owned(), reason: error.into() })?;
         if entry.file_type().is_file() && entry.path().extension().is_some_and(|ext| ext == "toml") {
             files.push(entry.into_path());
         }

@@ -85,11 +85,11 @@ pub struct FlatNode<'a> {
 
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct Estimate {
-    /// Chunks (transactions) at least, over all steps.
+    /// Chunks (transactions), about: rows / chunk size summed over the steps.
     pub chunks: Option<u64>,
-    /// Seconds the rate limits impose at least, over all rate-limited steps.
+    /// Seconds the rate limits impose at most (bursts make it less), over rate-limited steps.
     pub seconds: Option<f64>,
-    /// Rows deleted or nullified in steps without a rate limit.
+    /// Rows of the models no rate limit applies to, each row once.
     pub unthrottled_rows: Option<u64>,
 }
 
@@ -107,7 +107,7 @@ impl<'a> PlanView<'a> {
         let tree = node_view(&plan.root, counts, rates);
         let mut nodes = Vec::new();
         flatten(&tree, None, 0, "", "", folding, &mut nodes);
-        let estimate = counts.map(|_| estimate(&tree)).unwrap_or_default();
+        let estimate = counts.map(|counts| estimate(&tree, counts)).unwrap_or_default();
         Self {
             root: plan.root.model.clone(),
             ids: ids.to_vec(),
@@ -201,23 +201,27 @@ fn node_view<'a>(node: &'a PlanNode, counts: Option<&Counts>, rates: &IndexMap<S
     }
 }
 
-fn estimate(tree: &NodeView<'_>) -> Estimate {
-    fn visit(view: &NodeView<'_>, estimate: &mut (u64, f64, bool, u64)) {
-        let measure = &view.measure;
-        estimate.0 += measure.chunks.unwrap_or(0);
-        match measure.seconds {
-            Some(seconds) => {
-                estimate.1 += seconds;
-                estimate.2 = true;
-            }
-            None => estimate.3 += measure.rows.unwrap_or(0),
+/// Chunks and rate-limit seconds summed over the steps; rows of models no rate limit applies
+/// to, each row once.
+fn estimate(tree: &NodeView<'_>, counts: &Counts) -> Estimate {
+    fn visit<'v>(view: &'v NodeView<'_>, chunks: &mut u64, seconds: &mut Option<f64>, throttled: &mut Vec<&'v str>) {
+        *chunks += view.measure.chunks.unwrap_or(0);
+        if let Some(step_seconds) = view.measure.seconds {
+            *seconds = Some(seconds.unwrap_or(0.0) + step_seconds);
+            throttled.push(&view.node.model);
         }
-        view.children.iter().for_each(|child| visit(child, estimate));
+        view.children.iter().for_each(|child| visit(child, chunks, seconds, throttled));
     }
-    let mut totals = (0, 0.0, false, 0);
-    visit(tree, &mut totals);
-    let (chunks, seconds, throttled, unthrottled_rows) = totals;
-    Estimate { chunks: Some(chunks), seconds: throttled.then_some(seconds), unthrottled_rows: Some(unthrottled_rows) }
+    let (mut chunks, mut seconds, mut throttled) = (0, None, Vec::new());
+    visit(tree, &mut chunks, &mut seconds, &mut throttled);
+    let unthrottled_rows = counts
+        .totals
+        .iter()
+        .chain(&counts.nullify)
+        .filter(|(model, _)| !throttled.contains(&model.as_str()))
+        .map(|(_, rows)| rows)
+        .sum();
+    Estimate { chunks: Some(chunks), seconds, unthrottled_rows: Some(unthrottled_rows) }
 }
 
 fn flatten<'a>(
