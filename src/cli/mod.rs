@@ -76,6 +76,7 @@ pub enum Command {
 pub const EXIT_USAGE: u8 = 2;
 
 pub fn main() -> ExitCode {
+    restore_broken_pipe_exit();
     let cli = Cli::parse();
     init_logging(&cli);
     let result = match &cli.command {
@@ -95,6 +96,16 @@ pub fn main() -> ExitCode {
         eprintln!("error: {error:#}");
         ExitCode::from(EXIT_USAGE)
     })
+}
+
+/// `cascade plan ... | head` should end quietly when `head` stops reading, as other command-line
+/// tools do, instead of panicking on a failed print.
+fn restore_broken_pipe_exit() {
+    #[cfg(unix)]
+    // SAFETY: restoring the default disposition of SIGPIPE before any thread is started.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
 }
 
 fn init_logging(cli: &Cli) {

@@ -27,8 +27,8 @@ pub fn run(cli: &Cli, command: &Command) -> anyhow::Result<ExitCode> {
     match command {
         Command::Set { name, value } => {
             if !declared.contains_key(name) {
-                let hint = did_you_mean(name, declared.keys().map(String::as_str)).unwrap_or_default();
-                bail!("option `{name}` is not declared in [options] {hint}");
+                let hint = did_you_mean(name, declared.keys().map(String::as_str)).map(|h| format!(" ({h})"));
+                bail!("option `{name}` is not declared in [options]{}", hint.unwrap_or_default());
             }
             if !value.is_finite() || *value < 0.0 {
                 bail!("an option's value must be a number of at least 0, not {value}");
