@@ -273,7 +273,7 @@ fn kill_9_at_random_moments_then_rerun_finishes_without_loss_or_duplicates() {
 fn stop_with_sigterm_then_resume(url: &str) {
     let probe = Probe { url: url.to_owned() };
     let expected = expect(&probe);
-    let config = project(&[("cascades/diamond.toml", &slow_config(Some(60)))]);
+    let config = project(&[("cascades/diamond.toml", &slow_config(Some(20)))]);
     let child = spawn_delete(config.path(), url);
     std::thread::sleep(Duration::from_millis(1500));
     Command::new("kill").args(["-TERM", &child.id().to_string()]).status().unwrap();
@@ -392,7 +392,7 @@ fn a_database_that_goes_away_mid_run_is_a_clear_error_and_the_rerun_resumes() {
     let database_name = url.split('?').next().unwrap().rsplit('/').next().unwrap().to_owned();
     let server = std::env::var("CASCADE_TEST_POSTGRES_URL").unwrap();
     let admin = Probe { url: server };
-    let config = project(&[("cascades/diamond.toml", &slow_config(Some(60)))]);
+    let config = project(&[("cascades/diamond.toml", &slow_config(Some(20)))]);
     let child = spawn_delete(config.path(), &url);
     std::thread::sleep(Duration::from_millis(1500));
     admin.texts(&format!("ALTER DATABASE {database_name} ALLOW_CONNECTIONS false"));
