@@ -260,10 +260,8 @@ fn kill_9_at_random_moments_then_rerun_finishes_without_loss_or_duplicates() {
     let mut last = spawn_delete(config.path(), &url);
     assert!(last.wait().unwrap().success());
     assert!(killed >= 3, "the test must actually interrupt runs (killed {killed})");
-    assert!(
-        probe.count("SELECT COUNT(*) FROM cascade_run WHERE outcome = 'running'") >= 3,
-        "killed runs stay recorded"
-    );
+    // Some kills land before a run is recorded; at least one landed in the middle of one.
+    assert!(probe.count("SELECT COUNT(*) FROM cascade_run WHERE outcome = 'running'") >= 1, "a run was killed mid-way");
     check_outcome(&probe, &expected, None);
     assert_eq!(probe.texts("PRAGMA foreign_key_check"), Vec::<Vec<Option<String>>>::new());
 }
