@@ -2,7 +2,6 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::atomic::Ordering;
 
-use indexmap::IndexMap;
 use indicatif::{ProgressBar, ProgressStyle};
 
 use super::Cli;
@@ -54,9 +53,7 @@ pub fn run(cli: &Cli, args: &Args) -> anyhow::Result<ExitCode> {
         }
         let counts = engine::count(&database, &loaded.config, &schema, &plan, &args.ids).await?;
         if !args.confirm {
-            let mut rates: IndexMap<String, f64> =
-                loaded.config.options.iter().map(|(k, v)| (k.clone(), v.value)).collect();
-            rates.extend(options::read_overrides(&database).await?);
+            let rates = options::current(&loaded.config, &database).await?;
             let view = PlanView::new(&plan, &args.ids, Some(&counts), &rates, &Folding::default(), None);
             print!(
                 "{}",

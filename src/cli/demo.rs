@@ -1,8 +1,6 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use indexmap::IndexMap;
-
 use super::Cli;
 use crate::db::{Access, Database};
 use crate::diagnostic::{Format, Report};
@@ -47,7 +45,7 @@ pub fn run(cli: &Cli, args: &Args) -> anyhow::Result<ExitCode> {
         let plan = planner::compile(&loaded.config, "organization")?;
         let ids = [root.clone()];
         let counts = engine::count(&database, &loaded.config, &schema, &plan, &ids).await?;
-        let rates: IndexMap<String, f64> = loaded.config.options.iter().map(|(k, v)| (k.clone(), v.value)).collect();
+        let rates = loaded.config.option_values();
         let folding = Folding { depth: Some(2), collapse: Vec::new() };
         print!("{}", PlanView::new(&plan, &ids, Some(&counts), &rates, &folding, None).render(PlanFormat::Text)?);
 

@@ -48,7 +48,7 @@ pub fn run(cli: &Cli, args: &Args) -> anyhow::Result<ExitCode> {
         }
     }
     let url = super::database_url(cli, &loaded.config);
-    let mut rates: IndexMap<String, f64> = loaded.config.options.iter().map(|(k, v)| (k.clone(), v.value)).collect();
+    let mut rates = loaded.config.option_values();
 
     let (counts, schema) = if args.ids.is_empty() {
         (None, None)
@@ -92,7 +92,7 @@ async fn count(
     if super::refuse_invalid_against(loaded, &schema) {
         return Ok(None);
     }
-    rates.extend(options::read_overrides(database).await?);
+    *rates = options::current(&loaded.config, database).await?;
     let counts = engine::count(database, &loaded.config, &schema, plan, ids).await?;
     Ok(Some((counts, schema)))
 }

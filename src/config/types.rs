@@ -296,6 +296,11 @@ impl Config {
         self.models.get(name)
     }
 
+    /// Every option's value as the config sets it (`cascade_option` rows may override them).
+    pub fn option_values(&self) -> IndexMap<String, f64> {
+        self.options.iter().map(|(name, value)| (name.clone(), value.value)).collect()
+    }
+
     /// The scope a category is registered in (the first, if it is wrongly in several).
     pub fn scope_of(&self, category: &str) -> Option<&Scope> {
         self.outbox.scopes.values().find(|scope| scope.categories.iter().any(|c| c.value == category))

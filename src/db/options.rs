@@ -5,6 +5,7 @@ use sqlx::Row;
 
 use super::sql::{Param, SqlBuilder, SqlValue};
 use super::{Database, DbError};
+use crate::config::Config;
 
 const OPTION_TABLE_EXISTS_SQLITE: &str =
     "SELECT COUNT(*) FROM sqlite_schema WHERE type = 'table' AND name = 'cascade_option'";
@@ -36,6 +37,13 @@ pub async fn read_overrides(database: &Database) -> Result<IndexMap<String, f64>
         }
     };
     Ok(rows.into_iter().filter_map(|(name, value)| Some((name, value.trim().parse().ok()?))).collect())
+}
+
+/// Every option's current value: the config's, overridden by `cascade_option`.
+pub async fn current(config: &Config, database: &Database) -> Result<IndexMap<String, f64>, DbError> {
+    let mut values = config.option_values();
+    values.extend(read_overrides(database).await?);
+    Ok(values)
 }
 
 /// Stores an option's runtime value (creating the tool's tables if needed).

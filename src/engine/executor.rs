@@ -198,7 +198,7 @@ impl<'a> Deletion<'a> {
             archive: options.archive.as_deref().map(|dir| Archive::open(dir, run_id)).transpose()?,
             options,
             throttle: Throttle::default(),
-            rates: IndexMap::new(),
+            rates: config.option_values(),
             rates_read: None,
             summary,
             started,
@@ -432,13 +432,10 @@ impl<'a> Deletion<'a> {
     /// The option's current value: `cascade_option` over `[options]`, read at most once a second.
     async fn rate(&mut self, option: &str) -> f64 {
         if self.rates_read.is_none_or(|read| read.elapsed() >= OPTION_REFRESH) {
-            let mut rates: IndexMap<String, f64> =
-                self.config.options.iter().map(|(k, v)| (k.clone(), v.value)).collect();
-            match options::read_overrides(self.database).await {
-                Ok(overrides) => rates.extend(overrides),
+            match options::current(self.config, self.database).await {
+                Ok(rates) => self.rates = rates,
                 Err(error) => debug!(%error, "cannot read cascade_option; keeping the previous values"),
             }
-            self.rates = rates;
             self.rates_read = Some(Instant::now());
         }
         self.rates.get(option).copied().unwrap_or(0.0)
