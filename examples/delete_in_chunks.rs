@@ -4,7 +4,7 @@
 //! Run: `cargo run --example delete_in_chunks` (builds a small demo database in a temp dir).
 
 use cascade::db::{Access, Database};
-use cascade::engine::{DeleteOptions, Deletion};
+use cascade::engine::{DeleteOptions, Engine, RunOutcome};
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
@@ -13,16 +13,15 @@ async fn main() -> anyhow::Result<()> {
     let demo = cascade::demo::build(&path, 5_000).await?;
     println!("demo database with {} rows", demo.rows);
 
-    let mut loaded = cascade::config::load(std::path::Path::new("cascades"))?;
-    let database = Database::connect(&format!("sqlite://{}", path.display()), Access::ReadWrite).await?;
-    let schema = cascade::schema::introspect(&database).await?;
-    cascade::planner::check(&mut loaded, Some(&schema));
+    let loaded = cascade::config::load(std::path::Path::new("cascades"))?;
     anyhow::ensure!(loaded.diagnostics.iter().all(|d| !d.is_error()), "the config has errors");
+    let database = Database::connect(&format!("sqlite://{}", path.display()), Access::ReadWrite).await?;
+    // Reads the live schema and checks the config against it before anything is written.
+    let engine = Engine::prepare(database, &loaded.config, &loaded.sources).await?;
 
     let plan = cascade::planner::compile(&loaded.config, "organization")?;
     let ids = [demo.organizations[0].to_string()];
-    let mut deletion =
-        Deletion::start(&database, &loaded.config, &schema, &plan, &ids, DeleteOptions::default()).await?;
+    let mut deletion = engine.start(&plan, &ids, DeleteOptions::default()).await?;
     let mut units = 0;
     while deletion.chunk().await? {
         units += 1;
@@ -30,7 +29,7 @@ async fn main() -> anyhow::Result<()> {
             println!("{units} chunks, {} rows so far", deletion.summary().rows());
         }
     }
-    let summary = deletion.finish("succeeded", None).await?;
+    let summary = deletion.finish(RunOutcome::Succeeded, None).await?;
     println!("done: {} rows in {} chunks, longest {:.1} ms", summary.rows(), summary.chunks, summary.max_chunk_ms);
     Ok(())
 }

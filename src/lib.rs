@@ -28,7 +28,6 @@
 //! assert_eq!(order, ["project", "organization"]); // children before parents
 //! ```
 
-pub mod cli;
 pub mod config;
 pub mod db;
 pub mod demo;

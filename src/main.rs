@@ -1,3 +1,7 @@
+//! The `cascade` binary: the command line over the library.
+
+mod cli;
+
 fn main() -> std::process::ExitCode {
-    cascade::cli::main()
+    cli::main()
 }

@@ -1,14 +1,13 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::sync::atomic::Ordering;
 
+use cascade::db::{Access, Database};
+use cascade::engine::{self, DeleteOptions, Engine, Finished, RunOutcome, Summary};
+use cascade::planner;
+use cascade::render::{Folding, PlanFormat, PlanView};
 use indicatif::{ProgressBar, ProgressStyle};
 
 use super::Cli;
-use crate::db::{Access, Database, options};
-use crate::engine::{self, DeleteOptions, Deletion, Summary};
-use crate::render::{Folding, PlanFormat, PlanView};
-use crate::{planner, schema};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum SummaryFormat {
@@ -47,13 +46,12 @@ pub fn run(cli: &Cli, args: &Args) -> anyhow::Result<ExitCode> {
     let access = if args.confirm { Access::ReadWrite } else { Access::ReadOnly };
     super::block_on(async {
         let database = Database::connect(&url, access).await?;
-        let schema = schema::introspect(&database).await?;
-        if super::refuse_invalid_against(&loaded, &schema) {
+        let Some(engine) = super::prepare(database.clone(), &loaded).await? else {
             return Ok(ExitCode::from(1));
-        }
-        let counts = engine::count(&database, &loaded.config, &schema, &plan, &args.ids).await?;
+        };
+        let counts = engine::count(&database, engine.config(), engine.schema(), &plan, &args.ids).await?;
         if !args.confirm {
-            let rates = options::current(&loaded.config, &database).await?;
+            let rates = engine::current_options(&loaded.config, &database).await?;
             let view = PlanView::new(&plan, &args.ids, Some(&counts), &rates, &Folding::default(), None);
             print!(
                 "{}",
@@ -70,11 +68,11 @@ pub fn run(cli: &Cli, args: &Args) -> anyhow::Result<ExitCode> {
             ..DeleteOptions::default()
         };
         let total = counts.totals.values().chain(counts.nullify.values()).sum();
-        let result = delete(&database, &loaded.config, &schema, &plan, &args.ids, options, total).await;
+        let finished = delete(&engine, &plan, &args.ids, options, total).await;
         database.close().await;
-        let (summary, interrupted) = result?;
-        print!("{}", render_summary(&summary, args.format));
-        if interrupted {
+        let finished = finished?;
+        print!("{}", render_summary(&finished.summary, args.format));
+        if finished.outcome == RunOutcome::Interrupted {
             eprintln!("interrupted after a complete chunk: run the same command again to finish");
             return Ok(ExitCode::from(EXIT_INTERRUPTED));
         }
@@ -82,53 +80,32 @@ pub fn run(cli: &Cli, args: &Args) -> anyhow::Result<ExitCode> {
     })
 }
 
-/// Runs the deletion to its end or to the first Ctrl-C / SIGTERM, which stop it between chunks.
+/// Runs the deletion to its end or to the first Ctrl-C / SIGTERM, which stop it between chunks,
+/// with a progress bar on a terminal and a log line every few seconds otherwise.
 pub(super) async fn delete(
-    database: &Database,
-    config: &crate::config::Config,
-    schema: &crate::schema::Schema,
+    engine: &Engine,
     plan: &planner::Plan,
     ids: &[String],
     options: DeleteOptions,
     total_rows: u64,
-) -> anyhow::Result<(Summary, bool)> {
-    let stop = super::stop_on_signals();
-    let options = DeleteOptions { stop: Some(stop.clone()), ..options };
-    let mut deletion = Deletion::start(database, config, schema, plan, ids, options).await?;
+) -> anyhow::Result<Finished> {
+    let options = DeleteOptions { stop: Some(super::stop_on_signals()), ..options };
     let bar = progress_bar(total_rows);
     let mut last_line = std::time::Instant::now();
-    loop {
-        if stop.load(Ordering::SeqCst) {
-            bar.abandon();
-            return Ok((deletion.finish("interrupted", None).await?, true));
-        }
-        match deletion.chunk().await {
-            Ok(true) => {
-                let summary = deletion.summary();
-                bar.set_position(summary.rows());
-                // Without a terminal, a structured line every few seconds stands in for the bar.
-                if bar.is_hidden() && last_line.elapsed() >= PROGRESS_EVERY {
-                    tracing::info!(rows = summary.rows(), of = total_rows, chunks = summary.chunks, "deleting");
-                    last_line = std::time::Instant::now();
-                }
+    let finished = engine
+        .run_to_end(plan, ids, options, |summary| {
+            bar.set_position(summary.rows());
+            if bar.is_hidden() && last_line.elapsed() >= PROGRESS_EVERY {
+                tracing::info!(rows = summary.rows(), of = total_rows, chunks = summary.chunks, "deleting");
+                last_line = std::time::Instant::now();
             }
-            Ok(false) => break,
-            Err(error) => {
-                bar.abandon();
-                let message = error.to_string();
-                // Recording the failure may fail too when the database is gone; the error that
-                // stopped the deletion is the one to report.
-                if let Err(record) = deletion.finish("failed", Some(&message)).await {
-                    tracing::warn!(%record, "could not record the failed run");
-                }
-                return Err(
-                    anyhow::Error::new(error).context("the deletion stopped; run the same command again to resume")
-                );
-            }
-        }
+        })
+        .await;
+    match &finished {
+        Ok(done) if done.outcome != RunOutcome::Interrupted => bar.finish_and_clear(),
+        _ => bar.abandon(),
     }
-    bar.finish_and_clear();
-    Ok((deletion.finish("succeeded", None).await?, false))
+    finished.map_err(|error| anyhow::Error::new(error).context("the deletion stopped; run the same command again to resume"))
 }
 
 /// A progress bar on a terminal; hidden otherwise, where log lines report progress instead.

@@ -1,12 +1,13 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+use cascade::db::{Access, Database};
+use cascade::diagnostic::{Format, Report};
+use cascade::engine::{self, DeleteOptions, RunOutcome};
+use cascade::render::{Folding, PlanFormat, PlanView};
+use cascade::{demo, planner};
+
 use super::Cli;
-use crate::db::{Access, Database};
-use crate::diagnostic::{Format, Report};
-use crate::engine::{self, DeleteOptions};
-use crate::render::{Folding, PlanFormat, PlanView};
-use crate::{demo, planner, schema};
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
@@ -29,7 +30,7 @@ pub fn run(cli: &Cli, args: &Args) -> anyhow::Result<ExitCode> {
 
         let url = format!("sqlite://{}", args.db.display());
         let database = Database::connect(&url, Access::ReadWrite).await?;
-        let schema = schema::introspect(&database).await?;
+        let schema = cascade::schema::introspect(&database).await?;
 
         println!("== cascade validate --database-url {url}");
         let mut diagnostics = planner::validate(&loaded.config, &loaded.sources, Some(&schema));
@@ -44,6 +45,9 @@ pub fn run(cli: &Cli, args: &Args) -> anyhow::Result<ExitCode> {
         println!("\n== cascade plan organization --id {root} --depth 2");
         let plan = planner::compile(&loaded.config, "organization")?;
         let ids = [root.clone()];
+        let Some(engine) = super::prepare(database.clone(), &loaded).await? else {
+            return Ok(ExitCode::from(1));
+        };
         let counts = engine::count(&database, &loaded.config, &schema, &plan, &ids).await?;
         let rates = loaded.config.option_values();
         let folding = Folding { depth: Some(2), collapse: Vec::new() };
@@ -53,11 +57,10 @@ pub fn run(cli: &Cli, args: &Args) -> anyhow::Result<ExitCode> {
         let options =
             DeleteOptions { command: format!("cascade demo --rows {}", args.rows), ..DeleteOptions::default() };
         let total = counts.totals.values().chain(counts.nullify.values()).sum();
-        let (summary, interrupted) =
-            super::delete::delete(&database, &loaded.config, &schema, &plan, &ids, options, total).await?;
+        let finished = super::delete::delete(&engine, &plan, &ids, options, total).await?;
         database.close().await;
-        print!("{}", super::delete::render_summary(&summary, super::delete::SummaryFormat::Human));
-        if interrupted {
+        print!("{}", super::delete::render_summary(&finished.summary, super::delete::SummaryFormat::Human));
+        if finished.outcome == RunOutcome::Interrupted {
             return Ok(ExitCode::from(super::delete::EXIT_INTERRUPTED));
         }
         // The last organization's status blocks deletion; suggest one that can go.

@@ -3,9 +3,10 @@ use std::process::ExitCode;
 
 use anyhow::{Context as _, bail};
 
+use cascade::db::DEFAULT_DATABASE_URL;
+use cascade::{planner, schema};
+
 use super::Cli;
-use crate::db::DEFAULT_DATABASE_URL;
-use crate::{config, schema};
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
@@ -28,7 +29,7 @@ pub fn run(cli: &Cli, args: &Args) -> anyhow::Result<ExitCode> {
         bail!("the database has no tables to write a config for");
     }
     std::fs::create_dir_all(&args.out).with_context(|| format!("cannot create `{}`", args.out.display()))?;
-    std::fs::write(&path, config::starting_config(&schema))
+    std::fs::write(&path, planner::starting_config(&schema))
         .with_context(|| format!("cannot write `{}`", path.display()))?;
     println!(
         "wrote {} with {} models; check it with `cascade validate --database-url ...`",

@@ -14,6 +14,10 @@ use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+use cascade::config::Loaded;
+use cascade::db::Database;
+use cascade::diagnostic::{Diagnostic, Format, Report, Sources};
+use cascade::engine::{Engine, PrepareError};
 use clap::{Parser, Subcommand, ValueEnum};
 
 /// Declarative, resumable, throttled deletion of large, deeply linked relational data.
@@ -43,6 +47,24 @@ pub struct Cli {
 pub enum LogFormat {
     Text,
     Json,
+}
+
+/// `--format` of `validate`: the library's report formats.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ReportFormat {
+    Human,
+    Json,
+    Github,
+}
+
+impl From<ReportFormat> for Format {
+    fn from(format: ReportFormat) -> Self {
+        match format {
+            ReportFormat::Human => Format::Human,
+            ReportFormat::Json => Format::Json,
+            ReportFormat::Github => Format::Github,
+        }
+    }
 }
 
 #[derive(Debug, Subcommand)]
@@ -127,41 +149,43 @@ fn init_logging(cli: &Cli) {
 }
 
 /// The config, with the config-only rules run; `None` (errors printed) when it has errors.
-fn load_valid(cli: &Cli) -> anyhow::Result<Option<crate::config::Loaded>> {
-    let mut loaded = crate::config::load(&cli.config)?;
-    crate::planner::check(&mut loaded, None);
-    Ok((!refuse_invalid(&loaded)).then_some(loaded))
+fn load_valid(cli: &Cli) -> anyhow::Result<Option<Loaded>> {
+    let mut loaded = cascade::config::load(&cli.config)?;
+    cascade::planner::check(&mut loaded, None);
+    Ok((!refuse_diagnostics(&loaded.sources, &loaded.diagnostics)).then_some(loaded))
+}
+
+/// The engine for `database`, with the config checked against its live schema; `None` (errors
+/// printed) when the config does not match the database.
+async fn prepare(database: Database, loaded: &Loaded) -> anyhow::Result<Option<Engine>> {
+    match Engine::prepare(database, &loaded.config, &loaded.sources).await {
+        Ok(engine) => Ok(Some(engine)),
+        Err(PrepareError::Invalid(diagnostics)) => {
+            refuse_diagnostics(&loaded.sources, &diagnostics);
+            Ok(None)
+        }
+        Err(error) => Err(error.into()),
+    }
 }
 
 /// A config with errors is never planned nor executed: its errors go to stderr instead.
-fn refuse_invalid(loaded: &crate::config::Loaded) -> bool {
-    refuse_diagnostics(&loaded.sources, &loaded.diagnostics)
-}
-
-/// Like `refuse_invalid`, with the rules that need the live schema as well.
-fn refuse_invalid_against(loaded: &crate::config::Loaded, schema: &crate::schema::Schema) -> bool {
-    let mut diagnostics = crate::planner::validate(&loaded.config, &loaded.sources, Some(schema));
-    crate::planner::sort(&mut diagnostics);
-    refuse_diagnostics(&loaded.sources, &diagnostics)
-}
-
-fn refuse_diagnostics(sources: &crate::diagnostic::Sources, diagnostics: &[crate::diagnostic::Diagnostic]) -> bool {
-    let report = crate::diagnostic::Report { sources, diagnostics };
+fn refuse_diagnostics(sources: &Sources, diagnostics: &[Diagnostic]) -> bool {
+    let report = Report { sources, diagnostics };
     if report.errors() == 0 {
         return false;
     }
-    eprint!("{}", report.render(crate::diagnostic::Format::Human, false));
+    eprint!("{}", report.render(Format::Human, false));
     eprintln!("error: the config has errors; fix them first");
     true
 }
 
 /// The database: `--database-url` (or `CASCADE_DATABASE_URL`), else `[settings] database_url`,
 /// else the embedded default.
-fn database_url(cli: &Cli, config: &crate::config::Config) -> String {
+fn database_url(cli: &Cli, config: &cascade::config::Config) -> String {
     cli.database_url
         .clone()
         .or_else(|| config.settings.database_url.as_ref().map(|url| url.value.clone()))
-        .unwrap_or_else(|| crate::db::DEFAULT_DATABASE_URL.to_owned())
+        .unwrap_or_else(|| cascade::db::DEFAULT_DATABASE_URL.to_owned())
 }
 
 /// A flag set by the first Ctrl-C or SIGTERM.

@@ -2,10 +2,11 @@ use std::process::ExitCode;
 
 use anyhow::bail;
 
+use cascade::config;
+use cascade::db::{Access, Database, tables};
+use cascade::diagnostic::did_you_mean;
+
 use super::Cli;
-use crate::config;
-use crate::db::{Access, Database, options};
-use crate::diagnostic::did_you_mean;
 
 #[derive(Debug, clap::Subcommand)]
 pub enum Command {
@@ -35,7 +36,7 @@ pub fn run(cli: &Cli, command: &Command) -> anyhow::Result<ExitCode> {
             }
             super::block_on(async {
                 let database = Database::connect(&url, Access::ReadWrite).await?;
-                let result = options::set(&database, name, *value).await;
+                let result = tables::set_option(&database, name, *value).await;
                 database.close().await;
                 result
             })?;
@@ -44,7 +45,7 @@ pub fn run(cli: &Cli, command: &Command) -> anyhow::Result<ExitCode> {
         Command::List => {
             let overrides = super::block_on(async {
                 let database = Database::connect(&url, Access::ReadOnly).await?;
-                let result = options::read_overrides(&database).await;
+                let result = tables::option_overrides(&database).await;
                 database.close().await;
                 result
             })?;

@@ -4,14 +4,14 @@ use std::process::ExitCode;
 use anyhow::Context as _;
 use indexmap::IndexMap;
 
+use cascade::config::Loaded;
+use cascade::db::{Access, Database, DatabaseUrl};
+use cascade::engine::{self, Engine};
+use cascade::planner;
+use cascade::render::{Folding, PlanFormat, PlanView};
+use cascade::schema::Schema;
+
 use super::Cli;
-use crate::config::Loaded;
-use crate::db::sql::Dialect;
-use crate::db::{Access, Database, options};
-use crate::engine::{self, steps};
-use crate::planner;
-use crate::render::{Folding, PlanFormat, PlanView};
-use crate::schema::{self, Schema};
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
@@ -22,8 +22,8 @@ pub struct Args {
     #[arg(long = "id", value_name = "ID", value_delimiter = ',')]
     pub ids: Vec<String>,
     /// Output format.
-    #[arg(long, value_enum, default_value_t = PlanFormat::Text)]
-    pub format: PlanFormat,
+    #[arg(long, value_enum, default_value_t = PlanFormatArg::Text)]
+    pub format: PlanFormatArg,
     /// Render this minijinja template instead of a built-in format (context: see the README).
     #[arg(long, value_name = "FILE.j2", conflicts_with = "format")]
     pub template: Option<PathBuf>,
@@ -39,11 +39,11 @@ pub struct Args {
 }
 
 pub fn run(cli: &Cli, args: &Args) -> anyhow::Result<ExitCode> {
-    let Some(mut loaded) = super::load_valid(cli)? else { return Ok(ExitCode::from(1)) };
+    let Some(loaded) = super::load_valid(cli)? else { return Ok(ExitCode::from(1)) };
     let plan = planner::compile(&loaded.config, &args.model)?;
     for model in &args.collapse {
         if loaded.config.model(model).is_none() {
-            let hint = crate::diagnostic::did_you_mean(model, loaded.config.models.keys().map(String::as_str));
+            let hint = cascade::diagnostic::did_you_mean(model, loaded.config.models.keys().map(String::as_str));
             anyhow::bail!("--collapse: unknown model `{model}`{}", hint.map(|h| format!(" ({h})")).unwrap_or_default());
         }
     }
@@ -55,7 +55,7 @@ pub fn run(cli: &Cli, args: &Args) -> anyhow::Result<ExitCode> {
     } else {
         let counted = super::block_on(async {
             let database = Database::connect(&url, Access::ReadOnly).await?;
-            let result = count(&database, &mut loaded, &plan, &args.ids, &mut rates).await;
+            let result = count(&database, &loaded, &plan, &args.ids, &mut rates).await;
             database.close().await;
             result
         })?;
@@ -65,7 +65,8 @@ pub fn run(cli: &Cli, args: &Args) -> anyhow::Result<ExitCode> {
         }
     };
 
-    let sql = args.sql.then(|| steps::list(&plan, &loaded.config, Dialect::of_url(&url), schema.as_ref()));
+    let backend = DatabaseUrl::parse(&url)?.backend();
+    let sql = args.sql.then(|| engine::list_statements(&plan, &loaded.config, backend, schema.as_ref()));
     let folding = Folding { depth: args.depth, collapse: args.collapse.clone() };
     let view = PlanView::new(&plan, &args.ids, counts.as_ref(), &rates, &folding, sql);
     let output = match &args.template {
@@ -73,7 +74,7 @@ pub fn run(cli: &Cli, args: &Args) -> anyhow::Result<ExitCode> {
             let source = std::fs::read_to_string(path).with_context(|| format!("cannot read `{}`", path.display()))?;
             view.render_template(&source).with_context(|| format!("cannot render `{}`", path.display()))?
         }
-        None => view.render(args.format)?,
+        None => view.render(args.format.into())?,
     };
     print!("{output}");
     Ok(ExitCode::SUCCESS)
@@ -83,16 +84,35 @@ pub fn run(cli: &Cli, args: &Args) -> anyhow::Result<ExitCode> {
 /// config does not match the database (the diagnostics are printed).
 async fn count(
     database: &Database,
-    loaded: &mut Loaded,
+    loaded: &Loaded,
     plan: &planner::Plan,
     ids: &[String],
     rates: &mut IndexMap<String, f64>,
 ) -> anyhow::Result<Option<(engine::Counts, Schema)>> {
-    let schema = schema::introspect(database).await?;
-    if super::refuse_invalid_against(loaded, &schema) {
+    let Some(engine) = super::prepare(database.clone(), loaded).await? else {
         return Ok(None);
+    };
+    *rates = engine::current_options(&loaded.config, database).await?;
+    let counts = engine::count(database, &loaded.config, engine.schema(), plan, ids).await?;
+    Ok(Some((counts, Engine::schema(&engine).clone())))
+}
+
+/// `--format` of `plan`: the library's plan formats.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum PlanFormatArg {
+    Text,
+    Mermaid,
+    Dot,
+    Json,
+}
+
+impl From<PlanFormatArg> for PlanFormat {
+    fn from(format: PlanFormatArg) -> Self {
+        match format {
+            PlanFormatArg::Text => PlanFormat::Text,
+            PlanFormatArg::Mermaid => PlanFormat::Mermaid,
+            PlanFormatArg::Dot => PlanFormat::Dot,
+            PlanFormatArg::Json => PlanFormat::Json,
+        }
     }
-    *rates = options::current(&loaded.config, database).await?;
-    let counts = engine::count(database, &loaded.config, &schema, plan, ids).await?;
-    Ok(Some((counts, schema)))
 }

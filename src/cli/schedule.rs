@@ -5,10 +5,11 @@ use std::time::{Duration, SystemTime};
 
 use anyhow::Context as _;
 
+use cascade::db::{Access, Database, sql::db_time};
+use cascade::scheduler::{self, ScheduleError};
+use cascade::{config, planner};
+
 use super::Cli;
-use crate::db::{Access, Database};
-use crate::scheduler::{self, ScheduleError};
-use crate::{config, planner};
 
 #[derive(Debug, clap::Args)]
 pub struct ScheduleArgs {
@@ -56,7 +57,7 @@ pub fn schedule(cli: &Cli, args: &ScheduleArgs) -> anyhow::Result<ExitCode> {
     let guid = with_database(&url, |database| async move {
         scheduler::schedule(&database, &args.model, &args.id, at, args.actor.as_deref(), args.data.as_deref()).await
     })?;
-    println!("scheduled the deletion of {} {} for {} UTC (guid {guid})", args.model, args.id, scheduler::db_time(at));
+    println!("scheduled the deletion of {} {} for {} UTC (guid {guid})", args.model, args.id, db_time(at));
     Ok(ExitCode::SUCCESS)
 }
 
@@ -80,9 +81,7 @@ pub fn list(cli: &Cli, args: &ListArgs) -> anyhow::Result<ExitCode> {
     let loaded = config::load(&cli.config)?;
     let url = super::database_url(cli, &loaded.config);
     let mut rows = with_database(&url, |database| async move { scheduler::list(&database).await })?;
-    let max_attempts =
-        loaded.config.settings.max_attempts.as_ref().map_or(scheduler::DEFAULT_MAX_ATTEMPTS, |m| m.value);
-    scheduler::mark_failed(&mut rows, max_attempts);
+    scheduler::mark_failed(&mut rows, loaded.config.settings.max_attempts());
     if args.format == super::delete::SummaryFormat::Json {
         println!("{}", serde_json::to_string_pretty(&rows)?);
         return Ok(ExitCode::SUCCESS);

@@ -1,6 +1,6 @@
 use std::process::ExitCode;
 
 pub fn run() -> anyhow::Result<ExitCode> {
-    print!("{}", crate::config::json_schema());
+    print!("{}", cascade::config::json_schema());
     Ok(ExitCode::SUCCESS)
 }

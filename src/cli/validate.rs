@@ -4,10 +4,11 @@ use std::process::ExitCode;
 use anyhow::Context as _;
 use tracing::info;
 
-use super::Cli;
-use crate::diagnostic::{Format, Report};
-use crate::schema::{self, Schema};
-use crate::{config, planner};
+use cascade::diagnostic::{Format, Report};
+use cascade::schema::{self, Schema};
+use cascade::{config, planner};
+
+use super::{Cli, ReportFormat};
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
@@ -16,8 +17,8 @@ pub struct Args {
     #[arg(long, value_name = "FILE.sql")]
     pub schema: Option<PathBuf>,
     /// Output format: human (source snippets), json, or github (workflow annotations).
-    #[arg(long, value_enum, default_value_t = Format::Human)]
-    pub format: Format,
+    #[arg(long, value_enum, default_value_t = ReportFormat::Human)]
+    pub format: ReportFormat,
     /// Exit 1 on warnings too.
     #[arg(long)]
     pub deny_warnings: bool,
@@ -29,8 +30,9 @@ pub fn run(cli: &Cli, args: &Args) -> anyhow::Result<ExitCode> {
     let schema = load_schema(cli, args)?;
     planner::check(&mut loaded, schema.as_ref());
     let report = Report { sources: &loaded.sources, diagnostics: &loaded.diagnostics };
-    let color = args.format == Format::Human && super::color_stdout();
-    print!("{}", report.render(args.format, color));
+    let format = Format::from(args.format);
+    let color = format == Format::Human && super::color_stdout();
+    print!("{}", report.render(format, color));
     let failed = report.errors() > 0 || (args.deny_warnings && report.warnings() > 0);
     Ok(if failed { ExitCode::from(1) } else { ExitCode::SUCCESS })
 }

@@ -1,11 +1,10 @@
 use std::process::ExitCode;
-use std::sync::Arc;
 use std::time::Duration;
 
+use cascade::db::{Access, Database};
+use cascade::scheduler::worker::{self, WorkerOptions};
+
 use super::Cli;
-use crate::db::{Access, Database};
-use crate::scheduler::{self, worker};
-use crate::schema;
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
@@ -27,25 +26,20 @@ pub struct Args {
 pub fn run(cli: &Cli, args: &Args) -> anyhow::Result<ExitCode> {
     let Some(loaded) = super::load_valid(cli)? else { return Ok(ExitCode::from(1)) };
     let url = super::database_url(cli, &loaded.config);
-    let settings = &loaded.config.settings;
-    let seconds = |value: &Option<crate::config::Located<u64>>| value.as_ref().map(|v| Duration::from_secs(v.value));
-    let options = worker::WorkerOptions {
+    let defaults = WorkerOptions::from_settings(&loaded.config.settings);
+    let options = WorkerOptions {
         concurrency: args.concurrency,
         poll: args.poll,
-        lease: args.lease.or_else(|| seconds(&settings.lease_seconds)).unwrap_or(scheduler::DEFAULT_LEASE),
-        max_attempts: settings.max_attempts.as_ref().map_or(scheduler::DEFAULT_MAX_ATTEMPTS, |m| m.value),
-        retry_delay: seconds(&settings.retry_delay_seconds).unwrap_or(scheduler::DEFAULT_RETRY_DELAY),
+        lease: args.lease.unwrap_or(defaults.lease),
         once: args.once,
+        ..defaults
     };
     super::block_on(async {
         let database = Database::connect(&url, Access::ReadWrite).await?;
-        let schema = schema::introspect(&database).await?;
-        if super::refuse_invalid_against(&loaded, &schema) {
+        let Some(engine) = super::prepare(database.clone(), &loaded).await? else {
             return Ok(ExitCode::from(1));
-        }
-        crate::db::tables::ensure(&database).await?;
-        let stop = super::stop_on_signals();
-        let report = worker::run(database.clone(), Arc::new(loaded.config), Arc::new(schema), options, stop).await;
+        };
+        let report = worker::run(engine, options, super::stop_on_signals()).await;
         database.close().await;
         let report = report?;
         println!(

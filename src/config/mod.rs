@@ -2,7 +2,6 @@
 //! then read into one typed [`Config`]. Both phases collect diagnostics instead of stopping.
 
 mod extract;
-mod generate;
 mod read;
 mod schema;
 mod types;
@@ -12,18 +11,10 @@ use std::path::{Path, PathBuf};
 
 use toml::de::DeTable;
 
-pub use generate::starting_config;
 pub use schema::json_schema;
 pub use types::*;
 
 use crate::diagnostic::{Code, Diagnostic, FileId, Location, Sources};
-
-/// Default chunk size of `per_row` models when `[settings]` sets none.
-pub const DEFAULT_PER_ROW_CHUNK_SIZE: u64 = 100;
-/// Default chunk size of `bulk` models when `[settings]` sets none.
-pub const DEFAULT_BULK_CHUNK_SIZE: u64 = 10_000;
-/// Largest chunk size accepted: beyond it one transaction would hold locks for too long.
-pub const MAX_CHUNK_SIZE: u64 = 1_000_000;
 
 /// A loaded config with the sources its locations point into and every problem found so far.
 pub struct Loaded {

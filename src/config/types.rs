@@ -2,6 +2,7 @@
 //! the merged config of all files; every value remembers where it was written.
 
 use std::borrow::Cow;
+use std::time::Duration;
 
 use indexmap::IndexMap;
 use schemars::{JsonSchema, Schema, SchemaGenerator};
@@ -66,17 +67,32 @@ pub struct Config {
     pub outbox: Outbox,
 }
 
+/// Default chunk size of `per_row` models when `[settings]` sets none.
+pub const DEFAULT_PER_ROW_CHUNK_SIZE: u64 = 100;
+/// Default chunk size of `bulk` models when `[settings]` sets none.
+pub const DEFAULT_BULK_CHUNK_SIZE: u64 = 10_000;
+/// Largest chunk size accepted: beyond it one transaction would hold locks for too long.
+pub const MAX_CHUNK_SIZE: u64 = 1_000_000;
+/// Attempts a scheduled deletion gets when `[settings] max_attempts` is not set.
+pub const DEFAULT_MAX_ATTEMPTS: u64 = 5;
+/// Seconds between attempts when `[settings] retry_delay_seconds` is not set.
+pub const DEFAULT_RETRY_DELAY_SECONDS: u64 = 5 * 60;
+/// Seconds a claim lives without a heartbeat when `[settings] lease_seconds` is not set.
+pub const DEFAULT_LEASE_SECONDS: u64 = 6 * 3600;
+
+// Each key's default and range are declared here once, for the JSON Schema, the rules and the
+// accessors alike.
 /// Defaults that apply to every model.
 #[derive(Debug, Clone, Default, Serialize, JsonSchema)]
 #[schemars(deny_unknown_fields)]
 pub struct Settings {
     /// Default chunk size (rows per transaction) of `per_row` models.
     #[serde(skip_serializing_if = "Option::is_none")]
-    #[schemars(extend("default" = 100), range(min = 1, max = 1_000_000))]
+    #[schemars(extend("default" = DEFAULT_PER_ROW_CHUNK_SIZE), range(min = 1, max = MAX_CHUNK_SIZE))]
     pub per_row_chunk_size: Option<Located<u64>>,
     /// Default chunk size (rows per transaction) of `bulk` models.
     #[serde(skip_serializing_if = "Option::is_none")]
-    #[schemars(extend("default" = 10_000), range(min = 1, max = 1_000_000))]
+    #[schemars(extend("default" = DEFAULT_BULK_CHUNK_SIZE), range(min = 1, max = MAX_CHUNK_SIZE))]
     pub bulk_chunk_size: Option<Located<u64>>,
     /// Database to use when neither `--database-url` nor `CASCADE_DATABASE_URL` is given, such
     /// as `sqlite://app.db` or `postgres://user@host/db`.
@@ -84,16 +100,45 @@ pub struct Settings {
     pub database_url: Option<Located<String>>,
     /// Attempts a scheduled deletion gets before the worker keeps it as failed.
     #[serde(skip_serializing_if = "Option::is_none")]
-    #[schemars(extend("default" = 5), range(min = 1, max = 1000))]
+    #[schemars(extend("default" = DEFAULT_MAX_ATTEMPTS), range(min = 1, max = 1000))]
     pub max_attempts: Option<Located<u64>>,
     /// Seconds between a failed attempt of a scheduled deletion and the next.
     #[serde(skip_serializing_if = "Option::is_none")]
-    #[schemars(extend("default" = 300))]
+    #[schemars(extend("default" = DEFAULT_RETRY_DELAY_SECONDS))]
     pub retry_delay_seconds: Option<Located<u64>>,
     /// Seconds without a heartbeat after which a worker's claim is released for another worker.
     #[serde(skip_serializing_if = "Option::is_none")]
-    #[schemars(extend("default" = 21600), range(min = 1))]
+    #[schemars(extend("default" = DEFAULT_LEASE_SECONDS), range(min = 1))]
     pub lease_seconds: Option<Located<u64>>,
+}
+
+impl Settings {
+    /// The chunk size of a model of `strategy` that sets none itself.
+    pub fn chunk_size(&self, strategy: Strategy) -> u64 {
+        match strategy {
+            Strategy::PerRow => or_default(&self.per_row_chunk_size, DEFAULT_PER_ROW_CHUNK_SIZE),
+            Strategy::Bulk => or_default(&self.bulk_chunk_size, DEFAULT_BULK_CHUNK_SIZE),
+        }
+    }
+
+    /// Attempts a scheduled deletion gets.
+    pub fn max_attempts(&self) -> u64 {
+        or_default(&self.max_attempts, DEFAULT_MAX_ATTEMPTS)
+    }
+
+    /// Time between a failed attempt and the next.
+    pub fn retry_delay(&self) -> Duration {
+        Duration::from_secs(or_default(&self.retry_delay_seconds, DEFAULT_RETRY_DELAY_SECONDS))
+    }
+
+    /// How long a claim lives without a heartbeat.
+    pub fn lease(&self) -> Duration {
+        Duration::from_secs(or_default(&self.lease_seconds, DEFAULT_LEASE_SECONDS))
+    }
+}
+
+fn or_default(value: &Option<Located<u64>>, default: u64) -> u64 {
+    value.as_ref().map_or(default, |value| value.value)
 }
 
 /// One table taking part in deletions.
@@ -111,7 +156,7 @@ pub struct Model {
     /// How rows are deleted: `per_row` (default) or `bulk`.
     pub strategy: Option<Located<Strategy>>,
     /// Rows per transaction. Defaults to `[settings]` by strategy.
-    #[schemars(range(min = 1, max = 1_000_000))]
+    #[schemars(range(min = 1, max = MAX_CHUNK_SIZE))]
     pub chunk_size: Option<Located<u64>>,
     /// Name of an `[options]` entry giving the rate limit in rows per second. An absent option
     /// or a value of 0 means unthrottled.
@@ -185,7 +230,7 @@ pub struct Relation {
     /// Overrides the child model's strategy for this relation.
     pub strategy: Option<Located<Strategy>>,
     /// Overrides the child model's chunk size for this relation.
-    #[schemars(range(min = 1, max = 1_000_000))]
+    #[schemars(range(min = 1, max = MAX_CHUNK_SIZE))]
     pub chunk_size: Option<Located<u64>>,
 }
 
@@ -195,8 +240,9 @@ impl Relation {
     }
 }
 
+// Also what a plan node does to its rows.
 /// What happens to child rows when their parent is deleted.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, JsonSchema)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum OnDelete {
     /// The child rows are deleted (children first).

@@ -1,22 +1,34 @@
-//! Database connections: SQLite (the embedded default) or PostgreSQL, chosen by the URL.
+//! The database leaf: connections, statements and the tool's own tables, for SQLite (the
+//! embedded default) and PostgreSQL. Every difference between the two lives behind
+//! [`Backend`]; nothing here knows of configs or plans.
 
-pub mod options;
+mod backend;
+mod migrate;
+mod postgres;
 pub mod sql;
+mod sqlite;
 pub mod tables;
+mod url;
 
-use std::str::FromStr;
-use std::time::Duration;
+pub use backend::{Backend, BoxFuture, Failure, Kind, RowSelector};
+pub use migrate::{SCHEMA_VERSION_TABLE, migrate, schema_version};
+pub use url::{DEFAULT_DATABASE_URL, DatabaseUrl, redact};
 
-use sqlx::postgres::{PgPool, PgPoolOptions};
-use sqlx::sqlite::{SqliteConnectOptions, SqlitePool, SqlitePoolOptions};
+use sqlx::postgres::PgPool;
+use sqlx::sqlite::SqlitePool;
 
-use sql::{Dialect, Param, SqlValue, Statement};
+use sql::{Param, SqlValue, Statement};
 
-/// The database URL used when neither `--database-url` nor `CASCADE_DATABASE_URL` is given.
-pub const DEFAULT_DATABASE_URL: &str = "sqlite://cascade.db";
-
+/// A pool of connections to one database, with the backend that speaks to it.
 #[derive(Debug, Clone)]
-pub enum Database {
+pub struct Database {
+    backend: &'static dyn Backend,
+    pool: Pool,
+}
+
+/// The connections themselves; only this module and the schema readers look inside.
+#[derive(Debug, Clone)]
+pub(crate) enum Pool {
     Sqlite(SqlitePool),
     Postgres(PgPool),
 }
@@ -25,18 +37,41 @@ pub enum Database {
 /// SQLite file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Access {
+    /// Reads only.
     ReadOnly,
+    /// Reads and writes.
     ReadWrite,
 }
 
+/// A database problem.
 #[derive(Debug, thiserror::Error)]
 pub enum DbError {
+    /// The URL names no supported database.
     #[error("unsupported database URL `{0}`: use sqlite://PATH or postgres://USER@HOST/DB")]
     UnsupportedUrl(String),
+    /// Connecting failed.
     #[error("cannot connect to `{url}`: {reason}")]
-    Connect { url: String, reason: sqlx::Error },
+    Connect {
+        /// The URL, redacted.
+        url: String,
+        /// Why.
+        reason: sqlx::Error,
+    },
+    /// A SQLite URL names a file that does not exist.
     #[error("no SQLite database at `{0}` (it is never created: check the path)")]
     NoSuchFile(String),
+    /// The tool's tables were made by a newer release.
+    #[error(
+        "the tool's tables in this database are at version {found}, newer than this cascade knows ({known}): \
+         upgrade cascade"
+    )]
+    NewerTables {
+        /// The version in the database.
+        found: i64,
+        /// The newest version this build knows.
+        known: i64,
+    },
+    /// A statement failed.
     #[error("database error: {0}")]
     Query(sqlx::Error),
 }
@@ -44,13 +79,6 @@ pub enum DbError {
 impl From<sqlx::Error> for DbError {
     fn from(error: sqlx::Error) -> Self {
         DbError::Query(error)
-    }
-}
-
-impl DbError {
-    /// A foreign key refused the statement (a child row still references a deleted parent).
-    pub fn is_foreign_key_violation(&self) -> bool {
-        matches!(self, DbError::Query(sqlx::Error::Database(error)) if error.is_foreign_key_violation())
     }
 }
 
@@ -62,8 +90,8 @@ fn bind_sqlite<'q>(query: SqliteQuery<'q>, param: &Param) -> SqliteQuery<'q> {
         SqlValue::Integer(value) => query.bind(*value),
         SqlValue::Text(value) => query.bind(value.clone()),
         // Lists travel as one JSON array, read back with json_each.
-        SqlValue::Integers(values) => query.bind(serde_json::to_string(values).expect("integers serialise")),
-        SqlValue::Texts(values) => query.bind(serde_json::to_string(values).expect("strings serialise")),
+        SqlValue::Integers(values) => query.bind(json_array(values)),
+        SqlValue::Texts(values) => query.bind(json_array(values)),
     }
 }
 
@@ -76,6 +104,10 @@ fn bind_postgres<'q>(query: PgQuery<'q>, param: &Param) -> PgQuery<'q> {
     }
 }
 
+fn json_array<T: serde::Serialize>(values: &[T]) -> String {
+    serde_json::Value::from_iter(values.iter().map(|value| serde_json::json!(value))).to_string()
+}
+
 /// Every column of every row as text.
 fn texts<R: sqlx::Row>(rows: &[R]) -> Result<Vec<Vec<Option<String>>>, sqlx::Error>
 where
@@ -85,8 +117,16 @@ where
     rows.iter().map(|row| (0..row.len()).map(|index| row.try_get::<Option<String>, _>(index)).collect()).collect()
 }
 
+/// Rows of a query whose columns are all read as text (or NULL).
+pub type TextRows = Vec<Vec<Option<String>>>;
+
 /// A write transaction on either database.
-pub enum Transaction {
+pub struct Transaction {
+    backend: &'static dyn Backend,
+    inner: TransactionInner,
+}
+
+enum TransactionInner {
     Sqlite(sqlx::Transaction<'static, sqlx::Sqlite>),
     Postgres(sqlx::Transaction<'static, sqlx::Postgres>),
 }
@@ -95,41 +135,58 @@ impl Transaction {
     /// Runs a statement; the number of rows it changed.
     pub async fn execute(&mut self, statement: &Statement) -> Result<u64, DbError> {
         let sql = sqlx::AssertSqlSafe(statement.sql.clone());
-        Ok(match self {
-            Transaction::Sqlite(tx) => {
+        Ok(match &mut self.inner {
+            TransactionInner::Sqlite(tx) => {
                 statement.params.iter().fold(sqlx::query(sql), bind_sqlite).execute(&mut **tx).await?.rows_affected()
             }
-            Transaction::Postgres(tx) => {
+            TransactionInner::Postgres(tx) => {
                 statement.params.iter().fold(sqlx::query(sql), bind_postgres).execute(&mut **tx).await?.rows_affected()
             }
         })
     }
 
     /// Runs a statement whose columns are all text (or NULL), such as `... RETURNING`.
-    pub async fn fetch_texts(&mut self, statement: &Statement) -> Result<Vec<Vec<Option<String>>>, DbError> {
+    pub async fn fetch_texts(&mut self, statement: &Statement) -> Result<TextRows, DbError> {
         let sql = sqlx::AssertSqlSafe(statement.sql.clone());
-        Ok(match self {
-            Transaction::Sqlite(tx) => {
+        Ok(match &mut self.inner {
+            TransactionInner::Sqlite(tx) => {
                 texts(&statement.params.iter().fold(sqlx::query(sql), bind_sqlite).fetch_all(&mut **tx).await?)?
             }
-            Transaction::Postgres(tx) => {
+            TransactionInner::Postgres(tx) => {
                 texts(&statement.params.iter().fold(sqlx::query(sql), bind_postgres).fetch_all(&mut **tx).await?)?
             }
         })
     }
 
-    pub async fn commit(self) -> Result<(), DbError> {
-        match self {
-            Transaction::Sqlite(tx) => tx.commit().await?,
-            Transaction::Postgres(tx) => tx.commit().await?,
+    /// Runs a script of `;`-separated statements without parameters (DDL).
+    pub(crate) async fn execute_script(&mut self, script: &str) -> Result<(), DbError> {
+        let script = sqlx::AssertSqlSafe(script.to_owned());
+        match &mut self.inner {
+            TransactionInner::Sqlite(tx) => drop(sqlx::raw_sql(script).execute(&mut **tx).await?),
+            TransactionInner::Postgres(tx) => drop(sqlx::raw_sql(script).execute(&mut **tx).await?),
         }
         Ok(())
     }
 
+    /// The backend of the transaction's database.
+    pub fn backend(&self) -> &'static dyn Backend {
+        self.backend
+    }
+
+    /// Commits.
+    pub async fn commit(self) -> Result<(), DbError> {
+        match self.inner {
+            TransactionInner::Sqlite(tx) => tx.commit().await?,
+            TransactionInner::Postgres(tx) => tx.commit().await?,
+        }
+        Ok(())
+    }
+
+    /// Rolls back.
     pub async fn rollback(self) -> Result<(), DbError> {
-        match self {
-            Transaction::Sqlite(tx) => tx.rollback().await?,
-            Transaction::Postgres(tx) => tx.rollback().await?,
+        match self.inner {
+            TransactionInner::Sqlite(tx) => tx.rollback().await?,
+            TransactionInner::Postgres(tx) => tx.rollback().await?,
         }
         Ok(())
     }
@@ -144,53 +201,36 @@ fn value_of(param: &Param) -> &SqlValue {
 }
 
 impl Database {
+    /// Connects to `url` (`sqlite://PATH` or `postgres://...`). A SQLite file is never created.
     pub async fn connect(url: &str, access: Access) -> Result<Self, DbError> {
-        let connect_error = |reason| DbError::Connect { url: redact(url), reason };
-        if url.starts_with("sqlite:") {
-            // A mistyped path must not become a new, empty database.
-            let path = url.trim_start_matches("sqlite:").trim_start_matches("//");
-            let path = path.split('?').next().unwrap_or(path);
-            if !path.is_empty() && path != ":memory:" && !std::path::Path::new(path).exists() {
-                return Err(DbError::NoSuchFile(path.to_owned()));
-            }
-            let options = SqliteConnectOptions::from_str(url)
-                .map_err(connect_error)?
-                .read_only(access == Access::ReadOnly)
-                .create_if_missing(false)
-                .foreign_keys(true)
-                .busy_timeout(Duration::from_secs(10));
-            let pool =
-                SqlitePoolOptions::new().max_connections(4).connect_with(options).await.map_err(connect_error)?;
-            Ok(Database::Sqlite(pool))
-        } else if url.starts_with("postgres:") || url.starts_with("postgresql:") {
-            let pool = PgPoolOptions::new()
-                .max_connections(4)
-                .acquire_timeout(Duration::from_secs(10))
-                .connect(url)
-                .await
-                .map_err(connect_error)?;
-            Ok(Database::Postgres(pool))
-        } else {
-            Err(DbError::UnsupportedUrl(redact(url)))
-        }
+        let url = DatabaseUrl::parse(url)?;
+        url.backend().connect(&url, access).await
     }
 
-    pub fn dialect(&self) -> Dialect {
-        match self {
-            Database::Sqlite(_) => Dialect::Sqlite,
-            Database::Postgres(_) => Dialect::Postgres,
-        }
+    /// The backend that speaks to this database.
+    pub fn backend(&self) -> &'static dyn Backend {
+        self.backend
+    }
+
+    /// The connections, for the schema readers of each backend.
+    pub(crate) fn pool(&self) -> &Pool {
+        &self.pool
+    }
+
+    /// A new statement for this database.
+    pub fn sql(&self) -> sql::SqlBuilder {
+        sql::SqlBuilder::new(self.backend)
     }
 
     /// Runs a `SELECT COUNT(*) ...` (or any statement returning one integer).
     pub async fn fetch_count(&self, statement: &Statement) -> Result<u64, DbError> {
         let sql = sqlx::AssertSqlSafe(statement.sql.clone());
-        let count: i64 = match self {
-            Database::Sqlite(pool) => {
+        let count: i64 = match &self.pool {
+            Pool::Sqlite(pool) => {
                 let query = statement.params.iter().fold(sqlx::query(sql), bind_sqlite);
                 sqlx::Row::try_get(&query.fetch_one(pool).await?, 0)?
             }
-            Database::Postgres(pool) => {
+            Pool::Postgres(pool) => {
                 let query = statement.params.iter().fold(sqlx::query(sql), bind_postgres);
                 sqlx::Row::try_get(&query.fetch_one(pool).await?, 0)?
             }
@@ -199,73 +239,64 @@ impl Database {
     }
 
     /// Runs a query whose columns are all text (or NULL), outside any transaction.
-    pub async fn fetch_texts(&self, statement: &Statement) -> Result<Vec<Vec<Option<String>>>, DbError> {
+    pub async fn fetch_texts(&self, statement: &Statement) -> Result<TextRows, DbError> {
         let sql = sqlx::AssertSqlSafe(statement.sql.clone());
-        Ok(match self {
-            Database::Sqlite(pool) => {
+        Ok(match &self.pool {
+            Pool::Sqlite(pool) => {
                 texts(&statement.params.iter().fold(sqlx::query(sql), bind_sqlite).fetch_all(pool).await?)?
             }
-            Database::Postgres(pool) => {
+            Pool::Postgres(pool) => {
                 texts(&statement.params.iter().fold(sqlx::query(sql), bind_postgres).fetch_all(pool).await?)?
             }
         })
     }
 
+    /// Whether the table `name` exists.
+    pub async fn table_exists(&self, name: &str) -> Result<bool, DbError> {
+        let mut sql = self.sql();
+        self.backend.table_exists(&mut sql, name);
+        Ok(self.fetch_count(&sql.finish()).await? > 0)
+    }
+
+    /// Runs one statement in a transaction of its own; the number of rows it changed.
+    pub async fn execute_alone(&self, statement: &Statement) -> Result<u64, DbError> {
+        let mut transaction = self.begin_write().await?;
+        let changed = transaction.execute(statement).await?;
+        transaction.commit().await?;
+        Ok(changed)
+    }
+
+    /// Runs one statement returning rows (`... RETURNING`) in a transaction of its own.
+    pub async fn fetch_texts_alone(&self, statement: &Statement) -> Result<TextRows, DbError> {
+        let mut transaction = self.begin_write().await?;
+        let rows = transaction.fetch_texts(statement).await?;
+        transaction.commit().await?;
+        Ok(rows)
+    }
+
     /// Begins a write transaction. On SQLite it takes the write lock at once (`BEGIN
     /// IMMEDIATE`), so what the transaction checks cannot change before it writes.
     pub async fn begin_write(&self) -> Result<Transaction, DbError> {
-        Ok(match self {
-            Database::Sqlite(pool) => Transaction::Sqlite(pool.begin_with("BEGIN IMMEDIATE").await?),
-            Database::Postgres(pool) => Transaction::Postgres(pool.begin().await?),
-        })
+        let inner = match &self.pool {
+            Pool::Sqlite(pool) => TransactionInner::Sqlite(pool.begin_with("BEGIN IMMEDIATE").await?),
+            Pool::Postgres(pool) => TransactionInner::Postgres(pool.begin().await?),
+        };
+        Ok(Transaction { backend: self.backend, inner })
     }
 
-    pub async fn close(&self) {
-        match self {
-            Database::Sqlite(pool) => pool.close().await,
-            Database::Postgres(pool) => pool.close().await,
+    /// What kind of failure `error` is, by this backend's rules.
+    pub fn classify(&self, error: &DbError) -> Failure {
+        match error {
+            DbError::Query(error) | DbError::Connect { reason: error, .. } => self.backend.classify(error),
+            DbError::UnsupportedUrl(_) | DbError::NoSuchFile(_) | DbError::NewerTables { .. } => Failure::Permanent,
         }
     }
-}
 
-/// The URL without its password, for messages and logs.
-pub fn redact(url: &str) -> String {
-    let Some((scheme, rest)) = url.split_once("://") else {
-        return url.to_owned();
-    };
-    let Some((credentials, host)) = rest.split_once('@') else {
-        return url.to_owned();
-    };
-    match credentials.split_once(':') {
-        Some((user, _password)) => format!("{scheme}://{user}:***@{host}"),
-        None => url.to_owned(),
-    }
-}
-
-/// `"name"`, with embedded quotes doubled: valid on SQLite and PostgreSQL alike.
-pub fn quote_identifier(name: &str) -> String {
-    format!("\"{}\"", name.replace('"', "\"\""))
-}
-
-/// A possibly `schema.`-qualified name from the config, each part quoted.
-pub fn quote_qualified(name: &str) -> String {
-    name.split('.').map(quote_identifier).collect::<Vec<_>>().join(".")
-}
-
-#[cfg(test)]
-mod tests {
-    use super::{quote_qualified, redact};
-
-    #[test]
-    fn identifiers_are_quoted_part_by_part() {
-        assert_eq!(quote_qualified("public.group"), r#""public"."group""#);
-        assert_eq!(quote_qualified(r#"od"d"#), r#""od""d""#);
-    }
-
-    #[test]
-    fn passwords_never_reach_messages() {
-        assert_eq!(redact("postgres://app:s3cret@db:5432/app"), "postgres://app:***@db:5432/app");
-        assert_eq!(redact("postgres://app@db/app"), "postgres://app@db/app");
-        assert_eq!(redact("sqlite://cascade.db"), "sqlite://cascade.db");
+    /// Closes every connection.
+    pub async fn close(&self) {
+        match &self.pool {
+            Pool::Sqlite(pool) => pool.close().await,
+            Pool::Postgres(pool) => pool.close().await,
+        }
     }
 }

@@ -7,7 +7,8 @@ use serde::Serialize;
 
 use super::{Diagnostic, Severity, Sources};
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+/// How diagnostics are written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Format {
     Human,
     Json,

@@ -6,9 +6,10 @@ use indexmap::IndexMap;
 use serde::Serialize;
 
 use crate::config::Config;
-use crate::db::sql::{Dialect, KeyType, Param, SqlBuilder, SqlValue, Statement};
-use crate::db::{Database, DbError};
-use crate::planner::{Action, Plan, PlanNode};
+use crate::db::sql::{KeyType, Param, SqlBuilder, SqlValue, Statement};
+use crate::db::{Backend, Database, DbError};
+use crate::config::OnDelete;
+use crate::planner::{Plan, PlanNode};
 
 use super::typed_keys;
 use crate::schema::Schema;
@@ -35,7 +36,7 @@ pub enum CountError {
 
 /// What the count queries need besides the plan.
 struct Counter<'a> {
-    dialect: Dialect,
+    backend: &'static dyn Backend,
     config: &'a Config,
     root_key_type: KeyType,
     ids: SqlValue,
@@ -49,15 +50,15 @@ pub async fn count(
     plan: &Plan,
     ids: &[String],
 ) -> Result<Counts, CountError> {
-    let root = super::steps::node_sql(&plan.root, None, database.dialect(), Some(schema));
+    let root = super::steps::node_sql(&plan.root, None, database.backend(), Some(schema));
     let ids = typed_keys(&root.key_type, ids.to_vec()).map_err(|id| CountError::NotAnInteger {
         id,
         key: root.key().to_owned(),
         table: plan.root.table.clone(),
     })?;
-    let counter = Counter { dialect: database.dialect(), config, root_key_type: root.key_type.clone(), ids };
+    let counter = Counter { backend: database.backend(), config, root_key_type: root.key_type.clone(), ids };
     let mut counts = Counts::default();
-    let mut paths: IndexMap<(String, Action), Vec<Vec<&PlanNode>>> = IndexMap::new();
+    let mut paths: IndexMap<(String, OnDelete), Vec<Vec<&PlanNode>>> = IndexMap::new();
     for path in paths_of(&plan.root) {
         let node = *path.last().expect("a path ends at its node");
         let rows = database.fetch_count(&counter.count(std::slice::from_ref(&path), true)).await?;
@@ -68,8 +69,8 @@ pub async fn count(
     for ((model, action), model_paths) in &paths {
         let rows = database.fetch_count(&counter.count(model_paths, true)).await?;
         match action {
-            Action::Delete => counts.totals.insert(model.clone(), rows),
-            Action::Nullify => counts.nullify.insert(model.clone(), rows),
+            OnDelete::Delete => counts.totals.insert(model.clone(), rows),
+            OnDelete::Nullify => counts.nullify.insert(model.clone(), rows),
         };
     }
     if config.model(&plan.root.model).is_some_and(|m| m.status.is_some()) {
@@ -99,7 +100,7 @@ impl Counter<'_> {
     /// any of them, so a row reached twice counts once.
     fn count(&self, paths: &[Vec<&PlanNode>], with_status: bool) -> Statement {
         let node = paths[0].last().expect("a path ends at its node");
-        let mut sql = SqlBuilder::new(self.dialect);
+        let mut sql = SqlBuilder::new(self.backend);
         sql.push("SELECT COUNT(*) FROM ").table(&node.table).push(" WHERE ");
         for (index, path) in paths.iter().enumerate() {
             if index > 0 {
@@ -129,10 +130,11 @@ impl Counter<'_> {
 
     fn root_predicate(&self, sql: &mut SqlBuilder, root: &PlanNode, with_status: bool) {
         let key = root.key.as_deref().unwrap_or("id");
-        sql.in_list(key, &self.root_key_type, Param::Value(self.ids.clone()));
+        sql.key_list(key, &self.root_key_type, Param::Value(self.ids.clone()));
         let status = self.config.model(&root.model).and_then(|m| m.status.as_ref()).filter(|_| with_status);
         if let Some(status) = status {
-            sql.push(" AND ").status_in(&status.column.value, &status.proceed);
+            sql.push(" AND ");
+            super::sql::status_in(sql, &status.column.value, &status.proceed);
         }
     }
 }

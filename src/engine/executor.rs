@@ -20,8 +20,9 @@ use super::throttle::Throttle;
 use super::typed_keys;
 use crate::config::Config;
 use crate::db::sql::{Param, SqlValue, Statement};
-use crate::db::{Database, DbError, Transaction, options, tables};
-use crate::planner::{Action, Plan, PlanNode};
+use crate::db::{Database, DbError, Failure, Transaction, tables};
+use crate::config::OnDelete;
+use crate::planner::{Plan, PlanNode};
 use crate::schema::Schema;
 
 /// How often a rate-limit wait looks at the stop flag.
@@ -30,6 +31,7 @@ const STOP_CHECK: Duration = Duration::from_millis(100);
 /// How often an option's value is read again from `cascade_option` while deleting.
 const OPTION_REFRESH: Duration = Duration::from_secs(1);
 
+/// How a deletion runs, beyond what it deletes.
 #[derive(Debug, Clone)]
 pub struct DeleteOptions {
     /// Directory for the gzip JSON-lines archive of every deleted row.
@@ -51,6 +53,32 @@ impl Default for DeleteOptions {
     }
 }
 
+/// How a run ended, as `cascade_run.outcome` records it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RunOutcome {
+    /// Everything below the roots is gone.
+    Succeeded,
+    /// Every root found was skipped: its status does not allow the deletion.
+    Skipped,
+    /// Stopped between chunks (Ctrl-C, SIGTERM, a lost claim); running it again finishes it.
+    Interrupted,
+    /// Stopped by an error.
+    Failed,
+}
+
+impl RunOutcome {
+    /// The word stored in `cascade_run.outcome`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RunOutcome::Succeeded => "succeeded",
+            RunOutcome::Skipped => "skipped",
+            RunOutcome::Interrupted => "interrupted",
+            RunOutcome::Failed => "failed",
+        }
+    }
+}
+
 /// The user running the tool, from the environment.
 pub fn default_actor() -> String {
     std::env::var("USER").or_else(|_| std::env::var("USERNAME")).unwrap_or_else(|_| "unknown".to_owned())
@@ -59,11 +87,17 @@ pub fn default_actor() -> String {
 /// What a deletion did; the JSON shape of `delete --format json`.
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct Summary {
+    /// Rows deleted per model.
     pub deleted: IndexMap<String, u64>,
+    /// Rows whose relation column was set to NULL, per model.
     pub nullified: IndexMap<String, u64>,
+    /// Transactions committed.
     pub chunks: u64,
+    /// The longest of them, in milliseconds.
     pub max_chunk_ms: f64,
+    /// Time since the deletion started, in milliseconds.
     pub elapsed_ms: f64,
+    /// Outbox tombstones written.
     pub outbox_rows: u64,
     /// Root ids whose status did not allow the deletion.
     pub skipped: Vec<String>,
@@ -78,24 +112,43 @@ impl Summary {
     }
 }
 
+/// Why a deletion stopped.
 #[derive(Debug, thiserror::Error)]
 pub enum DeleteError {
+    /// A statement failed.
     #[error(transparent)]
     Database(#[from] DbError),
+    /// The archive could not be written.
     #[error(transparent)]
     Archive(#[from] super::archive::ArchiveError),
     #[error(
         "the database refused to delete a chunk of `{model}`: {reason}. A table that references it is probably not \
          declared as its child: `cascade validate --database-url ...` with `require_all_references = true` finds it"
     )]
-    Refused { model: String, reason: String },
+    Refused {
+        /// The model whose rows were refused.
+        model: String,
+        /// The database's words.
+        reason: String,
+    },
     #[error(
         "rows keep appearing under a chunk of `{model}` (tried {attempts} times): something is still writing \
          children of the rows being deleted; stop it and run the deletion again"
     )]
-    ChildrenKeepAppearing { model: String, attempts: u32 },
+    ChildrenKeepAppearing {
+        /// The parent model.
+        model: String,
+        /// How often the chunk was tried.
+        attempts: u32,
+    },
+    /// A root id does not fit the key's type.
     #[error("id `{id}` is not an integer, but the key of `{table}` is")]
-    NotAnInteger { id: String, table: String },
+    NotAnInteger {
+        /// The id as given.
+        id: String,
+        /// The root's table.
+        table: String,
+    },
 }
 
 /// One plan node being worked on, for one set of parent rows.
@@ -128,6 +181,9 @@ enum Outcome {
     },
 }
 
+/// One deletion in progress: call [`Deletion::chunk`] until it returns `false`, then
+/// [`Deletion::finish`]. Made by [`Engine::start`](super::Engine::start), which checks the
+/// schema first.
 pub struct Deletion<'a> {
     database: &'a Database,
     config: &'a Config,
@@ -146,7 +202,7 @@ pub struct Deletion<'a> {
 impl<'a> Deletion<'a> {
     /// Prepares the deletion of the root rows `ids`: creates the tool's tables if needed, skips
     /// roots whose status does not allow it, marks the others in progress, and records the run.
-    pub async fn start(
+    pub(super) async fn start(
         database: &'a Database,
         config: &'a Config,
         schema: &'a Schema,
@@ -159,9 +215,8 @@ impl<'a> Deletion<'a> {
         if let Some(dir) = &options.archive {
             Archive::open(dir, 0)?;
         }
-        tables::ensure(database).await?;
-        let dialect = database.dialect();
-        let root = StepSql::new(&plan.root, None, config, dialect, Some(schema), options.archive.is_some());
+        crate::db::migrate(database).await?;
+        let root = StepSql::new(&plan.root, None, config, database.backend(), Some(schema), options.archive.is_some());
         let ids = typed_keys(&root.sql.key_type, ids.to_vec())
             .map_err(|id| DeleteError::NotAnInteger { id, table: plan.root.table.clone() })?;
 
@@ -176,7 +231,8 @@ impl<'a> Deletion<'a> {
         }
         summary.missing =
             texts(&ids).into_iter().filter(|id| !found.iter().any(|row| row[0].as_deref() == Some(id))).collect();
-        let proceeding = typed_keys(&root.sql.key_type, proceeding).expect("keys read back from the key column");
+        let proceeding = typed_keys(&root.sql.key_type, proceeding)
+            .map_err(|id| DeleteError::NotAnInteger { id, table: plan.root.table.clone() })?;
         if let (Some(status), false) = (root.status, is_empty(&proceeding)) {
             let mut transaction = database.begin_write().await?;
             transaction.execute(&root.sql.mark_in_progress(Param::Value(proceeding.clone()), status)).await?;
@@ -229,7 +285,8 @@ impl<'a> Deletion<'a> {
                         self.stack.pop();
                         continue;
                     }
-                    let keys = typed_keys(&frame.step.sql.key_type, keys).expect("keys read back from the key column");
+                    let keys = typed_keys(&frame.step.sql.key_type, keys)
+                        .map_err(|id| DeleteError::NotAnInteger { id, table: frame.node.table.clone() })?;
                     frame.state = if frame.node.children.is_empty() {
                         State::Delete { keys, attempts: 0 }
                     } else {
@@ -285,10 +342,17 @@ impl<'a> Deletion<'a> {
         }
     }
 
+    /// Whether every requested root exists and was skipped by its status, so nothing is
+    /// deleted (a scheduled deletion cancelled through its status).
+    pub fn all_skipped(&self) -> bool {
+        self.stack.is_empty() && self.summary.missing.is_empty() && !self.summary.skipped.is_empty()
+    }
+
     /// Records how the run ended in `cascade_run` and closes the archive.
-    pub async fn finish(mut self, outcome: &str, error: Option<&str>) -> Result<Summary, DeleteError> {
+    pub async fn finish(mut self, outcome: RunOutcome, error: Option<&str>) -> Result<Summary, DeleteError> {
         self.summary.elapsed_ms = self.started.elapsed().as_secs_f64() * 1e3;
         let rows = serde_json::json!({ "deleted": self.summary.deleted, "nullified": self.summary.nullified });
+        let outcome = outcome.as_str();
         tables::finish_run(self.database, self.run_id, &rows.to_string(), outcome, error).await?;
         info!(run = self.run_id, outcome, rows = self.summary.rows(), "deletion finished");
         Ok(self.summary)
@@ -299,7 +363,7 @@ impl<'a> Deletion<'a> {
             node,
             Some(parent),
             self.config,
-            self.database.dialect(),
+            self.database.backend(),
             Some(self.schema),
             self.archive.is_some(),
         );
@@ -324,10 +388,11 @@ impl<'a> Deletion<'a> {
         let deleted = match self.run_write(&mut transaction, &statement).await {
             Ok(rows) => rows,
             // A child inserted after the check: the database's foreign key caught it.
-            Err(DeleteError::Database(error)) if error.is_foreign_key_violation() => {
+            Err(DeleteError::Database(error)) if self.is_foreign_key_violation(&error) => {
                 transaction.rollback().await?;
-                // SQLite's write lock rules out a concurrent insert: the reference is undeclared.
-                if self.database.dialect() == crate::db::sql::Dialect::Sqlite {
+                // Without concurrent writers, no child was inserted meanwhile: the reference is
+                // undeclared.
+                if !self.database.backend().concurrent_writers() {
                     let model = self.stack.last().expect("the frame being worked on").node.model.clone();
                     return Err(DeleteError::Refused { model, reason: error.to_string() });
                 }
@@ -336,7 +401,7 @@ impl<'a> Deletion<'a> {
             Err(error) => return Err(error),
         };
         transaction.commit().await?;
-        self.record_chunk(started, deleted, Action::Delete);
+        self.record_chunk(started, deleted, OnDelete::Delete);
         Ok(Outcome::Done(deleted))
     }
 
@@ -350,7 +415,7 @@ impl<'a> Deletion<'a> {
         let mut transaction = self.database.begin_write().await?;
         let rows = match self.run_write(&mut transaction, &statement).await {
             Ok(rows) => rows,
-            Err(DeleteError::Database(error)) if error.is_foreign_key_violation() => {
+            Err(DeleteError::Database(error)) if self.is_foreign_key_violation(&error) => {
                 transaction.rollback().await?;
                 let model = self.stack.last().expect("the frame being worked on").node.model.clone();
                 return Err(DeleteError::Refused { model, reason: error.to_string() });
@@ -364,11 +429,15 @@ impl<'a> Deletion<'a> {
         Ok(rows)
     }
 
+    fn is_foreign_key_violation(&self, error: &DbError) -> bool {
+        self.database.classify(error) == Failure::ForeignKeyViolation
+    }
+
     /// Runs the top frame's delete or update; with `RETURNING`, archives the deleted rows and
     /// writes their tombstones in the same transaction. The number of rows touched.
     async fn run_write(&mut self, transaction: &mut Transaction, statement: &Statement) -> Result<u64, DeleteError> {
         let returns_rows =
-            self.stack.last().is_some_and(|f| f.step.returning.is_some() && f.node.action == Action::Delete);
+            self.stack.last().is_some_and(|f| f.step.returning.is_some() && f.node.action == OnDelete::Delete);
         if !returns_rows {
             return Ok(transaction.execute(statement).await?);
         }
@@ -392,8 +461,7 @@ impl<'a> Deletion<'a> {
             .iter()
             .map(|row| serde_json::json!({ "key": row[0], "shard": row.get(1).cloned().flatten(), "payload": row.get(2).cloned().flatten() }))
             .collect();
-        if let Some(statement) =
-            frame.step.tombstones(Param::Value(SqlValue::Text(serde_json::to_string(&tombstones).expect("JSON"))))
+        if let Some(statement) = frame.step.tombstones(Param::text(&serde_json::Value::from(tombstones.clone()).to_string()))
         {
             if !tombstones.is_empty() {
                 transaction.execute(&statement).await?;
@@ -403,12 +471,12 @@ impl<'a> Deletion<'a> {
         Ok(rows.len() as u64)
     }
 
-    fn record_chunk(&mut self, started: Instant, rows: u64, action: Action) {
+    fn record_chunk(&mut self, started: Instant, rows: u64, action: OnDelete) {
         let model = self.stack.last().expect("the frame being worked on").node.model.clone();
         let elapsed_ms = started.elapsed().as_secs_f64() * 1e3;
         self.summary.chunks += 1;
         self.summary.max_chunk_ms = self.summary.max_chunk_ms.max(elapsed_ms);
-        let counts = if action == Action::Delete { &mut self.summary.deleted } else { &mut self.summary.nullified };
+        let counts = if action == OnDelete::Delete { &mut self.summary.deleted } else { &mut self.summary.nullified };
         *counts.entry(model.clone()).or_default() += rows;
         debug!(model = %model, rows, ms = elapsed_ms, "chunk committed");
     }
@@ -432,7 +500,7 @@ impl<'a> Deletion<'a> {
     /// The option's current value: `cascade_option` over `[options]`, read at most once a second.
     async fn rate(&mut self, option: &str) -> f64 {
         if self.rates_read.is_none_or(|read| read.elapsed() >= OPTION_REFRESH) {
-            match options::current(self.config, self.database).await {
+            match super::current_options(self.config, self.database).await {
                 Ok(rates) => self.rates = rates,
                 Err(error) => debug!(%error, "cannot read cascade_option; keeping the previous values"),
             }
@@ -443,7 +511,7 @@ impl<'a> Deletion<'a> {
 }
 
 fn initial_state(node: &PlanNode) -> State {
-    if node.action == Action::Delete && node.strategy == crate::config::Strategy::PerRow {
+    if node.action == OnDelete::Delete && node.strategy == crate::config::Strategy::PerRow {
         State::Fetch
     } else {
         State::SetBased

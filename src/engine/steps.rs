@@ -3,13 +3,15 @@
 
 use serde::Serialize;
 
+use super::sql::{NodeSql, Returning, outbox_insert};
 use crate::config::{Config, StatusCheck};
-use crate::db::sql::{Dialect, KeyType, NodeSql, Param, Returning, SqlValue, Statement, outbox_insert};
+use crate::db::Backend;
+use crate::db::sql::{KeyType, Param, SqlValue, Statement, quote_literal};
 use crate::planner::{OutboxTarget, Plan, PlanNode};
 use crate::schema::{Schema, Table};
 
 /// Everything one node's statements are built from.
-pub struct StepSql<'a> {
+pub(crate) struct StepSql<'a> {
     pub sql: NodeSql<'a>,
     /// The status check, at the root of a model that has one.
     pub status: Option<&'a StatusCheck>,
@@ -27,7 +29,7 @@ impl<'a> StepSql<'a> {
         node: &'a PlanNode,
         parent: Option<&PlanNode>,
         config: &'a Config,
-        dialect: Dialect,
+        backend: &'static dyn Backend,
         schema: Option<&Schema>,
         archive: bool,
     ) -> Self {
@@ -46,11 +48,11 @@ impl<'a> StepSql<'a> {
         };
         let returning = (outbox.is_some() || archive).then_some(returning);
         Self {
-            sql: node_sql(node, parent, dialect, schema),
+            sql: node_sql(node, parent, backend, schema),
             status: if parent.is_none() { model.and_then(|m| m.status.as_ref()) } else { None },
             returning,
             outbox,
-            children: node.children.iter().map(|child| node_sql(child, Some(node), dialect, schema)).collect(),
+            children: node.children.iter().map(|child| node_sql(child, Some(node), backend, schema)).collect(),
         }
     }
 
@@ -58,15 +60,15 @@ impl<'a> StepSql<'a> {
     /// payload.
     pub fn tombstones(&self, rows: Param) -> Option<Statement> {
         let target = self.outbox?;
-        Some(outbox_insert(self.sql.dialect, &target.scope, &target.category, rows))
+        Some(outbox_insert(self.sql.backend, &target.scope, &target.category, rows))
     }
 }
 
 /// The statement builder of one node, with key types from the schema (integer when unknown).
-pub fn node_sql<'a>(
+pub(crate) fn node_sql<'a>(
     node: &'a PlanNode,
     parent: Option<&PlanNode>,
-    dialect: Dialect,
+    backend: &'static dyn Backend,
     schema: Option<&Schema>,
 ) -> NodeSql<'a> {
     let table_of = |node: &PlanNode| schema.and_then(|s| s.table(&node.table));
@@ -79,7 +81,7 @@ pub fn node_sql<'a>(
     let table = table_of(node);
     let own_key = key_type(table, node.key.as_deref());
     NodeSql {
-        dialect,
+        backend,
         node,
         match_type: match parent {
             Some(parent) => key_type(table_of(parent), parent.key.as_deref()),
@@ -104,11 +106,11 @@ pub struct ListedStatement {
     pub params: Vec<String>,
 }
 
-/// Every step's statements in execution order, for a database of `dialect` (with `schema`,
+/// Every step's statements in execution order, for a database of `backend` (with `schema`,
 /// when known, for key types and partitioned tables).
-pub fn list(plan: &Plan, config: &Config, dialect: Dialect, schema: Option<&Schema>) -> Vec<StepStatements> {
+pub fn list(plan: &Plan, config: &Config, backend: &'static dyn Backend, schema: Option<&Schema>) -> Vec<StepStatements> {
     let mut steps = Vec::new();
-    list_node(&plan.root, None, config, dialect, schema, &mut steps);
+    list_node(&plan.root, None, config, backend, schema, &mut steps);
     steps.sort_by_key(|s| s.step);
     steps
 }
@@ -117,14 +119,14 @@ fn list_node(
     node: &PlanNode,
     parent: Option<&PlanNode>,
     config: &Config,
-    dialect: Dialect,
+    backend: &'static dyn Backend,
     schema: Option<&Schema>,
     out: &mut Vec<StepStatements>,
 ) {
     for child in &node.children {
-        list_node(child, Some(node), config, dialect, schema, out);
+        list_node(child, Some(node), config, backend, schema, out);
     }
-    let step = StepSql::new(node, parent, config, dialect, schema, false);
+    let step = StepSql::new(node, parent, config, backend, schema, false);
     let described = |what: &str| Param::Described(what.to_owned());
     let matched = described(&match parent {
         Some(parent) => format!("keys of the current `{}` chunk", parent.model),
@@ -159,7 +161,7 @@ fn listed(statement: Statement) -> ListedStatement {
         .map(|param| match param {
             Param::Described(what) => what.clone(),
             Param::Value(SqlValue::Integer(i)) => i.to_string(),
-            Param::Value(SqlValue::Text(t)) => crate::db::sql::quote_literal(t),
+            Param::Value(SqlValue::Text(t)) => quote_literal(t),
             Param::Value(SqlValue::Integers(list)) => format!("{list:?}"),
             Param::Value(SqlValue::Texts(list)) => format!("{list:?}"),
         })

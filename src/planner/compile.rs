@@ -4,18 +4,11 @@
 
 use serde::Serialize;
 
-use crate::config::{Config, DEFAULT_BULK_CHUNK_SIZE, DEFAULT_PER_ROW_CHUNK_SIZE, Model, OnDelete, Relation, Strategy};
+use crate::config::{Config, Model, OnDelete, Relation, Strategy};
 
 /// Above this many nodes a plan is refused: a config whose diamonds multiply paths this much
 /// needs restructuring, not a tree of millions of steps.
 pub const MAX_PLAN_NODES: usize = 100_000;
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Action {
-    Delete,
-    Nullify,
-}
 
 /// The outbox category a node writes for each deleted row, and the scope it is registered in.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -34,7 +27,7 @@ pub struct PlanNode {
     pub key: Option<String>,
     /// Column of this node's table that references the parent (`None` at the root).
     pub column: Option<String>,
-    pub action: Action,
+    pub action: OnDelete,
     pub strategy: Strategy,
     pub chunk_size: u64,
     pub rate_limit: Option<String>,
@@ -102,12 +95,9 @@ impl<'a> Compiler<'a> {
         if self.nodes > MAX_PLAN_NODES {
             return Err(CompileError::TooLarge);
         }
-        let action = match via.map(Relation::action) {
-            Some(OnDelete::Nullify) => Action::Nullify,
-            _ => Action::Delete,
-        };
+        let action = via.map_or(OnDelete::Delete, Relation::action);
         let mut children = Vec::new();
-        if action == Action::Delete {
+        if action == OnDelete::Delete {
             if self.path.contains(&model.name.value.as_str()) {
                 return Err(CompileError::Cycle(model.name.value.clone()));
             }
@@ -131,7 +121,7 @@ impl<'a> Compiler<'a> {
             strategy,
             chunk_size: effective_chunk_size(self.config, model, via, strategy),
             rate_limit: model.rate_limit.as_ref().map(|r| r.value.clone()),
-            outbox: (action == Action::Delete).then(|| outbox_target(self.config, model)).flatten(),
+            outbox: (action == OnDelete::Delete).then(|| outbox_target(self.config, model)).flatten(),
             children,
         })
     }
@@ -154,11 +144,7 @@ fn key_column(model: &Model, strategy: Strategy) -> Option<String> {
 
 fn effective_chunk_size(config: &Config, model: &Model, via: Option<&Relation>, strategy: Strategy) -> u64 {
     let declared = via.and_then(|relation| relation.chunk_size.as_ref()).or(model.chunk_size.as_ref());
-    let setting = match strategy {
-        Strategy::PerRow => config.settings.per_row_chunk_size.as_ref().map_or(DEFAULT_PER_ROW_CHUNK_SIZE, |s| s.value),
-        Strategy::Bulk => config.settings.bulk_chunk_size.as_ref().map_or(DEFAULT_BULK_CHUNK_SIZE, |s| s.value),
-    };
-    declared.map_or(setting, |size| size.value)
+    declared.map_or_else(|| config.settings.chunk_size(strategy), |size| size.value)
 }
 
 fn outbox_target(config: &Config, model: &Model) -> Option<OutboxTarget> {
@@ -240,7 +226,7 @@ categories = ["organization_update"]
     fn nodes_carry_effective_settings() {
         let plan = compile(&config(DIAMOND), "organization").unwrap();
         let root = &plan.root;
-        assert_eq!(root.chunk_size, DEFAULT_PER_ROW_CHUNK_SIZE);
+        assert_eq!(root.chunk_size, crate::config::DEFAULT_PER_ROW_CHUNK_SIZE);
         assert_eq!(root.rate_limit.as_deref(), Some("org.rows_per_second"));
         assert_eq!(
             root.outbox,
@@ -254,7 +240,7 @@ categories = ["organization_update"]
         let via_member = &root.children[1].children[0];
         assert_eq!(via_member.chunk_size, 5000);
         let audit = &root.children[2];
-        assert_eq!((audit.action, audit.children.len()), (Action::Nullify, 0), "a nullified model's children stay");
+        assert_eq!((audit.action, audit.children.len()), (OnDelete::Nullify, 0), "a nullified model's children stay");
     }
 
     #[test]

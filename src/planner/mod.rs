@@ -2,10 +2,12 @@
 //! the whole config and reports all it finds; `compile` turns a root model into a plan tree.
 
 mod compile;
+mod generate;
 mod graph;
 mod rules;
 
-pub use compile::{Action, CompileError, OutboxTarget, Plan, PlanNode, compile};
+pub use compile::{CompileError, OutboxTarget, Plan, PlanNode, compile};
+pub use generate::starting_config;
 pub use graph::{Edge, ModelGraph};
 
 use crate::config::{Config, Loaded, Model, Relation};

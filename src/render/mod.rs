@@ -7,10 +7,11 @@ use minijinja::{Environment, Value};
 use serde::Serialize;
 
 use crate::engine::Counts;
-use crate::engine::steps::StepStatements;
+use crate::engine::StepStatements;
 use crate::planner::{Plan, PlanNode};
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+/// The built-in forms of a plan.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum PlanFormat {
     Text,
     Mermaid,

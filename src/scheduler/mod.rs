@@ -8,13 +8,11 @@ use std::time::{Duration, SystemTime};
 
 use serde::Serialize;
 
-use crate::db::sql::{Dialect, Param, SqlBuilder, SqlValue, Statement};
-use crate::db::{Database, DbError, tables};
+use crate::db::sql::{Param, SqlBuilder, Statement};
+use crate::db::{Database, DbError, migrate};
 
+/// How far out `schedule` puts a deletion when no date is given.
 pub const DEFAULT_DELAY: Duration = Duration::from_secs(30 * 24 * 3600);
-pub const DEFAULT_MAX_ATTEMPTS: u64 = 5;
-pub const DEFAULT_RETRY_DELAY: Duration = Duration::from_secs(5 * 60);
-pub const DEFAULT_LEASE: Duration = Duration::from_secs(6 * 3600);
 
 #[derive(Debug, thiserror::Error)]
 pub enum ScheduleError {
@@ -52,30 +50,8 @@ pub struct Claim {
     pub attempts: u64,
 }
 
-/// `YYYY-MM-DD HH:MM:SS.mmm` in UTC: sorts as text on SQLite, casts on PostgreSQL.
-pub fn db_time(time: SystemTime) -> String {
-    humantime::format_rfc3339_millis(time).to_string().replace('T', " ").trim_end_matches('Z').to_owned()
-}
-
-/// A timestamp parameter, typed for the dialect.
-fn time(sql: &mut SqlBuilder, dialect: Dialect, time: SystemTime) {
-    let value = Param::Value(SqlValue::Text(db_time(time)));
-    match dialect {
-        Dialect::Sqlite => sql.bind(value),
-        Dialect::Postgres => sql.push("CAST(").bind(value).push(" || '+00' AS TIMESTAMPTZ)"),
-    };
-}
-
-/// A timestamp column read back as `YYYY-MM-DD HH:MM:SS.mmm` UTC text.
-fn time_text(dialect: Dialect, column: &str) -> String {
-    match dialect {
-        Dialect::Sqlite => column.to_owned(),
-        Dialect::Postgres => format!("to_char({column} AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS.MS')"),
-    }
-}
-
 fn text(value: &str) -> Param {
-    Param::Value(SqlValue::Text(value.to_owned()))
+    Param::text(value)
 }
 
 /// Schedules the deletion of `model` `object_id` at `at`. Scheduling it again moves the date
@@ -88,17 +64,16 @@ pub async fn schedule(
     actor: Option<&str>,
     data: Option<&str>,
 ) -> Result<String, ScheduleError> {
-    tables::ensure(database).await?;
-    let dialect = database.dialect();
+    migrate(database).await?;
     let mut transaction = database.begin_write().await?;
-    let mut sql = SqlBuilder::new(dialect);
+    let mut sql = database.sql();
     sql.push(
         "SELECT guid, CASE WHEN in_progress THEN 'yes' ELSE 'no' END FROM cascade_scheduled_deletion WHERE model = ",
     );
     sql.bind(text(model)).push(" AND object_id = ").bind(text(object_id));
     let existing = transaction.fetch_texts(&sql.finish()).await?;
     let optional = |value: Option<&str>| {
-        Param::Value(value.map_or(SqlValue::Text(String::new()), |v| SqlValue::Text(v.to_owned())))
+        Param::text(value.unwrap_or_default())
     };
     let guid = match existing.first() {
         Some(row) if row[1].as_deref() == Some("yes") => {
@@ -111,9 +86,8 @@ pub async fn schedule(
         }
         Some(row) => {
             let guid = row[0].clone().unwrap_or_default();
-            let mut sql = SqlBuilder::new(dialect);
-            sql.push("UPDATE cascade_scheduled_deletion SET date_scheduled = ");
-            time(&mut sql, dialect, at);
+            let mut sql = database.sql();
+            sql.push("UPDATE cascade_scheduled_deletion SET date_scheduled = ").timestamp(at);
             sql.push(", actor = NULLIF(").bind(optional(actor)).push(", ''), data = NULLIF(").bind(optional(data));
             sql.push(", ''), attempts = 0, last_error = NULL WHERE guid = ").bind(text(&guid));
             transaction.execute(&sql.finish()).await?;
@@ -121,12 +95,11 @@ pub async fn schedule(
         }
         None => {
             let guid = uuid::Uuid::new_v4().simple().to_string();
-            let mut sql = SqlBuilder::new(dialect);
+            let mut sql = database.sql();
             sql.push(
                 "INSERT INTO cascade_scheduled_deletion (guid, model, object_id, date_scheduled, actor, data) VALUES (",
             );
-            sql.binds([text(&guid), text(model), text(object_id)]).push(", ");
-            time(&mut sql, dialect, at);
+            sql.binds([text(&guid), text(model), text(object_id)]).push(", ").timestamp(at);
             sql.push(", NULLIF(").bind(optional(actor)).push(", ''), NULLIF(").bind(optional(data)).push(", ''))");
             transaction.execute(&sql.finish()).await?;
             guid
@@ -138,13 +111,11 @@ pub async fn schedule(
 
 /// Removes a scheduled deletion that has not started; its guid.
 pub async fn cancel(database: &Database, model: &str, object_id: &str) -> Result<String, ScheduleError> {
-    tables::ensure(database).await?;
-    let mut sql = SqlBuilder::new(database.dialect());
+    migrate(database).await?;
+    let mut sql = database.sql();
     sql.push("DELETE FROM cascade_scheduled_deletion WHERE model = ").bind(text(model));
     sql.push(" AND object_id = ").bind(text(object_id)).push(" AND NOT in_progress RETURNING guid");
-    let mut transaction = database.begin_write().await?;
-    let removed = transaction.fetch_texts(&sql.finish()).await?;
-    transaction.commit().await?;
+    let removed = database.fetch_texts_alone(&sql.finish()).await?;
     if let Some(guid) = removed.first().and_then(|row| row[0].clone()) {
         return Ok(guid);
     }
@@ -159,12 +130,11 @@ pub async fn cancel(database: &Database, model: &str, object_id: &str) -> Result
 
 /// Every scheduled deletion, soonest first.
 pub async fn list(database: &Database) -> Result<Vec<Scheduled>, ScheduleError> {
-    tables::ensure(database).await?;
-    let dialect = database.dialect();
+    migrate(database).await?;
     let sql = format!(
         "SELECT guid, model, object_id, {}, CASE WHEN in_progress THEN 'in_progress' ELSE 'pending' END, \
          CAST(attempts AS TEXT), last_error, actor FROM cascade_scheduled_deletion ORDER BY date_scheduled, id",
-        time_text(dialect, "date_scheduled")
+        database.backend().timestamp_text("date_scheduled")
     );
     let rows = database.fetch_texts(&Statement { sql, params: Vec::new() }).await?;
     Ok(rows
@@ -194,36 +164,26 @@ pub fn mark_failed(scheduled: &mut [Scheduled], max_attempts: u64) {
 
 /// Releases claims whose heartbeat is older than the lease (their worker died); how many.
 pub async fn release_expired(database: &Database, lease: Duration) -> Result<u64, DbError> {
-    let dialect = database.dialect();
-    let mut sql = SqlBuilder::new(dialect);
+    let mut sql = database.sql();
     sql.push("UPDATE cascade_scheduled_deletion SET in_progress = FALSE WHERE in_progress AND heartbeat < ");
-    time(&mut sql, dialect, SystemTime::now() - lease);
-    let mut transaction = database.begin_write().await?;
-    let released = transaction.execute(&sql.finish()).await?;
-    transaction.commit().await?;
-    Ok(released)
+    sql.timestamp(SystemTime::now() - lease);
+    database.execute_alone(&sql.finish()).await
 }
 
 /// Claims one due deletion that has attempts left: a conditional update (`in_progress` false →
 /// true), on PostgreSQL over a row locked with `FOR UPDATE SKIP LOCKED`, so no two workers ever
 /// claim the same row.
 pub async fn claim(database: &Database, max_attempts: u64) -> Result<Option<Claim>, DbError> {
-    let dialect = database.dialect();
     let now = SystemTime::now();
-    let mut sql = SqlBuilder::new(dialect);
+    let mut sql = database.sql();
     sql.push("UPDATE cascade_scheduled_deletion SET in_progress = TRUE, attempts = attempts + 1, heartbeat = ");
-    time(&mut sql, dialect, now);
+    sql.timestamp(now);
     sql.push(" WHERE id = (SELECT id FROM cascade_scheduled_deletion WHERE NOT in_progress AND date_scheduled <= ");
-    time(&mut sql, dialect, now);
-    sql.push(" AND attempts < ").bind(Param::Value(SqlValue::Integer(i64::try_from(max_attempts).unwrap_or(i64::MAX))));
-    sql.push(" ORDER BY date_scheduled, id LIMIT 1");
-    if dialect == Dialect::Postgres {
-        sql.push(" FOR UPDATE SKIP LOCKED");
-    }
+    sql.timestamp(now);
+    sql.push(" AND attempts < ").bind(Param::integer(i64::try_from(max_attempts).unwrap_or(i64::MAX)));
+    sql.push(" ORDER BY date_scheduled, id LIMIT 1").push(database.backend().claim_lock());
     sql.push(") AND NOT in_progress RETURNING CAST(id AS TEXT), guid, model, object_id, actor, CAST(attempts AS TEXT)");
-    let mut transaction = database.begin_write().await?;
-    let rows = transaction.fetch_texts(&sql.finish()).await?;
-    transaction.commit().await?;
+    let rows = database.fetch_texts_alone(&sql.finish()).await?;
     Ok(rows.first().map(|row| {
         let field = |index: usize| row.get(index).cloned().flatten().unwrap_or_default();
         Claim {
@@ -239,21 +199,18 @@ pub async fn claim(database: &Database, max_attempts: u64) -> Result<Option<Clai
 
 /// Runs one update of a claimed row by id.
 async fn update_claim(database: &Database, id: i64, set: impl FnOnce(&mut SqlBuilder)) -> Result<(), DbError> {
-    let mut sql = SqlBuilder::new(database.dialect());
+    let mut sql = database.sql();
     sql.push("UPDATE cascade_scheduled_deletion SET ");
     set(&mut sql);
-    sql.push(" WHERE id = ").bind(Param::Value(SqlValue::Integer(id)));
-    let mut transaction = database.begin_write().await?;
-    transaction.execute(&sql.finish()).await?;
-    transaction.commit().await
+    sql.push(" WHERE id = ").bind(Param::integer(id));
+    database.execute_alone(&sql.finish()).await?;
+    Ok(())
 }
 
 /// The claim is alive.
 pub async fn heartbeat(database: &Database, id: i64) -> Result<(), DbError> {
-    let dialect = database.dialect();
     update_claim(database, id, |sql| {
-        sql.push("heartbeat = ");
-        time(sql, dialect, SystemTime::now());
+        sql.push("heartbeat = ").timestamp(SystemTime::now());
     })
     .await
 }
@@ -268,19 +225,16 @@ pub async fn release(database: &Database, id: i64) -> Result<(), DbError> {
 
 /// The attempt failed: the row waits until `retry_at`, with the error kept.
 pub async fn failed(database: &Database, id: i64, error: &str, retry_at: SystemTime) -> Result<(), DbError> {
-    let dialect = database.dialect();
     update_claim(database, id, |sql| {
-        sql.push("in_progress = FALSE, last_error = ").bind(text(error)).push(", date_scheduled = ");
-        time(sql, dialect, retry_at);
+        sql.push("in_progress = FALSE, last_error = ").bind(text(error)).push(", date_scheduled = ").timestamp(retry_at);
     })
     .await
 }
 
 /// The deletion is done (or was cancelled through its status): the row goes.
 pub async fn remove(database: &Database, id: i64) -> Result<(), DbError> {
-    let mut sql = SqlBuilder::new(database.dialect());
-    sql.push("DELETE FROM cascade_scheduled_deletion WHERE id = ").bind(Param::Value(SqlValue::Integer(id)));
-    let mut transaction = database.begin_write().await?;
-    transaction.execute(&sql.finish()).await?;
-    transaction.commit().await
+    let mut sql = database.sql();
+    sql.push("DELETE FROM cascade_scheduled_deletion WHERE id = ").bind(Param::integer(id));
+    database.execute_alone(&sql.finish()).await?;
+    Ok(())
 }

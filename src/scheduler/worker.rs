@@ -10,30 +10,53 @@ use std::time::{Duration, Instant, SystemTime};
 use tracing::{info, warn};
 
 use super::Claim;
-use crate::config::Config;
-use crate::db::Database;
-use crate::engine::{DeleteOptions, Deletion};
+use crate::config::Settings;
+use crate::db::{Database, DbError};
+use crate::engine::{DeleteOptions, Engine, RunOutcome, default_actor};
 use crate::planner;
-use crate::schema::Schema;
 
+/// How a worker runs.
 #[derive(Debug, Clone)]
 pub struct WorkerOptions {
+    /// Deletions run at the same time.
     pub concurrency: usize,
     /// How long to wait when nothing is due.
     pub poll: Duration,
+    /// A claim without a heartbeat for this long is released for another worker.
     pub lease: Duration,
+    /// Attempts a deletion gets before it is kept as failed.
     pub max_attempts: u64,
+    /// Time between a failed attempt and the next.
     pub retry_delay: Duration,
     /// Stop once nothing is due instead of polling.
     pub once: bool,
 }
 
+impl WorkerOptions {
+    /// The options `[settings]` gives (lease, attempts, retry delay), with the defaults where it
+    /// gives none: one lane, polling every 5 seconds.
+    pub fn from_settings(settings: &Settings) -> Self {
+        Self {
+            concurrency: 1,
+            poll: Duration::from_secs(5),
+            lease: settings.lease(),
+            max_attempts: settings.max_attempts(),
+            retry_delay: settings.retry_delay(),
+            once: false,
+        }
+    }
+}
+
 /// What a worker did, per outcome.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct WorkerReport {
+    /// Deletions that finished.
     pub succeeded: u64,
+    /// Deletions dropped because the root's status no longer allowed them.
     pub cancelled: u64,
+    /// Attempts that failed (retried later, or kept as failed).
     pub failed: u64,
+    /// Deletions stopped by the stop flag, their claims released.
     pub interrupted: u64,
 }
 
@@ -46,20 +69,25 @@ impl WorkerReport {
     }
 }
 
+/// Why a worker stopped before its work was done.
+#[derive(Debug, thiserror::Error)]
+pub enum WorkerError {
+    /// Its own bookkeeping (claims, heartbeats) failed.
+    #[error(transparent)]
+    Database(#[from] DbError),
+    /// A lane crashed.
+    #[error("a worker lane stopped unexpectedly: {0}")]
+    Lane(#[from] tokio::task::JoinError),
+}
+
 /// Runs until `stop` is set (after the current chunk, releasing the claim), or with `once`
 /// until nothing is due.
-pub async fn run(
-    database: Database,
-    config: Arc<Config>,
-    schema: Arc<Schema>,
-    options: WorkerOptions,
-    stop: Arc<AtomicBool>,
-) -> anyhow::Result<WorkerReport> {
+pub async fn run(engine: Engine, options: WorkerOptions, stop: Arc<AtomicBool>) -> Result<WorkerReport, WorkerError> {
+    crate::db::migrate(engine.database()).await?;
     let mut lanes = tokio::task::JoinSet::new();
     for lane in 0..options.concurrency.max(1) {
-        let (database, config, schema, options, stop) =
-            (database.clone(), config.clone(), schema.clone(), options.clone(), stop.clone());
-        lanes.spawn(async move { work(lane, &database, &config, &schema, &options, &stop).await });
+        let (engine, options, stop) = (engine.clone(), options.clone(), stop.clone());
+        lanes.spawn(async move { work(lane, &engine, &options, &stop).await });
     }
     let mut report = WorkerReport::default();
     while let Some(lane) = lanes.join_next().await {
@@ -71,12 +99,11 @@ pub async fn run(
 /// One lane: claim, run, repeat.
 async fn work(
     lane: usize,
-    database: &Database,
-    config: &Config,
-    schema: &Schema,
+    engine: &Engine,
     options: &WorkerOptions,
     stop: &Arc<AtomicBool>,
-) -> anyhow::Result<WorkerReport> {
+) -> Result<WorkerReport, WorkerError> {
+    let database = engine.database();
     let mut report = WorkerReport::default();
     while !stop.load(Ordering::SeqCst) {
         let released = super::release_expired(database, options.lease).await?;
@@ -91,83 +118,77 @@ async fn work(
             continue;
         };
         info!(lane, guid = %claim.guid, model = %claim.model, id = %claim.object_id, attempt = claim.attempts, "claimed");
-        match run_claim(database, config, schema, options, stop, &claim).await {
-            Ok(Outcome::Succeeded) => {
+        let heartbeat = keep_alive(database.clone(), claim.id, options.lease);
+        let result = run_claim(engine, stop, &claim).await;
+        heartbeat.abort();
+        let failure = match result {
+            Ok(RunOutcome::Succeeded) => {
                 super::remove(database, claim.id).await?;
                 report.succeeded += 1;
+                None
             }
-            Ok(Outcome::Cancelled) => {
+            Ok(RunOutcome::Skipped) => {
                 info!(guid = %claim.guid, "the root's status no longer allows the deletion: dropped");
                 super::remove(database, claim.id).await?;
                 report.cancelled += 1;
+                None
             }
-            Ok(Outcome::Interrupted) => {
+            Ok(RunOutcome::Interrupted) => {
                 super::release(database, claim.id).await?;
                 report.interrupted += 1;
+                None
             }
-            Err(error) => {
-                let message = format!("{error:#}");
-                warn!(guid = %claim.guid, attempt = claim.attempts, error = %message, "deletion failed");
-                super::failed(database, claim.id, &message, SystemTime::now() + options.retry_delay).await?;
-                report.failed += 1;
-            }
+            Ok(RunOutcome::Failed) => Some("the deletion failed".to_owned()),
+            Err(message) => Some(message),
+        };
+        if let Some(message) = failure {
+            warn!(guid = %claim.guid, attempt = claim.attempts, error = %message, "deletion failed");
+            super::failed(database, claim.id, &message, SystemTime::now() + options.retry_delay).await?;
+            report.failed += 1;
         }
     }
     Ok(report)
 }
 
-enum Outcome {
-    Succeeded,
-    Cancelled,
-    Interrupted,
+/// Heartbeats the claim on a timer of its own, so a long chunk or rate-limit wait never lets
+/// the lease run out while the worker is alive.
+fn keep_alive(database: Database, claim: i64, lease: Duration) -> tokio::task::JoinHandle<()> {
+    let every = (lease / 4).clamp(Duration::from_millis(200), Duration::from_secs(30));
+    tokio::spawn(async move {
+        loop {
+            tokio::time::sleep(every).await;
+            if let Err(error) = super::heartbeat(&database, claim).await {
+                warn!(%error, claim, "heartbeat failed");
+            }
+        }
+    })
 }
 
-async fn run_claim(
-    database: &Database,
-    config: &Config,
-    schema: &Schema,
-    options: &WorkerOptions,
-    stop: &Arc<AtomicBool>,
-    claim: &Claim,
-) -> anyhow::Result<Outcome> {
-    let plan = planner::compile(config, &claim.model)?;
-    let delete_options = DeleteOptions {
-        actor: claim.actor.clone().unwrap_or_else(crate::engine::executor::default_actor),
+/// Runs one claimed deletion; an error is returned as the message kept with the claim.
+async fn run_claim(engine: &Engine, stop: &Arc<AtomicBool>, claim: &Claim) -> Result<RunOutcome, String> {
+    let plan = planner::compile(engine.config(), &claim.model).map_err(|error| chain(&error))?;
+    let options = DeleteOptions {
+        actor: claim.actor.clone().unwrap_or_else(default_actor),
         command: format!("cascade worker (scheduled deletion {})", claim.guid),
         stop: Some(stop.clone()),
         ..DeleteOptions::default()
     };
-    let ids = [claim.object_id.clone()];
-    let mut deletion = Deletion::start(database, config, schema, &plan, &ids, delete_options).await?;
-    if !deletion.summary().skipped.is_empty() {
-        deletion.finish("skipped", None).await?;
-        return Ok(Outcome::Cancelled);
+    let finished = engine.run_to_end(&plan, &[claim.object_id.clone()], options, |_| {}).await;
+    finished.map(|finished| finished.outcome).map_err(|error| chain(&error))
+}
+
+/// An error with its causes, `outer: inner: ...`.
+fn chain(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        let described = cause.to_string();
+        if !text.contains(&described) {
+            text = format!("{text}: {described}");
+        }
+        source = cause.source();
     }
-    let heartbeat_every = (options.lease / 4).clamp(Duration::from_millis(200), Duration::from_secs(30));
-    let mut last_heartbeat = Instant::now();
-    loop {
-        if stop.load(Ordering::SeqCst) {
-            deletion.finish("interrupted", None).await?;
-            return Ok(Outcome::Interrupted);
-        }
-        match deletion.chunk().await {
-            Ok(true) => {}
-            Ok(false) => break,
-            Err(error) => {
-                let message = error.to_string();
-                if let Err(record) = deletion.finish("failed", Some(&message)).await {
-                    warn!(%record, "could not record the failed run");
-                }
-                return Err(error.into());
-            }
-        }
-        if last_heartbeat.elapsed() >= heartbeat_every {
-            super::heartbeat(database, claim.id).await?;
-            last_heartbeat = Instant::now();
-        }
-    }
-    deletion.finish("succeeded", None).await?;
-    Ok(Outcome::Succeeded)
+    text
 }
 
 /// Sleeps `duration`, waking early when `stop` is set.

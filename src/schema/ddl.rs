@@ -16,6 +16,8 @@ use sqlparser::keywords::Keyword;
 use sqlparser::parser::Parser;
 use sqlparser::tokenizer::{Location, Token, TokenWithSpan, Tokenizer, Whitespace, Word};
 
+use crate::db::Kind;
+
 use super::{Column, ForeignKey, Index, OWN_TABLE_PREFIX, ReferentialAction, Schema, Table};
 
 /// The result of parsing a DDL script.
@@ -36,8 +38,8 @@ pub struct ParsedDdl {
 /// PARTITION`; partitions are folded into their partitioned table. Never panics: what it cannot
 /// use it skips and counts in [`ParsedDdl::skipped`].
 pub fn parse_ddl(sql: &str) -> ParsedDdl {
-    let postgres = Reader::read(Flavor::Postgres, sql);
-    let sqlite = Reader::read(Flavor::Sqlite, sql);
+    let postgres = Reader::read(Kind::Postgres, sql);
+    let sqlite = Reader::read(Kind::Sqlite, sql);
     // Read as SQLite, a dollar-quoted function body falls apart into statements, and a
     // `CREATE TABLE` inside one would count as a table: syntax only PostgreSQL has settles it.
     let sqlite_wins = !postgres.saw_postgres_only_syntax && sqlite.tables_read > postgres.tables_read;
@@ -48,24 +50,18 @@ pub fn parse_ddl(sql: &str) -> ParsedDdl {
 }
 
 /// The SQL dialect a script is read in, and the identifier rules that come with it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Flavor {
-    Postgres,
-    Sqlite,
-}
-
-impl Flavor {
+impl Kind {
     fn name(self) -> &'static str {
         match self {
-            Flavor::Postgres => "postgresql",
-            Flavor::Sqlite => "sqlite",
+            Kind::Postgres => "postgresql",
+            Kind::Sqlite => "sqlite",
         }
     }
 
     fn dialect(self) -> &'static dyn Dialect {
         match self {
-            Flavor::Postgres => &PostgreSqlDialect {},
-            Flavor::Sqlite => &SQLiteDialect {},
+            Kind::Postgres => &PostgreSqlDialect {},
+            Kind::Sqlite => &SQLiteDialect {},
         }
     }
 
@@ -73,7 +69,7 @@ impl Flavor {
     /// (ASCII only, as it does for UTF-8 databases); SQLite keeps them as written.
     fn identifier(self, value: &str, quote_style: Option<char>) -> String {
         match (self, quote_style) {
-            (Flavor::Postgres, None) => value.to_ascii_lowercase(),
+            (Kind::Postgres, None) => value.to_ascii_lowercase(),
             _ => value.to_string(),
         }
     }
@@ -99,7 +95,7 @@ impl Flavor {
 
     fn table_ref_from(self, schema: Option<String>, name: String) -> TableRef {
         // A SQLite qualifier names an attached database, not a schema in the model's sense.
-        let schema = if self == Flavor::Sqlite { None } else { schema };
+        let schema = if self == Kind::Sqlite { None } else { schema };
         TableRef { schema, name }
     }
 
@@ -159,10 +155,10 @@ struct Partition {
 /// side leaves the schema out (`ALTER TABLE x` after `CREATE TABLE public.x`). SQLite compares
 /// names ignoring ASCII case; PostgreSQL has folded unquoted names already, and quoted ones are
 /// case-sensitive there.
-fn find_table(flavor: Flavor, tables: &[Table], target: &TableRef) -> Option<usize> {
+fn find_table(flavor: Kind, tables: &[Table], target: &TableRef) -> Option<usize> {
     let same_name = |name: &str| match flavor {
-        Flavor::Postgres => name == target.name,
-        Flavor::Sqlite => name.eq_ignore_ascii_case(&target.name),
+        Kind::Postgres => name == target.name,
+        Kind::Sqlite => name.eq_ignore_ascii_case(&target.name),
     };
     tables.iter().position(|table| table.schema == target.schema && table.name == target.name).or_else(|| {
         tables.iter().position(|table| {
@@ -208,13 +204,13 @@ fn set_primary_key(table: &mut Table, columns: Vec<String>) {
 }
 
 /// The first name among those a constraint may carry (`CONSTRAINT name`, MySQL's index name).
-fn constraint_name(flavor: Flavor, names: &[Option<&Ident>]) -> Option<String> {
+fn constraint_name(flavor: Kind, names: &[Option<&Ident>]) -> Option<String> {
     names.iter().flatten().next().map(|ident| flavor.ident(ident))
 }
 
 /// Applies a table-level constraint (from `CREATE TABLE` or `ALTER TABLE ... ADD`); `false` when
 /// it is of a kind the schema does not record (CHECK, EXCLUDE, ...).
-fn add_constraint(flavor: Flavor, table: &mut Table, constraint: &TableConstraint) -> bool {
+fn add_constraint(flavor: Kind, table: &mut Table, constraint: &TableConstraint) -> bool {
     match constraint {
         TableConstraint::PrimaryKey(pk) => {
             let columns = flavor.index_columns(&pk.columns);
@@ -256,7 +252,7 @@ fn add_constraint(flavor: Flavor, table: &mut Table, constraint: &TableConstrain
 }
 
 /// One column, and what its inline constraints add to the table.
-fn add_column(flavor: Flavor, table: &mut Table, column: &ColumnDef) {
+fn add_column(flavor: Kind, table: &mut Table, column: &ColumnDef) {
     let name = flavor.ident(&column.name);
     let mut nullable = true;
     for option in &column.options {
@@ -287,7 +283,7 @@ fn add_column(flavor: Flavor, table: &mut Table, column: &ColumnDef) {
 
 /// The schema as one dialect reads a script.
 struct Reader {
-    flavor: Flavor,
+    flavor: Kind,
     tables: Vec<Table>,
     partitions: Vec<Partition>,
     /// `CREATE TABLE` statements used: what decides between the dialects.
@@ -298,7 +294,7 @@ struct Reader {
 }
 
 impl Reader {
-    fn read(flavor: Flavor, sql: &str) -> Reader {
+    fn read(flavor: Kind, sql: &str) -> Reader {
         let mut reader = Reader {
             flavor,
             tables: Vec::new(),

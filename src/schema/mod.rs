@@ -8,6 +8,8 @@ mod sqlite;
 
 use serde::Serialize;
 
+use crate::db::{Access, Database, DbError, Pool};
+
 pub use ddl::parse_ddl;
 
 /// Tables of the tool itself, never part of a user's schema.
@@ -156,16 +158,16 @@ impl Schema {
 }
 
 /// Reads the schema of a live database.
-pub async fn introspect(database: &crate::db::Database) -> Result<Schema, crate::db::DbError> {
-    match database {
-        crate::db::Database::Sqlite(pool) => sqlite::introspect(pool).await,
-        crate::db::Database::Postgres(pool) => postgres::introspect(pool).await,
+pub async fn introspect(database: &Database) -> Result<Schema, DbError> {
+    match database.pool() {
+        Pool::Sqlite(pool) => sqlite::introspect(pool).await,
+        Pool::Postgres(pool) => postgres::introspect(pool).await,
     }
 }
 
 /// Connects read-only to `url` and reads its schema.
-pub async fn introspect_url(url: &str) -> Result<Schema, crate::db::DbError> {
-    let database = crate::db::Database::connect(url, crate::db::Access::ReadOnly).await?;
+pub async fn introspect_url(url: &str) -> Result<Schema, DbError> {
+    let database = Database::connect(url, Access::ReadOnly).await?;
     let schema = introspect(&database).await;
     database.close().await;
     schema

@@ -1,7 +1,7 @@
 //! `invalid-chunk-size`: 0 rows per chunk never finishes; more than the maximum holds one
 //! transaction open far too long.
 
-use crate::config::{Located, MAX_CHUNK_SIZE};
+use crate::config::{DEFAULT_BULK_CHUNK_SIZE, DEFAULT_PER_ROW_CHUNK_SIZE, Located, MAX_CHUNK_SIZE};
 use crate::diagnostic::{Code, Diagnostic};
 use crate::planner::Context;
 
@@ -21,7 +21,8 @@ pub fn check(context: &Context<'_>, diagnostics: &mut Vec<Diagnostic>) {
                 )
                 .label("invalid chunk size")
                 .help(format!(
-                    "use a chunk size from 1 to {MAX_CHUNK_SIZE}; the defaults are 100 (per_row) and 10000 (bulk)"
+                    "use a chunk size from 1 to {MAX_CHUNK_SIZE}; the defaults are {DEFAULT_PER_ROW_CHUNK_SIZE} (per_row) \
+                     and {DEFAULT_BULK_CHUNK_SIZE} (bulk)"
                 )),
             );
         }

@@ -1,7 +1,7 @@
 //! `unindexed-relation` (warning): finding a parent chunk's children by a column that no index
 //! leads with scans the whole child table once per chunk.
 
-use crate::db::{quote_identifier, quote_qualified};
+use crate::db::sql::{quote_identifier, quote_qualified};
 use crate::diagnostic::{Code, Diagnostic};
 use crate::planner::{Context, SchemaRelation};
 

@@ -1,0 +1,133 @@
+//! One trait for everything that differs between SQLite and PostgreSQL; `sqlite.rs` and
+//! `postgres.rs` implement it. Code above `db` asks the backend instead of matching on a dialect.
+
+use std::fmt::Debug;
+use std::future::Future;
+use std::pin::Pin;
+use std::time::SystemTime;
+
+use super::sql::{KeyType, Param, SqlBuilder};
+use super::url::DatabaseUrl;
+use super::{Access, Database, DbError};
+
+/// Which database: the one name for a dialect across the crate.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Kind {
+    /// SQLite, the embedded default.
+    Sqlite,
+    /// PostgreSQL.
+    Postgres,
+}
+
+impl Kind {
+    /// The backend of this kind of database.
+    pub fn backend(self) -> &'static dyn Backend {
+        match self {
+            Kind::Sqlite => &super::sqlite::Sqlite,
+            Kind::Postgres => &super::postgres::Postgres,
+        }
+    }
+}
+
+/// A boxed future, so that the trait stays usable as `dyn Backend`.
+pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+
+/// How a set-based statement addresses the rows it picks in a `LIMIT`ed sub-select.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RowSelector {
+    /// What the sub-select returns (`rowid`, `ctid`, `tableoid, ctid`).
+    pub select: &'static str,
+    /// What the outer statement compares with it (`rowid`, `ctid`, `(tableoid, ctid)`).
+    pub matched: &'static str,
+    /// Text between `matched` and the sub-select, and after the sub-select.
+    pub open: &'static str,
+    /// Closes what `open` opened.
+    pub close: &'static str,
+}
+
+/// What kind of failure a database error is, for what to do next.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Failure {
+    /// A foreign key refused the statement: a row still references one being deleted.
+    ForeignKeyViolation,
+    /// Retrying can succeed: a lost connection, a deadlock, a lock or statement timeout, a
+    /// serialization failure, a busy database.
+    Transient,
+    /// Retrying the same thing fails the same way: a constraint, a missing table or column, a
+    /// type error.
+    Permanent,
+}
+
+/// The SQLite or PostgreSQL side of every statement and connection the tool makes.
+pub trait Backend: Send + Sync + Debug {
+    /// Which database this backend speaks to.
+    fn kind(&self) -> Kind;
+
+    /// Opens a pool of connections to `url`.
+    fn connect<'a>(&'a self, url: &'a DatabaseUrl, access: Access) -> BoxFuture<'a, Result<Database, DbError>>;
+
+    /// The placeholder of the `number`-th parameter, from 1.
+    fn placeholder(&self, number: usize) -> String;
+
+    /// `column` is one of the keys bound as the single parameter `list`, typed as `key_type`.
+    fn key_list(&self, sql: &mut SqlBuilder, column: &str, key_type: &KeyType, list: Param);
+
+    /// How a set-based statement addresses rows; `partitioned` for a partitioned table.
+    fn row_selector(&self, partitioned: bool) -> RowSelector;
+
+    /// A JSON object (as text) of `columns`, named by themselves.
+    fn json_object(&self, sql: &mut SqlBuilder, columns: &[String]);
+
+    /// The whole row of the table aliased `alias` as a JSON object (as text); `columns` are the
+    /// table's columns, for a backend that must name them.
+    fn row_json(&self, sql: &mut SqlBuilder, alias: &str, columns: &[String]);
+
+    /// The field `name` of the current record of `json_records`.
+    fn json_field(&self, name: &str) -> String;
+
+    /// `FROM` the objects of a JSON array bound as `records`, each with the text `fields`.
+    fn json_records(&self, sql: &mut SqlBuilder, records: Param, fields: &[&str]);
+
+    /// A timestamp parameter (UTC).
+    fn timestamp(&self, sql: &mut SqlBuilder, time: SystemTime);
+
+    /// A timestamp column read back as `YYYY-MM-DD HH:MM:SS.mmm` UTC text.
+    fn timestamp_text(&self, column: &str) -> String;
+
+    /// Appended to the sub-select that picks a row to claim, so two claimers never block on or
+    /// take the same row.
+    fn claim_lock(&self) -> &'static str;
+
+    /// A statement returning 1 when the table `name` exists, else 0.
+    fn table_exists(&self, sql: &mut SqlBuilder, name: &str);
+
+    /// Whether another writer can commit while a transaction is open (so a foreign-key refusal
+    /// may be a row inserted meanwhile, not an undeclared reference).
+    fn concurrent_writers(&self) -> bool;
+
+    /// The scripts that create and upgrade the tool's tables, in order; script N brings the
+    /// tables to version N.
+    fn migrations(&self) -> &'static [&'static str];
+
+    /// A statement run first in the migrating transaction so two processes never migrate at
+    /// once (none where the write transaction already excludes others).
+    fn migration_lock(&self) -> Option<&'static str>;
+
+    /// What kind of failure `error` is.
+    fn classify(&self, error: &sqlx::Error) -> Failure;
+}
+
+/// Failures every backend classifies alike: the connection, the pool, the network.
+pub(super) fn connection_failure(error: &sqlx::Error) -> Option<Failure> {
+    match error {
+        sqlx::Error::Io(_)
+        | sqlx::Error::Tls(_)
+        | sqlx::Error::PoolTimedOut
+        | sqlx::Error::PoolClosed
+        | sqlx::Error::WorkerCrashed
+        | sqlx::Error::Protocol(_) => Some(Failure::Transient),
+        sqlx::Error::Database(error) if error.is_foreign_key_violation() => Some(Failure::ForeignKeyViolation),
+        sqlx::Error::Database(_) => None,
+        _ => Some(Failure::Permanent),
+    }
+}

@@ -1,0 +1,56 @@
+//! The tool's own tables are versioned: `cascade_schema_version` holds one row per applied
+//! migration, and every command that writes brings the tables to the newest version first.
+
+use super::sql::{Param, Statement};
+use super::{Database, DbError};
+
+/// The table recording which migrations have run.
+pub const SCHEMA_VERSION_TABLE: &str = "cascade_schema_version";
+
+const CREATE_VERSION_TABLE: &str = "CREATE TABLE IF NOT EXISTS cascade_schema_version (
+    version INTEGER PRIMARY KEY,
+    applied_at TEXT NOT NULL DEFAULT CURRENT_TIMESTAMP
+)";
+
+/// Creates or upgrades the tool's tables, in one transaction (others wait for it). Idempotent.
+/// Returns the version the tables are at.
+pub async fn migrate(database: &Database) -> Result<i64, DbError> {
+    let backend = database.backend();
+    let migrations = backend.migrations();
+    let known = migrations.len() as i64;
+    let mut transaction = database.begin_write().await?;
+    if let Some(lock) = backend.migration_lock() {
+        transaction.execute_script(lock).await?;
+    }
+    transaction.execute_script(CREATE_VERSION_TABLE).await?;
+    let current = parse_version(&transaction.fetch_texts(&max_version()).await?);
+    if current > known {
+        transaction.rollback().await?;
+        return Err(DbError::NewerTables { found: current, known });
+    }
+    for (version, script) in (1..).zip(migrations).skip(usize::try_from(current).unwrap_or(0)) {
+        transaction.execute_script(script).await?;
+        let mut record = database.sql();
+        record.push("INSERT INTO cascade_schema_version (version) VALUES (").bind(Param::integer(version)).push(")");
+        transaction.execute(&record.finish()).await?;
+        tracing::debug!(version, "migrated the tool's tables");
+    }
+    transaction.commit().await?;
+    Ok(known)
+}
+
+/// The version the tool's tables are at: 0 before the first migration.
+pub async fn schema_version(database: &Database) -> Result<i64, DbError> {
+    if !database.table_exists(SCHEMA_VERSION_TABLE).await? {
+        return Ok(0);
+    }
+    Ok(parse_version(&database.fetch_texts(&max_version()).await?))
+}
+
+fn max_version() -> Statement {
+    Statement { sql: "SELECT CAST(MAX(version) AS TEXT) FROM cascade_schema_version".to_owned(), params: Vec::new() }
+}
+
+fn parse_version(rows: &super::TextRows) -> i64 {
+    rows.first().and_then(|row| row.first().cloned().flatten()).and_then(|v| v.parse().ok()).unwrap_or(0)
+}

@@ -1,0 +1,129 @@
+//! PostgreSQL. Lists of keys travel as one array parameter cast to the key's type; rows are
+//! addressed by `ctid` (with `tableoid` on a partitioned table); claims skip locked rows.
+
+use std::time::{Duration, SystemTime};
+
+use sqlx::postgres::PgPoolOptions;
+
+use super::backend::{Backend, BoxFuture, Failure, Kind, RowSelector, connection_failure};
+use super::sql::{KeyType, Param, SqlBuilder, db_time};
+use super::sqlite::named_columns;
+use super::url::DatabaseUrl;
+use super::{Access, Database, DbError, Pool};
+
+const MIGRATIONS: &[&str] = &[include_str!("../../schemas/migrations/postgres/0001_tables.sql")];
+
+/// Any number: the tool's own advisory lock, held while its tables are created or upgraded.
+const MIGRATION_LOCK: &str = "SELECT pg_advisory_xact_lock(4242424242)";
+
+/// The PostgreSQL backend.
+#[derive(Debug)]
+pub struct Postgres;
+
+impl Backend for Postgres {
+    fn kind(&self) -> Kind {
+        Kind::Postgres
+    }
+
+    fn connect<'a>(&'a self, url: &'a DatabaseUrl, _access: Access) -> BoxFuture<'a, Result<Database, DbError>> {
+        Box::pin(async move {
+            let pool = PgPoolOptions::new()
+                .max_connections(4)
+                .acquire_timeout(Duration::from_secs(10))
+                .connect(url.as_str())
+                .await
+                .map_err(|reason| DbError::Connect { url: url.redacted(), reason })?;
+            Ok(Database { backend: &Postgres, pool: Pool::Postgres(pool) })
+        })
+    }
+
+    fn placeholder(&self, number: usize) -> String {
+        format!("${number}")
+    }
+
+    fn key_list(&self, sql: &mut SqlBuilder, column: &str, key_type: &KeyType, list: Param) {
+        let cast = match key_type {
+            KeyType::Integer => "::int8[])".to_owned(),
+            KeyType::Text => "::text[])".to_owned(),
+            KeyType::Other(cast) => format!("::{cast}[])"),
+        };
+        sql.identifier(column).push(" = ANY(").bind(list).push(&cast);
+    }
+
+    fn row_selector(&self, partitioned: bool) -> RowSelector {
+        // PostgreSQL looks a `ctid = ANY(ARRAY(...))` up row by row, far faster than the hash
+        // join it plans for `ctid IN (SELECT ...)`; a `ctid` is unique only inside one
+        // partition, so a partitioned table needs the pair.
+        if partitioned {
+            RowSelector { select: "tableoid, ctid", matched: "(tableoid, ctid)", open: " IN (SELECT ", close: ")" }
+        } else {
+            RowSelector { select: "ctid", matched: "ctid", open: " = ANY(ARRAY(SELECT ", close: "))" }
+        }
+    }
+
+    fn json_object(&self, sql: &mut SqlBuilder, columns: &[String]) {
+        sql.push("CAST(json_build_object(");
+        named_columns(sql, columns);
+        sql.push(") AS TEXT)");
+    }
+
+    fn row_json(&self, sql: &mut SqlBuilder, alias: &str, _columns: &[String]) {
+        sql.push("CAST(row_to_json(").identifier(alias).push(") AS TEXT)");
+    }
+
+    fn json_field(&self, name: &str) -> String {
+        // The field names are the tool's own, fixed in code.
+        format!("r.{name}")
+    }
+
+    fn json_records(&self, sql: &mut SqlBuilder, records: Param, fields: &[&str]) {
+        let columns: Vec<String> = fields.iter().map(|field| format!("{field} text")).collect();
+        sql.push("json_to_recordset(CAST(").bind(records).push(" AS json)) AS r(").push(&columns.join(", ")).push(")");
+    }
+
+    fn timestamp(&self, sql: &mut SqlBuilder, time: SystemTime) {
+        sql.push("CAST(").bind_text(&db_time(time)).push(" || '+00' AS TIMESTAMPTZ)");
+    }
+
+    fn timestamp_text(&self, column: &str) -> String {
+        format!("to_char({column} AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS.MS')")
+    }
+
+    fn claim_lock(&self) -> &'static str {
+        " FOR UPDATE SKIP LOCKED"
+    }
+
+    fn table_exists(&self, sql: &mut SqlBuilder, name: &str) {
+        sql.push("SELECT COUNT(*) FROM pg_class WHERE oid = to_regclass(").bind_text(name).push(")");
+    }
+
+    fn concurrent_writers(&self) -> bool {
+        true
+    }
+
+    fn migrations(&self) -> &'static [&'static str] {
+        MIGRATIONS
+    }
+
+    fn migration_lock(&self) -> Option<&'static str> {
+        Some(MIGRATION_LOCK)
+    }
+
+    fn classify(&self, error: &sqlx::Error) -> Failure {
+        if let Some(failure) = connection_failure(error) {
+            return failure;
+        }
+        let state = match error {
+            sqlx::Error::Database(error) => error.code().map(|code| code.into_owned()).unwrap_or_default(),
+            _ => String::new(),
+        };
+        // 08: connection exception; 40001 serialization failure; 40P01 deadlock; 55P03 lock not
+        // available; 57014 statement timeout or cancel; 57P0x server shutting down; 53: out of
+        // resources.
+        let transient = state.starts_with("08")
+            || state.starts_with("53")
+            || state.starts_with("57P")
+            || matches!(state.as_str(), "40001" | "40P01" | "55P03" | "57014");
+        if transient { Failure::Transient } else { Failure::Permanent }
+    }
+}

@@ -1,0 +1,128 @@
+//! SQLite: the embedded default. Lists of keys travel as one JSON array read with `json_each`;
+//! rows are addressed by `rowid`; one writer at a time (`BEGIN IMMEDIATE`).
+
+use std::str::FromStr;
+use std::time::{Duration, SystemTime};
+
+use sqlx::sqlite::{SqliteConnectOptions, SqlitePoolOptions};
+
+use super::backend::{Backend, BoxFuture, Failure, Kind, RowSelector, connection_failure};
+use super::sql::{KeyType, Param, SqlBuilder, db_time, quote_literal};
+use super::url::DatabaseUrl;
+use super::{Access, Database, DbError, Pool};
+
+const MIGRATIONS: &[&str] = &[include_str!("../../schemas/migrations/sqlite/0001_tables.sql")];
+
+/// The SQLite backend.
+#[derive(Debug)]
+pub struct Sqlite;
+
+impl Backend for Sqlite {
+    fn kind(&self) -> Kind {
+        Kind::Sqlite
+    }
+
+    fn connect<'a>(&'a self, url: &'a DatabaseUrl, access: Access) -> BoxFuture<'a, Result<Database, DbError>> {
+        Box::pin(async move {
+            let connect_error = |reason| DbError::Connect { url: url.redacted(), reason };
+            // A mistyped path must not become a new, empty database.
+            let path = url.sqlite_path();
+            if !path.is_empty() && path != ":memory:" && !std::path::Path::new(path).exists() {
+                return Err(DbError::NoSuchFile(path.to_owned()));
+            }
+            let options = SqliteConnectOptions::from_str(url.as_str())
+                .map_err(connect_error)?
+                .read_only(access == Access::ReadOnly)
+                .create_if_missing(false)
+                .foreign_keys(true)
+                .busy_timeout(Duration::from_secs(10));
+            let pool =
+                SqlitePoolOptions::new().max_connections(4).connect_with(options).await.map_err(connect_error)?;
+            Ok(Database { backend: &Sqlite, pool: Pool::Sqlite(pool) })
+        })
+    }
+
+    fn placeholder(&self, number: usize) -> String {
+        format!("?{number}")
+    }
+
+    fn key_list(&self, sql: &mut SqlBuilder, column: &str, _key_type: &KeyType, list: Param) {
+        sql.identifier(column).push(" IN (SELECT value FROM json_each(").bind(list).push("))");
+    }
+
+    fn row_selector(&self, _partitioned: bool) -> RowSelector {
+        RowSelector { select: "rowid", matched: "rowid", open: " IN (SELECT ", close: ")" }
+    }
+
+    fn json_object(&self, sql: &mut SqlBuilder, columns: &[String]) {
+        sql.push("json_object(");
+        named_columns(sql, columns);
+        sql.push(")");
+    }
+
+    fn row_json(&self, sql: &mut SqlBuilder, _alias: &str, columns: &[String]) {
+        if columns.is_empty() {
+            sql.push("NULL");
+        } else {
+            self.json_object(sql, columns);
+        }
+    }
+
+    fn json_field(&self, name: &str) -> String {
+        format!("json_extract(value, {})", quote_literal(&format!("$.{name}")))
+    }
+
+    fn json_records(&self, sql: &mut SqlBuilder, records: Param, _fields: &[&str]) {
+        sql.push("json_each(").bind(records).push(")");
+    }
+
+    fn timestamp(&self, sql: &mut SqlBuilder, time: SystemTime) {
+        sql.bind_text(&db_time(time));
+    }
+
+    fn timestamp_text(&self, column: &str) -> String {
+        column.to_owned()
+    }
+
+    fn claim_lock(&self) -> &'static str {
+        ""
+    }
+
+    fn table_exists(&self, sql: &mut SqlBuilder, name: &str) {
+        sql.push("SELECT COUNT(*) FROM sqlite_schema WHERE type = 'table' AND name = ").bind_text(name);
+    }
+
+    fn concurrent_writers(&self) -> bool {
+        false
+    }
+
+    fn migrations(&self) -> &'static [&'static str] {
+        MIGRATIONS
+    }
+
+    fn migration_lock(&self) -> Option<&'static str> {
+        None
+    }
+
+    fn classify(&self, error: &sqlx::Error) -> Failure {
+        if let Some(failure) = connection_failure(error) {
+            return failure;
+        }
+        // SQLITE_BUSY (5) and SQLITE_LOCKED (6), with their extended codes (code + 256 * n).
+        let primary = match error {
+            sqlx::Error::Database(error) => error.code().and_then(|code| code.parse::<i64>().ok()).map(|c| c & 0xff),
+            _ => None,
+        };
+        if matches!(primary, Some(5 | 6)) { Failure::Transient } else { Failure::Permanent }
+    }
+}
+
+/// `'name', "name", ...` for a JSON object constructor.
+pub(super) fn named_columns(sql: &mut SqlBuilder, columns: &[String]) {
+    for (index, column) in columns.iter().enumerate() {
+        if index > 0 {
+            sql.push(", ");
+        }
+        sql.push(&quote_literal(column)).push(", ").identifier(column);
+    }
+}

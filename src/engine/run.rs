@@ -1,0 +1,122 @@
+//! The way into the engine for every caller (the command line, the worker, the clean-up
+//! commands, a program embedding the library): the live schema is read and the config checked
+//! against it once, before anything is written; then deletions run chunk by chunk to their end.
+
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+
+use super::executor::{DeleteError, DeleteOptions, Deletion, RunOutcome, Summary};
+use crate::config::Config;
+use crate::db::{Database, DbError};
+use crate::diagnostic::{Diagnostic, Sources};
+use crate::planner::{self, Plan};
+use crate::schema::Schema;
+
+/// A database whose live schema the config was checked against: what deletions run on.
+/// Cloning it is cheap (the pool, config and schema are shared).
+#[derive(Debug, Clone)]
+pub struct Engine {
+    database: Database,
+    config: Arc<Config>,
+    schema: Arc<Schema>,
+}
+
+/// Why an engine could not be prepared.
+#[derive(Debug, thiserror::Error)]
+pub enum PrepareError {
+    /// The schema could not be read.
+    #[error(transparent)]
+    Database(#[from] DbError),
+    /// The config has errors against the live schema (every diagnostic, warnings included, in
+    /// source order): nothing may be deleted until they are fixed.
+    #[error("the config has {} errors against the database; fix them first", .0.iter().filter(|d| d.is_error()).count())]
+    Invalid(Vec<Diagnostic>),
+}
+
+/// How a deletion run to its end finished.
+#[derive(Debug, Clone)]
+pub struct Finished {
+    /// What it did.
+    pub summary: Summary,
+    /// Succeeded, skipped (by status) or interrupted (by the stop flag).
+    pub outcome: RunOutcome,
+}
+
+impl Engine {
+    /// Reads the live schema of `database` and runs every rule against it, so a foreign key the
+    /// config does not declare, a missing table or a missing column stops the deletion before
+    /// its first write. `sources` are the config's files, for the diagnostics' locations.
+    pub async fn prepare(database: Database, config: &Config, sources: &Sources) -> Result<Self, PrepareError> {
+        let schema = crate::schema::introspect(&database).await?;
+        let mut diagnostics = planner::validate(config, sources, Some(&schema));
+        if diagnostics.iter().any(Diagnostic::is_error) {
+            planner::sort(&mut diagnostics);
+            return Err(PrepareError::Invalid(diagnostics));
+        }
+        Ok(Self { database, config: Arc::new(config.clone()), schema: Arc::new(schema) })
+    }
+
+    /// The database deletions run on.
+    pub fn database(&self) -> &Database {
+        &self.database
+    }
+
+    /// The config the engine was prepared with.
+    pub fn config(&self) -> &Config {
+        &self.config
+    }
+
+    /// The live schema, as read when the engine was prepared.
+    pub fn schema(&self) -> &Schema {
+        &self.schema
+    }
+
+    /// Starts the deletion of the root rows `ids` of `plan`; call [`Deletion::chunk`] until it
+    /// reports no more work, then [`Deletion::finish`].
+    pub async fn start<'a>(
+        &'a self,
+        plan: &'a Plan,
+        ids: &[String],
+        options: DeleteOptions,
+    ) -> Result<Deletion<'a>, DeleteError> {
+        Deletion::start(&self.database, &self.config, &self.schema, plan, ids, options).await
+    }
+
+    /// Runs the deletion of `ids` to its end, or until `options.stop` is set (checked between
+    /// chunks). `on_chunk` sees the summary after every committed chunk. A failure is recorded in
+    /// `cascade_run` and returned.
+    pub async fn run_to_end(
+        &self,
+        plan: &Plan,
+        ids: &[String],
+        options: DeleteOptions,
+        mut on_chunk: impl FnMut(&Summary),
+    ) -> Result<Finished, DeleteError> {
+        let stop = options.stop.clone();
+        let mut deletion = self.start(plan, ids, options).await?;
+        if deletion.all_skipped() {
+            return finished(deletion, RunOutcome::Skipped).await;
+        }
+        loop {
+            if stop.as_ref().is_some_and(|stop| stop.load(Ordering::SeqCst)) {
+                return finished(deletion, RunOutcome::Interrupted).await;
+            }
+            match deletion.chunk().await {
+                Ok(true) => on_chunk(deletion.summary()),
+                Ok(false) => return finished(deletion, RunOutcome::Succeeded).await,
+                Err(error) => {
+                    // Recording the failure may fail too when the database is gone; the error
+                    // that stopped the deletion is the one to report.
+                    if let Err(record) = deletion.finish(RunOutcome::Failed, Some(&error.to_string())).await {
+                        tracing::warn!(%record, "could not record the failed run");
+                    }
+                    return Err(error);
+                }
+            }
+        }
+    }
+}
+
+async fn finished(deletion: Deletion<'_>, outcome: RunOutcome) -> Result<Finished, DeleteError> {
+    Ok(Finished { summary: deletion.finish(outcome, None).await?, outcome })
+}

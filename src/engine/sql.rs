@@ -1,0 +1,193 @@
+//! The statements of one plan node, built from the node and its key types through the
+//! database's backend: the engine knows plans, `db` knows only statements.
+
+use crate::config::{Located, StatusCheck, StatusValue, Strategy};
+use crate::db::Backend;
+use crate::db::sql::{KeyType, Param, SqlBuilder, SqlValue, Statement};
+use crate::config::OnDelete;
+use crate::planner::PlanNode;
+
+/// What a delete returns for each row, all as text: the key, and for the outbox the shard key
+/// and the payload (a JSON object), and for the archive the whole row (a JSON object).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub(crate) struct Returning {
+    pub shard_key: Option<String>,
+    pub payload: Vec<String>,
+    /// The table's columns, when rows are archived.
+    pub row: Option<Vec<String>>,
+}
+
+/// The alias of the table a delete works on, for the archive's whole-row JSON.
+const ROW_ALIAS: &str = "cascade_row";
+
+/// A status value as a bound parameter.
+fn status_value(value: &StatusValue) -> Param {
+    Param::Value(match value {
+        StatusValue::Integer(i) => SqlValue::Integer(*i),
+        StatusValue::Text(t) => SqlValue::Text(t.clone()),
+    })
+}
+
+/// `"column" IN (values...)`: the status check of root rows.
+pub(crate) fn status_in(sql: &mut SqlBuilder, column: &str, values: &[Located<StatusValue>]) {
+    sql.one_of(column, values.iter().map(|value| status_value(&value.value)));
+}
+
+/// What a plan node's statements need to know beyond the node itself.
+pub(crate) struct NodeSql<'a> {
+    pub backend: &'static dyn Backend,
+    pub node: &'a PlanNode,
+    /// Key type of this node's key column (for deleting a chunk by key).
+    pub key_type: KeyType,
+    /// Type of the values this node is matched on: the parent's key type, or the ids' at the root.
+    pub match_type: KeyType,
+    pub partitioned: bool,
+}
+
+impl NodeSql<'_> {
+    pub fn key(&self) -> &str {
+        self.node.key.as_deref().unwrap_or("id")
+    }
+
+    /// The column this node's rows are found by: the relation column, or the key at the root.
+    fn match_column(&self) -> &str {
+        self.node.column.as_deref().unwrap_or_else(|| self.key())
+    }
+
+    fn builder(&self) -> SqlBuilder {
+        SqlBuilder::new(self.backend)
+    }
+
+    /// per_row: the next chunk of keys (as text) among the rows matching `matched` (the parent
+    /// chunk's keys, or the root ids), at the root only those whose status allows deletion.
+    pub fn select_chunk(&self, matched: Param, status: Option<&StatusCheck>) -> Statement {
+        let mut sql = self.builder();
+        sql.push("SELECT CAST(").identifier(self.key()).push(" AS TEXT) FROM ").table(&self.node.table);
+        sql.push(" WHERE ").key_list(self.match_column(), &self.match_type, matched);
+        if let Some(status) = status {
+            sql.push(" AND ");
+            status_in(&mut sql, &status.column.value, &status.proceed_or_in_progress());
+        }
+        sql.push(" ORDER BY ").identifier(self.key()).push(" LIMIT ").push(&self.node.chunk_size.to_string());
+        sql.finish()
+    }
+
+    /// per_row: deletes one chunk by key, returning what the outbox and archive need.
+    pub fn delete_by_keys(&self, keys: Param, returning: Option<&Returning>) -> Statement {
+        let mut sql = self.builder();
+        sql.push("DELETE FROM ").table(&self.node.table).push(" AS ").identifier(ROW_ALIAS).push(" WHERE ");
+        sql.key_list(self.key(), &self.key_type, keys);
+        self.returning(&mut sql, returning);
+        sql.finish()
+    }
+
+    /// bulk and nullify: one set-based statement over up to one chunk of the rows matching
+    /// `matched`; a delete returns what the outbox and archive need.
+    pub fn set_based_chunk(&self, matched: Param, returning: Option<&Returning>) -> Statement {
+        let rows = self.backend.row_selector(self.partitioned);
+        let mut sql = self.builder();
+        match self.node.action {
+            OnDelete::Delete => sql.push("DELETE FROM ").table(&self.node.table).push(" AS ").identifier(ROW_ALIAS),
+            OnDelete::Nullify => sql
+                .push("UPDATE ")
+                .table(&self.node.table)
+                .push(" SET ")
+                .identifier(self.match_column())
+                .push(" = NULL"),
+        };
+        sql.push(" WHERE ").push(rows.matched).push(rows.open).push(rows.select).push(" FROM ").table(&self.node.table);
+        sql.push(" WHERE ").key_list(self.match_column(), &self.match_type, matched);
+        sql.push(" LIMIT ").push(&self.node.chunk_size.to_string()).push(rows.close);
+        if self.node.action == OnDelete::Delete {
+            self.returning(&mut sql, returning);
+        }
+        sql.finish()
+    }
+
+    /// `RETURNING` the key, shard key, payload object and row object, each as text (or NULL).
+    fn returning(&self, sql: &mut SqlBuilder, returning: Option<&Returning>) {
+        let Some(returning) = returning else { return };
+        sql.push(" RETURNING CAST(").identifier(self.key()).push(" AS TEXT), ");
+        match &returning.shard_key {
+            Some(column) => sql.push("CAST(").identifier(column).push(" AS TEXT)"),
+            None => sql.push("NULL"),
+        };
+        sql.push(", ");
+        if returning.payload.is_empty() {
+            sql.push("NULL");
+        } else {
+            self.backend.json_object(sql, &returning.payload);
+        }
+        sql.push(", ");
+        match &returning.row {
+            None => sql.push("NULL"),
+            Some(columns) => {
+                self.backend.row_json(sql, ROW_ALIAS, columns);
+                sql
+            }
+        };
+    }
+
+    /// Whether any row of `child` (by its relation column) still references the keys: checked
+    /// in the delete's own transaction, so a child inserted meanwhile is never orphaned.
+    pub fn children_exist(&self, children: &[NodeSql<'_>], keys: &Param) -> Statement {
+        let mut sql = self.builder();
+        sql.push("SELECT CAST(CASE WHEN ");
+        for (index, child) in children.iter().enumerate() {
+            if index > 0 {
+                sql.push(" OR ");
+            }
+            sql.push("EXISTS (SELECT 1 FROM ").table(&child.node.table).push(" WHERE ");
+            sql.key_list(child.match_column(), &self.key_type, keys.clone()).push(")");
+        }
+        sql.push(" THEN '1' ELSE '0' END AS TEXT)");
+        sql.finish()
+    }
+
+    /// Whether this node deletes chunk by chunk through its keys (loading them) or set-based.
+    pub fn loads_rows(&self) -> bool {
+        self.node.action == OnDelete::Delete && self.node.strategy == Strategy::PerRow
+    }
+
+    /// Root rows whose status allows the deletion are marked in progress before anything else.
+    pub fn mark_in_progress(&self, ids: Param, status: &StatusCheck) -> Statement {
+        let column = &status.column.value;
+        let mut sql = self.builder();
+        sql.push("UPDATE ").table(&self.node.table).push(" SET ").identifier(column).push(" = ");
+        sql.bind(status_value(&status.in_progress.value)).push(" WHERE ");
+        sql.key_list(self.key(), &self.key_type, ids).push(" AND ");
+        status_in(&mut sql, column, &status.proceed_or_in_progress());
+        sql.finish()
+    }
+
+    /// The keys (as text) of the root rows among `ids` that exist, with their status when the
+    /// model has one: `status` is NULL without.
+    pub fn select_roots(&self, ids: Param, status: Option<&StatusCheck>) -> Statement {
+        let mut sql = self.builder();
+        sql.push("SELECT CAST(").identifier(self.key()).push(" AS TEXT), ");
+        match status {
+            Some(status) => {
+                sql.push("CASE WHEN ");
+                status_in(&mut sql, &status.column.value, &status.proceed_or_in_progress());
+                sql.push(" THEN 'proceed' ELSE 'skip' END")
+            }
+            None => sql.push("'proceed'"),
+        };
+        sql.push(" FROM ").table(&self.node.table).push(" WHERE ");
+        sql.key_list(self.key(), &self.key_type, ids);
+        sql.finish()
+    }
+}
+
+/// The tombstones of one chunk, written in the chunk's transaction from one parameter: a JSON
+/// array of `{"key", "shard", "payload"}` objects (payload a JSON text or null).
+pub(crate) fn outbox_insert(backend: &'static dyn Backend, scope: &str, category: &str, rows: Param) -> Statement {
+    let mut sql = SqlBuilder::new(backend);
+    sql.push("INSERT INTO \"cascade_outbox\" (\"scope\", \"shard_identifier\", \"category\", ");
+    sql.push("\"object_identifier\", \"payload\", \"scheduled_for\", \"scheduled_from\", \"date_added\") SELECT ");
+    sql.bind_text(scope).push(", ").push(&backend.json_field("shard")).push(", ").bind_text(category);
+    sql.push(", ").push(&backend.json_field("key")).push(", ").push(&backend.json_field("payload"));
+    sql.push(", CURRENT_TIMESTAMP, CURRENT_TIMESTAMP, CURRENT_TIMESTAMP FROM ");
+    backend.json_records(&mut sql, rows, &["key", "shard", "payload"]);
+    sql.finish()
+}
