@@ -28,6 +28,8 @@
 //! assert_eq!(order, ["project", "organization"]); // children before parents
 //! ```
 
+#![warn(missing_docs)]
+
 pub mod config;
 pub mod db;
 pub mod demo;

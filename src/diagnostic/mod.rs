@@ -2,7 +2,7 @@
 //! stable code, a severity, a message, the place it came from and an optional help line.
 
 mod code;
-pub mod report;
+mod report;
 mod sources;
 
 use std::ops::Range;

@@ -2,17 +2,15 @@ use petgraph::graph::{DiGraph, NodeIndex};
 
 use crate::config::{Config, OnDelete};
 
-/// One declared relation whose child model exists: `config.models[parent].children[relation]`.
+/// One declared relation whose child model exists.
 #[derive(Debug, Clone, Copy)]
-pub struct Edge {
-    pub parent: usize,
-    pub relation: usize,
+pub(crate) struct Edge {
     pub action: OnDelete,
 }
 
 /// Models as nodes (node index = index in `config.models`), relations as edges from parent to
 /// child, in declared order. Relations to unknown models are left out (a rule reports them).
-pub struct ModelGraph {
+pub(crate) struct ModelGraph {
     pub graph: DiGraph<usize, Edge>,
 }
 
@@ -23,9 +21,9 @@ impl ModelGraph {
             graph.add_node(index);
         }
         for (parent, model) in config.models.values().enumerate() {
-            for (relation, child) in model.children.iter().enumerate() {
+            for child in &model.children {
                 if let Some(child_index) = config.models.get_index_of(&child.model.value) {
-                    let edge = Edge { parent, relation, action: child.action() };
+                    let edge = Edge { action: child.action() };
                     graph.add_edge(NodeIndex::new(parent), NodeIndex::new(child_index), edge);
                 }
             }

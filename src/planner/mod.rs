@@ -8,14 +8,14 @@ mod rules;
 
 pub use compile::{CompileError, OutboxTarget, Plan, PlanNode, compile};
 pub use generate::starting_config;
-pub use graph::{Edge, ModelGraph};
+pub(crate) use graph::ModelGraph;
 
 use crate::config::{Config, Loaded, Model, Relation};
 use crate::diagnostic::{Diagnostic, Sources};
 use crate::schema::{Schema, Table};
 
 /// What every rule gets to look at.
-pub struct Context<'a> {
+pub(crate) struct Context<'a> {
     pub config: &'a Config,
     pub graph: &'a ModelGraph,
     pub sources: &'a Sources,
@@ -24,7 +24,7 @@ pub struct Context<'a> {
 }
 
 /// A declared relation whose child model exists and whose child table is in the schema.
-pub struct SchemaRelation<'a> {
+pub(crate) struct SchemaRelation<'a> {
     pub parent: &'a Model,
     pub parent_table: Option<&'a Table>,
     pub relation: &'a Relation,

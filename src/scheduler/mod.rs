@@ -40,7 +40,7 @@ pub struct Scheduled {
 
 /// A due deletion a worker has claimed.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Claim {
+pub(crate) struct Claim {
     pub id: i64,
     pub guid: String,
     pub model: String,
@@ -163,7 +163,7 @@ pub fn mark_failed(scheduled: &mut [Scheduled], max_attempts: u64) {
 }
 
 /// Releases claims whose heartbeat is older than the lease (their worker died); how many.
-pub async fn release_expired(database: &Database, lease: Duration) -> Result<u64, DbError> {
+pub(crate) async fn release_expired(database: &Database, lease: Duration) -> Result<u64, DbError> {
     let mut sql = database.sql();
     sql.push("UPDATE cascade_scheduled_deletion SET in_progress = FALSE WHERE in_progress AND heartbeat < ");
     sql.timestamp(SystemTime::now() - lease);
@@ -173,7 +173,7 @@ pub async fn release_expired(database: &Database, lease: Duration) -> Result<u64
 /// Claims one due deletion that has attempts left: a conditional update (`in_progress` false →
 /// true), on PostgreSQL over a row locked with `FOR UPDATE SKIP LOCKED`, so no two workers ever
 /// claim the same row.
-pub async fn claim(database: &Database, max_attempts: u64) -> Result<Option<Claim>, DbError> {
+pub(crate) async fn claim(database: &Database, max_attempts: u64) -> Result<Option<Claim>, DbError> {
     let now = SystemTime::now();
     let mut sql = database.sql();
     sql.push("UPDATE cascade_scheduled_deletion SET in_progress = TRUE, attempts = attempts + 1, heartbeat = ");
@@ -208,7 +208,7 @@ async fn update_claim(database: &Database, id: i64, set: impl FnOnce(&mut SqlBui
 }
 
 /// The claim is alive.
-pub async fn heartbeat(database: &Database, id: i64) -> Result<(), DbError> {
+pub(crate) async fn heartbeat(database: &Database, id: i64) -> Result<(), DbError> {
     update_claim(database, id, |sql| {
         sql.push("heartbeat = ").timestamp(SystemTime::now());
     })
@@ -216,7 +216,7 @@ pub async fn heartbeat(database: &Database, id: i64) -> Result<(), DbError> {
 }
 
 /// The claim goes back unused (the worker is stopping), its attempt not counted.
-pub async fn release(database: &Database, id: i64) -> Result<(), DbError> {
+pub(crate) async fn release(database: &Database, id: i64) -> Result<(), DbError> {
     update_claim(database, id, |sql| {
         sql.push("in_progress = FALSE, attempts = attempts - 1");
     })
@@ -224,7 +224,7 @@ pub async fn release(database: &Database, id: i64) -> Result<(), DbError> {
 }
 
 /// The attempt failed: the row waits until `retry_at`, with the error kept.
-pub async fn failed(database: &Database, id: i64, error: &str, retry_at: SystemTime) -> Result<(), DbError> {
+pub(crate) async fn failed(database: &Database, id: i64, error: &str, retry_at: SystemTime) -> Result<(), DbError> {
     update_claim(database, id, |sql| {
         sql.push("in_progress = FALSE, last_error = ").bind(text(error)).push(", date_scheduled = ").timestamp(retry_at);
     })
@@ -232,7 +232,7 @@ pub async fn failed(database: &Database, id: i64, error: &str, retry_at: SystemT
 }
 
 /// The deletion is done (or was cancelled through its status): the row goes.
-pub async fn remove(database: &Database, id: i64) -> Result<(), DbError> {
+pub(crate) async fn remove(database: &Database, id: i64) -> Result<(), DbError> {
     let mut sql = database.sql();
     sql.push("DELETE FROM cascade_scheduled_deletion WHERE id = ").bind(Param::integer(id));
     database.execute_alone(&sql.finish()).await?;

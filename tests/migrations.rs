@@ -1,0 +1,138 @@
+//! The tool's own tables are versioned: an empty database and a database made by 0.1.0 (whose
+//! scripts created the tables without any version) both reach the newest version, keep their
+//! rows, and running the migrations again changes nothing. A database from a newer release is
+//! refused rather than written to.
+
+mod common;
+
+use cascade::db::sql::Statement;
+use cascade::db::{Access, Database, DbError, SCHEMA_VERSION_TABLE, migrate, schema_version};
+use common::{block_on, postgres_database, sqlite_database};
+
+/// The tables 0.1.0 created on first use, as its scripts wrote them.
+const RELEASE_0_1_SQLITE: &str = include_str!("fixtures/tables-0.1.0.sqlite.sql");
+const RELEASE_0_1_POSTGRES: &str = include_str!("fixtures/tables-0.1.0.postgres.sql");
+
+const TOOL_TABLES: &[&str] =
+    &["cascade_scheduled_deletion", "cascade_outbox", "cascade_option", "cascade_run", "cascade_checkpoint"];
+
+/// A few rows such as a 0.1.0 user leaves behind.
+const RELEASE_0_1_ROWS: &str = "
+    INSERT INTO cascade_option (name, value) VALUES ('deletions.org.rows_per_second', 250);
+    INSERT INTO cascade_scheduled_deletion (guid, model, object_id, date_scheduled)
+        VALUES ('g1', 'organization', '7', CURRENT_TIMESTAMP);
+    INSERT INTO cascade_run (actor, command, root_model, root_ids, outcome)
+        VALUES ('ops', 'cascade delete organization 1 --confirm', 'organization', '[\"1\"]', 'succeeded');";
+
+fn statement(sql: &str) -> Statement {
+    Statement { sql: sql.to_owned(), params: Vec::new() }
+}
+
+async fn count(database: &Database, sql: &str) -> u64 {
+    database.fetch_count(&statement(sql)).await.unwrap()
+}
+
+/// The versions recorded, oldest first.
+async fn versions(database: &Database) -> Vec<String> {
+    let rows = database
+        .fetch_texts(&statement("SELECT CAST(version AS TEXT) FROM cascade_schema_version ORDER BY version"))
+        .await
+        .unwrap();
+    rows.into_iter().map(|row| row[0].clone().unwrap()).collect()
+}
+
+async fn from_empty(url: &str) {
+    let database = Database::connect(url, Access::ReadWrite).await.unwrap();
+    assert_eq!(schema_version(&database).await.unwrap(), 0, "an empty database has no version");
+    let newest = migrate(&database).await.unwrap();
+    assert!(newest >= 1);
+    assert_eq!(schema_version(&database).await.unwrap(), newest);
+    for table in TOOL_TABLES.iter().chain([&SCHEMA_VERSION_TABLE]) {
+        assert!(database.table_exists(table).await.unwrap(), "{table} exists after migrating");
+    }
+    let expected: Vec<String> = (1..=newest).map(|v| v.to_string()).collect();
+    assert_eq!(versions(&database).await, expected, "one row per migration");
+    assert_eq!(migrate(&database).await.unwrap(), newest, "migrating again is a no-op");
+    assert_eq!(versions(&database).await, expected, "no migration ran twice");
+    database.close().await;
+}
+
+async fn from_release_0_1(url: &str) {
+    let database = Database::connect(url, Access::ReadWrite).await.unwrap();
+    assert_eq!(schema_version(&database).await.unwrap(), 0, "0.1.0 recorded no version");
+    let newest = migrate(&database).await.unwrap();
+    assert_eq!(schema_version(&database).await.unwrap(), newest);
+    assert_eq!(count(&database, "SELECT COUNT(*) FROM cascade_option WHERE value = 250").await, 1);
+    assert_eq!(count(&database, "SELECT COUNT(*) FROM cascade_scheduled_deletion WHERE guid = 'g1'").await, 1);
+    assert_eq!(count(&database, "SELECT COUNT(*) FROM cascade_run WHERE outcome = 'succeeded'").await, 1);
+    database.close().await;
+}
+
+async fn newer_release_is_refused(url: &str) {
+    let database = Database::connect(url, Access::ReadWrite).await.unwrap();
+    let newest = migrate(&database).await.unwrap();
+    let mut transaction = database.begin_write().await.unwrap();
+    transaction
+        .execute(&statement(&format!("INSERT INTO cascade_schema_version (version) VALUES ({})", newest + 1)))
+        .await
+        .unwrap();
+    transaction.commit().await.unwrap();
+    match migrate(&database).await {
+        Err(DbError::NewerTables { found, known }) => assert_eq!((found, known), (newest + 1, newest)),
+        other => panic!("expected a refusal, got {other:?}"),
+    }
+    let refusal = migrate(&database).await.unwrap_err().to_string();
+    assert!(refusal.contains("upgrade cascade"), "{refusal}");
+    database.close().await;
+}
+
+#[test]
+fn an_empty_sqlite_database_reaches_the_newest_version() {
+    let dir = tempfile::tempdir().unwrap();
+    block_on(from_empty(&sqlite_database(dir.path(), "")));
+}
+
+#[test]
+fn a_sqlite_database_made_by_0_1_upgrades_and_keeps_its_rows() {
+    let dir = tempfile::tempdir().unwrap();
+    block_on(from_release_0_1(&sqlite_database(dir.path(), &format!("{RELEASE_0_1_SQLITE}{RELEASE_0_1_ROWS}"))));
+}
+
+#[test]
+fn a_sqlite_database_from_a_newer_release_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    block_on(newer_release_is_refused(&sqlite_database(dir.path(), "")));
+}
+
+#[test]
+fn an_empty_postgres_database_reaches_the_newest_version() {
+    let Some(url) = postgres_database("") else { return };
+    block_on(from_empty(&url));
+}
+
+#[test]
+fn a_postgres_database_made_by_0_1_upgrades_and_keeps_its_rows() {
+    let Some(url) = postgres_database(&format!("{RELEASE_0_1_POSTGRES}{RELEASE_0_1_ROWS}")) else { return };
+    block_on(from_release_0_1(&url));
+}
+
+#[test]
+fn a_postgres_database_from_a_newer_release_is_refused() {
+    let Some(url) = postgres_database("") else { return };
+    block_on(newer_release_is_refused(&url));
+}
+
+#[test]
+fn two_processes_migrating_at_once_both_succeed_on_postgres() {
+    let Some(url) = postgres_database("") else { return };
+    block_on(async {
+        let (a, b) = (
+            Database::connect(&url, Access::ReadWrite).await.unwrap(),
+            Database::connect(&url, Access::ReadWrite).await.unwrap(),
+        );
+        let (first, second) = tokio::join!(migrate(&a), migrate(&b));
+        assert_eq!(first.unwrap(), second.unwrap());
+        let expected: Vec<String> = (1..=schema_version(&a).await.unwrap()).map(|v| v.to_string()).collect();
+        assert_eq!(versions(&a).await, expected);
+    });
+}
