@@ -63,13 +63,28 @@ pub enum DemoError {
     /// Creating the parent directories or removing an earlier database (or its `-wal`, `-shm`,
     /// `-journal` file) failed; `path` is the file or directory concerned.
     #[error("cannot prepare the demo database `{}`: {source}", path.display())]
-    Io { path: PathBuf, source: std::io::Error },
+    Io {
+        /// The file or directory concerned.
+        path: PathBuf,
+        /// The underlying I/O error.
+        source: std::io::Error,
+    },
     /// SQLite could not create or open the database file.
     #[error("cannot open the demo database `{}`: {source}", path.display())]
-    Open { path: PathBuf, source: sqlx::Error },
+    Open {
+        /// The database file.
+        path: PathBuf,
+        /// The error SQLite reported.
+        source: sqlx::Error,
+    },
     /// Creating the schema, inserting rows or closing the database failed.
     #[error("cannot seed the demo database `{}`: {source}", path.display())]
-    Database { path: PathBuf, source: sqlx::Error },
+    Database {
+        /// The database file.
+        path: PathBuf,
+        /// The error the failed statement reported.
+        source: sqlx::Error,
+    },
 }
 
 /// Creates (or replaces) the SQLite database at `path` from `schemas/demo.sql` and seeds about

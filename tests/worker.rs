@@ -164,8 +164,9 @@ fn a_killed_worker_is_recovered_after_the_lease_on_sqlite() {
     lease_recovery(&sqlite_database(dir.path(), &format!("{SCHEMA}{}", rows(2, 400))));
 }
 
-/// A deletion a trigger keeps refusing is retried, then kept as failed with its error.
-fn retries_then_failed(url: &str, trigger: &str) {
+/// A deletion a trigger refuses fails the same way every time: it is kept as failed at once,
+/// with its error, instead of being retried.
+fn permanent_failure_is_not_retried(url: &str, trigger: &str) {
     texts(url, trigger);
     let dir = project(&[("cascades/items.toml", &config("max_attempts = 3\nretry_delay_seconds = 0", None))]);
     schedule_now(url, [1]);
@@ -173,34 +174,82 @@ fn retries_then_failed(url: &str, trigger: &str) {
         .args(["worker", "--once", "--database-url", url])
         .assert()
         .success()
-        .stdout(predicates::str::contains("0 succeeded, 0 cancelled, 3 failed"));
+        .stdout(predicates::str::contains("0 succeeded, 0 cancelled, 1 failed"));
     let output = cascade(dir.path()).args(["scheduled", "--format", "json", "--database-url", url]).output().unwrap();
     let listed: Value = serde_json::from_slice(&output.stdout).unwrap();
     assert_eq!(listed[0]["state"], "failed");
-    assert_eq!(listed[0]["attempts"], 3);
     assert!(listed[0]["last_error"].as_str().unwrap().contains("refused by trigger"), "{listed}");
-    assert_eq!(count(url, "SELECT COUNT(*) FROM cascade_run WHERE outcome = 'failed'"), 3);
+    assert_eq!(count(url, "SELECT COUNT(*) FROM cascade_run WHERE outcome = 'failed'"), 1, "one attempt only");
     assert_eq!(count(url, "SELECT COUNT(*) FROM item WHERE id = 1"), 1, "nothing of the item was lost");
 }
 
 #[test]
-fn a_failing_deletion_is_retried_then_marked_failed_on_postgres() {
+fn a_permanent_failure_is_kept_as_failed_at_once_on_postgres() {
     let Some(url) = postgres_database(&format!("{SCHEMA}{}", rows(1, 3))) else { return };
     texts(
         &url,
         "CREATE FUNCTION refuse() RETURNS trigger AS $$ BEGIN RAISE EXCEPTION 'refused by trigger'; END $$ LANGUAGE plpgsql",
     );
-    retries_then_failed(&url, "CREATE TRIGGER refuse BEFORE DELETE ON part FOR EACH ROW EXECUTE FUNCTION refuse()");
+    permanent_failure_is_not_retried(
+        &url,
+        "CREATE TRIGGER refuse BEFORE DELETE ON part FOR EACH ROW EXECUTE FUNCTION refuse()",
+    );
 }
 
 #[test]
-fn a_failing_deletion_is_retried_then_marked_failed_on_sqlite() {
+fn a_permanent_failure_is_kept_as_failed_at_once_on_sqlite() {
     let dir = tempfile::tempdir().unwrap();
     let url = sqlite_database(dir.path(), &format!("{SCHEMA}{}", rows(1, 3)));
-    retries_then_failed(
+    permanent_failure_is_not_retried(
         &url,
         "CREATE TRIGGER refuse BEFORE DELETE ON part BEGIN SELECT RAISE(ABORT, 'refused by trigger'); END",
     );
+}
+
+/// A lock held by another session makes the delete time out (`lock_timeout`): a transient
+/// failure, retried until the lock is gone, then the deletion succeeds.
+#[test]
+fn a_transient_failure_is_retried_until_it_succeeds_on_postgres() {
+    let Some(url) = postgres_database(&format!("{SCHEMA}{}", rows(1, 3))) else { return };
+    let dir = project(&[("cascades/items.toml", &config("max_attempts = 50\nretry_delay_seconds = 0", None))]);
+    schedule_now(&url, [1]);
+    let (locked_tx, locked_rx) = std::sync::mpsc::channel();
+    let holder_url = url.clone();
+    let holder = std::thread::spawn(move || {
+        block_on(async {
+            let database = Database::connect(&holder_url, Access::ReadWrite).await.unwrap();
+            let mut transaction = database.begin_write().await.unwrap();
+            let lock = Statement { sql: "LOCK TABLE part IN ACCESS EXCLUSIVE MODE".to_owned(), params: Vec::new() };
+            transaction.execute(&lock).await.unwrap();
+            locked_tx.send(()).unwrap();
+            // Hold the lock until the worker has failed on it at least once.
+            let failed = Statement {
+                sql: "SELECT CAST(COUNT(*) AS TEXT) FROM cascade_scheduled_deletion WHERE last_error IS NOT NULL"
+                    .to_owned(),
+                params: Vec::new(),
+            };
+            let deadline = Instant::now() + Duration::from_secs(60);
+            while database.fetch_texts(&failed).await.unwrap()[0][0].as_deref() != Some("1") {
+                assert!(Instant::now() < deadline, "the worker never failed on the lock");
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+            transaction.rollback().await.unwrap();
+            database.close().await;
+        });
+    });
+    locked_rx.recv().unwrap();
+    let with_timeout = format!("{url}&options=-c%20lock_timeout%3D300");
+    let output = cascade(dir.path()).args(["worker", "--once", "--database-url", &with_timeout]).output().unwrap();
+    holder.join().unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(output.status.success() && stdout.contains("1 succeeded"), "{stdout}");
+    assert_eq!(count(&url, "SELECT COUNT(*) FROM item WHERE id = 1"), 0, "deleted once the lock was gone");
+    assert_eq!(count(&url, "SELECT COUNT(*) FROM cascade_scheduled_deletion"), 0);
+    assert!(
+        count(&url, "SELECT COUNT(*) FROM cascade_run WHERE outcome = 'failed'") >= 1,
+        "it failed on the lock first"
+    );
+    assert_eq!(count(&url, "SELECT COUNT(*) FROM cascade_run WHERE outcome = 'succeeded'"), 1);
 }
 
 #[test]

@@ -1,8 +1,8 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use cascade::db::{Access, Database};
-use cascade::engine::{self, DeleteOptions, Engine, Finished, RunOutcome, Summary};
+use cascade::db::{Access, Database, Failure, redact_command_line};
+use cascade::engine::{self, DeleteError, DeleteOptions, Engine, Finished, RunOutcome, Summary};
 use cascade::planner;
 use cascade::render::{Folding, PlanFormat, PlanView};
 use indicatif::{ProgressBar, ProgressStyle};
@@ -64,13 +64,13 @@ pub fn run(cli: &Cli, args: &Args) -> anyhow::Result<ExitCode> {
         }
         let options = DeleteOptions {
             archive: args.archive.clone(),
-            command: std::env::args().collect::<Vec<_>>().join(" "),
+            command: redact_command_line(std::env::args()),
             ..DeleteOptions::default()
         };
         let total = counts.totals.values().chain(counts.nullify.values()).sum();
         let finished = delete(&engine, &plan, &args.ids, options, total).await;
         database.close().await;
-        let finished = finished?;
+        let Some(finished) = finished? else { return Ok(ExitCode::from(1)) };
         print!("{}", render_summary(&finished.summary, args.format));
         if finished.outcome == RunOutcome::Interrupted {
             eprintln!("interrupted after a complete chunk: run the same command again to finish");
@@ -81,14 +81,15 @@ pub fn run(cli: &Cli, args: &Args) -> anyhow::Result<ExitCode> {
 }
 
 /// Runs the deletion to its end or to the first Ctrl-C / SIGTERM, which stop it between chunks,
-/// with a progress bar on a terminal and a log line every few seconds otherwise.
+/// with a progress bar on a terminal and a log line every few seconds otherwise. `None` (the
+/// diagnostics printed) when undeclared foreign keys refused it before any write.
 pub(super) async fn delete(
     engine: &Engine,
     plan: &planner::Plan,
     ids: &[String],
     options: DeleteOptions,
     total_rows: u64,
-) -> anyhow::Result<Finished> {
+) -> anyhow::Result<Option<Finished>> {
     let options = DeleteOptions { stop: Some(super::stop_on_signals()), ..options };
     let bar = progress_bar(total_rows);
     let mut last_line = std::time::Instant::now();
@@ -105,7 +106,17 @@ pub(super) async fn delete(
         Ok(done) if done.outcome != RunOutcome::Interrupted => bar.finish_and_clear(),
         _ => bar.abandon(),
     }
-    finished.map_err(|error| anyhow::Error::new(error).context("the deletion stopped; run the same command again to resume"))
+    if let Err(DeleteError::UnregisteredReferences(diagnostics)) = &finished {
+        super::refuse_diagnostics(engine.sources(), diagnostics);
+        return Ok(None);
+    }
+    finished.map(Some).map_err(|error| {
+        let advice = match engine.failure(&error) {
+            Failure::Transient => "the deletion stopped; run the same command again to resume",
+            _ => "the deletion stopped on an error that does not go away by itself: fix its cause (rows deleted so far stay deleted)",
+        };
+        anyhow::Error::new(error).context(advice)
+    })
 }
 
 /// A progress bar on a terminal; hidden otherwise, where log lines report progress instead.

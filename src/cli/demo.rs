@@ -57,7 +57,9 @@ pub fn run(cli: &Cli, args: &Args) -> anyhow::Result<ExitCode> {
         let options =
             DeleteOptions { command: format!("cascade demo --rows {}", args.rows), ..DeleteOptions::default() };
         let total = counts.totals.values().chain(counts.nullify.values()).sum();
-        let finished = super::delete::delete(&engine, &plan, &ids, options, total).await?;
+        let Some(finished) = super::delete::delete(&engine, &plan, &ids, options, total).await? else {
+            return Ok(ExitCode::from(1));
+        };
         database.close().await;
         print!("{}", super::delete::render_summary(&finished.summary, super::delete::SummaryFormat::Human));
         if finished.outcome == RunOutcome::Interrupted {

@@ -52,7 +52,13 @@ pub fn schedule(cli: &Cli, args: &ScheduleArgs) -> anyhow::Result<ExitCode> {
     if let Some(data) = &args.data {
         serde_json::from_str::<serde_json::Value>(data).context("--data must be JSON")?;
     }
-    let at = args.at.unwrap_or_else(|| SystemTime::now() + args.delay.unwrap_or(scheduler::DEFAULT_DELAY));
+    let at = match args.at {
+        Some(at) => at,
+        None => SystemTime::now()
+            .checked_add(args.delay.unwrap_or(scheduler::DEFAULT_DELAY))
+            .filter(|at| *at <= latest_time())
+            .context("--in is too far in the future: the latest date that can be scheduled is 9999-12-31")?,
+    };
     let url = super::database_url(cli, &loaded.config);
     let guid = with_database(&url, |database| async move {
         scheduler::schedule(&database, &args.model, &args.id, at, args.actor.as_deref(), args.data.as_deref()).await
@@ -118,8 +124,21 @@ where
     })
 }
 
-/// An RFC 3339 time, with `Z`, an offset such as `+02:00`, or none (UTC).
+/// The latest time a timestamp column (and RFC 3339) holds: the end of year 9999.
+fn latest_time() -> SystemTime {
+    humantime::parse_rfc3339("9999-12-31T23:59:59Z").unwrap_or(SystemTime::UNIX_EPOCH)
+}
+
+/// An RFC 3339 time, with `Z`, an offset such as `+02:00`, or none (UTC), from 1970 to 9999.
 fn parse_time(text: &str) -> Result<SystemTime, String> {
+    let time = parse_time_with_offset(text)?;
+    if time < SystemTime::UNIX_EPOCH || time > latest_time() {
+        return Err("the time must be between 1970-01-01 and 9999-12-31 (UTC)".to_owned());
+    }
+    Ok(time)
+}
+
+fn parse_time_with_offset(text: &str) -> Result<SystemTime, String> {
     let text = text.trim();
     let offset = text.len().checked_sub(6).and_then(|start| {
         let (time, offset) = text.split_at(start);
@@ -137,8 +156,12 @@ fn parse_time(text: &str) -> Result<SystemTime, String> {
     };
     match offset {
         // `+02:00` means the local time is ahead of UTC: subtract it.
-        Some((time, 1, offset)) => Ok(parse(time)? - offset),
-        Some((time, _, offset)) => Ok(parse(time)? + offset),
+        Some((time, 1, offset)) => {
+            parse(time)?.checked_sub(offset).ok_or_else(|| "the time is out of range".to_owned())
+        }
+        Some((time, _, offset)) => {
+            parse(time)?.checked_add(offset).ok_or_else(|| "the time is out of range".to_owned())
+        }
         None => parse(text),
     }
 }
@@ -154,5 +177,8 @@ mod tests {
         assert_eq!(parse_time("2026-12-24 13:00:00-05:00").unwrap(), utc);
         assert_eq!(parse_time("2026-12-24 18:00:00").unwrap(), utc);
         assert!(parse_time("tomorrow").is_err());
+        assert!(parse_time("1969-12-31T23:00:00Z").is_err());
+        assert!(parse_time("9999-12-31T23:59:59-05:00").is_err());
+        assert!(parse_time("9999-12-31T23:59:59Z").is_ok());
     }
 }

@@ -18,20 +18,31 @@ use crate::diagnostic::{Code, Diagnostic, FileId, Location, Sources};
 
 /// A loaded config with the sources its locations point into and every problem found so far.
 pub struct Loaded {
+    /// The config read from every file, merged.
     pub config: Config,
+    /// The loaded files' names and text.
     pub sources: Sources,
+    /// Every problem found while parsing and reading, in the order found.
     pub diagnostics: Vec<Diagnostic>,
 }
 
 /// Problems that stop loading before any config could be read: exit code 2 territory.
 #[derive(Debug, thiserror::Error)]
 pub enum LoadError {
+    /// The given config path does not exist.
     #[error("config path `{0}` does not exist")]
     NotFound(PathBuf),
+    /// The given directory holds no `*.toml` file.
     #[error("no *.toml files under `{0}`")]
     NoFiles(PathBuf),
+    /// A config file or directory could not be read.
     #[error("cannot read `{path}`: {reason}")]
-    Io { path: PathBuf, reason: std::io::Error },
+    Io {
+        /// The file or directory that could not be read.
+        path: PathBuf,
+        /// The underlying I/O error.
+        reason: std::io::Error,
+    },
 }
 
 /// Loads `path`: one TOML file, or every `*.toml` file below a directory, in path order.

@@ -13,11 +13,14 @@ use crate::diagnostic::Location;
 /// A config value with the place it was written, so later checks can point at it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Located<T> {
+    /// The value itself.
     pub value: T,
+    /// Where the value was written.
     pub location: Location,
 }
 
 impl<T> Located<T> {
+    /// A `value` written at `location`.
     pub fn new(value: T, location: Location) -> Self {
         Self { value, location }
     }
@@ -195,8 +198,10 @@ pub enum Strategy {
 }
 
 impl Strategy {
+    /// Every strategy's name as written in a config.
     pub const NAMES: &'static [&'static str] = &["per_row", "bulk"];
 
+    /// The strategy's name as written in a config.
     pub fn as_str(self) -> &'static str {
         match self {
             Strategy::PerRow => "per_row",
@@ -204,6 +209,7 @@ impl Strategy {
         }
     }
 
+    /// The strategy named `name`, if there is one.
     pub fn parse(name: &str) -> Option<Self> {
         match name {
             "per_row" => Some(Strategy::PerRow),
@@ -235,6 +241,7 @@ pub struct Relation {
 }
 
 impl Relation {
+    /// What happens to the child rows: `on_delete`, or `delete` if unset.
     pub fn action(&self) -> OnDelete {
         self.on_delete.as_ref().map_or(OnDelete::Delete, |a| a.value)
     }
@@ -252,8 +259,10 @@ pub enum OnDelete {
 }
 
 impl OnDelete {
+    /// Every action's name as written in a config.
     pub const NAMES: &'static [&'static str] = &["delete", "nullify"];
 
+    /// The action's name as written in a config.
     pub fn as_str(self) -> &'static str {
         match self {
             OnDelete::Delete => "delete",
@@ -261,6 +270,7 @@ impl OnDelete {
         }
     }
 
+    /// The action named `name`, if there is one.
     pub fn parse(name: &str) -> Option<Self> {
         match name {
             "delete" => Some(OnDelete::Delete),
@@ -298,7 +308,9 @@ impl StatusCheck {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
 #[serde(untagged)]
 pub enum StatusValue {
+    /// An integer status, such as `2`.
     Integer(i64),
+    /// A string status, such as `"active"`.
     Text(String),
 }
 
@@ -338,6 +350,7 @@ pub struct Scope {
 }
 
 impl Config {
+    /// The model named `name`, if there is one.
     pub fn model(&self, name: &str) -> Option<&Model> {
         self.models.get(name)
     }

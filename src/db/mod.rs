@@ -12,7 +12,7 @@ mod url;
 
 pub use backend::{Backend, BoxFuture, Failure, Kind, RowSelector};
 pub use migrate::{SCHEMA_VERSION_TABLE, migrate, schema_version};
-pub use url::{DEFAULT_DATABASE_URL, DatabaseUrl, redact};
+pub use url::{DEFAULT_DATABASE_URL, DatabaseUrl, redact, redact_command_line};
 
 use sqlx::postgres::PgPool;
 use sqlx::sqlite::SqlitePool;
@@ -162,8 +162,12 @@ impl Transaction {
     pub(crate) async fn execute_script(&mut self, script: &str) -> Result<(), DbError> {
         let script = sqlx::AssertSqlSafe(script.to_owned());
         match &mut self.inner {
-            TransactionInner::Sqlite(tx) => drop(sqlx::raw_sql(script).execute(&mut **tx).await?),
-            TransactionInner::Postgres(tx) => drop(sqlx::raw_sql(script).execute(&mut **tx).await?),
+            TransactionInner::Sqlite(tx) => {
+                sqlx::raw_sql(script).execute(&mut **tx).await?;
+            }
+            TransactionInner::Postgres(tx) => {
+                sqlx::raw_sql(script).execute(&mut **tx).await?;
+            }
         }
         Ok(())
     }

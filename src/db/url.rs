@@ -1,7 +1,7 @@
 //! Database URLs: parsed once into the backend they name, and redacted wherever they are shown.
 
-use super::backend::{Backend, Kind};
 use super::DbError;
+use super::backend::{Backend, Kind};
 
 /// The database URL used when neither `--database-url` nor `CASCADE_DATABASE_URL` is given.
 pub const DEFAULT_DATABASE_URL: &str = "sqlite://cascade.db";
@@ -53,29 +53,96 @@ impl DatabaseUrl {
     }
 }
 
-/// The URL without its password, for messages and logs.
+/// Query parameters whose values are secrets (libpq's names).
+const SECRET_PARAMETERS: &[&str] = &["password", "sslpassword", "passfile"];
+
+/// The URL without its secrets, for messages, logs and the audit table: the password of the
+/// user info (even one with an unencoded `@`) and the values of `password`, `sslpassword` and
+/// `passfile` query parameters become `***`.
 pub fn redact(url: &str) -> String {
     let Some((scheme, rest)) = url.split_once("://") else {
         return url.to_owned();
     };
-    let Some((credentials, host)) = rest.split_once('@') else {
-        return url.to_owned();
+    let (before_query, query) = match rest.split_once('?') {
+        Some((before, query)) => (before, Some(query)),
+        None => (rest, None),
     };
-    match credentials.split_once(':') {
-        Some((user, _password)) => format!("{scheme}://{user}:***@{host}"),
-        None => url.to_owned(),
+    // The host never holds an `@`: the user info ends at the last one before the query.
+    let authority = match before_query.rsplit_once('@') {
+        Some((user_info, host)) => match user_info.split_once(':') {
+            Some((user, _password)) => format!("{user}:***@{host}"),
+            None => before_query.to_owned(),
+        },
+        None => before_query.to_owned(),
+    };
+    let mut redacted = format!("{scheme}://{authority}");
+    if let Some(query) = query {
+        let pairs: Vec<String> = query
+            .split('&')
+            .map(|pair| match pair.split_once('=') {
+                Some((name, _)) if SECRET_PARAMETERS.iter().any(|secret| name.eq_ignore_ascii_case(secret)) => {
+                    format!("{name}=***")
+                }
+                _ => pair.to_owned(),
+            })
+            .collect();
+        redacted.push('?');
+        redacted.push_str(&pairs.join("&"));
     }
+    redacted
+}
+
+/// A command line with every database URL in it redacted (`URL`, `--database-url URL` and
+/// `--database-url=URL` alike), as it is stored in `cascade_run`.
+pub fn redact_command_line(args: impl IntoIterator<Item = String>) -> String {
+    let redact_arg = |arg: String| match arg.split_once('=') {
+        Some((flag, value)) if flag.starts_with("--") => format!("{flag}={}", redact(value)),
+        _ => redact(&arg),
+    };
+    args.into_iter().map(redact_arg).collect::<Vec<_>>().join(" ")
 }
 
 #[cfg(test)]
 mod tests {
-    use super::{DatabaseUrl, Kind, redact};
+    use super::{DatabaseUrl, Kind, redact, redact_command_line};
 
     #[test]
     fn passwords_never_reach_messages() {
-        assert_eq!(redact("postgres://app:s3cret@db:5432/app"), "postgres://app:***@db:5432/app");
-        assert_eq!(redact("postgres://app@db/app"), "postgres://app@db/app");
-        assert_eq!(redact("sqlite://cascade.db"), "sqlite://cascade.db");
+        let cases = [
+            ("postgres://app:s3cret@db:5432/app", "postgres://app:***@db:5432/app"),
+            ("postgres://app@db/app", "postgres://app@db/app"),
+            ("sqlite://cascade.db", "sqlite://cascade.db"),
+            ("sqlite://cascade.db?mode=ro", "sqlite://cascade.db?mode=ro"),
+            // An unencoded `@` (and `:`) in the password.
+            ("postgres://app:p@ss:w@rd@db/app", "postgres://app:***@db/app"),
+            (
+                "postgres://app@db/app?password=s3cret&sslmode=require",
+                "postgres://app@db/app?password=***&sslmode=require",
+            ),
+            ("postgresql://db/app?sslpassword=k3y&PassFile=/p", "postgresql://db/app?sslpassword=***&PassFile=***"),
+            ("postgres://db/app?application_name=a@b", "postgres://db/app?application_name=a@b"),
+        ];
+        for (url, expected) in cases {
+            assert_eq!(redact(url), expected, "{url}");
+        }
+    }
+
+    #[test]
+    fn command_lines_keep_everything_but_the_secrets() {
+        let argv = [
+            "cascade",
+            "--database-url",
+            "postgres://u:pw@h/d",
+            "delete",
+            "org",
+            "1",
+            "--database-url=postgres://u:pw2@h/d",
+        ];
+        let stored = redact_command_line(argv.map(String::from));
+        assert_eq!(
+            stored,
+            "cascade --database-url postgres://u:***@h/d delete org 1 --database-url=postgres://u:***@h/d"
+        );
     }
 
     #[test]

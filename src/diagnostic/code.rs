@@ -1,15 +1,19 @@
 use serde::Serialize;
 
+/// How serious a diagnostic is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Severity {
+    /// A definite problem: validation fails.
     Error,
+    /// A likely problem: validation fails only with `--deny-warnings`.
     Warning,
     /// Worth knowing, never a failure (not even with `--deny-warnings`).
     Note,
 }
 
 impl Severity {
+    /// The severity's lowercase name, as written in output.
     pub fn as_str(self) -> &'static str {
         match self {
             Severity::Error => "error",
@@ -24,26 +28,33 @@ impl Severity {
 macro_rules! codes {
     ($($variant:ident = $name:literal, $severity:ident, $description:literal;)*) => {
         /// Every diagnostic the tool can emit. The names are stable: CI scripts may match on them.
+        // Each variant's doc is its description, plain text shared with the README: `[options]`
+        // there is no link.
+        #[allow(rustdoc::broken_intra_doc_links)]
         #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
         pub enum Code {
-            $($variant,)*
+            $(#[doc = $description] $variant,)*
         }
 
         impl Code {
+            /// Every code, in declaration order.
             pub const ALL: &'static [Code] = &[$(Code::$variant,)*];
 
+            /// The code's stable name, such as `toml-syntax`.
             pub fn as_str(self) -> &'static str {
                 match self {
                     $(Code::$variant => $name,)*
                 }
             }
 
+            /// The severity of every diagnostic with this code.
             pub fn severity(self) -> Severity {
                 match self {
                     $(Code::$variant => Severity::$severity,)*
                 }
             }
 
+            /// A one-line description of what the code means.
             pub fn description(self) -> &'static str {
                 match self {
                     $(Code::$variant => $description,)*

@@ -14,11 +14,14 @@ pub use sources::{FileId, Sources};
 /// A byte range in one of the loaded source files.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct Location {
+    /// The file the range is in.
     pub file: FileId,
+    /// Byte offsets of the start and end in the file's text.
     pub span: Range<usize>,
 }
 
 impl Location {
+    /// The byte range `span` of `file`.
     pub fn new(file: FileId, span: Range<usize>) -> Self {
         Self { file, span }
     }
@@ -27,18 +30,24 @@ impl Location {
 /// One problem, pointing at where it came from.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Diagnostic {
+    /// What kind of problem this is.
     pub code: Code,
+    /// How serious it is: the code's severity.
     pub severity: Severity,
+    /// One line saying what is wrong.
     pub message: String,
+    /// Where the problem is.
     pub location: Location,
     /// Short text shown under the offending source in human output.
     pub label: String,
     /// Other places that take part in the problem (the first declaration, the rest of a cycle).
     pub related: Vec<(Location, String)>,
+    /// A line suggesting a fix, if there is one.
     pub help: Option<String>,
 }
 
 impl Diagnostic {
+    /// A diagnostic of `code`'s severity at `location`, with no label, related places or help.
     pub fn new(code: Code, location: Location, message: impl Into<String>) -> Self {
         Self {
             code,
@@ -51,21 +60,25 @@ impl Diagnostic {
         }
     }
 
+    /// Sets the text shown under the offending source.
     pub fn label(mut self, label: impl Into<String>) -> Self {
         self.label = label.into();
         self
     }
 
+    /// Adds another place that takes part in the problem, with its label.
     pub fn related(mut self, location: Location, label: impl Into<String>) -> Self {
         self.related.push((location, label.into()));
         self
     }
 
+    /// Sets the help line.
     pub fn help(mut self, help: impl Into<String>) -> Self {
         self.help = Some(help.into());
         self
     }
 
+    /// Whether this is an error (not a warning or a note).
     pub fn is_error(&self) -> bool {
         self.severity == Severity::Error
     }

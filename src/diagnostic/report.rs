@@ -10,14 +10,19 @@ use super::{Diagnostic, Severity, Sources};
 /// How diagnostics are written.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Format {
+    /// Source snippets with labels, then a one-line summary.
     Human,
+    /// One JSON document with the counts and every diagnostic.
     Json,
+    /// GitHub Actions workflow commands, one per diagnostic.
     Github,
 }
 
 /// The diagnostics of one run together with the sources they point into.
 pub struct Report<'a> {
+    /// The files the diagnostics point into.
     pub sources: &'a Sources,
+    /// The diagnostics to write.
     pub diagnostics: &'a [Diagnostic],
 }
 
@@ -40,10 +45,12 @@ struct JsonDiagnostic<'a> {
 }
 
 impl Report<'_> {
+    /// How many diagnostics are errors.
     pub fn errors(&self) -> usize {
         self.count(Severity::Error)
     }
 
+    /// How many diagnostics are warnings.
     pub fn warnings(&self) -> usize {
         self.count(Severity::Warning)
     }
@@ -52,6 +59,7 @@ impl Report<'_> {
         self.diagnostics.iter().filter(|d| d.severity == severity).count()
     }
 
+    /// The diagnostics written in `format`; `color` adds ANSI colors to human output.
     pub fn render(&self, format: Format, color: bool) -> String {
         match format {
             Format::Human => self.human(color),

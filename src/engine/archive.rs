@@ -22,7 +22,9 @@ pub struct Archive {
 #[derive(Debug, thiserror::Error)]
 #[error("cannot write the archive `{}`: {reason}", path.display())]
 pub struct ArchiveError {
+    /// The archive directory or file that could not be written.
     pub path: PathBuf,
+    /// The underlying I/O error.
     pub reason: std::io::Error,
 }
 

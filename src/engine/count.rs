@@ -6,14 +6,15 @@ use indexmap::IndexMap;
 use serde::Serialize;
 
 use crate::config::Config;
+use crate::config::OnDelete;
 use crate::db::sql::{KeyType, Param, SqlBuilder, SqlValue, Statement};
 use crate::db::{Backend, Database, DbError};
-use crate::config::OnDelete;
 use crate::planner::{Plan, PlanNode};
 
 use super::typed_keys;
 use crate::schema::Schema;
 
+/// How many rows a plan would delete or nullify for some root ids.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct Counts {
     /// Rows per plan node, by step.
@@ -26,10 +27,20 @@ pub struct Counts {
     pub skipped_by_status: u64,
 }
 
+/// Why rows could not be counted.
 #[derive(Debug, thiserror::Error)]
 pub enum CountError {
+    /// A root id does not fit the key's type.
     #[error("id `{id}` is not an integer, but the key `{key}` of `{table}` is")]
-    NotAnInteger { id: String, key: String, table: String },
+    NotAnInteger {
+        /// The id as given.
+        id: String,
+        /// The root's key column.
+        key: String,
+        /// The root's table.
+        table: String,
+    },
+    /// A count query failed.
     #[error(transparent)]
     Database(#[from] DbError),
 }

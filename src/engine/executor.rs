@@ -19,9 +19,9 @@ use super::steps::StepSql;
 use super::throttle::Throttle;
 use super::typed_keys;
 use crate::config::Config;
+use crate::config::OnDelete;
 use crate::db::sql::{Param, SqlValue, Statement};
 use crate::db::{Database, DbError, Failure, Transaction, tables};
-use crate::config::OnDelete;
 use crate::planner::{Plan, PlanNode};
 use crate::schema::Schema;
 
@@ -121,6 +121,7 @@ pub enum DeleteError {
     /// The archive could not be written.
     #[error(transparent)]
     Archive(#[from] super::archive::ArchiveError),
+    /// The database refused to delete a chunk, probably for an undeclared foreign key.
     #[error(
         "the database refused to delete a chunk of `{model}`: {reason}. A table that references it is probably not \
          declared as its child: `cascade validate --database-url ...` with `require_all_references = true` finds it"
@@ -131,6 +132,7 @@ pub enum DeleteError {
         /// The database's words.
         reason: String,
     },
+    /// New child rows kept appearing under a chunk, however often it was retried.
     #[error(
         "rows keep appearing under a chunk of `{model}` (tried {attempts} times): something is still writing \
          children of the rows being deleted; stop it and run the deletion again"
@@ -141,6 +143,13 @@ pub enum DeleteError {
         /// How often the chunk was tried.
         attempts: u32,
     },
+    /// Foreign keys into tables the deletion deletes from that the config does not declare: the
+    /// database would refuse the parents after their children were gone, so nothing is deleted.
+    #[error(
+        "{} foreign key(s) into the tables of this deletion are not declared in the config; nothing was deleted",
+        .0.len()
+    )]
+    UnregisteredReferences(Vec<crate::diagnostic::Diagnostic>),
     /// A root id does not fit the key's type.
     #[error("id `{id}` is not an integer, but the key of `{table}` is")]
     NotAnInteger {
@@ -461,7 +470,8 @@ impl<'a> Deletion<'a> {
             .iter()
             .map(|row| serde_json::json!({ "key": row[0], "shard": row.get(1).cloned().flatten(), "payload": row.get(2).cloned().flatten() }))
             .collect();
-        if let Some(statement) = frame.step.tombstones(Param::text(&serde_json::Value::from(tombstones.clone()).to_string()))
+        if let Some(statement) =
+            frame.step.tombstones(Param::text(&serde_json::Value::from(tombstones.clone()).to_string()))
         {
             if !tombstones.is_empty() {
                 transaction.execute(&statement).await?;

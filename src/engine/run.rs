@@ -7,7 +7,7 @@ use std::sync::atomic::Ordering;
 
 use super::executor::{DeleteError, DeleteOptions, Deletion, RunOutcome, Summary};
 use crate::config::Config;
-use crate::db::{Database, DbError};
+use crate::db::{Database, DbError, Failure};
 use crate::diagnostic::{Diagnostic, Sources};
 use crate::planner::{self, Plan};
 use crate::schema::Schema;
@@ -18,6 +18,7 @@ use crate::schema::Schema;
 pub struct Engine {
     database: Database,
     config: Arc<Config>,
+    sources: Arc<Sources>,
     schema: Arc<Schema>,
 }
 
@@ -53,7 +54,12 @@ impl Engine {
             planner::sort(&mut diagnostics);
             return Err(PrepareError::Invalid(diagnostics));
         }
-        Ok(Self { database, config: Arc::new(config.clone()), schema: Arc::new(schema) })
+        Ok(Self {
+            database,
+            config: Arc::new(config.clone()),
+            sources: Arc::new(sources.clone()),
+            schema: Arc::new(schema),
+        })
     }
 
     /// The database deletions run on.
@@ -66,20 +72,48 @@ impl Engine {
         &self.config
     }
 
+    /// The config's files, which the diagnostics' locations point into.
+    pub fn sources(&self) -> &Sources {
+        &self.sources
+    }
+
     /// The live schema, as read when the engine was prepared.
     pub fn schema(&self) -> &Schema {
         &self.schema
     }
 
     /// Starts the deletion of the root rows `ids` of `plan`; call [`Deletion::chunk`] until it
-    /// reports no more work, then [`Deletion::finish`].
+    /// reports no more work, then [`Deletion::finish`]. A foreign key into a table of the plan
+    /// that the config does not declare refuses the deletion here, before anything is written
+    /// ([`DeleteError::UnregisteredReferences`]).
     pub async fn start<'a>(
         &'a self,
         plan: &'a Plan,
         ids: &[String],
         options: DeleteOptions,
     ) -> Result<Deletion<'a>, DeleteError> {
+        let unregistered = planner::check_references(&self.config, &self.sources, &self.schema, plan);
+        if !unregistered.is_empty() {
+            return Err(DeleteError::UnregisteredReferences(unregistered));
+        }
         Deletion::start(&self.database, &self.config, &self.schema, plan, ids, options).await
+    }
+
+    /// Whether running a deletion again can get past `error` by itself (a lost connection, a
+    /// deadlock, a lock timeout, children still being written) or only once its cause is fixed
+    /// (a constraint, a missing table or column, a key that does not parse, the archive).
+    pub fn failure(&self, error: &DeleteError) -> Failure {
+        match error {
+            DeleteError::Database(error) => match self.database.classify(error) {
+                Failure::ForeignKeyViolation => Failure::Permanent,
+                failure => failure,
+            },
+            DeleteError::ChildrenKeepAppearing { .. } => Failure::Transient,
+            DeleteError::Archive(_)
+            | DeleteError::Refused { .. }
+            | DeleteError::NotAnInteger { .. }
+            | DeleteError::UnregisteredReferences(_) => Failure::Permanent,
+        }
     }
 
     /// Runs the deletion of `ids` to its end, or until `options.stop` is set (checked between

@@ -1,10 +1,10 @@
 //! The statements of one plan node, built from the node and its key types through the
 //! database's backend: the engine knows plans, `db` knows only statements.
 
+use crate::config::OnDelete;
 use crate::config::{Located, StatusCheck, StatusValue, Strategy};
 use crate::db::Backend;
 use crate::db::sql::{KeyType, Param, SqlBuilder, SqlValue, Statement};
-use crate::config::OnDelete;
 use crate::planner::PlanNode;
 
 /// What a delete returns for each row, all as text: the key, and for the outbox the shard key

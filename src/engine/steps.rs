@@ -92,23 +92,34 @@ pub(crate) fn node_sql<'a>(
     }
 }
 
+/// The statements one plan step runs, for people.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct StepStatements {
+    /// The step's position in execution order, from 1.
     pub step: usize,
+    /// The step's model.
     pub model: String,
+    /// The statements, in the order they run.
     pub statements: Vec<ListedStatement>,
 }
 
 /// A statement for people: its SQL and what each placeholder receives.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ListedStatement {
+    /// The SQL, with placeholders.
     pub sql: String,
+    /// What each placeholder receives, in order: a value or a description.
     pub params: Vec<String>,
 }
 
 /// Every step's statements in execution order, for a database of `backend` (with `schema`,
 /// when known, for key types and partitioned tables).
-pub fn list(plan: &Plan, config: &Config, backend: &'static dyn Backend, schema: Option<&Schema>) -> Vec<StepStatements> {
+pub fn list(
+    plan: &Plan,
+    config: &Config,
+    backend: &'static dyn Backend,
+    schema: Option<&Schema>,
+) -> Vec<StepStatements> {
     let mut steps = Vec::new();
     list_node(&plan.root, None, config, backend, schema, &mut steps);
     steps.sort_by_key(|s| s.step);

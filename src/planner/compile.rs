@@ -13,32 +13,44 @@ pub const MAX_PLAN_NODES: usize = 100_000;
 /// The outbox category a node writes for each deleted row, and the scope it is registered in.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct OutboxTarget {
+    /// The outbox category.
     pub category: String,
+    /// The name of the scope the category is registered in.
     pub scope: String,
 }
 
+/// One model reached by one relation path: what to do to its rows, and how.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct PlanNode {
     /// Position in execution order, from 1.
     pub step: usize,
+    /// The model's name.
     pub model: String,
+    /// The model's table.
     pub table: String,
     /// Primary-key column (`None` for bulk models that declare none).
     pub key: Option<String>,
     /// Column of this node's table that references the parent (`None` at the root).
     pub column: Option<String>,
+    /// What happens to the rows: deleted, or their column set to NULL (always `delete` at the root).
     pub action: OnDelete,
+    /// How the rows are deleted: the relation's strategy, else the model's, else `per_row`.
     pub strategy: Strategy,
+    /// Rows per transaction: the relation's, else the model's, else the `[settings]` default.
     pub chunk_size: u64,
+    /// Name of the `[options]` entry that rate-limits this node, if any.
     pub rate_limit: Option<String>,
+    /// Where an outbox entry is written for each deleted row (`None` for nullified rows).
     pub outbox: Option<OutboxTarget>,
     /// Left out of serialisation: views of a plan serialise their own tree.
     #[serde(skip)]
     pub children: Vec<PlanNode>,
 }
 
+/// A compiled deletion: a tree of plan nodes under the root model.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Plan {
+    /// The root model's node; every other node is below it.
     pub root: PlanNode,
 }
 
@@ -55,12 +67,21 @@ impl Plan {
     }
 }
 
+/// Why a plan could not be compiled.
 #[derive(Debug, thiserror::Error, PartialEq)]
 pub enum CompileError {
+    /// The root, or a relation's child, names a model the config does not have.
     #[error("unknown model `{name}`{}", suggestion.as_ref().map(|s| format!(" ({s})")).unwrap_or_default())]
-    UnknownModel { name: String, suggestion: Option<String> },
+    UnknownModel {
+        /// The unknown name.
+        name: String,
+        /// "did you mean `x`?" when a model's name is close.
+        suggestion: Option<String>,
+    },
+    /// Deleting the named model would, through delete relations, delete it again.
     #[error("delete cycle through `{0}`: run `cascade validate` for the whole cycle")]
     Cycle(String),
+    /// The plan would have more nodes than the limit allows.
     #[error("the plan has more than {MAX_PLAN_NODES} nodes")]
     TooLarge,
 }

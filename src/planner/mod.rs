@@ -10,7 +10,7 @@ pub use compile::{CompileError, OutboxTarget, Plan, PlanNode, compile};
 pub use generate::starting_config;
 pub(crate) use graph::ModelGraph;
 
-use crate::config::{Config, Loaded, Model, Relation};
+use crate::config::{Config, Loaded, Model, OnDelete, Relation};
 use crate::diagnostic::{Diagnostic, Sources};
 use crate::schema::{Schema, Table};
 
@@ -64,6 +64,25 @@ pub fn validate(config: &Config, sources: &Sources, schema: Option<&Schema>) -> 
     for rule in rules::ALL {
         rule(&context, &mut diagnostics);
     }
+    diagnostics
+}
+
+/// What must hold before `plan` deletes anything from the live `schema`: every foreign key
+/// into a table it deletes from that the database enforces (`ON DELETE NO ACTION` or
+/// `RESTRICT`) is a declared relation or an `ignore_references` entry, whether or not
+/// `require_all_references` is set. Each one that is not is an `unregistered-reference` error.
+pub fn check_references(config: &Config, sources: &Sources, schema: &Schema, plan: &Plan) -> Vec<Diagnostic> {
+    let graph = ModelGraph::build(config);
+    let context = Context { config, graph: &graph, sources, schema: Some(schema) };
+    let mut deleted: Vec<&Model> = Vec::new();
+    for step in plan.steps().into_iter().filter(|step| step.action == OnDelete::Delete) {
+        if let Some(model) = config.model(&step.model).filter(|m| !deleted.iter().any(|d| std::ptr::eq(*d, *m))) {
+            deleted.push(model);
+        }
+    }
+    let mut diagnostics = Vec::new();
+    rules::check_deleted_tables(&context, deleted, &mut diagnostics);
+    sort(&mut diagnostics);
     diagnostics
 }
 

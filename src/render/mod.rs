@@ -13,9 +13,13 @@ use crate::planner::{Plan, PlanNode};
 /// The built-in forms of a plan.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum PlanFormat {
+    /// An indented tree for the terminal.
     Text,
+    /// A Mermaid flowchart.
     Mermaid,
+    /// A Graphviz digraph.
     Dot,
+    /// The stable JSON shape: the whole tree, never folded.
     Json,
 }
 
@@ -31,16 +35,23 @@ pub struct Folding {
 /// The context of every plan template.
 #[derive(Debug, Clone, Serialize)]
 pub struct PlanView<'a> {
+    /// The root model.
     pub root: String,
+    /// The root ids given.
     pub ids: Vec<String>,
     /// Whether rows were counted (a database and ids were given).
     pub counted: bool,
+    /// The root node, with nested children.
     pub tree: NodeView<'a>,
     /// The tree after folding, in display order (each node before its children).
     pub nodes: Vec<FlatNode<'a>>,
+    /// Rows each model would lose, each row once (empty without counts).
     pub totals: IndexMap<String, u64>,
+    /// Rows of each model whose relation column would be set to NULL (empty without counts).
     pub nullify: IndexMap<String, u64>,
+    /// Requested root rows whose status does not allow the deletion.
     pub skipped_by_status: u64,
+    /// How long the deletion would take, about (empty without counts).
     pub estimate: Estimate,
     /// The statements of each step, with `--sql`.
     pub sql: Option<Vec<StepStatements>>,
@@ -49,10 +60,13 @@ pub struct PlanView<'a> {
 /// A plan node with what counting found out about it.
 #[derive(Debug, Clone, Serialize)]
 pub struct NodeView<'a> {
+    /// The plan node.
     #[serde(flatten)]
     pub node: &'a PlanNode,
+    /// Its rows and what they cost.
     #[serde(flatten)]
     pub measure: Measure,
+    /// Views of the node's children, in execution order.
     pub children: Vec<NodeView<'a>>,
 }
 
@@ -61,6 +75,7 @@ pub struct NodeView<'a> {
 pub struct Measure {
     /// The rate limit's current value in rows per second (`None` or 0: unthrottled).
     pub rate: Option<f64>,
+    /// Rows counted for this node (`None` without counts).
     pub rows: Option<u64>,
     /// Chunks needed at least (rows / chunk size).
     pub chunks: Option<u64>,
@@ -71,10 +86,13 @@ pub struct Measure {
 /// A node of the folded tree, flat, with what templates need to draw it.
 #[derive(Debug, Clone, Serialize)]
 pub struct FlatNode<'a> {
+    /// The plan node.
     #[serde(flatten)]
     pub node: &'a PlanNode,
+    /// Its rows and what they cost.
     #[serde(flatten)]
     pub measure: Measure,
+    /// Depth in the tree; the root is 0.
     pub depth: usize,
     /// Step of the parent node, `None` at the root.
     pub parent: Option<usize>,
@@ -84,6 +102,7 @@ pub struct FlatNode<'a> {
     pub hidden: usize,
 }
 
+/// About how long a whole deletion takes, from the counts and the rate limits.
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct Estimate {
     /// Chunks (transactions), about: rows / chunk size summed over the steps.
@@ -123,6 +142,7 @@ impl<'a> PlanView<'a> {
         }
     }
 
+    /// Renders the view in one of the built-in forms.
     pub fn render(&self, format: PlanFormat) -> Result<String, minijinja::Error> {
         match format {
             PlanFormat::Json => Ok(self.json()),

@@ -14,27 +14,50 @@ use crate::db::{Database, DbError, migrate};
 /// How far out `schedule` puts a deletion when no date is given.
 pub const DEFAULT_DELAY: Duration = Duration::from_secs(30 * 24 * 3600);
 
+/// Why a scheduled deletion could not be scheduled, cancelled or listed.
 #[derive(Debug, thiserror::Error)]
 pub enum ScheduleError {
+    /// A statement failed.
     #[error(transparent)]
     Database(#[from] DbError),
+    /// A worker is running the deletion, so it can no longer be changed.
     #[error("the deletion of {model} {object_id} is in progress: it cannot be {what} now")]
-    InProgress { model: String, object_id: String, what: &'static str },
+    InProgress {
+        /// The root model.
+        model: String,
+        /// The root row's id.
+        object_id: String,
+        /// What was refused: `rescheduled` or `cancelled`.
+        what: &'static str,
+    },
+    /// There is no scheduled deletion of this row to cancel.
     #[error("no deletion of {model} {object_id} is scheduled")]
-    NotScheduled { model: String, object_id: String },
+    NotScheduled {
+        /// The root model.
+        model: String,
+        /// The root row's id.
+        object_id: String,
+    },
 }
 
 /// A row of `cascade_scheduled_deletion`, as `cascade scheduled` lists it.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Scheduled {
+    /// The deletion's stable id, kept when it is rescheduled.
     pub guid: String,
+    /// The root model.
     pub model: String,
+    /// The root row's id.
     pub object_id: String,
+    /// When the deletion is due (UTC), as text.
     pub date_scheduled: String,
     /// `pending`, `in_progress` or `failed` (no attempts left).
     pub state: String,
+    /// Attempts made so far.
     pub attempts: u64,
+    /// The error of the latest failed attempt, if any.
     pub last_error: Option<String>,
+    /// Who scheduled the deletion, if given.
     pub actor: Option<String>,
 }
 
@@ -72,9 +95,7 @@ pub async fn schedule(
     );
     sql.bind(text(model)).push(" AND object_id = ").bind(text(object_id));
     let existing = transaction.fetch_texts(&sql.finish()).await?;
-    let optional = |value: Option<&str>| {
-        Param::text(value.unwrap_or_default())
-    };
+    let optional = |value: Option<&str>| Param::text(value.unwrap_or_default());
     let guid = match existing.first() {
         Some(row) if row[1].as_deref() == Some("yes") => {
             transaction.rollback().await?;
@@ -226,7 +247,20 @@ pub(crate) async fn release(database: &Database, id: i64) -> Result<(), DbError>
 /// The attempt failed: the row waits until `retry_at`, with the error kept.
 pub(crate) async fn failed(database: &Database, id: i64, error: &str, retry_at: SystemTime) -> Result<(), DbError> {
     update_claim(database, id, |sql| {
-        sql.push("in_progress = FALSE, last_error = ").bind(text(error)).push(", date_scheduled = ").timestamp(retry_at);
+        sql.push("in_progress = FALSE, last_error = ")
+            .bind(text(error))
+            .push(", date_scheduled = ")
+            .timestamp(retry_at);
+    })
+    .await
+}
+
+/// The attempt failed in a way no retry fixes: the row is kept as failed at once (its attempts
+/// used up), with the error.
+pub(crate) async fn give_up(database: &Database, id: i64, error: &str, max_attempts: u64) -> Result<(), DbError> {
+    update_claim(database, id, |sql| {
+        sql.push("in_progress = FALSE, last_error = ").bind(text(error)).push(", attempts = ");
+        sql.bind(Param::integer(i64::try_from(max_attempts).unwrap_or(i64::MAX)));
     })
     .await
 }

@@ -11,8 +11,8 @@ use tracing::{info, warn};
 
 use super::Claim;
 use crate::config::Settings;
-use crate::db::{Database, DbError};
-use crate::engine::{DeleteOptions, Engine, RunOutcome, default_actor};
+use crate::db::{Database, DbError, Failure};
+use crate::engine::{DeleteError, DeleteOptions, Engine, RunOutcome, default_actor};
 use crate::planner;
 
 /// How a worker runs.
@@ -138,13 +138,19 @@ async fn work(
                 report.interrupted += 1;
                 None
             }
-            Ok(RunOutcome::Failed) => Some("the deletion failed".to_owned()),
-            Err(message) => Some(message),
+            Ok(RunOutcome::Failed) => Some(("the deletion failed".to_owned(), Failure::Transient)),
+            Err(failure) => Some(failure),
         };
-        if let Some(message) = failure {
-            warn!(guid = %claim.guid, attempt = claim.attempts, error = %message, "deletion failed");
-            super::failed(database, claim.id, &message, SystemTime::now() + options.retry_delay).await?;
+        if let Some((message, failure)) = failure {
             report.failed += 1;
+            if failure == Failure::Transient {
+                warn!(guid = %claim.guid, attempt = claim.attempts, error = %message, "deletion failed; it will be retried");
+                let retry_at = SystemTime::now().checked_add(options.retry_delay).unwrap_or_else(far_future);
+                super::failed(database, claim.id, &message, retry_at).await?;
+            } else {
+                warn!(guid = %claim.guid, error = %message, "deletion failed on an error no retry fixes; kept as failed");
+                super::give_up(database, claim.id, &message, options.max_attempts).await?;
+            }
         }
     }
     Ok(report)
@@ -164,17 +170,33 @@ fn keep_alive(database: Database, claim: i64, lease: Duration) -> tokio::task::J
     })
 }
 
-/// Runs one claimed deletion; an error is returned as the message kept with the claim.
-async fn run_claim(engine: &Engine, stop: &Arc<AtomicBool>, claim: &Claim) -> Result<RunOutcome, String> {
-    let plan = planner::compile(engine.config(), &claim.model).map_err(|error| chain(&error))?;
+/// Runs one claimed deletion; an error is returned as the message kept with the claim, and
+/// whether a retry can fix it.
+async fn run_claim(engine: &Engine, stop: &Arc<AtomicBool>, claim: &Claim) -> Result<RunOutcome, (String, Failure)> {
+    let plan = planner::compile(engine.config(), &claim.model).map_err(|error| (chain(&error), Failure::Permanent))?;
     let options = DeleteOptions {
         actor: claim.actor.clone().unwrap_or_else(default_actor),
         command: format!("cascade worker (scheduled deletion {})", claim.guid),
         stop: Some(stop.clone()),
         ..DeleteOptions::default()
     };
-    let finished = engine.run_to_end(&plan, &[claim.object_id.clone()], options, |_| {}).await;
-    finished.map(|finished| finished.outcome).map_err(|error| chain(&error))
+    let finished = engine.run_to_end(&plan, std::slice::from_ref(&claim.object_id), options, |_| {}).await;
+    finished.map(|finished| finished.outcome).map_err(|error| (describe(engine, &error), engine.failure(&error)))
+}
+
+/// What the claim keeps of a failed deletion: the error, and for undeclared references each
+/// foreign key with the relation to add.
+fn describe(engine: &Engine, error: &DeleteError) -> String {
+    match error {
+        DeleteError::UnregisteredReferences(diagnostics) => {
+            let found: Vec<String> = diagnostics
+                .iter()
+                .map(|d| format!("{} ({})", d.message, engine.sources().describe(&d.location)))
+                .collect();
+            format!("{error}: {}", found.join("; "))
+        }
+        _ => chain(error),
+    }
 }
 
 /// An error with its causes, `outer: inner: ...`.
@@ -191,10 +213,15 @@ fn chain(error: &dyn std::error::Error) -> String {
     text
 }
 
-/// Sleeps `duration`, waking early when `stop` is set.
+/// Sleeps `duration` (however long), waking early when `stop` is set.
 async fn pause(duration: Duration, stop: &AtomicBool) {
-    let until = Instant::now() + duration;
-    while Instant::now() < until && !stop.load(Ordering::SeqCst) {
-        tokio::time::sleep(Duration::from_millis(100).min(until - Instant::now())).await;
+    let started = Instant::now();
+    while started.elapsed() < duration && !stop.load(Ordering::SeqCst) {
+        tokio::time::sleep(Duration::from_millis(100).min(duration - started.elapsed())).await;
     }
+}
+
+/// A retry time for a delay too long to add to now: the end of year 9999.
+fn far_future() -> SystemTime {
+    humantime::parse_rfc3339("9999-12-31T23:59:59Z").unwrap_or(SystemTime::UNIX_EPOCH)
 }

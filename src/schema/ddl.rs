@@ -23,6 +23,7 @@ use super::{Column, ForeignKey, Index, OWN_TABLE_PREFIX, ReferentialAction, Sche
 /// The result of parsing a DDL script.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ParsedDdl {
+    /// The tables the script declares.
     pub schema: Schema,
     /// The dialect that read the most tables: "postgresql" or "sqlite". PostgreSQL on a tie, and
     /// whenever the script has dollar quotes, `COPY ... FROM stdin` data or psql meta-commands.

@@ -15,17 +15,21 @@ pub use ddl::parse_ddl;
 /// Tables of the tool itself, never part of a user's schema.
 pub const OWN_TABLE_PREFIX: &str = "cascade_";
 
+/// A database schema: its tables.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct Schema {
     /// In a stable order: as declared (DDL) or by name (introspection).
     pub tables: Vec<Table>,
 }
 
+/// One table with its columns, keys and indexes.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct Table {
     /// PostgreSQL schema (`public`, ...); `None` for SQLite and unqualified DDL.
     pub schema: Option<String>,
+    /// The table's name, without its schema.
     pub name: String,
+    /// The columns, in declared order.
     pub columns: Vec<Column>,
     /// Primary-key columns in key order; empty when the table has none.
     pub primary_key: Vec<String>,
@@ -38,36 +42,50 @@ pub struct Table {
     pub partitioned: bool,
 }
 
+/// One column of a table.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Column {
+    /// The column's name.
     pub name: String,
     /// The declared type as written or reported by the database (`integer`, `text`, ...).
     pub data_type: String,
+    /// Whether the column accepts NULL.
     pub nullable: bool,
 }
 
+/// A foreign key declared on a table.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ForeignKey {
     /// Referencing columns of this table.
     pub columns: Vec<String>,
+    /// PostgreSQL schema of the referenced table; `None` for SQLite and unqualified DDL.
     pub referenced_schema: Option<String>,
+    /// The referenced table's name, without its schema.
     pub referenced_table: String,
     /// Referenced columns; empty when the DDL left them implicit (the referenced primary key).
     pub referenced_columns: Vec<String>,
+    /// What the database does to the referencing rows when a referenced row is deleted.
     pub on_delete: ReferentialAction,
 }
 
+/// A foreign key's ON DELETE action.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ReferentialAction {
+    /// Deleting a still-referenced row fails (the default; the check may be deferred).
     NoAction,
+    /// Deleting a still-referenced row fails, checked at once.
     Restrict,
+    /// The referencing rows are deleted too.
     Cascade,
+    /// The referencing columns are set to NULL.
     SetNull,
+    /// The referencing columns are set to their default values.
     SetDefault,
 }
 
 impl ReferentialAction {
+    /// The action as written in SQL, such as `SET NULL`.
     pub fn as_sql(self) -> &'static str {
         match self {
             ReferentialAction::NoAction => "NO ACTION",
@@ -79,16 +97,20 @@ impl ReferentialAction {
     }
 }
 
+/// An index on a table.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Index {
+    /// The index's name, when it has one (an unnamed constraint's may not be known).
     pub name: Option<String>,
     /// Indexed columns in order; expressions are left out, so an index on an expression has
     /// none and leads no column.
     pub columns: Vec<String>,
+    /// Whether the index enforces uniqueness.
     pub unique: bool,
 }
 
 impl Table {
+    /// The column named `name`, compared case-insensitively when there is no exact match.
     pub fn column(&self, name: &str) -> Option<&Column> {
         self.columns.iter().find(|c| c.name == name).or_else(|| {
             // SQLite and unquoted PostgreSQL names are case-insensitive.

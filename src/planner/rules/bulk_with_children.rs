@@ -1,7 +1,8 @@
-//! `bulk-with-children`: a set-based delete of a model that has delete-children would leave
-//! those children orphaned, so bulk is only for leaves (or models whose children are nullified).
+//! `bulk-with-children`: a set-based delete loads no rows, so it cannot find the children of the
+//! rows it deletes: delete-children would be orphaned, and nullify children would keep pointing
+//! at deleted rows. Bulk is only for leaves.
 
-use crate::config::{Located, Model, OnDelete, Strategy};
+use crate::config::{Located, Model, OnDelete, Relation, Strategy};
 use crate::diagnostic::{Code, Diagnostic};
 use crate::planner::Context;
 
@@ -9,7 +10,7 @@ pub fn check(context: &Context<'_>, diagnostics: &mut Vec<Diagnostic>) {
     let config = context.config;
     for model in config.models.values() {
         if let Some(strategy) = bulk(&model.strategy) {
-            if let Some(child) = first_delete_child(model) {
+            if let Some(child) = first_child(model) {
                 diagnostics.push(diagnostic(strategy, model, child, "model"));
             }
         }
@@ -18,7 +19,7 @@ pub fn check(context: &Context<'_>, diagnostics: &mut Vec<Diagnostic>) {
             else {
                 continue;
             };
-            if let Some(grandchild) = first_delete_child(child_model) {
+            if let Some(grandchild) = first_child(child_model) {
                 diagnostics.push(diagnostic(strategy, child_model, grandchild, "relation"));
             }
         }
@@ -29,18 +30,26 @@ fn bulk(strategy: &Option<Located<Strategy>>) -> Option<&Located<Strategy>> {
     strategy.as_ref().filter(|s| s.value == Strategy::Bulk)
 }
 
-fn first_delete_child(model: &Model) -> Option<&str> {
-    model.children.iter().find(|r| r.action() == OnDelete::Delete).map(|r| r.model.value.as_str())
+/// The first delete-child, else the first nullify child.
+fn first_child(model: &Model) -> Option<&Relation> {
+    let of = |action| model.children.iter().find(|r| r.action() == action);
+    of(OnDelete::Delete).or_else(|| of(OnDelete::Nullify))
 }
 
-fn diagnostic(strategy: &Located<Strategy>, model: &Model, child: &str, set_on: &str) -> Diagnostic {
-    Diagnostic::new(
-        Code::BulkWithChildren,
-        strategy.location.clone(),
-        format!("`{}` is deleted in bulk but has delete-children (`{child}`) that would be orphaned", model.name.value),
-    )
-    .label(format!("bulk strategy set on this {set_on}"))
-    .help(r#"use `strategy = "per_row"` for models with children"#)
+fn diagnostic(strategy: &Located<Strategy>, model: &Model, child: &Relation, set_on: &str) -> Diagnostic {
+    let (name, action, child) = (&model.name.value, child.action(), &child.model.value);
+    let message = match action {
+        OnDelete::Delete => {
+            format!("`{name}` is deleted in bulk but has delete-children (`{child}`) that would be orphaned")
+        }
+        OnDelete::Nullify => format!(
+            "`{name}` is deleted in bulk but has a nullify child (`{child}`): bulk loads no rows, so the child's \
+             column could not be set to NULL and would point at deleted rows"
+        ),
+    };
+    Diagnostic::new(Code::BulkWithChildren, strategy.location.clone(), message)
+        .label(format!("bulk strategy set on this {set_on}"))
+        .help(r#"use `strategy = "per_row"` for models with children"#)
 }
 
 #[cfg(test)]
@@ -70,8 +79,9 @@ strategy = "bulk"
     }
 
     #[test]
-    fn nullified_children_are_allowed_under_a_bulk_model() {
+    fn nullified_children_are_refused_under_a_bulk_model_too() {
         let config = CONFIG.replace(r#"column = "project_id""#, r#"column = "project_id", on_delete = "nullify""#);
-        assert_eq!(fixture::codes(&config), vec![]);
+        assert_eq!(fixture::codes(&config), vec![(Code::BulkWithChildren, 4), (Code::BulkWithChildren, 9)]);
+        insta::assert_snapshot!(fixture::human(&config));
     }
 }

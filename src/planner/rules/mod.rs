@@ -20,6 +20,8 @@ mod unknown_rate_limit;
 mod unregistered_reference;
 mod unscoped_category;
 
+pub(crate) use unregistered_reference::check_deleted_tables;
+
 use super::Context;
 use crate::diagnostic::Diagnostic;
 

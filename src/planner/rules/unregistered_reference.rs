@@ -3,38 +3,63 @@
 //! `ignore_references`. This is how CI catches a new table that references the model but that
 //! nobody registered, whose rows would otherwise block or survive the deletion.
 
-use crate::config::Model;
+use crate::config::{Located, Model};
 use crate::diagnostic::{Code, Diagnostic};
 use crate::planner::Context;
-use crate::schema::{ForeignKey, Table};
+use crate::schema::{ForeignKey, ReferentialAction, Table};
 
 pub fn check(context: &Context<'_>, diagnostics: &mut Vec<Diagnostic>) {
-    let Some(schema) = context.schema else { return };
     for model in context.config.models.values() {
-        let Some(required) = model.require_all_references.as_ref().filter(|r| r.value) else {
-            continue;
-        };
-        let Some(table) = context.table_of(model) else {
-            continue;
-        };
-        for (child_table, key) in schema.references_to(table) {
-            if declared(context, model, child_table, key) || ignored(model, child_table, key) {
-                continue;
-            }
-            let column = key.columns.join(", ");
-            diagnostics.push(
-                Diagnostic::new(
-                    Code::UnregisteredReference,
-                    required.location.clone(),
-                    format!(
-                        "table `{}` references `{}` by `{column}`, but model `{}` declares no relation for it",
-                        child_table.name, table.name, model.name.value
-                    ),
-                )
-                .label("every reference must be registered")
-                .help(help(context, model, child_table, &column)),
-            );
+        if let Some(required) = model.require_all_references.as_ref().filter(|r| r.value) {
+            report(context, model, |_| true, required, "every reference must be registered", diagnostics);
         }
+    }
+}
+
+/// Before a deletion writes anything: every foreign key into a table the deletion deletes from
+/// (`models`) that the database would enforce against it (`ON DELETE NO ACTION` or `RESTRICT`)
+/// must be declared or ignored, whether or not `require_all_references` is set; otherwise the
+/// children would be deleted and the parents refused, a half-done deletion.
+pub fn check_deleted_tables<'a>(
+    context: &Context<'_>,
+    models: impl IntoIterator<Item = &'a Model>,
+    diagnostics: &mut Vec<Diagnostic>,
+) {
+    let enforced =
+        |key: &ForeignKey| matches!(key.on_delete, ReferentialAction::NoAction | ReferentialAction::Restrict);
+    for model in models {
+        report(context, model, enforced, &model.table, "rows of this table are deleted", diagnostics);
+    }
+}
+
+/// Reports, at `location`, each foreign key into `model`'s table that passes `relevant` and is
+/// neither a declared relation nor an `ignore_references` entry.
+fn report<T>(
+    context: &Context<'_>,
+    model: &Model,
+    relevant: impl Fn(&ForeignKey) -> bool,
+    location: &Located<T>,
+    label: &str,
+    diagnostics: &mut Vec<Diagnostic>,
+) {
+    let (Some(schema), Some(table)) = (context.schema, context.table_of(model)) else { return };
+    for (child_table, key) in schema.references_to(table) {
+        if !relevant(key) || declared(context, model, child_table, key) || ignored(model, child_table, key) {
+            continue;
+        }
+        let column = key.columns.join(", ");
+        diagnostics.push(
+            Diagnostic::new(
+                Code::UnregisteredReference,
+                location.location.clone(),
+                format!(
+                    "table `{}` references `{}` by `{column}`, but model `{}` declares no relation for it",
+                    child_table.name, table.name, model.name.value
+                ),
+            )
+            .label(label)
+            .help(help(context, model, child_table, &column)),
+        );
     }
 }
 
@@ -49,7 +74,7 @@ fn declared(context: &Context<'_>, model: &Model, child_table: &Table, key: &For
 fn ignored(model: &Model, child_table: &Table, key: &ForeignKey) -> bool {
     model.ignore_references.iter().any(|ignored| {
         let table = &ignored.table.value;
-        (table.eq_ignore_ascii_case(&child_table.name) || table.eq_ignore_ascii_case(&child_table.name))
+        (table.eq_ignore_ascii_case(&child_table.name) || table.eq_ignore_ascii_case(&child_table.qualified_name()))
             && key.columns.iter().any(|column| column.eq_ignore_ascii_case(&ignored.column.value))
     })
 }
