@@ -159,7 +159,9 @@ fn delete_and_check(url: &str) {
     let archived: BTreeSet<String> = text
         .lines()
         .map(|line| {
-            let row: Value = serde_json::from_str(line).unwrap();
+            let line: Value = serde_json::from_str(line).unwrap();
+            assert_eq!((&line["model"], &line["table"]), (&Value::from("task"), &Value::from("task")), "{line}");
+            let row = &line["row"];
             assert!(row.get("project_id").is_some(), "whole rows are archived: {row}");
             row["id"].to_string()
         })

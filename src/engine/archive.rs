@@ -1,10 +1,14 @@
-//! The archive: every deleted row as one JSON line, in a gzip file per model and run
-//! (`DIR/MODEL.RUN.jsonl.gz`), written and synced to disk before the chunk that deletes the rows
-//! commits. Each chunk is a complete gzip member, so a run killed while writing one leaves every
-//! earlier chunk readable, and the next run writes files of its own. A chunk interrupted before
-//! its commit is archived again by the run that deletes it: at least once, never lost.
+//! The archive: every deleted row as one JSON line `{"model", "table", "row"}`, in a gzip file
+//! per model and run (`DIR/MODEL.RUN.jsonl.gz`, the model name percent-encoded so two models
+//! never share a file), written and synced to disk before the chunk that deletes the rows
+//! commits. Each chunk is a complete gzip member: a write that fails (a full disk) is cut back
+//! to the last complete member before the error is returned, and a run killed while writing
+//! one leaves every earlier chunk readable; the next run writes files of its own. A chunk
+//! interrupted before its commit is archived again by the run that deletes it: at least once,
+//! never lost.
 
 use std::collections::HashMap;
+use std::collections::hash_map::Entry;
 use std::fs::{File, OpenOptions};
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -12,6 +16,7 @@ use std::path::{Path, PathBuf};
 use flate2::Compression;
 use flate2::write::GzEncoder;
 
+/// The archive files of one run.
 pub struct Archive {
     dir: PathBuf,
     run: i64,
@@ -38,30 +43,98 @@ impl Archive {
         Ok(Self { dir: dir.to_owned(), run, files: HashMap::new() })
     }
 
-    /// The file of a model in a run: `DIR/MODEL.RUN.jsonl.gz`.
+    /// The file of a model in a run: `DIR/MODEL.RUN.jsonl.gz`, every character of the model
+    /// name other than ASCII letters, digits, `_` and `-` percent-encoded (`a.b` → `a%2Eb`).
     pub fn path(dir: &Path, model: &str, run: i64) -> PathBuf {
-        let safe: String =
-            model.chars().map(|c| if c.is_alphanumeric() || c == '_' || c == '-' { c } else { '_' }).collect();
+        let mut safe = String::new();
+        for byte in model.bytes() {
+            if byte.is_ascii_alphanumeric() || byte == b'_' || byte == b'-' {
+                safe.push(char::from(byte));
+            } else {
+                safe.push_str(&format!("%{byte:02X}"));
+            }
+        }
         dir.join(format!("{safe}.{run}.jsonl.gz"))
     }
 
-    /// Appends the rows (JSON objects) of a chunk as one gzip member and makes them durable.
-    pub fn write(&mut self, model: &str, rows: &[String]) -> Result<(), ArchiveError> {
+    /// Appends the rows (JSON objects) of a chunk of `model` (deleted from `table`) as one gzip
+    /// member and makes them durable. On failure the file is cut back to its earlier members.
+    pub fn write(&mut self, model: &str, table: &str, rows: &[String]) -> Result<(), ArchiveError> {
         if rows.is_empty() {
             return Ok(());
         }
         let path = Self::path(&self.dir, model, self.run);
         let failed = |reason| ArchiveError { path: path.clone(), reason };
-        if !self.files.contains_key(model) {
-            let file = OpenOptions::new().create(true).append(true).open(&path).map_err(failed)?;
-            self.files.insert(model.to_owned(), file);
-        }
-        let mut member = GzEncoder::new(Vec::new(), Compression::default());
-        for row in rows {
-            member.write_all(row.as_bytes()).and_then(|()| member.write_all(b"\n")).map_err(failed)?;
-        }
-        let bytes = member.finish().map_err(failed)?;
-        let file = self.files.get_mut(model).expect("opened above");
-        file.write_all(&bytes).and_then(|()| file.sync_data()).map_err(failed)
+        let member = member(model, table, rows).map_err(failed)?;
+        let file = match self.files.entry(model.to_owned()) {
+            Entry::Occupied(entry) => entry.into_mut(),
+            Entry::Vacant(entry) => {
+                entry.insert(OpenOptions::new().create(true).append(true).open(&path).map_err(failed)?)
+            }
+        };
+        append_whole(file, &member, |file, bytes| file.write_all(bytes).and_then(|()| file.sync_data())).map_err(failed)
+    }
+}
+
+/// Appends `member` with `write`; when that fails part-way, cuts the file back to where it was,
+/// so it holds only whole members (the rows are archived again when their chunk is retried).
+fn append_whole(
+    file: &mut File,
+    member: &[u8],
+    write: impl FnOnce(&mut File, &[u8]) -> std::io::Result<()>,
+) -> std::io::Result<()> {
+    let complete = file.metadata()?.len();
+    write(file, member).inspect_err(|_| {
+        let _ = file.set_len(complete).and_then(|()| file.sync_data());
+    })
+}
+
+/// One gzip member of JSON lines `{"model", "table", "row"}`.
+fn member(model: &str, table: &str, rows: &[String]) -> std::io::Result<Vec<u8>> {
+    let mut member = GzEncoder::new(Vec::new(), Compression::default());
+    let (model, table) = (serde_json::Value::from(model), serde_json::Value::from(table));
+    for row in rows {
+        write!(member, "{{\"model\":{model},\"table\":{table},\"row\":{row}}}\n")?;
+    }
+    member.finish()
+}
+
+#[cfg(test)]
+mod tests {
+    use std::io::Read as _;
+
+    use super::*;
+
+    fn read_all(path: &Path) -> String {
+        let mut text = String::new();
+        flate2::read::MultiGzDecoder::new(File::open(path).unwrap()).read_to_string(&mut text).unwrap();
+        text
+    }
+
+    #[test]
+    fn a_failed_write_leaves_only_whole_members() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut archive = Archive::open(dir.path(), 7).unwrap();
+        archive.write("task", "task", &[r#"{"id":1}"#.to_owned()]).unwrap();
+        let path = Archive::path(dir.path(), "task", 7);
+        let file = archive.files.get_mut("task").unwrap();
+        let second = member("task", "task", &[r#"{"id":2}"#.to_owned()]).unwrap();
+        let disk_full = |file: &mut File, bytes: &[u8]| {
+            file.write_all(&bytes[..bytes.len() / 2])?;
+            Err(std::io::Error::new(std::io::ErrorKind::StorageFull, "no space left on device"))
+        };
+        assert!(append_whole(file, &second, disk_full).is_err());
+        assert_eq!(read_all(&path), "{\"model\":\"task\",\"table\":\"task\",\"row\":{\"id\":1}}\n");
+        archive.write("task", "task", &[r#"{"id":3}"#.to_owned()]).unwrap();
+        assert_eq!(read_all(&path).lines().count(), 2, "later members append after the cut");
+    }
+
+    #[test]
+    fn models_with_similar_names_never_share_a_file() {
+        let dir = Path::new("/archive");
+        let names = ["a.b", "a_b", "a%2Eb", "a b", "über"];
+        let paths: std::collections::HashSet<PathBuf> = names.iter().map(|n| Archive::path(dir, n, 1)).collect();
+        assert_eq!(paths.len(), names.len());
+        assert_eq!(Archive::path(dir, "a.b", 1), Path::new("/archive/a%2Eb.1.jsonl.gz"));
     }
 }

@@ -464,7 +464,7 @@ impl<'a> Deletion<'a> {
         let frame = self.stack.last().expect("the frame being worked on");
         if let Some(archive) = &mut self.archive {
             let lines: Vec<String> = rows.iter().filter_map(|row| row.get(3).cloned().flatten()).collect();
-            archive.write(&frame.node.model, &lines)?;
+            archive.write(&frame.node.model, &frame.node.table, &lines)?;
         }
         let tombstones: Vec<serde_json::Value> = rows
             .iter()
