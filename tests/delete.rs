@@ -558,3 +558,63 @@ fn a_permanent_error_does_not_ask_for_a_rerun_on_postgres() {
     let Some(url) = postgres_database(&format!("{DIAMOND_SCHEMA}{}{trigger}", diamond_rows(1))) else { return };
     a_permanent_error_does_not_ask_for_a_rerun(url);
 }
+
+/// A run whose process was killed shows as `interrupted` in `cascade runs` once its heartbeat
+/// is older than the run lease, and the next run of the same roots records that it resumes it.
+fn a_killed_run_is_interrupted_and_resumed(url: String) {
+    let probe = Probe { url: url.clone() };
+    let config = slow_config(Some(200)).replace("[settings]", "[settings]\nrun_lease_seconds = 1");
+    let config = project(&[("cascades/diamond.toml", &config)]);
+    let before = probe.table_rows();
+    let mut child = spawn_delete(config.path(), &url);
+    let started = Instant::now();
+    // The signal: the run has deleted something (so it is recorded).
+    while probe.table_rows() == before {
+        assert!(started.elapsed() < Duration::from_secs(30), "the run never started deleting");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    child.kill().unwrap(); // SIGKILL
+    child.wait().unwrap();
+    let runs = |config: &Path| -> Value {
+        let output = cascade(config).args(["runs", "--format", "json", "--database-url", &url]).output().unwrap();
+        serde_json::from_slice(&output.stdout).unwrap()
+    };
+    let started = Instant::now();
+    loop {
+        let outcome = runs(config.path())[0]["outcome"].clone();
+        if outcome == "interrupted" {
+            break;
+        }
+        assert_eq!(outcome, "running");
+        assert!(started.elapsed() < Duration::from_secs(30), "never shown as interrupted");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let killed = runs(config.path())[0]["id"].as_i64().unwrap();
+    let output = cascade(config.path()).args(delete_args(&url, &[])).assert().success().get_output().stdout.clone();
+    let summary: Value = serde_json::from_slice(&output).unwrap();
+    assert_eq!(summary["resumes"], killed);
+    let listed = runs(config.path());
+    assert_eq!((&listed[0]["outcome"], &listed[0]["resumes"]), (&Value::from("succeeded"), &Value::from(killed)));
+    assert_eq!((&listed[1]["id"], &listed[1]["outcome"]), (&Value::from(killed), &Value::from("interrupted")));
+    assert_eq!(
+        probe.count("SELECT COUNT(*) FROM cascade_run WHERE outcome = 'running'"),
+        0,
+        "recorded, not only shown"
+    );
+    assert_eq!(probe.orphans(), 0);
+}
+
+#[test]
+fn a_killed_run_is_interrupted_and_resumed_on_sqlite() {
+    let dir = tempfile::tempdir().unwrap();
+    a_killed_run_is_interrupted_and_resumed(sqlite_database(
+        dir.path(),
+        &format!("{DIAMOND_SCHEMA}{}", diamond_rows(3)),
+    ));
+}
+
+#[test]
+fn a_killed_run_is_interrupted_and_resumed_on_postgres() {
+    let Some(url) = postgres_database(&format!("{DIAMOND_SCHEMA}{}", diamond_rows(3))) else { return };
+    a_killed_run_is_interrupted_and_resumed(url);
+}

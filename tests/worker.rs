@@ -123,7 +123,7 @@ fn four_workers_run_each_deletion_exactly_once_on_sqlite() {
 /// A worker killed with kill -9 in the middle of a deletion leaves its claim; once the lease
 /// has passed, another worker releases it and finishes the deletion.
 fn lease_recovery(url: &str) {
-    let dir = project(&[("cascades/items.toml", &config("", Some(40)))]);
+    let dir = project(&[("cascades/items.toml", &config("lease_seconds = 2\nrun_lease_seconds = 1", Some(40)))]);
     schedule_now(url, [1]);
     let mut first = spawn_worker(dir.path(), url, &["--once", "--lease", "2s"]);
     let started = Instant::now();
@@ -136,6 +136,19 @@ fn lease_recovery(url: &str) {
     let left = count(url, "SELECT COUNT(*) FROM part WHERE item_id = 1");
     assert!(left > 0, "the worker was killed mid-deletion");
     assert_eq!(count(url, "SELECT COUNT(*) FROM cascade_scheduled_deletion WHERE in_progress"), 1, "its claim stays");
+    // `scheduled` shows it as interrupted once its heartbeats have stopped for two periods.
+    let started = Instant::now();
+    loop {
+        let output =
+            cascade(dir.path()).args(["scheduled", "--format", "json", "--database-url", url]).output().unwrap();
+        let listed: Value = serde_json::from_slice(&output.stdout).unwrap();
+        if listed[0]["state"] == "interrupted" {
+            break;
+        }
+        assert_eq!(listed[0]["state"], "in_progress", "{listed}");
+        assert!(started.elapsed() < Duration::from_secs(30), "never shown as interrupted: {listed}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
 
     // Before the lease has passed, nobody takes the claim over.
     cascade(dir.path()).args(["worker", "--once", "--lease", "1h", "--database-url", url]).assert().success();
@@ -204,6 +217,85 @@ fn a_permanent_failure_is_kept_as_failed_at_once_on_sqlite() {
         &url,
         "CREATE TRIGGER refuse BEFORE DELETE ON part BEGIN SELECT RAISE(ABORT, 'refused by trigger'); END",
     );
+}
+
+/// Waits (bounded) until what `sql` counts passes `done`: the signal a test waits for.
+fn wait_until(url: &str, sql: &str, done: impl Fn(u64) -> bool, what: &str) {
+    let started = Instant::now();
+    while !done(count(url, sql)) {
+        assert!(started.elapsed() < Duration::from_secs(60), "timed out waiting until {what}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+fn terminate(mut worker: Child) {
+    // SAFETY: signalling a child process this test started.
+    unsafe { libc::kill(worker.id() as i32, libc::SIGTERM) };
+    worker.wait().unwrap();
+}
+
+/// A chunk and its rate-limit wait (4 s) take longer than the lease (2 s): the heartbeat runs
+/// on a timer of its own, so a second worker polling meanwhile never takes the claim over, and
+/// the deletion runs once.
+fn a_live_claim_is_never_taken_over(url: &str) {
+    let dir = project(&[("cascades/items.toml", &config("", Some(5)))]);
+    schedule_now(url, [1]);
+    let first = spawn_worker(dir.path(), url, &["--lease", "2s", "--poll", "100ms"]);
+    wait_until(url, "SELECT COUNT(*) FROM part WHERE item_id = 1", |left| left < 60, "a chunk is deleted");
+    let second = spawn_worker(dir.path(), url, &["--lease", "2s", "--poll", "100ms"]);
+    wait_until(url, "SELECT COUNT(*) FROM cascade_scheduled_deletion", |left| left == 0, "the deletion is done");
+    terminate(first);
+    terminate(second);
+    let runs = texts(url, "SELECT outcome FROM cascade_run");
+    assert_eq!(runs, vec![vec![Some("succeeded".to_owned())]], "one run, never two");
+    assert_eq!(count(url, "SELECT COUNT(*) FROM part WHERE item_id = 1"), 0);
+}
+
+#[test]
+fn a_live_claim_is_never_taken_over_on_sqlite() {
+    let dir = tempfile::tempdir().unwrap();
+    a_live_claim_is_never_taken_over(&sqlite_database(dir.path(), &format!("{SCHEMA}{}", rows(1, 60))));
+}
+
+#[test]
+fn a_live_claim_is_never_taken_over_on_postgres() {
+    let Some(url) = postgres_database(&format!("{SCHEMA}{}", rows(1, 60))) else { return };
+    a_live_claim_is_never_taken_over(&url);
+}
+
+/// A worker whose claim went to another worker (here: the claim's token changed under it, as
+/// when its lease ran out and the row was claimed again) stops before its next chunk and leaves
+/// the row to its new owner.
+fn a_lost_claim_stops_the_deletion(url: &str) {
+    let dir = project(&[("cascades/items.toml", &config("", Some(5)))]);
+    schedule_now(url, [1]);
+    let worker = spawn_worker(dir.path(), url, &["--lease", "2s", "--poll", "100ms"]);
+    wait_until(url, "SELECT COUNT(*) FROM part WHERE item_id = 1", |left| left < 60, "a chunk is deleted");
+    texts(url, "UPDATE cascade_scheduled_deletion SET claim_token = 'another-worker'");
+    let interrupted = "SELECT COUNT(*) FROM cascade_run WHERE outcome = 'interrupted'";
+    wait_until(url, interrupted, |runs| runs == 1, "the worker stops");
+    terminate(worker);
+    assert!(count(url, "SELECT COUNT(*) FROM part WHERE item_id = 1") > 0, "it stopped before finishing");
+    assert_eq!(
+        count(
+            url,
+            "SELECT COUNT(*) FROM cascade_scheduled_deletion WHERE in_progress AND claim_token = 'another-worker'"
+        ),
+        1,
+        "the new owner's claim is untouched"
+    );
+}
+
+#[test]
+fn a_lost_claim_stops_the_deletion_on_sqlite() {
+    let dir = tempfile::tempdir().unwrap();
+    a_lost_claim_stops_the_deletion(&sqlite_database(dir.path(), &format!("{SCHEMA}{}", rows(1, 60))));
+}
+
+#[test]
+fn a_lost_claim_stops_the_deletion_on_postgres() {
+    let Some(url) = postgres_database(&format!("{SCHEMA}{}", rows(1, 60))) else { return };
+    a_lost_claim_stops_the_deletion(&url);
 }
 
 /// A lock held by another session makes the delete time out (`lock_timeout`): a transient

@@ -156,6 +156,9 @@ pub(super) fn render_summary(summary: &Summary, format: SummaryFormat) -> String
     if !summary.skipped.is_empty() {
         text.push_str(&format!("skipped, status does not allow the deletion: {}\n", summary.skipped.join(", ")));
     }
+    if let Some(run) = summary.resumes {
+        text.push_str(&format!("resumed run {run}, which was interrupted\n"));
+    }
     if !summary.missing.is_empty() {
         text.push_str(&format!("not found: {}\n", summary.missing.join(", ")));
     }

@@ -5,6 +5,7 @@ mod demo;
 mod init;
 mod option;
 mod plan;
+mod runs;
 mod schedule;
 mod schema;
 mod validate;
@@ -88,6 +89,8 @@ pub enum Command {
     Cancel(schedule::CancelArgs),
     /// List scheduled deletions: pending, in progress and failed.
     Scheduled(schedule::ListArgs),
+    /// List recent deletions from the audit trail: outcome, roots, who and when.
+    Runs(runs::Args),
     /// Claim and run due scheduled deletions.
     Worker(worker::Args),
     /// Write a starting config from a database's foreign keys.
@@ -111,6 +114,7 @@ pub fn main() -> ExitCode {
         Command::Schedule(args) => schedule::schedule(&cli, args),
         Command::Cancel(args) => schedule::cancel(&cli, args),
         Command::Scheduled(args) => schedule::list(&cli, args),
+        Command::Runs(args) => runs::run(&cli, args),
         Command::Worker(args) => worker::run(&cli, args),
         Command::Option(command) => option::run(&cli, command),
     };

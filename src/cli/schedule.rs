@@ -56,7 +56,7 @@ pub fn schedule(cli: &Cli, args: &ScheduleArgs) -> anyhow::Result<ExitCode> {
         Some(at) => at,
         None => SystemTime::now()
             .checked_add(args.delay.unwrap_or(scheduler::DEFAULT_DELAY))
-            .filter(|at| *at <= latest_time())
+            .filter(|at| *at <= scheduler::latest_time())
             .context("--in is too far in the future: the latest date that can be scheduled is 9999-12-31")?,
     };
     let url = super::database_url(cli, &loaded.config);
@@ -86,8 +86,8 @@ pub fn cancel(cli: &Cli, args: &CancelArgs) -> anyhow::Result<ExitCode> {
 pub fn list(cli: &Cli, args: &ListArgs) -> anyhow::Result<ExitCode> {
     let loaded = config::load(&cli.config)?;
     let url = super::database_url(cli, &loaded.config);
-    let mut rows = with_database(&url, |database| async move { scheduler::list(&database).await })?;
-    scheduler::mark_failed(&mut rows, loaded.config.settings.max_attempts());
+    let settings = &loaded.config.settings;
+    let rows = with_database(&url, |database| async move { scheduler::list(&database, settings).await })?;
     if args.format == super::delete::SummaryFormat::Json {
         println!("{}", serde_json::to_string_pretty(&rows)?);
         return Ok(ExitCode::SUCCESS);
@@ -124,15 +124,10 @@ where
     })
 }
 
-/// The latest time a timestamp column (and RFC 3339) holds: the end of year 9999.
-fn latest_time() -> SystemTime {
-    humantime::parse_rfc3339("9999-12-31T23:59:59Z").unwrap_or(SystemTime::UNIX_EPOCH)
-}
-
 /// An RFC 3339 time, with `Z`, an offset such as `+02:00`, or none (UTC), from 1970 to 9999.
 fn parse_time(text: &str) -> Result<SystemTime, String> {
     let time = parse_time_with_offset(text)?;
-    if time < SystemTime::UNIX_EPOCH || time > latest_time() {
+    if time < SystemTime::UNIX_EPOCH || time > scheduler::latest_time() {
         return Err("the time must be between 1970-01-01 and 9999-12-31 (UTC)".to_owned());
     }
     Ok(time)

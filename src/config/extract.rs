@@ -87,9 +87,18 @@ fn read_settings(mut fields: Fields<'_>, d: &mut Diagnostics) -> Settings {
     let max_attempts = unsigned("max_attempts");
     let retry_delay_seconds = unsigned("retry_delay_seconds");
     let lease_seconds = unsigned("lease_seconds");
+    let run_lease_seconds = unsigned("run_lease_seconds");
     let database_url = fields.optional("database_url").and_then(|n| n.string(d));
     fields.finish(d);
-    Settings { per_row_chunk_size, bulk_chunk_size, database_url, max_attempts, retry_delay_seconds, lease_seconds }
+    Settings {
+        per_row_chunk_size,
+        bulk_chunk_size,
+        database_url,
+        max_attempts,
+        retry_delay_seconds,
+        lease_seconds,
+        run_lease_seconds,
+    }
 }
 
 fn read_model(name: Located<String>, mut fields: Fields<'_>, d: &mut Diagnostics) -> Option<Model> {

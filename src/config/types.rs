@@ -82,6 +82,9 @@ pub const DEFAULT_MAX_ATTEMPTS: u64 = 5;
 pub const DEFAULT_RETRY_DELAY_SECONDS: u64 = 5 * 60;
 /// Seconds a claim lives without a heartbeat when `[settings] lease_seconds` is not set.
 pub const DEFAULT_LEASE_SECONDS: u64 = 6 * 3600;
+/// Seconds a running deletion's heartbeat may be old before it counts as interrupted, when
+/// `[settings] run_lease_seconds` is not set.
+pub const DEFAULT_RUN_LEASE_SECONDS: u64 = 60;
 
 // Each key's default and range are declared here once, for the JSON Schema, the rules and the
 // accessors alike.
@@ -113,6 +116,11 @@ pub struct Settings {
     #[serde(skip_serializing_if = "Option::is_none")]
     #[schemars(extend("default" = DEFAULT_LEASE_SECONDS), range(min = 1))]
     pub lease_seconds: Option<Located<u64>>,
+    /// Seconds without a heartbeat after which a running deletion counts as interrupted (its
+    /// process is gone); running deletions heartbeat four times as often.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(extend("default" = DEFAULT_RUN_LEASE_SECONDS), range(min = 1))]
+    pub run_lease_seconds: Option<Located<u64>>,
 }
 
 impl Settings {
@@ -137,6 +145,11 @@ impl Settings {
     /// How long a claim lives without a heartbeat.
     pub fn lease(&self) -> Duration {
         Duration::from_secs(or_default(&self.lease_seconds, DEFAULT_LEASE_SECONDS))
+    }
+
+    /// How old a running deletion's heartbeat may be before the run counts as interrupted.
+    pub fn run_lease(&self) -> Duration {
+        Duration::from_secs(or_default(&self.run_lease_seconds, DEFAULT_RUN_LEASE_SECONDS))
     }
 }
 

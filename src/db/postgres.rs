@@ -11,7 +11,10 @@ use super::sqlite::named_columns;
 use super::url::DatabaseUrl;
 use super::{Access, Database, DbError, Pool};
 
-const MIGRATIONS: &[&str] = &[include_str!("../../schemas/migrations/postgres/0001_tables.sql")];
+const MIGRATIONS: &[&str] = &[
+    include_str!("../../schemas/migrations/postgres/0001_tables.sql"),
+    include_str!("../../schemas/migrations/postgres/0002_claim_tokens_and_run_heartbeats.sql"),
+];
 
 /// Any number: the tool's own advisory lock, held while its tables are created or upgraded.
 const MIGRATION_LOCK: &str = "SELECT pg_advisory_xact_lock(4242424242)";

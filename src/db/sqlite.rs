@@ -11,7 +11,10 @@ use super::sql::{KeyType, Param, SqlBuilder, db_time, quote_literal};
 use super::url::DatabaseUrl;
 use super::{Access, Database, DbError, Pool};
 
-const MIGRATIONS: &[&str] = &[include_str!("../../schemas/migrations/sqlite/0001_tables.sql")];
+const MIGRATIONS: &[&str] = &[
+    include_str!("../../schemas/migrations/sqlite/0001_tables.sql"),
+    include_str!("../../schemas/migrations/sqlite/0002_claim_tokens_and_run_heartbeats.sql"),
+];
 
 /// The SQLite backend.
 #[derive(Debug)]

@@ -1,26 +1,137 @@
 //! Reading and writing the tool's own tables that every deletion uses: the audit of runs
 //! (`cascade_run`) and the runtime values of options (`cascade_option`).
 
-use indexmap::IndexMap;
+use std::time::{Duration, SystemTime};
 
-use super::sql::{Param, Statement};
+use indexmap::IndexMap;
+use serde::Serialize;
+
+use super::sql::{Param, SqlBuilder, Statement};
 use super::{Database, DbError, migrate};
 
-/// Records the start of a deletion in `cascade_run`; its id.
+/// A run just recorded, and the interrupted run of the same roots it resumes, if any.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StartedRun {
+    /// The new run's id.
+    pub id: i64,
+    /// The id of the latest earlier run of the same roots whose process died while it ran.
+    pub resumes: Option<i64>,
+}
+
+/// Records the start of a deletion in `cascade_run`, with a first heartbeat. Earlier runs of
+/// the same roots still marked `running` whose heartbeat is older than `run_lease` died with
+/// their process: they are marked `interrupted`, and the new run records that it resumes the
+/// latest of them.
 pub async fn start_run(
     database: &Database,
     actor: &str,
     command: &str,
     root_model: &str,
     root_ids: &[String],
-) -> Result<i64, DbError> {
-    let mut sql = database.sql();
-    sql.push("INSERT INTO cascade_run (actor, command, root_model, root_ids, outcome) VALUES (");
+    run_lease: Duration,
+) -> Result<StartedRun, DbError> {
     let ids = serde_json::Value::from_iter(root_ids.iter().map(|id| serde_json::json!(id))).to_string();
-    sql.binds([actor, command, root_model, &ids, "running"].map(Param::text));
+    let mut transaction = database.begin_write().await?;
+    let mut dead = database.sql();
+    dead.push("UPDATE cascade_run SET outcome = 'interrupted', finished_at = CURRENT_TIMESTAMP WHERE ");
+    stale(&mut dead, run_lease);
+    dead.push(" AND root_model = ").bind_text(root_model).push(" AND root_ids = ").bind_text(&ids);
+    dead.push(" RETURNING CAST(id AS TEXT)");
+    let resumes =
+        transaction.fetch_texts(&dead.finish()).await?.into_iter().filter_map(|row| first_integer(&row)).max();
+    let mut sql = database.sql();
+    sql.push("INSERT INTO cascade_run (actor, command, root_model, root_ids, outcome, heartbeat, resumes) VALUES (");
+    sql.binds([actor, command, root_model, &ids, "running"].map(Param::text)).push(", ").timestamp(SystemTime::now());
+    match resumes {
+        Some(id) => sql.push(", ").bind(Param::integer(id)),
+        None => sql.push(", NULL"),
+    };
     sql.push(") RETURNING CAST(id AS TEXT)");
-    let rows = database.fetch_texts_alone(&sql.finish()).await?;
-    Ok(rows.first().and_then(|row| row.first().cloned().flatten()).and_then(|id| id.parse().ok()).unwrap_or(0))
+    let rows = transaction.fetch_texts(&sql.finish()).await?;
+    transaction.commit().await?;
+    Ok(StartedRun { id: rows.first().and_then(|row| first_integer(row)).unwrap_or(0), resumes })
+}
+
+/// `cascade_run` rows still `running` whose heartbeat is older than `run_lease` (or that never
+/// had one: runs recorded before heartbeats existed).
+fn stale(sql: &mut SqlBuilder, run_lease: Duration) {
+    let cutoff = SystemTime::now().checked_sub(run_lease).unwrap_or(SystemTime::UNIX_EPOCH);
+    sql.push("outcome = 'running' AND (heartbeat IS NULL OR heartbeat < ").timestamp(cutoff).push(")");
+}
+
+fn first_integer(row: &[Option<String>]) -> Option<i64> {
+    row.first().cloned().flatten().and_then(|value| value.parse().ok())
+}
+
+/// The run is alive.
+pub async fn heartbeat_run(database: &Database, id: i64) -> Result<(), DbError> {
+    let mut sql = database.sql();
+    sql.push("UPDATE cascade_run SET heartbeat = ").timestamp(SystemTime::now());
+    sql.push(" WHERE id = ").bind(Param::integer(id));
+    database.execute_alone(&sql.finish()).await?;
+    Ok(())
+}
+
+/// A row of `cascade_run`, as `cascade runs` lists it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RunRecord {
+    /// The run's id (the archive's file names carry it).
+    pub id: i64,
+    /// When it started (UTC).
+    pub started_at: String,
+    /// When it ended (UTC), unless it is running or its process died.
+    pub finished_at: Option<String>,
+    /// Who ran it.
+    pub actor: String,
+    /// The command line, database passwords redacted.
+    pub command: String,
+    /// The root model.
+    pub root_model: String,
+    /// The root ids, as a JSON array.
+    pub root_ids: String,
+    /// `running`, `succeeded`, `failed`, `skipped` or `interrupted` (stopped, or its process
+    /// died: a `running` run whose heartbeat is older than the run lease).
+    pub outcome: String,
+    /// Rows per model, as JSON, once finished.
+    pub rows: Option<String>,
+    /// The error a failed run stopped on.
+    pub error: Option<String>,
+    /// The interrupted run this one resumed.
+    pub resumes: Option<i64>,
+}
+
+/// The latest `limit` runs, newest first, a dead `running` run shown as `interrupted`.
+pub async fn list_runs(database: &Database, limit: u64, run_lease: Duration) -> Result<Vec<RunRecord>, DbError> {
+    if !database.table_exists("cascade_run").await? {
+        return Ok(Vec::new());
+    }
+    let backend = database.backend();
+    let mut sql = database.sql();
+    sql.push("SELECT CAST(id AS TEXT), ").push(&backend.timestamp_text("started_at")).push(", ");
+    sql.push(&backend.timestamp_text("finished_at")).push(", actor, command, root_model, root_ids, CASE WHEN ");
+    stale(&mut sql, run_lease);
+    sql.push(" THEN 'interrupted' ELSE outcome END, rows, error, CAST(resumes AS TEXT) FROM cascade_run ");
+    sql.push("ORDER BY id DESC LIMIT ").bind(Param::integer(i64::try_from(limit).unwrap_or(i64::MAX)));
+    let rows = database.fetch_texts(&sql.finish()).await?;
+    Ok(rows
+        .into_iter()
+        .map(|row| {
+            let field = |index: usize| row.get(index).cloned().flatten();
+            RunRecord {
+                id: first_integer(&row).unwrap_or(0),
+                started_at: field(1).unwrap_or_default(),
+                finished_at: field(2),
+                actor: field(3).unwrap_or_default(),
+                command: field(4).unwrap_or_default(),
+                root_model: field(5).unwrap_or_default(),
+                root_ids: field(6).unwrap_or_default(),
+                outcome: field(7).unwrap_or_default(),
+                rows: field(8),
+                error: field(9),
+                resumes: field(10).and_then(|id| id.parse().ok()),
+            }
+        })
+        .collect())
 }
 
 /// Records how a deletion ended: rows per model (JSON), its outcome and error.

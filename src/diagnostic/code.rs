@@ -74,7 +74,7 @@ codes! {
     UnknownModel = "unknown-model", Error, "A relation names a model that is not declared.";
     DuplicateRelation = "duplicate-relation", Error, "A model declares the same child model and column twice.";
     DeleteCycle = "delete-cycle", Error, "Delete relations form a cycle, so no order deletes children before parents.";
-    BulkWithChildren = "bulk-with-children", Error, "A bulk model has delete-children, which a set-based delete would orphan.";
+    BulkWithChildren = "bulk-with-children", Error, "A bulk model has children: a set-based delete loads no rows, so delete-children would be orphaned and nullify children left pointing at deleted rows.";
     BulkWithRowData = "bulk-with-row-data", Error, "A bulk model uses a status check or outbox payload, which need rows loaded (per_row).";
     InvalidChunkSize = "invalid-chunk-size", Error, "A chunk size is 0 or larger than the allowed maximum.";
     UnknownRateLimit = "unknown-rate-limit", Error, "`rate_limit` names an option that is not declared in [options].";

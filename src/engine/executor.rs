@@ -103,6 +103,8 @@ pub struct Summary {
     pub skipped: Vec<String>,
     /// Root ids that do not exist (already deleted, or never were).
     pub missing: Vec<String>,
+    /// The interrupted run (its process died) of the same roots that this run resumes.
+    pub resumes: Option<i64>,
 }
 
 impl Summary {
@@ -206,6 +208,14 @@ pub struct Deletion<'a> {
     summary: Summary,
     started: Instant,
     run_id: i64,
+    /// Keeps `cascade_run.heartbeat` fresh while the deletion exists.
+    heartbeat: tokio::task::JoinHandle<()>,
+}
+
+impl Drop for Deletion<'_> {
+    fn drop(&mut self) {
+        self.heartbeat.abort();
+    }
 }
 
 impl<'a> Deletion<'a> {
@@ -247,9 +257,13 @@ impl<'a> Deletion<'a> {
             transaction.execute(&root.sql.mark_in_progress(Param::Value(proceeding.clone()), status)).await?;
             transaction.commit().await?;
         }
-        let run_id =
-            tables::start_run(database, &options.actor, &options.command, &plan.root.model, &texts(&ids)).await?;
-        info!(run = run_id, model = %plan.root.model, roots = texts(&proceeding).len(), skipped = summary.skipped.len(), "deletion started");
+        let run_lease = config.settings.run_lease();
+        let run =
+            tables::start_run(database, &options.actor, &options.command, &plan.root.model, &texts(&ids), run_lease)
+                .await?;
+        let run_id = run.id;
+        summary.resumes = run.resumes;
+        info!(run = run_id, resumes = run.resumes, model = %plan.root.model, roots = texts(&proceeding).len(), skipped = summary.skipped.len(), "deletion started");
 
         let mut stack = Vec::new();
         if !is_empty(&proceeding) {
@@ -268,6 +282,7 @@ impl<'a> Deletion<'a> {
             summary,
             started,
             run_id,
+            heartbeat: keep_run_alive(database.clone(), run_id, run_lease),
         })
     }
 
@@ -364,7 +379,7 @@ impl<'a> Deletion<'a> {
         let outcome = outcome.as_str();
         tables::finish_run(self.database, self.run_id, &rows.to_string(), outcome, error).await?;
         info!(run = self.run_id, outcome, rows = self.summary.rows(), "deletion finished");
-        Ok(self.summary)
+        Ok(std::mem::take(&mut self.summary))
     }
 
     fn frame(&self, node: &'a PlanNode, parent: &'a PlanNode, matched: SqlValue) -> Frame<'a> {
@@ -518,6 +533,20 @@ impl<'a> Deletion<'a> {
         }
         self.rates.get(option).copied().unwrap_or(0.0)
     }
+}
+
+/// Heartbeats the run every quarter of its lease, so that a run whose process died is told from
+/// one that is still working.
+fn keep_run_alive(database: Database, run_id: i64, run_lease: Duration) -> tokio::task::JoinHandle<()> {
+    let every = (run_lease / 4).max(Duration::from_millis(100));
+    tokio::spawn(async move {
+        loop {
+            tokio::time::sleep(every).await;
+            if let Err(error) = tables::heartbeat_run(&database, run_id).await {
+                debug!(%error, run = run_id, "run heartbeat failed");
+            }
+        }
+    })
 }
 
 fn initial_state(node: &PlanNode) -> State {

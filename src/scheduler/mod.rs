@@ -8,11 +8,18 @@ use std::time::{Duration, SystemTime};
 
 use serde::Serialize;
 
-use crate::db::sql::{Param, SqlBuilder, Statement};
+use crate::config::Settings;
+use crate::db::sql::{Param, SqlBuilder};
 use crate::db::{Database, DbError, migrate};
 
 /// How far out `schedule` puts a deletion when no date is given.
 pub const DEFAULT_DELAY: Duration = Duration::from_secs(30 * 24 * 3600);
+
+/// The latest time a deletion can be scheduled for (timestamps and RFC 3339 end with year 9999).
+pub fn latest_time() -> SystemTime {
+    // 9999-12-31T23:59:59Z.
+    SystemTime::UNIX_EPOCH + Duration::from_secs(253_402_300_799)
+}
 
 /// Why a scheduled deletion could not be scheduled, cancelled or listed.
 #[derive(Debug, thiserror::Error)]
@@ -51,7 +58,7 @@ pub struct Scheduled {
     pub object_id: String,
     /// When the deletion is due (UTC), as text.
     pub date_scheduled: String,
-    /// `pending`, `in_progress` or `failed` (no attempts left).
+    /// `pending`, `in_progress`, `failed` (no attempts left) or `interrupted` (its worker died).
     pub state: String,
     /// Attempts made so far.
     pub attempts: u64,
@@ -65,6 +72,8 @@ pub struct Scheduled {
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct Claim {
     pub id: i64,
+    /// Names this claim in every later update of the row.
+    pub token: String,
     pub guid: String,
     pub model: String,
     pub object_id: String,
@@ -140,7 +149,10 @@ pub async fn cancel(database: &Database, model: &str, object_id: &str) -> Result
     if let Some(guid) = removed.first().and_then(|row| row[0].clone()) {
         return Ok(guid);
     }
-    let in_progress = list(database).await?.into_iter().any(|s| s.model == model && s.object_id == object_id);
+    let mut exists = database.sql();
+    exists.push("SELECT COUNT(*) FROM cascade_scheduled_deletion WHERE model = ").bind(text(model));
+    exists.push(" AND object_id = ").bind(text(object_id));
+    let in_progress = database.fetch_count(&exists.finish()).await? > 0;
     let (model, object_id) = (model.to_owned(), object_id.to_owned());
     Err(if in_progress {
         ScheduleError::InProgress { model, object_id, what: "cancelled" }
@@ -149,15 +161,21 @@ pub async fn cancel(database: &Database, model: &str, object_id: &str) -> Result
     })
 }
 
-/// Every scheduled deletion, soonest first.
-pub async fn list(database: &Database) -> Result<Vec<Scheduled>, ScheduleError> {
+/// Every scheduled deletion, soonest first, with its state: `pending`, `in_progress`, `failed`
+/// (no attempts left, by `settings`), or `interrupted` (claimed, but its worker stopped sending
+/// heartbeats: it is released for another worker once the lease has passed).
+pub async fn list(database: &Database, settings: &Settings) -> Result<Vec<Scheduled>, ScheduleError> {
     migrate(database).await?;
-    let sql = format!(
-        "SELECT guid, model, object_id, {}, CASE WHEN in_progress THEN 'in_progress' ELSE 'pending' END, \
-         CAST(attempts AS TEXT), last_error, actor FROM cascade_scheduled_deletion ORDER BY date_scheduled, id",
-        database.backend().timestamp_text("date_scheduled")
-    );
-    let rows = database.fetch_texts(&Statement { sql, params: Vec::new() }).await?;
+    let backend = database.backend();
+    let silent_since = SystemTime::now().checked_sub(worker_gone_after(settings)).unwrap_or(SystemTime::UNIX_EPOCH);
+    let mut sql = database.sql();
+    sql.push("SELECT guid, model, object_id, ").push(&backend.timestamp_text("date_scheduled"));
+    sql.push(", CASE WHEN in_progress AND heartbeat < ").timestamp(silent_since);
+    sql.push(" THEN 'interrupted' WHEN in_progress THEN 'in_progress' WHEN attempts >= ");
+    sql.bind(Param::integer(i64::try_from(settings.max_attempts()).unwrap_or(i64::MAX)));
+    sql.push(" THEN 'failed' ELSE 'pending' END, CAST(attempts AS TEXT), last_error, actor ");
+    sql.push("FROM cascade_scheduled_deletion ORDER BY date_scheduled, id");
+    let rows = database.fetch_texts(&sql.finish()).await?;
     Ok(rows
         .into_iter()
         .map(|row| {
@@ -176,29 +194,36 @@ pub async fn list(database: &Database) -> Result<Vec<Scheduled>, ScheduleError> 
         .collect())
 }
 
-/// Marks as failed the rows that have used all their attempts (for listing).
-pub fn mark_failed(scheduled: &mut [Scheduled], max_attempts: u64) {
-    for row in scheduled.iter_mut().filter(|row| row.state == "pending" && row.attempts >= max_attempts) {
-        row.state = "failed".to_owned();
-    }
+/// How often a worker heartbeats its claim: a quarter of the lease, from 0.2 to 30 seconds.
+pub(crate) fn claim_heartbeat_every(lease: Duration) -> Duration {
+    (lease / 4).clamp(Duration::from_millis(200), Duration::from_secs(30))
+}
+
+/// How long a claim's heartbeat may be silent before its worker counts as gone: two missed
+/// heartbeats, and never less than the run lease.
+fn worker_gone_after(settings: &Settings) -> Duration {
+    settings.run_lease().max(claim_heartbeat_every(settings.lease()) * 2)
 }
 
 /// Releases claims whose heartbeat is older than the lease (their worker died); how many.
 pub(crate) async fn release_expired(database: &Database, lease: Duration) -> Result<u64, DbError> {
     let mut sql = database.sql();
-    sql.push("UPDATE cascade_scheduled_deletion SET in_progress = FALSE WHERE in_progress AND heartbeat < ");
-    sql.timestamp(SystemTime::now() - lease);
+    sql.push("UPDATE cascade_scheduled_deletion SET in_progress = FALSE, claim_token = NULL ");
+    sql.push("WHERE in_progress AND heartbeat < ")
+        .timestamp(SystemTime::now().checked_sub(lease).unwrap_or(SystemTime::UNIX_EPOCH));
     database.execute_alone(&sql.finish()).await
 }
 
 /// Claims one due deletion that has attempts left: a conditional update (`in_progress` false →
 /// true), on PostgreSQL over a row locked with `FOR UPDATE SKIP LOCKED`, so no two workers ever
-/// claim the same row.
+/// claim the same row. The claim carries a fresh token: every later update of the row names it,
+/// so a worker whose claim expired and went to another cannot touch it any more.
 pub(crate) async fn claim(database: &Database, max_attempts: u64) -> Result<Option<Claim>, DbError> {
     let now = SystemTime::now();
+    let token = uuid::Uuid::new_v4().simple().to_string();
     let mut sql = database.sql();
-    sql.push("UPDATE cascade_scheduled_deletion SET in_progress = TRUE, attempts = attempts + 1, heartbeat = ");
-    sql.timestamp(now);
+    sql.push("UPDATE cascade_scheduled_deletion SET in_progress = TRUE, attempts = attempts + 1, claim_token = ");
+    sql.bind(text(&token)).push(", heartbeat = ").timestamp(now);
     sql.push(" WHERE id = (SELECT id FROM cascade_scheduled_deletion WHERE NOT in_progress AND date_scheduled <= ");
     sql.timestamp(now);
     sql.push(" AND attempts < ").bind(Param::integer(i64::try_from(max_attempts).unwrap_or(i64::MAX)));
@@ -209,6 +234,7 @@ pub(crate) async fn claim(database: &Database, max_attempts: u64) -> Result<Opti
         let field = |index: usize| row.get(index).cloned().flatten().unwrap_or_default();
         Claim {
             id: field(0).parse().unwrap_or(0),
+            token: token.clone(),
             guid: field(1),
             model: field(2),
             object_id: field(3),
@@ -218,57 +244,66 @@ pub(crate) async fn claim(database: &Database, max_attempts: u64) -> Result<Opti
     }))
 }
 
-/// Runs one update of a claimed row by id.
-async fn update_claim(database: &Database, id: i64, set: impl FnOnce(&mut SqlBuilder)) -> Result<(), DbError> {
+/// Runs one update of a row this claim still holds; whether it did.
+async fn update_claim(database: &Database, claim: &Claim, set: impl FnOnce(&mut SqlBuilder)) -> Result<bool, DbError> {
     let mut sql = database.sql();
     sql.push("UPDATE cascade_scheduled_deletion SET ");
     set(&mut sql);
-    sql.push(" WHERE id = ").bind(Param::integer(id));
-    database.execute_alone(&sql.finish()).await?;
-    Ok(())
+    sql.push(" WHERE id = ").bind(Param::integer(claim.id));
+    sql.push(" AND in_progress AND claim_token = ").bind(text(&claim.token));
+    Ok(database.execute_alone(&sql.finish()).await? > 0)
 }
 
-/// The claim is alive.
-pub(crate) async fn heartbeat(database: &Database, id: i64) -> Result<(), DbError> {
-    update_claim(database, id, |sql| {
+/// The claim is alive; `false` when it is no longer this worker's (it expired and was released).
+pub(crate) async fn heartbeat(database: &Database, claim: &Claim) -> Result<bool, DbError> {
+    update_claim(database, claim, |sql| {
         sql.push("heartbeat = ").timestamp(SystemTime::now());
     })
     .await
 }
 
 /// The claim goes back unused (the worker is stopping), its attempt not counted.
-pub(crate) async fn release(database: &Database, id: i64) -> Result<(), DbError> {
-    update_claim(database, id, |sql| {
-        sql.push("in_progress = FALSE, attempts = attempts - 1");
+pub(crate) async fn release(database: &Database, claim: &Claim) -> Result<bool, DbError> {
+    update_claim(database, claim, |sql| {
+        sql.push("in_progress = FALSE, claim_token = NULL, attempts = attempts - 1");
     })
     .await
 }
 
 /// The attempt failed: the row waits until `retry_at`, with the error kept.
-pub(crate) async fn failed(database: &Database, id: i64, error: &str, retry_at: SystemTime) -> Result<(), DbError> {
-    update_claim(database, id, |sql| {
-        sql.push("in_progress = FALSE, last_error = ")
-            .bind(text(error))
-            .push(", date_scheduled = ")
-            .timestamp(retry_at);
+pub(crate) async fn failed(
+    database: &Database,
+    claim: &Claim,
+    error: &str,
+    retry_at: SystemTime,
+) -> Result<bool, DbError> {
+    update_claim(database, claim, |sql| {
+        sql.push("in_progress = FALSE, claim_token = NULL, last_error = ").bind(text(error));
+        sql.push(", date_scheduled = ").timestamp(retry_at);
     })
     .await
 }
 
 /// The attempt failed in a way no retry fixes: the row is kept as failed at once (its attempts
 /// used up), with the error.
-pub(crate) async fn give_up(database: &Database, id: i64, error: &str, max_attempts: u64) -> Result<(), DbError> {
-    update_claim(database, id, |sql| {
-        sql.push("in_progress = FALSE, last_error = ").bind(text(error)).push(", attempts = ");
+pub(crate) async fn give_up(
+    database: &Database,
+    claim: &Claim,
+    error: &str,
+    max_attempts: u64,
+) -> Result<bool, DbError> {
+    update_claim(database, claim, |sql| {
+        sql.push("in_progress = FALSE, claim_token = NULL, last_error = ").bind(text(error)).push(", attempts = ");
         sql.bind(Param::integer(i64::try_from(max_attempts).unwrap_or(i64::MAX)));
     })
     .await
 }
 
-/// The deletion is done (or was cancelled through its status): the row goes.
-pub(crate) async fn remove(database: &Database, id: i64) -> Result<(), DbError> {
+/// The deletion is done (or was cancelled through its status): the row goes, if this claim
+/// still holds it.
+pub(crate) async fn remove(database: &Database, claim: &Claim) -> Result<bool, DbError> {
     let mut sql = database.sql();
-    sql.push("DELETE FROM cascade_scheduled_deletion WHERE id = ").bind(Param::integer(id));
-    database.execute_alone(&sql.finish()).await?;
-    Ok(())
+    sql.push("DELETE FROM cascade_scheduled_deletion WHERE id = ").bind(Param::integer(claim.id));
+    sql.push(" AND claim_token = ").bind(text(&claim.token));
+    Ok(database.execute_alone(&sql.finish()).await? > 0)
 }

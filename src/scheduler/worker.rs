@@ -118,23 +118,31 @@ async fn work(
             continue;
         };
         info!(lane, guid = %claim.guid, model = %claim.model, id = %claim.object_id, attempt = claim.attempts, "claimed");
-        let heartbeat = keep_alive(database.clone(), claim.id, options.lease);
-        let result = run_claim(engine, stop, &claim).await;
+        let claim_stop = Arc::new(AtomicBool::new(false));
+        let lost = Arc::new(AtomicBool::new(false));
+        let heartbeat = keep_alive(database.clone(), claim.clone(), options.lease, stop.clone(), &claim_stop, &lost);
+        let result = run_claim(engine, &claim_stop, &claim).await;
         heartbeat.abort();
+        if lost.load(Ordering::SeqCst) {
+            // Another worker holds the deletion now: leave its row alone.
+            warn!(guid = %claim.guid, "the claim was lost (its lease ran out); stopped before the next chunk");
+            report.interrupted += 1;
+            continue;
+        }
         let failure = match result {
             Ok(RunOutcome::Succeeded) => {
-                super::remove(database, claim.id).await?;
+                super::remove(database, &claim).await?;
                 report.succeeded += 1;
                 None
             }
             Ok(RunOutcome::Skipped) => {
                 info!(guid = %claim.guid, "the root's status no longer allows the deletion: dropped");
-                super::remove(database, claim.id).await?;
+                super::remove(database, &claim).await?;
                 report.cancelled += 1;
                 None
             }
             Ok(RunOutcome::Interrupted) => {
-                super::release(database, claim.id).await?;
+                super::release(database, &claim).await?;
                 report.interrupted += 1;
                 None
             }
@@ -145,26 +153,53 @@ async fn work(
             report.failed += 1;
             if failure == Failure::Transient {
                 warn!(guid = %claim.guid, attempt = claim.attempts, error = %message, "deletion failed; it will be retried");
-                let retry_at = SystemTime::now().checked_add(options.retry_delay).unwrap_or_else(far_future);
-                super::failed(database, claim.id, &message, retry_at).await?;
+                let retry_at = SystemTime::now().checked_add(options.retry_delay).unwrap_or_else(super::latest_time);
+                super::failed(database, &claim, &message, retry_at).await?;
             } else {
                 warn!(guid = %claim.guid, error = %message, "deletion failed on an error no retry fixes; kept as failed");
-                super::give_up(database, claim.id, &message, options.max_attempts).await?;
+                super::give_up(database, &claim, &message, options.max_attempts).await?;
             }
         }
     }
     Ok(report)
 }
 
+/// How often the stop flags are looked at while waiting.
+const STOP_CHECK: Duration = Duration::from_millis(100);
+
 /// Heartbeats the claim on a timer of its own, so a long chunk or rate-limit wait never lets
-/// the lease run out while the worker is alive.
-fn keep_alive(database: Database, claim: i64, lease: Duration) -> tokio::task::JoinHandle<()> {
-    let every = (lease / 4).clamp(Duration::from_millis(200), Duration::from_secs(30));
+/// the lease run out while the worker is alive. Sets `claim_stop` when the worker stops
+/// (`stop`) or when the claim turns out to be lost (`lost` too), so the deletion stops before
+/// its next chunk.
+fn keep_alive(
+    database: Database,
+    claim: Claim,
+    lease: Duration,
+    stop: Arc<AtomicBool>,
+    claim_stop: &Arc<AtomicBool>,
+    lost: &Arc<AtomicBool>,
+) -> tokio::task::JoinHandle<()> {
+    let every = super::claim_heartbeat_every(lease);
+    let (claim_stop, lost) = (claim_stop.clone(), lost.clone());
     tokio::spawn(async move {
+        let mut last = Instant::now();
         loop {
-            tokio::time::sleep(every).await;
-            if let Err(error) = super::heartbeat(&database, claim).await {
-                warn!(%error, claim, "heartbeat failed");
+            tokio::time::sleep(STOP_CHECK).await;
+            if stop.load(Ordering::SeqCst) {
+                claim_stop.store(true, Ordering::SeqCst);
+            }
+            if last.elapsed() < every {
+                continue;
+            }
+            last = Instant::now();
+            match super::heartbeat(&database, &claim).await {
+                Ok(true) => {}
+                Ok(false) => {
+                    lost.store(true, Ordering::SeqCst);
+                    claim_stop.store(true, Ordering::SeqCst);
+                    return;
+                }
+                Err(error) => warn!(%error, guid = %claim.guid, "heartbeat failed"),
             }
         }
     })
@@ -217,11 +252,6 @@ fn chain(error: &dyn std::error::Error) -> String {
 async fn pause(duration: Duration, stop: &AtomicBool) {
     let started = Instant::now();
     while started.elapsed() < duration && !stop.load(Ordering::SeqCst) {
-        tokio::time::sleep(Duration::from_millis(100).min(duration - started.elapsed())).await;
+        tokio::time::sleep(STOP_CHECK.min(duration - started.elapsed())).await;
     }
-}
-
-/// A retry time for a delay too long to add to now: the end of year 9999.
-fn far_future() -> SystemTime {
-    humantime::parse_rfc3339("9999-12-31T23:59:59Z").unwrap_or(SystemTime::UNIX_EPOCH)
 }

@@ -1,0 +1,47 @@
+//! `runs`: the audit trail of deletions, newest first.
+
+use std::process::ExitCode;
+
+use cascade::config;
+use cascade::db::{Access, Database, tables};
+
+use super::Cli;
+use super::delete::SummaryFormat;
+
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// How many runs to list, newest first.
+    #[arg(long, default_value_t = 20, value_name = "N")]
+    pub limit: u64,
+    /// Output format: human, or json (a list of objects).
+    #[arg(long, value_enum, default_value_t = SummaryFormat::Human)]
+    pub format: SummaryFormat,
+}
+
+pub fn run(cli: &Cli, args: &Args) -> anyhow::Result<ExitCode> {
+    let loaded = config::load(&cli.config)?;
+    let url = super::database_url(cli, &loaded.config);
+    let run_lease = loaded.config.settings.run_lease();
+    let runs = super::block_on(async {
+        let database = Database::connect(&url, Access::ReadOnly).await?;
+        let runs = tables::list_runs(&database, args.limit, run_lease).await;
+        database.close().await;
+        runs
+    })?;
+    if args.format == SummaryFormat::Json {
+        println!("{}", serde_json::to_string_pretty(&runs)?);
+        return Ok(ExitCode::SUCCESS);
+    }
+    if runs.is_empty() {
+        println!("no deletions have run");
+    }
+    for run in &runs {
+        let resumes = run.resumes.map(|id| format!("  resumes run {id}")).unwrap_or_default();
+        let error = run.error.as_deref().map(|error| format!("  error: {error}")).unwrap_or_default();
+        println!(
+            "{:>6}  {:<11} {} {}  started {} UTC by {}{resumes}{error}",
+            run.id, run.outcome, run.root_model, run.root_ids, run.started_at, run.actor
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}
