@@ -94,7 +94,7 @@ fn member(model: &str, table: &str, rows: &[String]) -> std::io::Result<Vec<u8>>
     let mut member = GzEncoder::new(Vec::new(), Compression::default());
     let (model, table) = (serde_json::Value::from(model), serde_json::Value::from(table));
     for row in rows {
-        write!(member, "{{\"model\":{model},\"table\":{table},\"row\":{row}}}\n")?;
+        writeln!(member, "{{\"model\":{model},\"table\":{table},\"row\":{row}}}")?;
     }
     member.finish()
 }
