@@ -618,3 +618,69 @@ fn a_killed_run_is_interrupted_and_resumed_on_postgres() {
     let Some(url) = postgres_database(&format!("{DIAMOND_SCHEMA}{}", diamond_rows(3))) else { return };
     a_killed_run_is_interrupted_and_resumed(url);
 }
+
+/// Key types come from the catalog, domains resolved: a domain over `uuid` whose name contains
+/// "int" binds its keys as uuids, and a mixed-case domain over text as text.
+#[test]
+fn keys_of_domain_types_are_bound_by_what_the_catalog_says_on_postgres() {
+    let schema = r#"
+        CREATE DOMAIN print_id AS uuid;
+        CREATE DOMAIN "OddKey" AS text;
+        CREATE TABLE sheet (id print_id PRIMARY KEY);
+        CREATE TABLE line (id "OddKey" PRIMARY KEY, sheet_id print_id NOT NULL REFERENCES sheet (id));
+        CREATE INDEX line_sheet_id_idx ON line (sheet_id);
+        CREATE TABLE mark (id serial PRIMARY KEY, line_id "OddKey" NOT NULL REFERENCES line (id));
+        CREATE INDEX mark_line_id_idx ON mark (line_id);
+        INSERT INTO sheet VALUES ('00000000-0000-0000-0000-000000000001'), ('00000000-0000-0000-0000-000000000002');
+        INSERT INTO line VALUES ('a', '00000000-0000-0000-0000-000000000001'), ('b', '00000000-0000-0000-0000-000000000002');
+        INSERT INTO mark (line_id) VALUES ('a'), ('a'), ('b');
+    "#;
+    let Some(url) = postgres_database(schema) else { return };
+    let config = project(&[(
+        "cascades/sheet.toml",
+        "[models.sheet]\ntable = \"sheet\"\nchildren = [{ model = \"line\", column = \"sheet_id\" }]\n\n\
+         [models.line]\ntable = \"line\"\nchildren = [{ model = \"mark\", column = \"line_id\" }]\n\n\
+         [models.mark]\ntable = \"mark\"\nstrategy = \"bulk\"\n",
+    )]);
+    cascade(config.path())
+        .args(["delete", "sheet", "00000000-0000-0000-0000-000000000001", "--confirm", "--database-url", &url])
+        .assert()
+        .success();
+    let probe = Probe { url };
+    assert_eq!(probe.count("SELECT COUNT(*) FROM sheet"), 1);
+    assert_eq!(probe.count("SELECT COUNT(*) FROM line WHERE id = 'b'"), 1);
+    assert_eq!(probe.count("SELECT COUNT(*) FROM mark"), 1, "only the marks of line b are left");
+}
+
+/// SQLite stores any value in an `INT` column: a key that is not an integer is a clear error
+/// (not a panic), the run is recorded as failed, and nothing is half-deleted.
+#[test]
+fn a_key_that_does_not_fit_its_type_is_a_clear_error_on_sqlite() {
+    let dir = tempfile::tempdir().unwrap();
+    let url = sqlite_database(
+        dir.path(),
+        "CREATE TABLE box (id INTEGER PRIMARY KEY);
+         CREATE TABLE item (id INT PRIMARY KEY, box_id INTEGER NOT NULL REFERENCES box (id));
+         CREATE INDEX item_box_id_idx ON item (box_id);
+         INSERT INTO box VALUES (1);
+         INSERT INTO item VALUES ('x-1', 1), (2, 1);",
+    );
+    let config = project(&[(
+        "cascades/box.toml",
+        "[models.box]\ntable = \"box\"\nchildren = [{ model = \"item\", column = \"box_id\" }]\n\n\
+         [models.item]\ntable = \"item\"\n",
+    )]);
+    let output = cascade(config.path())
+        .args(["delete", "box", "1", "--confirm", "--database-url", &url])
+        .assert()
+        .code(2)
+        .get_output()
+        .stderr
+        .clone();
+    let stderr = String::from_utf8_lossy(&output);
+    assert!(stderr.contains("`x-1` is not an integer"), "{stderr}");
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    let probe = Probe { url };
+    assert_eq!(probe.count("SELECT COUNT(*) FROM cascade_run WHERE outcome = 'failed'"), 1);
+    assert_eq!(probe.count("SELECT COUNT(*) FROM box"), 1, "the parent stays while its children do");
+}

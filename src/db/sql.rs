@@ -18,7 +18,9 @@ pub enum KeyType {
 }
 
 impl KeyType {
-    /// From a column's declared type, as the schema reports it.
+    /// From a column's declared type by SQLite's affinity rule (a type containing `INT` has
+    /// integer affinity; `CHAR`, `CLOB`, `TEXT` or none, text). PostgreSQL columns get theirs
+    /// from the catalog instead.
     pub fn of_declared(data_type: &str) -> Self {
         let lower = data_type.to_ascii_lowercase();
         if lower.contains("int") || lower == "serial" || lower == "bigserial" {

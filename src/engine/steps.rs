@@ -76,7 +76,7 @@ pub(crate) fn node_sql<'a>(
         table
             .zip(column.or(Some("id")))
             .and_then(|(t, c)| t.column(c))
-            .map_or(KeyType::Integer, |c| KeyType::of_declared(&c.data_type))
+            .map_or(KeyType::Integer, |c| c.key_type.clone())
     };
     let table = table_of(node);
     let own_key = key_type(table, node.key.as_deref());

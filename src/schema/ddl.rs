@@ -17,6 +17,7 @@ use sqlparser::parser::Parser;
 use sqlparser::tokenizer::{Location, Token, TokenWithSpan, Tokenizer, Whitespace, Word};
 
 use crate::db::Kind;
+use crate::db::sql::KeyType;
 
 use super::{Column, ForeignKey, Index, OWN_TABLE_PREFIX, ReferentialAction, Schema, Table};
 
@@ -279,7 +280,7 @@ fn add_column(flavor: Kind, table: &mut Table, column: &ColumnDef) {
         }
     }
     let data_type = lowercase_outside_quotes(&column.data_type.to_string());
-    table.columns.push(Column { name, data_type, nullable });
+    table.columns.push(Column { name, key_type: KeyType::of_declared(&data_type), data_type, nullable });
 }
 
 /// The schema as one dialect reads a script.
@@ -774,7 +775,7 @@ mod tests {
     use super::*;
 
     fn column(name: &str, data_type: &str, nullable: bool) -> Column {
-        Column { name: name.into(), data_type: data_type.into(), nullable }
+        Column { name: name.into(), data_type: data_type.into(), nullable, key_type: KeyType::of_declared(data_type) }
     }
 
     fn index(name: Option<&str>, columns: &[&str], unique: bool) -> Index {

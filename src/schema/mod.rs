@@ -8,6 +8,7 @@ mod sqlite;
 
 use serde::Serialize;
 
+use crate::db::sql::KeyType;
 use crate::db::{Access, Database, DbError, Pool};
 
 pub use ddl::parse_ddl;
@@ -51,6 +52,10 @@ pub struct Column {
     pub data_type: String,
     /// Whether the column accepts NULL.
     pub nullable: bool,
+    /// How values of the column are bound as keys: from the catalog on PostgreSQL (domains
+    /// resolved), by SQLite's type-affinity rule otherwise.
+    #[serde(skip)]
+    pub key_type: KeyType,
 }
 
 /// A foreign key declared on a table.

@@ -8,6 +8,7 @@ use sqlx::{PgPool, Row, query};
 
 use super::{Column, ForeignKey, Index, OWN_TABLE_PREFIX, ReferentialAction, Schema, Table};
 use crate::db::DbError;
+use crate::db::sql::KeyType;
 
 /// The tables: ordinary and partitioned, not partitions, on the search_path.
 const TABLES: &str = "
@@ -16,12 +17,32 @@ const TABLES: &str = "
     WHERE c.relkind IN ('r', 'p') AND NOT c.relispartition AND n.nspname = ANY (current_schemas(false))
     ORDER BY array_position(current_schemas(false), n.nspname), c.relname";
 
+/// Columns with their declared type and, for binding keys, the type under any domains: the
+/// catalog says what a type is, never its name.
 const COLUMNS: &str = "
-    SELECT a.attrelid::int8 AS oid, a.attname::text AS name,
-           format_type(a.atttypid, a.atttypmod) AS data_type, NOT a.attnotnull AS nullable
-    FROM pg_attribute a
-    WHERE a.attrelid::int8 = ANY ($1) AND a.attnum > 0 AND NOT a.attisdropped
-    ORDER BY a.attrelid, a.attnum";
+    SELECT c.oid, c.name, c.data_type, c.nullable, c.base_oid, format_type(c.base_oid, NULL) AS base_type
+    FROM (
+        SELECT a.attrelid::int8 AS oid, a.attname::text AS name, a.attnum,
+               format_type(a.atttypid, a.atttypmod) AS data_type, NOT a.attnotnull AS nullable,
+               (WITH RECURSIVE chain(oid, base) AS (
+                    SELECT t.oid, t.typbasetype FROM pg_type t WHERE t.oid = a.atttypid
+                    UNION ALL
+                    SELECT t.oid, t.typbasetype FROM pg_type t JOIN chain ON t.oid = chain.base
+                )
+                SELECT chain.oid FROM chain WHERE chain.base = 0 LIMIT 1) AS base_oid
+        FROM pg_attribute a
+        WHERE a.attrelid::int8 = ANY ($1) AND a.attnum > 0 AND NOT a.attisdropped
+    ) c
+    ORDER BY c.oid, c.attnum";
+
+/// How keys of a column whose type (under its domains) is `base_oid` are bound.
+fn key_type(base_oid: u32, base_type: String) -> KeyType {
+    match base_oid {
+        20 | 21 | 23 => KeyType::Integer,  // int8, int2, int4
+        25 | 1042 | 1043 => KeyType::Text, // text, char(n), varchar(n)
+        _ => KeyType::Other(base_type),
+    }
+}
 
 /// Primary keys, unique constraints and foreign keys, on the tables and on their partitions
 /// (mapped to the partition root). Constraints cloned from a parent (conparentid <> 0) are left
@@ -77,10 +98,13 @@ pub async fn introspect(pool: &PgPool) -> Result<Schema, DbError> {
 
     for row in query(COLUMNS).bind(&oids).fetch_all(pool).await? {
         if let Some(table) = table_mut(&mut tables, &position, row.get("oid")) {
+            let base_oid: Option<sqlx::postgres::types::Oid> = row.get("base_oid");
+            let base_type: Option<String> = row.get("base_type");
             table.columns.push(Column {
                 name: row.get("name"),
                 data_type: row.get("data_type"),
                 nullable: row.get("nullable"),
+                key_type: key_type(base_oid.map_or(0, |oid| oid.0), base_type.unwrap_or_default()),
             });
         }
     }

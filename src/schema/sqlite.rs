@@ -6,6 +6,7 @@ use sqlx::{Row, query};
 
 use super::{Column, ForeignKey, Index, OWN_TABLE_PREFIX, ReferentialAction, Schema, Table};
 use crate::db::DbError;
+use crate::db::sql::KeyType;
 
 pub async fn introspect(pool: &SqlitePool) -> Result<Schema, DbError> {
     let names: Vec<String> = sqlx::query_scalar(
@@ -30,10 +31,14 @@ async fn table(pool: &SqlitePool, name: String) -> Result<Table, DbError> {
     primary_key.sort();
     let columns = columns
         .iter()
-        .map(|row| Column {
-            name: row.get("name"),
-            data_type: row.get::<String, _>("type").to_lowercase(),
-            nullable: row.get::<i64, _>("notnull") == 0 && row.get::<i64, _>("pk") == 0,
+        .map(|row| {
+            let data_type = row.get::<String, _>("type").to_lowercase();
+            Column {
+                name: row.get("name"),
+                key_type: KeyType::of_declared(&data_type),
+                data_type,
+                nullable: row.get::<i64, _>("notnull") == 0 && row.get::<i64, _>("pk") == 0,
+            }
         })
         .collect();
     Ok(Table {
