@@ -121,12 +121,12 @@ impl Backend for Postgres {
             _ => String::new(),
         };
         // 08: connection exception; 40001 serialization failure; 40P01 deadlock; 55P03 lock not
-        // available; 57014 statement timeout or cancel; 57P0x server shutting down; 53: out of
-        // resources.
+        // available; 55000 a database not accepting connections (for now); 57014 statement
+        // timeout or cancel; 57P0x server shutting down or starting; 53: out of resources.
         let transient = state.starts_with("08")
             || state.starts_with("53")
             || state.starts_with("57P")
-            || matches!(state.as_str(), "40001" | "40P01" | "55P03" | "57014");
+            || matches!(state.as_str(), "40001" | "40P01" | "55P03" | "55000" | "57014");
         if transient { Failure::Transient } else { Failure::Permanent }
     }
 }
