@@ -159,9 +159,13 @@ impl Case {
                 toml.push_str(&format!("children = [\n{}]\n", children.concat()));
             }
         }
-        let categories: Vec<String> = (0..self.models).filter(|m| self.outbox[*m]).map(|m| format!("\"c{m}\"")).collect();
+        let categories: Vec<String> =
+            (0..self.models).filter(|m| self.outbox[*m]).map(|m| format!("\"c{m}\"")).collect();
         if !categories.is_empty() {
-            toml.push_str(&format!("\n[outbox.scopes.all]\nshard_key = \"id\"\ncategories = [{}]\n", categories.join(", ")));
+            toml.push_str(&format!(
+                "\n[outbox.scopes.all]\nshard_key = \"id\"\ncategories = [{}]\n",
+                categories.join(", ")
+            ));
         }
         toml
     }
@@ -174,9 +178,11 @@ impl Case {
         deleted[0] = self.roots.iter().copied().filter(|id| self.rows[0].contains_key(id)).collect();
         for model in 1..self.models {
             for (id, columns) in &self.rows[model] {
-                let doomed = self.edges.iter().filter(|e| e.child == model && e.action == Action::Delete).any(|e| {
-                    columns[&e.parent].is_some_and(|parent| deleted[e.parent].contains(&parent))
-                });
+                let doomed = self
+                    .edges
+                    .iter()
+                    .filter(|e| e.child == model && e.action == Action::Delete)
+                    .any(|e| columns[&e.parent].is_some_and(|parent| deleted[e.parent].contains(&parent)));
                 if doomed {
                     deleted[model].insert(*id);
                 }
@@ -232,7 +238,12 @@ async fn run_case(number: u64, url: &str, case: &Case, coverage: &mut Coverage) 
     sources.add("cascade.toml", case.config());
     let mut loaded = cascade::config::load_sources(sources);
     cascade::planner::check(&mut loaded, None);
-    assert!(loaded.diagnostics.iter().all(|d| !d.is_error()), "case {number}: {:?}\n{}", loaded.diagnostics, case.config());
+    assert!(
+        loaded.diagnostics.iter().all(|d| !d.is_error()),
+        "case {number}: {:?}\n{}",
+        loaded.diagnostics,
+        case.config()
+    );
     let database = Database::connect(url, Access::ReadWrite).await.unwrap();
     let engine = match Engine::prepare(database.clone(), &loaded.config, &loaded.sources).await {
         Ok(engine) => engine,
@@ -257,7 +268,9 @@ async fn run_case(number: u64, url: &str, case: &Case, coverage: &mut Coverage) 
         if case.outbox[model] {
             let tombstones = database
                 .fetch_count(&Statement {
-                    sql: format!("SELECT COUNT(DISTINCT object_identifier) FROM cascade_outbox WHERE category = 'c{model}'"),
+                    sql: format!(
+                        "SELECT COUNT(DISTINCT object_identifier) FROM cascade_outbox WHERE category = 'c{model}'"
+                    ),
                     params: Vec::new(),
                 })
                 .await

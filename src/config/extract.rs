@@ -6,8 +6,8 @@ use toml::de::{DeTable, DeValue};
 
 use super::read::{Diagnostics, Fields, Node};
 use super::types::{
-    Config, IgnoredReference, Located, Model, OnDelete, Outbox, Relation, Scope, Settings, StatusCheck, StatusValue,
-    Strategy,
+    Config, IgnoredReference, Key, Located, Model, OnDelete, Outbox, Relation, Scope, Settings, StatusCheck,
+    StatusValue, Strategy,
 };
 use crate::diagnostic::{FileId, Location, Sources};
 
@@ -103,7 +103,7 @@ fn read_settings(mut fields: Fields<'_>, d: &mut Diagnostics) -> Settings {
 
 fn read_model(name: Located<String>, mut fields: Fields<'_>, d: &mut Diagnostics) -> Option<Model> {
     let table = fields.required("table", d).and_then(|n| n.identifier(d));
-    let key = fields.optional("key").and_then(|n| n.identifier(d));
+    let key = fields.optional("key").and_then(|n| read_key(&n, d));
     let strategy = fields.optional("strategy").and_then(|n| strategy(&n, d));
     let chunk_size = fields.optional("chunk_size").and_then(|n| n.unsigned(d));
     let rate_limit = fields.optional("rate_limit").and_then(|n| n.string(d));
@@ -129,6 +129,23 @@ fn read_model(name: Located<String>, mut fields: Fields<'_>, d: &mut Diagnostics
         require_all_references,
         ignore_references,
     })
+}
+
+/// `key = "id"` or `key = ["playlist_id", "track_id"]`.
+fn read_key(node: &Node<'_>, d: &mut Diagnostics) -> Option<Located<Key>> {
+    let location = node.location();
+    if !matches!(node.value.get_ref(), DeValue::Array(_)) {
+        return node.identifier(d).map(|column| Located::new(Key::Column(column.value), location));
+    }
+    let columns: Vec<String> = node.array_of(d, Node::identifier).into_iter().map(|c| c.value).collect();
+    match columns.len() {
+        0 => {
+            node.invalid("`key` must name at least one column", "an empty key", d);
+            None
+        }
+        1 => Some(Located::new(Key::Column(columns[0].clone()), location)),
+        _ => Some(Located::new(Key::Composite(columns), location)),
+    }
 }
 
 fn strategy(node: &Node<'_>, d: &mut Diagnostics) -> Option<Located<Strategy>> {

@@ -166,9 +166,11 @@ pub struct Model {
     pub name: Located<String>,
     /// The table this model deletes from, optionally schema-qualified (`schema.table`).
     pub table: Located<String>,
-    /// Primary-key column (integer or text). `bulk` models need none.
+    /// Primary key: one column (integer, text or another type), or a list of columns for a
+    /// composite key, which only `bulk` models can have. `bulk` models need a key only for their
+    /// outbox tombstones.
     #[schemars(extend("default" = "id"))]
-    pub key: Option<Located<String>>,
+    pub key: Option<Located<Key>>,
     /// How rows are deleted: `per_row` (default) or `bulk`.
     pub strategy: Option<Located<Strategy>>,
     /// Rows per transaction. Defaults to `[settings]` by strategy.
@@ -196,6 +198,34 @@ pub struct Model {
     /// Foreign keys to this table that `require_all_references` should not ask for.
     #[serde(default)]
     pub ignore_references: Vec<IgnoredReference>,
+}
+
+/// A primary key: one column, or several.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
+#[serde(untagged)]
+pub enum Key {
+    /// A single-column key, such as `"id"`.
+    Column(String),
+    /// A composite key, such as `["playlist_id", "track_id"]`.
+    Composite(Vec<String>),
+}
+
+impl Key {
+    /// The key's columns, in order.
+    pub fn columns(&self) -> Vec<String> {
+        match self {
+            Key::Column(column) => vec![column.clone()],
+            Key::Composite(columns) => columns.clone(),
+        }
+    }
+
+    /// The column of a single-column key.
+    pub fn single(&self) -> Option<&str> {
+        match self {
+            Key::Column(column) => Some(column),
+            Key::Composite(_) => None,
+        }
+    }
 }
 
 /// How a model's rows are deleted.

@@ -78,6 +78,9 @@ pub trait Backend: Send + Sync + Debug {
     /// A JSON object (as text) of `columns`, named by themselves.
     fn json_object(&self, sql: &mut SqlBuilder, columns: &[String]);
 
+    /// A JSON array (as text) of the values of `columns`, in order.
+    fn json_array(&self, sql: &mut SqlBuilder, columns: &[String]);
+
     /// The whole row of the table aliased `alias` as a JSON object (as text); `columns` are the
     /// table's columns, for a backend that must name them.
     fn row_json(&self, sql: &mut SqlBuilder, alias: &str, columns: &[String]);

@@ -70,6 +70,10 @@ impl Backend for Postgres {
         sql.push(") AS TEXT)");
     }
 
+    fn json_array(&self, sql: &mut SqlBuilder, columns: &[String]) {
+        sql.push("CAST(json_build_array(").identifiers(columns).push(") AS TEXT)");
+    }
+
     fn row_json(&self, sql: &mut SqlBuilder, alias: &str, _columns: &[String]) {
         sql.push("CAST(row_to_json(").identifier(alias).push(") AS TEXT)");
     }

@@ -63,6 +63,10 @@ impl Backend for Sqlite {
         sql.push(")");
     }
 
+    fn json_array(&self, sql: &mut SqlBuilder, columns: &[String]) {
+        sql.push("json_array(").identifiers(columns).push(")");
+    }
+
     fn row_json(&self, sql: &mut SqlBuilder, _alias: &str, columns: &[String]) {
         if columns.is_empty() {
             sql.push("NULL");

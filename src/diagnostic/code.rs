@@ -76,6 +76,7 @@ codes! {
     DeleteCycle = "delete-cycle", Error, "Delete relations form a cycle, so no order deletes children before parents.";
     BulkWithChildren = "bulk-with-children", Error, "A bulk model has children: a set-based delete loads no rows, so delete-children would be orphaned and nullify children left pointing at deleted rows.";
     BulkWithRowData = "bulk-with-row-data", Error, "A bulk model uses a status check or outbox payload, which need rows loaded (per_row).";
+    CompositeKeyPerRow = "composite-key-per-row", Error, "A model with a composite key is deleted per_row, which fetches and deletes rows by one key column.";
     InvalidChunkSize = "invalid-chunk-size", Error, "A chunk size is 0 or larger than the allowed maximum.";
     UnknownRateLimit = "unknown-rate-limit", Error, "`rate_limit` names an option that is not declared in [options].";
     UnscopedCategory = "unscoped-category", Error, "An outbox category is used by a model but registered in no scope.";

@@ -11,6 +11,8 @@ use crate::planner::PlanNode;
 /// and the payload (a JSON object), and for the archive the whole row (a JSON object).
 #[derive(Debug, Clone, Default, PartialEq)]
 pub(crate) struct Returning {
+    /// The key columns of a tombstone's object identifier (none without an outbox).
+    pub identity: Vec<String>,
     pub shard_key: Option<String>,
     pub payload: Vec<String>,
     /// The table's columns, when rows are archived.
@@ -107,7 +109,17 @@ impl NodeSql<'_> {
     /// `RETURNING` the key, shard key, payload object and row object, each as text (or NULL).
     fn returning(&self, sql: &mut SqlBuilder, returning: Option<&Returning>) {
         let Some(returning) = returning else { return };
-        sql.push(" RETURNING CAST(").identifier(self.key()).push(" AS TEXT), ");
+        sql.push(" RETURNING ");
+        match returning.identity.as_slice() {
+            [] => {
+                sql.push("NULL");
+            }
+            [column] => {
+                sql.push("CAST(").identifier(column).push(" AS TEXT)");
+            }
+            columns => self.backend.json_array(sql, columns),
+        }
+        sql.push(", ");
         match &returning.shard_key {
             Some(column) => sql.push("CAST(").identifier(column).push(" AS TEXT)"),
             None => sql.push("NULL"),

@@ -37,6 +37,7 @@ impl<'a> StepSql<'a> {
         let outbox = node.outbox.as_ref();
         let table = schema.and_then(|s| s.table(&node.table));
         let returning = Returning {
+            identity: if outbox.is_some() { node.identity.clone() } else { Vec::new() },
             shard_key: outbox
                 .and_then(|target| config.outbox.scopes.get(&target.scope))
                 .map(|scope| scope.shard_key.value.clone()),
@@ -73,10 +74,7 @@ pub(crate) fn node_sql<'a>(
 ) -> NodeSql<'a> {
     let table_of = |node: &PlanNode| schema.and_then(|s| s.table(&node.table));
     let key_type = |table: Option<&Table>, column: Option<&str>| {
-        table
-            .zip(column.or(Some("id")))
-            .and_then(|(t, c)| t.column(c))
-            .map_or(KeyType::Integer, |c| c.key_type.clone())
+        table.zip(column.or(Some("id"))).and_then(|(t, c)| t.column(c)).map_or(KeyType::Integer, |c| c.key_type.clone())
     };
     let table = table_of(node);
     let own_key = key_type(table, node.key.as_deref());

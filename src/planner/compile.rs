@@ -4,7 +4,7 @@
 
 use serde::Serialize;
 
-use crate::config::{Config, Model, OnDelete, Relation, Strategy};
+use crate::config::{Config, Key, Model, OnDelete, Relation, Strategy};
 
 /// Above this many nodes a plan is refused: a config whose diamonds multiply paths this much
 /// needs restructuring, not a tree of millions of steps.
@@ -28,8 +28,12 @@ pub struct PlanNode {
     pub model: String,
     /// The model's table.
     pub table: String,
-    /// Primary-key column (`None` for bulk models that declare none).
+    /// The single-column key a per_row step fetches and deletes by (`None` for a bulk model
+    /// that declares none or a composite one).
     pub key: Option<String>,
+    /// The key columns that identify a deleted row in outbox tombstones: the declared key
+    /// (several columns for a composite key), else `id`.
+    pub identity: Vec<String>,
     /// Column of this node's table that references the parent (`None` at the root).
     pub column: Option<String>,
     /// What happens to the rows: deleted, or their column set to NULL (always `delete` at the root).
@@ -81,6 +85,17 @@ pub enum CompileError {
     /// Deleting the named model would, through delete relations, delete it again.
     #[error("delete cycle through `{0}`: run `cascade validate` for the whole cycle")]
     Cycle(String),
+    /// The root model has a composite key: root rows are given by one id each.
+    #[error(
+        "model `{model}` has a composite key ({columns}): it cannot be the root of a deletion; delete its rows \
+         through a parent model"
+    )]
+    CompositeRoot {
+        /// The root model.
+        model: String,
+        /// Its key columns, comma-separated.
+        columns: String,
+    },
     /// The plan would have more nodes than the limit allows.
     #[error("the plan has more than {MAX_PLAN_NODES} nodes")]
     TooLarge,
@@ -90,6 +105,9 @@ pub enum CompileError {
 /// reports an unknown model or a cycle as an error rather than looping.
 pub fn compile(config: &Config, root: &str) -> Result<Plan, CompileError> {
     let model = model(config, root)?;
+    if let Some(Key::Composite(columns)) = model.key.as_ref().map(|key| &key.value) {
+        return Err(CompileError::CompositeRoot { model: root.to_owned(), columns: columns.join(", ") });
+    }
     let mut compiler = Compiler { config, path: Vec::new(), nodes: 0, next_step: 1 };
     let root = compiler.node(model, None)?;
     Ok(Plan { root })
@@ -137,6 +155,7 @@ impl<'a> Compiler<'a> {
             model: model.name.value.clone(),
             table: model.table.value.clone(),
             key: key_column(model, strategy),
+            identity: model.key.as_ref().map_or_else(|| vec!["id".to_owned()], |key| key.value.columns()),
             column: via.map(|relation| relation.column.value.clone()),
             action,
             strategy,
@@ -154,10 +173,10 @@ fn effective_strategy(model: &Model, via: Option<&Relation>) -> Strategy {
         .map_or(Strategy::PerRow, |strategy| strategy.value)
 }
 
-/// The key column; bulk models only have one when they declare it.
+/// The single key column; bulk models only have one when they declare it.
 fn key_column(model: &Model, strategy: Strategy) -> Option<String> {
     match (&model.key, strategy) {
-        (Some(key), _) => Some(key.value.clone()),
+        (Some(key), _) => key.value.single().map(str::to_owned),
         (None, Strategy::PerRow) => Some("id".to_owned()),
         (None, Strategy::Bulk) => None,
     }

@@ -65,9 +65,15 @@ fn write_model(text: &mut String, table: &Table, names: &[String], index: usize,
         toml_key(&names[index]),
         toml_string(&table_name(table, names, index))
     );
-    match single_key(table) {
-        Some(key) if key != "id" => {
+    match table.primary_key.as_slice() {
+        [key] if key != "id" => {
             let _ = writeln!(text, "key = {}", toml_string(key));
+        }
+        // A composite key identifies the rows of a bulk leaf (such a table is never a parent:
+        // relations reference one column).
+        columns @ [_, _, ..] => {
+            let quoted: Vec<String> = columns.iter().map(|column| toml_string(column)).collect();
+            let _ = writeln!(text, "key = [{}]", quoted.join(", "));
         }
         _ => {}
     }

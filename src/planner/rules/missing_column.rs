@@ -1,5 +1,6 @@
-//! `missing-column`: a column the executor would use is not in its table: the key of a per_row
-//! model, a relation's column, the status column or an outbox payload column.
+//! `missing-column`: a column the executor would use is not in its table: a declared key (every
+//! column of a composite one), the default key `id` of a per_row model or of a bulk model that
+//! writes an outbox category, a relation's column, the status column or an outbox payload column.
 
 use crate::config::{Located, Model, Strategy};
 use crate::diagnostic::{Code, Diagnostic, Location, did_you_mean};
@@ -32,20 +33,35 @@ pub fn check(context: &Context<'_>, diagnostics: &mut Vec<Diagnostic>) {
     }
 }
 
-/// A per_row model deletes by key, so its key (declared, or the default `id`) must exist.
+/// A per_row model deletes by key, so its key (declared, or the default `id`) must exist; a
+/// bulk model needs one only for its outbox tombstones, but a declared key must always exist.
 fn key_column(model: &Model, missing: &mut impl FnMut(&str, &Location, &str)) {
     let bulk = model.strategy.as_ref().is_some_and(|s| s.value == Strategy::Bulk);
     match &model.key {
-        Some(Located { value, location }) => missing(value, location, "key"),
+        Some(Located { value, location }) => {
+            for column in value.columns() {
+                missing(&column, location, "key");
+            }
+        }
         None if !bulk => missing("id", &model.table.location, "the default key: set `key`"),
+        None if model.outbox.is_some() => missing(
+            "id",
+            &model.table.location,
+            "the default key, which a bulk model needs only for its outbox tombstones: set `key`",
+        ),
         None => {}
     }
 }
 
 fn diagnostic(table: &Table, column: &str, location: &Location, role: &str) -> Diagnostic {
     let primary_key = match table.primary_key.as_slice() {
-        [key] if role.contains("key") => Some(format!("set `key = \"{key}\"`, the table's primary key")),
-        _ => None,
+        [] => None,
+        _ if !role.contains("key") => None,
+        [key] => Some(format!("set `key = \"{key}\"`, the table's primary key")),
+        columns => {
+            let quoted: Vec<String> = columns.iter().map(|c| format!("\"{c}\"")).collect();
+            Some(format!("set `key = [{}]`, the table's primary key", quoted.join(", ")))
+        }
     };
     let help = primary_key
         .or_else(|| did_you_mean(column, table.columns.iter().map(|c| c.name.as_str())))

@@ -5,6 +5,7 @@ mod bulk_with_children;
 mod bulk_with_row_data;
 mod category_in_many_scopes;
 mod chunk_size;
+mod composite_key_per_row;
 mod database_cascade;
 mod delete_cycle;
 mod duplicate_relation;
@@ -33,6 +34,7 @@ pub const ALL: &[Rule] = &[
     delete_cycle::check,
     bulk_with_children::check,
     bulk_with_row_data::check,
+    composite_key_per_row::check,
     chunk_size::check,
     unknown_rate_limit::check,
     unscoped_category::check,
