@@ -14,6 +14,9 @@ use cascade::diagnostic::Sources;
 use cascade::engine::{DeleteOptions, Engine, RunOutcome};
 use common::{block_on, postgres_database, sqlite_database};
 
+/// A table's rows: id → value of each parent column (by parent model).
+type Rows = BTreeMap<i64, BTreeMap<usize, Option<i64>>>;
+
 /// xorshift64: small, seeded, and the same on every machine.
 struct Random(u64);
 
@@ -57,7 +60,7 @@ struct Case {
     bulk: Vec<bool>,
     outbox: Vec<bool>,
     chunk: Vec<u64>,
-    rows: Vec<BTreeMap<i64, BTreeMap<usize, Option<i64>>>>,
+    rows: Vec<Rows>,
     roots: Vec<i64>,
 }
 
@@ -80,7 +83,7 @@ fn generate(seed: u64) -> Case {
     let bulk: Vec<bool> = (0..models).map(|m| m > 0 && !has_children(m) && random.chance(50)).collect();
     let outbox: Vec<bool> = (0..models).map(|_| random.chance(30)).collect();
     let chunk: Vec<u64> = (0..models).map(|_| 1 + random.below(4)).collect();
-    let mut rows: Vec<BTreeMap<i64, BTreeMap<usize, Option<i64>>>> = Vec::new();
+    let mut rows: Vec<Rows> = Vec::new();
     for model in 0..models {
         let count = if model == 0 { 4 } else { random.below(12) as i64 };
         let mut table = BTreeMap::new();
@@ -173,7 +176,7 @@ impl Case {
     /// The expected tables after deleting the roots, computed without the tool: a row is deleted
     /// when a delete relation leads to it from a deleted row; a surviving row's column is NULL
     /// when a nullify relation leads to it from a deleted row.
-    fn expected(&self) -> (Vec<BTreeMap<i64, BTreeMap<usize, Option<i64>>>>, Vec<usize>) {
+    fn expected(&self) -> (Vec<Rows>, Vec<usize>) {
         let mut deleted: Vec<BTreeSet<i64>> = vec![BTreeSet::new(); self.models];
         deleted[0] = self.roots.iter().copied().filter(|id| self.rows[0].contains_key(id)).collect();
         for model in 1..self.models {
@@ -204,7 +207,7 @@ impl Case {
     }
 }
 
-async fn table_rows(database: &Database, case: &Case, model: usize) -> BTreeMap<i64, BTreeMap<usize, Option<i64>>> {
+async fn table_rows(database: &Database, case: &Case, model: usize) -> Rows {
     let parents: Vec<usize> = case.edges.iter().filter(|e| e.child == model).map(|e| e.parent).collect();
     let columns: Vec<String> = std::iter::once("CAST(id AS TEXT)".to_owned())
         .chain(parents.iter().map(|p| format!("CAST(r{p} AS TEXT)")))

@@ -11,6 +11,7 @@ use std::path::{Path, PathBuf};
 
 use toml::de::DeTable;
 
+pub use read::is_identifier;
 pub use schema::json_schema;
 pub use types::*;
 
@@ -190,6 +191,15 @@ children = "b"
             ]
         );
         insta::assert_snapshot!(fixture::human(config));
+    }
+
+    #[test]
+    fn names_that_hide_what_they_are_are_refused() {
+        for name in ["   ", "a\u{202e}b", "line\u{2028}break", "left\u{2066}to", "quo\"te", "back`tick", "new\nline"] {
+            let config = format!("[models.a]\ntable = {}\n", toml::Value::from(name));
+            assert_eq!(fixture::codes(&config), vec![(Code::InvalidValue, 2)], "{name:?}");
+        }
+        assert_eq!(fixture::codes("[models.a]\ntable = \"Odd Name\"\n"), vec![]);
     }
 
     #[test]

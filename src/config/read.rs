@@ -200,8 +200,12 @@ impl<'a> Node<'a> {
     }
 }
 
-fn is_identifier(name: &str) -> bool {
-    !name.is_empty() && !name.chars().any(|c| c.is_control() || c == '"' || c == '`')
+/// A name that quoting keeps sound and that reads the same in every message: not empty, not
+/// only spaces, and without quotes, backticks, control characters, line or paragraph
+/// separators, or the bidirectional controls that make text display differently from what it is.
+pub fn is_identifier(name: &str) -> bool {
+    let invisible = |c: char| matches!(c, '\u{2028}' | '\u{2029}' | '\u{200e}' | '\u{200f}' | '\u{061c}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}');
+    !name.trim().is_empty() && !name.chars().any(|c| c.is_control() || c == '"' || c == '`' || invisible(c))
 }
 
 struct Field<'a> {

@@ -104,11 +104,6 @@ impl SqlBuilder {
         self.push(&quote_identifier(name))
     }
 
-    /// A possibly `schema.`-qualified table name.
-    pub fn table(&mut self, name: &str) -> &mut Self {
-        self.push(&quote_qualified(name))
-    }
-
     /// One placeholder for `param`.
     pub fn bind(&mut self, param: Param) -> &mut Self {
         self.statement.params.push(param);

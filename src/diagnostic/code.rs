@@ -84,6 +84,7 @@ codes! {
     EmptyScope = "empty-scope", Warning, "An outbox scope registers no categories.";
     PayloadWithoutOutbox = "payload-without-outbox", Warning, "`outbox_payload` is set on a model that writes no outbox category.";
     MissingTable = "missing-table", Error, "A model's table is not in the schema.";
+    IdentifierCase = "identifier-case", Warning, "A table or column name matches the database's only when case is ignored; the database's spelling is used.";
     MissingColumn = "missing-column", Error, "A key, relation, status or payload column is not in its table.";
     UnregisteredReference = "unregistered-reference", Error, "A foreign key points at a `require_all_references` model but is neither a child relation nor ignored.";
     NullifyNotNull = "nullify-not-null", Error, "A nullify relation's column is NOT NULL, so it cannot be set to NULL.";

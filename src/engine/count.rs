@@ -12,7 +12,7 @@ use crate::db::{Backend, Database, DbError};
 use crate::planner::{Plan, PlanNode};
 
 use super::typed_keys;
-use crate::schema::Schema;
+use crate::schema::{CatalogNames, Schema};
 
 /// How many rows a plan would delete or nullify for some root ids.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
@@ -49,6 +49,7 @@ pub enum CountError {
 struct Counter<'a> {
     backend: &'static dyn Backend,
     config: &'a Config,
+    schema: &'a Schema,
     root_key_type: KeyType,
     ids: SqlValue,
 }
@@ -67,7 +68,7 @@ pub async fn count(
         key: root.key().to_owned(),
         table: plan.root.table.clone(),
     })?;
-    let counter = Counter { backend: database.backend(), config, root_key_type: root.key_type.clone(), ids };
+    let counter = Counter { backend: database.backend(), config, schema, root_key_type: root.key_type.clone(), ids };
     let mut counts = Counts::default();
     let mut paths: IndexMap<(String, OnDelete), Vec<Vec<&PlanNode>>> = IndexMap::new();
     for path in paths_of(&plan.root) {
@@ -112,7 +113,7 @@ impl Counter<'_> {
     fn count(&self, paths: &[Vec<&PlanNode>], with_status: bool) -> Statement {
         let node = paths[0].last().expect("a path ends at its node");
         let mut sql = SqlBuilder::new(self.backend);
-        sql.push("SELECT COUNT(*) FROM ").table(&node.table).push(" WHERE ");
+        sql.push("SELECT COUNT(*) FROM ").push(&self.names(node).quoted_table()).push(" WHERE ");
         for (index, path) in paths.iter().enumerate() {
             if index > 0 {
                 sql.push(" OR ");
@@ -132,20 +133,31 @@ impl Counter<'_> {
             self.root_predicate(sql, node, with_status);
             return;
         };
-        let column = node.column.as_deref().expect("a child node has a relation column");
-        sql.identifier(column).push(" IN (SELECT ").identifier(parent.key.as_deref().unwrap_or("id"));
-        sql.push(" FROM ").table(&parent.table).push(" WHERE ");
+        let column = self.names(node).column(node.column.as_deref().expect("a child node has a relation column"));
+        let parent_names = self.names(parent);
+        sql.identifier(&column)
+            .push(" IN (SELECT ")
+            .identifier(&parent_names.column(parent.key.as_deref().unwrap_or("id")));
+        sql.push(" FROM ").push(&parent_names.quoted_table()).push(" WHERE ");
         self.predicate(sql, parents, with_status);
         sql.push(")");
     }
 
     fn root_predicate(&self, sql: &mut SqlBuilder, root: &PlanNode, with_status: bool) {
-        let key = root.key.as_deref().unwrap_or("id");
-        sql.key_list(key, &self.root_key_type, Param::Value(self.ids.clone()));
+        let names = self.names(root);
+        sql.key_list(
+            &names.column(root.key.as_deref().unwrap_or("id")),
+            &self.root_key_type,
+            Param::Value(self.ids.clone()),
+        );
         let status = self.config.model(&root.model).and_then(|m| m.status.as_ref()).filter(|_| with_status);
         if let Some(status) = status {
             sql.push(" AND ");
-            super::sql::status_in(sql, &status.column.value, &status.proceed);
+            super::sql::status_in(sql, &names.column(&status.column.value), &status.proceed);
         }
+    }
+
+    fn names<'n>(&'n self, node: &'n PlanNode) -> CatalogNames<'n> {
+        CatalogNames::of(Some(self.schema), &node.table)
     }
 }

@@ -6,6 +6,7 @@ use crate::config::{Located, StatusCheck, StatusValue, Strategy};
 use crate::db::Backend;
 use crate::db::sql::{KeyType, Param, SqlBuilder, SqlValue, Statement};
 use crate::planner::PlanNode;
+use crate::schema::CatalogNames;
 
 /// What a delete returns for each row, all as text: the key, and for the outbox the shard key
 /// and the payload (a JSON object), and for the archive the whole row (a JSON object).
@@ -39,6 +40,8 @@ pub(crate) fn status_in(sql: &mut SqlBuilder, column: &str, values: &[Located<St
 pub(crate) struct NodeSql<'a> {
     pub backend: &'static dyn Backend,
     pub node: &'a PlanNode,
+    /// The catalog's spelling of the node's table and columns.
+    pub names: CatalogNames<'a>,
     /// Key type of this node's key column (for deleting a chunk by key).
     pub key_type: KeyType,
     /// Type of the values this node is matched on: the parent's key type, or the ids' at the root.
@@ -47,13 +50,21 @@ pub(crate) struct NodeSql<'a> {
 }
 
 impl NodeSql<'_> {
-    pub fn key(&self) -> &str {
-        self.node.key.as_deref().unwrap_or("id")
+    /// The single key column, as the catalog spells it.
+    pub fn key(&self) -> String {
+        self.names.column(self.node.key.as_deref().unwrap_or("id"))
     }
 
     /// The column this node's rows are found by: the relation column, or the key at the root.
-    fn match_column(&self) -> &str {
-        self.node.column.as_deref().unwrap_or_else(|| self.key())
+    fn match_column(&self) -> String {
+        match &self.node.column {
+            Some(column) => self.names.column(column),
+            None => self.key(),
+        }
+    }
+
+    fn table(&self) -> String {
+        self.names.quoted_table()
     }
 
     fn builder(&self) -> SqlBuilder {
@@ -64,21 +75,21 @@ impl NodeSql<'_> {
     /// chunk's keys, or the root ids), at the root only those whose status allows deletion.
     pub fn select_chunk(&self, matched: Param, status: Option<&StatusCheck>) -> Statement {
         let mut sql = self.builder();
-        sql.push("SELECT CAST(").identifier(self.key()).push(" AS TEXT) FROM ").table(&self.node.table);
-        sql.push(" WHERE ").key_list(self.match_column(), &self.match_type, matched);
+        sql.push("SELECT CAST(").identifier(&self.key()).push(" AS TEXT) FROM ").push(&self.table());
+        sql.push(" WHERE ").key_list(&self.match_column(), &self.match_type, matched);
         if let Some(status) = status {
             sql.push(" AND ");
-            status_in(&mut sql, &status.column.value, &status.proceed_or_in_progress());
+            status_in(&mut sql, &self.names.column(&status.column.value), &status.proceed_or_in_progress());
         }
-        sql.push(" ORDER BY ").identifier(self.key()).push(" LIMIT ").push(&self.node.chunk_size.to_string());
+        sql.push(" ORDER BY ").identifier(&self.key()).push(" LIMIT ").push(&self.node.chunk_size.to_string());
         sql.finish()
     }
 
     /// per_row: deletes one chunk by key, returning what the outbox and archive need.
     pub fn delete_by_keys(&self, keys: Param, returning: Option<&Returning>) -> Statement {
         let mut sql = self.builder();
-        sql.push("DELETE FROM ").table(&self.node.table).push(" AS ").identifier(ROW_ALIAS).push(" WHERE ");
-        sql.key_list(self.key(), &self.key_type, keys);
+        sql.push("DELETE FROM ").push(&self.table()).push(" AS ").identifier(ROW_ALIAS).push(" WHERE ");
+        sql.key_list(&self.key(), &self.key_type, keys);
         self.returning(&mut sql, returning);
         sql.finish()
     }
@@ -89,16 +100,13 @@ impl NodeSql<'_> {
         let rows = self.backend.row_selector(self.partitioned);
         let mut sql = self.builder();
         match self.node.action {
-            OnDelete::Delete => sql.push("DELETE FROM ").table(&self.node.table).push(" AS ").identifier(ROW_ALIAS),
-            OnDelete::Nullify => sql
-                .push("UPDATE ")
-                .table(&self.node.table)
-                .push(" SET ")
-                .identifier(self.match_column())
-                .push(" = NULL"),
+            OnDelete::Delete => sql.push("DELETE FROM ").push(&self.table()).push(" AS ").identifier(ROW_ALIAS),
+            OnDelete::Nullify => {
+                sql.push("UPDATE ").push(&self.table()).push(" SET ").identifier(&self.match_column()).push(" = NULL")
+            }
         };
-        sql.push(" WHERE ").push(rows.matched).push(rows.open).push(rows.select).push(" FROM ").table(&self.node.table);
-        sql.push(" WHERE ").key_list(self.match_column(), &self.match_type, matched);
+        sql.push(" WHERE ").push(rows.matched).push(rows.open).push(rows.select).push(" FROM ").push(&self.table());
+        sql.push(" WHERE ").key_list(&self.match_column(), &self.match_type, matched);
         sql.push(" LIMIT ").push(&self.node.chunk_size.to_string()).push(rows.close);
         if self.node.action == OnDelete::Delete {
             self.returning(&mut sql, returning);
@@ -149,8 +157,8 @@ impl NodeSql<'_> {
             if index > 0 {
                 sql.push(" OR ");
             }
-            sql.push("EXISTS (SELECT 1 FROM ").table(&child.node.table).push(" WHERE ");
-            sql.key_list(child.match_column(), &self.key_type, keys.clone()).push(")");
+            sql.push("EXISTS (SELECT 1 FROM ").push(&child.table()).push(" WHERE ");
+            sql.key_list(&child.match_column(), &self.key_type, keys.clone()).push(")");
         }
         sql.push(" THEN '1' ELSE '0' END AS TEXT)");
         sql.finish()
@@ -163,11 +171,11 @@ impl NodeSql<'_> {
 
     /// Root rows whose status allows the deletion are marked in progress before anything else.
     pub fn mark_in_progress(&self, ids: Param, status: &StatusCheck) -> Statement {
-        let column = &status.column.value;
+        let column = &self.names.column(&status.column.value);
         let mut sql = self.builder();
-        sql.push("UPDATE ").table(&self.node.table).push(" SET ").identifier(column).push(" = ");
+        sql.push("UPDATE ").push(&self.table()).push(" SET ").identifier(column).push(" = ");
         sql.bind(status_value(&status.in_progress.value)).push(" WHERE ");
-        sql.key_list(self.key(), &self.key_type, ids).push(" AND ");
+        sql.key_list(&self.key(), &self.key_type, ids).push(" AND ");
         status_in(&mut sql, column, &status.proceed_or_in_progress());
         sql.finish()
     }
@@ -176,17 +184,17 @@ impl NodeSql<'_> {
     /// model has one: `status` is NULL without.
     pub fn select_roots(&self, ids: Param, status: Option<&StatusCheck>) -> Statement {
         let mut sql = self.builder();
-        sql.push("SELECT CAST(").identifier(self.key()).push(" AS TEXT), ");
+        sql.push("SELECT CAST(").identifier(&self.key()).push(" AS TEXT), ");
         match status {
             Some(status) => {
                 sql.push("CASE WHEN ");
-                status_in(&mut sql, &status.column.value, &status.proceed_or_in_progress());
+                status_in(&mut sql, &self.names.column(&status.column.value), &status.proceed_or_in_progress());
                 sql.push(" THEN 'proceed' ELSE 'skip' END")
             }
             None => sql.push("'proceed'"),
         };
-        sql.push(" FROM ").table(&self.node.table).push(" WHERE ");
-        sql.key_list(self.key(), &self.key_type, ids);
+        sql.push(" FROM ").push(&self.table()).push(" WHERE ");
+        sql.key_list(&self.key(), &self.key_type, ids);
         sql.finish()
     }
 }

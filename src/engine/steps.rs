@@ -8,7 +8,7 @@ use crate::config::{Config, StatusCheck};
 use crate::db::Backend;
 use crate::db::sql::{KeyType, Param, SqlValue, Statement, quote_literal};
 use crate::planner::{OutboxTarget, Plan, PlanNode};
-use crate::schema::{Schema, Table};
+use crate::schema::{CatalogNames, Schema, Table};
 
 /// Everything one node's statements are built from.
 pub(crate) struct StepSql<'a> {
@@ -30,19 +30,24 @@ impl<'a> StepSql<'a> {
         parent: Option<&PlanNode>,
         config: &'a Config,
         backend: &'static dyn Backend,
-        schema: Option<&Schema>,
+        schema: Option<&'a Schema>,
         archive: bool,
     ) -> Self {
         let model = config.model(&node.model);
         let outbox = node.outbox.as_ref();
-        let table = schema.and_then(|s| s.table(&node.table));
+        let names = CatalogNames::of(schema, &node.table);
+        let table = names.table();
         let returning = Returning {
-            identity: if outbox.is_some() { node.identity.clone() } else { Vec::new() },
+            identity: if outbox.is_some() {
+                node.identity.iter().map(|c| names.column(c)).collect()
+            } else {
+                Vec::new()
+            },
             shard_key: outbox
                 .and_then(|target| config.outbox.scopes.get(&target.scope))
-                .map(|scope| scope.shard_key.value.clone()),
+                .map(|scope| names.column(&scope.shard_key.value)),
             payload: match (outbox, model) {
-                (Some(_), Some(model)) => model.outbox_payload.iter().map(|c| c.value.clone()).collect(),
+                (Some(_), Some(model)) => model.outbox_payload.iter().map(|c| names.column(&c.value)).collect(),
                 _ => Vec::new(),
             },
             row: archive.then(|| table.map(|t| t.columns.iter().map(|c| c.name.clone()).collect()).unwrap_or_default()),
@@ -70,17 +75,19 @@ pub(crate) fn node_sql<'a>(
     node: &'a PlanNode,
     parent: Option<&PlanNode>,
     backend: &'static dyn Backend,
-    schema: Option<&Schema>,
+    schema: Option<&'a Schema>,
 ) -> NodeSql<'a> {
     let table_of = |node: &PlanNode| schema.and_then(|s| s.table(&node.table));
     let key_type = |table: Option<&Table>, column: Option<&str>| {
         table.zip(column.or(Some("id"))).and_then(|(t, c)| t.column(c)).map_or(KeyType::Integer, |c| c.key_type.clone())
     };
-    let table = table_of(node);
+    let names = CatalogNames::of(schema, &node.table);
+    let table = names.table();
     let own_key = key_type(table, node.key.as_deref());
     NodeSql {
         backend,
         node,
+        names,
         match_type: match parent {
             Some(parent) => key_type(table_of(parent), parent.key.as_deref()),
             None => own_key.clone(),

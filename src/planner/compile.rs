@@ -32,7 +32,9 @@ pub struct PlanNode {
     /// that declares none or a composite one).
     pub key: Option<String>,
     /// The key columns that identify a deleted row in outbox tombstones: the declared key
-    /// (several columns for a composite key), else `id`.
+    /// (several columns for a composite key), else `id`. Left out of the plan's JSON, whose
+    /// shape is fixed.
+    #[serde(skip)]
     pub identity: Vec<String>,
     /// Column of this node's table that references the parent (`None` at the root).
     pub column: Option<String>,

@@ -1,9 +1,10 @@
 //! A starting config written from a schema's foreign keys (`cascade init`): a model per table,
 //! every usable foreign key as a child relation, bulk on leaves, and every delete-cycle broken.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::fmt::Write as _;
 
+use crate::config::is_identifier;
 use crate::schema::{ForeignKey, Schema, Table};
 
 /// One foreign key that can be a relation: `child_table.column` → `parent_table`'s key.
@@ -25,6 +26,11 @@ enum Decision {
 
 /// The TOML text of a config for `schema`, starting with the `#:schema` line.
 pub fn starting_config(schema: &Schema) -> String {
+    // A table whose name a config cannot hold is left out, with the reason, before anything
+    // else: its foreign keys then stay undeclared, so a deletion that reaches it is refused.
+    let (nameable, unnameable): (Vec<&Table>, Vec<&Table>) =
+        schema.tables.iter().partition(|table| config_can_name(table));
+    let schema = &Schema { tables: nameable.into_iter().cloned().collect() };
     let names = model_names(&schema.tables);
     let (edges, mut comments) = edges(schema);
     let decisions = break_cycles(schema.tables.len(), &edges, &names);
@@ -51,20 +57,25 @@ pub fn starting_config(schema: &Schema) -> String {
          # Written by `cascade init` from the database's foreign keys. Review it: chunk sizes,\n\
          # rate limits, status checks and outbox categories are yours to add.\n",
     );
-    for (index, table) in schema.tables.iter().enumerate() {
-        write_model(&mut text, table, &names, index, &children[index]);
+    for table in unnameable {
+        let _ = writeln!(
+            text,
+            "# table {:?} left out: its name cannot be written in a config (quotes, backticks, a `.`, \
+             control or invisible characters)",
+            table.qualified_name()
+        );
+    }
+    for index in 0..schema.tables.len() {
+        write_model(&mut text, &schema.tables, &names, index, &children[index]);
     }
     text
 }
 
-fn write_model(text: &mut String, table: &Table, names: &[String], index: usize, children: &[String]) {
+fn write_model(text: &mut String, tables: &[Table], names: &[String], index: usize, children: &[String]) {
+    let table = &tables[index];
     let deletes_children = children.iter().any(|line| !line.trim_start().starts_with('#'));
-    let _ = write!(
-        text,
-        "\n[models.{}]\ntable = {}\n",
-        toml_key(&names[index]),
-        toml_string(&table_name(table, names, index))
-    );
+    let _ =
+        write!(text, "\n[models.{}]\ntable = {}\n", toml_key(&names[index]), toml_string(&table_name(table, tables)));
     match table.primary_key.as_slice() {
         [key] if key != "id" => {
             let _ = writeln!(text, "key = {}", toml_string(key));
@@ -86,24 +97,46 @@ fn write_model(text: &mut String, table: &Table, names: &[String], index: usize,
 }
 
 /// The table as the config names it: qualified only when its name alone is ambiguous.
-fn table_name(table: &Table, names: &[String], index: usize) -> String {
-    if names[index].contains("__") { table.qualified_name() } else { table.name.clone() }
+/// Whether `table = "..."` can name the table: its schema and name are identifiers the config
+/// accepts, and neither holds the `.` that separates them.
+fn config_can_name(table: &Table) -> bool {
+    let nameable = |part: &str| is_identifier(part) && !part.contains('.');
+    nameable(&table.name) && table.schema.as_deref().is_none_or(nameable)
 }
 
-/// snake_case of each table name (`InvoiceLine` → `invoice_line`), made unique with the schema.
+/// `schema.name` for a table off the search_path or whose name another schema shares (so that
+/// the config names exactly it), else the bare name.
+fn table_name(table: &Table, tables: &[Table]) -> String {
+    let shared = tables.iter().filter(|other| other.name == table.name).count() > 1;
+    if table.off_search_path || shared { table.qualified_name() } else { table.name.clone() }
+}
+
+/// snake_case of each table name (`InvoiceLine` → `invoice_line`), prefixed with the schema
+/// when that name is taken, then numbered while it still is (`InvoiceLine` and `invoice_line`
+/// in one schema become `invoice_line` and `invoice_line_2`): model names are TOML keys and
+/// must be unique.
 fn model_names(tables: &[Table]) -> Vec<String> {
     let mut count: HashMap<String, usize> = HashMap::new();
     for table in tables {
         *count.entry(snake_case(&table.name)).or_default() += 1;
     }
+    let mut taken = HashSet::new();
     tables
         .iter()
         .map(|table| {
             let name = snake_case(&table.name);
-            match (&table.schema, count[&name]) {
+            let base = match (&table.schema, count[&name]) {
                 (Some(schema), n) if n > 1 => format!("{}__{name}", snake_case(schema)),
                 _ => name,
+            };
+            let mut unique = base.clone();
+            for number in 2.. {
+                if taken.insert(unique.clone()) {
+                    break;
+                }
+                unique = format!("{base}_{number}");
             }
+            unique
         })
         .collect()
 }

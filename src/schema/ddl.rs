@@ -910,6 +910,7 @@ ALTER TABLE public.customer OWNER TO postgres;
             customer,
             &Table {
                 partitioned: false,
+                off_search_path: false,
                 schema: Some("public".into()),
                 name: "customer".into(),
                 columns: vec![
@@ -1022,6 +1023,7 @@ ALTER TABLE public.customer OWNER TO postgres;
             table(&parsed, "Artist"),
             &Table {
                 partitioned: false,
+                off_search_path: false,
                 schema: None,
                 name: "Artist".into(),
                 columns: vec![column("ArtistId", "integer", false), column("Name", "nvarchar(120)", true)],
@@ -1034,6 +1036,7 @@ ALTER TABLE public.customer OWNER TO postgres;
             table(&parsed, "Album"),
             &Table {
                 partitioned: false,
+                off_search_path: false,
                 schema: None,
                 name: "Album".into(),
                 columns: vec![

@@ -8,7 +8,7 @@ mod sqlite;
 
 use serde::Serialize;
 
-use crate::db::sql::KeyType;
+use crate::db::sql::{KeyType, quote_identifier, quote_qualified};
 use crate::db::{Access, Database, DbError, Pool};
 
 pub use ddl::parse_ddl;
@@ -41,6 +41,10 @@ pub struct Table {
     pub indexes: Vec<Index>,
     /// A PostgreSQL partitioned table: a row's `ctid` is unique only within its partition.
     pub partitioned: bool,
+    /// A PostgreSQL table in a schema that is not on the search_path: only `schema.table`
+    /// names it.
+    #[serde(skip)]
+    pub off_search_path: bool,
 }
 
 /// One column of a table.
@@ -139,6 +143,42 @@ impl Table {
     }
 }
 
+/// What a config names (a table, its columns), spelled as the catalog spells it when the schema
+/// knows the table, as written otherwise: validation and the executor resolve names the same way.
+#[derive(Debug, Clone, Copy)]
+pub struct CatalogNames<'a> {
+    config_table: &'a str,
+    table: Option<&'a Table>,
+}
+
+impl<'a> CatalogNames<'a> {
+    /// The names of the table a config calls `config_table`, looked up in `schema`.
+    pub fn of(schema: Option<&'a Schema>, config_table: &'a str) -> Self {
+        Self { config_table, table: schema.and_then(|schema| schema.table(config_table)) }
+    }
+
+    /// The table itself, when the schema has it.
+    pub fn table(&self) -> Option<&'a Table> {
+        self.table
+    }
+
+    /// The table's name, quoted: `"schema"."name"` as the catalog has it, or the config's name.
+    pub fn quoted_table(&self) -> String {
+        match self.table {
+            Some(table) => match &table.schema {
+                Some(schema) => format!("{}.{}", quote_identifier(schema), quote_identifier(&table.name)),
+                None => quote_identifier(&table.name),
+            },
+            None => quote_qualified(self.config_table),
+        }
+    }
+
+    /// A column's name as the catalog spells it (or as written).
+    pub fn column(&self, name: &str) -> String {
+        self.table.and_then(|table| table.column(name)).map_or_else(|| name.to_owned(), |column| column.name.clone())
+    }
+}
+
 impl Schema {
     /// The table a config's `table = "..."` means: `schema.name` or `name`, exactly, else
     /// ignoring ASCII case when that is unambiguous.
@@ -151,8 +191,11 @@ impl Schema {
             let same = |a: &str, b: &str| {
                 if exact { a == b } else { a.eq_ignore_ascii_case(b) }
             };
-            same(&table.name, name)
-                && schema.is_none_or(|schema| table.schema.as_deref().is_some_and(|s| same(s, schema)))
+            let schema_matches = match schema {
+                Some(schema) => table.schema.as_deref().is_some_and(|s| same(s, schema)),
+                None => !table.off_search_path,
+            };
+            same(&table.name, name) && schema_matches
         };
         if let Some(table) = self.tables.iter().find(|t| matches(t, true)) {
             return Some(table);

@@ -1,6 +1,6 @@
-//! Reading the schema of a live PostgreSQL database from its catalogs: every table of the
-//! schemas on the search_path. A partitioned table is one table; keys and indexes declared on
-//! its partitions count as its own.
+//! Reading the schema of a live PostgreSQL database from its catalogs: every table of every
+//! user schema, those on the search_path first (only they answer to an unqualified name). A
+//! partitioned table is one table; keys and indexes declared on its partitions count as its own.
 
 use std::collections::HashMap;
 
@@ -10,12 +10,15 @@ use super::{Column, ForeignKey, Index, OWN_TABLE_PREFIX, ReferentialAction, Sche
 use crate::db::DbError;
 use crate::db::sql::KeyType;
 
-/// The tables: ordinary and partitioned, not partitions, on the search_path.
+/// The tables: ordinary and partitioned, not partitions, of every schema but the system's; those
+/// on the search_path first, in its order.
 const TABLES: &str = "
-    SELECT c.oid::int8 AS oid, n.nspname::text AS schema, c.relname::text AS name, c.relkind = 'p' AS partitioned
+    SELECT c.oid::int8 AS oid, n.nspname::text AS schema, c.relname::text AS name, c.relkind = 'p' AS partitioned,
+           n.nspname <> ALL (current_schemas(false)) AS off_search_path
     FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
-    WHERE c.relkind IN ('r', 'p') AND NOT c.relispartition AND n.nspname = ANY (current_schemas(false))
-    ORDER BY array_position(current_schemas(false), n.nspname), c.relname";
+    WHERE c.relkind IN ('r', 'p') AND NOT c.relispartition
+      AND n.nspname <> 'information_schema' AND n.nspname NOT LIKE 'pg\\_%'
+    ORDER BY COALESCE(array_position(current_schemas(false), n.nspname), 2147483647), n.nspname, c.relname";
 
 /// Columns with their declared type and, for binding keys, the type under any domains: the
 /// catalog says what a type is, never its name.
@@ -87,6 +90,7 @@ pub async fn introspect(pool: &PgPool) -> Result<Schema, DbError> {
                     schema: Some(row.get("schema")),
                     name: row.get("name"),
                     partitioned: row.get("partitioned"),
+                    off_search_path: row.get("off_search_path"),
                     ..Table::default()
                 },
             )

@@ -44,6 +44,7 @@ async fn table(pool: &SqlitePool, name: String) -> Result<Table, DbError> {
     Ok(Table {
         schema: None,
         partitioned: false,
+        off_search_path: false,
         foreign_keys: foreign_keys(pool, &name).await?,
         indexes: indexes(pool, &name).await?,
         primary_key: primary_key.into_iter().map(|(_, column)| column).collect(),

@@ -10,6 +10,7 @@ mod database_cascade;
 mod delete_cycle;
 mod duplicate_relation;
 mod empty_scope;
+mod identifier_case;
 mod missing_column;
 mod missing_shard_key;
 mod missing_table;
@@ -44,6 +45,7 @@ pub const ALL: &[Rule] = &[
     // These need the real schema and do nothing without one.
     missing_table::check,
     missing_column::check,
+    identifier_case::check,
     unregistered_reference::check,
     nullify_not_null::check,
     unindexed_relation::check,
