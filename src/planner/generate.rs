@@ -65,8 +65,8 @@ pub fn starting_config(schema: &Schema) -> String {
             table.qualified_name()
         );
     }
-    for index in 0..schema.tables.len() {
-        write_model(&mut text, &schema.tables, &names, index, &children[index]);
+    for (index, children) in children.iter().enumerate() {
+        write_model(&mut text, &schema.tables, &names, index, children);
     }
     text
 }
