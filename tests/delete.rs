@@ -684,3 +684,53 @@ fn a_key_that_does_not_fit_its_type_is_a_clear_error_on_sqlite() {
     assert_eq!(probe.count("SELECT COUNT(*) FROM cascade_run WHERE outcome = 'failed'"), 1);
     assert_eq!(probe.count("SELECT COUNT(*) FROM box"), 1, "the parent stays while its children do");
 }
+
+/// The archive holds a root row as it was before the deletion marked it in progress, even when
+/// the run that marked it was killed and another finished it.
+fn archived_roots_keep_their_status(url: String) {
+    let probe = Probe { url: url.clone() };
+    let config = project(&[("cascades/diamond.toml", &slow_config(Some(100)))]);
+    let archive = config.path().join("archive");
+    let args = delete_args(&url, &["--archive", archive.to_str().unwrap()]);
+    let mut first = Command::new(assert_cmd::cargo::cargo_bin("cascade"))
+        .current_dir(config.path())
+        .args(&args)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let started = Instant::now();
+    while probe.count("SELECT COUNT(*) FROM org WHERE status = 1") == 0 {
+        assert!(started.elapsed() < Duration::from_secs(30), "the roots were never marked");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    first.kill().unwrap(); // SIGKILL, after the marking
+    first.wait().unwrap();
+    cascade(config.path()).args(&args).assert().success();
+
+    let mut statuses = Vec::new();
+    for entry in std::fs::read_dir(&archive).unwrap() {
+        let path = entry.unwrap().path();
+        if !path.file_name().unwrap().to_string_lossy().starts_with("org.") {
+            continue;
+        }
+        let mut text = String::new();
+        flate2::read::MultiGzDecoder::new(std::fs::File::open(&path).unwrap()).read_to_string(&mut text).unwrap();
+        statuses.extend(text.lines().map(|line| serde_json::from_str::<Value>(line).unwrap()["row"]["status"].clone()));
+    }
+    assert!(!statuses.is_empty(), "the org rows were archived");
+    assert!(statuses.iter().all(|status| status.as_i64() == Some(0)), "archived as before the marking: {statuses:?}");
+    assert_eq!(probe.count("SELECT COUNT(*) FROM cascade_checkpoint"), 0, "the kept statuses are forgotten");
+}
+
+#[test]
+fn archived_roots_keep_their_status_on_sqlite() {
+    let dir = tempfile::tempdir().unwrap();
+    archived_roots_keep_their_status(sqlite_database(dir.path(), &format!("{DIAMOND_SCHEMA}{}", diamond_rows(3))));
+}
+
+#[test]
+fn archived_roots_keep_their_status_on_postgres() {
+    let Some(url) = postgres_database(&format!("{DIAMOND_SCHEMA}{}", diamond_rows(3))) else { return };
+    archived_roots_keep_their_status(url);
+}

@@ -382,3 +382,27 @@ fn rescheduling_keeps_the_guid_and_cancel_refuses_a_running_deletion() {
     let (code, _, stderr) = run(&["cancel", "item", "1"]);
     assert_eq!((code, stderr.as_str()), (Some(1), "error: no deletion of item 1 is scheduled\n"));
 }
+
+/// Dates beyond year 9999 and durations that overflow are refused with a message, never a panic.
+#[test]
+fn schedule_refuses_dates_it_cannot_hold() {
+    let dir = tempfile::tempdir().unwrap();
+    let url = sqlite_database(dir.path(), &format!("{SCHEMA}{}", rows(1, 1)));
+    let config_dir = project(&[("cascades/items.toml", &config("", None))]);
+    for when in [["--in", "8000y"], ["--in", "18446744073709551615s"], ["--at", "1960-01-01T00:00:00Z"]] {
+        let output = cascade(config_dir.path())
+            .args(["schedule", "item", "1"])
+            .args(when)
+            .args(["--database-url", &url])
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(2), "{when:?}: {stderr}");
+        assert!(stderr.contains("9999-12-31"), "{when:?}: {stderr}");
+        assert!(!stderr.contains("panicked"), "{when:?}: {stderr}");
+    }
+    cascade(config_dir.path())
+        .args(["schedule", "item", "1", "--at", "9999-12-31T00:00:00Z", "--database-url", &url])
+        .assert()
+        .success();
+}

@@ -147,7 +147,8 @@ fn parse_time_with_offset(text: &str) -> Result<SystemTime, String> {
         Some((time, sign, Duration::from_secs(seconds)))
     });
     let parse = |time: &str| {
-        humantime::parse_rfc3339_weak(time).map_err(|error| format!("{error} (as in 2026-12-24T18:00:00Z)"))
+        humantime::parse_rfc3339_weak(time)
+            .map_err(|error| format!("{error} (a time such as 2026-12-24T18:00:00Z, from 1970-01-01 to 9999-12-31)"))
     };
     match offset {
         // `+02:00` means the local time is ahead of UTC: subtract it.

@@ -6,8 +6,8 @@ use std::time::{Duration, SystemTime};
 use indexmap::IndexMap;
 use serde::Serialize;
 
-use super::sql::{Param, SqlBuilder, Statement};
-use super::{Database, DbError, migrate};
+use super::sql::{KeyType, Param, SqlBuilder, SqlValue, Statement};
+use super::{Database, DbError, Transaction, migrate};
 
 /// A run just recorded, and the interrupted run of the same roots it resumes, if any.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -182,6 +182,70 @@ pub async fn set_option(database: &Database, name: &str, value: f64) -> Result<(
     sql.push("INSERT INTO cascade_option (name, value) VALUES (").bind_text(name);
     sql.push(", CAST(").bind_text(&value.to_string());
     sql.push(" AS DOUBLE PRECISION)) ON CONFLICT (name) DO UPDATE SET value = excluded.value, updated_at = CURRENT_TIMESTAMP");
+    database.execute_alone(&sql.finish()).await?;
+    Ok(())
+}
+
+/// The checkpoint name under which a root row's status from before a deletion marked it is
+/// kept.
+fn status_checkpoint(table: &str, key: &str) -> String {
+    format!("status-before-deletion:{table}:{key}")
+}
+
+/// Keeps the statuses root rows of `table` had before the deletion marked them in progress
+/// (key → status as JSON), in the marking transaction; a status kept by an earlier, interrupted
+/// run of the same rows stays.
+pub async fn remember_statuses(
+    transaction: &mut Transaction,
+    table: &str,
+    statuses: &[(String, String)],
+) -> Result<(), DbError> {
+    if statuses.is_empty() {
+        return Ok(());
+    }
+    let backend = transaction.backend();
+    let records: Vec<serde_json::Value> = statuses
+        .iter()
+        .map(|(key, status)| serde_json::json!({ "name": status_checkpoint(table, key), "position": status }))
+        .collect();
+    let mut sql = SqlBuilder::new(backend);
+    sql.push("INSERT INTO cascade_checkpoint (name, position) SELECT ").push(&backend.json_field("name"));
+    sql.push(", ").push(&backend.json_field("position")).push(" FROM ");
+    backend.json_records(&mut sql, Param::text(&serde_json::Value::from(records).to_string()), &["name", "position"]);
+    sql.push(" WHERE true ON CONFLICT (name) DO NOTHING");
+    transaction.execute(&sql.finish()).await?;
+    Ok(())
+}
+
+/// The statuses kept for root rows `keys` of `table` (key → status as JSON).
+pub async fn remembered_statuses(
+    database: &Database,
+    table: &str,
+    keys: &[String],
+) -> Result<IndexMap<String, String>, DbError> {
+    let names: Vec<String> = keys.iter().map(|key| status_checkpoint(table, key)).collect();
+    let mut sql = database.sql();
+    sql.push("SELECT name, position FROM cascade_checkpoint WHERE ");
+    sql.key_list("name", &KeyType::Text, Param::Value(SqlValue::Texts(names)));
+    let prefix = status_checkpoint(table, "");
+    Ok(database
+        .fetch_texts(&sql.finish())
+        .await?
+        .into_iter()
+        .filter_map(|row| {
+            let mut fields = row.into_iter();
+            let (name, position) = (fields.next().flatten()?, fields.next().flatten()?);
+            Some((name.strip_prefix(&prefix)?.to_owned(), position))
+        })
+        .collect())
+}
+
+/// Forgets the statuses kept for root rows `keys` of `table` once they are deleted.
+pub async fn forget_statuses(database: &Database, table: &str, keys: &[String]) -> Result<(), DbError> {
+    let names: Vec<String> = keys.iter().map(|key| status_checkpoint(table, key)).collect();
+    let mut sql = database.sql();
+    sql.push("DELETE FROM cascade_checkpoint WHERE ");
+    sql.key_list("name", &KeyType::Text, Param::Value(SqlValue::Texts(names)));
     database.execute_alone(&sql.finish()).await?;
     Ok(())
 }

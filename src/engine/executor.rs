@@ -210,6 +210,12 @@ pub struct Deletion<'a> {
     run_id: i64,
     /// Keeps `cascade_run.heartbeat` fresh while the deletion exists.
     heartbeat: tokio::task::JoinHandle<()>,
+    root: &'a PlanNode,
+    /// The root rows' keys.
+    root_keys: Vec<String>,
+    /// The statuses root rows had before this deletion (or an interrupted earlier run of it)
+    /// marked them, as JSON: what the archive holds.
+    statuses_before: IndexMap<String, String>,
 }
 
 impl Drop for Deletion<'_> {
@@ -252,10 +258,22 @@ impl<'a> Deletion<'a> {
             texts(&ids).into_iter().filter(|id| !found.iter().any(|row| row[0].as_deref() == Some(id))).collect();
         let proceeding = typed_keys(&root.sql.key_type, proceeding)
             .map_err(|id| DeleteError::NotAnInteger { id, table: plan.root.table.clone() })?;
+        let mut statuses_before = IndexMap::new();
         if let (Some(status), false) = (root.status, is_empty(&proceeding)) {
             let mut transaction = database.begin_write().await?;
+            let before = transaction
+                .fetch_texts(&root.sql.statuses_before_marking(Param::Value(proceeding.clone()), status))
+                .await?;
+            let before: Vec<(String, String)> = before
+                .into_iter()
+                .filter_map(|row| {
+                    Some((row.first().cloned().flatten()?, status_json(row.get(1).cloned().flatten()?, status)))
+                })
+                .collect();
+            tables::remember_statuses(&mut transaction, &plan.root.table, &before).await?;
             transaction.execute(&root.sql.mark_in_progress(Param::Value(proceeding.clone()), status)).await?;
             transaction.commit().await?;
+            statuses_before = tables::remembered_statuses(database, &plan.root.table, &texts(&proceeding)).await?;
         }
         let run_lease = config.settings.run_lease();
         let run =
@@ -265,6 +283,7 @@ impl<'a> Deletion<'a> {
         summary.resumes = run.resumes;
         info!(run = run_id, resumes = run.resumes, model = %plan.root.model, roots = texts(&proceeding).len(), skipped = summary.skipped.len(), "deletion started");
 
+        let root_keys = texts(&proceeding);
         let mut stack = Vec::new();
         if !is_empty(&proceeding) {
             stack.push(Frame { node: &plan.root, state: initial_state(&plan.root), step: root, matched: proceeding });
@@ -283,6 +302,9 @@ impl<'a> Deletion<'a> {
             started,
             run_id,
             heartbeat: keep_run_alive(database.clone(), run_id, run_lease),
+            root: &plan.root,
+            root_keys,
+            statuses_before,
         })
     }
 
@@ -376,6 +398,9 @@ impl<'a> Deletion<'a> {
     pub async fn finish(mut self, outcome: RunOutcome, error: Option<&str>) -> Result<Summary, DeleteError> {
         self.summary.elapsed_ms = self.started.elapsed().as_secs_f64() * 1e3;
         let rows = serde_json::json!({ "deleted": self.summary.deleted, "nullified": self.summary.nullified });
+        if outcome == RunOutcome::Succeeded && !self.statuses_before.is_empty() {
+            tables::forget_statuses(self.database, &self.root.table, &self.root_keys).await?;
+        }
         let outcome = outcome.as_str();
         tables::finish_run(self.database, self.run_id, &rows.to_string(), outcome, error).await?;
         info!(run = self.run_id, outcome, rows = self.summary.rows(), "deletion finished");
@@ -478,7 +503,17 @@ impl<'a> Deletion<'a> {
     ) -> Result<u64, DeleteError> {
         let frame = self.stack.last().expect("the frame being worked on");
         if let Some(archive) = &mut self.archive {
-            let lines: Vec<String> = rows.iter().filter_map(|row| row.get(3).cloned().flatten()).collect();
+            let mut lines: Vec<String> = rows.iter().filter_map(|row| row.get(3).cloned().flatten()).collect();
+            if std::ptr::eq(frame.node, self.root) && !self.statuses_before.is_empty() {
+                let (key, status) =
+                    (frame.step.sql.key(), frame.step.status.map(|s| frame.step.sql.names.column(&s.column.value)));
+                if let Some(status) = status {
+                    lines = lines
+                        .into_iter()
+                        .map(|line| with_status_before(line, &key, &status, &self.statuses_before))
+                        .collect();
+                }
+            }
             archive.write(&frame.node.model, &frame.node.table, &lines)?;
         }
         let tombstones: Vec<serde_json::Value> = rows
@@ -533,6 +568,28 @@ impl<'a> Deletion<'a> {
         }
         self.rates.get(option).copied().unwrap_or(0.0)
     }
+}
+
+/// A status read back as text, as the JSON value the config's status values have.
+fn status_json(text: String, status: &crate::config::StatusCheck) -> String {
+    match (&status.in_progress.value, text.trim().parse::<i64>()) {
+        (crate::config::StatusValue::Integer(_), Ok(number)) => number.to_string(),
+        _ => serde_json::Value::from(text).to_string(),
+    }
+}
+
+/// An archived root row (a JSON object) with its status as it was before the deletion marked
+/// it in progress.
+fn with_status_before(line: String, key: &str, status: &str, before: &IndexMap<String, String>) -> String {
+    let Ok(serde_json::Value::Object(mut row)) = serde_json::from_str::<serde_json::Value>(&line) else { return line };
+    let row_key = match row.get(key) {
+        Some(serde_json::Value::String(text)) => text.clone(),
+        Some(other) => other.to_string(),
+        None => return line,
+    };
+    let Some(original) = before.get(&row_key).and_then(|json| serde_json::from_str(json).ok()) else { return line };
+    row.insert(status.to_owned(), original);
+    serde_json::Value::Object(row).to_string()
 }
 
 /// Heartbeats the run every quarter of its lease, so that a run whose process died is told from

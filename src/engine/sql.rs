@@ -180,6 +180,20 @@ impl NodeSql<'_> {
         sql.finish()
     }
 
+    /// The key and status (as text) of the root rows among `ids` that are about to be marked in
+    /// progress: those whose status allows the deletion and is not already `in_progress`.
+    pub fn statuses_before_marking(&self, ids: Param, status: &StatusCheck) -> Statement {
+        let column = self.names.column(&status.column.value);
+        let unmarked: Vec<Located<StatusValue>> =
+            status.proceed.iter().filter(|value| value.value != status.in_progress.value).cloned().collect();
+        let mut sql = self.builder();
+        sql.push("SELECT CAST(").identifier(&self.key()).push(" AS TEXT), CAST(").identifier(&column);
+        sql.push(" AS TEXT) FROM ").push(&self.table()).push(" WHERE ");
+        sql.key_list(&self.key(), &self.key_type, ids).push(" AND ");
+        status_in(&mut sql, &column, &unmarked);
+        sql.finish()
+    }
+
     /// The keys (as text) of the root rows among `ids` that exist, with their status when the
     /// model has one: `status` is NULL without.
     pub fn select_roots(&self, ids: Param, status: Option<&StatusCheck>) -> Statement {
