@@ -7,9 +7,7 @@ mod common;
 use std::collections::BTreeSet;
 use std::io::Read as _;
 
-use cascade::db::sql::Statement;
-use cascade::db::{Access, Database};
-use common::{block_on, cascade, postgres_database, project, sqlite_database};
+use common::{cascade, postgres_database, project, sqlite_database, texts};
 
 const SCHEMA: &str = "
 CREATE TABLE playlist (id INTEGER PRIMARY KEY);
@@ -44,15 +42,6 @@ strategy = "bulk"
 shard_key = "playlist_id"
 categories = ["playlist_track_update"]
 "#;
-
-fn texts(url: &str, sql: &str) -> Vec<Vec<Option<String>>> {
-    block_on(async {
-        let database = Database::connect(url, Access::ReadWrite).await.unwrap();
-        let rows = database.fetch_texts(&Statement { sql: sql.to_owned(), params: Vec::new() }).await.unwrap();
-        database.close().await;
-        rows
-    })
-}
 
 fn composite_keys_end_to_end(url: &str) {
     let dir = project(&[("cascades/playlists.toml", CONFIG)]);

@@ -10,8 +10,6 @@ use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use cascade::db::sql::Statement;
-use cascade::db::{Access, Database};
 use common::diamond::{DIAMOND_CONFIG, DIAMOND_SCHEMA, EXPECTED, diamond_rows};
 use common::{block_on, cascade, postgres_database, project, sqlite_database};
 use serde_json::Value;
@@ -23,16 +21,11 @@ struct Probe {
 
 impl Probe {
     fn texts(&self, sql: &str) -> Vec<Vec<Option<String>>> {
-        block_on(async {
-            let database = Database::connect(&self.url, Access::ReadWrite).await.unwrap();
-            let rows = database.fetch_texts(&Statement { sql: sql.to_owned(), params: Vec::new() }).await.unwrap();
-            database.close().await;
-            rows
-        })
+        common::texts(&self.url, sql)
     }
 
     fn count(&self, sql: &str) -> u64 {
-        self.texts(&format!("SELECT CAST(({sql}) AS TEXT)"))[0][0].as_deref().unwrap().parse().unwrap()
+        common::count(&self.url, sql)
     }
 
     /// Rows per table of the diamond schema.

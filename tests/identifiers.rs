@@ -5,18 +5,7 @@
 
 mod common;
 
-use cascade::db::sql::Statement;
-use cascade::db::{Access, Database};
-use common::{block_on, cascade, postgres_database, project};
-
-fn count(url: &str, sql: &str) -> u64 {
-    block_on(async {
-        let database = Database::connect(url, Access::ReadOnly).await.unwrap();
-        let count = database.fetch_count(&Statement { sql: sql.to_owned(), params: Vec::new() }).await.unwrap();
-        database.close().await;
-        count
-    })
-}
+use common::{cascade, count, postgres_database, project};
 
 const SCHEMA: &str = r#"
 CREATE TABLE parent (id integer PRIMARY KEY);

@@ -9,9 +9,10 @@ use cascade::db::sql::Statement;
 use cascade::db::{Access, Database, DbError, SCHEMA_VERSION_TABLE, migrate, schema_version};
 use common::{block_on, postgres_database, sqlite_database};
 
-/// The tables 0.1.0 created on first use, as its scripts wrote them.
-const RELEASE_0_1_SQLITE: &str = include_str!("fixtures/tables-0.1.0.sqlite.sql");
-const RELEASE_0_1_POSTGRES: &str = include_str!("fixtures/tables-0.1.0.postgres.sql");
+/// The tables 0.1.0 created on first use: its scripts became migration 1 unchanged (applied
+/// migrations are never edited), so they stand for that release here.
+const RELEASE_0_1_SQLITE: &str = include_str!("../schemas/migrations/sqlite/0001_tables.sql");
+const RELEASE_0_1_POSTGRES: &str = include_str!("../schemas/migrations/postgres/0001_tables.sql");
 
 const TOOL_TABLES: &[&str] =
     &["cascade_scheduled_deletion", "cascade_outbox", "cascade_option", "cascade_run", "cascade_checkpoint"];

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant, SystemTime};
 
 use cascade::db::sql::Statement;
 use cascade::db::{Access, Database};
-use common::{block_on, cascade, postgres_database, project, sqlite_database};
+use common::{block_on, cascade, count, postgres_database, project, sqlite_database, texts};
 use serde_json::Value;
 
 const SCHEMA: &str = "
@@ -40,19 +40,6 @@ fn config(settings: &str, rate: Option<u32>) -> String {
          children = [{{ model = \"part\", column = \"item_id\" }}]\n\n\
          [models.part]\ntable = \"part\"\nstrategy = \"bulk\"\nchunk_size = 20\n{rate_limit}"
     )
-}
-
-fn texts(url: &str, sql: &str) -> Vec<Vec<Option<String>>> {
-    block_on(async {
-        let database = Database::connect(url, Access::ReadWrite).await.unwrap();
-        let rows = database.fetch_texts(&Statement { sql: sql.to_owned(), params: Vec::new() }).await.unwrap();
-        database.close().await;
-        rows
-    })
-}
-
-fn count(url: &str, sql: &str) -> u64 {
-    texts(url, &format!("SELECT CAST(({sql}) AS TEXT)"))[0][0].as_deref().unwrap().parse().unwrap()
 }
 
 fn schedule_now(url: &str, ids: impl IntoIterator<Item = u32>) {

@@ -92,6 +92,23 @@ pub fn sqlite_database(dir: &Path, ddl: &str) -> String {
     url
 }
 
+/// Runs hand-written SQL against a test database (any dialect) through the library; every
+/// column as text.
+pub fn texts(url: &str, sql: &str) -> Vec<Vec<Option<String>>> {
+    block_on(async {
+        let database = cascade::db::Database::connect(url, cascade::db::Access::ReadWrite).await.unwrap();
+        let statement = cascade::db::sql::Statement { sql: sql.to_owned(), params: Vec::new() };
+        let rows = database.fetch_texts(&statement).await.unwrap();
+        database.close().await;
+        rows
+    })
+}
+
+/// The number a `SELECT COUNT(*) ...` (or any one-integer query) returns.
+pub fn count(url: &str, sql: &str) -> u64 {
+    texts(url, &format!("SELECT CAST(({sql}) AS TEXT)"))[0][0].as_deref().unwrap().parse().unwrap()
+}
+
 pub fn block_on<F: std::future::Future>(future: F) -> F::Output {
     tokio::runtime::Builder::new_current_thread().enable_all().build().expect("a runtime").block_on(future)
 }
