@@ -570,6 +570,8 @@ fn a_killed_run_is_interrupted_and_resumed(url: String) {
     child.wait().unwrap();
     let runs = |config: &Path| -> Value {
         let output = cascade(config).args(["runs", "--format", "json", "--database-url", &url]).output().unwrap();
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(output.status.success(), "cascade runs failed: {stderr}");
         serde_json::from_slice(&output.stdout).unwrap()
     };
     let started = Instant::now();
@@ -726,4 +728,28 @@ fn archived_roots_keep_their_status_on_sqlite() {
 fn archived_roots_keep_their_status_on_postgres() {
     let Some(url) = postgres_database(&format!("{DIAMOND_SCHEMA}{}", diamond_rows(3))) else { return };
     archived_roots_keep_their_status(url);
+}
+
+/// The chunk fetch of a per_row step orders by the key column itself: a sort over the key as
+/// text would read and sort every remaining row on each fetch (quadratic over a deletion).
+#[test]
+fn the_chunk_fetch_never_sorts_keys_as_text_on_postgres() {
+    let Some(url) = postgres_database(&format!("{DIAMOND_SCHEMA}{}", diamond_rows(1))) else { return };
+    let config = project(&[("cascades/diamond.toml", DIAMOND_CONFIG)]);
+    let output = cascade(config.path())
+        .args(["plan", "project", "--id", "1", "--sql", "--database-url", &url])
+        .output()
+        .unwrap();
+    let listing = String::from_utf8_lossy(&output.stdout);
+    let fetch = listing
+        .lines()
+        .find(|line| line.starts_with("SELECT CAST(\"id\" AS TEXT)") && line.contains("FROM \"public\".\"task\""))
+        .unwrap_or_else(|| panic!("no chunk fetch of task in:\n{listing}"))
+        .trim_end_matches(';')
+        .replace("$1", "ARRAY[1, 2]");
+    let plan: Vec<String> =
+        common::texts(&url, &format!("EXPLAIN {fetch}")).into_iter().map(|row| row[0].clone().unwrap()).collect();
+    let plan = plan.join("\n");
+    assert!(plan.starts_with("Limit"), "{plan}");
+    assert!(!plan.contains("::text"), "the fetch sorts by the key as text: {plan}");
 }

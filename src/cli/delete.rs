@@ -31,6 +31,10 @@ pub struct Args {
     /// Output format of the summary.
     #[arg(long, value_enum, default_value_t = SummaryFormat::Human)]
     pub format: SummaryFormat,
+    /// With --confirm, count the rows first even without a terminal (the count sizes the
+    /// progress bar and the progress lines' totals; it is skipped otherwise, to save time).
+    #[arg(long)]
+    pub count: bool,
 }
 
 /// Exit code of a deletion stopped by Ctrl-C or SIGTERM (as a shell reports SIGINT).
@@ -49,8 +53,8 @@ pub fn run(cli: &Cli, args: &Args) -> anyhow::Result<ExitCode> {
         let Some(engine) = super::prepare(database.clone(), &loaded).await? else {
             return Ok(ExitCode::from(1));
         };
-        let counts = engine::count(&database, engine.config(), engine.schema(), &plan, &args.ids).await?;
         if !args.confirm {
+            let counts = engine::count(&database, engine.config(), engine.schema(), &plan, &args.ids).await?;
             let rates = engine::current_options(&loaded.config, &database).await?;
             let view = PlanView::new(&plan, &args.ids, Some(&counts), &rates, &Folding::default(), None);
             print!(
@@ -67,7 +71,13 @@ pub fn run(cli: &Cli, args: &Args) -> anyhow::Result<ExitCode> {
             command: redact_command_line(std::env::args()),
             ..DeleteOptions::default()
         };
-        let total = counts.totals.values().chain(counts.nullify.values()).sum();
+        // A full count before deleting only pays off where a progress bar shows it.
+        let total = if args.count || stderr_is_terminal() {
+            let counts = engine::count(&database, engine.config(), engine.schema(), &plan, &args.ids).await?;
+            Some(counts.totals.values().sum())
+        } else {
+            None
+        };
         let finished = delete(&engine, &plan, &args.ids, options, total).await;
         database.close().await;
         let Some(finished) = finished? else { return Ok(ExitCode::from(1)) };
@@ -88,14 +98,14 @@ pub(super) async fn delete(
     plan: &planner::Plan,
     ids: &[String],
     options: DeleteOptions,
-    total_rows: u64,
+    total_rows: Option<u64>,
 ) -> anyhow::Result<Option<Finished>> {
     let options = DeleteOptions { stop: Some(super::stop_on_signals()), ..options };
     let bar = progress_bar(total_rows);
     let mut last_line = std::time::Instant::now();
     let finished = engine
         .run_to_end(plan, ids, options, |summary| {
-            bar.set_position(summary.rows());
+            bar.set_position(summary.deleted.values().sum());
             if bar.is_hidden() && last_line.elapsed() >= PROGRESS_EVERY {
                 tracing::info!(rows = summary.rows(), of = total_rows, chunks = summary.chunks, "deleting");
                 last_line = std::time::Instant::now();
@@ -119,11 +129,19 @@ pub(super) async fn delete(
     })
 }
 
-/// A progress bar on a terminal; hidden otherwise, where log lines report progress instead.
-fn progress_bar(total: u64) -> ProgressBar {
-    if !std::io::IsTerminal::is_terminal(&std::io::stderr()) {
+fn stderr_is_terminal() -> bool {
+    std::io::IsTerminal::is_terminal(&std::io::stderr())
+}
+
+/// A progress bar on a terminal (of deleted rows out of `total`, when counted); hidden
+/// otherwise, where log lines report progress instead.
+fn progress_bar(total: Option<u64>) -> ProgressBar {
+    if !stderr_is_terminal() {
         return ProgressBar::hidden();
     }
+    let Some(total) = total else {
+        return ProgressBar::new_spinner();
+    };
     let bar = ProgressBar::new(total);
     bar.set_style(
         ProgressStyle::with_template("{spinner} {bar:40} {pos}/{len} rows · {per_sec} · eta {eta}")

@@ -56,7 +56,7 @@ pub fn run(cli: &Cli, args: &Args) -> anyhow::Result<ExitCode> {
         println!("\n== cascade delete organization {root} --confirm");
         let options =
             DeleteOptions { command: format!("cascade demo --rows {}", args.rows), ..DeleteOptions::default() };
-        let total = counts.totals.values().chain(counts.nullify.values()).sum();
+        let total = Some(counts.totals.values().sum());
         let Some(finished) = super::delete::delete(&engine, &plan, &ids, options, total).await? else {
             return Ok(ExitCode::from(1));
         };

@@ -23,7 +23,9 @@ pub fn run(cli: &Cli, args: &Args) -> anyhow::Result<ExitCode> {
     let url = super::database_url(cli, &loaded.config);
     let run_lease = loaded.config.settings.run_lease();
     let runs = super::block_on(async {
-        let database = Database::connect(&url, Access::ReadOnly).await?;
+        // Read-write although it only reads: right after a killed run (what this listing is
+        // for), SQLite must roll the run's hot journal back before anything can be read.
+        let database = Database::connect(&url, Access::ReadWrite).await?;
         let runs = tables::list_runs(&database, args.limit, run_lease).await;
         database.close().await;
         runs

@@ -23,6 +23,9 @@ pub(crate) struct Returning {
 /// The alias of the table a delete works on, for the archive's whole-row JSON.
 const ROW_ALIAS: &str = "cascade_row";
 
+/// The alias of the key a chunk fetch returns as text.
+const KEY_ALIAS: &str = "cascade_key";
+
 /// A status value as a bound parameter.
 fn status_value(value: &StatusValue) -> Param {
     Param::Value(match value {
@@ -75,7 +78,10 @@ impl NodeSql<'_> {
     /// chunk's keys, or the root ids), at the root only those whose status allows deletion.
     pub fn select_chunk(&self, matched: Param, status: Option<&StatusCheck>) -> Statement {
         let mut sql = self.builder();
-        sql.push("SELECT CAST(").identifier(&self.key()).push(" AS TEXT) FROM ").push(&self.table());
+        // The alias keeps `ORDER BY key` on the key column: PostgreSQL would otherwise bind it to
+        // the text output column and sort every remaining row as text on each fetch.
+        sql.push("SELECT CAST(").identifier(&self.key()).push(" AS TEXT) AS ").identifier(KEY_ALIAS);
+        sql.push(" FROM ").push(&self.table());
         sql.push(" WHERE ").key_list(&self.match_column(), &self.match_type, matched);
         if let Some(status) = status {
             sql.push(" AND ");
