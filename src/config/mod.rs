@@ -193,6 +193,56 @@ children = "b"
         insta::assert_snapshot!(fixture::human(config));
     }
 
+    /// The reader and the JSON Schema (from the config types) must know the same keys in every
+    /// table, so that what editors complete is exactly what `validate` accepts.
+    #[test]
+    fn the_reader_and_the_json_schema_know_the_same_keys() {
+        let schema: serde_json::Value = serde_json::from_str(&crate::config::json_schema()).unwrap();
+        let properties = |object: &serde_json::Value| -> Vec<String> {
+            let mut keys: Vec<String> = object["properties"].as_object().unwrap().keys().cloned().collect();
+            keys.sort();
+            keys
+        };
+        // Each line with an unknown key, and the schema object of the table it is in.
+        let config = r#"zzz = 1
+[settings]
+zzz = 1
+[models.a]
+table = "a"
+status = { column = "s", proceed = [1], in_progress = 2, zzz = 1 }
+children = [{ model = "a", column = "b", zzz = 1 }]
+ignore_references = [{ table = "t", column = "c", reason = "r", zzz = 1 }]
+zzz = 1
+[outbox]
+zzz = 1
+[outbox.scopes.s]
+shard_key = "k"
+zzz = 1
+"#;
+        let tables = [
+            (1, &schema),
+            (3, &schema["definitions"]["Settings"]),
+            (6, &schema["definitions"]["StatusCheck"]),
+            (7, &schema["definitions"]["Relation"]),
+            (8, &schema["definitions"]["IgnoredReference"]),
+            (9, &schema["definitions"]["Model"]),
+            (11, &schema["definitions"]["Outbox"]),
+            (14, &schema["definitions"]["Scope"]),
+        ];
+        let (diagnostics, sources) = fixture::check_files(&[("cascade.toml", config)]);
+        for (line, object) in tables {
+            let diagnostic = diagnostics
+                .iter()
+                .find(|d| d.code == Code::UnknownKey && sources.line_column(&d.location).0 == line)
+                .unwrap_or_else(|| panic!("no unknown-key on line {line}: {diagnostics:?}"));
+            let help = diagnostic.help.as_deref().unwrap();
+            let mut read: Vec<String> =
+                help.trim_start_matches("expected one of: ").split(", ").map(str::to_owned).collect();
+            read.sort();
+            assert_eq!(read, properties(object), "line {line}");
+        }
+    }
+
     #[test]
     fn names_that_hide_what_they_are_are_refused() {
         for name in ["   ", "a\u{202e}b", "line\u{2028}break", "left\u{2066}to", "quo\"te", "back`tick", "new\nline"] {
