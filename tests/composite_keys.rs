@@ -57,11 +57,14 @@ fn composite_keys_end_to_end(url: &str) {
         "SELECT object_identifier, shard_identifier FROM cascade_outbox WHERE category = 'playlist_track_update'",
     )
     .into_iter()
-    .map(|row| (row[0].clone().unwrap().replace(' ', ""), row[1].clone().unwrap()))
+    .map(|row| (row[0].clone().unwrap(), row[1].clone().unwrap()))
     .collect();
     let expected: BTreeSet<(String, String)> =
         [("[1,3]", "1"), ("[1,7]", "1")].map(|(key, shard)| (key.to_owned(), shard.to_owned())).into();
-    assert_eq!(tombstones, expected, "one tombstone per deleted row, its composite key as a JSON array");
+    assert_eq!(
+        tombstones, expected,
+        "one tombstone per deleted row, its composite key as the same JSON array on both databases"
+    );
     assert_eq!(texts(url, "SELECT CAST(COUNT(*) AS TEXT) FROM playlist_track")[0][0].as_deref(), Some("1"));
 
     // The keyless table is archived whole.

@@ -753,3 +753,44 @@ fn the_chunk_fetch_never_sorts_keys_as_text_on_postgres() {
     assert!(plan.starts_with("Limit"), "{plan}");
     assert!(!plan.contains("::text"), "the fetch sorts by the key as text: {plan}");
 }
+
+/// The database's own `ON DELETE CASCADE` deletes from tables the config does not name; an
+/// enforced reference into one of those would refuse the cascade, and with it the parents after
+/// their declared children were gone. Refused before any write.
+fn a_reference_below_a_database_cascade_refuses_the_deletion(url: String) {
+    let config = "[models.org]\ntable = \"org\"\nchildren = [{ model = \"project\", column = \"org_id\" }]\n\n\
+                  [models.project]\ntable = \"project\"\n";
+    let config = project(&[("cascades/cascade.toml", config)]);
+    cascade(config.path())
+        .args(["delete", "org", "1", "--confirm", "--database-url", &url])
+        .assert()
+        .code(1)
+        .stderr(predicates::str::contains(
+            "table `comment` references `task` by `task_id`, which the database deletes from (ON DELETE CASCADE from `project`)",
+        ));
+    assert_eq!(common::count(&url, "SELECT COUNT(*) FROM project"), 2, "nothing deleted");
+}
+
+const CASCADE_SCHEMA: &str = "
+CREATE TABLE org (id INTEGER PRIMARY KEY);
+CREATE TABLE project (id INTEGER PRIMARY KEY, org_id INTEGER NOT NULL REFERENCES org (id));
+CREATE INDEX project_org_id ON project (org_id);
+CREATE TABLE task (id INTEGER PRIMARY KEY, project_id INTEGER NOT NULL REFERENCES project (id) ON DELETE CASCADE);
+CREATE TABLE comment (id INTEGER PRIMARY KEY, task_id INTEGER NOT NULL REFERENCES task (id));
+INSERT INTO org VALUES (1);
+INSERT INTO project VALUES (1, 1), (2, 1);
+INSERT INTO task VALUES (1, 1);
+INSERT INTO comment VALUES (1, 1);
+";
+
+#[test]
+fn a_reference_below_a_database_cascade_refuses_the_deletion_on_sqlite() {
+    let dir = tempfile::tempdir().unwrap();
+    a_reference_below_a_database_cascade_refuses_the_deletion(sqlite_database(dir.path(), CASCADE_SCHEMA));
+}
+
+#[test]
+fn a_reference_below_a_database_cascade_refuses_the_deletion_on_postgres() {
+    let Some(url) = postgres_database(CASCADE_SCHEMA) else { return };
+    a_reference_below_a_database_cascade_refuses_the_deletion(url);
+}

@@ -56,7 +56,7 @@ pub fn schedule(cli: &Cli, args: &ScheduleArgs) -> anyhow::Result<ExitCode> {
         Some(at) => at,
         None => SystemTime::now()
             .checked_add(args.delay.unwrap_or(scheduler::DEFAULT_DELAY))
-            .filter(|at| *at <= scheduler::latest_time())
+            .filter(|at| *at <= cascade::db::sql::latest_time())
             .context("--in is too far in the future: the latest date that can be scheduled is 9999-12-31")?,
     };
     let url = super::database_url(cli, &loaded.config);
@@ -127,7 +127,7 @@ where
 /// An RFC 3339 time, with `Z`, an offset such as `+02:00`, or none (UTC), from 1970 to 9999.
 fn parse_time(text: &str) -> Result<SystemTime, String> {
     let time = parse_time_with_offset(text)?;
-    if time < SystemTime::UNIX_EPOCH || time > scheduler::latest_time() {
+    if time < SystemTime::UNIX_EPOCH || time > cascade::db::sql::latest_time() {
         return Err("the time must be between 1970-01-01 and 9999-12-31 (UTC)".to_owned());
     }
     Ok(time)
@@ -136,7 +136,7 @@ fn parse_time(text: &str) -> Result<SystemTime, String> {
 fn parse_time_with_offset(text: &str) -> Result<SystemTime, String> {
     let text = text.trim();
     let offset = text.len().checked_sub(6).and_then(|start| {
-        let (time, offset) = text.split_at(start);
+        let (time, offset) = text.split_at_checked(start)?;
         let sign = match offset.as_bytes()[0] {
             b'+' => 1,
             b'-' => -1,
@@ -176,5 +176,6 @@ mod tests {
         assert!(parse_time("1969-12-31T23:00:00Z").is_err());
         assert!(parse_time("9999-12-31T23:59:59-05:00").is_err());
         assert!(parse_time("9999-12-31T23:59:59Z").is_ok());
+        assert!(parse_time("é12345").is_err(), "not a panic on a character boundary");
     }
 }

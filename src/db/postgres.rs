@@ -120,17 +120,22 @@ impl Backend for Postgres {
         if let Some(failure) = connection_failure(error) {
             return failure;
         }
-        let state = match error {
-            sqlx::Error::Database(error) => error.code().map(|code| code.into_owned()).unwrap_or_default(),
-            _ => String::new(),
+        let (state, message) = match error {
+            sqlx::Error::Database(error) => {
+                (error.code().map(|code| code.into_owned()).unwrap_or_default(), error.message().to_owned())
+            }
+            _ => (String::new(), String::new()),
         };
         // 08: connection exception; 40001 serialization failure; 40P01 deadlock; 55P03 lock not
-        // available; 55000 a database not accepting connections (for now); 57014 statement
-        // timeout or cancel; 57P0x server shutting down or starting; 53: out of resources.
+        // available; 57014 statement timeout or cancel; 57P0x server shutting down or starting;
+        // 53: out of resources. 55000 is transient only for a database that does not accept
+        // connections for now; otherwise (a table without replica identity in a publication)
+        // it fails the same way every time.
         let transient = state.starts_with("08")
             || state.starts_with("53")
             || state.starts_with("57P")
-            || matches!(state.as_str(), "40001" | "40P01" | "55P03" | "55000" | "57014");
+            || matches!(state.as_str(), "40001" | "40P01" | "55P03" | "57014")
+            || (state == "55000" && message.contains("not currently accepting connections"));
         if transient { Failure::Transient } else { Failure::Permanent }
     }
 }

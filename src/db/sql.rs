@@ -172,8 +172,16 @@ pub fn quote_literal(text: &str) -> String {
     format!("'{}'", text.replace('\'', "''"))
 }
 
-/// `YYYY-MM-DD HH:MM:SS.mmm` in UTC: sorts as text on SQLite, casts on PostgreSQL.
+/// The latest time a timestamp here holds: 9999-12-31T23:59:59Z (RFC 3339 and the tool's
+/// timestamp text end with year 9999).
+pub fn latest_time() -> SystemTime {
+    SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(253_402_300_799)
+}
+
+/// `YYYY-MM-DD HH:MM:SS.mmm` in UTC: sorts as text on SQLite, casts on PostgreSQL. Times before
+/// 1970 or after 9999 (a lease or delay set absurdly long) are clamped to those bounds.
 pub fn db_time(time: SystemTime) -> String {
+    let time = time.clamp(SystemTime::UNIX_EPOCH, latest_time());
     humantime::format_rfc3339_millis(time).to_string().replace('T', " ").trim_end_matches('Z').to_owned()
 }
 
@@ -186,6 +194,15 @@ mod tests {
     fn identifiers_are_quoted_part_by_part() {
         assert_eq!(quote_qualified("public.group"), r#""public"."group""#);
         assert_eq!(quote_qualified(r#"od"d"#), r#""od""d""#);
+    }
+
+    #[test]
+    fn times_out_of_range_are_clamped_not_a_panic() {
+        use std::time::{Duration, SystemTime};
+        let long_ago = SystemTime::UNIX_EPOCH - Duration::from_secs(100 * 365 * 24 * 3600);
+        assert_eq!(super::db_time(long_ago), "1970-01-01 00:00:00.000");
+        let far = SystemTime::UNIX_EPOCH + Duration::from_secs(400_000_000_000);
+        assert_eq!(super::db_time(far), "9999-12-31 23:59:59.000");
     }
 
     #[test]

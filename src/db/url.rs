@@ -61,28 +61,30 @@ const SECRET_PARAMETERS: &[&str] = &["password", "sslpassword", "passfile"];
 /// `passfile` query parameters become `***`.
 pub fn redact(url: &str) -> String {
     let Some((scheme, rest)) = url.split_once("://") else {
-        return url.to_owned();
+        return redact_keywords(url);
     };
-    let (before_query, query) = match rest.split_once('?') {
-        Some((before, query)) => (before, Some(query)),
-        None => (rest, None),
-    };
-    // The host never holds an `@`: the user info ends at the last one before the query.
-    let authority = match before_query.rsplit_once('@') {
-        Some((user_info, host)) => match user_info.split_once(':') {
-            Some((user, _password)) => format!("{user}:***@{host}"),
-            None => before_query.to_owned(),
+    // The user info ends at the last `@` before the path: a password may hold `@`, `:` or `?`
+    // unencoded, a host never does. Without an `@` there, one before the query counts.
+    let path_start = rest.find('/').unwrap_or(rest.len());
+    let query_start = rest.find('?').unwrap_or(rest.len());
+    let user_info_end = rest[..path_start].rfind('@').or_else(|| rest[..query_start].rfind('@'));
+    let (authority, remainder) = match user_info_end {
+        Some(at) => match rest[..at].split_once(':') {
+            Some((user, _password)) => (format!("{user}:***@"), &rest[at + 1..]),
+            None => (rest[..=at].to_owned(), &rest[at + 1..]),
         },
-        None => before_query.to_owned(),
+        None => (String::new(), rest),
     };
-    let mut redacted = format!("{scheme}://{authority}");
+    let (before_query, query) = match remainder.split_once('?') {
+        Some((before, query)) => (before, Some(query)),
+        None => (remainder, None),
+    };
+    let mut redacted = format!("{scheme}://{authority}{before_query}");
     if let Some(query) = query {
         let pairs: Vec<String> = query
             .split('&')
             .map(|pair| match pair.split_once('=') {
-                Some((name, _)) if SECRET_PARAMETERS.iter().any(|secret| name.eq_ignore_ascii_case(secret)) => {
-                    format!("{name}=***")
-                }
+                Some((name, _)) if is_secret(name) => format!("{name}=***"),
                 _ => pair.to_owned(),
             })
             .collect();
@@ -90,6 +92,22 @@ pub fn redact(url: &str) -> String {
         redacted.push_str(&pairs.join("&"));
     }
     redacted
+}
+
+fn is_secret(name: &str) -> bool {
+    SECRET_PARAMETERS.iter().any(|secret| name.trim().eq_ignore_ascii_case(secret))
+}
+
+/// A libpq keyword string (`host=db password=s3cret`), or anything else that is not a URL, with
+/// the values of secret keywords replaced.
+fn redact_keywords(text: &str) -> String {
+    text.split(' ')
+        .map(|word| match word.split_once('=') {
+            Some((name, _)) if is_secret(name) => format!("{name}=***"),
+            _ => word.to_owned(),
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 /// A command line with every database URL in it redacted (`URL`, `--database-url URL` and
@@ -121,6 +139,9 @@ mod tests {
             ),
             ("postgresql://db/app?sslpassword=k3y&PassFile=/p", "postgresql://db/app?sslpassword=***&PassFile=***"),
             ("postgres://db/app?application_name=a@b", "postgres://db/app?application_name=a@b"),
+            // An unencoded `?` in the password, and a keyword string that is no URL at all.
+            ("postgres://app:pa?ss@db/app", "postgres://app:***@db/app"),
+            ("host=db password=s3cret user=app", "host=db password=*** user=app"),
         ];
         for (url, expected) in cases {
             assert_eq!(redact(url), expected, "{url}");

@@ -516,9 +516,13 @@ impl<'a> Deletion<'a> {
             }
             archive.write(&frame.node.model, &frame.node.table, &lines)?;
         }
+        let composite = frame.node.identity.len() > 1;
         let tombstones: Vec<serde_json::Value> = rows
             .iter()
-            .map(|row| serde_json::json!({ "key": row[0], "shard": row.get(1).cloned().flatten(), "payload": row.get(2).cloned().flatten() }))
+            .map(|row| {
+                let key = if composite { row[0].as_deref().map(compact_json) } else { row[0].clone() };
+                serde_json::json!({ "key": key, "shard": row.get(1).cloned().flatten(), "payload": row.get(2).cloned().flatten() })
+            })
             .collect();
         if let Some(statement) =
             frame.step.tombstones(Param::text(&serde_json::Value::from(tombstones.clone()).to_string()))
@@ -568,6 +572,12 @@ impl<'a> Deletion<'a> {
         }
         self.rates.get(option).copied().unwrap_or(0.0)
     }
+}
+
+/// A composite key's JSON array as one spelling on every database (`[1,3]`: PostgreSQL writes
+/// `[1, 3]`).
+fn compact_json(text: &str) -> String {
+    serde_json::from_str::<serde_json::Value>(text).map_or_else(|_| text.to_owned(), |value| value.to_string())
 }
 
 /// A status read back as text, as the JSON value the config's status values have.

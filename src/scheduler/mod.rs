@@ -15,12 +15,6 @@ use crate::db::{Database, DbError, migrate};
 /// How far out `schedule` puts a deletion when no date is given.
 pub const DEFAULT_DELAY: Duration = Duration::from_secs(30 * 24 * 3600);
 
-/// The latest time a deletion can be scheduled for (timestamps and RFC 3339 end with year 9999).
-pub fn latest_time() -> SystemTime {
-    // 9999-12-31T23:59:59Z.
-    SystemTime::UNIX_EPOCH + Duration::from_secs(253_402_300_799)
-}
-
 /// Why a scheduled deletion could not be scheduled, cancelled or listed.
 #[derive(Debug, thiserror::Error)]
 pub enum ScheduleError {

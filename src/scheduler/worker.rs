@@ -11,6 +11,7 @@ use tracing::{info, warn};
 
 use super::Claim;
 use crate::config::Settings;
+use crate::db::sql::latest_time;
 use crate::db::{Database, DbError, Failure};
 use crate::engine::{DeleteError, DeleteOptions, Engine, RunOutcome, default_actor};
 use crate::planner;
@@ -96,72 +97,96 @@ pub async fn run(engine: Engine, options: WorkerOptions, stop: Arc<AtomicBool>) 
     Ok(report)
 }
 
-/// One lane: claim, run, repeat.
+/// One lane: claim, run, repeat. A transient failure of the lane's own bookkeeping (the
+/// database restarting) is waited out; a permanent one stops the worker.
 async fn work(
     lane: usize,
     engine: &Engine,
     options: &WorkerOptions,
     stop: &Arc<AtomicBool>,
 ) -> Result<WorkerReport, WorkerError> {
-    let database = engine.database();
     let mut report = WorkerReport::default();
     while !stop.load(Ordering::SeqCst) {
-        let released = super::release_expired(database, options.lease).await?;
-        if released > 0 {
-            warn!(lane, released, "released claims whose worker stopped sending heartbeats");
-        }
-        let Some(claim) = super::claim(database, options.max_attempts).await? else {
-            if options.once {
-                break;
+        match next(lane, engine, options, stop, &mut report).await {
+            Ok(Next::Continue) => {}
+            Ok(Next::NothingDue) if options.once => break,
+            Ok(Next::NothingDue) => pause(options.poll, stop).await,
+            Err(error) if engine.database().classify(&error) == Failure::Transient => {
+                warn!(lane, %error, "the worker's bookkeeping failed; trying again after the poll interval");
+                pause(options.poll, stop).await;
             }
-            pause(options.poll, stop).await;
-            continue;
-        };
-        info!(lane, guid = %claim.guid, model = %claim.model, id = %claim.object_id, attempt = claim.attempts, "claimed");
-        let claim_stop = Arc::new(AtomicBool::new(false));
-        let lost = Arc::new(AtomicBool::new(false));
-        let heartbeat = keep_alive(database.clone(), claim.clone(), options.lease, stop.clone(), &claim_stop, &lost);
-        let result = run_claim(engine, &claim_stop, &claim).await;
-        heartbeat.abort();
-        if lost.load(Ordering::SeqCst) {
-            // Another worker holds the deletion now: leave its row alone.
-            warn!(guid = %claim.guid, "the claim was lost (its lease ran out); stopped before the next chunk");
-            report.interrupted += 1;
-            continue;
-        }
-        let failure = match result {
-            Ok(RunOutcome::Succeeded) => {
-                super::remove(database, &claim).await?;
-                report.succeeded += 1;
-                None
-            }
-            Ok(RunOutcome::Skipped) => {
-                info!(guid = %claim.guid, "the root's status no longer allows the deletion: dropped");
-                super::remove(database, &claim).await?;
-                report.cancelled += 1;
-                None
-            }
-            Ok(RunOutcome::Interrupted) => {
-                super::release(database, &claim).await?;
-                report.interrupted += 1;
-                None
-            }
-            Ok(RunOutcome::Failed) => Some(("the deletion failed".to_owned(), Failure::Transient)),
-            Err(failure) => Some(failure),
-        };
-        if let Some((message, failure)) = failure {
-            report.failed += 1;
-            if failure == Failure::Transient {
-                warn!(guid = %claim.guid, attempt = claim.attempts, error = %message, "deletion failed; it will be retried");
-                let retry_at = SystemTime::now().checked_add(options.retry_delay).unwrap_or_else(super::latest_time);
-                super::failed(database, &claim, &message, retry_at).await?;
-            } else {
-                warn!(guid = %claim.guid, error = %message, "deletion failed on an error no retry fixes; kept as failed");
-                super::give_up(database, &claim, &message, options.max_attempts).await?;
-            }
+            Err(error) => return Err(error.into()),
         }
     }
     Ok(report)
+}
+
+/// What a lane does after one round.
+enum Next {
+    Continue,
+    NothingDue,
+}
+
+/// Releases expired claims, claims one due deletion and runs it.
+async fn next(
+    lane: usize,
+    engine: &Engine,
+    options: &WorkerOptions,
+    stop: &Arc<AtomicBool>,
+    report: &mut WorkerReport,
+) -> Result<Next, DbError> {
+    let database = engine.database();
+    let released = super::release_expired(database, options.lease).await?;
+    if released > 0 {
+        warn!(lane, released, "released claims whose worker stopped sending heartbeats");
+    }
+    let Some(claim) = super::claim(database, options.max_attempts).await? else {
+        return Ok(Next::NothingDue);
+    };
+    info!(lane, guid = %claim.guid, model = %claim.model, id = %claim.object_id, attempt = claim.attempts, "claimed");
+    let claim_stop = Arc::new(AtomicBool::new(false));
+    let lost = Arc::new(AtomicBool::new(false));
+    let heartbeat = keep_alive(database.clone(), claim.clone(), options.lease, stop.clone(), &claim_stop, &lost);
+    let result = run_claim(engine, &claim_stop, &claim).await;
+    heartbeat.abort();
+    if lost.load(Ordering::SeqCst) {
+        // Another worker holds the deletion now: leave its row alone.
+        warn!(guid = %claim.guid, "the claim was lost (its lease ran out); stopped before the next chunk");
+        report.interrupted += 1;
+        return Ok(Next::Continue);
+    }
+    let failure = match result {
+        Ok(RunOutcome::Succeeded) => {
+            super::remove(database, &claim).await?;
+            report.succeeded += 1;
+            None
+        }
+        Ok(RunOutcome::Skipped) => {
+            info!(guid = %claim.guid, "the root's status no longer allows the deletion: dropped");
+            super::remove(database, &claim).await?;
+            report.cancelled += 1;
+            None
+        }
+        Ok(RunOutcome::Interrupted) => {
+            super::release(database, &claim).await?;
+            report.interrupted += 1;
+            None
+        }
+        Ok(RunOutcome::Failed) => Some(("the deletion failed".to_owned(), Failure::Transient)),
+        Err(failure) => Some(failure),
+    };
+    if let Some((message, failure)) = failure {
+        report.failed += 1;
+        if failure == Failure::Transient {
+            warn!(guid = %claim.guid, attempt = claim.attempts, error = %message, "deletion failed; it will be retried");
+            let retry_at = SystemTime::now().checked_add(options.retry_delay).unwrap_or_else(latest_time);
+            super::failed(database, &claim, &message, retry_at).await?;
+        } else {
+            warn!(guid = %claim.guid, error = %message, "deletion failed on an error no retry fixes; kept as failed");
+            super::give_up(database, &claim, &message, options.max_attempts).await?;
+        }
+    }
+    Ok(Next::Continue)
 }
 
 /// How often the stop flags are looked at while waiting.
@@ -182,24 +207,31 @@ fn keep_alive(
     let every = super::claim_heartbeat_every(lease);
     let (claim_stop, lost) = (claim_stop.clone(), lost.clone());
     tokio::spawn(async move {
-        let mut last = Instant::now();
+        let (mut last_try, mut last_success) = (Instant::now(), Instant::now());
         loop {
             tokio::time::sleep(STOP_CHECK).await;
             if stop.load(Ordering::SeqCst) {
                 claim_stop.store(true, Ordering::SeqCst);
             }
-            if last.elapsed() < every {
+            if last_try.elapsed() < every {
                 continue;
             }
-            last = Instant::now();
-            match super::heartbeat(&database, &claim).await {
-                Ok(true) => {}
-                Ok(false) => {
-                    lost.store(true, Ordering::SeqCst);
-                    claim_stop.store(true, Ordering::SeqCst);
-                    return;
+            last_try = Instant::now();
+            let still_ours = match super::heartbeat(&database, &claim).await {
+                Ok(still_ours) => still_ours,
+                Err(error) => {
+                    warn!(%error, guid = %claim.guid, "heartbeat failed");
+                    // Heartbeats failing for most of the lease: another worker may take the
+                    // claim any moment, so this one must not go on.
+                    last_success.elapsed() < lease * 3 / 4
                 }
-                Err(error) => warn!(%error, guid = %claim.guid, "heartbeat failed"),
+            };
+            if still_ours {
+                last_success = last_try;
+            } else {
+                lost.store(true, Ordering::SeqCst);
+                claim_stop.store(true, Ordering::SeqCst);
+                return;
             }
         }
     })
@@ -252,6 +284,6 @@ fn chain(error: &dyn std::error::Error) -> String {
 async fn pause(duration: Duration, stop: &AtomicBool) {
     let started = Instant::now();
     while started.elapsed() < duration && !stop.load(Ordering::SeqCst) {
-        tokio::time::sleep(STOP_CHECK.min(duration - started.elapsed())).await;
+        tokio::time::sleep(STOP_CHECK.min(duration.saturating_sub(started.elapsed()))).await;
     }
 }

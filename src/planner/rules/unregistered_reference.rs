@@ -25,10 +25,61 @@ pub fn check_deleted_tables<'a>(
     models: impl IntoIterator<Item = &'a Model>,
     diagnostics: &mut Vec<Diagnostic>,
 ) {
-    let enforced =
-        |key: &ForeignKey| matches!(key.on_delete, ReferentialAction::NoAction | ReferentialAction::Restrict);
-    for model in models {
+    let models: Vec<&Model> = models.into_iter().collect();
+    for model in &models {
         report(context, model, enforced, &model.table, "rows of this table are deleted", diagnostics);
+    }
+    refused_below_database_cascades(context, &models, diagnostics);
+}
+
+fn enforced(key: &ForeignKey) -> bool {
+    matches!(key.on_delete, ReferentialAction::NoAction | ReferentialAction::Restrict)
+}
+
+/// Tables the database itself deletes from (`ON DELETE CASCADE` from a deleted table, and on
+/// down) are deleted from too: an enforced foreign key into one of them that is not a model of
+/// the deletion would refuse the cascade, and with it the parent chunk, after the parent's
+/// declared children were already gone.
+fn refused_below_database_cascades(context: &Context<'_>, models: &[&Model], diagnostics: &mut Vec<Diagnostic>) {
+    let Some(schema) = context.schema else { return };
+    let deleted: Vec<&Table> = models.iter().filter_map(|model| context.table_of(model)).collect();
+    for model in models {
+        let Some(start) = context.table_of(model) else { continue };
+        // (table the database cascades into, the table it cascades from)
+        let mut cascaded: Vec<(&Table, &Table)> = Vec::new();
+        let mut frontier = vec![start];
+        while let Some(parent) = frontier.pop() {
+            for (child, key) in schema.references_to(parent) {
+                let known = deleted.iter().copied().chain(cascaded.iter().map(|(table, _)| *table));
+                let seen = known.clone().any(|table| std::ptr::eq(table, child));
+                if key.on_delete == ReferentialAction::Cascade && !seen {
+                    cascaded.push((child, parent));
+                    frontier.push(child);
+                }
+            }
+        }
+        for (table, from) in cascaded {
+            for (child, key) in schema.references_to(table).filter(|(_, key)| enforced(key)) {
+                let column = key.columns.join(", ");
+                diagnostics.push(
+                    Diagnostic::new(
+                        Code::UnregisteredReference,
+                        model.table.location.clone(),
+                        format!(
+                            "table `{}` references `{}` by `{column}`, which the database deletes from (ON DELETE \
+                             CASCADE from `{}`) when `{}` rows go: the reference would refuse it",
+                            child.name, table.name, from.name, model.name.value
+                        ),
+                    )
+                    .label("rows of this table are deleted")
+                    .help(format!(
+                        "declare `{}` as a model and a child relation, so cascade deletes `{}` rows first, or make \
+                         `{}.{column}` ON DELETE CASCADE too",
+                        table.name, child.name, child.name
+                    )),
+                );
+            }
+        }
     }
 }
 
@@ -63,12 +114,22 @@ fn report<T>(
     }
 }
 
+/// Whether a relation of `model` declares this foreign key: the same child table and column,
+/// pointing at the model's key (a foreign key to another column is not what the relation
+/// matches on).
 fn declared(context: &Context<'_>, model: &Model, child_table: &Table, key: &ForeignKey) -> bool {
-    model.children.iter().any(|relation| {
-        let Some(child) = context.config.model(&relation.model.value) else { return false };
-        context.table_of(child).is_some_and(|table| std::ptr::eq(table, child_table))
-            && matches!(key.columns.as_slice(), [column] if column.eq_ignore_ascii_case(&relation.column.value))
-    })
+    let model_key = model.key.as_ref().and_then(|key| key.value.single()).unwrap_or("id");
+    let references_key = match key.referenced_columns.as_slice() {
+        [] => true,
+        [referenced] => referenced.eq_ignore_ascii_case(model_key),
+        _ => false,
+    };
+    references_key
+        && model.children.iter().any(|relation| {
+            let Some(child) = context.config.model(&relation.model.value) else { return false };
+            context.table_of(child).is_some_and(|table| std::ptr::eq(table, child_table))
+                && matches!(key.columns.as_slice(), [column] if column.eq_ignore_ascii_case(&relation.column.value))
+        })
 }
 
 fn ignored(model: &Model, child_table: &Table, key: &ForeignKey) -> bool {
