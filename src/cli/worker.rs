@@ -46,6 +46,7 @@ pub fn run(cli: &Cli, args: &Args) -> anyhow::Result<ExitCode> {
             "worker done: {} succeeded, {} cancelled, {} failed, {} interrupted",
             report.succeeded, report.cancelled, report.failed, report.interrupted
         );
-        Ok(ExitCode::SUCCESS)
+        // So that cron and systemd notice: a run in which any attempt failed is not a success.
+        Ok(if report.failed > 0 { ExitCode::from(1) } else { ExitCode::SUCCESS })
     })
 }

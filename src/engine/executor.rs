@@ -81,7 +81,17 @@ impl RunOutcome {
 
 /// The user running the tool, from the environment.
 pub fn default_actor() -> String {
-    std::env::var("USER").or_else(|_| std::env::var("USERNAME")).unwrap_or_else(|_| "unknown".to_owned())
+    std::env::var("USER").or_else(|_| std::env::var("USERNAME")).unwrap_or_else(|_| os_user_id())
+}
+
+/// The operating-system user id, for an environment without `$USER` (a container, cron).
+fn os_user_id() -> String {
+    #[cfg(unix)]
+    // SAFETY: getuid has no preconditions and cannot fail.
+    let uid = unsafe { libc::getuid() };
+    #[cfg(not(unix))]
+    let uid = "unknown";
+    format!("uid {uid}")
 }
 
 /// What a deletion did; the JSON shape of `delete --format json`.
