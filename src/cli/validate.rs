@@ -33,6 +33,12 @@ pub fn run(cli: &Cli, args: &Args) -> anyhow::Result<ExitCode> {
     let format = Format::from(args.format);
     let color = format == Format::Human && super::color_stdout();
     print!("{}", report.render(format, color));
+    if schema.is_none() && format == Format::Human {
+        eprintln!(
+            "note: only the rules that need no database ran; add --schema FILE.sql or --database-url URL to \
+             check tables, columns and foreign keys too"
+        );
+    }
     let failed = report.errors() > 0 || (args.deny_warnings && report.warnings() > 0);
     Ok(if failed { ExitCode::from(1) } else { ExitCode::SUCCESS })
 }
