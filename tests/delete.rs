@@ -801,12 +801,7 @@ fn the_actor_falls_back_to_the_user_id() {
     let dir = tempfile::tempdir().unwrap();
     let url = sqlite_database(dir.path(), &format!("{DIAMOND_SCHEMA}{}", diamond_rows(1)));
     let config = project(&[("cascades/diamond.toml", DIAMOND_CONFIG)]);
-    cascade(config.path())
-        .args(delete_args(&url, &[]))
-        .env_remove("USER")
-        .env_remove("USERNAME")
-        .assert()
-        .success();
+    cascade(config.path()).args(delete_args(&url, &[])).env_remove("USER").env_remove("USERNAME").assert().success();
     let actor = common::texts(&url, "SELECT actor FROM cascade_run")[0][0].clone().unwrap();
     assert!(actor.starts_with("uid ") && actor[4..].parse::<u32>().is_ok(), "{actor}");
 }

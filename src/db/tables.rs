@@ -175,6 +175,16 @@ pub async fn option_overrides(database: &Database) -> Result<IndexMap<String, f6
         .collect())
 }
 
+/// Removes an option's runtime value, so the config's applies again; whether there was one.
+pub async fn unset_option(database: &Database, name: &str) -> Result<bool, DbError> {
+    if !database.table_exists("cascade_option").await? {
+        return Ok(false);
+    }
+    let mut sql = database.sql();
+    sql.push("DELETE FROM cascade_option WHERE name = ").bind_text(name);
+    Ok(database.execute_alone(&sql.finish()).await? > 0)
+}
+
 /// Stores an option's runtime value (creating the tool's tables if needed).
 pub async fn set_option(database: &Database, name: &str, value: f64) -> Result<(), DbError> {
     migrate(database).await?;
