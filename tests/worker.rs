@@ -394,3 +394,24 @@ fn schedule_refuses_dates_it_cannot_hold() {
         .assert()
         .success();
 }
+
+/// An id that cannot be a key of the root table, or a mistyped model, is refused when it is
+/// scheduled or cancelled, not five failed attempts later.
+#[test]
+fn schedule_and_cancel_check_the_model_and_the_id_at_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let url = sqlite_database(dir.path(), &format!("{SCHEMA}{}", rows(1, 1)));
+    let config_dir = project(&[("cascades/items.toml", &config("", None))]);
+    cascade(config_dir.path())
+        .args(["schedule", "item", "abc", "--database-url", &url])
+        .assert()
+        .code(2)
+        .stderr(predicates::str::contains("id `abc` is not an integer, but the key of `item` is"));
+    cascade(config_dir.path())
+        .args(["cancel", "itme", "1", "--database-url", &url])
+        .assert()
+        .code(2)
+        .stderr(predicates::str::contains("unknown model `itme`"));
+    let tables = "SELECT COUNT(*) FROM sqlite_schema WHERE name = 'cascade_scheduled_deletion'";
+    assert_eq!(count(&url, tables), 0, "refused before anything was written");
+}

@@ -7,7 +7,7 @@ use anyhow::Context as _;
 
 use cascade::db::{Access, Database, sql::db_time};
 use cascade::scheduler::{self, ScheduleError};
-use cascade::{config, planner};
+use cascade::{config, engine, planner};
 
 use super::Cli;
 
@@ -48,7 +48,7 @@ pub struct ListArgs {
 
 pub fn schedule(cli: &Cli, args: &ScheduleArgs) -> anyhow::Result<ExitCode> {
     let loaded = config::load(&cli.config)?;
-    planner::compile(&loaded.config, &args.model)?;
+    let plan = planner::compile(&loaded.config, &args.model)?;
     if let Some(data) = &args.data {
         serde_json::from_str::<serde_json::Value>(data).context("--data must be JSON")?;
     }
@@ -60,6 +60,12 @@ pub fn schedule(cli: &Cli, args: &ScheduleArgs) -> anyhow::Result<ExitCode> {
             .context("--in is too far in the future: the latest date that can be scheduled is 9999-12-31")?,
     };
     let url = super::database_url(cli, &loaded.config);
+    super::block_on(async {
+        let database = Database::connect(&url, Access::ReadWrite).await?;
+        let checked = engine::check_root_ids(&database, &plan, std::slice::from_ref(&args.id)).await;
+        database.close().await;
+        checked
+    })?;
     let guid = with_database(&url, |database| async move {
         scheduler::schedule(&database, &args.model, &args.id, at, args.actor.as_deref(), args.data.as_deref()).await
     })?;
@@ -69,6 +75,8 @@ pub fn schedule(cli: &Cli, args: &ScheduleArgs) -> anyhow::Result<ExitCode> {
 
 pub fn cancel(cli: &Cli, args: &CancelArgs) -> anyhow::Result<ExitCode> {
     let loaded = config::load(&cli.config)?;
+    // An unknown model is a typo, not "nothing scheduled".
+    planner::compile(&loaded.config, &args.model)?;
     let url = super::database_url(cli, &loaded.config);
     match with_database(&url, |database| async move { scheduler::cancel(&database, &args.model, &args.id).await }) {
         Ok(guid) => {

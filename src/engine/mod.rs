@@ -21,6 +21,7 @@ use indexmap::IndexMap;
 use crate::config::Config;
 use crate::db::sql::{KeyType, SqlValue};
 use crate::db::{Database, DbError, tables};
+use crate::planner::Plan;
 
 /// Keys as the key column wants them bound: integers for an integer key (the first key that is
 /// not one is the error), text otherwise.
@@ -32,6 +33,16 @@ pub(crate) fn typed_keys(key_type: &KeyType, keys: Vec<String>) -> Result<SqlVal
         .map(|key| key.trim().parse::<i64>().map_err(|_| key))
         .collect::<Result<_, _>>()
         .map(SqlValue::Integers)
+}
+
+/// Checks that `ids` fit the key of `plan`'s root table in the live schema, so that a
+/// scheduled deletion of an id that cannot exist is refused now instead of failing later.
+pub async fn check_root_ids(database: &Database, plan: &Plan, ids: &[String]) -> Result<(), DeleteError> {
+    let schema = crate::schema::introspect(database).await?;
+    let root = steps::node_sql(&plan.root, None, database.backend(), Some(&schema));
+    typed_keys(&root.key_type, ids.to_vec())
+        .map(|_| ())
+        .map_err(|id| DeleteError::NotAnInteger { id, table: plan.root.table.clone() })
 }
 
 /// Every option's current value: the config's `[options]`, overridden by `cascade_option`.
