@@ -60,7 +60,7 @@ pub struct DemoDatabase {
 /// Why the demo database could not be built.
 #[derive(Debug, thiserror::Error)]
 pub enum DemoError {
-    /// Creating the parent directories or removing an earlier database (or its `-wal`, `-shm`,
+    /// The directory does not exist, or removing an earlier database (or its `-wal`, `-shm`,
     /// `-journal` file) failed; `path` is the file or directory concerned.
     #[error("cannot prepare the demo database `{}`: {source}", path.display())]
     Io {
@@ -109,14 +109,15 @@ pub async fn build(path: &Path, rows: u64) -> Result<DemoDatabase, DemoError> {
     Ok(seeded)
 }
 
-/// Removes an earlier database at `path` (with its `-wal`, `-shm` and `-journal` siblings) and
-/// creates the parent directories.
+/// Removes an earlier database at `path` (with its `-wal`, `-shm` and `-journal` siblings). The
+/// directory must exist: a mistyped path is an error, not a new directory tree.
 fn prepare_path(path: &Path) -> Result<(), DemoError> {
     fn io_error(path: &Path) -> impl FnOnce(std::io::Error) -> DemoError + '_ {
         move |source| DemoError::Io { path: path.to_path_buf(), source }
     }
-    if let Some(parent) = path.parent().filter(|parent| !parent.as_os_str().is_empty()) {
-        std::fs::create_dir_all(parent).map_err(io_error(parent))?;
+    if let Some(parent) = path.parent().filter(|parent| !parent.as_os_str().is_empty() && !parent.is_dir()) {
+        let missing = std::io::Error::new(std::io::ErrorKind::NotFound, "no such directory");
+        return Err(io_error(parent)(missing));
     }
     for suffix in ["", "-wal", "-shm", "-journal"] {
         let mut file = path.as_os_str().to_owned();
@@ -728,7 +729,7 @@ mod tests {
     #[tokio::test]
     async fn builds_a_consistent_deterministic_database() {
         let directory = tempfile::tempdir().unwrap();
-        let path = directory.path().join("nested/dir/demo.db");
+        let path = directory.path().join("demo.db");
         let demo = build(&path, 2_000).await.unwrap();
 
         assert!((1_800..=2_200).contains(&demo.rows), "{} rows", demo.rows);
@@ -831,5 +832,11 @@ mod tests {
         // A directory where the database should be.
         let error = build(directory.path(), 1_000).await.unwrap_err();
         assert!(matches!(error, DemoError::Io { .. }), "{error:?}");
+
+        // A directory that does not exist is not created.
+        let missing = directory.path().join("missing");
+        let error = build(&missing.join("demo.db"), 1_000).await.unwrap_err();
+        assert!(error.to_string().contains("no such directory"), "{error}");
+        assert!(!missing.exists());
     }
 }
