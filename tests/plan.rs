@@ -192,3 +192,39 @@ fn counts_are_exact_on_postgres() {
     };
     check_diamond_counts(&url, query, fingerprint);
 }
+
+/// What `plan` counts is what the run does: a row that is deleted is not also counted as
+/// nullified, and a root already marked in progress (an interrupted run) is resumed, not
+/// skipped.
+#[test]
+fn plan_counts_agree_with_the_run_on_sqlite() {
+    let dir = tempfile::tempdir().unwrap();
+    let url = sqlite_database(
+        dir.path(),
+        "CREATE TABLE p (id INTEGER PRIMARY KEY, status INTEGER NOT NULL);
+         CREATE TABLE a (id INTEGER PRIMARY KEY, x INTEGER REFERENCES p (id), y INTEGER REFERENCES p (id));
+         CREATE INDEX a_x ON a (x);
+         CREATE INDEX a_y ON a (y);
+         INSERT INTO p VALUES (1, 1), (2, 0);
+         INSERT INTO a VALUES (1, 1, 1), (2, 2, 1), (3, NULL, 1), (4, 1, NULL);",
+    );
+    let config = project(&[(
+        "cascades/p.toml",
+        "[models.p]\ntable = \"p\"\nstatus = { column = \"status\", proceed = [0], in_progress = 1 }\n\
+         children = [\n  { model = \"a\", column = \"x\" },\n  { model = \"a\", column = \"y\", on_delete = \"nullify\" },\n]\n\n\
+         [models.a]\ntable = \"a\"\nstrategy = \"bulk\"\n",
+    )]);
+    let json = |args: &[&str]| -> Value {
+        let output =
+            cascade(config.path()).args(args).args(["--format", "json", "--database-url", &url]).output().unwrap();
+        assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+        serde_json::from_slice(&output.stdout).unwrap()
+    };
+    let plan = json(&["plan", "p", "--id", "1"]);
+    assert_eq!(plan["skipped_by_status"], 0, "p 1 is in progress: it is resumed");
+    assert_eq!((&plan["totals"]["p"], &plan["totals"]["a"]), (&Value::from(1), &Value::from(2)));
+    assert_eq!(plan["nullify"]["a"], 2, "rows 2 and 3: row 1 is deleted, not nullified");
+    let run = json(&["delete", "p", "1", "--confirm"]);
+    assert_eq!(run["deleted"]["a"], plan["totals"]["a"]);
+    assert_eq!(run["nullified"]["a"], plan["nullify"]["a"]);
+}

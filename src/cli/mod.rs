@@ -138,7 +138,8 @@ fn init_logging(cli: &Cli) {
     let level = match (cli.quiet, cli.verbose) {
         (true, _) => "error",
         // The progress of a deletion is worth a line now and then even when nobody asked.
-        (false, 0) => "warn,cascade::engine=info,cascade::cli::delete=info",
+        // sqlx warns of slow statements with their whole SQL: noise unless asked for (-v).
+        (false, 0) => "warn,sqlx=error,cascade::engine=info,cascade::cli::delete=info",
         (false, 1) => "info",
         (false, 2) => "debug",
         (false, _) => "trace",

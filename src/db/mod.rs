@@ -50,7 +50,7 @@ pub enum DbError {
     #[error("unsupported database URL `{0}`: use sqlite://PATH or postgres://USER@HOST/DB")]
     UnsupportedUrl(String),
     /// Connecting failed.
-    #[error("cannot connect to `{url}`: {reason}")]
+    #[error("cannot connect to `{url}`: {}", describe(reason))]
     Connect {
         /// The URL, redacted.
         url: String,
@@ -72,8 +72,20 @@ pub enum DbError {
         known: i64,
     },
     /// A statement failed.
-    #[error("database error: {0}")]
+    #[error("database error: {}", describe(.0))]
     Query(sqlx::Error),
+}
+
+/// What the database said, without sqlx's "error returned from database:" prefix or the server's
+/// source position: the message, and its SQLSTATE or SQLite code.
+fn describe(error: &sqlx::Error) -> String {
+    match error {
+        sqlx::Error::Database(error) => match error.code() {
+            Some(code) => format!("{} ({code})", error.message()),
+            None => error.message().to_owned(),
+        },
+        other => other.to_string(),
+    }
 }
 
 impl From<sqlx::Error> for DbError {
@@ -302,5 +314,19 @@ impl Database {
             Pool::Sqlite(pool) => pool.close().await,
             Pool::Postgres(pool) => pool.close().await,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{Access, Database};
+    use crate::db::sql::Statement;
+
+    #[tokio::test]
+    async fn a_database_error_says_what_the_database_said_once() {
+        let database = Database::connect("sqlite::memory:", Access::ReadWrite).await.unwrap();
+        let missing = Statement { sql: "SELECT * FROM missing".to_owned(), params: Vec::new() };
+        let error = database.fetch_texts(&missing).await.unwrap_err().to_string();
+        assert_eq!(error, "database error: no such table: missing (1)");
     }
 }

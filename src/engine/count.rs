@@ -79,7 +79,12 @@ pub async fn count(
     }
     counts.rows.sort_keys();
     for ((model, action), model_paths) in &paths {
-        let rows = database.fetch_count(&counter.count(model_paths, true)).await?;
+        // A row that is deleted is not also nullified.
+        let deleted_paths = match action {
+            OnDelete::Nullify => paths.get(&(model.clone(), OnDelete::Delete)).map_or(&[][..], Vec::as_slice),
+            OnDelete::Delete => &[],
+        };
+        let rows = database.fetch_count(&counter.count_except(model_paths, deleted_paths)).await?;
         match action {
             OnDelete::Delete => counts.totals.insert(model.clone(), rows),
             OnDelete::Nullify => counts.nullify.insert(model.clone(), rows),
@@ -114,15 +119,35 @@ impl Counter<'_> {
         let node = paths[0].last().expect("a path ends at its node");
         let mut sql = SqlBuilder::new(self.backend);
         sql.push("SELECT COUNT(*) FROM ").push(&self.names(node).quoted_table()).push(" WHERE ");
+        self.any_path(&mut sql, paths, with_status);
+        sql.finish()
+    }
+
+    /// Like `count`, leaving out the rows that any of `except` reaches.
+    fn count_except(&self, paths: &[Vec<&PlanNode>], except: &[Vec<&PlanNode>]) -> Statement {
+        if except.is_empty() {
+            return self.count(paths, true);
+        }
+        let node = paths[0].last().expect("a path ends at its node");
+        let mut sql = SqlBuilder::new(self.backend);
+        sql.push("SELECT COUNT(*) FROM ").push(&self.names(node).quoted_table()).push(" WHERE (");
+        self.any_path(&mut sql, paths, true);
+        // COALESCE: a NULL relation column reaches nothing, so it must not hide the row.
+        sql.push(") AND NOT COALESCE((");
+        self.any_path(&mut sql, except, true);
+        sql.push("), FALSE)");
+        sql.finish()
+    }
+
+    fn any_path(&self, sql: &mut SqlBuilder, paths: &[Vec<&PlanNode>], with_status: bool) {
         for (index, path) in paths.iter().enumerate() {
             if index > 0 {
                 sql.push(" OR ");
             }
             sql.push("(");
-            self.predicate(&mut sql, path, with_status);
+            self.predicate(sql, path, with_status);
             sql.push(")");
         }
-        sql.finish()
     }
 
     /// The condition on the last node's rows: its column among the keys of the parent's rows,
@@ -153,7 +178,8 @@ impl Counter<'_> {
         let status = self.config.model(&root.model).and_then(|m| m.status.as_ref()).filter(|_| with_status);
         if let Some(status) = status {
             sql.push(" AND ");
-            super::sql::status_in(sql, &names.column(&status.column.value), &status.proceed);
+            // Roots already in progress are resumed by a deletion, so they count as proceeding.
+            super::sql::status_in(sql, &names.column(&status.column.value), &status.proceed_or_in_progress());
         }
     }
 
