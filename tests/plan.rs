@@ -220,8 +220,9 @@ fn plan_counts_agree_with_the_run_on_sqlite() {
         assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
         serde_json::from_slice(&output.stdout).unwrap()
     };
-    let plan = json(&["plan", "p", "--id", "1"]);
+    let plan = json(&["plan", "p", "--id", "1,7"]);
     assert_eq!(plan["skipped_by_status"], 0, "p 1 is in progress: it is resumed");
+    assert_eq!(plan["not_found"], serde_json::json!(["7"]));
     assert_eq!((&plan["totals"]["p"], &plan["totals"]["a"]), (&Value::from(1), &Value::from(2)));
     assert_eq!(plan["nullify"]["a"], 2, "rows 2 and 3: row 1 is deleted, not nullified");
     let run = json(&["delete", "p", "1", "--confirm"]);

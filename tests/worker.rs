@@ -415,3 +415,20 @@ fn schedule_and_cancel_check_the_model_and_the_id_at_once() {
     let tables = "SELECT COUNT(*) FROM sqlite_schema WHERE name = 'cascade_scheduled_deletion'";
     assert_eq!(count(&url, tables), 0, "refused before anything was written");
 }
+
+/// A scheduled deletion whose root row no longer exists is dropped and reported as not found,
+/// not counted as a success.
+#[test]
+fn a_missing_root_is_reported_as_not_found() {
+    let dir = tempfile::tempdir().unwrap();
+    let url = sqlite_database(dir.path(), &format!("{SCHEMA}{}", rows(1, 1)));
+    let config_dir = project(&[("cascades/items.toml", &config("", None))]);
+    schedule_now(&url, [5]);
+    cascade(config_dir.path())
+        .args(["worker", "--once", "--database-url", &url])
+        .assert()
+        .success()
+        .stdout(predicates::str::contains("0 succeeded, 0 cancelled, 0 failed, 0 interrupted, 1 not found"));
+    assert_eq!(count(&url, "SELECT COUNT(*) FROM cascade_scheduled_deletion"), 0);
+    assert_eq!(count(&url, "SELECT COUNT(*) FROM cascade_run WHERE outcome = 'not_found'"), 1);
+}

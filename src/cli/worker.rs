@@ -43,8 +43,8 @@ pub fn run(cli: &Cli, args: &Args) -> anyhow::Result<ExitCode> {
         database.close().await;
         let report = report?;
         println!(
-            "worker done: {} succeeded, {} cancelled, {} failed, {} interrupted",
-            report.succeeded, report.cancelled, report.failed, report.interrupted
+            "worker done: {} succeeded, {} cancelled, {} failed, {} interrupted, {} not found",
+            report.succeeded, report.cancelled, report.failed, report.interrupted, report.not_found
         );
         // So that cron and systemd notice: a run in which any attempt failed is not a success.
         Ok(if report.failed > 0 { ExitCode::from(1) } else { ExitCode::SUCCESS })

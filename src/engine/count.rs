@@ -11,7 +11,7 @@ use crate::db::sql::{KeyType, Param, SqlBuilder, SqlValue, Statement};
 use crate::db::{Backend, Database, DbError};
 use crate::planner::{Plan, PlanNode};
 
-use super::typed_keys;
+use super::{key_texts, typed_keys};
 use crate::schema::{CatalogNames, Schema};
 
 /// How many rows a plan would delete or nullify for some root ids.
@@ -25,6 +25,8 @@ pub struct Counts {
     pub nullify: IndexMap<String, u64>,
     /// Requested root rows that exist but whose status does not allow the deletion.
     pub skipped_by_status: u64,
+    /// Requested root ids that match no row.
+    pub not_found: Vec<String>,
 }
 
 /// Why rows could not be counted.
@@ -68,8 +70,11 @@ pub async fn count(
         key: root.key().to_owned(),
         table: plan.root.table.clone(),
     })?;
+    let found = database.fetch_texts(&root.select_roots(Param::Value(ids.clone()), None)).await?;
+    let found: Vec<String> = found.into_iter().filter_map(|row| row.into_iter().next().flatten()).collect();
+    let not_found = key_texts(&ids).into_iter().filter(|id| !found.contains(id)).collect();
     let counter = Counter { backend: database.backend(), config, schema, root_key_type: root.key_type.clone(), ids };
-    let mut counts = Counts::default();
+    let mut counts = Counts { not_found, ..Counts::default() };
     let mut paths: IndexMap<(String, OnDelete), Vec<Vec<&PlanNode>>> = IndexMap::new();
     for path in paths_of(&plan.root) {
         let node = *path.last().expect("a path ends at its node");

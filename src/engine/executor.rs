@@ -17,7 +17,7 @@ use tracing::{debug, info};
 use super::archive::Archive;
 use super::steps::StepSql;
 use super::throttle::Throttle;
-use super::typed_keys;
+use super::{key_texts as texts, typed_keys};
 use crate::config::Config;
 use crate::config::OnDelete;
 use crate::db::sql::{Param, SqlValue, Statement};
@@ -61,6 +61,8 @@ pub enum RunOutcome {
     Succeeded,
     /// Every root found was skipped: its status does not allow the deletion.
     Skipped,
+    /// No requested root row exists (already deleted, or never was): nothing to do.
+    NotFound,
     /// Stopped between chunks (Ctrl-C, SIGTERM, a lost claim); running it again finishes it.
     Interrupted,
     /// Stopped by an error.
@@ -73,6 +75,7 @@ impl RunOutcome {
         match self {
             RunOutcome::Succeeded => "succeeded",
             RunOutcome::Skipped => "skipped",
+            RunOutcome::NotFound => "not_found",
             RunOutcome::Interrupted => "interrupted",
             RunOutcome::Failed => "failed",
         }
@@ -398,6 +401,11 @@ impl<'a> Deletion<'a> {
         }
     }
 
+    /// Whether no requested root row exists.
+    pub fn none_found(&self) -> bool {
+        self.stack.is_empty() && self.summary.skipped.is_empty() && !self.summary.missing.is_empty()
+    }
+
     /// Whether every requested root exists and was skipped by its status, so nothing is
     /// deleted (a scheduled deletion cancelled through its status).
     pub fn all_skipped(&self) -> bool {
@@ -639,14 +647,5 @@ fn is_empty(keys: &SqlValue) -> bool {
         SqlValue::Integers(list) => list.is_empty(),
         SqlValue::Texts(list) => list.is_empty(),
         _ => false,
-    }
-}
-
-fn texts(keys: &SqlValue) -> Vec<String> {
-    match keys {
-        SqlValue::Integers(list) => list.iter().map(i64::to_string).collect(),
-        SqlValue::Texts(list) => list.clone(),
-        SqlValue::Integer(i) => vec![i.to_string()],
-        SqlValue::Text(t) => vec![t.clone()],
     }
 }

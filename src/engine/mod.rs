@@ -35,6 +35,16 @@ pub(crate) fn typed_keys(key_type: &KeyType, keys: Vec<String>) -> Result<SqlVal
         .map(SqlValue::Integers)
 }
 
+/// Keys as text, whatever their bound type.
+pub(crate) fn key_texts(keys: &SqlValue) -> Vec<String> {
+    match keys {
+        SqlValue::Integers(list) => list.iter().map(i64::to_string).collect(),
+        SqlValue::Texts(list) => list.clone(),
+        SqlValue::Integer(i) => vec![i.to_string()],
+        SqlValue::Text(t) => vec![t.clone()],
+    }
+}
+
 /// Checks that `ids` fit the key of `plan`'s root table in the live schema, so that a
 /// scheduled deletion of an id that cannot exist is refused now instead of failing later.
 pub async fn check_root_ids(database: &Database, plan: &Plan, ids: &[String]) -> Result<(), DeleteError> {

@@ -131,6 +131,9 @@ impl Engine {
         if deletion.all_skipped() {
             return finished(deletion, RunOutcome::Skipped).await;
         }
+        if deletion.none_found() {
+            return finished(deletion, RunOutcome::NotFound).await;
+        }
         loop {
             if stop.as_ref().is_some_and(|stop| stop.load(Ordering::SeqCst)) {
                 return finished(deletion, RunOutcome::Interrupted).await;

@@ -51,6 +51,8 @@ pub struct PlanView<'a> {
     pub nullify: IndexMap<String, u64>,
     /// Requested root rows whose status does not allow the deletion.
     pub skipped_by_status: u64,
+    /// Requested root ids that match no row.
+    pub not_found: Vec<String>,
     /// How long the deletion would take, about (empty without counts).
     pub estimate: Estimate,
     /// The statements of each step, with `--sql`.
@@ -137,6 +139,7 @@ impl<'a> PlanView<'a> {
             totals: counts.map(|c| c.totals.clone()).unwrap_or_default(),
             nullify: counts.map(|c| c.nullify.clone()).unwrap_or_default(),
             skipped_by_status: counts.map_or(0, |c| c.skipped_by_status),
+            not_found: counts.map(|c| c.not_found.clone()).unwrap_or_default(),
             estimate,
             sql,
         }
@@ -163,6 +166,7 @@ impl<'a> PlanView<'a> {
             totals: &'a IndexMap<String, u64>,
             nullify: &'a IndexMap<String, u64>,
             skipped_by_status: u64,
+            not_found: &'a [String],
             estimate: &'a Estimate,
             #[serde(skip_serializing_if = "Option::is_none")]
             sql: &'a Option<Vec<StepStatements>>,
@@ -174,6 +178,7 @@ impl<'a> PlanView<'a> {
             totals: &self.totals,
             nullify: &self.nullify,
             skipped_by_status: self.skipped_by_status,
+            not_found: &self.not_found,
             estimate: &self.estimate,
             sql: &self.sql,
         };

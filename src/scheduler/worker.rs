@@ -59,6 +59,8 @@ pub struct WorkerReport {
     pub failed: u64,
     /// Deletions stopped by the stop flag, their claims released.
     pub interrupted: u64,
+    /// Deletions whose root row no longer existed (dropped: nothing to delete).
+    pub not_found: u64,
 }
 
 impl WorkerReport {
@@ -67,6 +69,7 @@ impl WorkerReport {
         self.cancelled += other.cancelled;
         self.failed += other.failed;
         self.interrupted += other.interrupted;
+        self.not_found += other.not_found;
     }
 }
 
@@ -170,6 +173,12 @@ async fn next(
         Ok(RunOutcome::Interrupted) => {
             super::release(database, &claim).await?;
             report.interrupted += 1;
+            None
+        }
+        Ok(RunOutcome::NotFound) => {
+            warn!(guid = %claim.guid, id = %claim.object_id, "the root row does not exist: nothing to delete, dropped");
+            super::remove(database, &claim).await?;
+            report.not_found += 1;
             None
         }
         Ok(RunOutcome::Failed) => Some(("the deletion failed".to_owned(), Failure::Transient)),
