@@ -8,6 +8,7 @@ mod plan;
 mod runs;
 mod schedule;
 mod schema;
+mod shell;
 mod validate;
 mod worker;
 
@@ -23,7 +24,7 @@ use clap::{Parser, Subcommand, ValueEnum};
 
 /// Declarative, resumable, throttled deletion of large, deeply linked relational data.
 #[derive(Debug, Parser)]
-#[command(name = "cascade", version, about, max_term_width = 100)]
+#[command(name = "cascade", version, about, max_term_width = 100, after_help = EXIT_CODES)]
 pub struct Cli {
     /// Config directory (every *.toml below it) or a single config file.
     #[arg(long, global = true, value_name = "DIR|FILE", default_value = "cascades")]
@@ -95,7 +96,20 @@ pub enum Command {
     Worker(worker::Args),
     /// Write a starting config from a database's foreign keys.
     Init(init::Args),
+    /// Print the shell completion script for bash, zsh, fish, elvish or PowerShell.
+    Completions(shell::CompletionsArgs),
+    /// Print the man page (roff).
+    Man,
 }
+
+/// The exit codes, for `--help` (the README has the same table).
+const EXIT_CODES: &str = "Exit codes:
+  0    success (a dry run, a deletion that finished, a clean config)
+  1    problems found: config errors (or warnings with --deny-warnings), a deletion refused before
+       any write (undeclared foreign keys), `worker --once` with failed attempts, `cancel` of a
+       running or unknown deletion
+  2    usage, I/O or database errors; a deletion that stopped on an error
+  130  interrupted by Ctrl-C or SIGTERM after a complete chunk: run the same command again";
 
 /// Exit code for usage and I/O problems, as opposed to problems found in the config (1).
 pub const EXIT_USAGE: u8 = 2;
@@ -117,6 +131,8 @@ pub fn main() -> ExitCode {
         Command::Runs(args) => runs::run(&cli, args),
         Command::Worker(args) => worker::run(&cli, args),
         Command::Option(command) => option::run(&cli, command),
+        Command::Completions(args) => shell::completions(args),
+        Command::Man => shell::man(),
     };
     result.unwrap_or_else(|error| {
         eprintln!("error: {error:#}");

@@ -1,0 +1,72 @@
+//! What the command line tells about itself: the exit codes in `--help`, shell completions and
+//! the man page, all generated from the same definitions.
+
+mod common;
+
+use common::{cascade, project};
+
+#[test]
+fn help_lists_the_exit_codes() {
+    let dir = project(&[]);
+    let output = cascade(dir.path()).arg("--help").output().unwrap();
+    let help = String::from_utf8_lossy(&output.stdout);
+    for line in ["Exit codes:", "130  interrupted by Ctrl-C or SIGTERM"] {
+        assert!(help.contains(line), "{help}");
+    }
+}
+
+#[test]
+fn completions_and_the_man_page_cover_every_command() {
+    let dir = project(&[]);
+    for shell in ["bash", "zsh", "fish"] {
+        let output = cascade(dir.path()).args(["completions", shell]).output().unwrap();
+        assert!(output.status.success());
+        let script = String::from_utf8_lossy(&output.stdout);
+        for command in ["validate", "plan", "delete", "worker", "runs", "completions"] {
+            assert!(script.contains(command), "{shell} completions lack `{command}`");
+        }
+    }
+    let output = cascade(dir.path()).arg("man").output().unwrap();
+    let page = String::from_utf8_lossy(&output.stdout);
+    assert!(output.status.success());
+    assert!(page.contains(".TH cascade"), "{page}");
+    assert!(page.contains("validate"), "{page}");
+}
+
+/// `rust-version` states the real minimum: the highest `rust-version` of the locked
+/// dependencies (read from cargo's registry sources, which the build has just unpacked).
+#[test]
+fn rust_version_is_the_highest_the_locked_dependencies_need() {
+    let root = common::repository();
+    let manifest: toml::Table = std::fs::read_to_string(root.join("Cargo.toml")).unwrap().parse().unwrap();
+    let ours = manifest["package"]["rust-version"].as_str().unwrap().to_owned();
+    let lock: toml::Table = std::fs::read_to_string(root.join("Cargo.lock")).unwrap().parse().unwrap();
+    let cargo_home = std::env::var_os("CARGO_HOME")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| std::path::PathBuf::from(std::env::var_os("HOME").unwrap()).join(".cargo"));
+    let sources: Vec<std::path::PathBuf> = std::fs::read_dir(cargo_home.join("registry/src"))
+        .expect("cargo's registry sources")
+        .map(|entry| entry.unwrap().path())
+        .collect();
+    let version = |text: &str| -> Vec<u64> { text.split('.').map(|part| part.parse().unwrap()).collect() };
+    let mut highest = (vec![0], String::new());
+    let mut read = 0;
+    for package in lock["package"].as_array().unwrap() {
+        let (name, release) = (package["name"].as_str().unwrap(), package["version"].as_str().unwrap());
+        let Some(text) = sources.iter().find_map(|dir| std::fs::read_to_string(dir.join(format!("{name}-{release}/Cargo.toml"))).ok())
+        else {
+            continue;
+        };
+        read += 1;
+        let parsed: toml::Table = text.parse().unwrap();
+        if let Some(needed) = parsed.get("package").and_then(|p| p.get("rust-version")).and_then(|v| v.as_str()) {
+            if version(needed) > highest.0 {
+                highest = (version(needed), name.to_owned());
+            }
+        }
+    }
+    assert!(read > 50, "the locked packages' sources were found ({read})");
+    let mut needed = highest.0.clone();
+    needed.truncate(2);
+    assert_eq!(version(&ours), needed, "rust-version {ours}, but {} needs {:?}", highest.1, highest.0);
+}
