@@ -57,6 +57,15 @@ pub struct DemoDatabase {
     pub tables: IndexMap<String, u64>,
 }
 
+/// The demo project's config (the files of `cascades/`), built into the binary so that the
+/// demo runs anywhere, not only in a checkout.
+pub const CONFIG_FILES: &[(&str, &str)] = &[
+    ("issues.toml", include_str!("../cascades/issues.toml")),
+    ("organization.toml", include_str!("../cascades/organization.toml")),
+    ("outbox.toml", include_str!("../cascades/outbox.toml")),
+    ("project.toml", include_str!("../cascades/project.toml")),
+];
+
 /// Why the demo database could not be built.
 #[derive(Debug, thiserror::Error)]
 pub enum DemoError {

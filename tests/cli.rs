@@ -53,7 +53,9 @@ fn rust_version_is_the_highest_the_locked_dependencies_need() {
     let mut read = 0;
     for package in lock["package"].as_array().unwrap() {
         let (name, release) = (package["name"].as_str().unwrap(), package["version"].as_str().unwrap());
-        let Some(text) = sources.iter().find_map(|dir| std::fs::read_to_string(dir.join(format!("{name}-{release}/Cargo.toml"))).ok())
+        let Some(text) = sources
+            .iter()
+            .find_map(|dir| std::fs::read_to_string(dir.join(format!("{name}-{release}/Cargo.toml"))).ok())
         else {
             continue;
         };

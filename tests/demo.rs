@@ -45,3 +45,29 @@ fn the_demo_builds_validates_plans_and_deletes_one_organization() {
     let runs = texts("SELECT outcome FROM cascade_run");
     assert_eq!(runs, vec![vec![Some("succeeded".to_owned())]]);
 }
+
+/// After `cargo install`, outside any checkout: the demo uses its built-in config and leaves it
+/// beside the database for the next commands.
+#[test]
+fn the_demo_runs_anywhere_with_its_built_in_config() {
+    let dir = tempfile::tempdir().unwrap();
+    let output = cascade(dir.path())
+        .args(["demo", "--rows", "3000", "--db", "demo.db"])
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    let output = String::from_utf8(output).unwrap();
+    assert!(output.contains("the demo config (built in) is in cascades-demo"), "{output}");
+    for name in ["issues.toml", "organization.toml", "outbox.toml", "project.toml"] {
+        assert!(dir.path().join("cascades-demo").join(name).is_file(), "{name}");
+    }
+    cascade(dir.path())
+        .args(["--config", "cascades-demo", "validate", "--database-url", "sqlite://demo.db"])
+        .assert()
+        .success();
+    // A directory that does not exist is an error, not created.
+    cascade(dir.path()).args(["demo", "--rows", "3000", "--db", "missing/demo.db"]).assert().code(2);
+    assert!(!dir.path().join("missing").exists());
+}

@@ -1,6 +1,8 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+use anyhow::Context as _;
+
 use cascade::db::{Access, Database};
 use cascade::diagnostic::{Format, Report};
 use cascade::engine::{self, DeleteOptions, RunOutcome};
@@ -8,6 +10,27 @@ use cascade::render::{Folding, PlanFormat, PlanView};
 use cascade::{demo, planner};
 
 use super::Cli;
+
+/// Writes the built-in demo config into `cascades-demo/` beside the database; its directory.
+fn write_demo_config(db: &std::path::Path) -> anyhow::Result<PathBuf> {
+    let dir = match db.parent().filter(|parent| !parent.as_os_str().is_empty()) {
+        Some(parent) => parent.join("cascades-demo"),
+        None => PathBuf::from("cascades-demo"),
+    };
+    // Not create_dir_all: a mistyped --db directory stays an error.
+    match std::fs::create_dir(&dir) {
+        Err(error) if error.kind() != std::io::ErrorKind::AlreadyExists => {
+            return Err(anyhow::Error::new(error).context(format!("cannot create `{}`", dir.display())));
+        }
+        _ => {}
+    }
+    for (name, text) in demo::CONFIG_FILES {
+        let path = dir.join(name);
+        std::fs::write(&path, text).with_context(|| format!("cannot write `{}`", path.display()))?;
+    }
+    println!("== the demo config (built in) is in {}", dir.display());
+    Ok(dir)
+}
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
@@ -20,8 +43,15 @@ pub struct Args {
 }
 
 /// Builds the demo database, then walks validate → plan → delete of its first organization.
+/// The config is `--config` when that exists (the checkout's `cascades/`), else the demo config
+/// built into the binary, written beside the database so that the user can go on with it.
 pub fn run(cli: &Cli, args: &Args) -> anyhow::Result<ExitCode> {
-    let Some(loaded) = super::load_valid(cli)? else { return Ok(ExitCode::from(1)) };
+    let config_dir = if cli.config.exists() { cli.config.clone() } else { write_demo_config(&args.db)? };
+    let mut loaded = cascade::config::load(&config_dir)?;
+    planner::check(&mut loaded, None);
+    if super::refuse_diagnostics(&loaded.sources, &loaded.diagnostics) {
+        return Ok(ExitCode::from(1));
+    }
     super::block_on(async {
         println!("== building {} with about {} rows", args.db.display(), args.rows);
         let built = demo::build(&args.db, args.rows).await?;
@@ -67,7 +97,7 @@ pub fn run(cli: &Cli, args: &Args) -> anyhow::Result<ExitCode> {
         }
         // The last organization's status blocks deletion; suggest one that can go.
         if let [_, next, _, ..] = built.organizations.as_slice() {
-            let config = cli.config.display();
+            let config = config_dir.display();
             println!(
                 "\nthe other organizations are untouched: try `cascade --config {config} --database-url {url} plan organization --id {next}`"
             );
