@@ -542,13 +542,12 @@ impl<'a> Deletion<'a> {
                 serde_json::json!({ "key": key, "shard": row.get(1).cloned().flatten(), "payload": row.get(2).cloned().flatten() })
             })
             .collect();
-        if let Some(statement) =
-            frame.step.tombstones(Param::text(&serde_json::Value::from(tombstones.clone()).to_string()))
+        let count = tombstones.len() as u64;
+        if let (Some(statement), true) =
+            (frame.step.tombstones(Param::text(&serde_json::Value::from(tombstones).to_string())), count > 0)
         {
-            if !tombstones.is_empty() {
-                transaction.execute(&statement).await?;
-                self.summary.outbox_rows += tombstones.len() as u64;
-            }
+            transaction.execute(&statement).await?;
+            self.summary.outbox_rows += count;
         }
         Ok(rows.len() as u64)
     }
