@@ -495,16 +495,16 @@ fn report(results: &[Measured]) {
             verdict(m.cascade.rss_kib.is_some_and(|k| k < 100 * 1024)),
         );
     }
-    if let [full, tenth] = sqlite[..] {
-        if let (Some(big), Some(small)) = (full.cascade.rss_kib, tenth.cascade.rss_kib) {
-            let growth = big as f64 / small as f64;
-            println!(
-                "- peak RSS flat with size (SQLite, {}× the rows): {:.2}× the RSS ({})",
-                full.rows / tenth.rows.max(1),
-                growth,
-                if growth <= 1.25 { "met" } else { "MISSED" }
-            );
-        }
+    if let [full, tenth] = sqlite[..]
+        && let (Some(big), Some(small)) = (full.cascade.rss_kib, tenth.cascade.rss_kib)
+    {
+        let growth = big as f64 / small as f64;
+        println!(
+            "- peak RSS flat with size (SQLite, {}× the rows): {:.2}× the RSS ({})",
+            full.rows / tenth.rows.max(1),
+            growth,
+            if growth <= 1.25 { "met" } else { "MISSED" }
+        );
     }
     println!(
         "\nNative DELETE: one `DELETE FROM root WHERE id = 1` with ON DELETE CASCADE on every foreign key, one \

@@ -61,10 +61,10 @@ fn rust_version_is_the_highest_the_locked_dependencies_need() {
         };
         read += 1;
         let parsed: toml::Table = text.parse().unwrap();
-        if let Some(needed) = parsed.get("package").and_then(|p| p.get("rust-version")).and_then(|v| v.as_str()) {
-            if version(needed) > highest.0 {
-                highest = (version(needed), name.to_owned());
-            }
+        if let Some(needed) = parsed.get("package").and_then(|p| p.get("rust-version")).and_then(|v| v.as_str())
+            && version(needed) > highest.0
+        {
+            highest = (version(needed), name.to_owned());
         }
     }
     assert!(read > 50, "the locked packages' sources were found ({read})");

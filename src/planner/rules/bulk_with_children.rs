@@ -9,10 +9,10 @@ use crate::planner::Context;
 pub fn check(context: &Context<'_>, diagnostics: &mut Vec<Diagnostic>) {
     let config = context.config;
     for model in config.models.values() {
-        if let Some(strategy) = bulk(&model.strategy) {
-            if let Some(child) = first_child(model) {
-                diagnostics.push(diagnostic(strategy, model, child, "model"));
-            }
+        if let Some(strategy) = bulk(&model.strategy)
+            && let Some(child) = first_child(model)
+        {
+            diagnostics.push(diagnostic(strategy, model, child, "model"));
         }
         for relation in &model.children {
             let (Some(strategy), Some(child_model)) = (bulk(&relation.strategy), config.model(&relation.model.value))
