@@ -106,14 +106,21 @@ fn composite_keys_on_postgres() {
     composite_keys_end_to_end(&url);
 }
 
-/// `init` writes the composite key, and what it writes validates.
+/// `init` writes the composite key, the JSON Schema its first line points at, and the next
+/// commands; what it writes validates.
 #[test]
 fn init_writes_a_composite_key_that_validates() {
     let dir = tempfile::tempdir().unwrap();
     let url = sqlite_database(dir.path(), SCHEMA);
     let project = project(&[]);
-    cascade(project.path()).args(["init", "--database-url", &url]).assert().success();
+    let output =
+        cascade(project.path()).args(["init", "--database-url", &url]).assert().success().get_output().stdout.clone();
+    let said = String::from_utf8_lossy(&output);
+    assert!(said.contains(&format!("cascade --config cascades validate --database-url '{url}'")), "{said}");
     let written = std::fs::read_to_string(project.path().join("cascades/cascade.toml")).unwrap();
+    assert!(written.starts_with("#:schema cascade.schema.json\n"), "{written}");
+    let schema = std::fs::read_to_string(project.path().join("cascades/cascade.schema.json")).unwrap();
+    assert_eq!(schema, cascade::config::json_schema(), "the file the #:schema line points at exists");
     assert!(written.contains(r#"key = ["playlist_id", "track_id"]"#), "{written}");
     cascade(project.path()).args(["validate", "--deny-warnings", "--database-url", &url]).assert().success();
 }

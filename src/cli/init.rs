@@ -3,7 +3,7 @@ use std::process::ExitCode;
 
 use anyhow::{Context as _, bail};
 
-use cascade::db::DEFAULT_DATABASE_URL;
+use cascade::db::{DEFAULT_DATABASE_URL, redact};
 use cascade::{planner, schema};
 
 use super::Cli;
@@ -31,10 +31,19 @@ pub fn run(cli: &Cli, args: &Args) -> anyhow::Result<ExitCode> {
     std::fs::create_dir_all(&args.out).with_context(|| format!("cannot create `{}`", args.out.display()))?;
     std::fs::write(&path, planner::starting_config(&schema))
         .with_context(|| format!("cannot write `{}`", path.display()))?;
+    // The file's `#:schema` line points here, so editors complete and check it at once.
+    let schema_path = args.out.join("cascade.schema.json");
+    std::fs::write(&schema_path, cascade::config::json_schema())
+        .with_context(|| format!("cannot write `{}`", schema_path.display()))?;
+    let (config, url) = (args.out.display(), redact(url));
     println!(
-        "wrote {} with {} models; check it with `cascade validate --database-url ...`",
+        "wrote {} with {} models, and {} for editor completion\n\n\
+         next: review the relations, then\n  \
+         cascade --config {config} validate --database-url '{url}'\n  \
+         cascade --config {config} plan MODEL --id ID --database-url '{url}'",
         path.display(),
-        schema.tables.len()
+        schema.tables.len(),
+        schema_path.display()
     );
     Ok(ExitCode::SUCCESS)
 }

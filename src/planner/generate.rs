@@ -24,7 +24,8 @@ enum Decision {
     LeftOut(String),
 }
 
-/// The TOML text of a config for `schema`, starting with the `#:schema` line.
+/// The TOML text of a config for `schema`, starting with a `#:schema` line that points at
+/// `cascade.schema.json` beside it (`cascade init` writes that file too).
 pub fn starting_config(schema: &Schema) -> String {
     // A table whose name a config cannot hold is left out, with the reason, before anything
     // else: its foreign keys then stay undeclared, so a deletion that reaches it is refused.
@@ -53,7 +54,7 @@ pub fn starting_config(schema: &Schema) -> String {
     }
 
     let mut text = String::from(
-        "#:schema ../schemas/cascade.schema.json\n\
+        "#:schema cascade.schema.json\n\
          # Written by `cascade init` from the database's foreign keys. Review it: chunk sizes,\n\
          # rate limits, status checks and outbox categories are yours to add.\n",
     );
