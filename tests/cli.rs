@@ -72,3 +72,20 @@ fn rust_version_is_the_highest_the_locked_dependencies_need() {
     needed.truncate(2);
     assert_eq!(version(&ours), needed, "rust-version {ours}, but {} needs {:?}", highest.1, highest.0);
 }
+
+/// A PostgreSQL server that refuses the connection is named as such at once, not after the
+/// pool's timeout as "pool timed out".
+#[test]
+fn a_refused_connection_says_so() {
+    let dir = project(&[("cascades/t.toml", "[models.t]\ntable = \"t\"\n")]);
+    // Port 1 on the loopback: nothing listens there.
+    let output = cascade(dir.path())
+        .args(["plan", "t", "--id", "1", "--database-url", "postgres://app:s3cret@127.0.0.1:1/app"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("cannot connect to `postgres://app:***@127.0.0.1:1/app`"), "{stderr}");
+    assert!(stderr.to_lowercase().contains("connection refused"), "{stderr}");
+    assert!(!stderr.contains("s3cret") && !stderr.contains("timed out"), "{stderr}");
+}

@@ -1,9 +1,11 @@
 //! PostgreSQL. Lists of keys travel as one array parameter cast to the key's type; rows are
 //! addressed by `ctid` (with `tableoid` on a partitioned table); claims skip locked rows.
 
+use std::str::FromStr;
 use std::time::{Duration, SystemTime};
 
-use sqlx::postgres::PgPoolOptions;
+use sqlx::Connection as _;
+use sqlx::postgres::{PgConnectOptions, PgConnection, PgPoolOptions};
 
 use super::backend::{Backend, BoxFuture, Failure, Kind, RowSelector, connection_failure};
 use super::sql::{KeyType, Param, SqlBuilder, db_time};
@@ -15,6 +17,9 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../../schemas/migrations/postgres/0001_tables.sql"),
     include_str!("../../schemas/migrations/postgres/0002_claim_tokens_and_run_heartbeats.sql"),
 ];
+
+/// How long connecting may take before it is given up.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// Any number: the tool's own advisory lock, held while its tables are created or upgraded.
 const MIGRATION_LOCK: &str = "SELECT pg_advisory_xact_lock(4242424242)";
@@ -30,12 +35,21 @@ impl Backend for Postgres {
 
     fn connect<'a>(&'a self, url: &'a DatabaseUrl, _access: Access) -> BoxFuture<'a, Result<Database, DbError>> {
         Box::pin(async move {
+            let failed = |reason| DbError::Connect { url: url.redacted(), reason };
+            let options = PgConnectOptions::from_str(url.as_str()).map_err(failed)?;
+            // One connection first: a refused or failed connection is reported as what it is at
+            // once, where the pool would retry it until its timeout and say only that it timed out.
+            let first = tokio::time::timeout(CONNECT_TIMEOUT, PgConnection::connect_with(&options))
+                .await
+                .map_err(|_| failed(sqlx::Error::PoolTimedOut))?
+                .map_err(failed)?;
+            let _ = first.close().await;
             let pool = PgPoolOptions::new()
                 .max_connections(4)
-                .acquire_timeout(Duration::from_secs(10))
-                .connect(url.as_str())
+                .acquire_timeout(CONNECT_TIMEOUT)
+                .connect_with(options)
                 .await
-                .map_err(|reason| DbError::Connect { url: url.redacted(), reason })?;
+                .map_err(failed)?;
             Ok(Database { backend: &Postgres, pool: Pool::Postgres(pool) })
         })
     }
