@@ -144,8 +144,12 @@ fn progress_bar(total: Option<u64>) -> ProgressBar {
     };
     let bar = ProgressBar::new(total);
     bar.set_style(
-        ProgressStyle::with_template("{spinner} {bar:40} {pos}/{len} rows · {per_sec} · eta {eta}")
-            .expect("a valid template"),
+        ProgressStyle::with_template("{spinner} {bar:40} {pos}/{len} rows · {rate} · eta {eta}")
+            .expect("a valid template")
+            // Whole rows per second: indicatif's own {per_sec} prints four decimals.
+            .with_key("rate", |state: &indicatif::ProgressState, out: &mut dyn std::fmt::Write| {
+                let _ = write!(out, "{:.0} rows/s", state.per_sec());
+            }),
     );
     bar
 }
