@@ -6,7 +6,7 @@ use indexmap::IndexMap;
 
 use cascade::config::Loaded;
 use cascade::db::{Access, Database, DatabaseUrl};
-use cascade::engine::{self, Engine};
+use cascade::engine;
 use cascade::planner;
 use cascade::render::{Folding, PlanFormat, PlanView};
 use cascade::schema::Schema;
@@ -94,7 +94,7 @@ async fn count(
     };
     *rates = engine::current_options(&loaded.config, database).await?;
     let counts = engine::count(database, &loaded.config, engine.schema(), plan, ids).await?;
-    Ok(Some((counts, Engine::schema(&engine).clone())))
+    Ok(Some((counts, engine.schema().clone())))
 }
 
 /// `--format` of `plan`: the library's plan formats.

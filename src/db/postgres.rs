@@ -9,7 +9,6 @@ use sqlx::postgres::{PgConnectOptions, PgConnection, PgPoolOptions};
 
 use super::backend::{Backend, BoxFuture, Failure, Kind, RowSelector, connection_failure};
 use super::sql::{KeyType, Param, SqlBuilder, db_time};
-use super::sqlite::named_columns;
 use super::url::DatabaseUrl;
 use super::{Access, Database, DbError, Pool};
 
@@ -80,7 +79,7 @@ impl Backend for Postgres {
 
     fn json_object(&self, sql: &mut SqlBuilder, columns: &[String]) {
         sql.push("CAST(json_build_object(");
-        named_columns(sql, columns);
+        sql.named_columns(columns);
         sql.push(") AS TEXT)");
     }
 

@@ -133,6 +133,17 @@ impl SqlBuilder {
         self.push(&quoted.join(", "))
     }
 
+    /// `'name', "name", ...`: the arguments of a JSON object constructor.
+    pub fn named_columns(&mut self, columns: &[String]) -> &mut Self {
+        for (index, column) in columns.iter().enumerate() {
+            if index > 0 {
+                self.push(", ");
+            }
+            self.push(&quote_literal(column)).push(", ").identifier(column);
+        }
+        self
+    }
+
     /// `"column" IN (values...)`, each value its own parameter.
     pub fn one_of(&mut self, column: &str, values: impl IntoIterator<Item = Param>) -> &mut Self {
         self.identifier(column).push(" IN (");

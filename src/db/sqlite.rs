@@ -59,7 +59,7 @@ impl Backend for Sqlite {
 
     fn json_object(&self, sql: &mut SqlBuilder, columns: &[String]) {
         sql.push("json_object(");
-        named_columns(sql, columns);
+        sql.named_columns(columns);
         sql.push(")");
     }
 
@@ -121,15 +121,5 @@ impl Backend for Sqlite {
             _ => None,
         };
         if matches!(primary, Some(5 | 6)) { Failure::Transient } else { Failure::Permanent }
-    }
-}
-
-/// `'name', "name", ...` for a JSON object constructor.
-pub(super) fn named_columns(sql: &mut SqlBuilder, columns: &[String]) {
-    for (index, column) in columns.iter().enumerate() {
-        if index > 0 {
-            sql.push(", ");
-        }
-        sql.push(&quote_literal(column)).push(", ").identifier(column);
     }
 }

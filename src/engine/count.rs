@@ -11,7 +11,7 @@ use crate::db::sql::{KeyType, Param, SqlBuilder, SqlValue, Statement};
 use crate::db::{Backend, Database, DbError};
 use crate::planner::{Plan, PlanNode};
 
-use super::{key_texts, typed_keys};
+use super::{not_found, typed_keys};
 use crate::schema::{CatalogNames, Schema};
 
 /// How many rows a plan would delete or nullify for some root ids.
@@ -71,8 +71,7 @@ pub async fn count(
         table: plan.root.table.clone(),
     })?;
     let found = database.fetch_texts(&root.select_roots(Param::Value(ids.clone()), None)).await?;
-    let found: Vec<String> = found.into_iter().filter_map(|row| row.into_iter().next().flatten()).collect();
-    let not_found = key_texts(&ids).into_iter().filter(|id| !found.contains(id)).collect();
+    let not_found = not_found(&ids, &found);
     let counter = Counter { backend: database.backend(), config, schema, root_key_type: root.key_type.clone(), ids };
     let mut counts = Counts { not_found, ..Counts::default() };
     let mut paths: IndexMap<(String, OnDelete), Vec<Vec<&PlanNode>>> = IndexMap::new();

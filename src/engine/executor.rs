@@ -17,7 +17,7 @@ use tracing::{debug, info};
 use super::archive::Archive;
 use super::steps::StepSql;
 use super::throttle::Throttle;
-use super::{key_texts as texts, typed_keys};
+use super::{key_texts as texts, not_found, table_keys};
 use crate::config::Config;
 use crate::config::OnDelete;
 use crate::db::sql::{Param, SqlValue, Statement};
@@ -255,8 +255,7 @@ impl<'a> Deletion<'a> {
         }
         crate::db::migrate(database).await?;
         let root = StepSql::new(&plan.root, None, config, database.backend(), Some(schema), options.archive.is_some());
-        let ids = typed_keys(&root.sql.key_type, ids.to_vec())
-            .map_err(|id| DeleteError::NotAnInteger { id, table: plan.root.table.clone() })?;
+        let ids = table_keys(&plan.root.table, &root.sql.key_type, ids.to_vec())?;
 
         let mut summary = Summary::default();
         let found = database.fetch_texts(&root.sql.select_roots(Param::Value(ids.clone()), root.status)).await?;
@@ -267,10 +266,8 @@ impl<'a> Deletion<'a> {
             };
             if decision == "proceed" { proceeding.push(key) } else { summary.skipped.push(key) }
         }
-        summary.missing =
-            texts(&ids).into_iter().filter(|id| !found.iter().any(|row| row[0].as_deref() == Some(id))).collect();
-        let proceeding = typed_keys(&root.sql.key_type, proceeding)
-            .map_err(|id| DeleteError::NotAnInteger { id, table: plan.root.table.clone() })?;
+        summary.missing = not_found(&ids, &found);
+        let proceeding = table_keys(&plan.root.table, &root.sql.key_type, proceeding)?;
         let mut statuses_before = IndexMap::new();
         if let (Some(status), false) = (root.status, is_empty(&proceeding)) {
             let mut transaction = database.begin_write().await?;
@@ -344,8 +341,7 @@ impl<'a> Deletion<'a> {
                         self.stack.pop();
                         continue;
                     }
-                    let keys = typed_keys(&frame.step.sql.key_type, keys)
-                        .map_err(|id| DeleteError::NotAnInteger { id, table: frame.node.table.clone() })?;
+                    let keys = table_keys(&frame.node.table, &frame.step.sql.key_type, keys)?;
                     frame.state = if frame.node.children.is_empty() {
                         State::Delete { keys, attempts: 0 }
                     } else {

@@ -20,7 +20,7 @@ use indexmap::IndexMap;
 
 use crate::config::Config;
 use crate::db::sql::{KeyType, SqlValue};
-use crate::db::{Database, DbError, tables};
+use crate::db::{Database, DbError, TextRows, tables};
 use crate::planner::Plan;
 
 /// Keys as the key column wants them bound: integers for an integer key (the first key that is
@@ -45,14 +45,25 @@ pub(crate) fn key_texts(keys: &SqlValue) -> Vec<String> {
     }
 }
 
+/// `typed_keys` for the keys of `table`, a key that does not fit being a [`DeleteError`].
+pub(crate) fn table_keys(table: &str, key_type: &KeyType, keys: Vec<String>) -> Result<SqlValue, DeleteError> {
+    typed_keys(key_type, keys).map_err(|id| DeleteError::NotAnInteger { id, table: table.to_owned() })
+}
+
+/// The requested `ids` that no row of `found` (rows whose first column is a key) has.
+pub(crate) fn not_found(ids: &SqlValue, found: &TextRows) -> Vec<String> {
+    key_texts(ids)
+        .into_iter()
+        .filter(|id| !found.iter().any(|row| row.first().and_then(Option::as_deref) == Some(id)))
+        .collect()
+}
+
 /// Checks that `ids` fit the key of `plan`'s root table in the live schema, so that a
 /// scheduled deletion of an id that cannot exist is refused now instead of failing later.
 pub async fn check_root_ids(database: &Database, plan: &Plan, ids: &[String]) -> Result<(), DeleteError> {
     let schema = crate::schema::introspect(database).await?;
     let root = steps::node_sql(&plan.root, None, database.backend(), Some(&schema));
-    typed_keys(&root.key_type, ids.to_vec())
-        .map(|_| ())
-        .map_err(|id| DeleteError::NotAnInteger { id, table: plan.root.table.clone() })
+    table_keys(&plan.root.table, &root.key_type, ids.to_vec()).map(|_| ())
 }
 
 /// Every option's current value: the config's `[options]`, overridden by `cascade_option`.

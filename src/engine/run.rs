@@ -39,7 +39,7 @@ pub enum PrepareError {
 pub struct Finished {
     /// What it did.
     pub summary: Summary,
-    /// Succeeded, skipped (by status) or interrupted (by the stop flag).
+    /// How it ended: never `Failed` (a failure is the error `run_to_end` returns).
     pub outcome: RunOutcome,
 }
 
