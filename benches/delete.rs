@@ -435,7 +435,7 @@ fn report(results: &[Measured]) {
     );
     println!("|---|---:|---:|---:|---:|---:|---:|");
     for m in results {
-        let cascade = m.cascade.rows as f64 / (m.cascade.elapsed_ms / 1e3);
+        let cascade = m.cascade.rows as f64 / m.cascade.wall.as_secs_f64();
         let native = m.rows as f64 / m.native.as_secs_f64();
         println!(
             "| {} | {} | {:.0} | {:.0} | {:.2} | {:.1} | {} |",
@@ -443,7 +443,7 @@ fn report(results: &[Measured]) {
             m.rows,
             cascade,
             native,
-            cascade / native,
+            rounded_down(cascade / native),
             m.cascade.max_chunk_ms,
             mib(m.cascade.rss_kib)
         );
@@ -480,7 +480,9 @@ fn report(results: &[Measured]) {
 
     println!("\nTargets:\n");
     for m in results {
-        let ratio = (m.cascade.rows as f64 / (m.cascade.elapsed_ms / 1e3)) / (m.rows as f64 / m.native.as_secs_f64());
+        let ratio = rounded_down(
+            (m.cascade.rows as f64 / m.cascade.wall.as_secs_f64()) / (m.rows as f64 / m.native.as_secs_f64()),
+        );
         let verdict = |met: bool| if met { "met" } else { "MISSED" };
         println!(
             "- {} ({} rows): throughput at least 0.7× native: {:.2}× ({}); no chunk over 100 ms: longest {:.1} ms \
@@ -508,7 +510,14 @@ fn report(results: &[Measured]) {
     }
     println!(
         "\nNative DELETE: one `DELETE FROM root WHERE id = 1` with ON DELETE CASCADE on every foreign key, one \
-         transaction. Cascade rows/s: rows deleted / the summary's elapsed_ms (the process wall time above adds \
-         connecting, schema checks and the row counts)."
+         transaction. Cascade rows/s: rows deleted / the whole process's wall time (start-up, connecting, schema \
+         checks, recording the run and the deletion). Ratios are rounded down to two decimals. Durability: SQLite \
+         files as sqlx creates them (rollback journal, synchronous=FULL); PostgreSQL as `scripts/pg-start` runs \
+         it (fsync=off, synchronous_commit=off)."
     );
+}
+
+/// Two decimals, rounded down, so that a target missed by a little never reads as met.
+fn rounded_down(ratio: f64) -> f64 {
+    (ratio * 100.0).floor() / 100.0
 }
