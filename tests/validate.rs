@@ -103,8 +103,8 @@ fn github_output_is_one_workflow_command_per_diagnostic() {
     let config = "[models.a]\ntable = \"a\"\nchildren = [{ model = \"b\", column = \"a_id\" }]\n\n[outbox.scopes.s]\nshard_key = \"id\"\n";
     let dir = project(&[("cascades/a.toml", config)]);
     cascade(dir.path()).args(["validate", "--format", "github"]).assert().code(1).stdout(
-        "::error file=cascades/a.toml,line=3,col=23::model `a` has a relation to unknown model `b`\n\
-         ::warning file=cascades/a.toml,line=5,col=16::outbox scope `s` registers no categories\n",
+        "::error file=cascades/a.toml,line=3,col=23,title=unknown-model::model `a` has a relation to unknown model `b`%0Ahelp: declare it as [models.b] or fix the name\n\
+         ::warning file=cascades/a.toml,line=5,col=16,title=empty-scope::outbox scope `s` registers no categories%0Ahelp: add its categories, or remove the scope\n",
     );
 }
 
@@ -155,6 +155,6 @@ fn a_model_declared_in_two_files_names_both() {
         ("cascades/b.toml", "[models.project]\ntable = \"project\"\n"),
     ]);
     cascade(dir.path()).args(["validate", "--format", "github"]).assert().code(1).stdout(
-        "::error file=cascades/b.toml,line=1,col=9::model `project` is declared twice (first at cascades/a.toml:1:9)\n",
+        "::error file=cascades/b.toml,line=1,col=9,title=duplicate-declaration::model `project` is declared twice (first at cascades/a.toml:1:9)%0Ahelp: keep one declaration of the model\n",
     );
 }

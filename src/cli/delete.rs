@@ -1,7 +1,7 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use cascade::db::{Access, Database, Failure, redact_command_line};
+use cascade::db::{Access, Failure, redact_command_line};
 use cascade::engine::{self, DeleteError, DeleteOptions, Engine, Finished, RunOutcome, Summary};
 use cascade::planner;
 use cascade::render::{Folding, PlanFormat, PlanView};
@@ -49,7 +49,7 @@ pub fn run(cli: &Cli, args: &Args) -> anyhow::Result<ExitCode> {
     let url = super::database_url(cli, &loaded.config);
     let access = if args.confirm { Access::ReadWrite } else { Access::ReadOnly };
     super::block_on(async {
-        let database = Database::connect(&url, access).await?;
+        let database = super::connect(&url, &loaded.config, access).await?;
         let Some(engine) = super::prepare(database.clone(), &loaded).await? else {
             return Ok(ExitCode::from(1));
         };

@@ -3,7 +3,7 @@ use std::process::ExitCode;
 
 use anyhow::Context as _;
 
-use cascade::db::{Access, Database};
+use cascade::db::Access;
 use cascade::diagnostic::{Format, Report};
 use cascade::engine::{self, DeleteOptions, RunOutcome};
 use cascade::render::{Folding, PlanFormat, PlanView};
@@ -59,7 +59,7 @@ pub fn run(cli: &Cli, args: &Args) -> anyhow::Result<ExitCode> {
         println!("{} rows in {organizations} organization{}\n", built.rows, if organizations == 1 { "" } else { "s" });
 
         let url = format!("sqlite://{}", args.db.display());
-        let database = Database::connect(&url, Access::ReadWrite).await?;
+        let database = super::connect(&url, &loaded.config, Access::ReadWrite).await?;
         let schema = cascade::schema::introspect(&database).await?;
 
         println!("== cascade validate --database-url {url}");

@@ -209,6 +209,16 @@ fn database_url(cli: &Cli, config: &cascade::config::Config) -> String {
         .unwrap_or_else(|| cascade::db::DEFAULT_DATABASE_URL.to_owned())
 }
 
+/// Connects to `url` with the config's connection settings.
+async fn connect(
+    url: &str,
+    config: &cascade::config::Config,
+    access: cascade::db::Access,
+) -> Result<cascade::db::Database, cascade::db::DbError> {
+    let options = cascade::db::ConnectOptions { access, busy_timeout: config.settings.busy_timeout() };
+    cascade::db::Database::connect(url, options).await
+}
+
 /// A flag set by the first Ctrl-C or SIGTERM.
 fn stop_on_signals() -> std::sync::Arc<std::sync::atomic::AtomicBool> {
     let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));

@@ -3,7 +3,7 @@ use std::process::ExitCode;
 use anyhow::bail;
 
 use cascade::config::{self, Located};
-use cascade::db::{Access, Database, tables};
+use cascade::db::{Access, tables};
 use cascade::diagnostic::did_you_mean;
 use indexmap::IndexMap;
 
@@ -43,7 +43,7 @@ pub fn run(cli: &Cli, command: &Command) -> anyhow::Result<ExitCode> {
                 bail!("an option's value must be a number of at least 0, not {value}");
             }
             super::block_on(async {
-                let database = Database::connect(&url, Access::ReadWrite).await?;
+                let database = super::connect(&url, &loaded.config, Access::ReadWrite).await?;
                 let result = tables::set_option(&database, name, *value).await;
                 database.close().await;
                 result
@@ -53,7 +53,7 @@ pub fn run(cli: &Cli, command: &Command) -> anyhow::Result<ExitCode> {
         Command::Unset { name } => {
             check_declared(declared, name)?;
             let removed = super::block_on(async {
-                let database = Database::connect(&url, Access::ReadWrite).await?;
+                let database = super::connect(&url, &loaded.config, Access::ReadWrite).await?;
                 let result = tables::unset_option(&database, name).await;
                 database.close().await;
                 result
@@ -66,7 +66,7 @@ pub fn run(cli: &Cli, command: &Command) -> anyhow::Result<ExitCode> {
         }
         Command::List { format } => {
             let overrides = super::block_on(async {
-                let database = Database::connect(&url, Access::ReadOnly).await?;
+                let database = super::connect(&url, &loaded.config, Access::ReadOnly).await?;
                 let result = tables::option_overrides(&database).await;
                 database.close().await;
                 result

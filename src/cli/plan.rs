@@ -54,7 +54,7 @@ pub fn run(cli: &Cli, args: &Args) -> anyhow::Result<ExitCode> {
         (None, None)
     } else {
         let counted = super::block_on(async {
-            let database = Database::connect(&url, Access::ReadOnly).await?;
+            let database = super::connect(&url, &loaded.config, Access::ReadOnly).await?;
             let result = count(&database, &loaded, &plan, &args.ids, &mut rates).await;
             database.close().await;
             result

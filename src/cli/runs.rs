@@ -3,7 +3,7 @@
 use std::process::ExitCode;
 
 use cascade::config;
-use cascade::db::{Access, Database, tables};
+use cascade::db::{Access, tables};
 
 use super::Cli;
 use super::delete::SummaryFormat;
@@ -25,7 +25,7 @@ pub fn run(cli: &Cli, args: &Args) -> anyhow::Result<ExitCode> {
     let runs = super::block_on(async {
         // Read-write although it only reads: right after a killed run (what this listing is
         // for), SQLite must roll the run's hot journal back before anything can be read.
-        let database = Database::connect(&url, Access::ReadWrite).await?;
+        let database = super::connect(&url, &loaded.config, Access::ReadWrite).await?;
         let runs = tables::list_runs(&database, args.limit, run_lease).await;
         database.close().await;
         runs

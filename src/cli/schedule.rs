@@ -61,12 +61,12 @@ pub fn schedule(cli: &Cli, args: &ScheduleArgs) -> anyhow::Result<ExitCode> {
     };
     let url = super::database_url(cli, &loaded.config);
     super::block_on(async {
-        let database = Database::connect(&url, Access::ReadWrite).await?;
+        let database = super::connect(&url, &loaded.config, Access::ReadWrite).await?;
         let checked = engine::check_root_ids(&database, &plan, std::slice::from_ref(&args.id)).await;
         database.close().await;
         checked
     })?;
-    let guid = with_database(&url, |database| async move {
+    let guid = with_database(&url, &loaded.config, |database| async move {
         scheduler::schedule(&database, &args.model, &args.id, at, args.actor.as_deref(), args.data.as_deref()).await
     })?;
     println!("scheduled the deletion of {} {} for {} UTC (guid {guid})", args.model, args.id, db_time(at));
@@ -78,7 +78,7 @@ pub fn cancel(cli: &Cli, args: &CancelArgs) -> anyhow::Result<ExitCode> {
     // An unknown model is a typo, not "nothing scheduled".
     planner::compile(&loaded.config, &args.model)?;
     let url = super::database_url(cli, &loaded.config);
-    match with_database(&url, |database| async move { scheduler::cancel(&database, &args.model, &args.id).await }) {
+    match with_database(&url, &loaded.config, |database| async move { scheduler::cancel(&database, &args.model, &args.id).await }) {
         Ok(guid) => {
             println!("cancelled the deletion of {} {} (guid {guid})", args.model, args.id);
             Ok(ExitCode::SUCCESS)
@@ -95,7 +95,7 @@ pub fn list(cli: &Cli, args: &ListArgs) -> anyhow::Result<ExitCode> {
     let loaded = config::load(&cli.config)?;
     let url = super::database_url(cli, &loaded.config);
     let settings = &loaded.config.settings;
-    let rows = with_database(&url, |database| async move { scheduler::list(&database, settings).await })?;
+    let rows = with_database(&url, &loaded.config, |database| async move { scheduler::list(&database, settings).await })?;
     if args.format == super::delete::SummaryFormat::Json {
         println!("{}", serde_json::to_string_pretty(&rows)?);
         return Ok(ExitCode::SUCCESS);
@@ -119,13 +119,13 @@ pub fn list(cli: &Cli, args: &ListArgs) -> anyhow::Result<ExitCode> {
 }
 
 /// Connects (read-write: the tool's tables may need creating), runs `work`, closes.
-fn with_database<T, F, Fut>(url: &str, work: F) -> Result<T, ScheduleError>
+fn with_database<T, F, Fut>(url: &str, config: &config::Config, work: F) -> Result<T, ScheduleError>
 where
     F: FnOnce(Database) -> Fut,
     Fut: std::future::Future<Output = Result<T, ScheduleError>>,
 {
     super::block_on(async {
-        let database = Database::connect(url, Access::ReadWrite).await.map_err(ScheduleError::Database)?;
+        let database = super::connect(url, config, Access::ReadWrite).await.map_err(ScheduleError::Database)?;
         let result = work(database.clone()).await;
         database.close().await;
         result

@@ -1,7 +1,7 @@
 use std::process::ExitCode;
 use std::time::Duration;
 
-use cascade::db::{Access, Database};
+use cascade::db::Access;
 use cascade::scheduler::worker::{self, WorkerOptions};
 
 use super::Cli;
@@ -35,7 +35,7 @@ pub fn run(cli: &Cli, args: &Args) -> anyhow::Result<ExitCode> {
         ..defaults
     };
     super::block_on(async {
-        let database = Database::connect(&url, Access::ReadWrite).await?;
+        let database = super::connect(&url, &loaded.config, Access::ReadWrite).await?;
         let Some(engine) = super::prepare(database.clone(), &loaded).await? else {
             return Ok(ExitCode::from(1));
         };

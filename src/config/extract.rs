@@ -1,5 +1,7 @@
 //! Second phase of loading: the parsed TOML of every file becomes one typed `Config`.
 
+use std::collections::BTreeSet;
+
 use indexmap::IndexMap;
 use toml::Spanned;
 use toml::de::{DeTable, DeValue};
@@ -39,25 +41,32 @@ pub(crate) fn config(files: &[(FileId, &Spanned<DeTable<'_>>)], sources: &Source
         .filter_map(|(name, node)| Some((name.value, node.number(d)?)))
         .collect();
     let models = Fields::merged(first.clone(), "[models]", "model", models, describe, d);
-    let models = read_named(models, "model", d, read_model);
+    let mut unreadable_models = BTreeSet::new();
+    let models = read_named(models, "model", d, read_model, &mut unreadable_models);
     let scopes = Fields::merged(first, "[outbox.scopes]", "scope", scopes, describe, d);
-    let scopes = read_named(scopes, "scope", d, read_scope);
-    Config { settings, options, models, outbox: Outbox { scopes } }
+    let scopes = read_named(scopes, "scope", d, read_scope, &mut BTreeSet::new());
+    Config { settings, options, models, outbox: Outbox { scopes }, unreadable_models }
 }
 
-/// Reads every entry of a table keyed by user-chosen names (models, scopes) with `read`.
+/// Reads every entry of a table keyed by user-chosen names (models, scopes) with `read`; the names
+/// of entries that could not be read go to `unreadable`.
 fn read_named<'a, T>(
     mut fields: Fields<'a>,
     noun: &str,
     d: &mut Diagnostics,
     read: impl Fn(Located<String>, Fields<'a>, &mut Diagnostics) -> Option<T>,
+    unreadable: &mut BTreeSet<String>,
 ) -> IndexMap<String, T> {
     fields
         .take_all()
         .into_iter()
         .filter_map(|(name, node)| {
-            let table = node.table_described(format!("{noun} `{}`", name.value), d)?;
-            Some((name.value.clone(), read(name, table, d)?))
+            let key = name.value.clone();
+            let entry = node.table_described(format!("{noun} `{key}`"), d).and_then(|table| read(name, table, d));
+            if entry.is_none() {
+                unreadable.insert(key.clone());
+            }
+            Some((key, entry?))
         })
         .collect()
 }
@@ -88,6 +97,7 @@ fn read_settings(mut fields: Fields<'_>, d: &mut Diagnostics) -> Settings {
     let retry_delay_seconds = unsigned("retry_delay_seconds");
     let lease_seconds = unsigned("lease_seconds");
     let run_lease_seconds = unsigned("run_lease_seconds");
+    let busy_timeout_seconds = unsigned("busy_timeout_seconds");
     let database_url = fields.optional("database_url").and_then(|n| n.string(d));
     fields.finish(d);
     Settings {
@@ -98,6 +108,7 @@ fn read_settings(mut fields: Fields<'_>, d: &mut Diagnostics) -> Settings {
         retry_delay_seconds,
         lease_seconds,
         run_lease_seconds,
+        busy_timeout_seconds,
     }
 }
 

@@ -2,6 +2,7 @@
 //! the merged config of all files; every value remembers where it was written.
 
 use std::borrow::Cow;
+use std::collections::BTreeSet;
 use std::time::Duration;
 
 use indexmap::IndexMap;
@@ -68,6 +69,10 @@ pub struct Config {
     /// The transactional-outbox registry.
     #[serde(default)]
     pub outbox: Outbox,
+    /// Models declared with errors (already reported) and so missing from `models`: a relation
+    /// to one of them is not also an unknown model.
+    #[serde(skip)]
+    pub unreadable_models: BTreeSet<String>,
 }
 
 /// Default chunk size of `per_row` models when `[settings]` sets none.
@@ -85,6 +90,9 @@ pub const DEFAULT_LEASE_SECONDS: u64 = 6 * 3600;
 /// Seconds a running deletion's heartbeat may be old before it counts as interrupted, when
 /// `[settings] run_lease_seconds` is not set.
 pub const DEFAULT_RUN_LEASE_SECONDS: u64 = 60;
+/// Seconds a SQLite statement waits for another writer's lock when `[settings]
+/// busy_timeout_seconds` is not set.
+pub const DEFAULT_BUSY_TIMEOUT_SECONDS: u64 = crate::db::DEFAULT_BUSY_TIMEOUT.as_secs();
 
 // Each key's default and range are declared here once, for the JSON Schema, the rules and the
 // accessors alike.
@@ -121,6 +129,11 @@ pub struct Settings {
     #[serde(skip_serializing_if = "Option::is_none")]
     #[schemars(extend("default" = DEFAULT_RUN_LEASE_SECONDS), range(min = 1))]
     pub run_lease_seconds: Option<Located<u64>>,
+    /// Seconds a statement on SQLite waits for another process's write lock before it fails with
+    /// "database is locked".
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(extend("default" = DEFAULT_BUSY_TIMEOUT_SECONDS), range(min = 0, max = 3600))]
+    pub busy_timeout_seconds: Option<Located<u64>>,
 }
 
 impl Settings {
@@ -150,6 +163,11 @@ impl Settings {
     /// How old a running deletion's heartbeat may be before the run counts as interrupted.
     pub fn run_lease(&self) -> Duration {
         Duration::from_secs(or_default(&self.run_lease_seconds, DEFAULT_RUN_LEASE_SECONDS))
+    }
+
+    /// How long a SQLite statement waits for another writer's lock.
+    pub fn busy_timeout(&self) -> Duration {
+        Duration::from_secs(or_default(&self.busy_timeout_seconds, DEFAULT_BUSY_TIMEOUT_SECONDS))
     }
 }
 

@@ -8,7 +8,7 @@ use std::time::SystemTime;
 
 use super::sql::{KeyType, Param, SqlBuilder};
 use super::url::DatabaseUrl;
-use super::{Access, Database, DbError};
+use super::{ConnectOptions, Database, DbError};
 
 /// Which database: the one name for a dialect across the crate.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -64,7 +64,8 @@ pub trait Backend: Send + Sync + Debug {
     fn kind(&self) -> Kind;
 
     /// Opens a pool of connections to `url`.
-    fn connect<'a>(&'a self, url: &'a DatabaseUrl, access: Access) -> BoxFuture<'a, Result<Database, DbError>>;
+    fn connect<'a>(&'a self, url: &'a DatabaseUrl, options: ConnectOptions)
+    -> BoxFuture<'a, Result<Database, DbError>>;
 
     /// The placeholder of the `number`-th parameter, from 1.
     fn placeholder(&self, number: usize) -> String;

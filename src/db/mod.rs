@@ -43,6 +43,24 @@ pub enum Access {
     ReadWrite,
 }
 
+/// How to connect: the access, and how long a SQLite statement waits for another writer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ConnectOptions {
+    /// Whether the connection may change the database.
+    pub access: Access,
+    /// How long a SQLite statement waits for another process's write lock.
+    pub busy_timeout: std::time::Duration,
+}
+
+/// What `busy_timeout` is when nothing sets it.
+pub const DEFAULT_BUSY_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
+
+impl From<Access> for ConnectOptions {
+    fn from(access: Access) -> Self {
+        ConnectOptions { access, busy_timeout: DEFAULT_BUSY_TIMEOUT }
+    }
+}
+
 /// A database problem.
 #[derive(Debug, thiserror::Error)]
 pub enum DbError {
@@ -81,6 +99,12 @@ pub enum DbError {
 fn describe(error: &sqlx::Error) -> String {
     match error {
         sqlx::Error::Database(error) => match error.code() {
+            Some(code) if sqlite::is_busy(&code) => format!(
+                "{} ({code}): another process holds the database's write lock; stop it, or wait longer with \
+                 `[settings] busy_timeout_seconds` (default {})",
+                error.message(),
+                DEFAULT_BUSY_TIMEOUT.as_secs()
+            ),
             Some(code) => format!("{} ({code})", error.message()),
             None => error.message().to_owned(),
         },
@@ -218,9 +242,9 @@ fn value_of(param: &Param) -> &SqlValue {
 
 impl Database {
     /// Connects to `url` (`sqlite://PATH` or `postgres://...`). A SQLite file is never created.
-    pub async fn connect(url: &str, access: Access) -> Result<Self, DbError> {
+    pub async fn connect(url: &str, options: impl Into<ConnectOptions>) -> Result<Self, DbError> {
         let url = DatabaseUrl::parse(url)?;
-        url.backend().connect(&url, access).await
+        url.backend().connect(&url, options.into()).await
     }
 
     /// The backend that speaks to this database.

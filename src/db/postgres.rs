@@ -10,7 +10,7 @@ use sqlx::postgres::{PgConnectOptions, PgConnection, PgPoolOptions};
 use super::backend::{Backend, BoxFuture, Failure, Kind, RowSelector, connection_failure};
 use super::sql::{KeyType, Param, SqlBuilder, db_time};
 use super::url::DatabaseUrl;
-use super::{Access, Database, DbError, Pool};
+use super::{ConnectOptions, Database, DbError, Pool};
 
 const MIGRATIONS: &[&str] = &[
     include_str!("../../schemas/migrations/postgres/0001_tables.sql"),
@@ -32,7 +32,11 @@ impl Backend for Postgres {
         Kind::Postgres
     }
 
-    fn connect<'a>(&'a self, url: &'a DatabaseUrl, _access: Access) -> BoxFuture<'a, Result<Database, DbError>> {
+    fn connect<'a>(
+        &'a self,
+        url: &'a DatabaseUrl,
+        _options: ConnectOptions,
+    ) -> BoxFuture<'a, Result<Database, DbError>> {
         Box::pin(async move {
             let failed = |reason| DbError::Connect { url: url.redacted(), reason };
             let options = PgConnectOptions::from_str(url.as_str()).map_err(failed)?;

@@ -2,19 +2,45 @@
 //! rows are addressed by `rowid`; one writer at a time (`BEGIN IMMEDIATE`).
 
 use std::str::FromStr;
-use std::time::{Duration, SystemTime};
+use std::time::SystemTime;
 
 use sqlx::sqlite::{SqliteConnectOptions, SqlitePoolOptions};
 
 use super::backend::{Backend, BoxFuture, Failure, Kind, RowSelector, connection_failure};
 use super::sql::{KeyType, Param, SqlBuilder, db_time, quote_literal};
 use super::url::DatabaseUrl;
-use super::{Access, Database, DbError, Pool};
+use super::{Access, ConnectOptions, Database, DbError, Pool};
 
 const MIGRATIONS: &[&str] = &[
     include_str!("../../schemas/migrations/sqlite/0001_tables.sql"),
     include_str!("../../schemas/migrations/sqlite/0002_claim_tokens_and_run_heartbeats.sql"),
 ];
+
+/// Whether SQLite can create its journal, WAL index and lock files beside the database. Where it
+/// cannot (a read-only mount, another user's directory), a read-only connection opens the file as
+/// immutable: SQLite then takes no locks and reads no journal, which is right for a file nobody can
+/// be writing there and the only way to read it at all.
+#[cfg(unix)]
+fn writable_directory(path: &str) -> bool {
+    use std::os::unix::ffi::OsStrExt;
+    let directory = match std::path::Path::new(path).parent() {
+        Some(parent) if !parent.as_os_str().is_empty() => parent,
+        _ => std::path::Path::new("."),
+    };
+    let Ok(directory) = std::ffi::CString::new(directory.as_os_str().as_bytes()) else { return true };
+    // SAFETY: `directory` is a valid NUL-terminated string that outlives the call.
+    unsafe { libc::access(directory.as_ptr(), libc::W_OK) == 0 }
+}
+
+#[cfg(not(unix))]
+fn writable_directory(_path: &str) -> bool {
+    true
+}
+
+/// Whether a SQLite result code is SQLITE_BUSY ("database is locked"), with its extended codes.
+pub(super) fn is_busy(code: &str) -> bool {
+    code.parse::<i64>().is_ok_and(|code| code & 0xff == 5)
+}
 
 /// The SQLite backend.
 #[derive(Debug)]
@@ -25,7 +51,11 @@ impl Backend for Sqlite {
         Kind::Sqlite
     }
 
-    fn connect<'a>(&'a self, url: &'a DatabaseUrl, access: Access) -> BoxFuture<'a, Result<Database, DbError>> {
+    fn connect<'a>(
+        &'a self,
+        url: &'a DatabaseUrl,
+        options: ConnectOptions,
+    ) -> BoxFuture<'a, Result<Database, DbError>> {
         Box::pin(async move {
             let connect_error = |reason| DbError::Connect { url: url.redacted(), reason };
             // A mistyped path must not become a new, empty database.
@@ -33,14 +63,19 @@ impl Backend for Sqlite {
             if !path.is_empty() && path != ":memory:" && !std::path::Path::new(path).exists() {
                 return Err(DbError::NoSuchFile(path.to_owned()));
             }
-            let options = SqliteConnectOptions::from_str(url.as_str())
+            let read_only = options.access == Access::ReadOnly;
+            let connect_options = SqliteConnectOptions::from_str(url.as_str())
                 .map_err(connect_error)?
-                .read_only(access == Access::ReadOnly)
+                .read_only(read_only)
+                .immutable(read_only && !writable_directory(path))
                 .create_if_missing(false)
                 .foreign_keys(true)
-                .busy_timeout(Duration::from_secs(10));
-            let pool =
-                SqlitePoolOptions::new().max_connections(4).connect_with(options).await.map_err(connect_error)?;
+                .busy_timeout(options.busy_timeout);
+            let pool = SqlitePoolOptions::new()
+                .max_connections(4)
+                .connect_with(connect_options)
+                .await
+                .map_err(connect_error)?;
             Ok(Database { backend: &Sqlite, pool: Pool::Sqlite(pool) })
         })
     }

@@ -149,7 +149,8 @@ impl Report<'_> {
         text
     }
 
-    /// One `::error file=F,line=L,col=C::message` workflow command per diagnostic.
+    /// One `::error file=F,line=L,col=C,title=CODE::message` workflow command per diagnostic; the
+    /// help, if any, follows the message on its own line of the annotation.
     pub fn github(&self) -> String {
         self.diagnostics
             .iter()
@@ -160,10 +161,15 @@ impl Report<'_> {
                     Severity::Warning => "warning",
                     Severity::Note => "notice",
                 };
+                let text = match &d.help {
+                    Some(help) => format!("{}\nhelp: {help}", d.message),
+                    None => d.message.clone(),
+                };
                 format!(
-                    "::{command} file={},line={line},col={column}::{}\n",
+                    "::{command} file={},line={line},col={column},title={}::{}\n",
                     escape_property(self.sources.name(d.location.file)),
-                    escape_data(&d.message),
+                    escape_property(d.code.as_str()),
+                    escape_data(&text),
                 )
             })
             .collect()

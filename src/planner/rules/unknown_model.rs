@@ -8,7 +8,7 @@ pub fn check(context: &Context<'_>, diagnostics: &mut Vec<Diagnostic>) {
     for model in config.models.values() {
         for relation in &model.children {
             let child = &relation.model;
-            if config.model(&child.value).is_some() {
+            if config.model(&child.value).is_some() || config.unreadable_models.contains(&child.value) {
                 continue;
             }
             let mut diagnostic = Diagnostic::new(
@@ -44,5 +44,12 @@ table = "project"
     fn names_the_unknown_model_and_suggests_the_nearest() {
         assert_eq!(fixture::codes(CONFIG), vec![(Code::UnknownModel, 4)]);
         insta::assert_snapshot!(fixture::human(CONFIG));
+    }
+
+    #[test]
+    fn a_model_declared_with_errors_is_not_also_unknown() {
+        let config = "[models.like]\ntabel = \"like\"\n\n[models.post]\ntable = \"post\"\nchildren = [{ model = \"like\", column = \"post_id\" }]\n";
+        let codes: Vec<_> = fixture::codes(config).into_iter().map(|(code, _)| code).collect();
+        assert_eq!(codes, vec![Code::MissingKey, Code::UnknownKey]);
     }
 }

@@ -1,0 +1,89 @@
+//! SQLite files the tool may only read, and files another process is writing.
+
+mod common;
+
+use std::os::unix::fs::PermissionsExt;
+use std::path::Path;
+
+use common::{block_on, cascade, project, sqlite_database};
+use sqlx::{Connection, Executor};
+
+const DDL: &str = "CREATE TABLE author (id INTEGER PRIMARY KEY);\n\
+                   CREATE TABLE book (id INTEGER PRIMARY KEY, author_id INTEGER NOT NULL REFERENCES author(id));\n\
+                   CREATE INDEX book_author ON book(author_id);\n\
+                   INSERT INTO author VALUES (1), (2);\n\
+                   INSERT INTO book VALUES (1, 1), (2, 1), (3, 2);\n";
+
+const CONFIG: &str = "[settings]\nbusy_timeout_seconds = 1\n\n\
+                      [models.author]\ntable = \"author\"\nchildren = [{ model = \"book\", column = \"author_id\" }]\n\n\
+                      [models.book]\ntable = \"book\"\nstrategy = \"bulk\"\n";
+
+/// `cascade` as a user who cannot write to `dir`: root writes anywhere, so root runs it as `nobody`.
+fn cascade_without_write_access(dir: &Path) -> assert_cmd::Command {
+    // SAFETY: getuid has no preconditions.
+    if unsafe { libc::getuid() } != 0 {
+        return cascade(dir);
+    }
+    let binary = assert_cmd::cargo::cargo_bin("cascade");
+    let mut command = assert_cmd::Command::new("runuser");
+    command
+        .args(["-u", "nobody", "--"])
+        .arg(binary)
+        .current_dir(dir)
+        .env_remove("CASCADE_DATABASE_URL")
+        .env("NO_COLOR", "1");
+    command
+}
+
+#[test]
+fn a_wal_database_in_a_read_only_directory_can_be_validated_and_planned() {
+    let dir = project(&[("cascades/books.toml", CONFIG)]);
+    let url = sqlite_database(dir.path(), DDL);
+    block_on(async {
+        let mut connection = sqlx::SqliteConnection::connect(&url).await.unwrap();
+        connection.execute("PRAGMA journal_mode = WAL").await.unwrap();
+        connection.close().await.unwrap();
+    });
+    let file = url.trim_start_matches("sqlite://");
+    let before = std::fs::read(file).unwrap();
+    std::fs::set_permissions(file, std::fs::Permissions::from_mode(0o444)).unwrap();
+    std::fs::set_permissions(dir.path().join("cascades"), std::fs::Permissions::from_mode(0o555)).unwrap();
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o555)).unwrap();
+
+    let validated = cascade_without_write_access(dir.path()).args(["validate", "--database-url", &url]).output().unwrap();
+    let planned = cascade_without_write_access(dir.path())
+        .args(["--database-url", &url, "plan", "author", "--id", "1", "--format", "json"])
+        .output()
+        .unwrap();
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+
+    let stderr = String::from_utf8_lossy(&validated.stderr);
+    assert!(validated.status.success(), "validate failed: {stderr}");
+    assert!(String::from_utf8_lossy(&validated.stdout).contains("ok: no problems found"));
+    let stderr = String::from_utf8_lossy(&planned.stderr);
+    assert!(planned.status.success(), "plan failed: {stderr}");
+    let plan: serde_json::Value = serde_json::from_slice(&planned.stdout).unwrap();
+    assert_eq!(plan["totals"], serde_json::json!({"author": 1, "book": 2}));
+    assert_eq!(std::fs::read(file).unwrap(), before, "the database file is unchanged");
+}
+
+#[test]
+fn a_locked_database_names_the_setting_that_waits_longer() {
+    let dir = project(&[("cascades/books.toml", CONFIG)]);
+    let url = sqlite_database(dir.path(), DDL);
+    block_on(async {
+        let mut writer = sqlx::SqliteConnection::connect(&url).await.unwrap();
+        writer.execute("BEGIN EXCLUSIVE").await.unwrap();
+        let blocked = cascade(dir.path()).args(["--database-url", &url, "delete", "author", "1", "--confirm"]).output();
+        writer.execute("ROLLBACK").await.unwrap();
+        writer.close().await.unwrap();
+        let blocked = blocked.unwrap();
+        let stderr = String::from_utf8_lossy(&blocked.stderr);
+        assert!(!blocked.status.success());
+        assert!(stderr.contains("database is locked"), "{stderr}");
+        assert!(stderr.contains("busy_timeout_seconds"), "{stderr}");
+    });
+    assert_eq!(common::count(&url, "SELECT COUNT(*) FROM book"), 3, "nothing was deleted");
+    cascade(dir.path()).args(["--database-url", &url, "delete", "author", "1", "--confirm"]).assert().success();
+    assert_eq!(common::count(&url, "SELECT COUNT(*) FROM book"), 1);
+}
