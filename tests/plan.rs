@@ -109,6 +109,18 @@ fn a_user_template_gets_the_documented_context() {
 }
 
 #[test]
+fn a_template_error_names_the_template_file_and_line() {
+    let dir = project(&[("steps.j2", "{{ root }}\n{{ nodes | no_such_filter }}\n")]);
+    let template = dir.path().join("steps.j2");
+    let template = template.to_str().unwrap();
+    cascade(repository())
+        .args(["plan", "release", "--template", template])
+        .assert()
+        .code(2)
+        .stderr(predicates::str::contains(format!("(in {template}:2)")));
+}
+
+#[test]
 fn unknown_models_and_invalid_configs_are_refused() {
     cascade(repository())
         .args(["plan", "organisation"])

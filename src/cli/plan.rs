@@ -72,7 +72,7 @@ pub fn run(cli: &Cli, args: &Args) -> anyhow::Result<ExitCode> {
     let output = match &args.template {
         Some(path) => {
             let source = std::fs::read_to_string(path).with_context(|| format!("cannot read `{}`", path.display()))?;
-            view.render_template(&source).with_context(|| format!("cannot render `{}`", path.display()))?
+            view.render_template(&path.display().to_string(), &source).context("cannot render the template")?
         }
         None => view.render(args.format.into())?,
     };

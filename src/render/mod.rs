@@ -189,15 +189,16 @@ impl<'a> PlanView<'a> {
 
     /// Built-in templates are written with block tags on lines of their own.
     fn render_builtin(&self, source: &str) -> Result<String, minijinja::Error> {
-        self.render_with(source, true)
+        self.render_with("plan", source, true)
     }
 
-    /// Renders a user's `--template` with minijinja's defaults (and its final newline kept).
-    pub fn render_template(&self, source: &str) -> Result<String, minijinja::Error> {
-        self.render_with(source, false)
+    /// Renders a user's `--template` with minijinja's defaults (and its final newline kept);
+    /// errors name the template as `name:line`.
+    pub fn render_template(&self, name: &str, source: &str) -> Result<String, minijinja::Error> {
+        self.render_with(name, source, false)
     }
 
-    fn render_with(&self, source: &str, trim_block_lines: bool) -> Result<String, minijinja::Error> {
+    fn render_with(&self, name: &str, source: &str, trim_block_lines: bool) -> Result<String, minijinja::Error> {
         let mut environment = Environment::new();
         environment.set_trim_blocks(trim_block_lines);
         environment.set_lstrip_blocks(trim_block_lines);
@@ -207,8 +208,8 @@ impl<'a> PlanView<'a> {
         environment.add_filter("dot", dot_text);
         environment.add_filter("seconds", seconds);
         environment.add_filter("number", number);
-        environment.add_template("plan", source)?;
-        environment.get_template("plan")?.render(Value::from_serialize(self))
+        environment.add_template(name, source)?;
+        environment.get_template(name)?.render(Value::from_serialize(self))
     }
 }
 
