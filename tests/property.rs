@@ -12,6 +12,7 @@ use cascade::db::sql::Statement;
 use cascade::db::{Access, Database};
 use cascade::diagnostic::Sources;
 use cascade::engine::{DeleteOptions, Engine, RunOutcome};
+use cascade::render::{Folding, PlanView};
 use common::{block_on, postgres_database, sqlite_database};
 
 /// A table's rows: id → value of each parent column (by parent model).
@@ -254,9 +255,18 @@ async fn run_case(number: u64, url: &str, case: &Case, coverage: &mut Coverage) 
     };
     let plan = cascade::planner::compile(&loaded.config, "m0").unwrap();
     let ids: Vec<String> = case.roots.iter().map(i64::to_string).collect();
+    let counts = cascade::engine::count(&database, engine.config(), engine.schema(), &plan, &ids).await.unwrap();
+    let view = PlanView::new(&plan, &ids, Some(&counts), &Default::default(), &Folding::default(), None);
     let finished = engine.run_to_end(&plan, &ids, DeleteOptions::default(), |_| {}).await;
     let finished = finished.unwrap_or_else(|error| panic!("case {number}: {error}\n{}", case.config()));
     assert_eq!(finished.outcome, RunOutcome::Succeeded, "case {number}");
+    let (least, most) = (view.estimate.chunks.unwrap(), view.estimate.max_chunks.unwrap());
+    assert!(
+        (least..=most).contains(&finished.summary.chunks),
+        "case {number}: the plan said {least} to {most} chunks, the run took {}\n{}",
+        finished.summary.chunks,
+        case.config()
+    );
 
     let (expected, deleted) = case.expected();
     coverage.deleted_below_root += deleted[1..].iter().sum::<usize>();

@@ -50,7 +50,8 @@ fn a_wal_database_in_a_read_only_directory_can_be_validated_and_planned() {
     std::fs::set_permissions(dir.path().join("cascades"), std::fs::Permissions::from_mode(0o555)).unwrap();
     std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o555)).unwrap();
 
-    let validated = cascade_without_write_access(dir.path()).args(["validate", "--database-url", &url]).output().unwrap();
+    let validated =
+        cascade_without_write_access(dir.path()).args(["validate", "--database-url", &url]).output().unwrap();
     let planned = cascade_without_write_access(dir.path())
         .args(["--database-url", &url, "plan", "author", "--id", "1", "--format", "json"])
         .output()

@@ -78,7 +78,9 @@ pub fn cancel(cli: &Cli, args: &CancelArgs) -> anyhow::Result<ExitCode> {
     // An unknown model is a typo, not "nothing scheduled".
     planner::compile(&loaded.config, &args.model)?;
     let url = super::database_url(cli, &loaded.config);
-    match with_database(&url, &loaded.config, |database| async move { scheduler::cancel(&database, &args.model, &args.id).await }) {
+    match with_database(&url, &loaded.config, |database| async move {
+        scheduler::cancel(&database, &args.model, &args.id).await
+    }) {
         Ok(guid) => {
             println!("cancelled the deletion of {} {} (guid {guid})", args.model, args.id);
             Ok(ExitCode::SUCCESS)
@@ -95,7 +97,8 @@ pub fn list(cli: &Cli, args: &ListArgs) -> anyhow::Result<ExitCode> {
     let loaded = config::load(&cli.config)?;
     let url = super::database_url(cli, &loaded.config);
     let settings = &loaded.config.settings;
-    let rows = with_database(&url, &loaded.config, |database| async move { scheduler::list(&database, settings).await })?;
+    let rows =
+        with_database(&url, &loaded.config, |database| async move { scheduler::list(&database, settings).await })?;
     if args.format == super::delete::SummaryFormat::Json {
         println!("{}", serde_json::to_string_pretty(&rows)?);
         return Ok(ExitCode::SUCCESS);

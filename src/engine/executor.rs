@@ -16,7 +16,7 @@ use tracing::{debug, info};
 
 use super::archive::Archive;
 use super::steps::StepSql;
-use super::throttle::Throttle;
+use super::throttle::{Throttle, limits_on_path};
 use super::{key_texts as texts, not_found, table_keys};
 use crate::config::Config;
 use crate::config::OnDelete;
@@ -362,10 +362,8 @@ impl<'a> Deletion<'a> {
                     let (keys, attempts) = (keys.clone(), *attempts);
                     match self.delete_chunk(&keys).await? {
                         Outcome::Done(rows) => {
-                            let frame = self.stack.last_mut().expect("the frame being worked on");
-                            frame.state = State::Fetch;
-                            let node = frame.node;
-                            self.after_chunk(node, rows).await;
+                            self.stack.last_mut().expect("the frame being worked on").state = State::Fetch;
+                            self.after_chunk(self.limits_of_top_frame(), rows).await;
                             return Ok(true);
                         }
                         Outcome::ChildrenAppeared { .. } if attempts < self.options.orphan_retries => {
@@ -383,13 +381,14 @@ impl<'a> Deletion<'a> {
                     }
                 }
                 State::SetBased => {
-                    let node = frame.node;
+                    let chunk_size = frame.node.chunk_size;
                     let rows = self.set_based_chunk().await?;
-                    if rows < node.chunk_size {
+                    let limits = self.limits_of_top_frame();
+                    if rows < chunk_size {
                         self.stack.pop();
                     }
                     if rows > 0 {
-                        self.after_chunk(node, rows).await;
+                        self.after_chunk(limits, rows).await;
                         return Ok(true);
                     }
                 }
@@ -558,20 +557,40 @@ impl<'a> Deletion<'a> {
         debug!(model = %model, rows, ms = elapsed_ms, "chunk committed");
     }
 
-    /// Waits as long as `node`'s rate limit asks after it touched `rows` rows.
-    async fn after_chunk(&mut self, node: &PlanNode, rows: u64) {
-        let Some(option) = &node.rate_limit else { return };
-        let rate = self.rate(option).await;
-        let stopping = || self.options.stop.as_ref().is_some_and(|stop| stop.load(Ordering::SeqCst));
-        while let Err(wait) = self.throttle.try_take(option, rate, rows, node.chunk_size) {
-            let until = Instant::now() + wait;
-            while Instant::now() < until {
-                if stopping() {
-                    return;
+    /// Waits as long as the rate limits on the path to the chunk's model ask after it touched
+    /// `rows` rows (`limits`, from [`limits_on_path`]).
+    async fn after_chunk(&mut self, limits: Vec<&str>, rows: u64) {
+        for option in limits {
+            let rate = self.rate(option).await;
+            let mut left = rows;
+            while left > 0 {
+                match self.throttle.try_take(option, rate, left) {
+                    Ok(taken) => left -= taken,
+                    Err(wait) => {
+                        if !self.sleep_unless_stopped(wait).await {
+                            return;
+                        }
+                    }
                 }
-                tokio::time::sleep(STOP_CHECK.min(until - Instant::now())).await;
             }
         }
+    }
+
+    /// Sleeps for `wait`, checking the stop flag; `false` when stopped.
+    async fn sleep_unless_stopped(&self, wait: Duration) -> bool {
+        let until = Instant::now() + wait;
+        while Instant::now() < until {
+            if self.options.stop.as_ref().is_some_and(|stop| stop.load(Ordering::SeqCst)) {
+                return false;
+            }
+            tokio::time::sleep(STOP_CHECK.min(until - Instant::now())).await;
+        }
+        true
+    }
+
+    /// The rate limits a chunk of the top frame's model is charged to.
+    fn limits_of_top_frame(&self) -> Vec<&'a str> {
+        limits_on_path(self.stack.iter().map(|frame| frame.node))
     }
 
     /// The option's current value: `cascade_option` over `[options]`, read at most once a second.

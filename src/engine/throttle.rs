@@ -1,7 +1,8 @@
-//! Rate limits: a leaky bucket (governor's GCRA) per option, in rows per second, with a burst
-//! of at least one chunk. The rows of each chunk are taken from the bucket after the chunk;
-//! while the bucket is empty the next chunk waits. The clock is governor's, so tests use a
-//! fake one instead of wall time.
+//! Rate limits: a leaky bucket (governor's GCRA) per option, in rows per second, holding one
+//! second of rows. A chunk's rows are charged after the chunk to the limit of its model and of
+//! every model above it on the path from the root, so a limit on the root paces the whole
+//! deletion; while a bucket is empty the next chunk waits. A chunk larger than a bucket is charged
+//! a bucketful at a time. The clock is governor's, so tests use a fake one instead of wall time.
 
 use std::collections::HashMap;
 use std::num::NonZeroU32;
@@ -12,12 +13,14 @@ use governor::middleware::NoOpMiddleware;
 use governor::state::{InMemoryState, NotKeyed};
 use governor::{Quota, RateLimiter};
 
+use crate::planner::PlanNode;
+
 type Bucket<C> = RateLimiter<NotKeyed, InMemoryState, C, NoOpMiddleware<<C as Clock>::Instant>>;
 
 pub struct Throttle<C: Clock + Clone = DefaultClock> {
     clock: C,
-    /// Per option: the rate and burst its bucket was built for, and the bucket.
-    buckets: HashMap<String, (f64, u32, Bucket<C>)>,
+    /// Per option: the rate its bucket was built for, and the bucket.
+    buckets: HashMap<String, (f64, Bucket<C>)>,
 }
 
 impl Default for Throttle<DefaultClock> {
@@ -31,27 +34,43 @@ impl<C: Clock + Clone> Throttle<C> {
         Self { clock, buckets: HashMap::new() }
     }
 
-    /// Takes `rows` (at most one chunk) from `option`'s bucket at `rate` rows per second, or
-    /// says how long to wait before trying again. A rate of 0 (or less) is unthrottled. A new
-    /// rate replaces the option's bucket, so an operator's change applies from the next chunk.
-    pub fn try_take(&mut self, option: &str, rate: f64, rows: u64, chunk_size: u64) -> Result<(), Duration> {
+    /// Takes up to `rows` from `option`'s bucket at `rate` rows per second: how many it took (at
+    /// least one), or how long to wait before any fits. A rate of 0 (or less) is unthrottled. A
+    /// new rate replaces the option's bucket, so an operator's change applies from the next chunk.
+    pub fn try_take(&mut self, option: &str, rate: f64, rows: u64) -> Result<u64, Duration> {
         if rate <= 0.0 || !rate.is_finite() || rows == 0 {
-            return Ok(());
+            return Ok(rows);
         }
-        let burst = to_u32(chunk_size.max(rows).max(rate.ceil() as u64));
-        let current = self.buckets.get(option).is_some_and(|(r, b, _)| *r == rate && *b == burst);
-        if !current {
+        if self.buckets.get(option).is_none_or(|(built_for, _)| *built_for != rate) {
             let period = Duration::from_secs_f64(1.0 / rate).max(Duration::from_nanos(1));
-            let quota = Quota::with_period(period).expect("a positive period").allow_burst(nonzero(burst));
-            let bucket = RateLimiter::direct_with_clock(quota, self.clock.clone());
-            self.buckets.insert(option.to_owned(), (rate, burst, bucket));
+            let quota = Quota::with_period(period).expect("a positive period").allow_burst(burst(rate));
+            self.buckets.insert(option.to_owned(), (rate, RateLimiter::direct_with_clock(quota, self.clock.clone())));
         }
-        let (_, _, bucket) = &self.buckets[option];
-        match bucket.check_n(nonzero(to_u32(rows))) {
-            Ok(Ok(())) | Err(_) => Ok(()),
+        let (_, bucket) = &self.buckets[option];
+        let piece = rows.min(u64::from(burst(rate).get()));
+        match bucket.check_n(nonzero(to_u32(piece))) {
+            Ok(Ok(())) | Err(_) => Ok(piece),
             Ok(Err(not_until)) => Err(not_until.wait_time_from(self.clock.now())),
         }
     }
+}
+
+/// The rate limits a chunk of `path`'s last node is charged to: its own and its ancestors', each
+/// once, nearest first.
+pub fn limits_on_path<'a>(path: impl DoubleEndedIterator<Item = &'a PlanNode>) -> Vec<&'a str> {
+    let mut limits: Vec<&str> = Vec::new();
+    for node in path.rev() {
+        if let Some(limit) = node.rate_limit.as_deref().filter(|limit| !limits.contains(limit)) {
+            limits.push(limit);
+        }
+    }
+    limits
+}
+
+/// One second of rows (at least one): the same for every caller of an option, so models sharing
+/// a limit share one bucket.
+fn burst(rate: f64) -> NonZeroU32 {
+    nonzero(to_u32(rate.ceil() as u64))
 }
 
 fn to_u32(value: u64) -> u32 {
@@ -68,38 +87,53 @@ mod tests {
 
     use super::*;
 
-    /// Takes `chunks` chunks of `rows`, advancing the fake clock by every wait; the total time.
+    /// Charges `chunks` chunks of `rows` to every limit in `limits`, advancing the fake clock by
+    /// every wait; the total time.
     fn run(
         throttle: &mut Throttle<FakeRelativeClock>,
         clock: &FakeRelativeClock,
-        rate: f64,
+        limits: &[(&str, f64)],
         chunks: u64,
         rows: u64,
     ) -> Duration {
         let start = clock.now();
         for _ in 0..chunks {
-            while let Err(wait) = throttle.try_take("rows_per_second", rate, rows, rows) {
-                clock.advance(wait);
+            for (option, rate) in limits {
+                let mut left = rows;
+                while left > 0 {
+                    match throttle.try_take(option, *rate, left) {
+                        Ok(taken) => left -= taken,
+                        Err(wait) => clock.advance(wait),
+                    }
+                }
             }
         }
         Duration::from_nanos(clock.now().saturating_sub(start).as_u64())
     }
 
     #[test]
-    fn paces_rows_to_the_rate_after_a_burst_of_one_chunk() {
+    fn paces_rows_to_the_rate_after_one_second_of_rows() {
         let clock = FakeRelativeClock::default();
         let mut throttle = Throttle::new(clock.clone());
-        // 10 chunks of 100 rows at 200 rows/s: the first two chunks fit the burst (200 rows),
-        // the other 800 rows take 4 s.
-        assert_eq!(run(&mut throttle, &clock, 200.0, 10, 100), Duration::from_secs(4));
+        // 10 chunks of 100 rows at 200 rows/s: the first 200 rows fit the bucket, the other 800
+        // rows take 4 s.
+        assert_eq!(run(&mut throttle, &clock, &[("rows_per_second", 200.0)], 10, 100), Duration::from_secs(4));
+    }
+
+    #[test]
+    fn a_chunk_larger_than_the_bucket_waits_for_all_its_rows() {
+        let clock = FakeRelativeClock::default();
+        let mut throttle = Throttle::new(clock.clone());
+        // One chunk of 1,000 rows at 100 rows/s: 100 at once, the other 900 over 9 s.
+        assert_eq!(run(&mut throttle, &clock, &[("rows_per_second", 100.0)], 1, 1000), Duration::from_secs(9));
     }
 
     #[test]
     fn a_changed_rate_applies_to_the_next_chunk() {
         let clock = FakeRelativeClock::default();
         let mut throttle = Throttle::new(clock.clone());
-        let slow = run(&mut throttle, &clock, 100.0, 5, 100);
-        let fast = run(&mut throttle, &clock, 1000.0, 5, 100);
+        let slow = run(&mut throttle, &clock, &[("rows_per_second", 100.0)], 5, 100);
+        let fast = run(&mut throttle, &clock, &[("rows_per_second", 1000.0)], 5, 100);
         assert_eq!(slow, Duration::from_secs(4));
         assert!(fast < Duration::from_millis(500), "{fast:?}");
     }
@@ -108,8 +142,50 @@ mod tests {
     fn zero_is_unthrottled_and_fractions_work() {
         let clock = FakeRelativeClock::default();
         let mut throttle = Throttle::new(clock.clone());
-        assert_eq!(run(&mut throttle, &clock, 0.0, 100, 1000), Duration::ZERO);
+        assert_eq!(run(&mut throttle, &clock, &[("rows_per_second", 0.0)], 100, 1000), Duration::ZERO);
         // Half a row per second: after the first row, each row waits 2 s.
-        assert_eq!(run(&mut throttle, &clock, 0.5, 3, 1), Duration::from_secs(4));
+        assert_eq!(run(&mut throttle, &clock, &[("rows_per_second", 0.5)], 3, 1), Duration::from_secs(4));
+    }
+
+    const CONFIG: &str = r#"
+[options]
+"organization.rows_per_second" = 100
+"project.rows_per_second" = 1000
+
+[models.organization]
+table = "organization"
+rate_limit = "organization.rows_per_second"
+children = [{ model = "project", column = "organization_id" }]
+
+[models.project]
+table = "project"
+rate_limit = "project.rows_per_second"
+children = [{ model = "task", column = "project_id" }]
+
+[models.task]
+table = "task"
+strategy = "bulk"
+"#;
+
+    #[test]
+    fn rows_below_a_limited_model_count_against_its_limit() {
+        let mut sources = crate::diagnostic::Sources::default();
+        sources.add("cascade.toml", CONFIG);
+        let loaded = crate::config::load_sources(sources);
+        assert!(loaded.diagnostics.is_empty(), "{:?}", loaded.diagnostics);
+        let plan = crate::planner::compile(&loaded.config, "organization").unwrap();
+        let project = &plan.root.children[0];
+        let task = &project.children[0];
+        let limits = limits_on_path([&plan.root, project, task].into_iter());
+        assert_eq!(limits, ["project.rows_per_second", "organization.rows_per_second"]);
+
+        // 5,000 task rows in chunks of 500 under an organization limited to 100 rows per second:
+        // the organization's limit paces them (49 s after its first second), not only the one
+        // organization row.
+        let clock = FakeRelativeClock::default();
+        let mut throttle = Throttle::new(clock.clone());
+        let rates: Vec<(&str, f64)> =
+            limits.iter().map(|limit| (*limit, loaded.config.option_values()[*limit])).collect();
+        assert_eq!(run(&mut throttle, &clock, &rates, 10, 500), Duration::from_secs(49));
     }
 }

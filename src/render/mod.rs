@@ -6,6 +6,7 @@ use indexmap::IndexMap;
 use minijinja::{Environment, Value};
 use serde::Serialize;
 
+use crate::config::OnDelete;
 use crate::engine::Counts;
 use crate::engine::StepStatements;
 use crate::planner::{Plan, PlanNode};
@@ -81,7 +82,10 @@ pub struct Measure {
     pub rows: Option<u64>,
     /// Chunks needed at least (rows / chunk size).
     pub chunks: Option<u64>,
-    /// Seconds the rate limit makes this step take at least.
+    /// Chunks needed at most: each chunk of the parent may end with a partial chunk of this step.
+    pub max_chunks: Option<u64>,
+    /// Seconds this step's rate limit makes it and the steps below it take at least (their rows
+    /// count against it too).
     pub seconds: Option<f64>,
 }
 
@@ -107,11 +111,14 @@ pub struct FlatNode<'a> {
 /// About how long a whole deletion takes, from the counts and the rate limits.
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct Estimate {
-    /// Chunks (transactions), about: rows / chunk size summed over the steps.
+    /// Chunks (transactions) at least: rows / chunk size summed over the steps.
     pub chunks: Option<u64>,
-    /// Seconds the rate limits impose at most (bursts make it less), over rate-limited steps.
+    /// Chunks at most, as the executor chunks each step once per chunk of its parent.
+    pub max_chunks: Option<u64>,
+    /// Seconds the slowest rate limit imposes at most (its bucket's first second makes it less):
+    /// each limit paces the rows of its model and of every model below it.
     pub seconds: Option<f64>,
-    /// Rows of the models no rate limit applies to, each row once.
+    /// Rows of the models with no rate limit on their path from the root, each row once.
     pub unthrottled_rows: Option<u64>,
 }
 
@@ -126,7 +133,7 @@ impl<'a> PlanView<'a> {
         folding: &Folding,
         sql: Option<Vec<StepStatements>>,
     ) -> Self {
-        let tree = node_view(&plan.root, counts, rates);
+        let tree = node_view(&plan.root, None, counts, rates);
         let mut nodes = Vec::new();
         flatten(&tree, None, 0, "", "", folding, &mut nodes);
         let estimate = counts.map(|counts| estimate(&tree, counts)).unwrap_or_default();
@@ -213,34 +220,56 @@ impl<'a> PlanView<'a> {
     }
 }
 
-fn node_view<'a>(node: &'a PlanNode, counts: Option<&Counts>, rates: &IndexMap<String, f64>) -> NodeView<'a> {
+/// The view of `node`, whose parent needs at most `parent_chunks` chunks (`None` at the root).
+fn node_view<'a>(
+    node: &'a PlanNode,
+    parent_chunks: Option<u64>,
+    counts: Option<&Counts>,
+    rates: &IndexMap<String, f64>,
+) -> NodeView<'a> {
     let rows = counts.map(|c| c.rows.get(&node.step).copied().unwrap_or(0));
+    let chunks = rows.map(|rows| rows.div_ceil(node.chunk_size));
+    // The rows of one parent chunk are chunked on their own: every parent chunk but one may leave
+    // a partial chunk behind.
+    let max_chunks =
+        rows.zip(chunks).map(|(rows, chunks)| rows.min(chunks + parent_chunks.unwrap_or(0).saturating_sub(1)));
     let rate = node.rate_limit.as_ref().and_then(|name| rates.get(name)).copied().filter(|r| *r > 0.0);
+    let children: Vec<_> =
+        node.children.iter().map(|child| node_view(child, max_chunks.or(Some(0)), counts, rates)).collect();
+    let paced_rows = rows.map(|rows| rows + children.iter().map(subtree_rows).sum::<u64>());
     NodeView {
         node,
         measure: Measure {
             rate,
             rows,
-            chunks: rows.map(|rows| rows.div_ceil(node.chunk_size)),
-            seconds: rows.zip(rate).map(|(rows, rate)| rows as f64 / rate),
+            chunks,
+            max_chunks,
+            seconds: paced_rows.zip(rate).map(|(rows, rate)| rows as f64 / rate),
         },
-        children: node.children.iter().map(|child| node_view(child, counts, rates)).collect(),
+        children,
     }
 }
 
-/// Chunks and rate-limit seconds summed over the steps; rows of models no rate limit applies
-/// to, each row once.
+fn subtree_rows(view: &NodeView<'_>) -> u64 {
+    view.measure.rows.unwrap_or(0) + view.children.iter().map(subtree_rows).sum::<u64>()
+}
+
+/// The range of chunks, the seconds of the slowest rate limit, and the rows of models with no
+/// rate limit on their path, each row once.
 fn estimate(tree: &NodeView<'_>, counts: &Counts) -> Estimate {
-    fn visit<'v>(view: &'v NodeView<'_>, chunks: &mut u64, seconds: &mut Option<f64>, throttled: &mut Vec<&'v str>) {
-        *chunks += view.measure.chunks.unwrap_or(0);
-        if let Some(step_seconds) = view.measure.seconds {
-            *seconds = Some(seconds.unwrap_or(0.0) + step_seconds);
-            throttled.push(&view.node.model);
-        }
-        view.children.iter().for_each(|child| visit(child, chunks, seconds, throttled));
-    }
-    let (mut chunks, mut seconds, mut throttled) = (0, None, Vec::new());
-    visit(tree, &mut chunks, &mut seconds, &mut throttled);
+    let mut largest_chunk_sizes: IndexMap<(&str, OnDelete), u64> = IndexMap::new();
+    let (mut max_chunks, mut seconds, mut throttled) = (0, None, Vec::new());
+    visit_for_estimate(tree, false, &mut largest_chunk_sizes, &mut max_chunks, &mut seconds, &mut throttled);
+    // A row reached by several paths goes in the first step that reaches it (and a deleted row is
+    // not also nullified), so the steps of one model need at least its rows, counted once, over
+    // their largest chunk size.
+    let chunks = largest_chunk_sizes
+        .iter()
+        .map(|(&(model, action), largest_chunk_size)| {
+            let rows = if action == OnDelete::Delete { &counts.totals } else { &counts.nullify };
+            rows.get(model).copied().unwrap_or(0).div_ceil(*largest_chunk_size)
+        })
+        .sum();
     let unthrottled_rows = counts
         .totals
         .iter()
@@ -248,7 +277,31 @@ fn estimate(tree: &NodeView<'_>, counts: &Counts) -> Estimate {
         .filter(|(model, _)| !throttled.contains(&model.as_str()))
         .map(|(_, rows)| rows)
         .sum();
-    Estimate { chunks: Some(chunks), seconds, unthrottled_rows: Some(unthrottled_rows) }
+    Estimate { chunks: Some(chunks), max_chunks: Some(max_chunks), seconds, unthrottled_rows: Some(unthrottled_rows) }
+}
+
+fn visit_for_estimate<'v>(
+    view: &'v NodeView<'_>,
+    limited: bool,
+    largest_chunk_sizes: &mut IndexMap<(&'v str, OnDelete), u64>,
+    max_chunks: &mut u64,
+    seconds: &mut Option<f64>,
+    throttled: &mut Vec<&'v str>,
+) {
+    let node = view.node;
+    let largest = largest_chunk_sizes.entry((&node.model, node.action)).or_default();
+    *largest = (*largest).max(node.chunk_size);
+    *max_chunks += view.measure.max_chunks.unwrap_or(0);
+    if let Some(step_seconds) = view.measure.seconds {
+        *seconds = Some(seconds.unwrap_or(0.0).max(step_seconds));
+    }
+    let limited = limited || view.measure.seconds.is_some();
+    if limited {
+        throttled.push(&node.model);
+    }
+    for child in &view.children {
+        visit_for_estimate(child, limited, largest_chunk_sizes, max_chunks, seconds, throttled);
+    }
 }
 
 fn flatten<'a>(
