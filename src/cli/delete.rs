@@ -20,8 +20,12 @@ pub struct Args {
     /// The root model.
     pub model: String,
     /// Ids of the root rows to delete.
-    #[arg(required = true, value_name = "ID", value_delimiter = ',')]
+    #[arg(required_unless_present = "ids_from", value_name = "ID", value_delimiter = ',')]
     pub ids: Vec<String>,
+    /// Also delete the ids listed in FILE (`-`: standard input), separated by whitespace,
+    /// newlines or commas: for more ids than a command line holds.
+    #[arg(long, value_name = "FILE")]
+    pub ids_from: Option<PathBuf>,
     /// Delete for real. Without it, only the plan with its row counts is printed.
     #[arg(long)]
     pub confirm: bool,
@@ -46,6 +50,7 @@ const PROGRESS_EVERY: std::time::Duration = std::time::Duration::from_secs(5);
 pub fn run(cli: &Cli, args: &Args) -> anyhow::Result<ExitCode> {
     let Some(loaded) = super::load_valid(cli)? else { return Ok(ExitCode::from(1)) };
     let plan = planner::compile(&loaded.config, &args.model)?;
+    let ids = super::root_ids(&args.ids, args.ids_from.as_deref())?;
     let url = super::database_url(cli, &loaded.config);
     let access = if args.confirm { Access::ReadWrite } else { Access::ReadOnly };
     super::block_on(async {
@@ -54,9 +59,9 @@ pub fn run(cli: &Cli, args: &Args) -> anyhow::Result<ExitCode> {
             return Ok(ExitCode::from(1));
         };
         if !args.confirm {
-            let counts = engine::count(&database, engine.config(), engine.schema(), &plan, &args.ids).await?;
+            let counts = engine::count(&database, engine.config(), engine.schema(), &plan, &ids).await?;
             let rates = engine::current_options(&loaded.config, &database).await?;
-            let view = PlanView::new(&plan, &args.ids, Some(&counts), &rates, &Folding::default(), None);
+            let view = PlanView::new(&plan, &ids, Some(&counts), &rates, &Folding::default(), None);
             print!(
                 "{}",
                 view.render(if args.format == SummaryFormat::Json { PlanFormat::Json } else { PlanFormat::Text })?
@@ -73,12 +78,12 @@ pub fn run(cli: &Cli, args: &Args) -> anyhow::Result<ExitCode> {
         };
         // A full count before deleting only pays off where a progress bar shows it.
         let total = if args.count || stderr_is_terminal() {
-            let counts = engine::count(&database, engine.config(), engine.schema(), &plan, &args.ids).await?;
+            let counts = engine::count(&database, engine.config(), engine.schema(), &plan, &ids).await?;
             Some(counts.totals.values().sum())
         } else {
             None
         };
-        let finished = delete(&engine, &plan, &args.ids, options, total).await;
+        let finished = delete(&engine, &plan, &ids, options, total).await;
         database.close().await;
         let Some(finished) = finished? else { return Ok(ExitCode::from(1)) };
         print!("{}", render_summary(&finished.summary, args.format));
@@ -105,9 +110,10 @@ pub(super) async fn delete(
     let mut last_line = std::time::Instant::now();
     let finished = engine
         .run_to_end(plan, ids, options, |summary| {
-            bar.set_position(summary.deleted.values().sum());
+            let deleted: u64 = summary.deleted.values().sum();
+            bar.set_position(deleted);
             if bar.is_hidden() && last_line.elapsed() >= PROGRESS_EVERY {
-                tracing::info!(rows = summary.rows(), of = total_rows, chunks = summary.chunks, "deleting");
+                tracing::info!(deleted, of = total_rows, chunks = summary.chunks, "deleting");
                 last_line = std::time::Instant::now();
             }
         })

@@ -209,6 +209,24 @@ fn database_url(cli: &Cli, config: &cascade::config::Config) -> String {
         .unwrap_or_else(|| cascade::db::DEFAULT_DATABASE_URL.to_owned())
 }
 
+/// The ids given on the command line followed by those of `--ids-from FILE` (`-`: standard
+/// input), separated by whitespace or commas.
+fn root_ids(ids: &[String], ids_from: Option<&std::path::Path>) -> anyhow::Result<Vec<String>> {
+    use anyhow::Context as _;
+    let Some(path) = ids_from else { return Ok(ids.to_vec()) };
+    let text = if path == std::path::Path::new("-") {
+        std::io::read_to_string(std::io::stdin()).context("cannot read ids from standard input")?
+    } else {
+        std::fs::read_to_string(path).with_context(|| format!("cannot read ids from `{}`", path.display()))?
+    };
+    let from_file: Vec<String> =
+        text.split(|c: char| c.is_whitespace() || c == ',').filter(|id| !id.is_empty()).map(str::to_owned).collect();
+    if from_file.is_empty() {
+        anyhow::bail!("no ids in `{}`", path.display());
+    }
+    Ok(ids.iter().cloned().chain(from_file).collect())
+}
+
 /// Connects to `url` with the config's connection settings.
 async fn connect(
     url: &str,

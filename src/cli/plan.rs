@@ -21,6 +21,10 @@ pub struct Args {
     /// are counted.
     #[arg(long = "id", value_name = "ID", value_delimiter = ',')]
     pub ids: Vec<String>,
+    /// Also count the ids listed in FILE (`-`: standard input), separated by whitespace,
+    /// newlines or commas.
+    #[arg(long, value_name = "FILE")]
+    pub ids_from: Option<PathBuf>,
     /// Output format.
     #[arg(long, value_enum, default_value_t = PlanFormatArg::Text)]
     pub format: PlanFormatArg,
@@ -50,12 +54,13 @@ pub fn run(cli: &Cli, args: &Args) -> anyhow::Result<ExitCode> {
     let url = super::database_url(cli, &loaded.config);
     let mut rates = loaded.config.option_values();
 
-    let (counts, schema) = if args.ids.is_empty() {
+    let ids = super::root_ids(&args.ids, args.ids_from.as_deref())?;
+    let (counts, schema) = if ids.is_empty() {
         (None, None)
     } else {
         let counted = super::block_on(async {
             let database = super::connect(&url, &loaded.config, Access::ReadOnly).await?;
-            let result = count(&database, &loaded, &plan, &args.ids, &mut rates).await;
+            let result = count(&database, &loaded, &plan, &ids, &mut rates).await;
             database.close().await;
             result
         })?;
@@ -68,7 +73,7 @@ pub fn run(cli: &Cli, args: &Args) -> anyhow::Result<ExitCode> {
     let backend = DatabaseUrl::parse(&url)?.backend();
     let sql = args.sql.then(|| engine::list_statements(&plan, &loaded.config, backend, schema.as_ref()));
     let folding = Folding { depth: args.depth, collapse: args.collapse.clone() };
-    let view = PlanView::new(&plan, &args.ids, counts.as_ref(), &rates, &folding, sql);
+    let view = PlanView::new(&plan, &ids, counts.as_ref(), &rates, &folding, sql);
     let output = match &args.template {
         Some(path) => {
             let source = std::fs::read_to_string(path).with_context(|| format!("cannot read `{}`", path.display()))?;

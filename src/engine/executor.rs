@@ -5,6 +5,7 @@
 //! or stop between chunks. Nothing needs saving between runs: every step finds the rows that
 //! are still there, so running the same deletion again after an interruption finishes it.
 
+use std::collections::VecDeque;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -213,6 +214,8 @@ pub struct Deletion<'a> {
     config: &'a Config,
     schema: &'a Schema,
     stack: Vec<Frame<'a>>,
+    /// The root ids still to do after the root frame's, a chunk of them per batch.
+    root_batches: VecDeque<SqlValue>,
     options: DeleteOptions,
     archive: Option<Archive>,
     throttle: Throttle,
@@ -294,15 +297,20 @@ impl<'a> Deletion<'a> {
         info!(run = run_id, resumes = run.resumes, model = %plan.root.model, roots = texts(&proceeding).len(), skipped = summary.skipped.len(), "deletion started");
 
         let root_keys = texts(&proceeding);
-        let mut stack = Vec::new();
-        if !is_empty(&proceeding) {
-            stack.push(Frame { node: &plan.root, state: initial_state(&plan.root), step: root, matched: proceeding });
-        }
+        // Each root chunk binds only its own ids: binding all of them to every chunk's fetch
+        // made 100,000 ids quadratic.
+        let mut root_batches: VecDeque<SqlValue> = batches(proceeding, plan.root.chunk_size).into();
+        let stack: Vec<_> = root_batches
+            .pop_front()
+            .map(|matched| Frame { node: &plan.root, state: initial_state(&plan.root), step: root, matched })
+            .into_iter()
+            .collect();
         Ok(Self {
             database,
             config,
             schema,
             stack,
+            root_batches,
             archive: options.archive.as_deref().map(|dir| Archive::open(dir, run_id)).transpose()?,
             options,
             throttle: Throttle::default(),
@@ -326,7 +334,12 @@ impl<'a> Deletion<'a> {
     /// Runs until one chunk's transaction has committed. `Ok(false)` when nothing is left.
     pub async fn chunk(&mut self) -> Result<bool, DeleteError> {
         loop {
-            let Some(frame) = self.stack.last_mut() else { return Ok(false) };
+            if self.stack.is_empty() {
+                let Some(matched) = self.root_batches.pop_front() else { return Ok(false) };
+                let frame = self.frame_of(self.root, None, matched);
+                self.stack.push(frame);
+            }
+            let frame = self.stack.last_mut().expect("a frame was pushed");
             match &mut frame.state {
                 State::Fetch => {
                     let statement = frame.step.sql.select_chunk(Param::Value(frame.matched.clone()), frame.step.status);
@@ -355,7 +368,7 @@ impl<'a> Deletion<'a> {
                     };
                     *next += 1;
                     let (parent, keys) = (frame.node, keys.clone());
-                    let child_frame = self.frame(child, parent, keys);
+                    let child_frame = self.frame_of(child, Some(parent), keys);
                     self.stack.push(child_frame);
                 }
                 State::Delete { keys, attempts } => {
@@ -420,10 +433,10 @@ impl<'a> Deletion<'a> {
         Ok(std::mem::take(&mut self.summary))
     }
 
-    fn frame(&self, node: &'a PlanNode, parent: &'a PlanNode, matched: SqlValue) -> Frame<'a> {
+    fn frame_of(&self, node: &'a PlanNode, parent: Option<&'a PlanNode>, matched: SqlValue) -> Frame<'a> {
         let step = StepSql::new(
             node,
-            Some(parent),
+            parent,
             self.config,
             self.database.backend(),
             Some(self.schema),
@@ -653,6 +666,16 @@ fn initial_state(node: &PlanNode) -> State {
         State::Fetch
     } else {
         State::SetBased
+    }
+}
+
+/// `keys` in lists of at most `size`.
+fn batches(keys: SqlValue, size: u64) -> Vec<SqlValue> {
+    let size = usize::try_from(size).unwrap_or(usize::MAX).max(1);
+    match keys {
+        SqlValue::Integers(list) => list.chunks(size).map(|batch| SqlValue::Integers(batch.to_vec())).collect(),
+        SqlValue::Texts(list) => list.chunks(size).map(|batch| SqlValue::Texts(batch.to_vec())).collect(),
+        single => vec![single],
     }
 }
 

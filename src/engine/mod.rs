@@ -52,10 +52,9 @@ pub(crate) fn table_keys(table: &str, key_type: &KeyType, keys: Vec<String>) -> 
 
 /// The requested `ids` that no row of `found` (rows whose first column is a key) has.
 pub(crate) fn not_found(ids: &SqlValue, found: &TextRows) -> Vec<String> {
-    key_texts(ids)
-        .into_iter()
-        .filter(|id| !found.iter().any(|row| row.first().and_then(Option::as_deref) == Some(id)))
-        .collect()
+    let found: std::collections::HashSet<&str> =
+        found.iter().filter_map(|row| row.first().and_then(Option::as_deref)).collect();
+    key_texts(ids).into_iter().filter(|id| !found.contains(id.as_str())).collect()
 }
 
 /// Checks that `ids` fit the key of `plan`'s root table in the live schema, so that a

@@ -1,0 +1,93 @@
+//! Many root ids: read from a file or standard input, deleted a root chunk at a time.
+
+mod common;
+
+use common::{cascade, count, postgres_database, project, sqlite_database};
+use serde_json::Value;
+
+const CONFIG: &str = "[models.author]\ntable = \"author\"\nchunk_size = 7\n\
+                      children = [{ model = \"book\", column = \"author_id\" }]\n\n\
+                      [models.book]\ntable = \"book\"\nstrategy = \"bulk\"\nchunk_size = 5\n";
+
+const AUTHORS: i64 = 500;
+
+fn schema() -> String {
+    let authors: Vec<String> = (1..=AUTHORS).map(|id| format!("({id})")).collect();
+    let books: Vec<String> =
+        (1..=AUTHORS).flat_map(|id| [format!("({}, {id})", 2 * id - 1), format!("({}, {id})", 2 * id)]).collect();
+    format!(
+        "CREATE TABLE author (id BIGINT PRIMARY KEY);\n\
+         CREATE TABLE book (id BIGINT PRIMARY KEY, author_id BIGINT NOT NULL REFERENCES author(id));\n\
+         CREATE INDEX book_author ON book(author_id);\n\
+         INSERT INTO author VALUES {};\nINSERT INTO book VALUES {};\n",
+        authors.join(", "),
+        books.join(", ")
+    )
+}
+
+/// Ids 1..=300 in a file (newlines and commas, a blank line), two that do not exist on the
+/// command line and on standard input: exactly those 300 authors and their 600 books go.
+fn many_ids_from_a_file_and_stdin(url: &str) {
+    let listed: Vec<String> = (1..=300).map(|id| id.to_string()).collect();
+    let file = format!("{}\n\n{}\n", listed[..150].join("\n"), listed[150..].join(","));
+    let dir = project(&[("cascades/books.toml", CONFIG), ("ids.txt", &file)]);
+
+    let plan = cascade(dir.path())
+        .args(["--database-url", url, "plan", "author", "--id", "9001", "--ids-from", "-", "--format", "json"])
+        .write_stdin(file.clone())
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    let plan: Value = serde_json::from_slice(&plan).unwrap();
+    assert_eq!(plan["totals"], serde_json::json!({"author": 300, "book": 600}));
+    assert_eq!(plan["not_found"], serde_json::json!(["9001"]));
+
+    let output = cascade(dir.path())
+        .args(["--database-url", url, "delete", "author", "9001,9002", "--ids-from", "ids.txt"])
+        .args(["--confirm", "--format", "json"])
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    let summary: Value = serde_json::from_slice(&output).unwrap();
+    assert_eq!(summary["deleted"], serde_json::json!({"book": 600, "author": 300}));
+    // 300 authors in 43 chunks of at most 7, each chunk's books (at most 14) in 3 chunks of 5.
+    assert_eq!(summary["chunks"], 43 + 43 * 3, "{summary}");
+    assert_eq!(count(url, "SELECT COUNT(*) FROM author"), (AUTHORS - 300) as u64);
+    assert_eq!(count(url, "SELECT COUNT(*) FROM author WHERE id <= 300"), 0);
+    assert_eq!(count(url, "SELECT COUNT(*) FROM book"), 2 * (AUTHORS - 300) as u64);
+    assert_eq!(count(url, "SELECT COUNT(*) FROM book WHERE author_id <= 300"), 0);
+}
+
+#[test]
+fn many_ids_from_a_file_and_stdin_on_sqlite() {
+    let dir = tempfile::tempdir().unwrap();
+    many_ids_from_a_file_and_stdin(&sqlite_database(dir.path(), &schema()));
+}
+
+#[test]
+fn many_ids_from_a_file_and_stdin_on_postgres() {
+    let Some(url) = postgres_database(&schema()) else { return };
+    many_ids_from_a_file_and_stdin(&url);
+}
+
+#[test]
+fn an_ids_file_that_is_missing_or_empty_is_an_error() {
+    let dir = project(&[("cascades/books.toml", CONFIG), ("empty.txt", " \n,\n")]);
+    let url = sqlite_database(dir.path(), &schema());
+    cascade(dir.path())
+        .args(["--database-url", &url, "delete", "author", "--ids-from", "missing.txt", "--confirm"])
+        .assert()
+        .code(2)
+        .stderr(predicates::str::contains("cannot read ids from `missing.txt`"));
+    cascade(dir.path())
+        .args(["--database-url", &url, "delete", "author", "--ids-from", "empty.txt", "--confirm"])
+        .assert()
+        .code(2)
+        .stderr(predicates::str::contains("no ids in `empty.txt`"));
+    cascade(dir.path()).args(["--database-url", &url, "delete", "author"]).assert().code(2);
+    assert_eq!(count(&url, "SELECT COUNT(*) FROM author"), AUTHORS as u64);
+}
