@@ -313,7 +313,7 @@ impl<'a> Deletion<'a> {
             root_batches,
             archive: options.archive.as_deref().map(|dir| Archive::open(dir, run_id)).transpose()?,
             options,
-            throttle: Throttle::default(),
+            throttle: Throttle::with_least_burst(plan.steps().iter().map(|step| step.chunk_size).max().unwrap_or(1)),
             rates: config.option_values(),
             rates_read: None,
             summary,
@@ -434,14 +434,8 @@ impl<'a> Deletion<'a> {
     }
 
     fn frame_of(&self, node: &'a PlanNode, parent: Option<&'a PlanNode>, matched: SqlValue) -> Frame<'a> {
-        let step = StepSql::new(
-            node,
-            parent,
-            self.config,
-            self.database.backend(),
-            Some(self.schema),
-            self.archive.is_some(),
-        );
+        let step =
+            StepSql::new(node, parent, self.config, self.database.backend(), Some(self.schema), self.archive.is_some());
         Frame { node, step, matched, state: initial_state(node) }
     }
 

@@ -1,8 +1,9 @@
 //! Rate limits: a leaky bucket (governor's GCRA) per option, in rows per second, holding one
-//! second of rows. A chunk's rows are charged after the chunk to the limit of its model and of
-//! every model above it on the path from the root, so a limit on the root paces the whole
-//! deletion; while a bucket is empty the next chunk waits. A chunk larger than a bucket is charged
-//! a bucketful at a time. The clock is governor's, so tests use a fake one instead of wall time.
+//! second of rows or the plan's largest chunk, whichever is more, the same for every caller of
+//! the option. A chunk's rows are charged after the chunk to the limit of its model and of every
+//! model above it on the path from the root, so a limit on the root paces the whole deletion;
+//! while a bucket is empty the next chunk waits. A chunk larger than a bucket is charged a
+//! bucketful at a time. The clock is governor's, so tests use a fake one instead of wall time.
 
 use std::collections::HashMap;
 use std::num::NonZeroU32;
@@ -21,17 +22,20 @@ pub struct Throttle<C: Clock + Clone = DefaultClock> {
     clock: C,
     /// Per option: the rate its bucket was built for, and the bucket.
     buckets: HashMap<String, (f64, Bucket<C>)>,
+    /// The fewest rows a bucket holds: the plan's largest chunk.
+    least_burst: u64,
 }
 
-impl Default for Throttle<DefaultClock> {
-    fn default() -> Self {
-        Self::new(DefaultClock::default())
+impl Throttle<DefaultClock> {
+    /// A throttle on the wall clock whose buckets hold at least `least_burst` rows.
+    pub fn with_least_burst(least_burst: u64) -> Self {
+        Self::new(DefaultClock::default(), least_burst)
     }
 }
 
 impl<C: Clock + Clone> Throttle<C> {
-    pub fn new(clock: C) -> Self {
-        Self { clock, buckets: HashMap::new() }
+    pub fn new(clock: C, least_burst: u64) -> Self {
+        Self { clock, buckets: HashMap::new(), least_burst }
     }
 
     /// Takes up to `rows` from `option`'s bucket at `rate` rows per second: how many it took (at
@@ -43,15 +47,21 @@ impl<C: Clock + Clone> Throttle<C> {
         }
         if self.buckets.get(option).is_none_or(|(built_for, _)| *built_for != rate) {
             let period = Duration::from_secs_f64(1.0 / rate).max(Duration::from_nanos(1));
-            let quota = Quota::with_period(period).expect("a positive period").allow_burst(burst(rate));
+            let quota = Quota::with_period(period).expect("a positive period").allow_burst(self.burst(rate));
             self.buckets.insert(option.to_owned(), (rate, RateLimiter::direct_with_clock(quota, self.clock.clone())));
         }
         let (_, bucket) = &self.buckets[option];
-        let piece = rows.min(u64::from(burst(rate).get()));
+        let piece = rows.min(u64::from(self.burst(rate).get()));
         match bucket.check_n(nonzero(to_u32(piece))) {
             Ok(Ok(())) | Err(_) => Ok(piece),
             Ok(Err(not_until)) => Err(not_until.wait_time_from(self.clock.now())),
         }
+    }
+
+    /// One second of rows or the least burst, whichever is more: the same for every caller of
+    /// an option, so models sharing a limit share one bucket.
+    fn burst(&self, rate: f64) -> NonZeroU32 {
+        nonzero(to_u32((rate.ceil() as u64).max(self.least_burst)))
     }
 }
 
@@ -65,12 +75,6 @@ pub fn limits_on_path<'a>(path: impl DoubleEndedIterator<Item = &'a PlanNode>) -
         }
     }
     limits
-}
-
-/// One second of rows (at least one): the same for every caller of an option, so models sharing
-/// a limit share one bucket.
-fn burst(rate: f64) -> NonZeroU32 {
-    nonzero(to_u32(rate.ceil() as u64))
 }
 
 fn to_u32(value: u64) -> u32 {
@@ -114,7 +118,7 @@ mod tests {
     #[test]
     fn paces_rows_to_the_rate_after_one_second_of_rows() {
         let clock = FakeRelativeClock::default();
-        let mut throttle = Throttle::new(clock.clone());
+        let mut throttle = Throttle::new(clock.clone(), 100);
         // 10 chunks of 100 rows at 200 rows/s: the first 200 rows fit the bucket, the other 800
         // rows take 4 s.
         assert_eq!(run(&mut throttle, &clock, &[("rows_per_second", 200.0)], 10, 100), Duration::from_secs(4));
@@ -123,15 +127,24 @@ mod tests {
     #[test]
     fn a_chunk_larger_than_the_bucket_waits_for_all_its_rows() {
         let clock = FakeRelativeClock::default();
-        let mut throttle = Throttle::new(clock.clone());
-        // One chunk of 1,000 rows at 100 rows/s: 100 at once, the other 900 over 9 s.
-        assert_eq!(run(&mut throttle, &clock, &[("rows_per_second", 100.0)], 1, 1000), Duration::from_secs(9));
+        let mut throttle = Throttle::new(clock.clone(), 200);
+        // Two chunks of 1,000 rows at 100 rows/s with a bucket of 200: 200 at once, the other
+        // 1,800 over 18 s.
+        assert_eq!(run(&mut throttle, &clock, &[("rows_per_second", 100.0)], 2, 1000), Duration::from_secs(18));
+    }
+
+    #[test]
+    fn the_bucket_holds_at_least_one_chunk() {
+        let clock = FakeRelativeClock::default();
+        let mut throttle = Throttle::new(clock.clone(), 1000);
+        // Three chunks of 1,000 rows at 100 rows/s: the first chunk at once, then 10 s each.
+        assert_eq!(run(&mut throttle, &clock, &[("rows_per_second", 100.0)], 3, 1000), Duration::from_secs(20));
     }
 
     #[test]
     fn a_changed_rate_applies_to_the_next_chunk() {
         let clock = FakeRelativeClock::default();
-        let mut throttle = Throttle::new(clock.clone());
+        let mut throttle = Throttle::new(clock.clone(), 100);
         let slow = run(&mut throttle, &clock, &[("rows_per_second", 100.0)], 5, 100);
         let fast = run(&mut throttle, &clock, &[("rows_per_second", 1000.0)], 5, 100);
         assert_eq!(slow, Duration::from_secs(4));
@@ -141,7 +154,7 @@ mod tests {
     #[test]
     fn zero_is_unthrottled_and_fractions_work() {
         let clock = FakeRelativeClock::default();
-        let mut throttle = Throttle::new(clock.clone());
+        let mut throttle = Throttle::new(clock.clone(), 1);
         assert_eq!(run(&mut throttle, &clock, &[("rows_per_second", 0.0)], 100, 1000), Duration::ZERO);
         // Half a row per second: after the first row, each row waits 2 s.
         assert_eq!(run(&mut throttle, &clock, &[("rows_per_second", 0.5)], 3, 1), Duration::from_secs(4));
@@ -180,12 +193,12 @@ strategy = "bulk"
         assert_eq!(limits, ["project.rows_per_second", "organization.rows_per_second"]);
 
         // 5,000 task rows in chunks of 500 under an organization limited to 100 rows per second:
-        // the organization's limit paces them (49 s after its first second), not only the one
+        // the organization's limit paces them (45 s after its first chunk), not only the one
         // organization row.
         let clock = FakeRelativeClock::default();
-        let mut throttle = Throttle::new(clock.clone());
+        let mut throttle = Throttle::new(clock.clone(), 500);
         let rates: Vec<(&str, f64)> =
             limits.iter().map(|limit| (*limit, loaded.config.option_values()[*limit])).collect();
-        assert_eq!(run(&mut throttle, &clock, &rates, 10, 500), Duration::from_secs(49));
+        assert_eq!(run(&mut throttle, &clock, &rates, 10, 500), Duration::from_secs(45));
     }
 }

@@ -115,7 +115,7 @@ pub struct Estimate {
     pub chunks: Option<u64>,
     /// Chunks at most, as the executor chunks each step once per chunk of its parent.
     pub max_chunks: Option<u64>,
-    /// Seconds the slowest rate limit imposes at most (its bucket's first second makes it less):
+    /// Seconds the slowest rate limit imposes at most (its first bucketful makes it less):
     /// each limit paces the rows of its model and of every model below it.
     pub seconds: Option<f64>,
     /// Rows of the models with no rate limit on their path from the root, each row once.
