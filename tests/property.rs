@@ -61,6 +61,9 @@ struct Case {
     bulk: Vec<bool>,
     outbox: Vec<bool>,
     chunk: Vec<u64>,
+    /// Whether chunk sizes adapt (every other case); without, the run's chunk count must fall
+    /// in the range the plan gives.
+    adaptive: bool,
     rows: Vec<Rows>,
     roots: Vec<i64>,
 }
@@ -112,7 +115,7 @@ fn generate(seed: u64) -> Case {
         rows.push(table);
     }
     let roots = vec![1 + random.below(4) as i64, 1 + random.below(4) as i64];
-    Case { models, edges, bulk, outbox, chunk, rows, roots }
+    Case { models, edges, bulk, outbox, chunk, adaptive: seed.is_multiple_of(2), rows, roots }
 }
 
 impl Case {
@@ -142,6 +145,7 @@ impl Case {
 
     fn config(&self) -> String {
         let mut toml = String::from("[settings]\nper_row_chunk_size = 2\nbulk_chunk_size = 3\n");
+        toml.push_str(&format!("adaptive = {}\n", self.adaptive));
         for model in 0..self.models {
             toml.push_str(&format!("\n[models.m{model}]\ntable = \"m{model}\"\nchunk_size = {}\n", self.chunk[model]));
             if self.bulk[model] {
@@ -262,7 +266,7 @@ async fn run_case(number: u64, url: &str, case: &Case, coverage: &mut Coverage) 
     assert_eq!(finished.outcome, RunOutcome::Succeeded, "case {number}");
     let (least, most) = (view.estimate.chunks.unwrap(), view.estimate.max_chunks.unwrap());
     assert!(
-        (least..=most).contains(&finished.summary.chunks),
+        case.adaptive || (least..=most).contains(&finished.summary.chunks),
         "case {number}: the plan said {least} to {most} chunks, the run took {}\n{}",
         finished.summary.chunks,
         case.config()

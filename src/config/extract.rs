@@ -98,6 +98,9 @@ fn read_settings(mut fields: Fields<'_>, d: &mut Diagnostics) -> Settings {
     let lease_seconds = unsigned("lease_seconds");
     let run_lease_seconds = unsigned("run_lease_seconds");
     let busy_timeout_seconds = unsigned("busy_timeout_seconds");
+    let target_chunk_ms = unsigned("target_chunk_ms");
+    let max_chunk_size = unsigned("max_chunk_size");
+    let adaptive = fields.optional("adaptive").and_then(|n| n.boolean(d));
     let database_url = fields.optional("database_url").and_then(|n| n.string(d));
     fields.finish(d);
     Settings {
@@ -109,6 +112,9 @@ fn read_settings(mut fields: Fields<'_>, d: &mut Diagnostics) -> Settings {
         lease_seconds,
         run_lease_seconds,
         busy_timeout_seconds,
+        target_chunk_ms,
+        max_chunk_size,
+        adaptive,
     }
 }
 

@@ -90,6 +90,10 @@ pub const DEFAULT_LEASE_SECONDS: u64 = 6 * 3600;
 /// Seconds a running deletion's heartbeat may be old before it counts as interrupted, when
 /// `[settings] run_lease_seconds` is not set.
 pub const DEFAULT_RUN_LEASE_SECONDS: u64 = 60;
+/// Milliseconds a chunk's transaction aims at when `[settings] target_chunk_ms` is not set.
+pub const DEFAULT_TARGET_CHUNK_MS: u64 = 50;
+/// Largest chunk adaptive sizing grows to when `[settings] max_chunk_size` is not set.
+pub const DEFAULT_MAX_CHUNK_SIZE: u64 = 10_000;
 /// Seconds a SQLite statement waits for another writer's lock when `[settings]
 /// busy_timeout_seconds` is not set.
 pub const DEFAULT_BUSY_TIMEOUT_SECONDS: u64 = crate::db::DEFAULT_BUSY_TIMEOUT.as_secs();
@@ -129,6 +133,21 @@ pub struct Settings {
     #[serde(skip_serializing_if = "Option::is_none")]
     #[schemars(extend("default" = DEFAULT_RUN_LEASE_SECONDS), range(min = 1))]
     pub run_lease_seconds: Option<Located<u64>>,
+    /// Whether chunk sizes adapt while a deletion runs so that each transaction takes about
+    /// `target_chunk_ms`: a model's `chunk_size` is then where its chunks start. `false` keeps
+    /// every chunk at its `chunk_size`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(extend("default" = true))]
+    pub adaptive: Option<Located<bool>>,
+    /// Milliseconds each chunk's transaction aims at when chunk sizes adapt.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(extend("default" = DEFAULT_TARGET_CHUNK_MS), range(min = 1, max = 60000))]
+    pub target_chunk_ms: Option<Located<u64>>,
+    /// Largest chunk (rows per transaction) adaptive sizing grows to; a model whose
+    /// `chunk_size` is larger keeps that as its largest.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(extend("default" = DEFAULT_MAX_CHUNK_SIZE), range(min = 1, max = MAX_CHUNK_SIZE))]
+    pub max_chunk_size: Option<Located<u64>>,
     /// Seconds a statement on SQLite waits for another process's write lock before it fails with
     /// "database is locked".
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -163,6 +182,21 @@ impl Settings {
     /// How old a running deletion's heartbeat may be before the run counts as interrupted.
     pub fn run_lease(&self) -> Duration {
         Duration::from_secs(or_default(&self.run_lease_seconds, DEFAULT_RUN_LEASE_SECONDS))
+    }
+
+    /// Whether chunk sizes adapt to `target_chunk_ms`.
+    pub fn adaptive(&self) -> bool {
+        self.adaptive.as_ref().is_none_or(|adaptive| adaptive.value)
+    }
+
+    /// How long each chunk's transaction aims to take when chunk sizes adapt.
+    pub fn target_chunk(&self) -> Duration {
+        Duration::from_millis(or_default(&self.target_chunk_ms, DEFAULT_TARGET_CHUNK_MS).max(1))
+    }
+
+    /// The largest chunk adaptive sizing grows to.
+    pub fn max_chunk_size(&self) -> u64 {
+        or_default(&self.max_chunk_size, DEFAULT_MAX_CHUNK_SIZE).clamp(1, MAX_CHUNK_SIZE)
     }
 
     /// How long a SQLite statement waits for another writer's lock.

@@ -16,6 +16,7 @@ use serde::Serialize;
 use tracing::{debug, info};
 
 use super::archive::Archive;
+use super::chunk_size::ChunkSizes;
 use super::steps::StepSql;
 use super::throttle::{Throttle, limits_on_path};
 use super::{key_texts as texts, not_found, table_keys};
@@ -109,6 +110,9 @@ pub struct Summary {
     pub chunks: u64,
     /// The longest of them, in milliseconds.
     pub max_chunk_ms: f64,
+    /// How long each transaction took, in milliseconds, in commit order.
+    #[serde(skip)]
+    pub chunk_ms: Vec<f64>,
     /// Time since the deletion started, in milliseconds.
     pub elapsed_ms: f64,
     /// Outbox tombstones written.
@@ -180,20 +184,38 @@ pub enum DeleteError {
 struct Frame<'a> {
     node: &'a PlanNode,
     step: StepSql<'a>,
+    /// The statements of the node's children when every one is set-based (bulk or nullify): a
+    /// chunk then goes with its children's rows in one transaction when they fit.
+    set_based_children: Option<Vec<(&'a PlanNode, StepSql<'a>)>>,
     /// The parent chunk's keys (or the root ids) this node's rows are found by.
     matched: SqlValue,
+    /// The rows the last fetch asked for.
+    limit: u64,
     state: State,
 }
 
 enum State {
     /// per_row: the next chunk of keys is to be read.
     Fetch,
+    /// per_row: the chunk `keys` and its set-based children's rows, in one transaction.
+    Together { keys: SqlValue },
     /// per_row: the children of the chunk `keys` are being deleted, `next` is the next one.
     Children { keys: SqlValue, next: usize, attempts: u32 },
     /// per_row: the chunk `keys` is deleted once its children are gone.
     Delete { keys: SqlValue, attempts: u32 },
     /// bulk or nullify: one set-based statement per chunk until none is left.
     SetBased,
+}
+
+/// What the transaction of a chunk together with its children did.
+enum Together<'a> {
+    /// Committed: the rows of each step.
+    Done(Vec<(&'a PlanNode, u64)>),
+    /// The children had more rows than one chunk of theirs: those deleted are committed (their
+    /// rows), the rest go chunk by chunk.
+    ChildrenLeft(Vec<(&'a PlanNode, u64)>),
+    /// Rows appeared under the chunk after its children were deleted: nothing was committed.
+    ChildrenAppeared,
 }
 
 /// What one transaction did.
@@ -219,6 +241,7 @@ pub struct Deletion<'a> {
     options: DeleteOptions,
     archive: Option<Archive>,
     throttle: Throttle,
+    sizes: ChunkSizes,
     rates: IndexMap<String, f64>,
     rates_read: Option<Instant>,
     summary: Summary,
@@ -299,21 +322,23 @@ impl<'a> Deletion<'a> {
         let root_keys = texts(&proceeding);
         // Each root chunk binds only its own ids: binding all of them to every chunk's fetch
         // made 100,000 ids quadratic.
-        let mut root_batches: VecDeque<SqlValue> = batches(proceeding, plan.root.chunk_size).into();
-        let stack: Vec<_> = root_batches
-            .pop_front()
-            .map(|matched| Frame { node: &plan.root, state: initial_state(&plan.root), step: root, matched })
-            .into_iter()
-            .collect();
+        let settings = &config.settings;
+        let batch = if settings.adaptive() {
+            settings.max_chunk_size().max(plan.root.chunk_size)
+        } else {
+            plan.root.chunk_size
+        };
+        let root_batches: VecDeque<SqlValue> = batches(proceeding, batch).into();
         Ok(Self {
             database,
             config,
             schema,
-            stack,
+            stack: Vec::new(),
             root_batches,
             archive: options.archive.as_deref().map(|dir| Archive::open(dir, run_id)).transpose()?,
             options,
-            throttle: Throttle::with_least_burst(plan.steps().iter().map(|step| step.chunk_size).max().unwrap_or(1)),
+            throttle: Throttle::for_plan(plan),
+            sizes: ChunkSizes::new(&config.settings),
             rates: config.option_values(),
             rates_read: None,
             summary,
@@ -342,7 +367,12 @@ impl<'a> Deletion<'a> {
             let frame = self.stack.last_mut().expect("a frame was pushed");
             match &mut frame.state {
                 State::Fetch => {
-                    let statement = frame.step.sql.select_chunk(Param::Value(frame.matched.clone()), frame.step.status);
+                    frame.limit = self.sizes.of(frame.node);
+                    let statement = frame.step.sql.select_chunk(
+                        Param::Value(frame.matched.clone()),
+                        frame.step.status,
+                        frame.limit,
+                    );
                     let keys: Vec<String> = self
                         .database
                         .fetch_texts(&statement)
@@ -357,9 +387,35 @@ impl<'a> Deletion<'a> {
                     let keys = table_keys(&frame.node.table, &frame.step.sql.key_type, keys)?;
                     frame.state = if frame.node.children.is_empty() {
                         State::Delete { keys, attempts: 0 }
+                    } else if frame.set_based_children.is_some() {
+                        State::Together { keys }
                     } else {
                         State::Children { keys, next: 0, attempts: 0 }
                     };
+                }
+                State::Together { keys } => {
+                    let keys = keys.clone();
+                    let frame = self.stack.pop().expect("the frame being worked on");
+                    let together = self.delete_together(&frame, &keys).await;
+                    let node = frame.node;
+                    self.stack.push(frame);
+                    let top = self.stack.last_mut().expect("the frame being worked on");
+                    match together? {
+                        Together::Done(steps) => {
+                            top.state = State::Fetch;
+                            self.charge_rate_limits(&steps).await;
+                            return Ok(true);
+                        }
+                        Together::ChildrenLeft(steps) => {
+                            top.state = State::Children { keys, next: 0, attempts: 0 };
+                            self.charge_rate_limits(&steps).await;
+                            return Ok(true);
+                        }
+                        Together::ChildrenAppeared => {
+                            debug!(model = %node.model, "children appeared under a chunk; draining them again");
+                            top.state = State::Children { keys, next: 0, attempts: 1 };
+                        }
+                    }
                 }
                 State::Children { keys, next, attempts } => {
                     let Some(child) = frame.node.children.get(*next) else {
@@ -394,10 +450,10 @@ impl<'a> Deletion<'a> {
                     }
                 }
                 State::SetBased => {
-                    let chunk_size = frame.node.chunk_size;
-                    let rows = self.set_based_chunk().await?;
+                    let limit = self.sizes.of(frame.node);
+                    let rows = self.set_based_chunk(limit).await?;
                     let limits = self.limits_of_top_frame();
-                    if rows < chunk_size {
+                    if rows < limit {
                         self.stack.pop();
                     }
                     if rows > 0 {
@@ -411,13 +467,19 @@ impl<'a> Deletion<'a> {
 
     /// Whether no requested root row exists.
     pub fn none_found(&self) -> bool {
-        self.stack.is_empty() && self.summary.skipped.is_empty() && !self.summary.missing.is_empty()
+        self.root_batches.is_empty()
+            && self.stack.is_empty()
+            && self.summary.skipped.is_empty()
+            && !self.summary.missing.is_empty()
     }
 
     /// Whether every requested root exists and was skipped by its status, so nothing is
     /// deleted (a scheduled deletion cancelled through its status).
     pub fn all_skipped(&self) -> bool {
-        self.stack.is_empty() && self.summary.missing.is_empty() && !self.summary.skipped.is_empty()
+        self.root_batches.is_empty()
+            && self.stack.is_empty()
+            && self.summary.missing.is_empty()
+            && !self.summary.skipped.is_empty()
     }
 
     /// Records how the run ended in `cascade_run` and closes the archive.
@@ -434,27 +496,109 @@ impl<'a> Deletion<'a> {
     }
 
     fn frame_of(&self, node: &'a PlanNode, parent: Option<&'a PlanNode>, matched: SqlValue) -> Frame<'a> {
-        let step =
-            StepSql::new(node, parent, self.config, self.database.backend(), Some(self.schema), self.archive.is_some());
-        Frame { node, step, matched, state: initial_state(node) }
+        let step_of = |node, parent| {
+            StepSql::new(node, parent, self.config, self.database.backend(), Some(self.schema), self.archive.is_some())
+        };
+        let set_based_children = node
+            .has_only_set_based_children()
+            .then(|| node.children.iter().map(|child| (child, step_of(child, Some(node)))).collect());
+        Frame {
+            node,
+            step: step_of(node, parent),
+            set_based_children,
+            matched,
+            limit: node.chunk_size,
+            state: initial_state(node),
+        }
+    }
+
+    /// Deletes the chunk `keys` of `frame` and its set-based children's rows in one transaction,
+    /// when the children's rows fit one chunk of theirs.
+    async fn delete_together(&mut self, frame: &Frame<'a>, keys: &SqlValue) -> Result<Together<'a>, DeleteError> {
+        let started = Instant::now();
+        let children = frame.set_based_children.as_ref().expect("a frame whose children are set-based");
+        let mut transaction = self.database.begin_write().await?;
+        let mut steps = Vec::new();
+        for (child, step) in children {
+            let limit = self.sizes.of(child);
+            let statement = step.sql.set_based_chunk(Param::Value(keys.clone()), step.returning.as_ref(), limit);
+            let rows = match self.run_write(&mut transaction, &statement, child, step).await {
+                Err(DeleteError::Database(error)) if self.is_foreign_key_violation(&error) => {
+                    transaction.rollback().await?;
+                    return Err(DeleteError::Refused { model: child.model.clone(), reason: error.to_string() });
+                }
+                result => result?,
+            };
+            steps.push((*child, rows));
+            if rows >= limit {
+                transaction.commit().await?;
+                self.record_transaction(started, &steps);
+                return Ok(Together::ChildrenLeft(steps));
+            }
+        }
+        // With one writer at a time no child can appear inside this transaction; elsewhere one
+        // inserted meanwhile is looked for, or refused by its foreign key below.
+        if self.database.backend().concurrent_writers() && self.children_exist(&mut transaction, frame, keys).await? {
+            transaction.rollback().await?;
+            return Ok(Together::ChildrenAppeared);
+        }
+        let statement = frame.step.sql.delete_by_keys(Param::Value(keys.clone()), frame.step.returning.as_ref());
+        let deleted = match self.run_write(&mut transaction, &statement, frame.node, &frame.step).await {
+            Err(DeleteError::Database(error)) if self.is_foreign_key_violation(&error) => {
+                transaction.rollback().await?;
+                if !self.database.backend().concurrent_writers() {
+                    return Err(DeleteError::Refused { model: frame.node.model.clone(), reason: error.to_string() });
+                }
+                return Ok(Together::ChildrenAppeared);
+            }
+            result => result?,
+        };
+        transaction.commit().await?;
+        steps.push((frame.node, deleted));
+        self.record_transaction(started, &steps);
+        self.sizes.record(frame.node, frame.limit, key_count(keys), started.elapsed());
+        Ok(Together::Done(steps))
+    }
+
+    /// Whether rows of `frame`'s children reference the chunk `keys`.
+    async fn children_exist(
+        &self,
+        transaction: &mut Transaction,
+        frame: &Frame<'a>,
+        keys: &SqlValue,
+    ) -> Result<bool, DeleteError> {
+        let check = frame.step.sql.children_exist(&frame.step.children, &Param::Value(keys.clone()));
+        let exists = transaction.fetch_texts(&check).await?;
+        Ok(exists.first().and_then(|row| row.first().cloned().flatten()).as_deref() == Some("1"))
+    }
+
+    /// Charges the rows of each step to the rate limits on its path.
+    async fn charge_rate_limits(&mut self, steps: &[(&'a PlanNode, u64)]) {
+        for (node, rows) in steps {
+            let path = self.stack.iter().map(|frame| frame.node).filter(|above| !std::ptr::eq(*above, *node));
+            let limits = limits_on_path(path.chain(std::iter::once(*node)));
+            self.after_chunk(limits, *rows).await;
+        }
     }
 
     /// Deletes the chunk `keys` of the top frame, unless children appeared under it.
     async fn delete_chunk(&mut self, keys: &SqlValue) -> Result<Outcome, DeleteError> {
+        let frame = self.stack.pop().expect("the frame being worked on");
+        let outcome = self.delete_chunk_of(&frame, keys).await;
+        self.stack.push(frame);
+        outcome
+    }
+
+    async fn delete_chunk_of(&mut self, frame: &Frame<'a>, keys: &SqlValue) -> Result<Outcome, DeleteError> {
         let started = Instant::now();
-        let frame = self.stack.last().expect("the frame being worked on");
         let step = &frame.step;
         let mut transaction = self.database.begin_write().await?;
-        if !step.children.is_empty() {
-            let check = step.sql.children_exist(&step.children, &Param::Value(keys.clone()));
-            let exists = transaction.fetch_texts(&check).await?;
-            if exists.first().and_then(|row| row.first().cloned().flatten()).as_deref() == Some("1") {
-                transaction.rollback().await?;
-                return Ok(Outcome::ChildrenAppeared { refused: None });
-            }
+        if !step.children.is_empty() && self.children_exist(&mut transaction, frame, keys).await? {
+            transaction.rollback().await?;
+            return Ok(Outcome::ChildrenAppeared { refused: None });
         }
         let statement = step.sql.delete_by_keys(Param::Value(keys.clone()), step.returning.as_ref());
-        let deleted = match self.run_write(&mut transaction, &statement).await {
+        let deleted = match self.run_write(&mut transaction, &statement, frame.node, step).await {
             Ok(rows) => rows,
             // A child inserted after the check: the database's foreign key caught it.
             Err(DeleteError::Database(error)) if self.is_foreign_key_violation(&error) => {
@@ -462,38 +606,43 @@ impl<'a> Deletion<'a> {
                 // Without concurrent writers, no child was inserted meanwhile: the reference is
                 // undeclared.
                 if !self.database.backend().concurrent_writers() {
-                    let model = self.stack.last().expect("the frame being worked on").node.model.clone();
-                    return Err(DeleteError::Refused { model, reason: error.to_string() });
+                    return Err(DeleteError::Refused { model: frame.node.model.clone(), reason: error.to_string() });
                 }
                 return Ok(Outcome::ChildrenAppeared { refused: Some(error.to_string()) });
             }
             Err(error) => return Err(error),
         };
         transaction.commit().await?;
-        self.record_chunk(started, deleted, OnDelete::Delete);
+        self.record_transaction(started, &[(frame.node, deleted)]);
+        self.sizes.record(frame.node, frame.limit, key_count(keys), started.elapsed());
         Ok(Outcome::Done(deleted))
     }
 
-    /// One set-based statement of the top frame; the rows it touched.
-    async fn set_based_chunk(&mut self) -> Result<u64, DeleteError> {
+    /// One set-based statement of up to `limit` rows of the top frame; the rows it touched.
+    async fn set_based_chunk(&mut self, limit: u64) -> Result<u64, DeleteError> {
+        let frame = self.stack.pop().expect("the frame being worked on");
+        let rows = self.set_based_chunk_of(&frame, limit).await;
+        self.stack.push(frame);
+        rows
+    }
+
+    async fn set_based_chunk_of(&mut self, frame: &Frame<'a>, limit: u64) -> Result<u64, DeleteError> {
         let started = Instant::now();
-        let frame = self.stack.last().expect("the frame being worked on");
         let statement =
-            frame.step.sql.set_based_chunk(Param::Value(frame.matched.clone()), frame.step.returning.as_ref());
-        let action = frame.node.action;
+            frame.step.sql.set_based_chunk(Param::Value(frame.matched.clone()), frame.step.returning.as_ref(), limit);
         let mut transaction = self.database.begin_write().await?;
-        let rows = match self.run_write(&mut transaction, &statement).await {
+        let rows = match self.run_write(&mut transaction, &statement, frame.node, &frame.step).await {
             Ok(rows) => rows,
             Err(DeleteError::Database(error)) if self.is_foreign_key_violation(&error) => {
                 transaction.rollback().await?;
-                let model = self.stack.last().expect("the frame being worked on").node.model.clone();
-                return Err(DeleteError::Refused { model, reason: error.to_string() });
+                return Err(DeleteError::Refused { model: frame.node.model.clone(), reason: error.to_string() });
             }
             Err(error) => return Err(error),
         };
         transaction.commit().await?;
         if rows > 0 {
-            self.record_chunk(started, rows, action);
+            self.record_transaction(started, &[(frame.node, rows)]);
+            self.sizes.record(frame.node, limit, rows, started.elapsed());
         }
         Ok(rows)
     }
@@ -502,16 +651,20 @@ impl<'a> Deletion<'a> {
         self.database.classify(error) == Failure::ForeignKeyViolation
     }
 
-    /// Runs the top frame's delete or update; with `RETURNING`, archives the deleted rows and
-    /// writes their tombstones in the same transaction. The number of rows touched.
-    async fn run_write(&mut self, transaction: &mut Transaction, statement: &Statement) -> Result<u64, DeleteError> {
-        let returns_rows =
-            self.stack.last().is_some_and(|f| f.step.returning.is_some() && f.node.action == OnDelete::Delete);
-        if !returns_rows {
+    /// Runs `node`'s delete or update; with `RETURNING`, archives the deleted rows and writes
+    /// their tombstones in the same transaction. The number of rows touched.
+    async fn run_write(
+        &mut self,
+        transaction: &mut Transaction,
+        statement: &Statement,
+        node: &PlanNode,
+        step: &StepSql<'_>,
+    ) -> Result<u64, DeleteError> {
+        if step.returning.is_none() || node.action != OnDelete::Delete {
             return Ok(transaction.execute(statement).await?);
         }
         let rows = transaction.fetch_texts(statement).await?;
-        self.write_row_data(transaction, rows).await
+        self.write_row_data(transaction, rows, node, step).await
     }
 
     /// Archives the deleted rows and writes their tombstones, inside the chunk's transaction;
@@ -520,13 +673,13 @@ impl<'a> Deletion<'a> {
         &mut self,
         transaction: &mut Transaction,
         rows: Vec<Vec<Option<String>>>,
+        node: &PlanNode,
+        step: &StepSql<'_>,
     ) -> Result<u64, DeleteError> {
-        let frame = self.stack.last().expect("the frame being worked on");
         if let Some(archive) = &mut self.archive {
             let mut lines: Vec<String> = rows.iter().filter_map(|row| row.get(3).cloned().flatten()).collect();
-            if std::ptr::eq(frame.node, self.root) && !self.statuses_before.is_empty() {
-                let (key, status) =
-                    (frame.step.sql.key(), frame.step.status.map(|s| frame.step.sql.names.column(&s.column.value)));
+            if std::ptr::eq(node, self.root) && !self.statuses_before.is_empty() {
+                let (key, status) = (step.sql.key(), step.status.map(|s| step.sql.names.column(&s.column.value)));
                 if let Some(status) = status {
                     lines = lines
                         .into_iter()
@@ -534,9 +687,9 @@ impl<'a> Deletion<'a> {
                         .collect();
                 }
             }
-            archive.write(&frame.node.model, &frame.node.table, &lines)?;
+            archive.write(&node.model, &node.table, &lines)?;
         }
-        let composite = frame.node.identity.len() > 1;
+        let composite = node.identity.len() > 1;
         let tombstones: Vec<serde_json::Value> = rows
             .iter()
             .map(|row| {
@@ -546,7 +699,7 @@ impl<'a> Deletion<'a> {
             .collect();
         let count = tombstones.len() as u64;
         if let (Some(statement), true) =
-            (frame.step.tombstones(Param::text(&serde_json::Value::from(tombstones).to_string())), count > 0)
+            (step.tombstones(Param::text(&serde_json::Value::from(tombstones).to_string())), count > 0)
         {
             transaction.execute(&statement).await?;
             self.summary.outbox_rows += count;
@@ -554,14 +707,20 @@ impl<'a> Deletion<'a> {
         Ok(rows.len() as u64)
     }
 
-    fn record_chunk(&mut self, started: Instant, rows: u64, action: OnDelete) {
-        let model = self.stack.last().expect("the frame being worked on").node.model.clone();
+    /// Counts a committed transaction that touched the rows of `steps`.
+    fn record_transaction(&mut self, started: Instant, steps: &[(&PlanNode, u64)]) {
         let elapsed_ms = started.elapsed().as_secs_f64() * 1e3;
         self.summary.chunks += 1;
         self.summary.max_chunk_ms = self.summary.max_chunk_ms.max(elapsed_ms);
-        let counts = if action == OnDelete::Delete { &mut self.summary.deleted } else { &mut self.summary.nullified };
-        *counts.entry(model.clone()).or_default() += rows;
-        debug!(model = %model, rows, ms = elapsed_ms, "chunk committed");
+        self.summary.chunk_ms.push(elapsed_ms);
+        for (node, rows) in steps {
+            let counts =
+                if node.action == OnDelete::Delete { &mut self.summary.deleted } else { &mut self.summary.nullified };
+            *counts.entry(node.model.clone()).or_default() += rows;
+        }
+        let models: Vec<&str> = steps.iter().map(|(node, _)| node.model.as_str()).collect();
+        let rows: u64 = steps.iter().map(|(_, rows)| rows).sum();
+        debug!(models = ?models, rows, ms = elapsed_ms, "chunk committed");
     }
 
     /// Waits as long as the rate limits on the path to the chunk's model ask after it touched
@@ -656,11 +815,7 @@ fn keep_run_alive(database: Database, run_id: i64, run_lease: Duration) -> tokio
 }
 
 fn initial_state(node: &PlanNode) -> State {
-    if node.action == OnDelete::Delete && node.strategy == crate::config::Strategy::PerRow {
-        State::Fetch
-    } else {
-        State::SetBased
-    }
+    if node.is_set_based() { State::SetBased } else { State::Fetch }
 }
 
 /// `keys` in lists of at most `size`.
@@ -670,6 +825,15 @@ fn batches(keys: SqlValue, size: u64) -> Vec<SqlValue> {
         SqlValue::Integers(list) => list.chunks(size).map(|batch| SqlValue::Integers(batch.to_vec())).collect(),
         SqlValue::Texts(list) => list.chunks(size).map(|batch| SqlValue::Texts(batch.to_vec())).collect(),
         single => vec![single],
+    }
+}
+
+/// How many keys a chunk holds.
+fn key_count(keys: &SqlValue) -> u64 {
+    match keys {
+        SqlValue::Integers(list) => list.len() as u64,
+        SqlValue::Texts(list) => list.len() as u64,
+        _ => 1,
     }
 }
 

@@ -3,6 +3,7 @@
 //! the way in: it checks the live schema once, then runs deletions on it.
 
 mod archive;
+mod chunk_size;
 mod count;
 mod executor;
 mod run;

@@ -74,9 +74,10 @@ impl NodeSql<'_> {
         SqlBuilder::new(self.backend)
     }
 
-    /// per_row: the next chunk of keys (as text) among the rows matching `matched` (the parent
-    /// chunk's keys, or the root ids), at the root only those whose status allows deletion.
-    pub fn select_chunk(&self, matched: Param, status: Option<&StatusCheck>) -> Statement {
+    /// per_row: the next chunk of up to `limit` keys (as text) among the rows matching `matched`
+    /// (the parent chunk's keys, or the root ids), at the root only those whose status allows
+    /// deletion.
+    pub fn select_chunk(&self, matched: Param, status: Option<&StatusCheck>, limit: u64) -> Statement {
         let mut sql = self.builder();
         // The alias keeps `ORDER BY key` on the key column: PostgreSQL would otherwise bind it to
         // the text output column and sort every remaining row as text on each fetch.
@@ -87,7 +88,7 @@ impl NodeSql<'_> {
             sql.push(" AND ");
             status_in(&mut sql, &self.names.column(&status.column.value), &status.proceed_or_in_progress());
         }
-        sql.push(" ORDER BY ").identifier(&self.key()).push(" LIMIT ").push(&self.node.chunk_size.to_string());
+        sql.push(" ORDER BY ").identifier(&self.key()).push(" LIMIT ").push(&limit.to_string());
         sql.finish()
     }
 
@@ -100,9 +101,9 @@ impl NodeSql<'_> {
         sql.finish()
     }
 
-    /// bulk and nullify: one set-based statement over up to one chunk of the rows matching
+    /// bulk and nullify: one set-based statement over up to `limit` of the rows matching
     /// `matched`; a delete returns what the outbox and archive need.
-    pub fn set_based_chunk(&self, matched: Param, returning: Option<&Returning>) -> Statement {
+    pub fn set_based_chunk(&self, matched: Param, returning: Option<&Returning>, limit: u64) -> Statement {
         let rows = self.backend.row_selector(self.partitioned);
         let mut sql = self.builder();
         match self.node.action {
@@ -113,7 +114,7 @@ impl NodeSql<'_> {
         };
         sql.push(" WHERE ").push(rows.matched).push(rows.open).push(rows.select).push(" FROM ").push(&self.table());
         sql.push(" WHERE ").key_list(&self.match_column(), &self.match_type, matched);
-        sql.push(" LIMIT ").push(&self.node.chunk_size.to_string()).push(rows.close);
+        sql.push(" LIMIT ").push(&limit.to_string()).push(rows.close);
         if self.node.action == OnDelete::Delete {
             self.returning(&mut sql, returning);
         }

@@ -153,14 +153,14 @@ fn list_node(
         statements.push(step.sql.mark_in_progress(matched.clone(), status));
     }
     if step.sql.loads_rows() {
-        statements.push(step.sql.select_chunk(matched, step.status));
+        statements.push(step.sql.select_chunk(matched, step.status, node.chunk_size));
         let keys = described("the chunk's keys");
         if !step.children.is_empty() {
             statements.push(step.sql.children_exist(&step.children, &keys));
         }
         statements.push(step.sql.delete_by_keys(keys, step.returning.as_ref()));
     } else {
-        statements.push(step.sql.set_based_chunk(matched, step.returning.as_ref()));
+        statements.push(step.sql.set_based_chunk(matched, step.returning.as_ref(), node.chunk_size));
     }
     statements.extend(step.tombstones(described("the deleted rows' keys, shard keys and payloads (JSON)")));
     out.push(StepStatements {

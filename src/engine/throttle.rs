@@ -1,6 +1,6 @@
 //! Rate limits: a leaky bucket (governor's GCRA) per option, in rows per second, holding one
-//! second of rows or the plan's largest chunk, whichever is more, the same for every caller of
-//! the option. A chunk's rows are charged after the chunk to the limit of its model and of every
+//! second of rows or the largest chunk of the steps it paces, whichever is more, the same for
+//! every caller of the option. A chunk's rows are charged after the chunk to the limit of its model and of every
 //! model above it on the path from the root, so a limit on the root paces the whole deletion;
 //! while a bucket is empty the next chunk waits. A chunk larger than a bucket is charged a
 //! bucketful at a time. The clock is governor's, so tests use a fake one instead of wall time.
@@ -14,7 +14,7 @@ use governor::middleware::NoOpMiddleware;
 use governor::state::{InMemoryState, NotKeyed};
 use governor::{Quota, RateLimiter};
 
-use crate::planner::PlanNode;
+use crate::planner::{Plan, PlanNode};
 
 type Bucket<C> = RateLimiter<NotKeyed, InMemoryState, C, NoOpMiddleware<<C as Clock>::Instant>>;
 
@@ -22,20 +22,20 @@ pub struct Throttle<C: Clock + Clone = DefaultClock> {
     clock: C,
     /// Per option: the rate its bucket was built for, and the bucket.
     buckets: HashMap<String, (f64, Bucket<C>)>,
-    /// The fewest rows a bucket holds: the plan's largest chunk.
-    least_burst: u64,
+    /// The fewest rows each option's bucket holds: one chunk of the steps it paces.
+    least_bursts: HashMap<String, u64>,
 }
 
 impl Throttle<DefaultClock> {
-    /// A throttle on the wall clock whose buckets hold at least `least_burst` rows.
-    pub fn with_least_burst(least_burst: u64) -> Self {
-        Self::new(DefaultClock::default(), least_burst)
+    /// A throttle on the wall clock for the rate limits of `plan`.
+    pub fn for_plan(plan: &Plan) -> Self {
+        Self::new(DefaultClock::default(), least_bursts(plan))
     }
 }
 
 impl<C: Clock + Clone> Throttle<C> {
-    pub fn new(clock: C, least_burst: u64) -> Self {
-        Self { clock, buckets: HashMap::new(), least_burst }
+    pub fn new(clock: C, least_bursts: HashMap<String, u64>) -> Self {
+        Self { clock, buckets: HashMap::new(), least_bursts }
     }
 
     /// Takes up to `rows` from `option`'s bucket at `rate` rows per second: how many it took (at
@@ -47,22 +47,43 @@ impl<C: Clock + Clone> Throttle<C> {
         }
         if self.buckets.get(option).is_none_or(|(built_for, _)| *built_for != rate) {
             let period = Duration::from_secs_f64(1.0 / rate).max(Duration::from_nanos(1));
-            let quota = Quota::with_period(period).expect("a positive period").allow_burst(self.burst(rate));
+            let quota = Quota::with_period(period).expect("a positive period").allow_burst(self.burst(option, rate));
             self.buckets.insert(option.to_owned(), (rate, RateLimiter::direct_with_clock(quota, self.clock.clone())));
         }
         let (_, bucket) = &self.buckets[option];
-        let piece = rows.min(u64::from(self.burst(rate).get()));
+        let piece = rows.min(u64::from(self.burst(option, rate).get()));
         match bucket.check_n(nonzero(to_u32(piece))) {
             Ok(Ok(())) | Err(_) => Ok(piece),
             Ok(Err(not_until)) => Err(not_until.wait_time_from(self.clock.now())),
         }
     }
 
-    /// One second of rows or the least burst, whichever is more: the same for every caller of
-    /// an option, so models sharing a limit share one bucket.
-    fn burst(&self, rate: f64) -> NonZeroU32 {
-        nonzero(to_u32((rate.ceil() as u64).max(self.least_burst)))
+    /// One second of rows or the option's least burst, whichever is more: the same for every
+    /// caller of an option, so models sharing a limit share one bucket.
+    fn burst(&self, option: &str, rate: f64) -> NonZeroU32 {
+        let least = self.least_bursts.get(option).copied().unwrap_or(1);
+        nonzero(to_u32((rate.ceil() as u64).max(least)))
     }
+}
+
+/// Per option, the largest configured chunk of the steps it paces: the steps of the models that
+/// name it and every step below them.
+pub fn least_bursts(plan: &Plan) -> HashMap<String, u64> {
+    fn visit<'a>(node: &'a PlanNode, above: &mut Vec<&'a str>, bursts: &mut HashMap<String, u64>) {
+        let own = node.rate_limit.as_deref();
+        above.extend(own);
+        for option in above.iter() {
+            let burst = bursts.entry((*option).to_owned()).or_default();
+            *burst = (*burst).max(node.chunk_size);
+        }
+        node.children.iter().for_each(|child| visit(child, above, bursts));
+        if own.is_some() {
+            above.pop();
+        }
+    }
+    let mut bursts = HashMap::new();
+    visit(&plan.root, &mut Vec::new(), &mut bursts);
+    bursts
 }
 
 /// The rate limits a chunk of `path`'s last node is charged to: its own and its ancestors', each
@@ -91,6 +112,10 @@ mod tests {
 
     use super::*;
 
+    fn bursts(rows: u64) -> HashMap<String, u64> {
+        HashMap::from([("rows_per_second".to_owned(), rows)])
+    }
+
     /// Charges `chunks` chunks of `rows` to every limit in `limits`, advancing the fake clock by
     /// every wait; the total time.
     fn run(
@@ -118,7 +143,7 @@ mod tests {
     #[test]
     fn paces_rows_to_the_rate_after_one_second_of_rows() {
         let clock = FakeRelativeClock::default();
-        let mut throttle = Throttle::new(clock.clone(), 100);
+        let mut throttle = Throttle::new(clock.clone(), bursts(100));
         // 10 chunks of 100 rows at 200 rows/s: the first 200 rows fit the bucket, the other 800
         // rows take 4 s.
         assert_eq!(run(&mut throttle, &clock, &[("rows_per_second", 200.0)], 10, 100), Duration::from_secs(4));
@@ -127,7 +152,7 @@ mod tests {
     #[test]
     fn a_chunk_larger_than_the_bucket_waits_for_all_its_rows() {
         let clock = FakeRelativeClock::default();
-        let mut throttle = Throttle::new(clock.clone(), 200);
+        let mut throttle = Throttle::new(clock.clone(), bursts(200));
         // Two chunks of 1,000 rows at 100 rows/s with a bucket of 200: 200 at once, the other
         // 1,800 over 18 s.
         assert_eq!(run(&mut throttle, &clock, &[("rows_per_second", 100.0)], 2, 1000), Duration::from_secs(18));
@@ -136,7 +161,7 @@ mod tests {
     #[test]
     fn the_bucket_holds_at_least_one_chunk() {
         let clock = FakeRelativeClock::default();
-        let mut throttle = Throttle::new(clock.clone(), 1000);
+        let mut throttle = Throttle::new(clock.clone(), bursts(1000));
         // Three chunks of 1,000 rows at 100 rows/s: the first chunk at once, then 10 s each.
         assert_eq!(run(&mut throttle, &clock, &[("rows_per_second", 100.0)], 3, 1000), Duration::from_secs(20));
     }
@@ -144,7 +169,7 @@ mod tests {
     #[test]
     fn a_changed_rate_applies_to_the_next_chunk() {
         let clock = FakeRelativeClock::default();
-        let mut throttle = Throttle::new(clock.clone(), 100);
+        let mut throttle = Throttle::new(clock.clone(), bursts(100));
         let slow = run(&mut throttle, &clock, &[("rows_per_second", 100.0)], 5, 100);
         let fast = run(&mut throttle, &clock, &[("rows_per_second", 1000.0)], 5, 100);
         assert_eq!(slow, Duration::from_secs(4));
@@ -154,7 +179,7 @@ mod tests {
     #[test]
     fn zero_is_unthrottled_and_fractions_work() {
         let clock = FakeRelativeClock::default();
-        let mut throttle = Throttle::new(clock.clone(), 1);
+        let mut throttle = Throttle::new(clock.clone(), bursts(1));
         assert_eq!(run(&mut throttle, &clock, &[("rows_per_second", 0.0)], 100, 1000), Duration::ZERO);
         // Half a row per second: after the first row, each row waits 2 s.
         assert_eq!(run(&mut throttle, &clock, &[("rows_per_second", 0.5)], 3, 1), Duration::from_secs(4));
@@ -178,6 +203,7 @@ children = [{ model = "task", column = "project_id" }]
 [models.task]
 table = "task"
 strategy = "bulk"
+chunk_size = 500
 "#;
 
     #[test]
@@ -195,8 +221,15 @@ strategy = "bulk"
         // 5,000 task rows in chunks of 500 under an organization limited to 100 rows per second:
         // the organization's limit paces them (45 s after its first chunk), not only the one
         // organization row.
+        assert_eq!(
+            least_bursts(&plan),
+            HashMap::from([
+                ("organization.rows_per_second".to_owned(), 500),
+                ("project.rows_per_second".to_owned(), 500)
+            ])
+        );
         let clock = FakeRelativeClock::default();
-        let mut throttle = Throttle::new(clock.clone(), 500);
+        let mut throttle = Throttle::new(clock.clone(), least_bursts(&plan));
         let rates: Vec<(&str, f64)> =
             limits.iter().map(|limit| (*limit, loaded.config.option_values()[*limit])).collect();
         assert_eq!(run(&mut throttle, &clock, &rates, 10, 500), Duration::from_secs(45));

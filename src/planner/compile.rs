@@ -53,6 +53,20 @@ pub struct PlanNode {
     pub children: Vec<PlanNode>,
 }
 
+impl PlanNode {
+    /// Whether the step runs set-based statements over its rows (bulk, or nullify) rather than
+    /// fetching chunks of keys (per_row delete).
+    pub fn is_set_based(&self) -> bool {
+        self.action == OnDelete::Nullify || self.strategy == Strategy::Bulk
+    }
+
+    /// Whether every child of the step is set-based, so a chunk of it can go in one transaction
+    /// with its children's rows.
+    pub fn has_only_set_based_children(&self) -> bool {
+        !self.children.is_empty() && self.children.iter().all(PlanNode::is_set_based)
+    }
+}
+
 /// A compiled deletion: a tree of plan nodes under the root model.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Plan {

@@ -260,11 +260,15 @@ fn estimate(tree: &NodeView<'_>, counts: &Counts) -> Estimate {
     let mut largest_chunk_sizes: IndexMap<(&str, OnDelete), u64> = IndexMap::new();
     let (mut max_chunks, mut seconds, mut throttled) = (0, None, Vec::new());
     visit_for_estimate(tree, false, &mut largest_chunk_sizes, &mut max_chunks, &mut seconds, &mut throttled);
+    let mut sometimes_with_parent = Vec::new();
+    steps_with_parent(tree, &mut sometimes_with_parent);
     // A row reached by several paths goes in the first step that reaches it (and a deleted row is
     // not also nullified), so the steps of one model need at least its rows, counted once, over
-    // their largest chunk size.
+    // their largest chunk size; none at all when a step of the model is a set-based child that
+    // can go in its parent's transaction, which may take all its rows.
     let chunks = largest_chunk_sizes
         .iter()
+        .filter(|(key, _)| !sometimes_with_parent.contains(*key))
         .map(|(&(model, action), largest_chunk_size)| {
             let rows = if action == OnDelete::Delete { &counts.totals } else { &counts.nullify };
             rows.get(model).copied().unwrap_or(0).div_ceil(*largest_chunk_size)
@@ -278,6 +282,17 @@ fn estimate(tree: &NodeView<'_>, counts: &Counts) -> Estimate {
         .map(|(_, rows)| rows)
         .sum();
     Estimate { chunks: Some(chunks), max_chunks: Some(max_chunks), seconds, unthrottled_rows: Some(unthrottled_rows) }
+}
+
+/// The `(model, action)` of every step that can go in its parent's transaction: the set-based
+/// children of a per_row step whose children are all set-based.
+fn steps_with_parent<'v>(view: &'v NodeView<'_>, out: &mut Vec<(&'v str, OnDelete)>) {
+    if view.node.has_only_set_based_children() {
+        out.extend(view.children.iter().map(|child| (child.node.model.as_str(), child.node.action)));
+    }
+    for child in &view.children {
+        steps_with_parent(child, out);
+    }
 }
 
 fn visit_for_estimate<'v>(

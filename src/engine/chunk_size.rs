@@ -1,0 +1,115 @@
+//! Adaptive chunk sizes: each step's chunk grows or shrinks after every transaction so that the
+//! next one takes about `target_chunk_ms`, as Percona's `pt-online-schema-change --chunk-time`
+//! does. A step starts at its `chunk_size`; sizes change by at most a factor of two per chunk
+//! (a quarter when a chunk ran far over), grow only after a full chunk, and stay between 1 and
+//! `max_chunk_size` (or the step's own `chunk_size`, when larger).
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use crate::config::Settings;
+use crate::planner::PlanNode;
+
+pub(crate) struct ChunkSizes {
+    adaptive: bool,
+    target: Duration,
+    max: u64,
+    /// The current size per step, once it differs from the step's `chunk_size`.
+    sizes: HashMap<usize, u64>,
+}
+
+impl ChunkSizes {
+    pub fn new(settings: &Settings) -> Self {
+        Self {
+            adaptive: settings.adaptive(),
+            target: settings.target_chunk(),
+            max: settings.max_chunk_size(),
+            sizes: HashMap::new(),
+        }
+    }
+
+    /// The rows the next chunk of `node` asks for.
+    pub fn of(&self, node: &PlanNode) -> u64 {
+        self.sizes.get(&node.step).copied().unwrap_or(node.chunk_size)
+    }
+
+    /// After a transaction of `node` that asked for `limit` rows, found `rows` and took `elapsed`.
+    pub fn record(&mut self, node: &PlanNode, limit: u64, rows: u64, elapsed: Duration) {
+        if !self.adaptive {
+            return;
+        }
+        let ratio = self.target.as_secs_f64() / elapsed.as_secs_f64().max(1e-6);
+        let factor = if ratio >= 1.0 {
+            // Only a full chunk says how long a larger one would take.
+            if rows < limit {
+                return;
+            }
+            ratio.min(2.0)
+        } else {
+            ratio.max(0.25)
+        };
+        let largest = self.max.max(node.chunk_size);
+        let next = ((limit as f64 * factor) as u64).clamp(1, largest);
+        self.sizes.insert(node.step, next);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn settings(toml: &str) -> Settings {
+        let mut sources = crate::diagnostic::Sources::default();
+        sources.add("cascade.toml", format!("[settings]\n{toml}\n[models.a]\ntable = \"a\"\nchunk_size = 100\n"));
+        crate::config::load_sources(sources).config.settings
+    }
+
+    fn node() -> PlanNode {
+        let mut sources = crate::diagnostic::Sources::default();
+        sources.add("cascade.toml", "[models.a]\ntable = \"a\"\nchunk_size = 100\n");
+        crate::planner::compile(&crate::config::load_sources(sources).config, "a").unwrap().root
+    }
+
+    const MS: fn(u64) -> Duration = Duration::from_millis;
+
+    #[test]
+    fn fast_full_chunks_double_up_to_the_largest() {
+        let (node, mut sizes) = (node(), ChunkSizes::new(&settings("max_chunk_size = 500")));
+        let mut seen = Vec::new();
+        for _ in 0..5 {
+            let limit = sizes.of(&node);
+            sizes.record(&node, limit, limit, MS(5));
+            seen.push(sizes.of(&node));
+        }
+        assert_eq!(seen, [200, 400, 500, 500, 500]);
+    }
+
+    #[test]
+    fn slow_chunks_shrink_toward_the_target_and_never_below_one() {
+        let (node, mut sizes) = (node(), ChunkSizes::new(&settings("target_chunk_ms = 50")));
+        sizes.record(&node, 100, 100, MS(100));
+        assert_eq!(sizes.of(&node), 50);
+        sizes.record(&node, 50, 50, MS(5000));
+        assert_eq!(sizes.of(&node), 12, "a chunk far over the target shrinks by a quarter at most");
+        for _ in 0..10 {
+            let limit = sizes.of(&node);
+            sizes.record(&node, limit, limit, MS(5000));
+        }
+        assert_eq!(sizes.of(&node), 1);
+    }
+
+    #[test]
+    fn a_partial_chunk_does_not_grow_the_size() {
+        let (node, mut sizes) = (node(), ChunkSizes::new(&settings("")));
+        sizes.record(&node, 100, 7, MS(1));
+        assert_eq!(sizes.of(&node), 100);
+    }
+
+    #[test]
+    fn without_adaptive_the_chunk_size_stays() {
+        let (node, mut sizes) = (node(), ChunkSizes::new(&settings("adaptive = false")));
+        sizes.record(&node, 100, 100, MS(1));
+        sizes.record(&node, 100, 100, MS(10_000));
+        assert_eq!(sizes.of(&node), 100);
+    }
+}
