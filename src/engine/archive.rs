@@ -91,7 +91,7 @@ fn append_whole(
 
 /// One gzip member of JSON lines `{"model", "table", "row"}`.
 fn member(model: &str, table: &str, rows: &[String]) -> std::io::Result<Vec<u8>> {
-    let mut member = GzEncoder::new(Vec::new(), Compression::default());
+    let mut member = GzEncoder::new(Vec::new(), Compression::fast());
     let (model, table) = (serde_json::Value::from(model), serde_json::Value::from(table));
     for row in rows {
         writeln!(member, "{{\"model\":{model},\"table\":{table},\"row\":{row}}}")?;

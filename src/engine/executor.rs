@@ -538,7 +538,10 @@ impl<'a> Deletion<'a> {
         }
         // With one writer at a time no child can appear inside this transaction; elsewhere one
         // inserted meanwhile is looked for, or refused by its foreign key below.
-        if self.database.backend().concurrent_writers() && self.children_exist(&mut transaction, frame, keys).await? {
+        if self.database.backend().concurrent_writers()
+            && !frame.step.children_guarded
+            && self.children_exist(&mut transaction, frame, keys).await?
+        {
             transaction.rollback().await?;
             return Ok(Together::ChildrenAppeared);
         }
@@ -593,7 +596,10 @@ impl<'a> Deletion<'a> {
         let started = Instant::now();
         let step = &frame.step;
         let mut transaction = self.database.begin_write().await?;
-        if !step.children.is_empty() && self.children_exist(&mut transaction, frame, keys).await? {
+        // Where writers are concurrent and foreign keys guard every relation, the delete itself is
+        // the check: a child inserted meanwhile makes it fail, and the children are drained again.
+        let guarded = self.database.backend().concurrent_writers() && step.children_guarded;
+        if !step.children.is_empty() && !guarded && self.children_exist(&mut transaction, frame, keys).await? {
             transaction.rollback().await?;
             return Ok(Outcome::ChildrenAppeared { refused: None });
         }

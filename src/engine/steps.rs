@@ -20,6 +20,9 @@ pub(crate) struct StepSql<'a> {
     pub outbox: Option<&'a OutboxTarget>,
     /// The node's children, whose rows must be gone before a chunk of this node is deleted.
     pub children: Vec<NodeSql<'a>>,
+    /// Whether the database's own foreign keys refuse to delete a row of this node while a row of
+    /// any child still references it, so a child inserted meanwhile cannot be orphaned.
+    pub children_guarded: bool,
 }
 
 impl<'a> StepSql<'a> {
@@ -59,6 +62,7 @@ impl<'a> StepSql<'a> {
             returning,
             outbox,
             children: node.children.iter().map(|child| node_sql(child, Some(node), backend, schema)).collect(),
+            children_guarded: schema.is_some_and(|schema| children_guarded(schema, node)),
         }
     }
 
@@ -68,6 +72,14 @@ impl<'a> StepSql<'a> {
         let target = self.outbox?;
         Some(outbox_insert(self.sql.backend, &target.scope, &target.category, rows))
     }
+}
+
+/// Whether every relation below `node` is backed by a foreign key that refuses orphans.
+fn children_guarded(schema: &Schema, node: &PlanNode) -> bool {
+    let Some(key) = node.key.as_deref() else { return false };
+    node.children.iter().all(|child| {
+        child.column.as_deref().is_some_and(|column| schema.refuses_orphans(&child.table, column, &node.table, key))
+    })
 }
 
 /// The statement builder of one node, with key types from the schema (integer when unknown).

@@ -218,6 +218,26 @@ impl Schema {
         })
     }
 
+    /// Whether the database itself refuses to delete a `parent` row that a `child` row still
+    /// references through `column` (pointing at the parent's `parent_key`): a foreign key on
+    /// exactly that column with `NO ACTION` or `RESTRICT`, declared on the table itself (not only
+    /// on some partitions of it).
+    pub fn refuses_orphans(&self, child: &str, column: &str, parent: &str, parent_key: &str) -> bool {
+        let (Some(child), Some(parent)) = (self.table(child), self.table(parent)) else { return false };
+        let same = |a: &str, b: &str| a.eq_ignore_ascii_case(b);
+        !child.partitioned
+            && child.foreign_keys.iter().any(|fk| {
+                matches!(fk.on_delete, ReferentialAction::NoAction | ReferentialAction::Restrict)
+                    && matches!(&fk.columns[..], [only] if same(only, column))
+                    && match &fk.referenced_columns[..] {
+                        [] => matches!(&parent.primary_key[..], [only] if same(only, parent_key)),
+                        [only] => same(only, parent_key),
+                        _ => false,
+                    }
+                    && self.resolve(fk).is_some_and(|target| std::ptr::eq(target, parent))
+            })
+    }
+
     /// The table a foreign key points at.
     pub fn resolve(&self, fk: &ForeignKey) -> Option<&Table> {
         match &fk.referenced_schema {
@@ -241,4 +261,26 @@ pub async fn introspect_url(url: &str) -> Result<Schema, DbError> {
     let schema = introspect(&database).await;
     database.close().await;
     schema
+}
+
+#[cfg(test)]
+mod tests {
+    const DDL: &str = "CREATE TABLE grp (id bigint PRIMARY KEY);
+        CREATE TABLE event (id bigint PRIMARY KEY, grp_id bigint NOT NULL REFERENCES grp (id));
+        CREATE TABLE hash (id bigint PRIMARY KEY, grp_id bigint REFERENCES grp ON DELETE RESTRICT);
+        CREATE TABLE note (id bigint PRIMARY KEY, grp_id bigint REFERENCES grp (id) ON DELETE CASCADE);
+        CREATE TABLE tag (id bigint PRIMARY KEY, grp_id bigint REFERENCES grp (id) ON DELETE SET NULL);
+        CREATE TABLE loose (id bigint PRIMARY KEY, grp_id bigint);";
+
+    #[test]
+    fn only_no_action_and_restrict_keys_refuse_orphans() {
+        let schema = crate::schema::parse_ddl(DDL).schema;
+        assert!(schema.refuses_orphans("event", "grp_id", "grp", "id"));
+        assert!(schema.refuses_orphans("hash", "GRP_ID", "grp", "id"), "an implicit key, names in any case");
+        assert!(!schema.refuses_orphans("note", "grp_id", "grp", "id"), "the database would delete new rows");
+        assert!(!schema.refuses_orphans("tag", "grp_id", "grp", "id"), "the database would keep new rows");
+        assert!(!schema.refuses_orphans("loose", "grp_id", "grp", "id"), "no foreign key");
+        assert!(!schema.refuses_orphans("event", "grp_id", "grp", "uuid"), "another parent column");
+        assert!(!schema.refuses_orphans("event", "id", "grp", "id"), "another child column");
+    }
 }
