@@ -5,13 +5,12 @@
 mod common;
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::io::Read as _;
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use common::diamond::{DIAMOND_CONFIG, DIAMOND_SCHEMA, EXPECTED, diamond_rows};
-use common::{block_on, cascade, postgres_database, project, sqlite_database};
+use common::running::{CHUNK_COMMITTED, DELETION_STARTED, RATE_LIMIT_CHANGED, Running};
+use common::{block_on, cascade, postgres_database, project, sqlite_database, wait_until};
 use serde_json::Value;
 
 /// Runs hand-written SQL against the test database (any dialect) through the library.
@@ -123,6 +122,35 @@ fn check_outcome(probe: &Probe, expected: &Expectation, summary: Option<&Value>)
     }
 }
 
+/// Every row the deletion removed is in the archive at least once, whole and as it was before
+/// the deletion touched it (a root with its status before the marking), and no other row is.
+/// `before` is the database before the first run; the runs in `killed` died of kill -9.
+fn check_archive(url: &str, before: &BTreeMap<String, Vec<String>>, archive: &Path, killed: &[i64]) {
+    let after = common::dump(url);
+    let lines = common::archive_lines(archive, killed);
+    let by_id = |rows: &[String]| -> BTreeMap<String, Value> {
+        rows.iter()
+            .map(|row| {
+                let row: Value = serde_json::from_str(row).unwrap();
+                (row["id"].to_string(), row)
+            })
+            .collect()
+    };
+    for (table, rows) in before {
+        let (was, is) = (by_id(rows), by_id(&after[table]));
+        let deleted: BTreeSet<String> = was.keys().filter(|id| !is.contains_key(*id)).cloned().collect();
+        let mut archived = BTreeSet::new();
+        for line in lines.get(table).into_iter().flatten() {
+            assert_eq!(line["table"], table.as_str(), "{line}");
+            let id = line["row"]["id"].to_string();
+            assert_eq!(Some(&line["row"]), was.get(&id), "archived {table} {id} as it was");
+            archived.insert(id);
+        }
+        assert_eq!(archived, deleted, "the archived rows of {table} are the deleted ones");
+    }
+    assert!(lines.keys().all(|model| before.contains_key(model)), "archived: {:?}", lines.keys());
+}
+
 fn delete_args<'a>(url: &'a str, extra: &[&'a str]) -> Vec<&'a str> {
     let mut args = vec!["delete", "org", "1", "2", "4", "--confirm", "--format", "json", "--database-url", url];
     args.extend_from_slice(extra);
@@ -132,6 +160,7 @@ fn delete_args<'a>(url: &'a str, extra: &[&'a str]) -> Vec<&'a str> {
 fn delete_and_check(url: &str) {
     let probe = Probe { url: url.to_owned() };
     let expected = expect(&probe);
+    let before = common::dump(url);
     let dir = project(&[("cascades/diamond.toml", DIAMOND_CONFIG)]);
     let archive = dir.path().join("archive");
     let output = cascade(dir.path())
@@ -144,22 +173,7 @@ fn delete_and_check(url: &str) {
     let summary: Value = serde_json::from_slice(&output).unwrap();
     check_outcome(&probe, &expected, Some(&summary));
 
-    // The archive holds every deleted task, whole, before it was deleted.
-    let mut text = String::new();
-    let runs = probe.texts("SELECT CAST(MAX(id) AS TEXT) FROM cascade_run");
-    let file = archive.join(format!("task.{}.jsonl.gz", runs[0][0].as_deref().unwrap()));
-    flate2::read::MultiGzDecoder::new(std::fs::File::open(file).unwrap()).read_to_string(&mut text).unwrap();
-    let archived: BTreeSet<String> = text
-        .lines()
-        .map(|line| {
-            let line: Value = serde_json::from_str(line).unwrap();
-            assert_eq!((&line["model"], &line["table"]), (&Value::from("task"), &Value::from("task")), "{line}");
-            let row = &line["row"];
-            assert!(row.get("project_id").is_some(), "whole rows are archived: {row}");
-            row["id"].to_string()
-        })
-        .collect();
-    assert_eq!(archived, expected.tasks.keys().cloned().collect());
+    check_archive(url, &before, &archive, &[]);
 
     // Running it again finds nothing left to do.
     let again = cascade(dir.path()).args(delete_args(url, &[])).assert().success().get_output().stdout.clone();
@@ -183,20 +197,34 @@ fn deletes_exactly_the_planned_rows_on_postgres() {
     delete_and_check(&url);
 }
 
-#[test]
-fn a_dry_run_changes_nothing() {
-    let dir = tempfile::tempdir().unwrap();
-    let url = sqlite_database(dir.path(), &format!("{DIAMOND_SCHEMA}{}", diamond_rows(1)));
-    // The whole database file, byte for byte: not even the tool's tables may appear.
-    let file = url.trim_start_matches("sqlite://").to_owned();
-    let before = std::fs::read(&file).unwrap();
+/// Without `--confirm`, every row of every table stays as it was, and not even the tool's own
+/// tables appear.
+fn a_dry_run_changes_nothing(url: &str) {
+    let before = common::dump(url);
     let config = project(&[("cascades/diamond.toml", DIAMOND_CONFIG)]);
     cascade(config.path())
-        .args(["delete", "org", "1", "--database-url", &url])
+        .args(["delete", "org", "1", "2", "--database-url", url])
         .assert()
         .success()
         .stdout(predicates::str::contains("dry run: nothing was deleted"));
+    assert_eq!(common::dump(url), before, "the dry run changed the database");
+}
+
+#[test]
+fn a_dry_run_changes_nothing_on_sqlite() {
+    let dir = tempfile::tempdir().unwrap();
+    let url = sqlite_database(dir.path(), &format!("{DIAMOND_SCHEMA}{}", diamond_rows(1)));
+    // And the file, byte for byte: not even a page of it is written.
+    let file = url.trim_start_matches("sqlite://").to_owned();
+    let before = std::fs::read(&file).unwrap();
+    a_dry_run_changes_nothing(&url);
     assert!(std::fs::read(&file).unwrap() == before, "the dry run changed the database file");
+}
+
+#[test]
+fn a_dry_run_changes_nothing_on_postgres() {
+    let Some(url) = postgres_database(&format!("{DIAMOND_SCHEMA}{}", diamond_rows(1))) else { return };
+    a_dry_run_changes_nothing(&url);
 }
 
 /// The diamond config with tiny chunks (many transactions) and, when `rate` is given, a rate
@@ -214,70 +242,80 @@ fn slow_config(rate: Option<u32>) -> String {
     config
 }
 
-fn spawn_delete(dir: &Path, url: &str) -> Child {
-    Command::new(assert_cmd::cargo::cargo_bin("cascade"))
-        .current_dir(dir)
-        .args(delete_args(url, &[]))
-        .env("NO_COLOR", "1")
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap()
+/// Runs the deletion `args` again after earlier runs were stopped: it finishes, and it had
+/// something left to delete, so they were stopped before the end.
+fn rerun(dir: &Path, args: &[&str]) {
+    let output = cascade(dir).args(args).assert().success().get_output().stdout.clone();
+    let summary: Value = serde_json::from_slice(&output).unwrap();
+    assert_ne!(summary["deleted"], serde_json::json!({}), "the runs before were stopped before the end");
 }
 
-#[test]
-fn kill_9_at_random_moments_then_rerun_finishes_without_loss_or_duplicates() {
-    let dir = tempfile::tempdir().unwrap();
-    let url = sqlite_database(dir.path(), &format!("{DIAMOND_SCHEMA}{}", diamond_rows(10)));
-    let probe = Probe { url: url.clone() };
+/// Runs killed with kill -9 (ids of `cascade_run` never finished).
+fn killed_runs(probe: &Probe) -> Vec<i64> {
+    let rows = probe.texts("SELECT CAST(id AS TEXT) FROM cascade_run WHERE outcome IN ('running', 'interrupted')");
+    rows.into_iter().map(|row| row[0].as_deref().unwrap().parse().unwrap()).collect()
+}
+
+/// Runs killed with kill -9 before the last one finishes the job.
+const KILLS: usize = 6;
+
+/// kill -9 several runs, each after a pseudo-random number (1 to 10) of committed chunks, from a
+/// fixed sequence so that a failure can be replayed; then one run to the end. Nothing is lost,
+/// duplicated or orphaned, and every deleted row is in the archive, whole, at least once.
+fn kill_9_mid_run_then_rerun(url: &str) {
+    let probe = Probe { url: url.to_owned() };
     let expected = expect(&probe);
+    let before = common::dump(url);
     let config = project(&[("cascades/diamond.toml", &slow_config(None))]);
-    // A fixed pseudo-random sequence of kill delays, so a failure can be replayed.
+    let archive = config.path().join("archive");
+    let args = delete_args(url, &["--archive", archive.to_str().unwrap()]);
     let mut seed: u64 = 0x9e37_79b9_7f4a_7c15;
-    let mut killed = 0;
-    for _ in 0..200 {
+    for _ in 0..KILLS {
         seed ^= seed << 13;
         seed ^= seed >> 7;
         seed ^= seed << 17;
-        let delay = Duration::from_millis(20 + seed % 180);
-        let mut child = spawn_delete(config.path(), &url);
-        std::thread::sleep(delay);
-        match child.try_wait().unwrap() {
-            Some(status) if status.success() => break,
-            Some(status) => panic!("delete failed: {status}"),
-            None => {
-                child.kill().unwrap(); // SIGKILL
-                child.wait().unwrap();
-                killed += 1;
-            }
+        let mut run = Running::start(config.path(), &args);
+        for _ in 0..=seed % 10 {
+            run.expect(CHUNK_COMMITTED);
         }
+        run.kill();
     }
-    // Whatever state the kills left, one more run finishes the job.
-    let mut last = spawn_delete(config.path(), &url);
-    assert!(last.wait().unwrap().success());
-    assert!(killed >= 3, "the test must actually interrupt runs (killed {killed})");
-    // Some kills land before a run is recorded; at least one landed in the middle of one.
-    assert!(probe.count("SELECT COUNT(*) FROM cascade_run WHERE outcome = 'running'") >= 1, "a run was killed mid-way");
+    rerun(config.path(), &args);
+    let killed = killed_runs(&probe);
+    assert_eq!(killed.len(), KILLS, "every kill interrupted a recorded run");
     check_outcome(&probe, &expected, None);
-    assert_eq!(probe.texts("PRAGMA foreign_key_check"), Vec::<Vec<Option<String>>>::new());
+    check_archive(url, &before, &archive, &killed);
 }
 
-/// Sends SIGTERM to a running deletion: it stops after the current chunk with exit code 130 and
-/// an `interrupted` run; the same command then finishes.
+#[test]
+fn kill_9_mid_run_then_rerun_finishes_without_loss_or_duplicates_on_sqlite() {
+    let dir = tempfile::tempdir().unwrap();
+    let url = sqlite_database(dir.path(), &format!("{DIAMOND_SCHEMA}{}", diamond_rows(10)));
+    kill_9_mid_run_then_rerun(&url);
+    assert_eq!(Probe { url }.texts("PRAGMA foreign_key_check"), Vec::<Vec<Option<String>>>::new());
+}
+
+#[test]
+fn kill_9_mid_run_then_rerun_finishes_without_loss_or_duplicates_on_postgres() {
+    let Some(url) = postgres_database(&format!("{DIAMOND_SCHEMA}{}", diamond_rows(10))) else { return };
+    kill_9_mid_run_then_rerun(&url);
+}
+
+/// Sends SIGTERM to a running deletion once a chunk has committed: it stops after the current
+/// chunk with exit code 130 and an `interrupted` run; the same command then finishes.
 fn stop_with_sigterm_then_resume(url: &str) {
     let probe = Probe { url: url.to_owned() };
     let expected = expect(&probe);
     let config = project(&[("cascades/diamond.toml", &slow_config(Some(20)))]);
-    let child = spawn_delete(config.path(), url);
-    std::thread::sleep(Duration::from_millis(1500));
-    Command::new("kill").args(["-TERM", &child.id().to_string()]).status().unwrap();
-    let output = child.wait_with_output().unwrap();
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert_eq!(output.status.code(), Some(130), "{stderr}");
-    assert!(stderr.contains("run the same command again to finish"), "{stderr}");
+    let mut run = Running::start(config.path(), &delete_args(url, &[]));
+    run.expect(CHUNK_COMMITTED);
+    run.terminate();
+    let stopped = run.finish();
+    assert_eq!(stopped.status.code(), Some(130), "{}", stopped.stderr);
+    assert!(stopped.stderr.contains("run the same command again to finish"), "{}", stopped.stderr);
     assert_eq!(probe.count("SELECT COUNT(*) FROM cascade_run WHERE outcome = 'interrupted'"), 1);
     assert!(probe.table_rows() != expected.before, "it had deleted something before stopping");
-    cascade(config.path()).args(delete_args(url, &[])).assert().success();
+    rerun(config.path(), &delete_args(url, &[]));
     check_outcome(&probe, &expected, None);
 }
 
@@ -293,29 +331,89 @@ fn sigterm_stops_between_chunks_and_the_rerun_finishes_on_postgres() {
     stop_with_sigterm_then_resume(&url);
 }
 
-/// While a slow deletion runs, another connection keeps adding tasks (and notes under them) to
-/// the projects being deleted, each only if its project still exists. No task or note may be
-/// left without its parent.
+/// How long, by the run's own clock, a rate set while the deletion runs is watched.
+const THROTTLED_WINDOW: Duration = Duration::from_secs(2);
+
+/// A deletion runs unthrottled (its option is 0); `cascade option set` limits it to 50 rows per
+/// second while it runs, and `option unset` lifts the limit again. The run reads each change
+/// (it logs the new value), keeps to the limit meanwhile, and finishes with exact counts.
+fn option_set_throttles_a_running_deletion(url: &str) {
+    let probe = Probe { url: url.to_owned() };
+    let expected = expect(&probe);
+    let config = project(&[("cascades/diamond.toml", &slow_config(Some(0)))]);
+    let option = |args: &[&str]| {
+        cascade(config.path()).arg("option").args(args).args(["--database-url", url]).assert().success();
+    };
+    let mut run = Running::start(config.path(), &delete_args(url, &[]));
+    run.expect(CHUNK_COMMITTED);
+    option(&["set", "rows_per_second", "50"]);
+    // It reads its options once a second: it runs on unthrottled for a second or two, which
+    // the tree outlasts several times over.
+    let throttled = run.expect(RATE_LIMIT_CHANGED);
+    assert_eq!(throttled.fields["rows_per_second"], 50.0);
+    // From here on every chunk's rows come out of a bucket holding 50 rows (the burst) that
+    // refills at 50 rows per second: over a window, at most 50 + 50 per second of it, plus the
+    // chunk committed last (4 rows at most). The bound allows twice that.
+    let mut rows = 0;
+    let window = loop {
+        let chunk = run.expect(CHUNK_COMMITTED);
+        rows += chunk.rows();
+        let window = chunk.at.duration_since(throttled.at).unwrap();
+        if window >= THROTTLED_WINDOW {
+            break window;
+        }
+    };
+    let allowed = 2.0 * (50.0 + 50.0 * window.as_secs_f64()) + 4.0;
+    assert!(rows as f64 <= allowed, "{rows} rows in {window:?} at 50 rows per second");
+    option(&["unset", "rows_per_second"]);
+    assert_eq!(run.expect(RATE_LIMIT_CHANGED).fields["rows_per_second"], 0.0);
+    let finished = run.finish();
+    assert!(finished.status.success(), "{}", finished.stderr);
+    let summary: Value = serde_json::from_str(&finished.stdout).unwrap();
+    check_outcome(&probe, &expected, Some(&summary));
+}
+
+#[test]
+fn option_set_throttles_a_running_deletion_on_sqlite() {
+    let dir = tempfile::tempdir().unwrap();
+    // 2,500 rows to delete: several seconds of unthrottled work.
+    option_set_throttles_a_running_deletion(&sqlite_database(
+        dir.path(),
+        &format!("{DIAMOND_SCHEMA}{}", diamond_rows(10)),
+    ));
+}
+
+#[test]
+fn option_set_throttles_a_running_deletion_on_postgres() {
+    // 7,600 rows: PostgreSQL deletes a few times faster than SQLite.
+    let Some(url) = postgres_database(&format!("{DIAMOND_SCHEMA}{}", diamond_rows(30))) else { return };
+    option_set_throttles_a_running_deletion(&url);
+}
+
+/// While a slow deletion runs (from its first committed chunk on), another connection keeps
+/// adding tasks to the projects being deleted, each only if its project still exists. No task
+/// may be left without its parent.
 fn concurrent_inserts_leave_no_orphans(url: &str, insert_sql: fn(u64) -> String) {
     let probe = Probe { url: url.to_owned() };
     let config = project(&[("cascades/diamond.toml", &slow_config(Some(60)))]);
-    let mut child = spawn_delete(config.path(), url);
-    let started = Instant::now();
+    let mut run = Running::start(config.path(), &delete_args(url, &[]));
+    run.expect(CHUNK_COMMITTED);
     let mut inserted = 0;
-    let mut next_id = 1_000_000;
     block_on(async {
         let writer = Writer::connect(url).await;
-        // A bounded burst of writes: the deletion must win in the end.
-        while child.try_wait().unwrap().is_none() && started.elapsed() < Duration::from_secs(2) {
-            next_id += 1;
-            inserted += writer.execute(&insert_sql(next_id)).await;
+        // A bounded burst of writes, one every 10 ms: the deletion must win in the end.
+        for id in 1_000_001..1_000_200 {
+            if run.ended() {
+                break;
+            }
+            inserted += writer.execute(&insert_sql(id)).await;
             tokio::time::sleep(Duration::from_millis(10)).await;
         }
     });
-    let status = child.wait().unwrap();
-    assert!(inserted > 0);
+    let finished = run.finish();
+    assert!(inserted > 0, "no task was inserted while the deletion ran");
     assert_eq!(probe.orphans(), 0, "a concurrent insert was orphaned");
-    if !status.success() {
+    if !finished.status.success() {
         // Children kept appearing faster than the retries: the run says so; once the writer
         // has stopped, the same command finishes.
         cascade(config.path()).args(delete_args(url, &[])).assert().success();
@@ -387,18 +485,21 @@ fn a_database_that_goes_away_mid_run_is_a_clear_error_and_the_rerun_resumes() {
     let server = std::env::var("CASCADE_TEST_POSTGRES_URL").unwrap();
     let admin = Probe { url: server };
     let config = project(&[("cascades/diamond.toml", &slow_config(Some(20)))]);
-    let child = spawn_delete(config.path(), &url);
-    std::thread::sleep(Duration::from_millis(1500));
+    let mut run = Running::start(config.path(), &delete_args(&url, &[]));
+    run.expect(CHUNK_COMMITTED);
     admin.texts(&format!("ALTER DATABASE {database_name} ALLOW_CONNECTIONS false"));
     admin.texts(&format!(
         "SELECT CAST(pg_terminate_backend(pid) AS TEXT) FROM pg_stat_activity WHERE datname = '{database_name}'"
     ));
-    let output = child.wait_with_output().unwrap();
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert_eq!(output.status.code(), Some(2), "{stderr}");
-    assert!(stderr.contains("the deletion stopped; run the same command again to resume"), "{stderr}");
+    let stopped = run.finish();
+    assert_eq!(stopped.status.code(), Some(2), "{}", stopped.stderr);
+    assert!(
+        stopped.stderr.contains("the deletion stopped; run the same command again to resume"),
+        "{}",
+        stopped.stderr
+    );
     admin.texts(&format!("ALTER DATABASE {database_name} ALLOW_CONNECTIONS true"));
-    cascade(config.path()).args(delete_args(&url, &[])).assert().success();
+    rerun(config.path(), &delete_args(&url, &[]));
     check_outcome(&probe, &expected, None);
 }
 
@@ -559,32 +660,20 @@ fn a_killed_run_is_interrupted_and_resumed(url: String) {
     let probe = Probe { url: url.clone() };
     let config = slow_config(Some(200)).replace("[settings]", "[settings]\nrun_lease_seconds = 1");
     let config = project(&[("cascades/diamond.toml", &config)]);
-    let before = probe.table_rows();
-    let mut child = spawn_delete(config.path(), &url);
-    let started = Instant::now();
-    // The signal: the run has deleted something (so it is recorded).
-    while probe.table_rows() == before {
-        assert!(started.elapsed() < Duration::from_secs(30), "the run never started deleting");
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    child.kill().unwrap(); // SIGKILL
-    child.wait().unwrap();
+    let mut run = Running::start(config.path(), &delete_args(&url, &[]));
+    run.expect(CHUNK_COMMITTED);
+    run.kill();
     let runs = |config: &Path| -> Value {
         let output = cascade(config).args(["runs", "--format", "json", "--database-url", &url]).output().unwrap();
         let stderr = String::from_utf8_lossy(&output.stderr);
         assert!(output.status.success(), "cascade runs failed: {stderr}");
         serde_json::from_slice(&output.stdout).unwrap()
     };
-    let started = Instant::now();
-    loop {
+    wait_until("the killed run is shown as interrupted", || {
         let outcome = runs(config.path())[0]["outcome"].clone();
-        if outcome == "interrupted" {
-            break;
-        }
-        assert_eq!(outcome, "running");
-        assert!(started.elapsed() < Duration::from_secs(30), "never shown as interrupted");
-        std::thread::sleep(Duration::from_millis(100));
-    }
+        assert!(outcome == "interrupted" || outcome == "running", "{outcome}");
+        outcome == "interrupted"
+    });
     let killed = runs(config.path())[0]["id"].as_i64().unwrap();
     let output = cascade(config.path()).args(delete_args(&url, &[])).assert().success().get_output().stdout.clone();
     let summary: Value = serde_json::from_slice(&output).unwrap();
@@ -685,37 +774,20 @@ fn a_key_that_does_not_fit_its_type_is_a_clear_error_on_sqlite() {
 /// the run that marked it was killed and another finished it.
 fn archived_roots_keep_their_status(url: String) {
     let probe = Probe { url: url.clone() };
+    let before = common::dump(&url);
     let config = project(&[("cascades/diamond.toml", &slow_config(Some(100)))]);
     let archive = config.path().join("archive");
     let args = delete_args(&url, &["--archive", archive.to_str().unwrap()]);
-    let mut first = Command::new(assert_cmd::cargo::cargo_bin("cascade"))
-        .current_dir(config.path())
-        .args(&args)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let started = Instant::now();
-    while probe.count("SELECT COUNT(*) FROM org WHERE status = 1") == 0 {
-        assert!(started.elapsed() < Duration::from_secs(30), "the roots were never marked");
-        std::thread::sleep(Duration::from_millis(10));
-    }
-    first.kill().unwrap(); // SIGKILL, after the marking
-    first.wait().unwrap();
+    let mut first = Running::start(config.path(), &args);
+    first.expect(DELETION_STARTED);
+    first.kill();
+    assert_eq!(probe.count("SELECT COUNT(*) FROM org WHERE status = 1"), 2, "the killed run had marked the roots");
     cascade(config.path()).args(&args).assert().success();
 
-    let mut statuses = Vec::new();
-    for entry in std::fs::read_dir(&archive).unwrap() {
-        let path = entry.unwrap().path();
-        if !path.file_name().unwrap().to_string_lossy().starts_with("org.") {
-            continue;
-        }
-        let mut text = String::new();
-        flate2::read::MultiGzDecoder::new(std::fs::File::open(&path).unwrap()).read_to_string(&mut text).unwrap();
-        statuses.extend(text.lines().map(|line| serde_json::from_str::<Value>(line).unwrap()["row"]["status"].clone()));
-    }
-    assert!(!statuses.is_empty(), "the org rows were archived");
-    assert!(statuses.iter().all(|status| status.as_i64() == Some(0)), "archived as before the marking: {statuses:?}");
+    let killed = killed_runs(&probe);
+    assert_eq!(killed.len(), 1);
+    // Rows as they were before the deletion: the roots with their status 0, not the marking's 1.
+    check_archive(&url, &before, &archive, &killed);
     assert_eq!(probe.count("SELECT COUNT(*) FROM cascade_checkpoint"), 0, "the kept statuses are forgotten");
 }
 

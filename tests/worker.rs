@@ -4,12 +4,12 @@
 mod common;
 
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant, SystemTime};
 
 use cascade::db::sql::Statement;
 use cascade::db::{Access, Database};
-use common::{block_on, cascade, count, postgres_database, project, sqlite_database, texts};
+use common::running::{CHUNK_COMMITTED, Running};
+use common::{block_on, cascade, count, postgres_database, project, sqlite_database, texts, wait_until};
 use serde_json::Value;
 
 const SCHEMA: &str = "
@@ -54,25 +54,19 @@ fn schedule_now(url: &str, ids: impl IntoIterator<Item = u32>) {
     });
 }
 
-fn spawn_worker(dir: &Path, url: &str, args: &[&str]) -> Child {
-    Command::new(assert_cmd::cargo::cargo_bin("cascade"))
-        .current_dir(dir)
-        .args(["worker", "--database-url", url])
-        .args(args)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap()
+fn spawn_worker(dir: &Path, url: &str, args: &[&str]) -> Running {
+    Running::start(dir, &[&["worker", "--database-url", url], args].concat())
 }
 
 /// Four worker processes (two lanes each) share 200 due deletions: each runs exactly once.
 fn exactly_once(url: &str) {
     let dir = project(&[("cascades/items.toml", &config("", None))]);
     schedule_now(url, 1..=200);
-    let workers: Vec<Child> =
+    let workers: Vec<Running> =
         (0..4).map(|_| spawn_worker(dir.path(), url, &["--once", "--concurrency", "2", "--poll", "100ms"])).collect();
     for mut worker in workers {
-        assert!(worker.wait().unwrap().success());
+        let finished = worker.finish();
+        assert!(finished.status.success(), "{}", finished.stderr);
     }
     let runs = texts(url, "SELECT root_ids, outcome FROM cascade_run");
     assert_eq!(runs.len(), 200, "one run per deletion");
@@ -113,43 +107,56 @@ fn lease_recovery(url: &str) {
     let dir = project(&[("cascades/items.toml", &config("lease_seconds = 2\nrun_lease_seconds = 1", Some(40)))]);
     schedule_now(url, [1]);
     let mut first = spawn_worker(dir.path(), url, &["--once", "--lease", "2s"]);
-    let started = Instant::now();
-    while count(url, "SELECT COUNT(*) FROM part WHERE item_id = 1") == 400 {
-        assert!(started.elapsed() < Duration::from_secs(20), "the first worker never started deleting");
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    first.kill().unwrap();
-    first.wait().unwrap();
+    first.expect(CHUNK_COMMITTED);
+    first.kill();
     let left = count(url, "SELECT COUNT(*) FROM part WHERE item_id = 1");
     assert!(left > 0, "the worker was killed mid-deletion");
     assert_eq!(count(url, "SELECT COUNT(*) FROM cascade_scheduled_deletion WHERE in_progress"), 1, "its claim stays");
     // `scheduled` shows it as interrupted once its heartbeats have stopped for two periods.
-    let started = Instant::now();
-    loop {
+    wait_until("the claim is shown as interrupted", || {
         let output =
             cascade(dir.path()).args(["scheduled", "--format", "json", "--database-url", url]).output().unwrap();
         let listed: Value = serde_json::from_slice(&output.stdout).unwrap();
-        if listed[0]["state"] == "interrupted" {
-            break;
-        }
-        assert_eq!(listed[0]["state"], "in_progress", "{listed}");
-        assert!(started.elapsed() < Duration::from_secs(30), "never shown as interrupted: {listed}");
-        std::thread::sleep(Duration::from_millis(100));
-    }
+        assert!(listed[0]["state"] == "interrupted" || listed[0]["state"] == "in_progress", "{listed}");
+        listed[0]["state"] == "interrupted"
+    });
 
     // Before the lease has passed, nobody takes the claim over.
+    let claimed = "SELECT COUNT(*) FROM cascade_scheduled_deletion WHERE in_progress";
     cascade(dir.path()).args(["worker", "--once", "--lease", "1h", "--database-url", url]).assert().success();
-    assert_eq!(count(url, "SELECT COUNT(*) FROM cascade_scheduled_deletion WHERE in_progress"), 1);
-    std::thread::sleep(Duration::from_millis(3000));
-    cascade(dir.path())
-        .args(["worker", "--once", "--lease", "2s", "--database-url", url])
-        .assert()
-        .success()
-        .stdout(predicates::str::contains("1 succeeded"));
+    assert_eq!(count(url, claimed), 1);
+    // Workers with a lease of 2 s leave it alone until 2 s have passed since the last
+    // heartbeat of the killed worker; then one takes it over and finishes the deletion.
+    let lease_passed = last_heartbeat(url) + Duration::from_secs(2);
+    wait_until("a worker takes the claim over", || {
+        let output =
+            cascade(dir.path()).args(["worker", "--once", "--lease", "2s", "--database-url", url]).output().unwrap();
+        let ended = SystemTime::now();
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        assert!(output.status.success(), "{stdout}");
+        if stdout.contains("1 succeeded") {
+            assert!(ended > lease_passed, "taken over before the lease had passed");
+            return true;
+        }
+        assert!(stdout.contains("0 succeeded"), "{stdout}");
+        assert_eq!(count(url, claimed), 1, "the claim stays until the lease has passed");
+        false
+    });
     assert_eq!(count(url, "SELECT COUNT(*) FROM part WHERE item_id = 1"), 0);
     assert_eq!(count(url, "SELECT COUNT(*) FROM item WHERE id = 1"), 0);
     assert_eq!(count(url, "SELECT COUNT(*) FROM cascade_scheduled_deletion"), 0);
     assert_eq!(count(url, "SELECT COUNT(*) FROM cascade_run WHERE outcome = 'succeeded'"), 1);
+}
+
+/// When the only scheduled deletion's claim was last heartbeated.
+fn last_heartbeat(url: &str) -> SystemTime {
+    let column = if url.starts_with("sqlite:") {
+        "heartbeat"
+    } else {
+        "to_char(heartbeat AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS.MS')"
+    };
+    let rows = texts(url, &format!("SELECT {column} FROM cascade_scheduled_deletion"));
+    humantime::parse_rfc3339_weak(rows[0][0].as_deref().unwrap()).unwrap()
 }
 
 #[test]
@@ -206,19 +213,9 @@ fn a_permanent_failure_is_kept_as_failed_at_once_on_sqlite() {
     );
 }
 
-/// Waits (bounded) until what `sql` counts passes `done`: the signal a test waits for.
-fn wait_until(url: &str, sql: &str, done: impl Fn(u64) -> bool, what: &str) {
-    let started = Instant::now();
-    while !done(count(url, sql)) {
-        assert!(started.elapsed() < Duration::from_secs(60), "timed out waiting until {what}");
-        std::thread::sleep(Duration::from_millis(50));
-    }
-}
-
-fn terminate(mut worker: Child) {
-    // SAFETY: signalling a child process this test started.
-    unsafe { libc::kill(worker.id() as i32, libc::SIGTERM) };
-    worker.wait().unwrap();
+fn terminate(mut worker: Running) {
+    worker.terminate();
+    worker.finish();
 }
 
 /// A chunk and its rate-limit wait (4 s) take longer than the lease (2 s): the heartbeat runs
@@ -227,10 +224,10 @@ fn terminate(mut worker: Child) {
 fn a_live_claim_is_never_taken_over(url: &str) {
     let dir = project(&[("cascades/items.toml", &config("", Some(5)))]);
     schedule_now(url, [1]);
-    let first = spawn_worker(dir.path(), url, &["--lease", "2s", "--poll", "100ms"]);
-    wait_until(url, "SELECT COUNT(*) FROM part WHERE item_id = 1", |left| left < 60, "a chunk is deleted");
+    let mut first = spawn_worker(dir.path(), url, &["--lease", "2s", "--poll", "100ms"]);
+    first.expect(CHUNK_COMMITTED);
     let second = spawn_worker(dir.path(), url, &["--lease", "2s", "--poll", "100ms"]);
-    wait_until(url, "SELECT COUNT(*) FROM cascade_scheduled_deletion", |left| left == 0, "the deletion is done");
+    wait_until("the deletion is done", || count(url, "SELECT COUNT(*) FROM cascade_scheduled_deletion") == 0);
     terminate(first);
     terminate(second);
     let runs = texts(url, "SELECT outcome FROM cascade_run");
@@ -256,11 +253,11 @@ fn a_live_claim_is_never_taken_over_on_postgres() {
 fn a_lost_claim_stops_the_deletion(url: &str) {
     let dir = project(&[("cascades/items.toml", &config("", Some(5)))]);
     schedule_now(url, [1]);
-    let worker = spawn_worker(dir.path(), url, &["--lease", "2s", "--poll", "100ms"]);
-    wait_until(url, "SELECT COUNT(*) FROM part WHERE item_id = 1", |left| left < 60, "a chunk is deleted");
+    let mut worker = spawn_worker(dir.path(), url, &["--lease", "2s", "--poll", "100ms"]);
+    worker.expect(CHUNK_COMMITTED);
     texts(url, "UPDATE cascade_scheduled_deletion SET claim_token = 'another-worker'");
     let interrupted = "SELECT COUNT(*) FROM cascade_run WHERE outcome = 'interrupted'";
-    wait_until(url, interrupted, |runs| runs == 1, "the worker stops");
+    wait_until("the worker stops", || count(url, interrupted) == 1);
     terminate(worker);
     assert!(count(url, "SELECT COUNT(*) FROM part WHERE item_id = 1") > 0, "it stopped before finishing");
     assert_eq!(

@@ -769,7 +769,14 @@ impl<'a> Deletion<'a> {
     async fn rate(&mut self, option: &str) -> f64 {
         if self.rates_read.is_none_or(|read| read.elapsed() >= OPTION_REFRESH) {
             match super::current_options(self.config, self.database).await {
-                Ok(rates) => self.rates = rates,
+                Ok(rates) => {
+                    for (name, rate) in &rates {
+                        if self.rates.get(name) != Some(rate) {
+                            info!(option = %name, rows_per_second = rate, "rate limit changed");
+                        }
+                    }
+                    self.rates = rates;
+                }
                 Err(error) => debug!(%error, "cannot read cascade_option; keeping the previous values"),
             }
             self.rates_read = Some(Instant::now());

@@ -3,8 +3,12 @@
 #![allow(dead_code)] // each test binary uses its own subset
 
 pub mod diamond;
+pub mod running;
 
+use std::collections::BTreeMap;
+use std::io::Read as _;
 use std::path::Path;
+use std::time::{Duration, Instant};
 
 use assert_cmd::Command;
 use tempfile::TempDir;
@@ -107,6 +111,88 @@ pub fn texts(url: &str, sql: &str) -> Vec<Vec<Option<String>>> {
 /// The number a `SELECT COUNT(*) ...` (or any one-integer query) returns.
 pub fn count(url: &str, sql: &str) -> u64 {
     texts(url, &format!("SELECT CAST(({sql}) AS TEXT)"))[0][0].as_deref().unwrap().parse().unwrap()
+}
+
+/// How long a test waits for a signal (a row, a log line, a file) before it fails.
+pub const DEADLINE: Duration = Duration::from_secs(60);
+
+/// Polls `done` until it holds; fails the test when `what` has not happened by the deadline.
+pub fn wait_until(what: &str, mut done: impl FnMut() -> bool) {
+    let started = Instant::now();
+    while !done() {
+        assert!(started.elapsed() < DEADLINE, "timed out waiting until {what}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Every row of every table (the tool's own included), each as a JSON object, sorted: a
+/// fingerprint of the whole database that two states can be compared by. Tables in the
+/// connection's default schema are named bare, others `schema.table`.
+pub fn dump(url: &str) -> BTreeMap<String, Vec<String>> {
+    let sqlite = url.starts_with("sqlite:");
+    let tables = if sqlite {
+        "SELECT name, '\"' || replace(name, '\"', '\"\"') || '\"' FROM sqlite_schema \
+         WHERE type = 'table' AND name NOT LIKE 'sqlite_%'"
+    } else {
+        "SELECT CASE WHEN table_schema = current_schema() THEN table_name ELSE table_schema || '.' || table_name END, \
+         quote_ident(table_schema) || '.' || quote_ident(table_name) FROM information_schema.tables \
+         WHERE table_schema NOT IN ('pg_catalog', 'information_schema') AND table_type = 'BASE TABLE'"
+    };
+    texts(url, tables)
+        .into_iter()
+        .map(|row| {
+            let (name, quoted) = (row[0].clone().unwrap(), row[1].clone().unwrap());
+            let object = if sqlite {
+                let columns: Vec<String> = texts(url, &format!("SELECT name FROM pragma_table_info({})", quote(&name)))
+                    .into_iter()
+                    .map(|column| {
+                        let column = column[0].clone().unwrap();
+                        format!("{}, \"{}\"", quote(&column), column.replace('"', "\"\""))
+                    })
+                    .collect();
+                format!("json_object({})", columns.join(", "))
+            } else {
+                "CAST(row_to_json(t) AS TEXT)".to_owned()
+            };
+            let mut rows: Vec<String> = texts(url, &format!("SELECT {object} FROM {quoted} t"))
+                .into_iter()
+                .map(|r| r[0].clone().unwrap())
+                .collect();
+            rows.sort_unstable();
+            (name, rows)
+        })
+        .collect()
+}
+
+/// A SQL string literal.
+fn quote(text: &str) -> String {
+    format!("'{}'", text.replace('\'', "''"))
+}
+
+/// Every line (`{"model", "table", "row"}`) of every archive file in `dir`, per model. A file of a run in
+/// `killed` may end in a gzip member cut short by the kill (its chunk never committed, and was
+/// archived again by the run that deleted it): it is read up to its last whole line. Every
+/// other file must be whole.
+pub fn archive_lines(dir: &Path, killed: &[i64]) -> BTreeMap<String, Vec<serde_json::Value>> {
+    let mut lines: BTreeMap<String, Vec<serde_json::Value>> = BTreeMap::new();
+    for entry in std::fs::read_dir(dir).expect("the archive directory") {
+        let path = entry.unwrap().path();
+        // MODEL.RUN.jsonl.gz
+        let run: i64 = path.to_str().unwrap().rsplit('.').nth(2).and_then(|run| run.parse().ok()).expect("a run id");
+        let mut bytes = Vec::new();
+        let read = flate2::read::MultiGzDecoder::new(std::fs::File::open(&path).unwrap()).read_to_end(&mut bytes);
+        if let Err(error) = read {
+            assert!(killed.contains(&run), "{} is not whole: {error}", path.display());
+            let whole_lines = bytes.iter().rposition(|byte| *byte == b'\n').map_or(0, |end| end + 1);
+            bytes.truncate(whole_lines);
+        }
+        for line in String::from_utf8(bytes).unwrap().lines() {
+            let line: serde_json::Value = serde_json::from_str(line).unwrap();
+            let model = line["model"].as_str().expect("a model").to_owned();
+            lines.entry(model).or_default().push(line);
+        }
+    }
+    lines
 }
 
 pub fn block_on<F: std::future::Future>(future: F) -> F::Output {
