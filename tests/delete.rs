@@ -227,11 +227,13 @@ fn a_dry_run_changes_nothing_on_postgres() {
     a_dry_run_changes_nothing(&url);
 }
 
-/// The diamond config with tiny chunks (many transactions) and, when `rate` is given, a rate
+/// The diamond config with tiny fixed chunks (many transactions) and, when `rate` is given, a rate
 /// limit on every step so that a run takes a while.
 fn slow_config(rate: Option<u32>) -> String {
-    let mut config = DIAMOND_CONFIG
-        .replace("[models.org]", "[settings]\nper_row_chunk_size = 3\nbulk_chunk_size = 4\n\n[models.org]");
+    let mut config = DIAMOND_CONFIG.replace(
+        "[models.org]",
+        "[settings]\nper_row_chunk_size = 3\nbulk_chunk_size = 4\nadaptive = false\n\n[models.org]",
+    );
     if let Some(rate) = rate {
         config = config.replace("[settings]", &format!("[options]\n\"rows_per_second\" = {rate}\n\n[settings]"));
         for model in ["org", "project", "member", "task", "note", "audit"] {
