@@ -718,7 +718,8 @@ fn keys_of_domain_types_are_bound_by_what_the_catalog_says_on_postgres() {
         CREATE INDEX line_sheet_id_idx ON line (sheet_id);
         CREATE TABLE mark (id serial PRIMARY KEY, line_id "OddKey" NOT NULL REFERENCES line (id));
         CREATE INDEX mark_line_id_idx ON mark (line_id);
-        INSERT INTO sheet VALUES ('00000000-0000-0000-0000-000000000001'), ('00000000-0000-0000-0000-000000000002');
+        INSERT INTO sheet VALUES ('00000000-0000-0000-0000-000000000001'), ('00000000-0000-0000-0000-000000000002'),
+            ('abcdef00-0000-0000-0000-000000000003');
         INSERT INTO line VALUES ('a', '00000000-0000-0000-0000-000000000001'), ('b', '00000000-0000-0000-0000-000000000002');
         INSERT INTO mark (line_id) VALUES ('a'), ('a'), ('b');
     "#;
@@ -733,10 +734,26 @@ fn keys_of_domain_types_are_bound_by_what_the_catalog_says_on_postgres() {
         .args(["delete", "sheet", "00000000-0000-0000-0000-000000000001", "--confirm", "--database-url", &url])
         .assert()
         .success();
-    let probe = Probe { url };
-    assert_eq!(probe.count("SELECT COUNT(*) FROM sheet"), 1);
+    let probe = Probe { url: url.clone() };
+    assert_eq!(probe.count("SELECT COUNT(*) FROM sheet"), 2);
     assert_eq!(probe.count("SELECT COUNT(*) FROM line WHERE id = 'b'"), 1);
     assert_eq!(probe.count("SELECT COUNT(*) FROM mark"), 1, "only the marks of line b are left");
+
+    // A uuid written in upper case is the same uuid: found, not reported missing.
+    let upper = "ABCDEF00-0000-0000-0000-000000000003";
+    let plan = cascade(config.path())
+        .args(["plan", "sheet", "--id", upper, "--format", "json", "--database-url", &url])
+        .output()
+        .unwrap();
+    let plan: Value = serde_json::from_slice(&plan.stdout).unwrap();
+    assert_eq!((&plan["not_found"], &plan["totals"]["sheet"]), (&serde_json::json!([]), &serde_json::json!(1)));
+    let deleted = cascade(config.path())
+        .args(["delete", "sheet", upper, "--confirm", "--format", "json", "--database-url", &url])
+        .output()
+        .unwrap();
+    let summary: Value = serde_json::from_slice(&deleted.stdout).unwrap();
+    assert_eq!((&summary["missing"], &summary["deleted"]["sheet"]), (&serde_json::json!([]), &serde_json::json!(1)));
+    assert_eq!(probe.count("SELECT COUNT(*) FROM sheet"), 1);
 }
 
 /// SQLite stores any value in an `INT` column: a key that is not an integer is a clear error

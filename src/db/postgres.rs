@@ -47,8 +47,12 @@ impl Backend for Postgres {
                 .map_err(|_| failed(sqlx::Error::PoolTimedOut))?
                 .map_err(failed)?;
             let _ = first.close().await;
+            // No ping before each use: a chunk is a handful of statements, and a ping per acquire
+            // was a round trip each; a connection that died fails its statement, which is a
+            // transient failure like any other.
             let pool = PgPoolOptions::new()
                 .max_connections(4)
+                .test_before_acquire(false)
                 .acquire_timeout(CONNECT_TIMEOUT)
                 .connect_with(options)
                 .await

@@ -73,6 +73,7 @@ impl Backend for Sqlite {
                 .busy_timeout(options.busy_timeout);
             let pool = SqlitePoolOptions::new()
                 .max_connections(4)
+                .test_before_acquire(false)
                 .connect_with(connect_options)
                 .await
                 .map_err(connect_error)?;

@@ -71,7 +71,7 @@ pub async fn count(
         table: plan.root.table.clone(),
     })?;
     let found = database.fetch_texts(&root.select_roots(Param::Value(ids.clone()), None)).await?;
-    let not_found = not_found(&ids, &found);
+    let not_found = not_found(&ids, &found, &root.key_type);
     let counter = Counter { backend: database.backend(), config, schema, root_key_type: root.key_type.clone(), ids };
     let mut counts = Counts { not_found, ..Counts::default() };
     let mut paths: IndexMap<(String, OnDelete), Vec<Vec<&PlanNode>>> = IndexMap::new();

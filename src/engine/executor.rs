@@ -292,7 +292,7 @@ impl<'a> Deletion<'a> {
             };
             if decision == "proceed" { proceeding.push(key) } else { summary.skipped.push(key) }
         }
-        summary.missing = not_found(&ids, &found);
+        summary.missing = not_found(&ids, &found, &root.sql.key_type);
         let proceeding = table_keys(&plan.root.table, &root.sql.key_type, proceeding)?;
         let mut statuses_before = IndexMap::new();
         if let (Some(status), false) = (root.status, is_empty(&proceeding)) {

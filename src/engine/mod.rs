@@ -51,11 +51,17 @@ pub(crate) fn table_keys(table: &str, key_type: &KeyType, keys: Vec<String>) -> 
     typed_keys(key_type, keys).map_err(|id| DeleteError::NotAnInteger { id, table: table.to_owned() })
 }
 
-/// The requested `ids` that no row of `found` (rows whose first column is a key) has.
-pub(crate) fn not_found(ids: &SqlValue, found: &TextRows) -> Vec<String> {
-    let found: std::collections::HashSet<&str> =
-        found.iter().filter_map(|row| row.first().and_then(Option::as_deref)).collect();
-    key_texts(ids).into_iter().filter(|id| !found.contains(id.as_str())).collect()
+/// The requested `ids` that no row of `found` (rows whose first column is a key, as the
+/// database writes it) has. Keys of other types than integer and text (uuid, ...) compare
+/// without regard to ASCII case: the database writes `A1B2...` as `a1b2...`.
+pub(crate) fn not_found(ids: &SqlValue, found: &TextRows, key_type: &KeyType) -> Vec<String> {
+    let fold = |key: &str| match key_type {
+        KeyType::Other(_) => key.to_ascii_lowercase(),
+        KeyType::Integer | KeyType::Text => key.to_owned(),
+    };
+    let found: std::collections::HashSet<String> =
+        found.iter().filter_map(|row| row.first().and_then(Option::as_deref)).map(fold).collect();
+    key_texts(ids).into_iter().filter(|id| !found.contains(&fold(id))).collect()
 }
 
 /// Checks that `ids` fit the key of `plan`'s root table in the live schema, so that a
