@@ -220,11 +220,12 @@ fn terminate(mut worker: Running) {
 
 /// A chunk and its rate-limit wait (4 s) take longer than the lease (2 s): the heartbeat runs
 /// on a timer of its own, so a second worker polling meanwhile never takes the claim over, and
-/// the deletion runs once.
-fn a_live_claim_is_never_taken_over(url: &str) {
+/// the deletion runs once. With `first_lease` longer than the second worker's, the claim lives by
+/// its own worker's lease (heartbeats every 30 s at most), not by the second worker's 2 s.
+fn a_live_claim_is_never_taken_over(url: &str, first_lease: &str) {
     let dir = project(&[("cascades/items.toml", &config("", Some(5)))]);
     schedule_now(url, [1]);
-    let mut first = spawn_worker(dir.path(), url, &["--lease", "2s", "--poll", "100ms"]);
+    let mut first = spawn_worker(dir.path(), url, &["--lease", first_lease, "--poll", "100ms"]);
     first.expect(CHUNK_COMMITTED);
     let second = spawn_worker(dir.path(), url, &["--lease", "2s", "--poll", "100ms"]);
     wait_until("the deletion is done", || count(url, "SELECT COUNT(*) FROM cascade_scheduled_deletion") == 0);
@@ -238,13 +239,25 @@ fn a_live_claim_is_never_taken_over(url: &str) {
 #[test]
 fn a_live_claim_is_never_taken_over_on_sqlite() {
     let dir = tempfile::tempdir().unwrap();
-    a_live_claim_is_never_taken_over(&sqlite_database(dir.path(), &format!("{SCHEMA}{}", rows(1, 60))));
+    a_live_claim_is_never_taken_over(&sqlite_database(dir.path(), &format!("{SCHEMA}{}", rows(1, 60))), "2s");
+}
+
+#[test]
+fn a_claim_lives_by_its_own_workers_lease_on_sqlite() {
+    let dir = tempfile::tempdir().unwrap();
+    a_live_claim_is_never_taken_over(&sqlite_database(dir.path(), &format!("{SCHEMA}{}", rows(1, 60))), "10min");
+}
+
+#[test]
+fn a_claim_lives_by_its_own_workers_lease_on_postgres() {
+    let Some(url) = postgres_database(&format!("{SCHEMA}{}", rows(1, 60))) else { return };
+    a_live_claim_is_never_taken_over(&url, "10min");
 }
 
 #[test]
 fn a_live_claim_is_never_taken_over_on_postgres() {
     let Some(url) = postgres_database(&format!("{SCHEMA}{}", rows(1, 60))) else { return };
-    a_live_claim_is_never_taken_over(&url);
+    a_live_claim_is_never_taken_over(&url, "2s");
 }
 
 /// A worker whose claim went to another worker (here: the claim's token changed under it, as

@@ -14,6 +14,7 @@ use super::{Access, ConnectOptions, Database, DbError, Pool};
 const MIGRATIONS: &[&str] = &[
     include_str!("../../schemas/migrations/sqlite/0001_tables.sql"),
     include_str!("../../schemas/migrations/sqlite/0002_claim_tokens_and_run_heartbeats.sql"),
+    include_str!("../../schemas/migrations/sqlite/0003_claim_expiry.sql"),
 ];
 
 /// Whether SQLite can create its journal, WAL index and lock files beside the database. Where it

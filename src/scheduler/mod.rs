@@ -74,6 +74,8 @@ pub(crate) struct Claim {
     pub actor: Option<String>,
     /// Attempts so far, this one included.
     pub attempts: u64,
+    /// How long the claim lives past each heartbeat: the claiming worker's lease.
+    pub lease: Duration,
 }
 
 fn text(value: &str) -> Param {
@@ -199,25 +201,35 @@ fn worker_gone_after(settings: &Settings) -> Duration {
     settings.run_lease().max(claim_heartbeat_every(settings.lease()) * 2)
 }
 
-/// Releases claims whose heartbeat is older than the lease (their worker died); how many.
+/// Releases claims past their expiry (their worker died); how many. A claim made before claims
+/// carried their expiry expires `lease` after its last heartbeat.
 pub(crate) async fn release_expired(database: &Database, lease: Duration) -> Result<u64, DbError> {
+    let now = SystemTime::now();
     let mut sql = database.sql();
-    sql.push("UPDATE cascade_scheduled_deletion SET in_progress = FALSE, claim_token = NULL ");
-    sql.push("WHERE in_progress AND heartbeat < ")
-        .timestamp(SystemTime::now().checked_sub(lease).unwrap_or(SystemTime::UNIX_EPOCH));
+    sql.push("UPDATE cascade_scheduled_deletion SET in_progress = FALSE, claim_token = NULL, claim_expires_at = NULL ");
+    sql.push("WHERE in_progress AND (claim_expires_at < ").timestamp(now);
+    sql.push(" OR (claim_expires_at IS NULL AND heartbeat < ")
+        .timestamp(now.checked_sub(lease).unwrap_or(SystemTime::UNIX_EPOCH))
+        .push("))");
     database.execute_alone(&sql.finish()).await
+}
+
+/// When a claim heartbeated at `now` expires.
+fn expiry(now: SystemTime, lease: Duration) -> SystemTime {
+    now.checked_add(lease).filter(|at| *at <= crate::db::sql::latest_time()).unwrap_or_else(crate::db::sql::latest_time)
 }
 
 /// Claims one due deletion that has attempts left: a conditional update (`in_progress` false →
 /// true), on PostgreSQL over a row locked with `FOR UPDATE SKIP LOCKED`, so no two workers ever
 /// claim the same row. The claim carries a fresh token: every later update of the row names it,
 /// so a worker whose claim expired and went to another cannot touch it any more.
-pub(crate) async fn claim(database: &Database, max_attempts: u64) -> Result<Option<Claim>, DbError> {
+pub(crate) async fn claim(database: &Database, max_attempts: u64, lease: Duration) -> Result<Option<Claim>, DbError> {
     let now = SystemTime::now();
     let token = uuid::Uuid::new_v4().simple().to_string();
     let mut sql = database.sql();
     sql.push("UPDATE cascade_scheduled_deletion SET in_progress = TRUE, attempts = attempts + 1, claim_token = ");
     sql.bind(text(&token)).push(", heartbeat = ").timestamp(now);
+    sql.push(", claim_expires_at = ").timestamp(expiry(now, lease));
     sql.push(" WHERE id = (SELECT id FROM cascade_scheduled_deletion WHERE NOT in_progress AND date_scheduled <= ");
     sql.timestamp(now);
     sql.push(" AND attempts < ").bind(Param::integer(i64::try_from(max_attempts).unwrap_or(i64::MAX)));
@@ -234,6 +246,7 @@ pub(crate) async fn claim(database: &Database, max_attempts: u64) -> Result<Opti
             object_id: field(3),
             actor: row.get(4).cloned().flatten(),
             attempts: field(5).parse().unwrap_or(1),
+            lease,
         }
     }))
 }
@@ -250,8 +263,9 @@ async fn update_claim(database: &Database, claim: &Claim, set: impl FnOnce(&mut 
 
 /// The claim is alive; `false` when it is no longer this worker's (it expired and was released).
 pub(crate) async fn heartbeat(database: &Database, claim: &Claim) -> Result<bool, DbError> {
+    let now = SystemTime::now();
     update_claim(database, claim, |sql| {
-        sql.push("heartbeat = ").timestamp(SystemTime::now());
+        sql.push("heartbeat = ").timestamp(now).push(", claim_expires_at = ").timestamp(expiry(now, claim.lease));
     })
     .await
 }

@@ -143,7 +143,7 @@ async fn next(
     if released > 0 {
         warn!(lane, released, "released claims whose worker stopped sending heartbeats");
     }
-    let Some(claim) = super::claim(database, options.max_attempts).await? else {
+    let Some(claim) = super::claim(database, options.max_attempts, options.lease).await? else {
         return Ok(Next::NothingDue);
     };
     info!(lane, guid = %claim.guid, model = %claim.model, id = %claim.object_id, attempt = claim.attempts, "claimed");
