@@ -1,4 +1,5 @@
-//! SQLite files the tool may only read, and files another process is writing.
+//! SQLite specifics: files the tool may only read, files another process is writing, and key
+//! columns declared without a type.
 
 mod common;
 
@@ -87,4 +88,31 @@ fn a_locked_database_names_the_setting_that_waits_longer() {
     assert_eq!(common::count(&url, "SELECT COUNT(*) FROM book"), 3, "nothing was deleted");
     cascade(dir.path()).args(["--database-url", &url, "delete", "author", "1", "--confirm"]).assert().success();
     assert_eq!(common::count(&url, "SELECT COUNT(*) FROM book"), 1);
+}
+
+/// A key column declared without a type keeps integers as integers: ids given on the command line
+/// are bound as integers, so the rows are found (they were bound as text, matched nothing, and
+/// the roots were reported missing).
+#[test]
+fn keys_of_untyped_columns_are_found() {
+    let ddl = "CREATE TABLE box (id PRIMARY KEY);\n\
+               CREATE TABLE item (id PRIMARY KEY, box_id NOT NULL REFERENCES box (id));\n\
+               CREATE INDEX item_box ON item (box_id);\n\
+               INSERT INTO box VALUES (1), (2), ('label');\n\
+               INSERT INTO item VALUES (1, 1), (2, 1), (3, 2), (4, 'label');\n";
+    let config = "[models.box]\ntable = \"box\"\nchildren = [{ model = \"item\", column = \"box_id\" }]\n\n\
+                  [models.item]\ntable = \"item\"\n";
+    let dir = project(&[("cascades/boxes.toml", config)]);
+    let url = sqlite_database(dir.path(), ddl);
+    let output = cascade(dir.path())
+        .args(["--database-url", &url, "delete", "box", "1", "--confirm", "--format", "json"])
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let summary: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(summary["deleted"], serde_json::json!({"item": 2, "box": 1}));
+    assert_eq!(summary["missing"], serde_json::json!([]));
+    cascade(dir.path()).args(["--database-url", &url, "delete", "box", "label", "--confirm"]).assert().success();
+    assert_eq!(common::count(&url, "SELECT COUNT(*) FROM box"), 1);
+    assert_eq!(common::count(&url, "SELECT COUNT(*) FROM item"), 1, "only the item of box 2 is left");
 }

@@ -69,7 +69,7 @@ impl Backend for Postgres {
     fn key_list(&self, sql: &mut SqlBuilder, column: &str, key_type: &KeyType, list: Param) {
         let cast = match key_type {
             KeyType::Integer => "::int8[])".to_owned(),
-            KeyType::Text => "::text[])".to_owned(),
+            KeyType::Text | KeyType::Untyped => "::text[])".to_owned(),
             KeyType::Other(cast) => format!("::{cast}[])"),
         };
         sql.identifier(column).push(" = ANY(").bind(list).push(&cast);

@@ -15,17 +15,22 @@ pub enum KeyType {
     Text,
     /// Another PostgreSQL type (`uuid`, ...): values travel as text and are cast to it.
     Other(String),
+    /// A SQLite column declared without a type: it keeps values as they were inserted, so keys
+    /// that all read as integers are bound as integers, others as text.
+    Untyped,
 }
 
 impl KeyType {
     /// From a column's declared type by SQLite's affinity rule (a type containing `INT` has
-    /// integer affinity; `CHAR`, `CLOB`, `TEXT` or none, text). PostgreSQL columns get theirs
-    /// from the catalog instead.
+    /// integer affinity; `CHAR`, `CLOB` or `TEXT`, text; none, none). PostgreSQL columns get
+    /// theirs from the catalog instead.
     pub fn of_declared(data_type: &str) -> Self {
         let lower = data_type.to_ascii_lowercase();
         if lower.contains("int") || lower == "serial" || lower == "bigserial" {
             KeyType::Integer
-        } else if lower.contains("char") || lower.contains("text") || lower.contains("clob") || lower.is_empty() {
+        } else if lower.trim().is_empty() {
+            KeyType::Untyped
+        } else if lower.contains("char") || lower.contains("text") || lower.contains("clob") {
             KeyType::Text
         } else {
             KeyType::Other(lower)

@@ -27,13 +27,14 @@ use crate::planner::Plan;
 /// Keys as the key column wants them bound: integers for an integer key (the first key that is
 /// not one is the error), text otherwise.
 pub(crate) fn typed_keys(key_type: &KeyType, keys: Vec<String>) -> Result<SqlValue, String> {
-    if *key_type != KeyType::Integer {
-        return Ok(SqlValue::Texts(keys));
+    let integers = |keys: Vec<String>| {
+        keys.into_iter().map(|key| key.trim().parse::<i64>().map_err(|_| key)).collect::<Result<Vec<_>, _>>()
+    };
+    match key_type {
+        KeyType::Integer => integers(keys).map(SqlValue::Integers),
+        KeyType::Untyped => Ok(integers(keys.clone()).map_or(SqlValue::Texts(keys), SqlValue::Integers)),
+        KeyType::Text | KeyType::Other(_) => Ok(SqlValue::Texts(keys)),
     }
-    keys.into_iter()
-        .map(|key| key.trim().parse::<i64>().map_err(|_| key))
-        .collect::<Result<_, _>>()
-        .map(SqlValue::Integers)
 }
 
 /// Keys as text, whatever their bound type.
@@ -57,7 +58,7 @@ pub(crate) fn table_keys(table: &str, key_type: &KeyType, keys: Vec<String>) -> 
 pub(crate) fn not_found(ids: &SqlValue, found: &TextRows, key_type: &KeyType) -> Vec<String> {
     let fold = |key: &str| match key_type {
         KeyType::Other(_) => key.to_ascii_lowercase(),
-        KeyType::Integer | KeyType::Text => key.to_owned(),
+        KeyType::Integer | KeyType::Text | KeyType::Untyped => key.to_owned(),
     };
     let found: std::collections::HashSet<String> =
         found.iter().filter_map(|row| row.first().and_then(Option::as_deref)).map(fold).collect();
