@@ -195,3 +195,39 @@ fn a_large_file_with_lone_carriage_returns_prints_each_problem_with_its_own_line
     let human = cascade(dir.path()).arg("validate").assert().code(1).get_output().stdout.clone();
     assert!(human.len() < 2_000, "{} bytes of output", human.len());
 }
+
+#[test]
+fn a_file_that_is_not_utf8_is_a_diagnostic_in_every_format() {
+    let dir = project(&[]);
+    std::fs::create_dir(dir.path().join("cascades")).unwrap();
+    std::fs::write(dir.path().join("cascades/a.toml"), b"[models.a]\ntable = \"caf\xe9\"\nchunk_sise = 10\n").unwrap();
+
+    let output = cascade(dir.path()).args(["validate", "--format", "json"]).assert().code(1).get_output().clone();
+    let report: Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(
+        report["diagnostics"][0],
+        json!({
+            "severity": "error",
+            "code": "invalid-utf8",
+            "message": "byte 0xE9 is not valid UTF-8",
+            "file": "cascades/a.toml",
+            "line": 2,
+            "column": 13,
+            "help": "a TOML file is UTF-8: save it as UTF-8 (it may be in Latin-1 or UTF-16)"
+        })
+    );
+    // The rest of the file is still checked.
+    assert_eq!(report["diagnostics"][1]["code"], "unknown-key");
+    assert_eq!(report["errors"], 2);
+
+    cascade(dir.path()).args(["validate", "--format", "github"]).assert().code(1).stdout(
+        "::error file=cascades/a.toml,line=2,col=13::byte 0xE9 is not valid UTF-8\n\
+         ::error file=cascades/a.toml,line=3,col=1::unknown key `chunk_sise` in model `a`\n",
+    );
+    cascade(dir.path())
+        .arg("validate")
+        .assert()
+        .code(1)
+        .stdout(predicates::str::contains("error[invalid-utf8]: byte 0xE9 is not valid UTF-8"))
+        .stdout(predicates::str::contains("cascades/a.toml:2:13"));
+}

@@ -51,12 +51,32 @@ pub enum LoadError {
 pub fn load(path: &Path) -> Result<Loaded, LoadError> {
     let files = config_files(path)?;
     let mut sources = Sources::default();
+    let mut not_utf8 = Vec::new();
     for file in files {
-        let text =
-            std::fs::read_to_string(&file).map_err(|source| LoadError::Io { path: file.clone(), reason: source })?;
-        sources.add(file.display().to_string(), text);
+        let bytes = std::fs::read(&file).map_err(|source| LoadError::Io { path: file.clone(), reason: source })?;
+        let name = file.display().to_string();
+        match String::from_utf8(bytes) {
+            Ok(text) => {
+                sources.add(name, text);
+            }
+            Err(error) => {
+                // The invalid bytes become U+FFFD, so the rest of the file is still checked; the
+                // text before the first is unchanged, so its offset is the same in both.
+                let offset = error.utf8_error().valid_up_to();
+                let byte = error.as_bytes()[offset];
+                let id = sources.add(name, String::from_utf8_lossy(error.as_bytes()).into_owned());
+                let location = Location::new(id, offset..offset + char::REPLACEMENT_CHARACTER.len_utf8());
+                not_utf8.push(
+                    Diagnostic::new(Code::InvalidUtf8, location, format!("byte 0x{byte:02X} is not valid UTF-8"))
+                        .label("not UTF-8")
+                        .help("a TOML file is UTF-8: save it as UTF-8 (it may be in Latin-1 or UTF-16)"),
+                );
+            }
+        }
     }
-    Ok(load_sources(sources))
+    let mut loaded = load_sources(sources);
+    loaded.diagnostics.extend(not_utf8);
+    Ok(loaded)
 }
 
 /// Parses and reads files that are already in memory (every file in `sources`).
