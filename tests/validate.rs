@@ -158,3 +158,76 @@ fn a_model_declared_in_two_files_names_both() {
         "::error file=cascades/b.toml,line=1,col=9,title=duplicate-declaration::model `project` is declared twice (first at cascades/a.toml:1:9)%0Ahelp: keep one declaration of the model\n",
     );
 }
+
+/// A misspelt key on line 4 of a file with old Mac line endings (a carriage return alone).
+const CARRIAGE_RETURNS_ONLY: &str = "[models.a]\rtable = \"a\"\r\rchunk_sise = 10\r";
+
+#[test]
+fn a_lone_carriage_return_ends_a_line() {
+    let dir = project(&[("cascades/a.toml", CARRIAGE_RETURNS_ONLY)]);
+    cascade(dir.path()).args(["validate", "--format", "github"]).assert().code(1).stdout(
+        "::error file=cascades/a.toml,line=1,col=11::a line ends with a carriage return alone: TOML lines end with LF or CRLF\n\
+         ::error file=cascades/a.toml,line=4,col=1::unknown key `chunk_sise` in model `a`\n",
+    );
+    let human = cascade(dir.path()).arg("validate").assert().code(1).get_output().stdout.clone();
+    let human = String::from_utf8(human).unwrap();
+    assert!(human.len() < 2_000, "{} bytes of output:\n{human}", human.len());
+    insta::assert_snapshot!(human);
+}
+
+#[test]
+fn a_large_file_with_lone_carriage_returns_prints_each_problem_with_its_own_line() {
+    let models: String = (0..5_200).map(|i| format!("[models.m{i}]\rtable = \"t{i}\"\rchunk_size = 100\r\r")).collect();
+    let config = format!("{models}[models.last]\rtable = \"last\"\rchunk_sise = 10\r");
+    assert!(config.len() > 250_000);
+    let dir = project(&[("cascades/a.toml", &config)]);
+
+    let output = cascade(dir.path()).args(["validate", "--format", "json"]).assert().code(1).get_output().clone();
+    let report: Value = serde_json::from_slice(&output.stdout).unwrap();
+    let found: Vec<(&str, u64, u64)> = report["diagnostics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| (d["code"].as_str().unwrap(), d["line"].as_u64().unwrap(), d["column"].as_u64().unwrap()))
+        .collect();
+    assert_eq!(found, [("toml-syntax", 1, 12), ("unknown-key", 5_200 * 4 + 3, 1)]);
+
+    let human = cascade(dir.path()).arg("validate").assert().code(1).get_output().stdout.clone();
+    assert!(human.len() < 2_000, "{} bytes of output", human.len());
+}
+
+#[test]
+fn a_file_that_is_not_utf8_is_a_diagnostic_in_every_format() {
+    let dir = project(&[]);
+    std::fs::create_dir(dir.path().join("cascades")).unwrap();
+    std::fs::write(dir.path().join("cascades/a.toml"), b"[models.a]\ntable = \"caf\xe9\"\nchunk_sise = 10\n").unwrap();
+
+    let output = cascade(dir.path()).args(["validate", "--format", "json"]).assert().code(1).get_output().clone();
+    let report: Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(
+        report["diagnostics"][0],
+        json!({
+            "severity": "error",
+            "code": "invalid-utf8",
+            "message": "byte 0xE9 is not valid UTF-8",
+            "file": "cascades/a.toml",
+            "line": 2,
+            "column": 13,
+            "help": "a TOML file is UTF-8: save it as UTF-8 (it may be in Latin-1 or UTF-16)"
+        })
+    );
+    // The rest of the file is still checked.
+    assert_eq!(report["diagnostics"][1]["code"], "unknown-key");
+    assert_eq!(report["errors"], 2);
+
+    cascade(dir.path()).args(["validate", "--format", "github"]).assert().code(1).stdout(
+        "::error file=cascades/a.toml,line=2,col=13::byte 0xE9 is not valid UTF-8\n\
+         ::error file=cascades/a.toml,line=3,col=1::unknown key `chunk_sise` in model `a`\n",
+    );
+    cascade(dir.path())
+        .arg("validate")
+        .assert()
+        .code(1)
+        .stdout(predicates::str::contains("error[invalid-utf8]: byte 0xE9 is not valid UTF-8"))
+        .stdout(predicates::str::contains("cascades/a.toml:2:13"));
+}

@@ -6,6 +6,7 @@ mod read;
 mod schema;
 mod types;
 
+use std::borrow::Cow;
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 
@@ -50,21 +51,51 @@ pub enum LoadError {
 pub fn load(path: &Path) -> Result<Loaded, LoadError> {
     let files = config_files(path)?;
     let mut sources = Sources::default();
+    let mut not_utf8 = Vec::new();
     for file in files {
-        let text =
-            std::fs::read_to_string(&file).map_err(|source| LoadError::Io { path: file.clone(), reason: source })?;
-        sources.add(file.display().to_string(), text);
+        let bytes = std::fs::read(&file).map_err(|source| LoadError::Io { path: file.clone(), reason: source })?;
+        let name = file.display().to_string();
+        match String::from_utf8(bytes) {
+            Ok(text) => {
+                sources.add(name, text);
+            }
+            Err(error) => {
+                // The invalid bytes become U+FFFD, so the rest of the file is still checked; the
+                // text before the first is unchanged, so its offset is the same in both.
+                let offset = error.utf8_error().valid_up_to();
+                let byte = error.as_bytes()[offset];
+                let id = sources.add(name, String::from_utf8_lossy(error.as_bytes()).into_owned());
+                let location = Location::new(id, offset..offset + char::REPLACEMENT_CHARACTER.len_utf8());
+                not_utf8.push(
+                    Diagnostic::new(Code::InvalidUtf8, location, format!("byte 0x{byte:02X} is not valid UTF-8"))
+                        .label("not UTF-8")
+                        .help("a TOML file is UTF-8: save it as UTF-8 (it may be in Latin-1 or UTF-16)"),
+                );
+            }
+        }
     }
-    Ok(load_sources(sources))
+    let mut loaded = load_sources(sources);
+    loaded.diagnostics.extend(not_utf8);
+    Ok(loaded)
 }
 
 /// Parses and reads files that are already in memory (every file in `sources`).
 pub fn load_sources(sources: Sources) -> Loaded {
+    let mut line_endings = Vec::new();
+    let texts: Vec<Cow<str>> = sources
+        .ids()
+        .map(|file| {
+            let (text, diagnostic) = lone_carriage_returns_as_newlines(file, sources.text(file));
+            line_endings.extend(diagnostic);
+            text
+        })
+        .collect();
     let mut diagnostics = Vec::new();
     let parsed: Vec<_> = sources
         .ids()
-        .map(|file| {
-            let (table, errors) = DeTable::parse_recoverable(sources.text(file));
+        .zip(&texts)
+        .map(|(file, text)| {
+            let (table, errors) = DeTable::parse_recoverable(text.as_ref());
             diagnostics.extend(errors.iter().map(|error| {
                 let span = error.span().unwrap_or(0..0);
                 Diagnostic::new(Code::TomlSyntax, Location::new(file, span), error.message().trim_end())
@@ -82,7 +113,31 @@ pub fn load_sources(sources: Sources) -> Loaded {
         diagnostics[..syntax_errors].iter().map(|d| (d.location.file, sources.line_column(&d.location).0)).collect();
     read.retain(|d| !is_recovery_artifact(d, &syntax_lines, &sources));
     diagnostics.extend(read);
+    diagnostics.extend(line_endings);
     Loaded { config, sources, diagnostics }
+}
+
+/// TOML ends lines with LF or CRLF only, and its parser reports every lone CR (old Mac line
+/// endings) as an error of its own: thousands for one file. Instead, one diagnostic at the first
+/// says it, and the file is parsed with LF in their place, so the rest is checked as usual (the
+/// same length, so every span stays true). The text is borrowed when it has no lone CR.
+fn lone_carriage_returns_as_newlines(file: FileId, text: &str) -> (Cow<'_, str>, Option<Diagnostic>) {
+    let is_lone = |offset: usize| !text[offset + 1..].starts_with('\n');
+    let mut lone = text.match_indices('\r').map(|(offset, _)| offset).filter(|&offset| is_lone(offset));
+    let Some(first) = lone.next() else {
+        return (Cow::Borrowed(text), None);
+    };
+    let lines = 1 + lone.count();
+    let text = text.char_indices().map(|(offset, ch)| if ch == '\r' && is_lone(offset) { '\n' } else { ch }).collect();
+    let ends = if lines == 1 { "1 line ends".to_owned() } else { format!("{lines} lines end") };
+    let diagnostic = Diagnostic::new(
+        Code::TomlSyntax,
+        Location::new(file, first..first),
+        "a line ends with a carriage return alone: TOML lines end with LF or CRLF",
+    )
+    .label("carriage return without a newline")
+    .help(format!("{ends} this way (old Mac line endings): save the file with LF line endings"));
+    (Cow::Owned(text), Some(diagnostic))
 }
 
 /// The parser recovers from a syntax error with a placeholder value; complaining about that
@@ -241,6 +296,11 @@ zzz = 1
             read.sort();
             assert_eq!(read, properties(object), "line {line}");
         }
+    }
+
+    #[test]
+    fn crlf_line_endings_are_tomls_own() {
+        assert_eq!(fixture::codes("[models.a]\r\ntable = \"a\"\r\nchunk_sise = 1\r\n"), vec![(Code::UnknownKey, 3)]);
     }
 
     #[test]

@@ -66,6 +66,7 @@ macro_rules! codes {
 
 codes! {
     TomlSyntax = "toml-syntax", Error, "The file is not valid TOML.";
+    InvalidUtf8 = "invalid-utf8", Error, "The file is not valid UTF-8; the rest of it is still checked, with each invalid byte sequence read as U+FFFD.";
     UnknownKey = "unknown-key", Error, "A key that the config format does not have.";
     InvalidType = "invalid-type", Error, "A value of the wrong type, such as a string where a number belongs.";
     InvalidValue = "invalid-value", Error, "A value of the right type that the key does not accept.";

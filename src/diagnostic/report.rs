@@ -76,9 +76,9 @@ impl Report<'_> {
             let snippet = self.snippet(diagnostic);
             let written = if color {
                 let mut writer = term::termcolor::Ansi::new(&mut out);
-                term::emit_to_write_style(&mut writer, &config, self.sources.files(), &snippet)
+                term::emit_to_write_style(&mut writer, &config, self.sources, &snippet)
             } else {
-                term::emit_to_io_write(&mut out, &config, self.sources.files(), &snippet)
+                term::emit_to_io_write(&mut out, &config, self.sources, &snippet)
             };
             // Spans always come from the same sources, so rendering cannot fail on a lookup.
             written.expect("diagnostic spans point into loaded sources");

@@ -6,6 +6,8 @@
 //! is parsed on its own so that one statement sqlparser cannot read (a PL/pgSQL function, a
 //! vendor extension, plain garbage) costs only that statement.
 
+use std::collections::HashMap;
+
 use sqlparser::ast::ReferentialAction as SqlAction;
 use sqlparser::ast::{
     AlterTable, AlterTableOperation, ColumnDef, ColumnOption, CreateIndex, CreateTable, Expr, ForeignKeyConstraint,
@@ -40,8 +42,17 @@ pub struct ParsedDdl {
 /// PARTITION`; partitions are folded into their partitioned table. Never panics: what it cannot
 /// use it skips and counts in [`ParsedDdl::skipped`].
 pub fn parse_ddl(sql: &str) -> ParsedDdl {
-    let postgres = Reader::read(Kind::Postgres, sql);
-    let sqlite = Reader::read(Kind::Sqlite, sql);
+    // The two readings are independent: side by side, a large script takes the time of one.
+    let (postgres, sqlite) = std::thread::scope(|scope| {
+        let sqlite = std::thread::Builder::new().spawn_scoped(scope, || Reader::read(Kind::Sqlite, sql));
+        let postgres = Reader::read(Kind::Postgres, sql);
+        let sqlite = match sqlite {
+            Ok(reading) => reading.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic)),
+            // No thread to be had: one reading after the other.
+            Err(_) => Reader::read(Kind::Sqlite, sql),
+        };
+        (postgres, sqlite)
+    });
     // Read as SQLite, a dollar-quoted function body falls apart into statements, and a
     // `CREATE TABLE` inside one would count as a table: syntax only PostgreSQL has settles it.
     let sqlite_wins = !postgres.saw_postgres_only_syntax && sqlite.tables_read > postgres.tables_read;
@@ -153,21 +164,81 @@ struct Partition {
     parent: TableRef,
 }
 
-/// The position of the table a statement names: the exact name, else the same name where one
-/// side leaves the schema out (`ALTER TABLE x` after `CREATE TABLE public.x`). SQLite compares
-/// names ignoring ASCII case; PostgreSQL has folded unquoted names already, and quoted ones are
-/// case-sensitive there.
-fn find_table(flavor: Kind, tables: &[Table], target: &TableRef) -> Option<usize> {
-    let same_name = |name: &str| match flavor {
-        Kind::Postgres => name == target.name,
-        Kind::Sqlite => name.eq_ignore_ascii_case(&target.name),
-    };
-    tables.iter().position(|table| table.schema == target.schema && table.name == target.name).or_else(|| {
-        tables.iter().position(|table| {
-            let schemas_agree = table.schema.is_none() || target.schema.is_none() || table.schema == target.schema;
-            schemas_agree && same_name(&table.name)
+/// The tables read so far, in declared order, with their positions by name: a script declares
+/// thousands of tables and each statement looks its table up, so a scan per lookup made reading
+/// a script quadratic.
+struct DeclaredTables {
+    flavor: Kind,
+    tables: Vec<Table>,
+    /// The position of each table by its schema and name as declared (unique: a table declared
+    /// again replaces the one it names).
+    by_qualified_name: HashMap<(Option<String>, String), usize>,
+    /// The positions of the tables with a name, in declared order; SQLite's names folded to
+    /// ASCII lower case.
+    by_name: HashMap<String, Vec<usize>>,
+}
+
+impl DeclaredTables {
+    fn new(flavor: Kind) -> Self {
+        Self { flavor, tables: Vec::new(), by_qualified_name: HashMap::new(), by_name: HashMap::new() }
+    }
+
+    /// A name as `by_name` keys it: SQLite compares names ignoring ASCII case; PostgreSQL has
+    /// folded unquoted names already, and quoted ones are case-sensitive there.
+    fn name_key(&self, name: &str) -> String {
+        match self.flavor {
+            Kind::Postgres => name.to_owned(),
+            Kind::Sqlite => name.to_ascii_lowercase(),
+        }
+    }
+
+    /// The position of the table a statement names: the exact name, else the first table of the
+    /// same name where one side leaves the schema out (`ALTER TABLE x` after `CREATE TABLE
+    /// public.x`).
+    fn find(&self, target: &TableRef) -> Option<usize> {
+        if let Some(&position) = self.by_qualified_name.get(&(target.schema.clone(), target.name.clone())) {
+            return Some(position);
+        }
+        self.by_name.get(&self.name_key(&target.name))?.iter().copied().find(|&position| {
+            let schema = &self.tables[position].schema;
+            schema.is_none() || target.schema.is_none() || *schema == target.schema
         })
-    })
+    }
+
+    /// Adds `table` at the end, or in place of the table at `existing`, which [`Self::find`]
+    /// found by this table's name: the name keeps its key, only the exact entry changes.
+    fn put(&mut self, existing: Option<usize>, table: Table) {
+        let qualified_name = (table.schema.clone(), table.name.clone());
+        match existing {
+            Some(position) => {
+                let replaced = std::mem::replace(&mut self.tables[position], table);
+                self.by_qualified_name.remove(&(replaced.schema, replaced.name));
+                self.by_qualified_name.insert(qualified_name, position);
+            }
+            None => {
+                let position = self.tables.len();
+                self.by_name.entry(self.name_key(&table.name)).or_default().push(position);
+                self.by_qualified_name.insert(qualified_name, position);
+                self.tables.push(table);
+            }
+        }
+    }
+}
+
+/// The tables are read and changed in place as a slice: only [`DeclaredTables::put`] adds one,
+/// and nothing renames one, so the positions by name stay true.
+impl std::ops::Deref for DeclaredTables {
+    type Target = [Table];
+
+    fn deref(&self) -> &[Table] {
+        &self.tables
+    }
+}
+
+impl std::ops::DerefMut for DeclaredTables {
+    fn deref_mut(&mut self) -> &mut [Table] {
+        &mut self.tables
+    }
 }
 
 fn is_own_table(name: &str) -> bool {
@@ -286,7 +357,7 @@ fn add_column(flavor: Kind, table: &mut Table, column: &ColumnDef) {
 /// The schema as one dialect reads a script.
 struct Reader {
     flavor: Kind,
-    tables: Vec<Table>,
+    tables: DeclaredTables,
     partitions: Vec<Partition>,
     /// `CREATE TABLE` statements used: what decides between the dialects.
     tables_read: usize,
@@ -299,7 +370,7 @@ impl Reader {
     fn read(flavor: Kind, sql: &str) -> Reader {
         let mut reader = Reader {
             flavor,
-            tables: Vec::new(),
+            tables: DeclaredTables::new(flavor),
             partitions: Vec::new(),
             tables_read: 0,
             saw_postgres_only_syntax: false,
@@ -346,12 +417,9 @@ impl Reader {
     fn read_tokens(&mut self, tokens: Vec<TokenWithSpan>) {
         self.saw_postgres_only_syntax |=
             tokens.iter().any(|token| matches!(token.token, Token::DollarQuotedString(_) | Token::CopyData { .. }));
-        let split = split_statements(tokens);
-        self.skipped += split.meta_commands;
-        self.saw_postgres_only_syntax |= split.meta_commands > 0;
-        for statement in split.statements {
-            self.read_statement(statement);
-        }
+        let meta_commands = split_statements(tokens, |statement| self.read_statement(statement));
+        self.skipped += meta_commands;
+        self.saw_postgres_only_syntax |= meta_commands > 0;
     }
 
     /// Reads the tokens of one `;`-terminated statement. Only `CREATE` and `ALTER` can add to
@@ -361,13 +429,13 @@ impl Reader {
             self.skipped += 1;
             return;
         }
-        let tokens = without_only_in_create_index(tokens);
-        let mut parser = Parser::new(self.flavor.dialect()).with_tokens_with_locations(tokens.clone());
+        let mut parser =
+            Parser::new(self.flavor.dialect()).with_tokens_with_locations(without_only_in_create_index(tokens));
         // A chunk normally holds one statement; more when a `;` was missing between them.
-        loop {
+        let error = loop {
             while parser.consume_token(&Token::SemiColon) {}
             if parser.peek_token_ref().token == Token::EOF {
-                break;
+                break None;
             }
             let start = parser.index();
             match parser.parse_statement() {
@@ -377,18 +445,18 @@ impl Reader {
                     }
                     // Never loop on a statement that consumed nothing.
                     if parser.index() == start {
-                        break;
+                        break None;
                     }
                 }
-                Err(error) => {
-                    if !self.apply_attach_partition_tokens(&tokens) {
-                        let dialect = self.flavor.name();
-                        tracing::debug!(dialect, %error, "skipping a statement");
-                        self.skipped += 1;
-                    }
-                    break;
-                }
+                Err(error) => break Some(error),
             }
+        };
+        if let Some(error) = error
+            && !self.apply_attach_partition_tokens(&parser.into_tokens())
+        {
+            let dialect = self.flavor.name();
+            tracing::debug!(dialect, %error, "skipping a statement");
+            self.skipped += 1;
         }
     }
 
@@ -411,7 +479,7 @@ impl Reader {
         if create.temporary || is_own_table(&target.name) {
             return false;
         }
-        let existing = find_table(self.flavor, &self.tables, &target);
+        let existing = self.tables.find(&target);
         if existing.is_some() && create.if_not_exists {
             return false;
         }
@@ -432,10 +500,7 @@ impl Reader {
         }
         // A later definition of the same table (a script that drops and recreates it) wins,
         // keeping the place of the first.
-        match existing {
-            Some(position) => self.tables[position] = table,
-            None => self.tables.push(table),
-        }
+        self.tables.put(existing, table);
         self.tables_read += 1;
         true
     }
@@ -449,7 +514,7 @@ impl Reader {
         for operation in &alter.operations {
             match operation {
                 AlterTableOperation::AddConstraint { constraint, .. } => {
-                    if let Some(position) = find_table(self.flavor, &self.tables, &target) {
+                    if let Some(position) = self.tables.find(&target) {
                         used |= add_constraint(flavor, &mut self.tables[position], constraint);
                     }
                 }
@@ -467,9 +532,7 @@ impl Reader {
 
     fn create_index(&mut self, create: &CreateIndex) -> bool {
         let flavor = self.flavor;
-        let Some(position) =
-            flavor.table_ref(&create.table_name).and_then(|target| find_table(self.flavor, &self.tables, &target))
-        else {
+        let Some(position) = flavor.table_ref(&create.table_name).and_then(|target| self.tables.find(&target)) else {
             return false;
         };
         // An index name may be schema-qualified in PostgreSQL; the schema is the table's anyway.
@@ -542,7 +605,7 @@ impl Reader {
                 }
             }
         }
-        self.tables.into_iter().zip(&roots).filter(|(_, root)| root.is_none()).map(|(table, _)| table).collect()
+        self.tables.tables.into_iter().zip(&roots).filter(|(_, root)| root.is_none()).map(|(table, _)| table).collect()
     }
 
     /// For each table, the partitioned table at the top of its partition chain (a partition may
@@ -551,8 +614,8 @@ impl Reader {
     fn partition_roots(&self) -> Vec<Option<usize>> {
         let mut parent_of = vec![None; self.tables.len()];
         for partition in &self.partitions {
-            let child = find_table(self.flavor, &self.tables, &partition.child);
-            let parent = find_table(self.flavor, &self.tables, &partition.parent);
+            let child = self.tables.find(&partition.child);
+            let parent = self.tables.find(&partition.parent);
             if let (Some(child), Some(parent)) = (child, parent)
                 && child != parent
             {
@@ -580,7 +643,7 @@ impl Reader {
         for (table, fks) in self.tables.iter().map(|table| &table.foreign_keys).enumerate() {
             for (position, fk) in fks.iter().enumerate() {
                 let target = TableRef { schema: fk.referenced_schema.clone(), name: fk.referenced_table.clone() };
-                if let Some(root) = find_table(self.flavor, &self.tables, &target).and_then(|found| roots[found]) {
+                if let Some(root) = self.tables.find(&target).and_then(|found| roots[found]) {
                     let root = &self.tables[root];
                     retargets.push((table, position, root.schema.clone(), root.name.clone()));
                 }
@@ -608,18 +671,19 @@ fn lowercase_outside_quotes(text: &str) -> String {
         .collect()
 }
 
-/// The statements of a token stream, and how many psql meta-commands were dropped from it.
-struct Split {
-    statements: Vec<Vec<TokenWithSpan>>,
-    meta_commands: usize,
-}
-
 /// Splits a script at top-level semicolons. Strings, comments and dollar-quoted bodies are
 /// single tokens already; what remains are the `BEGIN ... END` bodies of SQLite triggers and
 /// `BEGIN ATOMIC` functions, whose semicolons do not end the statement. psql meta-commands
 /// (`\connect db`, `\restrict key`) end at the end of their line, with or without a `;`.
-fn split_statements(tokens: Vec<TokenWithSpan>) -> Split {
-    let mut statements = Vec::new();
+///
+/// Each statement goes to `read` as soon as it ends, so that a large script's tokens are held
+/// once, not a second time as statements; returns how many psql meta-commands were dropped.
+fn split_statements(tokens: Vec<TokenWithSpan>, mut read: impl FnMut(Vec<TokenWithSpan>)) -> usize {
+    let mut read_unless_empty = |statement: Vec<TokenWithSpan>| {
+        if statement.iter().any(|token| !matches!(token.token, Token::Whitespace(_))) {
+            read(statement);
+        }
+    };
     let mut meta_commands = 0;
     let mut current: Vec<TokenWithSpan> = Vec::new();
     let mut block_depth = 0usize;
@@ -642,7 +706,7 @@ fn split_statements(tokens: Vec<TokenWithSpan>) -> Split {
                 continue;
             }
             Token::SemiColon if block_depth == 0 => {
-                statements.push(std::mem::take(&mut current));
+                read_unless_empty(std::mem::take(&mut current));
                 at_line_start = false;
                 continue;
             }
@@ -662,17 +726,16 @@ fn split_statements(tokens: Vec<TokenWithSpan>) -> Split {
         current.push(token);
     }
     if block_depth == 0 {
-        statements.push(current);
+        read_unless_empty(current);
     } else {
         // A body that never ends was no body: split the rest at every semicolon rather than
         // lose it.
         let mut rest = current.into_iter().peekable();
         while rest.peek().is_some() {
-            statements.push(rest.by_ref().take_while(|token| token.token != Token::SemiColon).collect());
+            read_unless_empty(rest.by_ref().take_while(|token| token.token != Token::SemiColon).collect());
         }
     }
-    statements.retain(|statement| statement.iter().any(|token| !matches!(token.token, Token::Whitespace(_))));
-    Split { statements, meta_commands }
+    meta_commands
 }
 
 /// Whether a statement is `CREATE [OR REPLACE] [TEMP] TRIGGER|FUNCTION|PROCEDURE`, whose body may
@@ -1218,6 +1281,48 @@ ALTER TABLE public.customer OWNER TO postgres;
         assert_eq!(table(&parsed, "actor").primary_key, strings(&["actor_id"]));
         // \restrict, COPY, \connect.
         assert_eq!(parsed.skipped, 3);
+    }
+
+    #[test]
+    fn statements_find_their_table_by_exact_name_else_with_the_schema_left_out() {
+        let parsed = parse_ddl(
+            "CREATE TABLE public.a (id int PRIMARY KEY);
+             CREATE TABLE other.a (id int PRIMARY KEY);
+             CREATE TABLE public.b (id int PRIMARY KEY, a_id int);
+             ALTER TABLE b ADD CONSTRAINT b_a FOREIGN KEY (a_id) REFERENCES a (id);
+             CREATE INDEX b_a_id ON public.b (a_id);
+             CREATE INDEX other_a_id ON other.a (id);
+             CREATE TABLE a (id int, name text);
+             CREATE INDEX a_name ON a (name);
+             CREATE INDEX a_id ON public.a (id);",
+        );
+        assert_eq!(parsed.dialect, "postgresql");
+        // The unqualified `a` replaces the first `a` whose schema it leaves open, in its place.
+        assert_eq!(table_names(&parsed), ["a", "other.a", "public.b"]);
+        let a = &parsed.schema.tables[0];
+        assert_eq!(a.columns, [column("id", "int", true), column("name", "text", true)]);
+        assert_eq!(a.indexes, [index(Some("a_name"), &["name"], false), index(Some("a_id"), &["id"], false)]);
+        assert_eq!(parsed.schema.tables[1].indexes.last(), Some(&index(Some("other_a_id"), &["id"], false)));
+        let b = &parsed.schema.tables[2];
+        assert_eq!(b.foreign_keys, [fk(&["a_id"], None, "a", &["id"], ReferentialAction::NoAction)]);
+        assert_eq!(b.indexes.last(), Some(&index(Some("b_a_id"), &["a_id"], false)));
+    }
+
+    #[test]
+    fn sqlite_statements_find_their_table_ignoring_ascii_case() {
+        let parsed = parse_ddl(
+            "CREATE TABLE [Album] ([AlbumId] INTEGER PRIMARY KEY, [Title] TEXT);
+             CREATE INDEX [IAlbumTitle] ON [ALBUM] ([Title]);
+             CREATE TABLE IF NOT EXISTS album ([Other] INTEGER);
+             CREATE TABLE [Track] ([TrackId] INTEGER PRIMARY KEY, [AlbumId] INTEGER);
+             CREATE TABLE ALBUM ([AlbumId] INTEGER PRIMARY KEY, [Name] TEXT);
+             CREATE INDEX [IAlbumName] ON [album] ([Name]);",
+        );
+        assert_eq!(parsed.dialect, "sqlite");
+        assert_eq!(table_names(&parsed), ["ALBUM", "Track"]);
+        let album = table(&parsed, "ALBUM");
+        assert_eq!(album.columns, [column("AlbumId", "integer", false), column("Name", "text", true)]);
+        assert_eq!(album.indexes, [index(None, &["AlbumId"], true), index(Some("IAlbumName"), &["Name"], false)]);
     }
 
     #[test]
