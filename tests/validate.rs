@@ -166,8 +166,8 @@ const CARRIAGE_RETURNS_ONLY: &str = "[models.a]\rtable = \"a\"\r\rchunk_sise = 1
 fn a_lone_carriage_return_ends_a_line() {
     let dir = project(&[("cascades/a.toml", CARRIAGE_RETURNS_ONLY)]);
     cascade(dir.path()).args(["validate", "--format", "github"]).assert().code(1).stdout(
-        "::error file=cascades/a.toml,line=1,col=11::a line ends with a carriage return alone: TOML lines end with LF or CRLF\n\
-         ::error file=cascades/a.toml,line=4,col=1::unknown key `chunk_sise` in model `a`\n",
+        "::error file=cascades/a.toml,line=1,col=11,title=toml-syntax::a line ends with a carriage return alone: TOML lines end with LF or CRLF%0Ahelp: 4 lines end this way (old Mac line endings): save the file with LF line endings\n\
+         ::error file=cascades/a.toml,line=4,col=1,title=unknown-key::unknown key `chunk_sise` in model `a`%0Ahelp: did you mean `chunk_size`?\n",
     );
     let human = cascade(dir.path()).arg("validate").assert().code(1).get_output().stdout.clone();
     let human = String::from_utf8(human).unwrap();
@@ -221,8 +221,8 @@ fn a_file_that_is_not_utf8_is_a_diagnostic_in_every_format() {
     assert_eq!(report["errors"], 2);
 
     cascade(dir.path()).args(["validate", "--format", "github"]).assert().code(1).stdout(
-        "::error file=cascades/a.toml,line=2,col=13::byte 0xE9 is not valid UTF-8\n\
-         ::error file=cascades/a.toml,line=3,col=1::unknown key `chunk_sise` in model `a`\n",
+        "::error file=cascades/a.toml,line=2,col=13,title=invalid-utf8::byte 0xE9 is not valid UTF-8%0Ahelp: a TOML file is UTF-8: save it as UTF-8 (it may be in Latin-1 or UTF-16)\n\
+         ::error file=cascades/a.toml,line=3,col=1,title=unknown-key::unknown key `chunk_sise` in model `a`%0Ahelp: did you mean `chunk_size`?\n",
     );
     cascade(dir.path())
         .arg("validate")

@@ -16,6 +16,9 @@ pub(crate) struct ChunkSizes {
     max: u64,
     /// The current size per step, once it differs from the step's `chunk_size`.
     sizes: HashMap<usize, u64>,
+    /// Per step, the size below which its chunk stays: a chunk of that size brought more child
+    /// rows than one transaction takes.
+    caps: HashMap<usize, u64>,
 }
 
 impl ChunkSizes {
@@ -25,6 +28,7 @@ impl ChunkSizes {
             target: settings.target_chunk(),
             max: settings.max_chunk_size(),
             sizes: HashMap::new(),
+            caps: HashMap::new(),
         }
     }
 
@@ -48,9 +52,20 @@ impl ChunkSizes {
         } else {
             ratio.max(0.25)
         };
-        let largest = self.max.max(node.chunk_size);
-        let next = ((limit as f64 * factor) as u64).clamp(1, largest);
+        let largest = self.max.max(node.chunk_size).min(self.caps.get(&node.step).copied().unwrap_or(u64::MAX));
+        let next = ((limit as f64 * factor) as u64).clamp(1, largest.max(1));
         self.sizes.insert(node.step, next);
+    }
+
+    /// A chunk of `limit` rows of `node` had more child rows than one transaction takes: its
+    /// chunks halve, and never grow past that again.
+    pub fn overflowed(&mut self, node: &PlanNode, limit: u64) {
+        if !self.adaptive {
+            return;
+        }
+        let half = (limit / 2).max(1);
+        self.caps.insert(node.step, half);
+        self.sizes.insert(node.step, half);
     }
 }
 
@@ -103,6 +118,18 @@ mod tests {
         let (node, mut sizes) = (node(), ChunkSizes::new(&settings("")));
         sizes.record(&node, 100, 7, MS(1));
         assert_eq!(sizes.of(&node), 100);
+    }
+
+    #[test]
+    fn a_chunk_whose_children_overflowed_halves_and_stays_below() {
+        let (node, mut sizes) = (node(), ChunkSizes::new(&settings("")));
+        sizes.overflowed(&node, 1600);
+        assert_eq!(sizes.of(&node), 800);
+        for _ in 0..5 {
+            let limit = sizes.of(&node);
+            sizes.record(&node, limit, limit, MS(1));
+        }
+        assert_eq!(sizes.of(&node), 800);
     }
 
     #[test]

@@ -521,7 +521,18 @@ impl<'a> Deletion<'a> {
         let mut steps = Vec::new();
         for (child, step) in children {
             let limit = self.sizes.of(child);
-            let statement = step.sql.set_based_chunk(Param::Value(keys.clone()), step.returning.as_ref(), limit);
+            let matched = || Param::Value(keys.clone());
+            let counted = transaction.fetch_texts(&step.sql.count_up_to(matched(), limit + 1)).await?;
+            let fits = counted
+                .first()
+                .and_then(|row| row.first().cloned().flatten())
+                .and_then(|n| n.parse::<u64>().ok())
+                .is_some_and(|n| n <= limit);
+            let statement = if fits {
+                step.sql.set_based_all(matched(), step.returning.as_ref())
+            } else {
+                step.sql.set_based_chunk(matched(), step.returning.as_ref(), limit)
+            };
             let rows = match self.run_write(&mut transaction, &statement, child, step).await {
                 Err(DeleteError::Database(error)) if self.is_foreign_key_violation(&error) => {
                     transaction.rollback().await?;
@@ -530,7 +541,8 @@ impl<'a> Deletion<'a> {
                 result => result?,
             };
             steps.push((*child, rows));
-            if rows >= limit {
+            if !fits {
+                self.sizes.overflowed(frame.node, frame.limit);
                 transaction.commit().await?;
                 self.record_transaction(started, &steps);
                 return Ok(Together::ChildrenLeft(steps));

@@ -79,8 +79,9 @@ impl NodeSql<'_> {
     /// deletion.
     pub fn select_chunk(&self, matched: Param, status: Option<&StatusCheck>, limit: u64) -> Statement {
         let mut sql = self.builder();
-        // The alias keeps `ORDER BY key` on the key column: PostgreSQL would otherwise bind it to
-        // the text output column and sort every remaining row as text on each fetch.
+        // No ORDER BY: the rows fetched are deleted before the next fetch, so any order finishes,
+        // and without a sort the database stops reading at the LIMIT instead of reading and
+        // sorting every remaining row of the parent chunk on each fetch.
         sql.push("SELECT CAST(").identifier(&self.key()).push(" AS TEXT) AS ").identifier(KEY_ALIAS);
         sql.push(" FROM ").push(&self.table());
         sql.push(" WHERE ").key_list(&self.match_column(), &self.match_type, matched);
@@ -88,7 +89,7 @@ impl NodeSql<'_> {
             sql.push(" AND ");
             status_in(&mut sql, &self.names.column(&status.column.value), &status.proceed_or_in_progress());
         }
-        sql.push(" ORDER BY ").identifier(&self.key()).push(" LIMIT ").push(&limit.to_string());
+        sql.push(" LIMIT ").push(&limit.to_string());
         sql.finish()
     }
 
@@ -106,19 +107,48 @@ impl NodeSql<'_> {
     pub fn set_based_chunk(&self, matched: Param, returning: Option<&Returning>, limit: u64) -> Statement {
         let rows = self.backend.row_selector(self.partitioned);
         let mut sql = self.builder();
+        self.set_based_head(&mut sql);
+        sql.push(" WHERE ").push(rows.matched).push(rows.open).push(rows.select).push(" FROM ").push(&self.table());
+        sql.push(" WHERE ").key_list(&self.match_column(), &self.match_type, matched);
+        sql.push(" LIMIT ").push(&limit.to_string()).push(rows.close);
+        self.set_based_tail(&mut sql, returning);
+        sql.finish()
+    }
+
+    /// bulk and nullify: every row matching `matched` in one statement, for a parent chunk whose
+    /// rows of this node were counted ([`Self::count_up_to`]) and fit one chunk. Without the
+    /// `LIMIT` sub-select the database deletes straight from the relation's index.
+    pub fn set_based_all(&self, matched: Param, returning: Option<&Returning>) -> Statement {
+        let mut sql = self.builder();
+        self.set_based_head(&mut sql);
+        sql.push(" WHERE ").key_list(&self.match_column(), &self.match_type, matched);
+        self.set_based_tail(&mut sql, returning);
+        sql.finish()
+    }
+
+    /// How many rows match `matched`, counting no further than `limit` (an index-only scan of the
+    /// relation's index).
+    pub fn count_up_to(&self, matched: Param, limit: u64) -> Statement {
+        let mut sql = self.builder();
+        sql.push("SELECT CAST(COUNT(*) AS TEXT) FROM (SELECT 1 FROM ").push(&self.table()).push(" WHERE ");
+        sql.key_list(&self.match_column(), &self.match_type, matched);
+        sql.push(" LIMIT ").push(&limit.to_string()).push(") AS matched_rows");
+        sql.finish()
+    }
+
+    fn set_based_head(&self, sql: &mut SqlBuilder) {
         match self.node.action {
             OnDelete::Delete => sql.push("DELETE FROM ").push(&self.table()).push(" AS ").identifier(ROW_ALIAS),
             OnDelete::Nullify => {
                 sql.push("UPDATE ").push(&self.table()).push(" SET ").identifier(&self.match_column()).push(" = NULL")
             }
         };
-        sql.push(" WHERE ").push(rows.matched).push(rows.open).push(rows.select).push(" FROM ").push(&self.table());
-        sql.push(" WHERE ").key_list(&self.match_column(), &self.match_type, matched);
-        sql.push(" LIMIT ").push(&limit.to_string()).push(rows.close);
+    }
+
+    fn set_based_tail(&self, sql: &mut SqlBuilder, returning: Option<&Returning>) {
         if self.node.action == OnDelete::Delete {
-            self.returning(&mut sql, returning);
+            self.returning(sql, returning);
         }
-        sql.finish()
     }
 
     /// `RETURNING` the key, shard key, payload object and row object, each as text (or NULL).
