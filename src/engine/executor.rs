@@ -110,6 +110,9 @@ pub struct Summary {
     pub chunks: u64,
     /// The longest of them, in milliseconds.
     pub max_chunk_ms: f64,
+    /// The 99th percentile of their times (nearest rank), in milliseconds; set by
+    /// [`Deletion::finish`].
+    pub p99_chunk_ms: f64,
     /// How long each transaction took, in milliseconds, in commit order.
     #[serde(skip)]
     pub chunk_ms: Vec<f64>,
@@ -130,6 +133,14 @@ impl Summary {
     pub fn rows(&self) -> u64 {
         self.deleted.values().chain(self.nullified.values()).sum()
     }
+}
+
+/// The `quantile` (0 to 1) of `values` by the nearest-rank method; 0 when there are none.
+fn nearest_rank(values: &[f64], quantile: f64) -> f64 {
+    let mut sorted = values.to_vec();
+    sorted.sort_by(f64::total_cmp);
+    let rank = (quantile * sorted.len() as f64).ceil() as usize;
+    sorted.get(rank.saturating_sub(1)).copied().unwrap_or(0.0)
 }
 
 /// Why a deletion stopped.
@@ -485,6 +496,7 @@ impl<'a> Deletion<'a> {
     /// Records how the run ended in `cascade_run` and closes the archive.
     pub async fn finish(mut self, outcome: RunOutcome, error: Option<&str>) -> Result<Summary, DeleteError> {
         self.summary.elapsed_ms = self.started.elapsed().as_secs_f64() * 1e3;
+        self.summary.p99_chunk_ms = nearest_rank(&self.summary.chunk_ms, 0.99);
         let rows = serde_json::json!({ "deleted": self.summary.deleted, "nullified": self.summary.nullified });
         if outcome == RunOutcome::Succeeded && !self.statuses_before.is_empty() {
             tables::forget_statuses(self.database, &self.root.table, &self.root_keys).await?;
@@ -867,5 +879,19 @@ fn is_empty(keys: &SqlValue) -> bool {
         SqlValue::Integers(list) => list.is_empty(),
         SqlValue::Texts(list) => list.is_empty(),
         _ => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::nearest_rank;
+
+    #[test]
+    fn the_99th_percentile_is_a_measured_value_by_nearest_rank() {
+        let hundred: Vec<f64> = (1..=100).rev().map(f64::from).collect();
+        assert_eq!(nearest_rank(&hundred, 0.99), 99.0);
+        assert_eq!(nearest_rank(&[3.0, 1.0, 2.0], 0.99), 3.0);
+        assert_eq!(nearest_rank(&[7.5], 0.99), 7.5);
+        assert_eq!(nearest_rank(&[], 0.99), 0.0);
     }
 }

@@ -1,0 +1,178 @@
+//! Deleting large trees: `cascade delete` against the database's own `ON DELETE CASCADE` and a
+//! hand-written batch loop, on SQLite and PostgreSQL. Run: `cargo bench --bench delete`
+//! (`-- --rows N` for another size; the default is 1,000,000). Progress goes to stderr, the
+//! markdown tables to stdout.
+//!
+//! Two trees, each a section of the output (see `tree.rs`):
+//!
+//! - **realistic**: `org` → 20 `project` → `grp` → 1 `hash` and 8 `event` per group, each org
+//!   holding half of the rows; org 1 is deleted and every row of org 2 must survive. At `--rows`
+//!   and a fifth of it. Seven methods, each on its own fresh copy of the database (see
+//!   `methods.rs`): the native DELETE (foreign keys `ON DELETE CASCADE`), a hand-written sqlx
+//!   loop, `cascade delete` with the defaults, with a status check and outbox tombstones, and
+//!   with those and `--archive`, all on enforced `NO ACTION` foreign keys; then cascade and the
+//!   loop again on tables without foreign keys.
+//! - **deep**: `root` → 100 `l1` → `l2` (rows / 100) → `l3` (the rest), about 99 leaves per
+//!   per_row parent; the native DELETE against `cascade delete`, at `--rows` and a tenth of it.
+//!
+//! Every table is indexed on its parent column. A tree is built once per kind of foreign keys
+//! (in one transaction, PostgreSQL's keys added after loading) and copied for each method.
+//! Every method's result is checked: exactly root 1's rows deleted from each table, and every
+//! row under root 2 still there.
+
+mod methods;
+mod report;
+mod store;
+mod tree;
+
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use methods::{Cascade, Method, Outcome};
+use store::{Conn, PgServer, Store};
+use tree::Tree;
+
+const DEFAULT_ROWS: u64 = 1_000_000;
+
+/// One tree, the sizes it is built at and the methods that delete it.
+pub struct Section {
+    pub tree: fn(u64) -> Tree,
+    pub sizes: Vec<u64>,
+    pub methods: &'static [Method],
+}
+
+/// The methods of one tree at one size on one database.
+pub struct Measured {
+    pub database: &'static str,
+    /// Rows in the whole tree, and the rows under root 1.
+    pub tree_rows: u64,
+    pub deleted_rows: u64,
+    pub build: Duration,
+    pub outcomes: Vec<Outcome>,
+}
+
+impl Measured {
+    pub fn outcome(&self, method: Method) -> Option<&Outcome> {
+        self.outcomes.iter().find(|o| o.method == method)
+    }
+}
+
+fn main() {
+    let rows = rows_argument();
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let cascade = Cascade { binary: PathBuf::from(env!("CARGO_BIN_EXE_cascade")), dir: dir.path().join("cascade") };
+    std::fs::create_dir(&cascade.dir).expect("the cascade directory");
+    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("a runtime");
+    eprintln!("cascade binary: {}", cascade.binary.display());
+
+    let mut stores = vec![Store::Sqlite(dir.path().to_owned())];
+    stores.extend(PgServer::start().map(Store::Postgres));
+    let realistic = Section {
+        tree: Tree::realistic,
+        sizes: vec![rows, rows / 5],
+        methods: &[
+            Method::Native,
+            Method::Loop,
+            Method::Cascade,
+            Method::Outbox,
+            Method::Archive,
+            Method::CascadeWithoutKeys,
+            Method::LoopWithoutKeys,
+        ],
+    };
+    let deep = Section { tree: Tree::deep, sizes: vec![rows, rows / 10], methods: &[Method::Native, Method::Cascade] };
+
+    let started = Instant::now();
+    let mut durability = Vec::new();
+    let realistic = runtime.block_on(run_section(&stores, &realistic, &cascade, &mut durability));
+    let deep = runtime.block_on(run_section(&stores, &deep, &cascade, &mut Vec::new()));
+    eprintln!("done in {:.0} s", started.elapsed().as_secs_f64());
+    drop(stores);
+    report::realistic(&realistic, &durability);
+    report::deep(&deep);
+}
+
+/// Builds the section's tree at each size on each database and runs every method on its own copy.
+async fn run_section(
+    stores: &[Store],
+    section: &Section,
+    cascade: &Cascade,
+    durability: &mut Vec<(&'static str, String)>,
+) -> Vec<Measured> {
+    let mut results = Vec::new();
+    for store in stores {
+        for &size in &section.sizes {
+            let tree = (section.tree)(size);
+            let label = format!("{} {} tree, {} rows", store.name(), tree.name, tree.total());
+            eprintln!("{label}: building…");
+            let start = Instant::now();
+            let mut templates = Vec::new();
+            for method in section.methods {
+                let keys = method.keys();
+                if templates.iter().all(|(k, _)| *k != keys) {
+                    let name = format!("cascade_bench_{}_{size}_{}", tree.name, keys.slug());
+                    templates.push((keys, store.build(&name, &tree, keys).await));
+                }
+            }
+            let build = start.elapsed();
+            eprintln!("{label}: built in {:.1} s", build.as_secs_f64());
+            let (all, _) = tree.count_queries();
+            for (keys, template) in &templates {
+                let mut connection = Conn::connect(&template.url).await;
+                assert_eq!(connection.counts(&all).await, tree.before(), "{label}: rows built ({})", keys.describe());
+                connection.close().await;
+            }
+            if durability.iter().all(|(name, _)| *name != store.name()) {
+                durability.push((store.name(), store.durability(&templates[0].1).await));
+            }
+            let mut outcomes = Vec::new();
+            for &method in section.methods {
+                let (_, template) = templates.iter().find(|(k, _)| *k == method.keys()).expect("a template");
+                let copy = store.copy(template, "cascade_bench_run").await;
+                eprintln!("{label}: {} ({})…", method.name(), method.keys().describe());
+                let outcome = methods::run(method, cascade, &tree, store.dialect(), &copy.url).await;
+                check(&label, &tree, &outcome, &copy.url).await;
+                eprintln!(
+                    "{label}: {}: {:.0} ms, {} transactions, longest {:.1} ms",
+                    method.name(),
+                    outcome.wall.as_secs_f64() * 1e3,
+                    outcome.transactions,
+                    outcome.max_ms
+                );
+                store.remove(copy).await;
+                outcomes.push(outcome);
+            }
+            for (_, template) in templates {
+                store.remove(template).await;
+            }
+            let deleted_rows = tree.deleted.iter().sum();
+            results.push(Measured { database: store.name(), tree_rows: tree.total(), deleted_rows, build, outcomes });
+        }
+    }
+    results
+}
+
+/// The method deleted exactly root 1's rows: each table holds root 2's rows, all of them.
+async fn check(label: &str, tree: &Tree, outcome: &Outcome, url: &str) {
+    let what = format!("{label}, {} ({})", outcome.method.name(), outcome.method.keys().describe());
+    assert_eq!(outcome.rows, tree.deleted.iter().sum::<u64>(), "{what}: rows deleted");
+    let (all, surviving) = tree.count_queries();
+    let mut connection = Conn::connect(url).await;
+    assert_eq!(connection.counts(&all).await, tree.survivors, "{what}: rows left per table");
+    assert_eq!(connection.counts(&surviving).await, tree.survivors, "{what}: rows of root 2 per table");
+    connection.close().await;
+}
+
+/// `--rows N` (or `--rows=N`) among the arguments; cargo adds `--bench`, which is ignored.
+fn rows_argument() -> u64 {
+    let mut args = std::env::args().skip(1);
+    while let Some(arg) = args.next() {
+        let value = match arg.strip_prefix("--rows") {
+            Some("") => args.next(),
+            Some(rest) if rest.starts_with('=') => Some(rest[1..].to_owned()),
+            _ => continue,
+        };
+        return value.and_then(|v| v.replace(['_', ','], "").parse().ok()).expect("--rows takes a number of rows");
+    }
+    DEFAULT_ROWS
+}

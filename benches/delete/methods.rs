@@ -1,0 +1,284 @@
+//! The ways of deleting root 1 that the bench compares, and what each one measured.
+
+use std::collections::BTreeMap;
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use crate::store::Conn;
+use crate::tree::{DELETED_ROOT, Dialect, Keys, Tree};
+
+/// Keys the hand-written loop takes per transaction.
+pub const LOOP_BATCH: usize = 500;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Method {
+    /// One `DELETE` of the root row, the database cascading along every foreign key.
+    Native,
+    /// Batches of the per_row table above the leaves, written by hand with sqlx.
+    Loop,
+    /// `cascade delete` with the default settings.
+    Cascade,
+    /// ... with a status check on the root and outbox tombstones.
+    Outbox,
+    /// ... and `--archive DIR`.
+    Archive,
+    /// `cascade delete` on tables without foreign keys.
+    CascadeWithoutKeys,
+    /// The hand-written loop on tables without foreign keys.
+    LoopWithoutKeys,
+}
+
+impl Method {
+    pub fn keys(self) -> Keys {
+        match self {
+            Method::Native => Keys::Cascading,
+            Method::Loop | Method::Cascade | Method::Outbox | Method::Archive => Keys::Enforced,
+            Method::CascadeWithoutKeys | Method::LoopWithoutKeys => Keys::Absent,
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Method::Native => "native DELETE",
+            Method::Loop | Method::LoopWithoutKeys => "hand-written loop",
+            Method::Cascade | Method::CascadeWithoutKeys => "cascade",
+            Method::Outbox => "cascade + outbox + status",
+            Method::Archive => "cascade + outbox + status + archive",
+        }
+    }
+
+    pub fn is_cascade(self) -> bool {
+        matches!(self, Method::Cascade | Method::Outbox | Method::Archive | Method::CascadeWithoutKeys)
+    }
+
+    /// The same method on the same foreign keys by the other side: cascade for a loop.
+    pub fn loop_counterpart(self) -> Option<Method> {
+        match self {
+            Method::Loop => Some(Method::Cascade),
+            Method::LoopWithoutKeys => Some(Method::CascadeWithoutKeys),
+            _ => None,
+        }
+    }
+}
+
+/// What one method measured.
+pub struct Outcome {
+    pub method: Method,
+    /// Rows it deleted (checked against the tree).
+    pub rows: u64,
+    /// From start to end: for cascade the whole process, for the loop connecting included, for
+    /// the native DELETE the statement alone.
+    pub wall: Duration,
+    pub transactions: u64,
+    pub max_ms: f64,
+    pub p99_ms: Option<f64>,
+    /// cascade's own `elapsed_ms` (the deletion, without start-up and checks).
+    pub engine_ms: Option<f64>,
+    pub rss_kib: Option<u64>,
+}
+
+impl Outcome {
+    pub fn rows_per_second(&self) -> f64 {
+        self.rows as f64 / self.wall.as_secs_f64()
+    }
+}
+
+/// What the runs of `cascade` need: the binary, the config files and a scratch directory.
+pub struct Cascade {
+    pub binary: PathBuf,
+    pub dir: PathBuf,
+}
+
+/// Runs `method` on the database at `url` (a fresh copy with `method.keys()`).
+pub async fn run(method: Method, cascade: &Cascade, tree: &Tree, dialect: Dialect, url: &str) -> Outcome {
+    match method {
+        Method::Native => native(tree, url).await,
+        Method::Loop | Method::LoopWithoutKeys => hand_written_loop(method, tree, dialect, url).await,
+        Method::Cascade | Method::CascadeWithoutKeys => cascade.run(method, tree, url, false, None),
+        Method::Outbox => cascade.run(method, tree, url, true, None),
+        Method::Archive => {
+            let archive = cascade.dir.join("archive");
+            std::fs::create_dir_all(&archive).expect("the archive directory");
+            let outcome = cascade.run(method, tree, url, true, Some(&archive));
+            check_archive(tree, &archive);
+            std::fs::remove_dir_all(&archive).expect("remove the archive");
+            outcome
+        }
+    }
+}
+
+/// One `DELETE FROM root WHERE id = 1`, in its own transaction.
+async fn native(tree: &Tree, url: &str) -> Outcome {
+    let mut connection = Conn::connect(url).await;
+    if url.starts_with("sqlite:") {
+        connection.execute("PRAGMA foreign_keys = ON").await;
+    }
+    let start = Instant::now();
+    connection.execute(&format!("DELETE FROM {} WHERE id = {DELETED_ROOT}", tree.root())).await;
+    let wall = start.elapsed();
+    connection.close().await;
+    let ms = wall.as_secs_f64() * 1e3;
+    let rows = tree.deleted.iter().sum();
+    Outcome {
+        method: Method::Native,
+        rows,
+        wall,
+        transactions: 1,
+        max_ms: ms,
+        p99_ms: Some(ms),
+        engine_ms: None,
+        rss_kib: None,
+    }
+}
+
+/// What an application would write by hand: repeat { in one transaction: select up to 500 keys
+/// of the table above the leaves under root 1, in key order; delete the leaves' rows of those
+/// keys; delete those rows; commit } until none are left; then the tables above, deepest first,
+/// in one transaction. Timed from connecting to closing.
+async fn hand_written_loop(method: Method, tree: &Tree, dialect: Dialect, url: &str) -> Outcome {
+    let start = Instant::now();
+    let mut connection = Conn::connect(url).await;
+    let batch = tree.batch_table();
+    let select = format!(
+        "SELECT id FROM {} WHERE {} ORDER BY id LIMIT {LOOP_BATCH}",
+        batch.name,
+        tree.under(batch, DELETED_ROOT)
+    );
+    let mut deletes: Vec<String> = tree
+        .children(batch.name)
+        .map(|leaf| format!("DELETE FROM {} WHERE {}", leaf.name, dialect.in_keys(&format!("{}_id", batch.name))))
+        .collect();
+    deletes.push(format!("DELETE FROM {} WHERE {}", batch.name, dialect.in_keys("id")));
+    let (mut rows, mut times) = (0, Vec::new());
+    loop {
+        let started = Instant::now();
+        connection.execute("BEGIN").await;
+        let keys = connection.integers(&select).await;
+        if keys.is_empty() {
+            connection.execute("COMMIT").await;
+            break;
+        }
+        for delete in &deletes {
+            rows += connection.execute_keys(delete, &keys).await;
+        }
+        connection.execute("COMMIT").await;
+        times.push(started.elapsed().as_secs_f64() * 1e3);
+    }
+    let started = Instant::now();
+    connection.execute("BEGIN").await;
+    for table in tree.ancestors(batch) {
+        rows +=
+            connection.execute(&format!("DELETE FROM {} WHERE {}", table.name, tree.under(table, DELETED_ROOT))).await;
+    }
+    connection.execute("COMMIT").await;
+    times.push(started.elapsed().as_secs_f64() * 1e3);
+    connection.close().await;
+    let wall = start.elapsed();
+    Outcome {
+        method,
+        rows,
+        wall,
+        transactions: times.len() as u64,
+        max_ms: times.iter().copied().fold(0.0, f64::max),
+        p99_ms: Some(nearest_rank(&times, 0.99)),
+        engine_ms: None,
+        rss_kib: None,
+    }
+}
+
+/// The `quantile` (0 to 1) of `values` by nearest rank, as cascade's summary computes it.
+fn nearest_rank(values: &[f64], quantile: f64) -> f64 {
+    let mut sorted = values.to_vec();
+    sorted.sort_by(f64::total_cmp);
+    let rank = (quantile * sorted.len() as f64).ceil() as usize;
+    sorted.get(rank.saturating_sub(1)).copied().unwrap_or(0.0)
+}
+
+impl Cascade {
+    /// The config file of `tree`: with `extras`, a status check on the root and outbox
+    /// categories on the per_row table above the leaves and on the last leaf.
+    fn config(&self, tree: &Tree, extras: bool) -> PathBuf {
+        let path = self.dir.join(format!("{}{}.toml", tree.name, if extras { "-outbox-status" } else { "" }));
+        if !path.exists() {
+            let text = if extras { tree.config(true, &outbox_tables(tree)) } else { tree.config(false, &[]) };
+            std::fs::write(&path, text).expect("write the config");
+        }
+        path
+    }
+
+    /// Runs `cascade delete ROOT 1 --confirm --format json`, under `/usr/bin/time -f %M` when
+    /// available for the peak RSS, and checks its summary against the tree.
+    fn run(&self, method: Method, tree: &Tree, url: &str, extras: bool, archive: Option<&Path>) -> Outcome {
+        let time = Path::new("/usr/bin/time");
+        let mut command = if time.exists() {
+            let mut command = Command::new(time);
+            command.args(["-f", "%M"]).arg(&self.binary);
+            command
+        } else {
+            eprintln!("warning: /usr/bin/time not found: no peak RSS");
+            Command::new(&self.binary)
+        };
+        command.arg("--config").arg(self.config(tree, extras)).args(["--database-url", url]);
+        command.args(["delete", tree.root(), &DELETED_ROOT.to_string(), "--confirm", "--format", "json"]);
+        if let Some(archive) = archive {
+            command.arg("--archive").arg(archive);
+        }
+        let start = Instant::now();
+        let output = command.output().expect("run cascade");
+        let wall = start.elapsed();
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(output.status.success(), "cascade delete failed ({}):\n{stderr}", output.status);
+        let rss_kib = time.exists().then(|| stderr.lines().last().and_then(|l| l.trim().parse().ok())).flatten();
+        let summary: serde_json::Value = serde_json::from_slice(&output.stdout).expect("a JSON summary");
+        let number = |key: &str| summary[key].as_f64().unwrap_or_else(|| panic!("`{key}` in the summary: {summary}"));
+        let deleted: BTreeMap<&str, u64> = summary["deleted"]
+            .as_object()
+            .expect("`deleted` in the summary")
+            .iter()
+            .map(|(model, rows)| (model.as_str(), rows.as_u64().expect("a row count")))
+            .collect();
+        for (table, expected) in tree.tables.iter().zip(&tree.deleted) {
+            let by_cascade = deleted.get(table.name).copied().unwrap_or(0);
+            assert_eq!(by_cascade, *expected, "{}: cascade deleted {by_cascade} `{}` rows", method.name(), table.name);
+        }
+        let tombstones = if extras { tree.deleted_in(&outbox_tables(tree)) } else { 0 };
+        assert_eq!(number("outbox_rows") as u64, tombstones, "{}: outbox tombstones", method.name());
+        Outcome {
+            method,
+            rows: deleted.values().sum(),
+            wall,
+            transactions: number("chunks") as u64,
+            max_ms: number("max_chunk_ms"),
+            p99_ms: summary["p99_chunk_ms"].as_f64(),
+            engine_ms: Some(number("elapsed_ms")),
+            rss_kib,
+        }
+    }
+}
+
+/// The tables that write outbox tombstones with `extras`: the per_row table above the leaves and
+/// its last leaf (`grp` and `event` in the realistic tree).
+fn outbox_tables(tree: &Tree) -> Vec<&'static str> {
+    let batch = tree.batch_table();
+    let leaf = tree.children(batch.name).last().expect("a leaf");
+    vec![batch.name, leaf.name]
+}
+
+/// The archive holds every deleted row once: one JSON line per row in `MODEL.RUN.jsonl.gz`.
+fn check_archive(tree: &Tree, archive: &Path) {
+    let mut lines: BTreeMap<String, u64> = BTreeMap::new();
+    for entry in std::fs::read_dir(archive).expect("read the archive") {
+        let path = entry.expect("an archive file").path();
+        let name = path.file_name().unwrap().to_string_lossy().into_owned();
+        let model = name.split('.').next().unwrap().to_owned();
+        let file = std::fs::File::open(&path).expect("open an archive file");
+        let count = BufReader::new(flate2::read::MultiGzDecoder::new(file)).lines().count() as u64;
+        *lines.entry(model).or_default() += count;
+    }
+    for (table, expected) in tree.tables.iter().zip(&tree.deleted) {
+        let archived = lines.get(table.name).copied().unwrap_or(0);
+        assert_eq!(archived, *expected, "archive: {archived} `{}` rows", table.name);
+    }
+}

@@ -1,0 +1,191 @@
+//! The markdown printed to stdout: a table per tree and its targets, each "met" or "MISSED".
+
+use crate::Measured;
+use crate::methods::{LOOP_BATCH, Method, Outcome};
+
+/// Two decimals, rounded down, so that a target missed by a little never reads as met.
+fn rounded_down(ratio: f64) -> f64 {
+    (ratio * 100.0).floor() / 100.0
+}
+
+fn verdict(met: bool) -> &'static str {
+    if met { "met" } else { "MISSED" }
+}
+
+fn mib(kib: Option<u64>) -> String {
+    kib.map_or("n/a".to_owned(), |k| format!("{:.1}", k as f64 / 1024.0))
+}
+
+/// `outcome`'s throughput against the native DELETE's on the same tree, rounded down.
+fn ratio(measured: &Measured, outcome: &Outcome) -> Option<f64> {
+    let native = measured.outcome(Method::Native)?;
+    Some(rounded_down(native.wall.as_secs_f64() / outcome.wall.as_secs_f64()))
+}
+
+fn table(results: &[Measured]) {
+    println!(
+        "| database | tree rows | rows deleted | method | foreign keys | wall (ms) | rows/s | × native | transactions | \
+         longest (ms) | p99 (ms) | cascade elapsed_ms | peak RSS (MiB) |"
+    );
+    println!("|---|---:|---:|---|---|---:|---:|---:|---:|---:|---:|---:|---:|");
+    for m in results {
+        for o in &m.outcomes {
+            println!(
+                "| {} | {} | {} | {} | {} | {:.0} | {:.0} | {} | {} | {:.1} | {} | {} | {} |",
+                m.database,
+                m.tree_rows,
+                m.deleted_rows,
+                o.method.name(),
+                o.method.keys().name(),
+                o.wall.as_secs_f64() * 1e3,
+                o.rows_per_second(),
+                ratio(m, o).map_or("n/a".to_owned(), |r| format!("{r:.2}")),
+                o.transactions,
+                o.max_ms,
+                o.p99_ms.map_or("n/a".to_owned(), |p| format!("{p:.1}")),
+                o.engine_ms.map_or("".to_owned(), |e| format!("{e:.0}")),
+                if o.method.is_cascade() { mib(o.rss_kib) } else { "".to_owned() },
+            );
+        }
+    }
+    let builds: Vec<String> =
+        results.iter().map(|m| format!("{} {} rows {:.1} s", m.database, m.tree_rows, m.build.as_secs_f64())).collect();
+    println!("\nBuilding the databases (every kind of foreign keys): {}.", builds.join(", "));
+}
+
+/// A minimum throughput against native for `method` on `database`.
+struct RatioTarget {
+    database: &'static str,
+    method: Method,
+    at_least: f64,
+}
+
+/// The targets every section shares: throughput ratios, the longest transaction, peak RSS
+/// under `rss_mib` and flat between the smallest and the largest tree.
+fn targets(results: &[Measured], ratios: &[RatioTarget], rss_mib: u64) {
+    println!("\nTargets:\n");
+    for m in results {
+        let of = format!("{}, {} rows", m.database, m.tree_rows);
+        for target in ratios.iter().filter(|t| t.database == m.database) {
+            if let Some(ratio) = m.outcome(target.method).and_then(|o| ratio(m, o)) {
+                println!(
+                    "- {of}: {} ({}) at least {:.2}× native: {ratio:.2}× ({})",
+                    target.method.name(),
+                    target.method.keys().describe(),
+                    target.at_least,
+                    verdict(ratio >= target.at_least)
+                );
+            }
+        }
+        let cascades: Vec<&Outcome> = m.outcomes.iter().filter(|o| o.method.is_cascade()).collect();
+        if let Some(longest) = cascades.iter().max_by(|a, b| a.max_ms.total_cmp(&b.max_ms)) {
+            println!(
+                "- {of}: every cascade transaction at most 100 ms: longest {:.1} ms, {} ({})",
+                longest.max_ms,
+                longest.method.name(),
+                verdict(cascades.iter().all(|o| o.max_ms <= 100.0))
+            );
+        }
+        let rss: Vec<Option<u64>> = cascades.iter().map(|o| o.rss_kib).collect();
+        if !rss.is_empty() {
+            let largest = rss.iter().copied().max().flatten();
+            let known = rss.iter().all(Option::is_some);
+            println!(
+                "- {of}: peak RSS of every cascade run under {rss_mib} MiB: largest {} MiB ({})",
+                mib(largest),
+                verdict(known && largest.is_some_and(|k| k < rss_mib * 1024))
+            );
+        }
+        for o in &m.outcomes {
+            let Some(cascade) = o.method.loop_counterpart().and_then(|c| m.outcome(c)) else { continue };
+            println!(
+                "- {of}, {}: the hand-written loop not faster than cascade: loop {:.0} ms, cascade {:.0} ms \
+                 ({})",
+                o.method.keys().describe(),
+                o.wall.as_secs_f64() * 1e3,
+                cascade.wall.as_secs_f64() * 1e3,
+                verdict(cascade.wall <= o.wall)
+            );
+        }
+    }
+    // Flat: every cascade method's RSS on the largest tree against the smallest, per database.
+    let mut databases: Vec<&str> = results.iter().map(|m| m.database).collect();
+    databases.dedup();
+    for database in databases {
+        let trees: Vec<&Measured> = results.iter().filter(|m| m.database == database).collect();
+        let (Some(large), Some(small)) =
+            (trees.iter().max_by_key(|m| m.tree_rows), trees.iter().min_by_key(|m| m.tree_rows))
+        else {
+            continue;
+        };
+        if large.tree_rows == small.tree_rows {
+            continue;
+        }
+        let growth: Vec<(Method, Option<f64>)> = large
+            .outcomes
+            .iter()
+            .filter(|o| o.method.is_cascade())
+            .map(|o| {
+                let before = small.outcome(o.method).and_then(|s| s.rss_kib);
+                (o.method, o.rss_kib.zip(before).map(|(big, little)| big as f64 / little as f64))
+            })
+            .collect();
+        let Some((method, worst)) =
+            growth.iter().max_by(|a, b| a.1.unwrap_or(f64::MAX).total_cmp(&b.1.unwrap_or(f64::MAX)))
+        else {
+            continue;
+        };
+        println!(
+            "- {database}: peak RSS flat from {} to {} rows (at most 1.25×): largest growth {} ({}) ({})",
+            small.tree_rows,
+            large.tree_rows,
+            worst.map_or("n/a".to_owned(), |g| format!("{g:.2}×")),
+            method.name(),
+            verdict(growth.iter().all(|(_, g)| g.is_some_and(|g| g <= 1.25)))
+        );
+    }
+}
+
+/// The realistic tree: every method side by side, the targets of the throughput issue.
+pub fn realistic(results: &[Measured], durability: &[(&str, String)]) {
+    println!("## Realistic tree: org → 20 project → grp → 1 hash + 8 event per group\n");
+    table(results);
+    let ratios = [
+        RatioTarget { database: "SQLite", method: Method::Cascade, at_least: 0.9 },
+        RatioTarget { database: "SQLite", method: Method::Outbox, at_least: 0.9 },
+        RatioTarget { database: "SQLite", method: Method::Archive, at_least: 0.6 },
+        RatioTarget { database: "PostgreSQL", method: Method::Cascade, at_least: 0.45 },
+        RatioTarget { database: "PostgreSQL", method: Method::CascadeWithoutKeys, at_least: 1.0 },
+    ];
+    targets(results, &ratios, 50);
+    println!(
+        "\nMethods, each on its own fresh copy of the database: native DELETE: one `DELETE FROM org WHERE id = 1` with \
+         ON DELETE CASCADE on every foreign key, one transaction, the statement alone timed. Hand-written loop \
+         (sqlx, in the bench): per transaction up to {LOOP_BATCH} `grp` ids of org 1 in id order, their `hash` and \
+         `event` rows, then those groups; then the projects and the org in one transaction; timed from connecting \
+         to closing. cascade: `cascade delete org 1 --confirm --format json` of the release binary, org/project/grp \
+         per_row and hash/event bulk, default settings (adaptive chunk sizes); + outbox + status: a status check on \
+         `org` and tombstones for every `grp` and `event` row; + archive: `--archive DIR` as well. Foreign keys \
+         \"none\": the same tables and indexes without any foreign key; its ratio is against the native DELETE with \
+         foreign keys. Wall: the whole cascade process (start-up, connecting, schema checks, migrations, recording \
+         the run, the deletion); rows/s = rows deleted / wall; × native rounded down to two decimals. Transactions \
+         and longest/p99: cascade's `chunks`, `max_chunk_ms` and `p99_chunk_ms` (nearest rank: with 100 \
+         transactions or fewer it is the longest); the loop times its own. Peak RSS: `/usr/bin/time -f %M` of the \
+         cascade process."
+    );
+    println!("\nDurability:\n");
+    for (database, settings) in durability {
+        println!("- {database}: {settings}");
+    }
+}
+
+/// The deep tree of the first deletion bench: the native DELETE against cascade.
+pub fn deep(results: &[Measured]) {
+    println!("\n## Deep tree: root → 100 l1 → l2 → l3 (about 99 leaves per l2)\n");
+    table(results);
+    let ratios = [
+        RatioTarget { database: "SQLite", method: Method::Cascade, at_least: 0.7 },
+        RatioTarget { database: "PostgreSQL", method: Method::Cascade, at_least: 0.7 },
+    ];
+    targets(results, &ratios, 100);
+}

@@ -1,0 +1,285 @@
+//! Where the bench's databases live: SQLite files in a temporary directory, or databases of a
+//! PostgreSQL server. Each tree is built once per kind of foreign keys and copied for every
+//! method, so that each method starts from the same fresh database.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::str::FromStr;
+
+use sqlx::postgres::PgConnection;
+use sqlx::sqlite::{SqliteConnectOptions, SqliteConnection, SqliteJournalMode, SqliteSynchronous};
+use sqlx::{AssertSqlSafe, Connection, Executor};
+
+use crate::tree::{Dialect, Keys, Tree};
+
+/// A connection to either database, with the few operations the bench needs.
+pub enum Conn {
+    Sqlite(SqliteConnection),
+    Postgres(PgConnection),
+}
+
+macro_rules! on_either {
+    ($conn:expr, $c:ident => $body:expr) => {
+        match $conn {
+            Conn::Sqlite($c) => $body,
+            Conn::Postgres($c) => $body,
+        }
+    };
+}
+
+impl Conn {
+    /// Connects with sqlx's defaults (on SQLite: foreign keys enforced, the file's own journal
+    /// mode, `synchronous` as SQLite's default).
+    pub async fn connect(url: &str) -> Self {
+        if url.starts_with("sqlite:") {
+            let options = SqliteConnectOptions::from_str(url).expect("a SQLite URL");
+            Conn::Sqlite(SqliteConnection::connect_with(&options).await.expect("open the SQLite file"))
+        } else {
+            Conn::Postgres(PgConnection::connect(url).await.expect("connect to PostgreSQL"))
+        }
+    }
+
+    /// Runs `sql` (one statement, or several without parameters); the rows it changed.
+    pub async fn execute(&mut self, sql: &str) -> u64 {
+        let sql = AssertSqlSafe(sql.to_owned());
+        on_either!(self, c => sqlx::raw_sql(sql).execute(&mut *c).await.map(|r| r.rows_affected()))
+            .unwrap_or_else(|error| panic!("{error}"))
+    }
+
+    /// Runs `sql` with `keys` bound as its one parameter (see [`Dialect::in_keys`]).
+    pub async fn execute_keys(&mut self, sql: &str, keys: &[i64]) -> u64 {
+        let sql = AssertSqlSafe(sql.to_owned());
+        let result = match self {
+            Conn::Sqlite(c) => {
+                let json = serde_json::to_string(keys).expect("a JSON array");
+                sqlx::query(sql).bind(json).execute(&mut *c).await.map(|r| r.rows_affected())
+            }
+            Conn::Postgres(c) => sqlx::query(sql).bind(keys.to_vec()).execute(&mut *c).await.map(|r| r.rows_affected()),
+        };
+        result.unwrap_or_else(|error| panic!("{error}"))
+    }
+
+    /// The first column of every row of `sql`, as integers.
+    pub async fn integers(&mut self, sql: &str) -> Vec<i64> {
+        let sql = AssertSqlSafe(sql.to_owned());
+        on_either!(self, c => sqlx::query_scalar::<_, i64>(sql).fetch_all(&mut *c).await)
+            .unwrap_or_else(|error| panic!("{error}"))
+    }
+
+    /// One text value.
+    pub async fn text(&mut self, sql: &str) -> String {
+        let sql = AssertSqlSafe(sql.to_owned());
+        on_either!(self, c => sqlx::query_scalar::<_, String>(sql).fetch_one(&mut *c).await)
+            .unwrap_or_else(|error| panic!("{error}"))
+    }
+
+    /// The results of `COUNT(*)` queries.
+    pub async fn counts(&mut self, queries: &[String]) -> Vec<u64> {
+        let mut counts = Vec::new();
+        for query in queries {
+            let count = self.integers(query).await[0];
+            counts.push(u64::try_from(count).expect("a count"));
+        }
+        counts
+    }
+
+    pub async fn close(self) {
+        on_either!(self, c => c.close().await).expect("close");
+    }
+}
+
+/// A database of the bench: its URL and where it is.
+pub struct Database {
+    pub url: String,
+    name: String,
+}
+
+/// The SQLite files of a temporary directory, or a PostgreSQL server.
+pub enum Store {
+    Sqlite(PathBuf),
+    Postgres(PgServer),
+}
+
+impl Store {
+    pub fn name(&self) -> &'static str {
+        match self {
+            Store::Sqlite(_) => "SQLite",
+            Store::Postgres(_) => "PostgreSQL",
+        }
+    }
+
+    pub fn dialect(&self) -> Dialect {
+        match self {
+            Store::Sqlite(_) => Dialect::Sqlite,
+            Store::Postgres(_) => Dialect::Postgres,
+        }
+    }
+
+    fn database(&self, name: &str) -> Database {
+        let url = match self {
+            Store::Sqlite(dir) => format!("sqlite://{}", dir.join(format!("{name}.db")).display()),
+            Store::Postgres(server) => with_database(&server.url, name),
+        };
+        Database { url, name: name.to_owned() }
+    }
+
+    fn path(&self, database: &Database) -> PathBuf {
+        let Store::Sqlite(dir) = self else { unreachable!("a SQLite store") };
+        dir.join(format!("{}.db", database.name))
+    }
+
+    /// Builds `tree` with `keys` as the database `name`, in one transaction.
+    pub async fn build(&self, name: &str, tree: &Tree, keys: Keys) -> Database {
+        let database = self.database(name);
+        let (create, after) = tree.schema(self.dialect(), keys);
+        let inserts = tree.inserts(self.dialect());
+        match self {
+            Store::Sqlite(_) => {
+                // Loaded without a journal or syncs; the file keeps SQLite's default rollback
+                // journal (`journal_mode = OFF` does not persist), and is synced when copied.
+                let options = SqliteConnectOptions::new()
+                    .filename(self.path(&database))
+                    .create_if_missing(true)
+                    .foreign_keys(false)
+                    .journal_mode(SqliteJournalMode::Off)
+                    .synchronous(SqliteSynchronous::Off);
+                let mut connection = Conn::Sqlite(SqliteConnection::connect_with(&options).await.expect("create"));
+                connection.execute(&format!("BEGIN;\n{create}{inserts}{after}COMMIT;\n")).await;
+                connection.close().await;
+            }
+            Store::Postgres(server) => {
+                drop_database(&server.url, name).await;
+                let mut admin = Conn::connect(&server.url).await;
+                admin.execute(&format!("CREATE DATABASE {name}")).await;
+                admin.close().await;
+                let mut connection = Conn::connect(&database.url).await;
+                connection.execute(&format!("BEGIN;\n{create}{inserts}COMMIT;\n")).await;
+                connection.execute(&after).await;
+                // Sets hint bits and the visibility map once, in the template, so that no method
+                // pays for the first pass over freshly loaded rows.
+                connection.execute("VACUUM ANALYZE").await;
+                connection.close().await;
+            }
+        }
+        database
+    }
+
+    /// A fresh copy of `template` named `name`: a file copy synced to disk on SQLite,
+    /// `CREATE DATABASE ... TEMPLATE` and a checkpoint on PostgreSQL.
+    pub async fn copy(&self, template: &Database, name: &str) -> Database {
+        let copy = self.database(name);
+        match self {
+            Store::Sqlite(_) => {
+                let path = self.path(&copy);
+                std::fs::copy(self.path(template), &path).expect("copy the SQLite file");
+                std::fs::File::open(&path).and_then(|f| f.sync_all()).expect("sync the copy");
+            }
+            Store::Postgres(server) => {
+                drop_database(&server.url, name).await;
+                let mut admin = Conn::connect(&server.url).await;
+                admin.execute(&format!("CREATE DATABASE {name} TEMPLATE {}", template.name)).await;
+                // Writes the copy's pages out now rather than during the method's run; needs a
+                // superuser (the server of `scripts/pg-start` is one), skipped otherwise.
+                if let Conn::Postgres(c) = &mut admin
+                    && let Err(error) = c.execute("CHECKPOINT").await
+                {
+                    eprintln!("warning: no CHECKPOINT after copying ({error})");
+                }
+                admin.close().await;
+            }
+        }
+        copy
+    }
+
+    pub async fn remove(&self, database: Database) {
+        match self {
+            Store::Sqlite(_) => {
+                let path = self.path(&database);
+                std::fs::remove_file(&path).expect("remove the SQLite file");
+                let _ = std::fs::remove_file(path.with_extension("db-journal"));
+            }
+            Store::Postgres(server) => drop_database(&server.url, &database.name).await,
+        }
+    }
+
+    /// How durable commits are, read from a connection with the defaults that cascade and the
+    /// hand-written loop use.
+    pub async fn durability(&self, database: &Database) -> String {
+        let mut connection = Conn::connect(&database.url).await;
+        let settings = match self.dialect() {
+            Dialect::Sqlite => {
+                let journal = connection.text("PRAGMA journal_mode").await;
+                let synchronous = connection.integers("PRAGMA synchronous").await[0];
+                let level = ["OFF", "NORMAL", "FULL", "EXTRA"].get(synchronous as usize).copied().unwrap_or("?");
+                format!("journal_mode={journal}, synchronous={level} (as sqlx and the sqlite3 shell open a file)")
+            }
+            Dialect::Postgres => {
+                let version = connection.text("SHOW server_version").await;
+                let fsync = connection.text("SHOW fsync").await;
+                let commit = connection.text("SHOW synchronous_commit").await;
+                format!("server {version}, fsync={fsync}, synchronous_commit={commit} (read from the server)")
+            }
+        };
+        connection.close().await;
+        settings
+    }
+}
+
+/// A PostgreSQL server: `CASCADE_TEST_POSTGRES_URL`, or one started by `scripts/pg-start` and
+/// stopped (also on a panic) when this is dropped.
+pub struct PgServer {
+    url: String,
+    started: bool,
+}
+
+impl PgServer {
+    pub fn start() -> Option<Self> {
+        if let Ok(url) = std::env::var("CASCADE_TEST_POSTGRES_URL") {
+            return Some(Self { url, started: false });
+        }
+        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/pg-start");
+        match Command::new(&script).output() {
+            Ok(output) if output.status.success() => {
+                let url = String::from_utf8_lossy(&output.stdout).trim().to_owned();
+                Some(Self { url, started: true })
+            }
+            Ok(output) => {
+                eprintln!("warning: no PostgreSQL (scripts/pg-start: {})", String::from_utf8_lossy(&output.stderr));
+                None
+            }
+            Err(error) => {
+                eprintln!("warning: no PostgreSQL (scripts/pg-start: {error})");
+                None
+            }
+        }
+    }
+}
+
+impl Drop for PgServer {
+    fn drop(&mut self) {
+        if self.started {
+            let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/pg-stop");
+            if let Err(error) = Command::new(script).arg(&self.url).status() {
+                eprintln!("warning: could not stop PostgreSQL at {}: {error}", self.url);
+            }
+        }
+    }
+}
+
+/// `url` with its database replaced by `database` (the query string, such as `?host=`, kept).
+fn with_database(url: &str, database: &str) -> String {
+    let (base, query) = url.split_once('?').map_or((url, None), |(b, q)| (b, Some(q)));
+    let (scheme, rest) = base.split_once("://").expect("a postgres:// URL");
+    let authority = rest.split('/').next().unwrap_or(rest);
+    let mut result = format!("{scheme}://{authority}/{database}");
+    if let Some(query) = query {
+        result = format!("{result}?{query}");
+    }
+    result
+}
+
+async fn drop_database(server: &str, name: &str) {
+    let mut admin = Conn::connect(server).await;
+    admin.execute(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)")).await;
+    admin.close().await;
+}
