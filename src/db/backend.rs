@@ -109,6 +109,11 @@ pub trait Backend: Send + Sync + Debug {
     /// may be a row inserted meanwhile, not an undeclared reference).
     fn concurrent_writers(&self) -> bool;
 
+    /// Whether deleting "up to N rows" through the row selector's sub-select costs clearly more
+    /// than deleting all matching rows straight from an index, so that counting the rows first
+    /// (and deleting them all when they fit) pays off.
+    fn limited_delete_is_slow(&self) -> bool;
+
     /// The scripts that create and upgrade the tool's tables, in order; script N brings the
     /// tables to version N.
     fn migrations(&self) -> &'static [&'static str];

@@ -140,6 +140,11 @@ impl Backend for Sqlite {
         false
     }
 
+    fn limited_delete_is_slow(&self) -> bool {
+        // `rowid IN (SELECT rowid ... LIMIT n)` builds a temporary b-tree of rowids first.
+        true
+    }
+
     fn migrations(&self) -> &'static [&'static str] {
         MIGRATIONS
     }

@@ -534,16 +534,15 @@ impl<'a> Deletion<'a> {
         for (child, step) in children {
             let limit = self.sizes.of(child);
             let matched = || Param::Value(keys.clone());
-            let counted = transaction.fetch_texts(&step.sql.count_up_to(matched(), limit + 1)).await?;
-            let fits = counted
-                .first()
-                .and_then(|row| row.first().cloned().flatten())
-                .and_then(|n| n.parse::<u64>().ok())
-                .is_some_and(|n| n <= limit);
-            let statement = if fits {
-                step.sql.set_based_all(matched(), step.returning.as_ref())
+            let counted = if self.database.backend().limited_delete_is_slow() {
+                let counted = transaction.fetch_texts(&step.sql.count_up_to(matched(), limit + 1)).await?;
+                counted.first().and_then(|row| row.first().cloned().flatten()).and_then(|n| n.parse::<u64>().ok())
             } else {
-                step.sql.set_based_chunk(matched(), step.returning.as_ref(), limit)
+                None
+            };
+            let statement = match counted {
+                Some(rows) if rows <= limit => step.sql.set_based_all(matched(), step.returning.as_ref()),
+                _ => step.sql.set_based_chunk(matched(), step.returning.as_ref(), limit),
             };
             let rows = match self.run_write(&mut transaction, &statement, child, step).await {
                 Err(DeleteError::Database(error)) if self.is_foreign_key_violation(&error) => {
@@ -553,7 +552,7 @@ impl<'a> Deletion<'a> {
                 result => result?,
             };
             steps.push((*child, rows));
-            if !fits {
+            if counted.map_or(rows >= limit, |counted| counted > limit) {
                 self.sizes.overflowed(frame.node, frame.limit);
                 transaction.commit().await?;
                 self.record_transaction(started, &steps);

@@ -171,7 +171,7 @@ fn list_node(
             statements.push(step.sql.children_exist(&step.children, &keys));
         }
         statements.push(step.sql.delete_by_keys(keys, step.returning.as_ref()));
-    } else if parent.is_some_and(PlanNode::has_only_set_based_children) {
+    } else if parent.is_some_and(PlanNode::has_only_set_based_children) && backend.limited_delete_is_slow() {
         // In the parent chunk's transaction: all its rows when they fit one chunk, else a chunk.
         statements.push(step.sql.count_up_to(matched.clone(), node.chunk_size + 1));
         statements.push(step.sql.set_based_all(matched.clone(), step.returning.as_ref()));
