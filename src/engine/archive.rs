@@ -21,6 +21,8 @@ pub struct Archive {
     dir: PathBuf,
     run: i64,
     files: HashMap<String, File>,
+    /// Models whose file has members written since the last [`Archive::sync`].
+    unsynced: Vec<String>,
 }
 
 /// An archive problem, naming the path.
@@ -40,7 +42,7 @@ impl Archive {
         std::fs::create_dir_all(dir).map_err(failed)?;
         let probe = dir.join(".cascade-archive-probe");
         File::create(&probe).and_then(|_| std::fs::remove_file(&probe)).map_err(failed)?;
-        Ok(Self { dir: dir.to_owned(), run, files: HashMap::new() })
+        Ok(Self { dir: dir.to_owned(), run, files: HashMap::new(), unsynced: Vec::new() })
     }
 
     /// The file of a model in a run: `DIR/MODEL.RUN.jsonl.gz`, every character of the model
@@ -58,7 +60,8 @@ impl Archive {
     }
 
     /// Appends the rows (JSON objects) of a chunk of `model` (deleted from `table`) as one gzip
-    /// member and makes them durable. On failure the file is cut back to its earlier members.
+    /// member; [`Archive::sync`] makes them durable. On failure the file is cut back to its
+    /// earlier members.
     pub fn write(&mut self, model: &str, table: &str, rows: &[String]) -> Result<(), ArchiveError> {
         if rows.is_empty() {
             return Ok(());
@@ -72,7 +75,23 @@ impl Archive {
                 entry.insert(OpenOptions::new().create(true).append(true).open(&path).map_err(failed)?)
             }
         };
-        append_whole(file, &member, |file, bytes| file.write_all(bytes).and_then(|()| file.sync_data())).map_err(failed)
+        append_whole(file, &member, |file, bytes| file.write_all(bytes)).map_err(failed)?;
+        if !self.unsynced.iter().any(|unsynced| unsynced == model) {
+            self.unsynced.push(model.to_owned());
+        }
+        Ok(())
+    }
+
+    /// Makes every member written since the last call durable: once per chunk, before its
+    /// transaction commits.
+    pub fn sync(&mut self) -> Result<(), ArchiveError> {
+        for model in std::mem::take(&mut self.unsynced) {
+            let path = Self::path(&self.dir, &model, self.run);
+            if let Some(file) = self.files.get(&model) {
+                file.sync_data().map_err(|reason| ArchiveError { path, reason })?;
+            }
+        }
+        Ok(())
     }
 }
 

@@ -554,7 +554,7 @@ impl<'a> Deletion<'a> {
             steps.push((*child, rows));
             if counted.map_or(rows >= limit, |counted| counted > limit) {
                 self.sizes.overflowed(frame.node, frame.limit);
-                transaction.commit().await?;
+                self.commit(transaction).await?;
                 self.record_transaction(started, &steps);
                 return Ok(Together::ChildrenLeft(steps));
             }
@@ -579,11 +579,19 @@ impl<'a> Deletion<'a> {
             }
             result => result?,
         };
-        transaction.commit().await?;
+        self.commit(transaction).await?;
         steps.push((frame.node, deleted));
         self.record_transaction(started, &steps);
         self.sizes.record(frame.node, frame.limit, key_count(keys), started.elapsed());
         Ok(Together::Done(steps))
+    }
+
+    /// Makes the chunk's archive lines durable, then commits: no row is gone before it is on disk.
+    async fn commit(&mut self, transaction: Transaction) -> Result<(), DeleteError> {
+        if let Some(archive) = &mut self.archive {
+            archive.sync()?;
+        }
+        Ok(transaction.commit().await?)
     }
 
     /// Whether rows of `frame`'s children reference the chunk `keys`.
@@ -641,7 +649,7 @@ impl<'a> Deletion<'a> {
             }
             Err(error) => return Err(error),
         };
-        transaction.commit().await?;
+        self.commit(transaction).await?;
         self.record_transaction(started, &[(frame.node, deleted)]);
         self.sizes.record(frame.node, frame.limit, key_count(keys), started.elapsed());
         Ok(Outcome::Done(deleted))
@@ -668,7 +676,7 @@ impl<'a> Deletion<'a> {
             }
             Err(error) => return Err(error),
         };
-        transaction.commit().await?;
+        self.commit(transaction).await?;
         if rows > 0 {
             self.record_transaction(started, &[(frame.node, rows)]);
             self.sizes.record(frame.node, limit, rows, started.elapsed());
