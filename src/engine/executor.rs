@@ -5,7 +5,6 @@
 //! or stop between chunks. Nothing needs saving between runs: every step finds the rows that
 //! are still there, so running the same deletion again after an interruption finishes it.
 
-use std::collections::VecDeque;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -202,6 +201,9 @@ struct Frame<'a> {
     matched: SqlValue,
     /// The rows the last fetch asked for.
     limit: u64,
+    /// The last fetch found fewer rows than it asked for: once its chunk is done, nothing is left
+    /// (a child inserted meanwhile is caught by the parent's check or foreign key).
+    last_chunk: bool,
     state: State,
 }
 
@@ -247,8 +249,8 @@ pub struct Deletion<'a> {
     config: &'a Config,
     schema: &'a Schema,
     stack: Vec<Frame<'a>>,
-    /// The root ids still to do after the root frame's, a chunk of them per batch.
-    root_batches: VecDeque<SqlValue>,
+    /// The root ids not yet handed to a root frame.
+    pending_roots: PendingRoots,
     options: DeleteOptions,
     archive: Option<Archive>,
     throttle: Throttle,
@@ -333,19 +335,12 @@ impl<'a> Deletion<'a> {
         let root_keys = texts(&proceeding);
         // Each root chunk binds only its own ids: binding all of them to every chunk's fetch
         // made 100,000 ids quadratic.
-        let settings = &config.settings;
-        let batch = if settings.adaptive() {
-            settings.max_chunk_size().max(plan.root.chunk_size)
-        } else {
-            plan.root.chunk_size
-        };
-        let root_batches: VecDeque<SqlValue> = batches(proceeding, batch).into();
         Ok(Self {
             database,
             config,
             schema,
             stack: Vec::new(),
-            root_batches,
+            pending_roots: PendingRoots { keys: proceeding, next: 0 },
             archive: options.archive.as_deref().map(|dir| Archive::open(dir, run_id)).transpose()?,
             options,
             throttle: Throttle::for_plan(plan),
@@ -371,7 +366,9 @@ impl<'a> Deletion<'a> {
     pub async fn chunk(&mut self) -> Result<bool, DeleteError> {
         loop {
             if self.stack.is_empty() {
-                let Some(matched) = self.root_batches.pop_front() else { return Ok(false) };
+                // Each root chunk binds only its own ids: binding all of them to every fetch made
+                // 100,000 ids quadratic.
+                let Some(matched) = self.pending_roots.take(self.sizes.of(self.root)) else { return Ok(false) };
                 let frame = self.frame_of(self.root, None, matched);
                 self.stack.push(frame);
             }
@@ -395,6 +392,7 @@ impl<'a> Deletion<'a> {
                         self.stack.pop();
                         continue;
                     }
+                    frame.last_chunk = (keys.len() as u64) < frame.limit;
                     let keys = table_keys(&frame.node.table, &frame.step.sql.key_type, keys)?;
                     frame.state = if frame.node.children.is_empty() {
                         State::Delete { keys, attempts: 0 }
@@ -413,8 +411,8 @@ impl<'a> Deletion<'a> {
                     let top = self.stack.last_mut().expect("the frame being worked on");
                     match together? {
                         Together::Done(steps) => {
-                            top.state = State::Fetch;
                             self.charge_rate_limits(&steps).await;
+                            self.chunk_done();
                             return Ok(true);
                         }
                         Together::ChildrenLeft(steps) => {
@@ -442,8 +440,8 @@ impl<'a> Deletion<'a> {
                     let (keys, attempts) = (keys.clone(), *attempts);
                     match self.delete_chunk(&keys).await? {
                         Outcome::Done(rows) => {
-                            self.stack.last_mut().expect("the frame being worked on").state = State::Fetch;
                             self.after_chunk(self.limits_of_top_frame(), rows).await;
+                            self.chunk_done();
                             return Ok(true);
                         }
                         Outcome::ChildrenAppeared { .. } if attempts < self.options.orphan_retries => {
@@ -476,9 +474,19 @@ impl<'a> Deletion<'a> {
         }
     }
 
+    /// The top frame's chunk is deleted: fetch the next, or, after its last, go back to its parent.
+    fn chunk_done(&mut self) {
+        let frame = self.stack.last_mut().expect("the frame being worked on");
+        if frame.last_chunk {
+            self.stack.pop();
+        } else {
+            frame.state = State::Fetch;
+        }
+    }
+
     /// Whether no requested root row exists.
     pub fn none_found(&self) -> bool {
-        self.root_batches.is_empty()
+        self.pending_roots.is_empty()
             && self.stack.is_empty()
             && self.summary.skipped.is_empty()
             && !self.summary.missing.is_empty()
@@ -487,7 +495,7 @@ impl<'a> Deletion<'a> {
     /// Whether every requested root exists and was skipped by its status, so nothing is
     /// deleted (a scheduled deletion cancelled through its status).
     pub fn all_skipped(&self) -> bool {
-        self.root_batches.is_empty()
+        self.pending_roots.is_empty()
             && self.stack.is_empty()
             && self.summary.missing.is_empty()
             && !self.summary.skipped.is_empty()
@@ -520,6 +528,7 @@ impl<'a> Deletion<'a> {
             set_based_children,
             matched,
             limit: node.chunk_size,
+            last_chunk: false,
             state: initial_state(node),
         }
     }
@@ -862,13 +871,30 @@ fn initial_state(node: &PlanNode) -> State {
     if node.is_set_based() { State::SetBased } else { State::Fetch }
 }
 
-/// `keys` in lists of at most `size`.
-fn batches(keys: SqlValue, size: u64) -> Vec<SqlValue> {
-    let size = usize::try_from(size).unwrap_or(usize::MAX).max(1);
-    match keys {
-        SqlValue::Integers(list) => list.chunks(size).map(|batch| SqlValue::Integers(batch.to_vec())).collect(),
-        SqlValue::Texts(list) => list.chunks(size).map(|batch| SqlValue::Texts(batch.to_vec())).collect(),
-        single => vec![single],
+/// Root ids not yet handed to a root frame.
+struct PendingRoots {
+    keys: SqlValue,
+    next: usize,
+}
+
+impl PendingRoots {
+    fn is_empty(&self) -> bool {
+        self.next >= key_count(&self.keys) as usize
+    }
+
+    /// The next `count` ids; `None` when none are left.
+    fn take(&mut self, count: u64) -> Option<SqlValue> {
+        let start = self.next;
+        let end = start.saturating_add(usize::try_from(count).unwrap_or(usize::MAX).max(1));
+        let batch = match &self.keys {
+            SqlValue::Integers(list) => {
+                list.get(start..end.min(list.len())).map(|batch| SqlValue::Integers(batch.to_vec()))
+            }
+            SqlValue::Texts(list) => list.get(start..end.min(list.len())).map(|batch| SqlValue::Texts(batch.to_vec())),
+            single => (start == 0).then(|| single.clone()),
+        };
+        self.next = end;
+        batch.filter(|batch| !is_empty(batch))
     }
 }
 
