@@ -549,11 +549,14 @@ impl<'a> Deletion<'a> {
             } else {
                 None
             };
-            let statement = match counted {
-                Some(rows) if rows <= limit => step.sql.set_based_all(matched(), step.returning.as_ref()),
-                _ => step.sql.set_based_chunk(matched(), step.returning.as_ref(), limit),
+            let deleted = match counted {
+                Some(rows) if rows <= limit => self.delete_all(&mut transaction, child, step, keys, false).await,
+                _ => {
+                    let statement = step.sql.set_based_chunk(matched(), step.returning.as_ref(), limit);
+                    self.run_write(&mut transaction, &statement, child, step).await
+                }
             };
-            let rows = match self.run_write(&mut transaction, &statement, child, step).await {
+            let rows = match deleted {
                 Err(DeleteError::Database(error)) if self.is_foreign_key_violation(&error) => {
                     transaction.rollback().await?;
                     return Err(DeleteError::Refused { model: child.model.clone(), reason: error.to_string() });
@@ -577,8 +580,7 @@ impl<'a> Deletion<'a> {
             transaction.rollback().await?;
             return Ok(Together::ChildrenAppeared);
         }
-        let statement = frame.step.sql.delete_by_keys(Param::Value(keys.clone()), frame.step.returning.as_ref());
-        let deleted = match self.run_write(&mut transaction, &statement, frame.node, &frame.step).await {
+        let deleted = match self.delete_all(&mut transaction, frame.node, &frame.step, keys, true).await {
             Err(DeleteError::Database(error)) if self.is_foreign_key_violation(&error) => {
                 transaction.rollback().await?;
                 if !self.database.backend().concurrent_writers() {
@@ -643,8 +645,7 @@ impl<'a> Deletion<'a> {
             transaction.rollback().await?;
             return Ok(Outcome::ChildrenAppeared { refused: None });
         }
-        let statement = step.sql.delete_by_keys(Param::Value(keys.clone()), step.returning.as_ref());
-        let deleted = match self.run_write(&mut transaction, &statement, frame.node, step).await {
+        let deleted = match self.delete_all(&mut transaction, frame.node, step, keys, true).await {
             Ok(rows) => rows,
             // A child inserted after the check: the database's foreign key caught it.
             Err(DeleteError::Database(error)) if self.is_foreign_key_violation(&error) => {
@@ -695,6 +696,32 @@ impl<'a> Deletion<'a> {
 
     fn is_foreign_key_violation(&self, error: &DbError) -> bool {
         self.database.classify(error) == Failure::ForeignKeyViolation
+    }
+
+    /// Deletes (or nullifies) every row of `node` whose key (`by_key`) or relation column is in
+    /// `keys`. Where one writer at a time is the rule and nothing is archived, the tombstones are
+    /// written straight from the table first, without carrying the rows through the tool.
+    async fn delete_all(
+        &mut self,
+        transaction: &mut Transaction,
+        node: &PlanNode,
+        step: &StepSql<'_>,
+        keys: &SqlValue,
+        by_key: bool,
+    ) -> Result<u64, DeleteError> {
+        let keys = || Param::Value(keys.clone());
+        let statement = |returning| {
+            if by_key { step.sql.delete_by_keys(keys(), returning) } else { step.sql.set_based_all(keys(), returning) }
+        };
+        let direct = self.archive.is_none() && !self.database.backend().concurrent_writers();
+        match (step.outbox, step.returning.as_ref()) {
+            (Some(target), Some(returning)) if direct && node.action == OnDelete::Delete => {
+                let tombstones = step.sql.insert_tombstones(&target.scope, &target.category, returning, keys(), by_key);
+                self.summary.outbox_rows += transaction.execute(&tombstones).await?;
+                Ok(transaction.execute(&statement(None)).await?)
+            }
+            _ => self.run_write(transaction, &statement(step.returning.as_ref()), node, step).await,
+        }
     }
 
     /// Runs `node`'s delete or update; with `RETURNING`, archives the deleted rows and writes

@@ -155,6 +155,23 @@ impl NodeSql<'_> {
     fn returning(&self, sql: &mut SqlBuilder, returning: Option<&Returning>) {
         let Some(returning) = returning else { return };
         sql.push(" RETURNING ");
+        self.tombstone_key(sql, returning);
+        sql.push(", ");
+        self.tombstone_shard(sql, returning);
+        sql.push(", ");
+        self.tombstone_payload(sql, returning);
+        sql.push(", ");
+        match &returning.row {
+            None => sql.push("NULL"),
+            Some(columns) => {
+                self.backend.row_json(sql, ROW_ALIAS, columns);
+                sql
+            }
+        };
+    }
+
+    /// A row's key as a tombstone names it: the key as text, a composite key as a JSON array.
+    fn tombstone_key(&self, sql: &mut SqlBuilder, returning: &Returning) {
         match returning.identity.as_slice() {
             [] => {
                 sql.push("NULL");
@@ -164,25 +181,51 @@ impl NodeSql<'_> {
             }
             columns => self.backend.json_array(sql, columns),
         }
-        sql.push(", ");
+    }
+
+    fn tombstone_shard(&self, sql: &mut SqlBuilder, returning: &Returning) {
         match &returning.shard_key {
             Some(column) => sql.push("CAST(").identifier(column).push(" AS TEXT)"),
             None => sql.push("NULL"),
         };
-        sql.push(", ");
+    }
+
+    fn tombstone_payload(&self, sql: &mut SqlBuilder, returning: &Returning) {
         if returning.payload.is_empty() {
             sql.push("NULL");
         } else {
             self.backend.json_object(sql, &returning.payload);
         }
+    }
+
+    /// The tombstones of the rows whose key (`by_key`) or relation column is in `keys`, written
+    /// straight from the table: for a database with one writer at a time, where the same rows
+    /// are then deleted in the same transaction, so none is added or lost in between.
+    pub fn insert_tombstones(
+        &self,
+        scope: &str,
+        category: &str,
+        returning: &Returning,
+        keys: Param,
+        by_key: bool,
+    ) -> Statement {
+        let mut sql = self.builder();
+        sql.push("INSERT INTO \"cascade_outbox\" (\"scope\", \"shard_identifier\", \"category\", ");
+        sql.push("\"object_identifier\", \"payload\", \"scheduled_for\", \"scheduled_from\", \"date_added\") SELECT ");
+        sql.bind_text(scope).push(", ");
+        self.tombstone_shard(&mut sql, returning);
+        sql.push(", ").bind_text(category).push(", ");
+        self.tombstone_key(&mut sql, returning);
         sql.push(", ");
-        match &returning.row {
-            None => sql.push("NULL"),
-            Some(columns) => {
-                self.backend.row_json(sql, ROW_ALIAS, columns);
-                sql
-            }
-        };
+        self.tombstone_payload(&mut sql, returning);
+        sql.push(", CURRENT_TIMESTAMP, CURRENT_TIMESTAMP, CURRENT_TIMESTAMP FROM ").push(&self.table());
+        sql.push(" WHERE ");
+        if by_key {
+            sql.key_list(&self.key(), &self.key_type, keys);
+        } else {
+            sql.key_list(&self.match_column(), &self.match_type, keys);
+        }
+        sql.finish()
     }
 
     /// Whether any row of `child` (by its relation column) still references the keys: checked
