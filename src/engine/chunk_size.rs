@@ -1,7 +1,8 @@
 //! Adaptive chunk sizes: each step's chunk grows or shrinks after every transaction so that the
 //! next one takes about `target_chunk_ms`, as Percona's `pt-online-schema-change --chunk-time`
-//! does. A step starts at its `chunk_size`; sizes change by at most a factor of two per chunk
-//! (a quarter when a chunk ran far over), grow only after a full chunk, and stay between 1 and
+//! does. A step starts at its `chunk_size`; sizes grow by at most half per chunk, aiming a little
+//! under the target (a transaction's time grows faster than its rows once its pages leave the
+//! cache), shrink by at most three quarters, grow only after a full chunk, and stay between 1 and
 //! `max_chunk_size` (or the step's own `chunk_size`, when larger).
 
 use std::collections::HashMap;
@@ -9,6 +10,13 @@ use std::time::Duration;
 
 use crate::config::Settings;
 use crate::planner::PlanNode;
+
+/// The most a chunk grows after one transaction.
+const MAX_GROWTH: f64 = 1.5;
+/// Growth aims at this share of the target.
+const GROWTH_AIM: f64 = 0.8;
+/// The most a chunk shrinks after one transaction (a factor).
+const MAX_SHRINK: f64 = 0.25;
 
 pub(crate) struct ChunkSizes {
     adaptive: bool,
@@ -48,9 +56,9 @@ impl ChunkSizes {
             if rows < limit {
                 return;
             }
-            ratio.min(2.0)
+            (ratio * GROWTH_AIM).clamp(1.0, MAX_GROWTH)
         } else {
-            ratio.max(0.25)
+            ratio.max(MAX_SHRINK)
         };
         let largest = self.max.max(node.chunk_size).min(self.caps.get(&node.step).copied().unwrap_or(u64::MAX));
         let next = ((limit as f64 * factor) as u64).clamp(1, largest.max(1));
@@ -88,15 +96,24 @@ mod tests {
     const MS: fn(u64) -> Duration = Duration::from_millis;
 
     #[test]
-    fn fast_full_chunks_double_up_to_the_largest() {
+    fn fast_full_chunks_grow_by_half_up_to_the_largest() {
         let (node, mut sizes) = (node(), ChunkSizes::new(&settings("max_chunk_size = 500")));
         let mut seen = Vec::new();
-        for _ in 0..5 {
+        for _ in 0..6 {
             let limit = sizes.of(&node);
             sizes.record(&node, limit, limit, MS(5));
             seen.push(sizes.of(&node));
         }
-        assert_eq!(seen, [200, 400, 500, 500, 500]);
+        assert_eq!(seen, [150, 225, 337, 500, 500, 500]);
+    }
+
+    #[test]
+    fn growth_aims_under_the_target() {
+        let (node, mut sizes) = (node(), ChunkSizes::new(&settings("target_chunk_ms = 50")));
+        sizes.record(&node, 100, 100, MS(40));
+        assert_eq!(sizes.of(&node), 100, "at 80 % of the target it stays");
+        sizes.record(&node, 100, 100, MS(32));
+        assert_eq!(sizes.of(&node), 125);
     }
 
     #[test]
