@@ -367,9 +367,15 @@ impl<'a> Deletion<'a> {
         loop {
             if self.stack.is_empty() {
                 // Each root chunk binds only its own ids: binding all of them to every fetch made
-                // 100,000 ids quadratic.
+                // 100,000 ids quadratic. The ids were read when the deletion started, so a per_row
+                // root chunk needs no fetch: its keys are the ids.
                 let Some(matched) = self.pending_roots.take(self.sizes.of(self.root)) else { return Ok(false) };
-                let frame = self.frame_of(self.root, None, matched);
+                let mut frame = self.frame_of(self.root, None, matched.clone());
+                if !self.root.is_set_based() {
+                    frame.limit = key_count(&matched);
+                    frame.last_chunk = true;
+                    frame.state = chunk_state(&frame, matched);
+                }
                 self.stack.push(frame);
             }
             let frame = self.stack.last_mut().expect("a frame was pushed");
@@ -394,13 +400,7 @@ impl<'a> Deletion<'a> {
                     }
                     frame.last_chunk = (keys.len() as u64) < frame.limit;
                     let keys = table_keys(&frame.node.table, &frame.step.sql.key_type, keys)?;
-                    frame.state = if frame.node.children.is_empty() {
-                        State::Delete { keys, attempts: 0 }
-                    } else if frame.set_based_children.is_some() {
-                        State::Together { keys }
-                    } else {
-                        State::Children { keys, next: 0, attempts: 0 }
-                    };
+                    frame.state = chunk_state(frame, keys);
                 }
                 State::Together { keys } => {
                     let keys = keys.clone();
@@ -896,6 +896,17 @@ fn keep_run_alive(database: Database, run_id: i64, run_lease: Duration) -> tokio
 
 fn initial_state(node: &PlanNode) -> State {
     if node.is_set_based() { State::SetBased } else { State::Fetch }
+}
+
+/// What a per_row frame does with a chunk of `keys` it has read.
+fn chunk_state(frame: &Frame<'_>, keys: SqlValue) -> State {
+    if frame.node.children.is_empty() {
+        State::Delete { keys, attempts: 0 }
+    } else if frame.set_based_children.is_some() {
+        State::Together { keys }
+    } else {
+        State::Children { keys, next: 0, attempts: 0 }
+    }
 }
 
 /// Root ids not yet handed to a root frame.
