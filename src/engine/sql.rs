@@ -276,6 +276,27 @@ impl NodeSql<'_> {
 
     /// The keys (as text) of the root rows among `ids` that exist, with their status when the
     /// model has one: `status` is NULL without.
+    /// How many root rows have one of the ids.
+    pub fn count_roots(&self, ids: Param) -> Statement {
+        let mut sql = self.builder();
+        sql.push("SELECT COUNT(*) FROM ").push(&self.table()).push(" WHERE ");
+        sql.key_list(&self.key(), &self.key_type, ids);
+        sql.finish()
+    }
+
+    /// The keys (as text) of the root rows with one of the ids whose status does not allow the
+    /// deletion.
+    pub fn skipped_roots(&self, ids: Param, status: &StatusCheck) -> Statement {
+        let mut sql = self.builder();
+        let column = self.names.column(&status.column.value);
+        sql.push("SELECT CAST(").identifier(&self.key()).push(" AS TEXT) FROM ").push(&self.table());
+        sql.push(" WHERE ").key_list(&self.key(), &self.key_type, ids);
+        sql.push(" AND (").identifier(&column).push(" IS NULL OR NOT ");
+        status_in(&mut sql, &column, &status.proceed_or_in_progress());
+        sql.push(")");
+        sql.finish()
+    }
+
     pub fn select_roots(&self, ids: Param, status: Option<&StatusCheck>) -> Statement {
         let mut sql = self.builder();
         sql.push("SELECT CAST(").identifier(&self.key()).push(" AS TEXT), ");
