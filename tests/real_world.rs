@@ -45,10 +45,7 @@ fn counted_by_hand(url: &str, name: fn(&str) -> String) -> BTreeMap<String, u64>
 
 /// Runs `cascade ARGS --database-url URL` in `dir`; its JSON output.
 fn json(dir: &std::path::Path, url: &str, args: &[&str]) -> Value {
-    let output = cascade(dir).args(args).args(["--database-url", url]).output().unwrap();
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(output.status.success(), "cascade {args:?}: {stderr}");
-    serde_json::from_slice(&output.stdout).unwrap_or_else(|error| panic!("cascade {args:?}: {error}"))
+    common::json_output(cascade(dir).args(args).args(["--database-url", url]))
 }
 
 /// `init`, `validate`, `plan` and `delete` on a fresh Chinook database whose tables and columns

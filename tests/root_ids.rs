@@ -2,8 +2,7 @@
 
 mod common;
 
-use common::{cascade, count, postgres_database, project, sqlite_database};
-use serde_json::Value;
+use common::{cascade, count, json_output, postgres_database, project, sqlite_database};
 
 const CONFIG: &str = "[settings]\nadaptive = false\n\n[models.author]\ntable = \"author\"\nchunk_size = 7\n\
                       children = [{ model = \"book\", column = \"author_id\" }]\n\n\
@@ -32,27 +31,19 @@ fn many_ids_from_a_file_and_stdin(url: &str) {
     let file = format!("{}\n\n{}\n", listed[..150].join("\n"), listed[150..].join(","));
     let dir = project(&[("cascades/books.toml", CONFIG), ("ids.txt", &file)]);
 
-    let plan = cascade(dir.path())
-        .args(["--database-url", url, "plan", "author", "--id", "9001", "--ids-from", "-", "--format", "json"])
-        .write_stdin(file.clone())
-        .assert()
-        .success()
-        .get_output()
-        .stdout
-        .clone();
-    let plan: Value = serde_json::from_slice(&plan).unwrap();
+    let plan = json_output(
+        cascade(dir.path())
+            .args(["--database-url", url, "plan", "author", "--id", "9001", "--ids-from", "-", "--format", "json"])
+            .write_stdin(file.clone()),
+    );
     assert_eq!(plan["totals"], serde_json::json!({"author": 300, "book": 600}));
     assert_eq!(plan["not_found"], serde_json::json!(["9001"]));
 
-    let output = cascade(dir.path())
-        .args(["--database-url", url, "delete", "author", "9001,9002", "--ids-from", "ids.txt"])
-        .args(["--confirm", "--format", "json"])
-        .assert()
-        .success()
-        .get_output()
-        .stdout
-        .clone();
-    let summary: Value = serde_json::from_slice(&output).unwrap();
+    let summary = json_output(
+        cascade(dir.path())
+            .args(["--database-url", url, "delete", "author", "9001,9002", "--ids-from", "ids.txt"])
+            .args(["--confirm", "--format", "json"]),
+    );
     assert_eq!(summary["deleted"], serde_json::json!({"book": 600, "author": 300}));
     // 300 authors in 43 chunks of at most 7; each chunk's books (at most 14) do not fit one chunk
     // of 5 with it: the first 5 in a transaction of their own, the other 9 (or 7) in 2, then the

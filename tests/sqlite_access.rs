@@ -104,12 +104,16 @@ fn keys_of_untyped_columns_are_found() {
                   [models.item]\ntable = \"item\"\n";
     let dir = project(&[("cascades/boxes.toml", config)]);
     let url = sqlite_database(dir.path(), ddl);
-    let output = cascade(dir.path())
-        .args(["--database-url", &url, "delete", "box", "1", "--confirm", "--format", "json"])
-        .output()
-        .unwrap();
-    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
-    let summary: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    let summary = common::json_output(cascade(dir.path()).args([
+        "--database-url",
+        &url,
+        "delete",
+        "box",
+        "1",
+        "--confirm",
+        "--format",
+        "json",
+    ]));
     assert_eq!(summary["deleted"], serde_json::json!({"item": 2, "box": 1}));
     assert_eq!(summary["missing"], serde_json::json!([]));
     cascade(dir.path()).args(["--database-url", &url, "delete", "box", "label", "--confirm"]).assert().success();

@@ -52,5 +52,5 @@ fn max_version() -> Statement {
 }
 
 fn parse_version(rows: &super::TextRows) -> i64 {
-    rows.first().and_then(|row| row.first().cloned().flatten()).and_then(|v| v.parse().ok()).unwrap_or(0)
+    super::first_text(rows).and_then(|v| v.parse().ok()).unwrap_or(0)
 }

@@ -156,6 +156,11 @@ where
 /// Rows of a query whose columns are all read as text (or NULL).
 pub type TextRows = Vec<Vec<Option<String>>>;
 
+/// The first column of the first row, if any: the answer of a one-value query.
+pub fn first_text(rows: &TextRows) -> Option<&str> {
+    rows.first()?.first()?.as_deref()
+}
+
 /// A write transaction on either database.
 pub struct Transaction {
     backend: &'static dyn Backend,

@@ -80,17 +80,16 @@ impl ChunkSizes {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::planner::fixture;
 
     fn settings(toml: &str) -> Settings {
-        let mut sources = crate::diagnostic::Sources::default();
-        sources.add("cascade.toml", format!("[settings]\n{toml}\n[models.a]\ntable = \"a\"\nchunk_size = 100\n"));
-        crate::config::load_sources(sources).config.settings
+        fixture::config(&format!("[settings]\n{toml}\n{MODEL}")).settings
     }
 
+    const MODEL: &str = "[models.a]\ntable = \"a\"\nchunk_size = 100\n";
+
     fn node() -> PlanNode {
-        let mut sources = crate::diagnostic::Sources::default();
-        sources.add("cascade.toml", "[models.a]\ntable = \"a\"\nchunk_size = 100\n");
-        crate::planner::compile(&crate::config::load_sources(sources).config, "a").unwrap().root
+        crate::planner::compile(&fixture::config(MODEL), "a").unwrap().root
     }
 
     const MS: fn(u64) -> Duration = Duration::from_millis;

@@ -22,7 +22,7 @@ use super::{key_texts as texts, not_found, table_keys};
 use crate::config::Config;
 use crate::config::OnDelete;
 use crate::db::sql::{Param, SqlValue, Statement};
-use crate::db::{Database, DbError, Failure, Transaction, tables};
+use crate::db::{Database, DbError, Failure, Transaction, first_text, tables};
 use crate::planner::{Plan, PlanNode};
 use crate::schema::Schema;
 
@@ -396,10 +396,9 @@ impl<'a> Deletion<'a> {
                     frame.state = chunk_state(frame, keys);
                 }
                 State::Together { keys } => {
-                    let keys = keys.clone();
+                    let (keys, node) = (keys.clone(), frame.node);
                     let frame = self.stack.pop().expect("the frame being worked on");
                     let together = self.delete_together(&frame, &keys).await;
-                    let node = frame.node;
                     self.stack.push(frame);
                     let top = self.stack.last_mut().expect("the frame being worked on");
                     match together? {
@@ -431,19 +430,22 @@ impl<'a> Deletion<'a> {
                 }
                 State::Delete { keys, attempts } => {
                     let (keys, attempts) = (keys.clone(), *attempts);
-                    match self.delete_chunk(&keys).await? {
+                    let frame = self.stack.pop().expect("the frame being worked on");
+                    let (outcome, node) = (self.delete_chunk(&frame, &keys).await, frame.node);
+                    self.stack.push(frame);
+                    match outcome? {
                         Outcome::Done(rows) => {
-                            self.after_chunk(self.limits_of_top_frame(), rows).await;
+                            self.charge_rate_limits(&[(node, rows)]).await;
                             self.chunk_done();
                             return Ok(true);
                         }
                         Outcome::ChildrenAppeared { .. } if attempts < self.options.orphan_retries => {
+                            debug!(model = %node.model, attempts, "children appeared under a chunk; draining them again");
                             let frame = self.stack.last_mut().expect("the frame being worked on");
-                            debug!(model = %frame.node.model, attempts, "children appeared under a chunk; draining them again");
                             frame.state = State::Children { keys, next: 0, attempts: attempts + 1 };
                         }
                         Outcome::ChildrenAppeared { refused } => {
-                            let model = self.stack.last().expect("the frame being worked on").node.model.clone();
+                            let model = node.model.clone();
                             return Err(match refused {
                                 Some(reason) => DeleteError::Refused { model, reason },
                                 None => DeleteError::ChildrenKeepAppearing { model, attempts: attempts + 1 },
@@ -452,14 +454,18 @@ impl<'a> Deletion<'a> {
                     }
                 }
                 State::SetBased => {
-                    let limit = self.sizes.of(frame.node);
-                    let rows = self.set_based_chunk(limit).await?;
-                    let limits = self.limits_of_top_frame();
+                    let (node, limit) = (frame.node, self.sizes.of(frame.node));
+                    let frame = self.stack.pop().expect("the frame being worked on");
+                    let rows = self.set_based_chunk(&frame, limit).await;
+                    self.stack.push(frame);
+                    let rows = rows?;
+                    if rows > 0 {
+                        self.charge_rate_limits(&[(node, rows)]).await;
+                    }
                     if rows < limit {
                         self.stack.pop();
                     }
                     if rows > 0 {
-                        self.after_chunk(limits, rows).await;
                         return Ok(true);
                     }
                 }
@@ -538,7 +544,7 @@ impl<'a> Deletion<'a> {
             let matched = || Param::Value(keys.clone());
             let counted = if self.database.backend().limited_delete_is_slow() {
                 let counted = transaction.fetch_texts(&step.sql.count_up_to(matched(), limit + 1)).await?;
-                counted.first().and_then(|row| row.first().cloned().flatten()).and_then(|n| n.parse::<u64>().ok())
+                first_text(&counted).and_then(|n| n.parse::<u64>().ok())
             } else {
                 None
             };
@@ -607,27 +613,21 @@ impl<'a> Deletion<'a> {
     ) -> Result<bool, DeleteError> {
         let check = frame.step.sql.children_exist(&frame.step.children, &Param::Value(keys.clone()));
         let exists = transaction.fetch_texts(&check).await?;
-        Ok(exists.first().and_then(|row| row.first().cloned().flatten()).as_deref() == Some("1"))
+        Ok(first_text(&exists) == Some("1"))
     }
 
-    /// Charges the rows of each step to the rate limits on its path.
+    /// Charges the rows of each step (the top frame's node, or one of its children) to the rate
+    /// limits on its path, waiting as long as they ask.
     async fn charge_rate_limits(&mut self, steps: &[(&'a PlanNode, u64)]) {
         for (node, rows) in steps {
             let path = self.stack.iter().map(|frame| frame.node).filter(|above| !std::ptr::eq(*above, *node));
             let limits = limits_on_path(path.chain(std::iter::once(*node)));
-            self.after_chunk(limits, *rows).await;
+            self.wait_for_limits(limits, *rows).await;
         }
     }
 
-    /// Deletes the chunk `keys` of the top frame, unless children appeared under it.
-    async fn delete_chunk(&mut self, keys: &SqlValue) -> Result<Outcome, DeleteError> {
-        let frame = self.stack.pop().expect("the frame being worked on");
-        let outcome = self.delete_chunk_of(&frame, keys).await;
-        self.stack.push(frame);
-        outcome
-    }
-
-    async fn delete_chunk_of(&mut self, frame: &Frame<'a>, keys: &SqlValue) -> Result<Outcome, DeleteError> {
+    /// Deletes the chunk `keys` of `frame`, unless children appeared under it.
+    async fn delete_chunk(&mut self, frame: &Frame<'a>, keys: &SqlValue) -> Result<Outcome, DeleteError> {
         let started = Instant::now();
         let step = &frame.step;
         let mut transaction = self.database.begin_write().await?;
@@ -658,15 +658,8 @@ impl<'a> Deletion<'a> {
         Ok(Outcome::Done(deleted))
     }
 
-    /// One set-based statement of up to `limit` rows of the top frame; the rows it touched.
-    async fn set_based_chunk(&mut self, limit: u64) -> Result<u64, DeleteError> {
-        let frame = self.stack.pop().expect("the frame being worked on");
-        let rows = self.set_based_chunk_of(&frame, limit).await;
-        self.stack.push(frame);
-        rows
-    }
-
-    async fn set_based_chunk_of(&mut self, frame: &Frame<'a>, limit: u64) -> Result<u64, DeleteError> {
+    /// One set-based statement of up to `limit` rows of `frame`; the rows it touched.
+    async fn set_based_chunk(&mut self, frame: &Frame<'a>, limit: u64) -> Result<u64, DeleteError> {
         let started = Instant::now();
         let statement =
             frame.step.sql.set_based_chunk(Param::Value(frame.matched.clone()), frame.step.returning.as_ref(), limit);
@@ -789,9 +782,8 @@ impl<'a> Deletion<'a> {
         debug!(models = ?models, rows, ms = elapsed_ms, "chunk committed");
     }
 
-    /// Waits as long as the rate limits on the path to the chunk's model ask after it touched
-    /// `rows` rows (`limits`, from [`limits_on_path`]).
-    async fn after_chunk(&mut self, limits: Vec<&str>, rows: u64) {
+    /// Takes `rows` from the bucket of each of `limits`, waiting while one is empty.
+    async fn wait_for_limits(&mut self, limits: Vec<&str>, rows: u64) {
         for option in limits {
             let rate = self.rate(option).await;
             let mut left = rows;
@@ -818,11 +810,6 @@ impl<'a> Deletion<'a> {
             tokio::time::sleep(STOP_CHECK.min(until - Instant::now())).await;
         }
         true
-    }
-
-    /// The rate limits a chunk of the top frame's model is charged to.
-    fn limits_of_top_frame(&self) -> Vec<&'a str> {
-        limits_on_path(self.stack.iter().map(|frame| frame.node))
     }
 
     /// The option's current value: `cascade_option` over `[options]`, read at most once a second.

@@ -208,11 +208,8 @@ chunk_size = 500
 
     #[test]
     fn rows_below_a_limited_model_count_against_its_limit() {
-        let mut sources = crate::diagnostic::Sources::default();
-        sources.add("cascade.toml", CONFIG);
-        let loaded = crate::config::load_sources(sources);
-        assert!(loaded.diagnostics.is_empty(), "{:?}", loaded.diagnostics);
-        let plan = crate::planner::compile(&loaded.config, "organization").unwrap();
+        let config = crate::planner::fixture::config(CONFIG);
+        let plan = crate::planner::compile(&config, "organization").unwrap();
         let project = &plan.root.children[0];
         let task = &project.children[0];
         let limits = limits_on_path([&plan.root, project, task].into_iter());
@@ -230,8 +227,7 @@ chunk_size = 500
         );
         let clock = FakeRelativeClock::default();
         let mut throttle = Throttle::new(clock.clone(), least_bursts(&plan));
-        let rates: Vec<(&str, f64)> =
-            limits.iter().map(|limit| (*limit, loaded.config.option_values()[*limit])).collect();
+        let rates: Vec<(&str, f64)> = limits.iter().map(|limit| (*limit, config.option_values()[*limit])).collect();
         assert_eq!(run(&mut throttle, &clock, &rates, 10, 500), Duration::from_secs(45));
     }
 }

@@ -212,15 +212,7 @@ fn outbox_target(config: &Config, model: &Model) -> Option<OutboxTarget> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::diagnostic::Sources;
-
-    fn config(toml: &str) -> Config {
-        let mut sources = Sources::default();
-        sources.add("cascade.toml", toml);
-        let loaded = crate::config::load_sources(sources);
-        assert_eq!(loaded.diagnostics, vec![]);
-        loaded.config
-    }
+    use crate::planner::fixture::config;
 
     const DIAMOND: &str = r#"
 [settings]
@@ -307,9 +299,7 @@ categories = ["organization_update"]
 
     #[test]
     fn a_cycle_is_an_error_not_a_loop() {
-        let mut sources = Sources::default();
-        sources.add("c.toml", "[models.a]\ntable = \"a\"\nchildren = [{ model = \"a\", column = \"parent_id\" }]\n");
-        let loaded = crate::config::load_sources(sources);
-        assert_eq!(compile(&loaded.config, "a").unwrap_err(), CompileError::Cycle("a".into()));
+        let config = config("[models.a]\ntable = \"a\"\nchildren = [{ model = \"a\", column = \"parent_id\" }]\n");
+        assert_eq!(compile(&config, "a").unwrap_err(), CompileError::Cycle("a".into()));
     }
 }

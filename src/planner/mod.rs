@@ -131,6 +131,15 @@ pub(crate) mod fixture {
         (loaded.diagnostics, loaded.sources)
     }
 
+    /// A one-file config that reads without any diagnostic.
+    pub fn config(toml: &str) -> crate::config::Config {
+        let mut sources = Sources::default();
+        sources.add("cascade.toml", toml);
+        let loaded = load_sources(sources);
+        assert_eq!(loaded.diagnostics, vec![]);
+        loaded.config
+    }
+
     /// `(code, line)` of every diagnostic of a one-file config.
     pub fn codes(toml: &str) -> Vec<(Code, usize)> {
         codes_against(toml, None)

@@ -20,6 +20,14 @@ pub fn cascade(dir: &Path) -> Command {
     command
 }
 
+/// Runs `command`, which must succeed; its standard output read as JSON.
+pub fn json_output(command: &mut Command) -> serde_json::Value {
+    let output = command.output().expect("run cascade");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{command:?} failed: {stderr}");
+    serde_json::from_slice(&output.stdout).unwrap_or_else(|error| panic!("{command:?}: {error}"))
+}
+
 /// A temporary directory holding `files` (relative paths, parents created).
 pub fn project(files: &[(&str, &str)]) -> TempDir {
     let dir = tempfile::tempdir().expect("a temporary directory");
