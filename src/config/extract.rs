@@ -8,7 +8,7 @@ use toml::de::{DeTable, DeValue};
 
 use super::read::{Diagnostics, Fields, Node};
 use super::types::{
-    Config, IgnoredReference, Key, Located, Model, OnDelete, Outbox, Relation, Scope, Settings, StatusCheck,
+    Config, IgnoredReference, Key, Located, Model, OnDelete, Outbox, Relation, Scope, Settings, Sink, StatusCheck,
     StatusValue, Strategy,
 };
 use crate::diagnostic::{FileId, Location, Sources};
@@ -19,6 +19,7 @@ pub(crate) fn config(files: &[(FileId, &Spanned<DeTable<'_>>)], sources: &Source
     let mut options = Vec::new();
     let mut models = Vec::new();
     let mut scopes = Vec::new();
+    let mut sinks = Vec::new();
     for &(file, root) in files {
         let mut top = Fields::new(Location::new(file, 0..0), "the file".to_owned(), [(file, root.get_ref())]);
         section(&mut top, "settings", &mut settings, d);
@@ -27,6 +28,7 @@ pub(crate) fn config(files: &[(FileId, &Spanned<DeTable<'_>>)], sources: &Source
         if let Some(mut outbox) = top.optional("outbox").and_then(|node| node.table_described("[outbox]".to_owned(), d))
         {
             section(&mut outbox, "scopes", &mut scopes, d);
+            section(&mut outbox, "sinks", &mut sinks, d);
             outbox.finish(d);
         }
         top.finish(d);
@@ -43,9 +45,11 @@ pub(crate) fn config(files: &[(FileId, &Spanned<DeTable<'_>>)], sources: &Source
     let models = Fields::merged(first.clone(), "[models]", "model", models, describe, d);
     let mut unreadable_models = BTreeSet::new();
     let models = read_named(models, "model", d, read_model, &mut unreadable_models);
-    let scopes = Fields::merged(first, "[outbox.scopes]", "scope", scopes, describe, d);
+    let scopes = Fields::merged(first.clone(), "[outbox.scopes]", "scope", scopes, describe, d);
     let scopes = read_named(scopes, "scope", d, read_scope, &mut BTreeSet::new());
-    Config { settings, options, models, outbox: Outbox { scopes }, unreadable_models }
+    let sinks = Fields::merged(first, "[outbox.sinks]", "sink", sinks, describe, d);
+    let sinks = read_named(sinks, "sink", d, read_sink, &mut BTreeSet::new());
+    Config { settings, options, models, outbox: Outbox { scopes, sinks }, unreadable_models }
 }
 
 /// Reads every entry of a table keyed by user-chosen names (models, scopes) with `read`; the names
@@ -222,6 +226,56 @@ fn read_ignored_reference(node: &Node<'_>, d: &mut Diagnostics) -> Option<Ignore
 fn read_scope(name: Located<String>, mut fields: Fields<'_>, d: &mut Diagnostics) -> Option<Scope> {
     let shard_key = fields.required("shard_key", d).and_then(|n| n.identifier(d));
     let categories = fields.optional("categories").map_or_else(Vec::new, |n| n.array_of(d, Node::string));
+    let sink = fields.optional("sink").and_then(|n| n.string(d));
+    let category_sinks = fields.optional("category_sinks").map_or_else(IndexMap::new, |n| string_table(&n, d));
     fields.finish(d);
-    Some(Scope { name, shard_key: shard_key?, categories })
+    Some(Scope { name, shard_key: shard_key?, categories, sink, category_sinks })
+}
+
+fn read_sink(name: Located<String>, mut fields: Fields<'_>, d: &mut Diagnostics) -> Option<Sink> {
+    let command = fields.optional("command").and_then(|n| {
+        let words: Vec<String> = n.array_of(d, Node::string).into_iter().map(|w| w.value).collect();
+        if words.is_empty() {
+            n.invalid("`command` must name a program", "an empty command", d);
+            return None;
+        }
+        Some(Located::new(words, n.location()))
+    });
+    let url = fields.optional("url").and_then(|n| {
+        let url = n.string(d)?;
+        if !(url.value.starts_with("http://") || url.value.starts_with("https://")) {
+            n.invalid("`url` must be an http:// or https:// URL", "not an http(s) URL", d);
+            return None;
+        }
+        Some(url)
+    });
+    let headers = fields.optional("headers").map_or_else(IndexMap::new, |n| string_table(&n, d));
+    let timeout = fields.optional("timeout").and_then(|n| {
+        let text = n.string(d)?;
+        match humantime::parse_duration(&text.value) {
+            Ok(duration) if !duration.is_zero() => Some(Located::new(duration, text.location)),
+            _ => {
+                n.invalid("`timeout` must be a duration such as \"30s\" or \"2m\"", "not a duration", d);
+                None
+            }
+        }
+    });
+    let batch_size = fields.optional("batch_size").and_then(|n| {
+        let size = n.unsigned(d)?;
+        if size.value == 0 {
+            n.invalid("`batch_size` must be at least 1", "zero messages per delivery", d);
+            return None;
+        }
+        Some(size)
+    });
+    fields.finish(d);
+    Some(Sink { name, command, url, headers, timeout, batch_size })
+}
+
+/// A table of user-chosen keys with string values (`headers`, `category_sinks`).
+fn string_table(node: &Node<'_>, d: &mut Diagnostics) -> IndexMap<String, Located<String>> {
+    let Some(mut fields) = node.table(d) else {
+        return IndexMap::new();
+    };
+    fields.take_all().into_iter().filter_map(|(key, value)| Some((key.value, value.string(d)?))).collect()
 }

@@ -428,6 +428,9 @@ pub struct Outbox {
     /// Outbox scopes keyed by name. Every category belongs to exactly one scope.
     #[serde(default)]
     pub scopes: IndexMap<String, Scope>,
+    /// Where the drainer delivers messages, keyed by name; scopes and categories name them.
+    #[serde(default)]
+    pub sinks: IndexMap<String, Sink>,
 }
 
 /// An outbox scope: decides the shard key of the categories registered in it.
@@ -442,6 +445,55 @@ pub struct Scope {
     /// Outbox categories registered in this scope.
     #[serde(default)]
     pub categories: Vec<Located<String>>,
+    /// The sink (under `[outbox.sinks]`) that receives this scope's messages.
+    pub sink: Option<Located<String>>,
+    /// Categories of this scope delivered to a sink of their own, category name to sink name.
+    #[serde(default)]
+    pub category_sinks: IndexMap<String, Located<String>>,
+}
+
+/// How long a sink may take per delivery when `timeout` is not given.
+pub const DEFAULT_SINK_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
+
+/// How many coalesced messages a sink receives per delivery when `batch_size` is not given.
+pub const DEFAULT_SINK_BATCH_SIZE: u64 = 100;
+
+/// A destination of outbox messages: a command that reads them as JSON on stdin, or a webhook
+/// that receives them as the JSON body of a POST. Exactly one of `command` and `url` is given.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
+pub struct Sink {
+    /// The sink's name: its key under `[outbox.sinks]`.
+    #[serde(skip)]
+    pub name: Located<String>,
+    /// A program and its arguments (no shell): it reads a JSON array of messages on stdin and
+    /// exits 0 when they are delivered.
+    pub command: Option<Located<Vec<String>>>,
+    /// An `http://` or `https://` URL: a POST of the JSON array of messages, any 2xx status means
+    /// delivered.
+    pub url: Option<Located<String>>,
+    /// HTTP headers of a webhook. Write secrets as `env:NAME`: the value is read from the
+    /// environment variable `NAME` when the drainer starts, never stored in the file.
+    #[serde(default)]
+    pub headers: IndexMap<String, Located<String>>,
+    /// How long one delivery may take before it counts as failed, e.g. `"30s"` (default 30s).
+    #[schemars(with = "Option<String>")]
+    pub timeout: Option<Located<std::time::Duration>>,
+    /// The most coalesced messages per delivery (default 100).
+    #[schemars(range(min = 1))]
+    pub batch_size: Option<Located<u64>>,
+}
+
+impl Sink {
+    /// How long one delivery may take.
+    pub fn timeout(&self) -> std::time::Duration {
+        self.timeout.as_ref().map_or(DEFAULT_SINK_TIMEOUT, |t| t.value)
+    }
+
+    /// The most coalesced messages per delivery.
+    pub fn batch_size(&self) -> u64 {
+        self.batch_size.as_ref().map_or(DEFAULT_SINK_BATCH_SIZE, |b| b.value.max(1))
+    }
 }
 
 impl Config {
@@ -453,6 +505,14 @@ impl Config {
     /// Every option's value as the config sets it (`cascade_option` rows may override them).
     pub fn option_values(&self) -> IndexMap<String, f64> {
         self.options.iter().map(|(name, value)| (name.clone(), value.value)).collect()
+    }
+
+    /// The sink that receives the messages of `category` in `scope`: the category's own sink,
+    /// else the scope's. None when neither names a declared sink.
+    pub fn sink_for(&self, scope: &str, category: &str) -> Option<&Sink> {
+        let scope = self.outbox.scopes.get(scope)?;
+        let name = scope.category_sinks.get(category).or(scope.sink.as_ref())?;
+        self.outbox.sinks.get(&name.value)
     }
 
     /// The scope a category is registered in (the first, if it is wrongly in several).
