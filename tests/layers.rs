@@ -10,10 +10,12 @@ use std::path::{Path, PathBuf};
 const LAYERS: &[(&str, u8)] = &[
     ("db", 0),
     ("diagnostic", 0),
+    ("stop", 0),
     ("config", 1),
     ("schema", 1),
     ("planner", 2),
     ("engine", 3),
+    ("outbox", 3),
     ("render", 4),
     ("scheduler", 4),
     ("demo", 5),

@@ -4,6 +4,7 @@ mod delete;
 mod demo;
 mod init;
 mod option;
+mod outbox;
 mod plan;
 mod runs;
 mod schedule;
@@ -94,6 +95,9 @@ pub enum Command {
     Runs(runs::Args),
     /// Claim and run due scheduled deletions.
     Worker(worker::Args),
+    /// Deliver the outbox through its sinks, and see its backlog.
+    #[command(subcommand)]
+    Outbox(outbox::Command),
     /// Write a starting config from a database's foreign keys.
     Init(init::Args),
     /// Print the shell completion script for bash, zsh, fish, elvish or PowerShell.
@@ -131,6 +135,7 @@ pub fn main() -> ExitCode {
         Command::Runs(args) => runs::run(&cli, args),
         Command::Worker(args) => worker::run(&cli, args),
         Command::Option(command) => option::run(&cli, command),
+        Command::Outbox(command) => outbox::run(&cli, command),
         Command::Completions(args) => shell::completions(args),
         Command::Man => shell::man(),
     };
@@ -155,7 +160,7 @@ fn init_logging(cli: &Cli) {
         (true, _) => "error",
         // The progress of a deletion is worth a line now and then even when nobody asked.
         // sqlx warns of slow statements with their whole SQL: noise unless asked for (-v).
-        (false, 0) => "warn,sqlx=error,cascade::engine=info,cascade::cli::delete=info",
+        (false, 0) => "warn,sqlx=error,cascade::engine=info,cascade::cli::delete=info,cascade::cli::outbox=info",
         (false, 1) => "info",
         (false, 2) => "debug",
         (false, _) => "trace",

@@ -1,7 +1,10 @@
 use std::process::ExitCode;
 use std::time::Duration;
 
+use std::sync::Arc;
+
 use cascade::db::Access;
+use cascade::outbox::{DrainOptions, Drainer, SystemClock};
 use cascade::scheduler::worker::{self, WorkerOptions};
 
 use super::Cli;
@@ -21,6 +24,9 @@ pub struct Args {
     /// `[settings] lease_seconds`, else 6h).
     #[arg(long, value_name = "DURATION", value_parser = humantime::parse_duration)]
     pub lease: Option<Duration>,
+    /// Also drain the outbox through its sinks (one shard at a time), in the same process.
+    #[arg(long)]
+    pub drain: bool,
 }
 
 pub fn run(cli: &Cli, args: &Args) -> anyhow::Result<ExitCode> {
@@ -39,14 +45,30 @@ pub fn run(cli: &Cli, args: &Args) -> anyhow::Result<ExitCode> {
         let Some(engine) = super::prepare(database.clone(), &loaded).await? else {
             return Ok(ExitCode::from(1));
         };
-        let report = worker::run(engine, options, super::stop_on_signals()).await;
+        let stop = super::stop_on_signals();
+        let drain_options = DrainOptions { once: args.once, poll: args.poll, ..DrainOptions::default() };
+        let drainer = match args.drain {
+            true => Some(Drainer::new(database.clone(), &loaded.config, drain_options, Arc::new(SystemClock))?),
+            false => None,
+        };
+        let drained = async {
+            match &drainer {
+                Some(drainer) => drainer.run(stop.clone()).await.map(Some),
+                None => Ok(None),
+            }
+        };
+        let (report, drained) = tokio::join!(worker::run(engine, options, stop.clone()), drained);
         database.close().await;
-        let report = report?;
+        let (report, drained) = (report?, drained?);
         println!(
             "worker done: {} succeeded, {} cancelled, {} failed, {} interrupted, {} not found",
             report.succeeded, report.cancelled, report.failed, report.interrupted, report.not_found
         );
+        if let Some(drained) = &drained {
+            super::outbox::print_report(drained);
+        }
         // So that cron and systemd notice: a run in which any attempt failed is not a success.
-        Ok(if report.failed > 0 { ExitCode::from(1) } else { ExitCode::SUCCESS })
+        let drain_failed = drained.is_some_and(|d| args.once && d.failed_deliveries > 0);
+        Ok(if report.failed > 0 || drain_failed { ExitCode::from(1) } else { ExitCode::SUCCESS })
     })
 }

@@ -16,6 +16,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../../schemas/migrations/postgres/0001_tables.sql"),
     include_str!("../../schemas/migrations/postgres/0002_claim_tokens_and_run_heartbeats.sql"),
     include_str!("../../schemas/migrations/postgres/0003_claim_expiry.sql"),
+    include_str!("../../schemas/migrations/postgres/0004_outbox_drain.sql"),
 ];
 
 /// How long connecting may take before it is given up.

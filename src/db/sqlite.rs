@@ -15,6 +15,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../../schemas/migrations/sqlite/0001_tables.sql"),
     include_str!("../../schemas/migrations/sqlite/0002_claim_tokens_and_run_heartbeats.sql"),
     include_str!("../../schemas/migrations/sqlite/0003_claim_expiry.sql"),
+    include_str!("../../schemas/migrations/sqlite/0004_outbox_drain.sql"),
 ];
 
 /// Whether SQLite can create its journal, WAL index and lock files beside the database. Where it

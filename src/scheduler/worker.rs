@@ -15,6 +15,7 @@ use crate::db::sql::latest_time;
 use crate::db::{Database, DbError, Failure};
 use crate::engine::{DeleteError, DeleteOptions, Engine, RunOutcome, default_actor};
 use crate::planner;
+use crate::stop::{CHECK_EVERY, pause};
 
 /// How a worker runs.
 #[derive(Debug, Clone)]
@@ -198,9 +199,6 @@ async fn next(
     Ok(Next::Continue)
 }
 
-/// How often the stop flags are looked at while waiting.
-const STOP_CHECK: Duration = Duration::from_millis(100);
-
 /// Heartbeats the claim on a timer of its own, so a long chunk or rate-limit wait never lets
 /// the lease run out while the worker is alive. Sets `claim_stop` when the worker stops
 /// (`stop`) or when the claim turns out to be lost (`lost` too), so the deletion stops before
@@ -218,7 +216,7 @@ fn keep_alive(
     tokio::spawn(async move {
         let (mut last_try, mut last_success) = (Instant::now(), Instant::now());
         loop {
-            tokio::time::sleep(STOP_CHECK).await;
+            tokio::time::sleep(CHECK_EVERY).await;
             if stop.load(Ordering::SeqCst) {
                 claim_stop.store(true, Ordering::SeqCst);
             }
@@ -287,12 +285,4 @@ fn chain(error: &dyn std::error::Error) -> String {
         source = cause.source();
     }
     text
-}
-
-/// Sleeps `duration` (however long), waking early when `stop` is set.
-async fn pause(duration: Duration, stop: &AtomicBool) {
-    let started = Instant::now();
-    while started.elapsed() < duration && !stop.load(Ordering::SeqCst) {
-        tokio::time::sleep(STOP_CHECK.min(duration.saturating_sub(started.elapsed()))).await;
-    }
 }

@@ -1,0 +1,178 @@
+use std::io::IsTerminal;
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, SystemTime};
+
+use cascade::db::Access;
+use cascade::outbox::{self, DrainOptions, DrainReport, Drainer, OutboxStats, SystemClock};
+
+use super::Cli;
+use super::delete::{EXIT_INTERRUPTED, SummaryFormat};
+
+#[derive(Debug, clap::Subcommand)]
+pub enum Command {
+    /// Deliver outbox messages through the configured sinks, coalesced, in order per shard.
+    Drain(DrainArgs),
+    /// The backlog per scope and category, and the shards that are failing.
+    Stats {
+        /// Output format: human, or json.
+        #[arg(long, value_enum, default_value_t = SummaryFormat::Human)]
+        format: SummaryFormat,
+    },
+}
+
+#[derive(Debug, Clone, clap::Args)]
+pub struct DrainArgs {
+    /// Deliver what is due now, then exit: 0 when all of it was delivered, 1 when a shard failed.
+    #[arg(long)]
+    pub once: bool,
+    /// Shards delivered at the same time.
+    #[arg(long, default_value_t = 1, value_name = "N")]
+    pub concurrency: usize,
+    /// Only this scope (repeatable).
+    #[arg(long = "scope", value_name = "SCOPE")]
+    pub scopes: Vec<String>,
+    /// Only this category (repeatable).
+    #[arg(long = "category", value_name = "CATEGORY")]
+    pub categories: Vec<String>,
+    /// Stop after delivering this many messages.
+    #[arg(long, value_name = "N")]
+    pub max_messages: Option<u64>,
+    /// How long to wait when nothing is due.
+    #[arg(long, default_value = "1s", value_name = "DURATION", value_parser = humantime::parse_duration)]
+    pub poll: Duration,
+}
+
+impl DrainArgs {
+    pub fn options(&self) -> DrainOptions {
+        DrainOptions {
+            once: self.once,
+            concurrency: self.concurrency,
+            scopes: self.scopes.clone(),
+            categories: self.categories.clone(),
+            max_messages: self.max_messages,
+            poll: self.poll,
+        }
+    }
+}
+
+pub fn run(cli: &Cli, command: &Command) -> anyhow::Result<ExitCode> {
+    match command {
+        Command::Drain(args) => drain(cli, args),
+        Command::Stats { format } => stats(cli, *format),
+    }
+}
+
+fn drain(cli: &Cli, args: &DrainArgs) -> anyhow::Result<ExitCode> {
+    let Some(loaded) = super::load_valid(cli)? else { return Ok(ExitCode::from(1)) };
+    let url = super::database_url(cli, &loaded.config);
+    super::block_on(async {
+        let database = super::connect(&url, &loaded.config, Access::ReadWrite).await?;
+        let drainer = Drainer::new(database.clone(), &loaded.config, args.options(), Arc::new(SystemClock))?;
+        let stop = super::stop_on_signals();
+        let progress = show_progress(drainer.clone());
+        let report = drainer.run(stop.clone()).await;
+        progress.abort();
+        database.close().await;
+        let report = report?;
+        print_report(&report);
+        Ok(drain_exit_code(&report, args.once, &stop))
+    })
+}
+
+/// 130 when stopped by a signal; with `--once`, 1 when any delivery failed.
+pub fn drain_exit_code(report: &DrainReport, once: bool, stop: &AtomicBool) -> ExitCode {
+    if stop.load(Ordering::SeqCst) {
+        ExitCode::from(EXIT_INTERRUPTED)
+    } else if once && report.failed_deliveries > 0 {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    }
+}
+
+pub fn print_report(report: &DrainReport) {
+    println!(
+        "outbox drain done: {} messages delivered in {} deliveries ({} rows deleted), {} deliveries failed",
+        report.delivered, report.deliveries, report.rows_deleted, report.failed_deliveries
+    );
+}
+
+/// A spinner with the messages delivered on a terminal; a log line every ten seconds otherwise.
+pub fn show_progress(drainer: Drainer) -> tokio::task::JoinHandle<()> {
+    tokio::spawn(async move {
+        if std::io::stderr().is_terminal() {
+            let spinner = indicatif::ProgressBar::new_spinner();
+            loop {
+                spinner.set_message(format!("{} outbox messages delivered", drainer.delivered()));
+                spinner.tick();
+                tokio::time::sleep(Duration::from_millis(200)).await;
+            }
+        }
+        let mut reported = 0;
+        loop {
+            tokio::time::sleep(Duration::from_secs(10)).await;
+            let delivered = drainer.delivered();
+            if delivered != reported {
+                tracing::info!(delivered, "outbox drain progress");
+                reported = delivered;
+            }
+        }
+    })
+}
+
+fn stats(cli: &Cli, format: SummaryFormat) -> anyhow::Result<ExitCode> {
+    let loaded = cascade::config::load(&cli.config)?;
+    let url = super::database_url(cli, &loaded.config);
+    let stats = super::block_on(async {
+        let database = super::connect(&url, &loaded.config, Access::ReadOnly).await?;
+        let stats = outbox::stats(&database, &loaded.config, SystemTime::now()).await;
+        database.close().await;
+        stats
+    })?;
+    match format {
+        SummaryFormat::Json => println!("{}", serde_json::to_string_pretty(&stats)?),
+        SummaryFormat::Human => print!("{}", human(&stats)),
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn human(stats: &OutboxStats) -> String {
+    let mut out = format!("{} outbox rows pending\n", stats.pending);
+    if !stats.categories.is_empty() {
+        out += &format!(
+            "\n{:<20} {:<24} {:<16} {:>10} {:>10} {:>8}  oldest\n",
+            "scope", "category", "sink", "rows", "objects", "shards"
+        );
+    }
+    for category in &stats.categories {
+        let age = humantime::format_duration(Duration::from_secs(category.oldest_age_seconds as u64));
+        out += &format!(
+            "{:<20} {:<24} {:<16} {:>10} {:>10} {:>8}  {age}\n",
+            category.scope,
+            category.category,
+            category.sink.as_deref().unwrap_or("(no sink)"),
+            category.pending,
+            category.objects,
+            category.shards,
+        );
+    }
+    if !stats.shards.is_empty() {
+        out += "\nshards delivering or failing:\n";
+    }
+    for shard in &stats.shards {
+        out += &format!("  {}/{}  {}", shard.scope, shard.shard_identifier, shard.state);
+        if shard.attempts > 0 {
+            out += &format!(", {} failed attempts", shard.attempts);
+        }
+        if let Some(next) = &shard.next_attempt_at {
+            out += &format!(", next attempt {next} UTC");
+        }
+        if let Some(error) = &shard.last_error {
+            out += &format!("\n    last error: {error}");
+        }
+        out += "\n";
+    }
+    out
+}

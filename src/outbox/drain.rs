@@ -1,0 +1,347 @@
+//! Draining: lanes take due shards one at a time, claim each, and deliver its coalesced messages
+//! batch by batch until the shard is empty, a delivery fails (the shard backs off) or the drainer
+//! stops (the claim is released). No transaction is open while a sink runs.
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::{Duration, SystemTime};
+
+use tokio::sync::Mutex;
+use tracing::{info, warn};
+
+use super::sink::{Message, ReadySink};
+use super::store::{self, Deliverable, Row, Shard};
+use super::{Clock, OutboxError, backoff};
+use crate::config::Config;
+use crate::db::{Database, DbError, migrate};
+use crate::stop::pause;
+
+/// How a drainer runs.
+#[derive(Debug, Clone)]
+pub struct DrainOptions {
+    /// Deliver what is due now, then return, instead of polling.
+    pub once: bool,
+    /// Shards delivered at the same time.
+    pub concurrency: usize,
+    /// Only these scopes (all when empty).
+    pub scopes: Vec<String>,
+    /// Only these categories (all when empty).
+    pub categories: Vec<String>,
+    /// Stop after delivering this many messages.
+    pub max_messages: Option<u64>,
+    /// How long to wait when nothing is due.
+    pub poll: Duration,
+}
+
+impl Default for DrainOptions {
+    fn default() -> Self {
+        Self {
+            once: false,
+            concurrency: 1,
+            scopes: Vec::new(),
+            categories: Vec::new(),
+            max_messages: None,
+            poll: Duration::from_secs(1),
+        }
+    }
+}
+
+/// What a drain did.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct DrainReport {
+    /// Coalesced messages delivered.
+    pub delivered: u64,
+    /// Outbox rows deleted after their delivery (the delivered ones and the older rows they
+    /// coalesced).
+    pub rows_deleted: u64,
+    /// Calls to sinks that succeeded.
+    pub deliveries: u64,
+    /// Calls to sinks that failed; each backed its shard off.
+    pub failed_deliveries: u64,
+}
+
+impl DrainReport {
+    fn add(&mut self, other: DrainReport) {
+        self.delivered += other.delivered;
+        self.rows_deleted += other.rows_deleted;
+        self.deliveries += other.deliveries;
+        self.failed_deliveries += other.failed_deliveries;
+    }
+}
+
+/// Delivers the outbox through the config's sinks.
+#[derive(Clone)]
+pub struct Drainer {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    database: Database,
+    deliverable: Deliverable,
+    routes: HashMap<(String, String), Arc<ReadySink>>,
+    /// The most messages read from a shard at once: the largest batch of any sink.
+    most_per_read: u64,
+    /// The claim taken on a shard before its first batch: the longest lease of any sink.
+    first_lease: Duration,
+    clock: Arc<dyn Clock>,
+    options: DrainOptions,
+    budget: Budget,
+    /// Messages delivered since the drainer was made, for progress reports.
+    delivered: AtomicU64,
+}
+
+/// Shards fetched per look for due work.
+const SHARDS_PER_LOOK: u64 = 256;
+
+impl Drainer {
+    /// A drainer of `config`'s deliverable categories (those with a sink), narrowed by the
+    /// options' scopes and categories. Reads the sinks' `env:` headers now.
+    pub fn new(
+        database: Database,
+        config: &Config,
+        options: DrainOptions,
+        clock: Arc<dyn Clock>,
+    ) -> Result<Self, OutboxError> {
+        check_filters(config, &options)?;
+        let mut ready: HashMap<String, Arc<ReadySink>> = HashMap::new();
+        let mut routes = HashMap::new();
+        let mut deliverable = Vec::new();
+        for scope in config.outbox.scopes.values() {
+            if !options.scopes.is_empty() && !options.scopes.contains(&scope.name.value) {
+                continue;
+            }
+            let mut categories = Vec::new();
+            for category in &scope.categories {
+                let category = &category.value;
+                if !options.categories.is_empty() && !options.categories.contains(category) {
+                    continue;
+                }
+                let Some(sink) = config.sink_for(&scope.name.value, category) else { continue };
+                let sink = match ready.get(&sink.name.value) {
+                    Some(sink) => sink.clone(),
+                    None => {
+                        let made = Arc::new(ReadySink::new(sink)?);
+                        ready.insert(sink.name.value.clone(), made.clone());
+                        made
+                    }
+                };
+                routes.insert((scope.name.value.clone(), category.clone()), sink);
+                categories.push(category.clone());
+            }
+            if !categories.is_empty() {
+                deliverable.push((scope.name.value.clone(), categories));
+            }
+        }
+        if deliverable.is_empty() {
+            return Err(OutboxError::Filter(
+                "no outbox category has a sink to deliver to: declare one under [outbox.sinks] and name it as a scope's `sink`"
+                    .into(),
+            ));
+        }
+        let most_per_read = ready.values().map(|sink| sink.batch_size).max().unwrap_or(1);
+        let first_lease = ready.values().map(|sink| lease(sink)).max().unwrap_or_default();
+        let budget = Budget::new(options.max_messages);
+        Ok(Self {
+            inner: Arc::new(Inner {
+                database,
+                deliverable: Deliverable(deliverable),
+                routes,
+                most_per_read,
+                first_lease,
+                clock,
+                options,
+                budget,
+                delivered: AtomicU64::new(0),
+            }),
+        })
+    }
+
+    /// Messages delivered so far, by every pass.
+    pub fn delivered(&self) -> u64 {
+        self.inner.delivered.load(Ordering::Relaxed)
+    }
+
+    /// Delivers until `stop` is set or `--max-messages` is reached; with `once`, delivers what is
+    /// due now and returns. Database errors are waited out unless `once`.
+    pub async fn run(&self, stop: Arc<AtomicBool>) -> Result<DrainReport, OutboxError> {
+        migrate(&self.inner.database).await?;
+        if self.inner.options.once {
+            return Ok(self.drain_due(&stop).await?);
+        }
+        let mut report = DrainReport::default();
+        while !stop.load(Ordering::SeqCst) && !self.inner.budget.spent() {
+            match self.drain_due(&stop).await {
+                Ok(pass) => report.add(pass),
+                Err(error) => warn!(%error, "draining failed; trying again"),
+            }
+            pause(self.inner.options.poll, &stop).await;
+        }
+        Ok(report)
+    }
+
+    /// One pass over the shards due now, `concurrency` at a time, until none is left (shards
+    /// that fail back off and are not retried in this pass).
+    pub async fn drain_due(&self, stop: &Arc<AtomicBool>) -> Result<DrainReport, DbError> {
+        let due = self.inner.clock.now();
+        let queue = Arc::new(Mutex::new(VecDeque::new()));
+        let mut lanes = tokio::task::JoinSet::new();
+        for _ in 0..self.inner.options.concurrency.max(1) {
+            let (inner, queue, stop) = (self.inner.clone(), queue.clone(), stop.clone());
+            lanes.spawn(async move { inner.lane(&queue, &stop, due).await });
+        }
+        let mut report = DrainReport::default();
+        let mut failure = None;
+        while let Some(lane) = lanes.join_next().await {
+            match lane {
+                Ok(Ok(lane)) => report.add(lane),
+                Ok(Err(error)) => failure = Some(error),
+                Err(panic) => std::panic::resume_unwind(panic.into_panic()),
+            }
+        }
+        match failure {
+            Some(error) => Err(error),
+            None => Ok(report),
+        }
+    }
+}
+
+impl Inner {
+    async fn lane(&self, queue: &Mutex<VecDeque<Shard>>, stop: &AtomicBool, due: SystemTime) -> Result<DrainReport, DbError> {
+        let mut report = DrainReport::default();
+        while !stop.load(Ordering::SeqCst) && !self.budget.spent() {
+            let shard = {
+                let mut queue = queue.lock().await;
+                if queue.is_empty() {
+                    let now = self.clock.now();
+                    queue.extend(store::due_shards(&self.database, &self.deliverable, due, now, SHARDS_PER_LOOK).await?);
+                }
+                queue.pop_front()
+            };
+            let Some(shard) = shard else { break };
+            report.add(self.drain_shard(&shard, stop, due).await?);
+        }
+        Ok(report)
+    }
+
+    /// Delivers `shard` batch by batch while this drainer holds it.
+    async fn drain_shard(&self, shard: &Shard, stop: &AtomicBool, due: SystemTime) -> Result<DrainReport, DbError> {
+        let mut report = DrainReport::default();
+        let now = self.clock.now();
+        let Some(claim) = store::claim(&self.database, shard, now, now + self.first_lease).await? else {
+            return Ok(report);
+        };
+        loop {
+            let allowed = self.budget.reserve(self.most_per_read);
+            if stop.load(Ordering::SeqCst) || allowed == 0 {
+                self.budget.give_back(allowed);
+                store::release(&self.database, &claim).await?;
+                return Ok(report);
+            }
+            let rows = store::next_messages(&self.database, shard, &self.deliverable, due, allowed).await?;
+            let Some((sink, rows)) = self.next_batch(shard, rows) else {
+                self.budget.give_back(allowed);
+                store::finish(&self.database, &claim).await?;
+                return Ok(report);
+            };
+            self.budget.give_back(allowed - rows.len() as u64);
+            let now = self.clock.now();
+            if !store::renew(&self.database, &claim, now + lease(&sink)).await? {
+                self.budget.give_back(rows.len() as u64);
+                warn!(scope = %shard.scope, shard = ?shard.identifier, "lost the claim on the shard; another drainer delivers it");
+                return Ok(report);
+            }
+            match sink.deliver(&messages(shard, &rows)).await {
+                Ok(()) => {
+                    let deleted = store::delete_delivered(&self.database, shard, &rows).await?;
+                    self.delivered.fetch_add(rows.len() as u64, Ordering::Relaxed);
+                    info!(sink = %sink.name, scope = %shard.scope, shard = ?shard.identifier, messages = rows.len(), rows = deleted, "outbox batch delivered");
+                    report.add(DrainReport { delivered: rows.len() as u64, rows_deleted: deleted, deliveries: 1, failed_deliveries: 0 });
+                }
+                Err(error) => {
+                    self.budget.give_back(rows.len() as u64);
+                    let retry_in = backoff(claim.attempts + 1);
+                    let failed_at = self.clock.now();
+                    store::fail(&self.database, &claim, failed_at, failed_at + retry_in, &error.to_string()).await?;
+                    warn!(sink = %sink.name, scope = %shard.scope, shard = ?shard.identifier, attempts = claim.attempts + 1, retry_in = %humantime::format_duration(retry_in), %error, "outbox delivery failed");
+                    report.failed_deliveries += 1;
+                    return Ok(report);
+                }
+            }
+        }
+    }
+
+    /// The leading messages of `rows` that go to the same sink, at most its batch size.
+    fn next_batch(&self, shard: &Shard, mut rows: Vec<Row>) -> Option<(Arc<ReadySink>, Vec<Row>)> {
+        let sink_of = |row: &Row| self.routes.get(&(shard.scope.clone(), row.category.clone())).cloned();
+        let sink = sink_of(rows.first()?)?;
+        let same = rows.iter().take(sink.batch_size as usize).take_while(|row| sink_of(row).is_some_and(|s| Arc::ptr_eq(&s, &sink))).count();
+        rows.truncate(same);
+        Some((sink, rows))
+    }
+}
+
+/// How long a claim lasts around one delivery: twice the sink's timeout, so a delivery that
+/// times out ends well before another drainer may take the shard.
+fn lease(sink: &ReadySink) -> Duration {
+    (sink.timeout * 2).max(Duration::from_secs(1))
+}
+
+fn messages(shard: &Shard, rows: &[Row]) -> Vec<Message> {
+    rows.iter()
+        .map(|row| Message {
+            idempotency_key: format!("{}/{}/{}", row.category, row.object_identifier, row.id),
+            id: row.id,
+            scope: shard.scope.clone(),
+            shard_identifier: shard.identifier.clone(),
+            category: row.category.clone(),
+            object_identifier: row.object_identifier.clone(),
+            payload: row.payload.as_deref().map_or(serde_json::Value::Null, |text| {
+                serde_json::from_str(text).unwrap_or_else(|_| serde_json::Value::String(text.to_owned()))
+            }),
+            date_added: row.date_added.clone(),
+        })
+        .collect()
+}
+
+/// `--scope` and `--category` must name what the config has.
+fn check_filters(config: &Config, options: &DrainOptions) -> Result<(), OutboxError> {
+    let scopes = &config.outbox.scopes;
+    if let Some(unknown) = options.scopes.iter().find(|scope| !scopes.contains_key(*scope)) {
+        let known: Vec<&str> = scopes.keys().map(String::as_str).collect();
+        return Err(OutboxError::Filter(format!("unknown scope `{unknown}` (scopes: {})", known.join(", "))));
+    }
+    if let Some(unknown) = options.categories.iter().find(|category| config.scope_of(category).is_none()) {
+        return Err(OutboxError::Filter(format!("category `{unknown}` is in no scope of the config")));
+    }
+    Ok(())
+}
+
+/// What is left of `--max-messages`, shared by the lanes: a batch reserves its messages before
+/// it is read, so lanes together never deliver more.
+struct Budget {
+    left: AtomicU64,
+}
+
+impl Budget {
+    fn new(limit: Option<u64>) -> Self {
+        Self { left: AtomicU64::new(limit.unwrap_or(u64::MAX)) }
+    }
+
+    fn reserve(&self, wanted: u64) -> u64 {
+        let mut taken = 0;
+        let _ = self.left.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |left| {
+            taken = left.min(wanted);
+            Some(left - taken)
+        });
+        taken
+    }
+
+    fn give_back(&self, unused: u64) {
+        self.left.fetch_add(unused, Ordering::SeqCst);
+    }
+
+    fn spent(&self) -> bool {
+        self.left.load(Ordering::SeqCst) == 0
+    }
+}

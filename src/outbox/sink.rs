@@ -1,0 +1,201 @@
+//! Delivering a batch of messages to a sink: a command that reads the JSON array on stdin and
+//! exits 0, or a webhook that answers a POST of it with a 2xx status. Neither runs inside a
+//! database transaction; each is bounded by the sink's timeout.
+
+use std::process::Stdio;
+use std::time::Duration;
+
+use serde::Serialize;
+use tokio::io::AsyncWriteExt;
+
+use super::OutboxError;
+use crate::config::Sink;
+
+/// What a sink receives for each message, in a JSON array.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct Message {
+    /// Stable across redeliveries of this message: a sink that has seen it may skip it.
+    pub idempotency_key: String,
+    /// The id of the newest outbox row of this object in the shard (the one delivered).
+    pub id: i64,
+    /// The category's scope.
+    pub scope: String,
+    /// The shard: the deleted row's shard key value (null when it was NULL).
+    pub shard_identifier: Option<String>,
+    /// The outbox category.
+    pub category: String,
+    /// The deleted object's key.
+    pub object_identifier: String,
+    /// The columns the config copies into the payload (null without any).
+    pub payload: serde_json::Value,
+    /// When the newest row was written (UTC).
+    pub date_added: String,
+}
+
+/// A sink ready to deliver: secrets read from the environment, an HTTP client built once.
+#[derive(Debug)]
+pub(crate) struct ReadySink {
+    pub name: String,
+    target: Target,
+    pub timeout: Duration,
+    pub batch_size: u64,
+}
+
+#[derive(Debug)]
+enum Target {
+    Command { program: String, arguments: Vec<String> },
+    Webhook { client: reqwest::Client, url: String, headers: Vec<(String, String)> },
+}
+
+/// Why one delivery failed; the shard is retried after its backoff.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub(crate) struct DeliveryError(String);
+
+/// How much of a sink's output a failure keeps.
+const OUTPUT_KEPT: usize = 500;
+
+impl ReadySink {
+    /// Reads the `env:NAME` header values; a variable that is not set is an error now, not at the
+    /// first delivery.
+    pub fn new(sink: &Sink) -> Result<Self, OutboxError> {
+        let name = sink.name.value.clone();
+        let target = match (&sink.command, &sink.url) {
+            (Some(command), None) => Target::Command {
+                program: command.value[0].clone(),
+                arguments: command.value[1..].to_vec(),
+            },
+            (None, Some(url)) => {
+                let headers = sink
+                    .headers
+                    .iter()
+                    .map(|(header, value)| Ok((header.clone(), header_value(&name, header, &value.value)?)))
+                    .collect::<Result<_, OutboxError>>()?;
+                let client = reqwest::Client::builder()
+                    .timeout(sink.timeout())
+                    .build()
+                    .map_err(|error| OutboxError::Sink { sink: name.clone(), reason: error.to_string() })?;
+                Target::Webhook { client, url: url.value.clone(), headers }
+            }
+            _ => {
+                return Err(OutboxError::Sink {
+                    sink: name,
+                    reason: "it needs exactly one of `command` and `url` (run `cascade validate`)".into(),
+                });
+            }
+        };
+        Ok(Self { name, target, timeout: sink.timeout(), batch_size: sink.batch_size() })
+    }
+
+    /// Delivers `messages` (one shard's, in id order) as one JSON array.
+    pub async fn deliver(&self, messages: &[Message]) -> Result<(), DeliveryError> {
+        let body = serde_json::to_vec(messages).map_err(|error| DeliveryError(error.to_string()))?;
+        let batch_key = batch_key(messages);
+        match &self.target {
+            Target::Command { program, arguments } => {
+                let shard = messages.first().and_then(|m| m.shard_identifier.clone()).unwrap_or_default();
+                let scope = messages.first().map(|m| m.scope.clone()).unwrap_or_default();
+                let mut command = tokio::process::Command::new(program);
+                command
+                    .args(arguments)
+                    .env("CASCADE_OUTBOX_SINK", &self.name)
+                    .env("CASCADE_OUTBOX_SCOPE", scope)
+                    .env("CASCADE_OUTBOX_SHARD", shard)
+                    .env("CASCADE_OUTBOX_IDEMPOTENCY_KEY", &batch_key);
+                run_command(command, &body, self.timeout).await
+            }
+            Target::Webhook { client, url, headers } => {
+                let mut request = client
+                    .post(url)
+                    .header("Content-Type", "application/json")
+                    .header("Idempotency-Key", &batch_key)
+                    .body(body);
+                for (header, value) in headers {
+                    request = request.header(header, value);
+                }
+                let response = request.send().await.map_err(|error| DeliveryError(describe_http_error(&error)))?;
+                let status = response.status();
+                if status.is_success() {
+                    return Ok(());
+                }
+                let text = response.text().await.unwrap_or_default();
+                Err(DeliveryError(format!("HTTP {status}: {}", tail(text.trim(), OUTPUT_KEPT))))
+            }
+        }
+    }
+}
+
+/// The key of a whole delivery (the `Idempotency-Key` header, `CASCADE_OUTBOX_IDEMPOTENCY_KEY`):
+/// the same batch retried carries the same key.
+fn batch_key(messages: &[Message]) -> String {
+    let first = messages.first().map_or(0, |m| m.id);
+    let last = messages.last().map_or(0, |m| m.id);
+    format!("cascade-outbox-{first}-{last}-{}", messages.len())
+}
+
+/// A header value: `env:NAME` reads the environment variable `NAME`; anything else is literal.
+fn header_value(sink: &str, header: &str, value: &str) -> Result<String, OutboxError> {
+    let Some(variable) = value.strip_prefix("env:") else {
+        return Ok(value.to_owned());
+    };
+    std::env::var(variable).map_err(|_| OutboxError::Sink {
+        sink: sink.to_owned(),
+        reason: format!("header `{header}` reads the environment variable `{variable}`, which is not set"),
+    })
+}
+
+fn describe_http_error(error: &reqwest::Error) -> String {
+    if error.is_timeout() {
+        return "timed out waiting for the webhook".to_owned();
+    }
+    let mut text = error.to_string();
+    let mut source = std::error::Error::source(error);
+    while let Some(cause) = source {
+        text = format!("{text}: {cause}");
+        source = cause.source();
+    }
+    text
+}
+
+/// Runs the sink's program with `body` on stdin; exit 0 within `timeout` is a delivery. On a
+/// timeout its whole process group is killed, so a script's children go too.
+async fn run_command(mut command: tokio::process::Command, body: &[u8], timeout: Duration) -> Result<(), DeliveryError> {
+    let program = command.as_std().get_program().to_string_lossy().into_owned();
+    command.stdin(Stdio::piped()).stdout(Stdio::null()).stderr(Stdio::piped()).kill_on_drop(true).process_group(0);
+    let mut child = command.spawn().map_err(|error| DeliveryError(format!("cannot start `{program}`: {error}")))?;
+    let group = child.id();
+    let mut stdin = child.stdin.take();
+    let feed = async move {
+        if let Some(stdin) = stdin.as_mut() {
+            // A sink may exit without reading everything: its exit status decides, not the pipe.
+            let _ = stdin.write_all(body).await;
+        }
+        drop(stdin);
+    };
+    let run = async { tokio::join!(feed, child.wait_with_output()).1 };
+    match tokio::time::timeout(timeout, run).await {
+        Ok(Ok(output)) if output.status.success() => Ok(()),
+        Ok(Ok(output)) => {
+            let stderr = String::from_utf8_lossy(&output.stderr);
+            let status = output.status.code().map_or_else(|| "a signal".to_owned(), |code| format!("status {code}"));
+            Err(DeliveryError(format!("`{program}` exited with {status}: {}", tail(stderr.trim(), OUTPUT_KEPT))))
+        }
+        Ok(Err(error)) => Err(DeliveryError(format!("`{program}` failed: {error}"))),
+        Err(_) => {
+            if let Some(group) = group.and_then(|pid| i32::try_from(pid).ok()) {
+                // SAFETY: signals the process group this drainer started for the sink.
+                unsafe { libc::kill(-group, libc::SIGKILL) };
+            }
+            Err(DeliveryError(format!("`{program}` timed out after {}", humantime::format_duration(timeout))))
+        }
+    }
+}
+
+/// The last `limit` bytes of `text` (at a character boundary).
+fn tail(text: &str, limit: usize) -> &str {
+    let mut start = text.len().saturating_sub(limit);
+    while !text.is_char_boundary(start) {
+        start += 1;
+    }
+    &text[start..]
+}

@@ -1,0 +1,111 @@
+//! `cascade outbox stats`: the backlog per scope and category, and every shard that is failing or
+//! being delivered. Reads only.
+
+use std::time::SystemTime;
+
+use serde::Serialize;
+
+use crate::config::Config;
+use crate::db::{Database, DbError};
+
+/// The outbox's backlog and its troubled shards.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct OutboxStats {
+    /// Rows waiting in `cascade_outbox`.
+    pub pending: u64,
+    /// Per scope and category.
+    pub categories: Vec<CategoryStats>,
+    /// Shards backing off after failed deliveries, or claimed by a drainer right now.
+    pub shards: Vec<ShardState>,
+}
+
+/// The backlog of one category.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct CategoryStats {
+    /// The scope the rows were written for.
+    pub scope: String,
+    /// The category.
+    pub category: String,
+    /// The sink the config delivers it to; none means the rows wait until one is configured.
+    pub sink: Option<String>,
+    /// Rows waiting.
+    pub pending: u64,
+    /// Distinct objects among them: the messages left after coalescing.
+    pub objects: u64,
+    /// Shards they are in.
+    pub shards: u64,
+    /// Age of the oldest row, in seconds.
+    pub oldest_age_seconds: f64,
+}
+
+/// A shard with a drainer's claim or a failure on record.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct ShardState {
+    /// The shard's scope.
+    pub scope: String,
+    /// The shard identifier ('' for NULL).
+    pub shard_identifier: String,
+    /// `delivering` (claimed now), `backing_off` (failed, waiting for its next attempt) or
+    /// `due` (failed, its next attempt may start).
+    pub state: &'static str,
+    /// Failed deliveries in a row.
+    pub attempts: u64,
+    /// When the next attempt may start (UTC).
+    pub next_attempt_at: Option<String>,
+    /// The error of the latest failed delivery.
+    pub last_error: Option<String>,
+}
+
+/// The outbox's backlog at `now`.
+pub async fn stats(database: &Database, config: &Config, now: SystemTime) -> Result<OutboxStats, DbError> {
+    let mut result = OutboxStats { pending: 0, categories: Vec::new(), shards: Vec::new() };
+    if !database.table_exists("cascade_outbox").await? {
+        return Ok(result);
+    }
+    let backend = database.backend();
+    let mut sql = database.sql();
+    sql.push("SELECT scope, category, CAST(COUNT(*) AS TEXT), CAST(COUNT(DISTINCT object_identifier) AS TEXT), ");
+    sql.push("CAST(COUNT(DISTINCT COALESCE(shard_identifier, '')) AS TEXT), ").push(&backend.timestamp_text("MIN(date_added)"));
+    sql.push(" FROM cascade_outbox GROUP BY scope, category ORDER BY scope, category");
+    for row in database.fetch_texts(&sql.finish()).await? {
+        let text = |index: usize| row.get(index).cloned().flatten().unwrap_or_default();
+        let number = |index: usize| text(index).parse::<u64>().unwrap_or_default();
+        let (scope, category) = (text(0), text(1));
+        let oldest = humantime::parse_rfc3339_weak(&text(5)).unwrap_or(now);
+        result.pending += number(2);
+        result.categories.push(CategoryStats {
+            sink: config.sink_for(&scope, &category).map(|sink| sink.name.value.clone()),
+            scope,
+            category,
+            pending: number(2),
+            objects: number(3),
+            shards: number(4),
+            oldest_age_seconds: now.duration_since(oldest).unwrap_or_default().as_secs_f64(),
+        });
+    }
+    if !database.table_exists("cascade_outbox_shard").await? {
+        return Ok(result);
+    }
+    let mut sql = database.sql();
+    sql.push("SELECT scope, shard_identifier, CAST(attempts AS TEXT), ").push(&backend.timestamp_text("next_attempt_at"));
+    sql.push(", last_error, CASE WHEN claim_expires_at > ").timestamp(now);
+    sql.push(" THEN 'delivering' WHEN next_attempt_at > ").timestamp(now);
+    sql.push(" THEN 'backing_off' ELSE 'due' END FROM cascade_outbox_shard WHERE claim_expires_at > ").timestamp(now);
+    sql.push(" OR attempts > 0 ORDER BY scope, shard_identifier");
+    for row in database.fetch_texts(&sql.finish()).await? {
+        let text = |index: usize| row.get(index).cloned().flatten();
+        result.shards.push(ShardState {
+            scope: text(0).unwrap_or_default(),
+            shard_identifier: text(1).unwrap_or_default(),
+            state: match text(5).as_deref() {
+                Some("delivering") => "delivering",
+                Some("backing_off") => "backing_off",
+                _ => "due",
+            },
+            attempts: text(2).and_then(|n| n.parse().ok()).unwrap_or_default(),
+            next_attempt_at: text(3),
+            last_error: text(4),
+        });
+    }
+    Ok(result)
+}

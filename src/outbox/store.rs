@@ -1,0 +1,242 @@
+//! The drainer's statements on `cascade_outbox` and `cascade_outbox_shard`. Each runs alone (no
+//! transaction is held while a sink runs): a claim is a conditional upsert of the shard's row, so
+//! two drainers never hold one shard, on SQLite and PostgreSQL alike.
+
+use std::time::SystemTime;
+
+use crate::db::sql::{Param, SqlBuilder};
+use crate::db::{Database, DbError, first_text};
+
+/// Messages with the same `(scope, shard_identifier)` are delivered in order by one drainer.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub(crate) struct Shard {
+    pub scope: String,
+    /// NULL when the deleted row's shard key was NULL.
+    pub identifier: Option<String>,
+}
+
+impl Shard {
+    /// The shard's key in `cascade_outbox_shard`, where a NULL identifier is `''`.
+    fn claim_key(&self) -> &str {
+        self.identifier.as_deref().unwrap_or("")
+    }
+}
+
+/// The categories a drainer delivers, per scope: those with a sink, narrowed by `--scope` and
+/// `--category`. Rows of other categories stay where they are.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Deliverable(pub Vec<(String, Vec<String>)>);
+
+impl Deliverable {
+    /// `alias`'s row has a deliverable scope and category.
+    fn push(&self, sql: &mut SqlBuilder, alias: &str) {
+        if self.0.is_empty() {
+            sql.push("1 = 0");
+            return;
+        }
+        sql.push("(");
+        for (index, (scope, categories)) in self.0.iter().enumerate() {
+            if index > 0 {
+                sql.push(" OR ");
+            }
+            sql.push(&format!("({alias}.scope = ")).bind_text(scope);
+            sql.push(&format!(" AND {alias}.category IN (")).binds(categories.iter().map(|c| Param::text(c)));
+            sql.push("))");
+        }
+        sql.push(")");
+    }
+}
+
+/// `alias`'s row belongs to `shard`.
+fn push_shard(sql: &mut SqlBuilder, alias: &str, shard: &Shard) {
+    sql.push(&format!("{alias}.scope = ")).bind_text(&shard.scope);
+    match &shard.identifier {
+        Some(identifier) => sql.push(&format!(" AND {alias}.shard_identifier = ")).bind_text(identifier),
+        None => sql.push(&format!(" AND {alias}.shard_identifier IS NULL")),
+    };
+}
+
+/// `cascade_outbox_shard`'s row of `claim`'s shard, still held by the claim.
+fn push_claimed(sql: &mut SqlBuilder, claim: &ShardClaim) {
+    sql.push(" WHERE scope = ").bind_text(&claim.shard.scope);
+    sql.push(" AND shard_identifier = ").bind_text(claim.shard.claim_key());
+    sql.push(" AND claim_token = ").bind_text(&claim.token);
+}
+
+/// A shard's row may be claimed: no live claim, no backoff running.
+fn push_claimable(sql: &mut SqlBuilder, alias: &str, now: SystemTime) {
+    sql.push(&format!("({alias}.claim_expires_at IS NULL OR {alias}.claim_expires_at <= ")).timestamp(now);
+    sql.push(&format!(") AND ({alias}.next_attempt_at IS NULL OR {alias}.next_attempt_at <= ")).timestamp(now);
+    sql.push(")");
+}
+
+/// Up to `limit` shards with deliverable rows due by `due`, neither claimed nor backing off at
+/// `now`, oldest first.
+pub(crate) async fn due_shards(
+    database: &Database,
+    deliverable: &Deliverable,
+    due: SystemTime,
+    now: SystemTime,
+    limit: u64,
+) -> Result<Vec<Shard>, DbError> {
+    let mut sql = database.sql();
+    sql.push("SELECT o.scope, o.shard_identifier FROM cascade_outbox o LEFT JOIN cascade_outbox_shard s ");
+    sql.push("ON s.scope = o.scope AND s.shard_identifier = COALESCE(o.shard_identifier, '') WHERE o.scheduled_for <= ");
+    sql.timestamp(due).push(" AND ");
+    deliverable.push(&mut sql, "o");
+    sql.push(" AND (s.scope IS NULL OR (");
+    push_claimable(&mut sql, "s", now);
+    sql.push(")) GROUP BY o.scope, o.shard_identifier ORDER BY MIN(o.id) LIMIT ").bind(Param::integer(clamp(limit)));
+    let rows = database.fetch_texts_alone(&sql.finish()).await?;
+    Ok(rows
+        .into_iter()
+        .map(|mut row| {
+            let identifier = row.pop().flatten();
+            Shard { scope: row.pop().flatten().unwrap_or_default(), identifier }
+        })
+        .collect())
+}
+
+fn clamp(value: u64) -> i64 {
+    i64::try_from(value).unwrap_or(i64::MAX)
+}
+
+/// A shard this drainer holds until `claim_expires_at`; every later statement names the token.
+#[derive(Debug, Clone)]
+pub(crate) struct ShardClaim {
+    pub shard: Shard,
+    pub token: String,
+    /// Failed deliveries of the shard so far.
+    pub attempts: u64,
+}
+
+/// Claims `shard` until `until` when no one holds it and it is not backing off at `now`.
+pub(crate) async fn claim(
+    database: &Database,
+    shard: &Shard,
+    now: SystemTime,
+    until: SystemTime,
+) -> Result<Option<ShardClaim>, DbError> {
+    let token = uuid::Uuid::new_v4().to_string();
+    let mut sql = database.sql();
+    sql.push("INSERT INTO cascade_outbox_shard (scope, shard_identifier, claim_token, claim_expires_at) VALUES (");
+    sql.bind_text(&shard.scope).push(", ").bind_text(shard.claim_key()).push(", ").bind_text(&token).push(", ");
+    sql.timestamp(until).push(") ON CONFLICT (scope, shard_identifier) DO UPDATE SET claim_token = excluded.claim_token, ");
+    sql.push("claim_expires_at = excluded.claim_expires_at WHERE ");
+    push_claimable(&mut sql, "cascade_outbox_shard", now);
+    sql.push(" RETURNING CAST(attempts AS TEXT)");
+    let rows = database.fetch_texts_alone(&sql.finish()).await?;
+    Ok(first_text(&rows).map(|attempts| ShardClaim {
+        shard: shard.clone(),
+        token,
+        attempts: attempts.parse().unwrap_or_default(),
+    }))
+}
+
+/// Extends the claim to `until`; false when it is no longer this drainer's.
+pub(crate) async fn renew(database: &Database, claim: &ShardClaim, until: SystemTime) -> Result<bool, DbError> {
+    let mut sql = database.sql();
+    sql.push("UPDATE cascade_outbox_shard SET claim_expires_at = ").timestamp(until);
+    push_claimed(&mut sql, claim);
+    Ok(database.execute_alone(&sql.finish()).await? == 1)
+}
+
+/// The shard is delivered: its row goes, and with it any backoff.
+pub(crate) async fn finish(database: &Database, claim: &ShardClaim) -> Result<(), DbError> {
+    let mut sql = database.sql();
+    sql.push("DELETE FROM cascade_outbox_shard");
+    push_claimed(&mut sql, claim);
+    database.execute_alone(&sql.finish()).await.map(drop)
+}
+
+/// Gives the shard back without a failure (the drainer is stopping).
+pub(crate) async fn release(database: &Database, claim: &ShardClaim) -> Result<(), DbError> {
+    let mut sql = database.sql();
+    sql.push("UPDATE cascade_outbox_shard SET claim_token = NULL, claim_expires_at = NULL");
+    push_claimed(&mut sql, claim);
+    database.execute_alone(&sql.finish()).await.map(drop)
+}
+
+/// Records a failed delivery and gives the shard back until `next_attempt`.
+pub(crate) async fn fail(
+    database: &Database,
+    claim: &ShardClaim,
+    now: SystemTime,
+    next_attempt: SystemTime,
+    error: &str,
+) -> Result<(), DbError> {
+    let mut sql = database.sql();
+    sql.push("UPDATE cascade_outbox_shard SET claim_token = NULL, claim_expires_at = NULL, attempts = ");
+    sql.bind(Param::integer(clamp(claim.attempts + 1))).push(", next_attempt_at = ").timestamp(next_attempt);
+    sql.push(", last_attempt_at = ").timestamp(now).push(", last_error = ").bind_text(error);
+    push_claimed(&mut sql, claim);
+    database.execute_alone(&sql.finish()).await.map(drop)
+}
+
+/// One coalesced message: the newest row of its `(category, object_identifier)` in the shard.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Row {
+    pub id: i64,
+    pub category: String,
+    pub object_identifier: String,
+    pub payload: Option<String>,
+    pub date_added: String,
+}
+
+/// The shard's first `limit` coalesced messages due by `due`, in id order: rows that no later
+/// row of the same object due by then supersedes.
+pub(crate) async fn next_messages(
+    database: &Database,
+    shard: &Shard,
+    deliverable: &Deliverable,
+    due: SystemTime,
+    limit: u64,
+) -> Result<Vec<Row>, DbError> {
+    let backend = database.backend();
+    let mut sql = database.sql();
+    sql.push("SELECT CAST(o.id AS TEXT), o.category, o.object_identifier, o.payload, ");
+    sql.push(&backend.timestamp_text("o.date_added")).push(" FROM cascade_outbox o WHERE ");
+    push_shard(&mut sql, "o", shard);
+    sql.push(" AND o.scheduled_for <= ").timestamp(due).push(" AND ");
+    deliverable.push(&mut sql, "o");
+    sql.push(" AND NOT EXISTS (SELECT 1 FROM cascade_outbox later WHERE ");
+    push_shard(&mut sql, "later", shard);
+    sql.push(" AND later.category = o.category AND later.object_identifier = o.object_identifier AND later.id > o.id");
+    sql.push(" AND later.scheduled_for <= ").timestamp(due).push(")");
+    sql.push(" ORDER BY o.id LIMIT ").bind(Param::integer(clamp(limit)));
+    let rows = database.fetch_texts_alone(&sql.finish()).await?;
+    Ok(rows
+        .into_iter()
+        .map(|row| {
+            let mut row = row.into_iter();
+            let mut next = || row.next().flatten();
+            Row {
+                id: next().and_then(|id| id.parse().ok()).unwrap_or_default(),
+                category: next().unwrap_or_default(),
+                object_identifier: next().unwrap_or_default(),
+                payload: next(),
+                date_added: next().unwrap_or_default(),
+            }
+        })
+        .collect())
+}
+
+/// Deletes the delivered messages' rows and every older row of the same objects in the shard;
+/// how many rows went.
+pub(crate) async fn delete_delivered(database: &Database, shard: &Shard, delivered: &[Row]) -> Result<u64, DbError> {
+    if delivered.is_empty() {
+        return Ok(0);
+    }
+    let mut sql = database.sql();
+    sql.push("DELETE FROM cascade_outbox WHERE id IN (SELECT o.id FROM cascade_outbox o JOIN (VALUES ");
+    for (index, row) in delivered.iter().enumerate() {
+        sql.push(if index == 0 { "(" } else { ", (" });
+        sql.bind_text(&row.category).push(", ").bind_text(&row.object_identifier).push(", ");
+        sql.bind(Param::integer(row.id)).push(")");
+    }
+    sql.push(") AS delivered ON o.category = delivered.column1 AND o.object_identifier = delivered.column2 ");
+    sql.push("AND o.id <= delivered.column3 WHERE ");
+    push_shard(&mut sql, "o", shard);
+    sql.push(")");
+    database.execute_alone(&sql.finish()).await
+}
