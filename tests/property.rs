@@ -13,30 +13,12 @@ use cascade::db::{Access, Database};
 use cascade::diagnostic::Sources;
 use cascade::engine::{DeleteOptions, Engine, RunOutcome};
 use cascade::render::{Folding, PlanView};
+use common::random::Random;
 use common::{block_on, postgres_database, sqlite_database};
 
 /// A table's rows: id → value of each parent column (by parent model).
 type Rows = BTreeMap<i64, BTreeMap<usize, Option<i64>>>;
 
-/// xorshift64: small, seeded, and the same on every machine.
-struct Random(u64);
-
-impl Random {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-
-    fn chance(&mut self, percent: u64) -> bool {
-        self.below(100) < percent
-    }
-}
 
 #[derive(Debug, Clone, Copy, PartialEq)]
 enum Action {
@@ -69,7 +51,7 @@ struct Case {
 }
 
 fn generate(seed: u64) -> Case {
-    let mut random = Random(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1);
+    let mut random = Random::seeded(seed);
     let models = 2 + random.below(5) as usize;
     let mut edges = Vec::new();
     for child in 1..models {

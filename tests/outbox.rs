@@ -1,0 +1,545 @@
+//! The outbox drainer against real databases: coalescing and order (checked against a model over
+//! seeded random outboxes), backoff under an injected clock, webhooks against a local HTTP server,
+//! four drainer processes at once, kill -9 mid-delivery, and a deletion drained while it runs.
+
+mod common;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
+use std::sync::atomic::AtomicBool;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, SystemTime};
+
+use cascade::db::{Access, Database};
+use cascade::outbox::{Clock, DrainOptions, DrainReport, Drainer};
+use common::random::Random;
+use common::running::Running;
+use common::{block_on, cascade, count, json_output, postgres_database, project, sqlite_database, texts, wait_until};
+use serde_json::Value;
+
+const SCHEMA: &str = "
+CREATE TABLE org (id INTEGER PRIMARY KEY);
+CREATE TABLE project (id INTEGER PRIMARY KEY, org_id INTEGER NOT NULL REFERENCES org (id), name TEXT);
+CREATE INDEX project_org_id_idx ON project (org_id);
+";
+
+/// A sink for tests: appends each delivery (one JSON array per line) to
+/// `deliveries/SCOPE.SHARD.jsonl`, and writes the shard to `deliveries/overlaps` when a delivery
+/// starts while another of the same shard runs. `fail SHARD N`: the first N deliveries of SHARD
+/// fail. `block`: the first delivery writes its body to `deliveries/started` and its pid to
+/// `deliveries/pid`, then waits for `deliveries/release`.
+const SINK: &str = r#"#!/bin/sh
+dir="$(dirname "$0")/deliveries"
+mkdir -p "$dir"
+shard="$CASCADE_OUTBOX_SCOPE.$CASCADE_OUTBOX_SHARD"
+if [ "$1" = fail ] && [ "$CASCADE_OUTBOX_SHARD" = "$2" ]; then
+    failed=$(cat "$dir/failed" 2>/dev/null || echo 0)
+    if [ "$failed" -lt "$3" ]; then
+        echo $((failed + 1)) > "$dir/failed"
+        echo "search index unavailable" >&2
+        exit 3
+    fi
+fi
+body=$(cat)
+if [ "$1" = block ] && mkdir "$dir/blocked" 2>/dev/null; then
+    echo $$ > "$dir/pid.tmp" && mv "$dir/pid.tmp" "$dir/pid"
+    printf '%s\n' "$body" > "$dir/started.tmp" && mv "$dir/started.tmp" "$dir/started"
+    while [ ! -e "$dir/release" ]; do sleep 0.05; done
+fi
+if ! mkdir "$dir/$shard.lock" 2>/dev/null; then echo "$shard" >> "$dir/overlaps"; fi
+printf '%s\n' "$body" >> "$dir/$shard.jsonl"
+rmdir "$dir/$shard.lock"
+"#;
+
+/// A config whose `project` rows write `project_update` tombstones sharded by organization,
+/// delivered by the test sink run with `sink_args`.
+fn config(dir: &Path, sink_args: &str, batch_size: u64, timeout: &str) -> String {
+    format!(
+        r#"
+[models.org]
+table = "org"
+children = [{{ model = "project", column = "org_id" }}]
+
+[models.project]
+table = "project"
+outbox = "project_update"
+outbox_payload = ["name"]
+
+[outbox.scopes.organization]
+shard_key = "org_id"
+categories = ["project_update", "team_update"]
+sink = "recorder"
+
+[outbox.sinks.recorder]
+command = ["sh", "{sink}"{sink_args}]
+batch_size = {batch_size}
+timeout = "{timeout}"
+"#,
+        sink = dir.join("sink.sh").display()
+    )
+}
+
+fn setup(sink_args: &str, batch_size: u64, timeout: &str) -> tempfile::TempDir {
+    let dir = project(&[("sink.sh", SINK)]);
+    let text = config(dir.path(), sink_args, batch_size, timeout);
+    std::fs::create_dir_all(dir.path().join("cascades")).unwrap();
+    std::fs::write(dir.path().join("cascades/cascade.toml"), text).unwrap();
+    dir
+}
+
+/// Creates the tool's tables and writes outbox rows `(shard, category, object)` in order.
+fn write_outbox(url: &str, rows: &[(String, &str, String)]) {
+    block_on(async {
+        let database = Database::connect(url, Access::ReadWrite).await.unwrap();
+        cascade::db::migrate(&database).await.unwrap();
+        database.close().await;
+    });
+    for chunk in rows.chunks(500) {
+        let values: Vec<String> = chunk
+            .iter()
+            .map(|(shard, category, object)| {
+                format!("('organization', '{shard}', '{category}', '{object}', '{{\"n\": \"{object}\"}}')")
+            })
+            .collect();
+        texts(
+            url,
+            &format!(
+                "INSERT INTO cascade_outbox (scope, shard_identifier, category, object_identifier, payload) VALUES {}",
+                values.join(", ")
+            ),
+        );
+    }
+}
+
+/// Every delivery the test sink recorded, per shard, in the order it received them.
+fn deliveries(dir: &Path) -> BTreeMap<String, Vec<Vec<Value>>> {
+    let mut found = BTreeMap::new();
+    let Ok(entries) = std::fs::read_dir(dir.join("deliveries")) else { return found };
+    for entry in entries {
+        let path = entry.unwrap().path();
+        let name = path.file_name().unwrap().to_string_lossy().into_owned();
+        if let Some(shard) = name.strip_suffix(".jsonl").and_then(|n| n.strip_prefix("organization.")) {
+            let text = std::fs::read_to_string(&path).unwrap();
+            let batches = text.lines().map(|line| serde_json::from_str::<Vec<Value>>(line).unwrap()).collect();
+            found.insert(shard.to_owned(), batches);
+        }
+    }
+    found
+}
+
+/// The ids delivered per shard, in delivery order.
+fn delivered_ids(dir: &Path) -> BTreeMap<String, Vec<i64>> {
+    deliveries(dir)
+        .into_iter()
+        .map(|(shard, batches)| (shard, batches.iter().flatten().map(|m| m["id"].as_i64().unwrap()).collect()))
+        .collect()
+}
+
+fn overlaps(dir: &Path) -> String {
+    std::fs::read_to_string(dir.join("deliveries/overlaps")).unwrap_or_default()
+}
+
+fn drain_once(dir: &Path, url: &str, extra: &[&str]) -> std::process::Output {
+    cascade(dir).args(["outbox", "drain", "--once", "--database-url", url]).args(extra).output().unwrap()
+}
+
+/// The model of coalescing: per shard, the highest id of each (category, object), in id order.
+fn expected_deliveries(rows: &[(String, &str, String)]) -> BTreeMap<String, Vec<i64>> {
+    let mut newest: BTreeMap<(String, &str, String), i64> = BTreeMap::new();
+    for (index, (shard, category, object)) in rows.iter().enumerate() {
+        newest.insert((shard.clone(), *category, object.clone()), index as i64 + 1);
+    }
+    let mut expected: BTreeMap<String, Vec<i64>> = BTreeMap::new();
+    for ((shard, _, _), id) in newest {
+        expected.entry(shard).or_default().push(id);
+    }
+    expected.values_mut().for_each(|ids| ids.sort());
+    expected
+}
+
+fn coalescing_and_order(url: impl Fn() -> Option<String>) {
+    // The issue's example first: three updates of one object and one of another in one shard.
+    let example = [("7", "a"), ("7", "a"), ("7", "b"), ("7", "a")];
+    let mut cases: Vec<Vec<(String, &str, String)>> =
+        vec![example.iter().map(|(s, o)| (s.to_string(), "project_update", o.to_string())).collect()];
+    for seed in 0..6 {
+        let mut random = Random::seeded(seed);
+        let rows = 1 + random.below(80);
+        cases.push(
+            (0..rows)
+                .map(|_| {
+                    let category = if random.chance(30) { "team_update" } else { "project_update" };
+                    (random.below(4).to_string(), category, random.below(12).to_string())
+                })
+                .collect(),
+        );
+    }
+    for (case, rows) in cases.iter().enumerate() {
+        let Some(url) = url() else { return };
+        let dir = setup("", 1 + case as u64 % 4, "30s");
+        write_outbox(&url, rows);
+        let output = drain_once(dir.path(), &url, &[]);
+        assert!(output.status.success(), "case {case}: {}", String::from_utf8_lossy(&output.stderr));
+        assert_eq!(delivered_ids(dir.path()), expected_deliveries(rows), "case {case}: {rows:?}");
+        assert_eq!(count(&url, "SELECT COUNT(*) FROM cascade_outbox"), 0, "case {case}");
+        assert_eq!(count(&url, "SELECT COUNT(*) FROM cascade_outbox_shard"), 0, "case {case}");
+        if case == 0 {
+            let batches = deliveries(dir.path());
+            let messages: Vec<&Value> = batches["7"].iter().flatten().collect();
+            assert_eq!(messages.len(), 2);
+            assert_eq!(messages[0]["object_identifier"], "b");
+            assert_eq!(messages[0]["idempotency_key"], "project_update/b/3");
+            assert_eq!(messages[1]["id"], 4);
+            assert_eq!(messages[1]["payload"], serde_json::json!({"n": "a"}));
+            assert_eq!(messages[1]["shard_identifier"], "7");
+        }
+    }
+}
+
+#[test]
+fn coalesced_messages_are_delivered_once_each_in_id_order_sqlite() {
+    let dir = tempfile::tempdir().unwrap();
+    coalescing_and_order(|| Some(sqlite_database(dir.path(), SCHEMA)));
+}
+
+#[test]
+fn coalesced_messages_are_delivered_once_each_in_id_order_postgres() {
+    coalescing_and_order(|| postgres_database(SCHEMA));
+}
+
+/// A clock the test moves by hand.
+struct ManualClock(Mutex<SystemTime>);
+
+impl ManualClock {
+    fn advance(&self, by: Duration) {
+        *self.0.lock().unwrap() += by;
+    }
+}
+
+impl Clock for ManualClock {
+    fn now(&self) -> SystemTime {
+        *self.0.lock().unwrap()
+    }
+}
+
+async fn drainer(url: &str, config: &str, clock: &Arc<ManualClock>) -> (Database, Drainer) {
+    let database = Database::connect(url, Access::ReadWrite).await.unwrap();
+    let mut sources = cascade::diagnostic::Sources::default();
+    sources.add("cascade.toml", config.to_owned());
+    let loaded = cascade::config::load_sources(sources);
+    assert!(loaded.diagnostics.is_empty(), "{:?}", loaded.diagnostics);
+    let options = DrainOptions { once: true, ..DrainOptions::default() };
+    let drainer = Drainer::new(database.clone(), &loaded.config, options, clock.clone()).unwrap();
+    (database, drainer)
+}
+
+async fn pass(drainer: &Drainer) -> DrainReport {
+    drainer.drain_due(&Arc::new(AtomicBool::new(false))).await.unwrap()
+}
+
+async fn shard_state(database: &Database) -> Vec<Value> {
+    let stats = cascade::outbox::stats(database, &cascade::config::Config::default(), SystemTime::now()).await;
+    stats.unwrap().shards.iter().map(|s| serde_json::to_value(s).unwrap()).collect()
+}
+
+fn db_time(clock: &ManualClock, after: Duration) -> String {
+    cascade::db::sql::db_time(clock.now() + after)
+}
+
+async fn failures_back_off(url: Option<String>) {
+    let Some(url) = url else { return };
+    let dir = setup(r#", "fail", "1", "2""#, 10, "30s");
+    let rows: Vec<(String, &str, String)> =
+        [("1", "a"), ("1", "b"), ("2", "c")].iter().map(|(s, o)| (s.to_string(), "project_update", o.to_string())).collect();
+    tokio::task::block_in_place(|| write_outbox(&url, &rows));
+    let clock = Arc::new(ManualClock(Mutex::new(SystemTime::now())));
+    let config = std::fs::read_to_string(dir.path().join("cascades/cascade.toml")).unwrap();
+    let (database, drainer) = drainer(&url, &config, &clock).await;
+
+    // Shard 1 fails; shard 2 is delivered all the same.
+    let first = pass(&drainer).await;
+    assert_eq!((first.delivered, first.failed_deliveries), (1, 1));
+    assert_eq!(delivered_ids(dir.path()).keys().collect::<Vec<_>>(), ["2"]);
+    let state = shard_state(&database).await;
+    assert_eq!(state.len(), 1, "{state:?}");
+    assert_eq!(state[0]["shard_identifier"], "1");
+    assert_eq!(state[0]["state"], "backing_off");
+    assert_eq!(state[0]["attempts"], 1);
+    assert_eq!(state[0]["next_attempt_at"], db_time(&clock, Duration::from_secs(2)));
+    assert!(state[0]["last_error"].as_str().unwrap().contains("search index unavailable"), "{state:?}");
+
+    // Not before its backoff: 2 s after the first failure, then 4 s after the second.
+    clock.advance(Duration::from_millis(1900));
+    assert_eq!(pass(&drainer).await, DrainReport::default());
+    clock.advance(Duration::from_millis(100));
+    assert_eq!(pass(&drainer).await.failed_deliveries, 1);
+    assert_eq!(shard_state(&database).await[0]["attempts"], 2);
+    assert_eq!(shard_state(&database).await[0]["next_attempt_at"], db_time(&clock, Duration::from_secs(4)));
+    clock.advance(Duration::from_millis(3900));
+    assert_eq!(pass(&drainer).await, DrainReport::default());
+    clock.advance(Duration::from_millis(100));
+    let last = pass(&drainer).await;
+    assert_eq!((last.delivered, last.failed_deliveries, last.rows_deleted), (2, 0, 2));
+
+    assert_eq!(delivered_ids(dir.path()), expected_deliveries(&rows));
+    assert_eq!(tokio::task::block_in_place(|| count(&url, "SELECT COUNT(*) FROM cascade_outbox")), 0);
+    assert!(shard_state(&database).await.is_empty());
+    database.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_failing_shard_backs_off_doubling_while_others_are_delivered_sqlite() {
+    let dir = tempfile::tempdir().unwrap();
+    failures_back_off(Some(tokio::task::block_in_place(|| sqlite_database(dir.path(), SCHEMA)))).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_failing_shard_backs_off_doubling_while_others_are_delivered_postgres() {
+    failures_back_off(tokio::task::block_in_place(|| postgres_database(SCHEMA))).await;
+}
+
+#[test]
+fn stats_show_the_backlog_and_the_failing_shard_with_its_error() {
+    let dir = setup(r#", "fail", "1", "9""#, 10, "30s");
+    let url = sqlite_database(dir.path(), SCHEMA);
+    let rows: Vec<(String, &str, String)> =
+        [("1", "a"), ("1", "a"), ("1", "b"), ("2", "c")].iter().map(|(s, o)| (s.to_string(), "project_update", o.to_string())).collect();
+    write_outbox(&url, &rows);
+    let before = json_output(cascade(dir.path()).args(["outbox", "stats", "--format", "json", "--database-url", &url]));
+    assert_eq!(before["pending"], 4);
+    assert_eq!(before["categories"][0]["objects"], 3);
+    assert_eq!(before["categories"][0]["shards"], 2);
+    assert_eq!(before["categories"][0]["sink"], "recorder");
+
+    let output = drain_once(dir.path(), &url, &[]);
+    assert_eq!(output.status.code(), Some(1), "a failed shard fails --once");
+    let after = json_output(cascade(dir.path()).args(["outbox", "stats", "--format", "json", "--database-url", &url]));
+    assert_eq!(after["pending"], 3, "the failed shard's rows stay");
+    assert_eq!(after["shards"][0]["shard_identifier"], "1");
+    assert_eq!(after["shards"][0]["attempts"], 1);
+    assert!(after["shards"][0]["last_error"].as_str().unwrap().contains("exited with status 3"));
+
+    let human = cascade(dir.path()).args(["outbox", "stats", "--database-url", &url]).output().unwrap();
+    let human = String::from_utf8(human.stdout).unwrap();
+    assert!(human.contains("3 outbox rows pending"), "{human}");
+    assert!(human.contains("organization/1  backing_off, 1 failed attempts"), "{human}");
+}
+
+#[test]
+fn drain_refuses_unknown_filters_and_unset_secrets_before_delivering() {
+    let dir = setup("", 10, "30s");
+    let url = sqlite_database(dir.path(), SCHEMA);
+    let output = drain_once(dir.path(), &url, &["--scope", "nope"]);
+    assert_eq!(output.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&output.stderr).contains("unknown scope `nope` (scopes: organization)"));
+
+    let webhook = format!(
+        "{}\n[outbox.sinks.hook]\nurl = \"http://127.0.0.1:9/\"\nheaders = {{ Authorization = \"env:CASCADE_TEST_UNSET_TOKEN\" }}\n",
+        config(dir.path(), "", 10, "30s").replace("sink = \"recorder\"", "sink = \"hook\"")
+    );
+    std::fs::write(dir.path().join("cascades/cascade.toml"), webhook).unwrap();
+    let output = drain_once(dir.path(), &url, &[]);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("sink `hook`: header `Authorization` reads the environment variable `CASCADE_TEST_UNSET_TOKEN`, which is not set"), "{stderr}");
+}
+
+fn webhook_config(url: &str, timeout: &str) -> String {
+    format!(
+        r#"
+[models.project]
+table = "project"
+outbox = "project_update"
+
+[outbox.scopes.organization]
+shard_key = "org_id"
+categories = ["project_update"]
+sink = "billing"
+
+[outbox.sinks.billing]
+url = "{url}/hooks/tombstones"
+headers = {{ Authorization = "env:CASCADE_TEST_BILLING_TOKEN", X-Source = "cascade" }}
+timeout = "{timeout}"
+"#
+    )
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn webhooks_get_the_body_headers_and_idempotency_key_and_5xx_is_retried() {
+    use wiremock::matchers::{header, method, path};
+    use wiremock::{Mock, MockServer, ResponseTemplate};
+
+    // SAFETY: set before any thread of this test reads the environment; the name is this test's.
+    unsafe { std::env::set_var("CASCADE_TEST_BILLING_TOKEN", "Bearer s3cret") };
+    let server = MockServer::start().await;
+    let hook = || Mock::given(method("POST")).and(path("/hooks/tombstones")).and(header("Authorization", "Bearer s3cret"));
+    hook().respond_with(ResponseTemplate::new(503).set_body_string("try later")).up_to_n_times(1).mount(&server).await;
+    hook().respond_with(ResponseTemplate::new(204)).mount(&server).await;
+
+    let dir = tempfile::tempdir().unwrap();
+    let url = tokio::task::block_in_place(|| sqlite_database(dir.path(), SCHEMA));
+    let rows: Vec<(String, &str, String)> =
+        [("5", "x"), ("5", "y"), ("5", "x")].iter().map(|(s, o)| (s.to_string(), "project_update", o.to_string())).collect();
+    tokio::task::block_in_place(|| write_outbox(&url, &rows));
+    let clock = Arc::new(ManualClock(Mutex::new(SystemTime::now())));
+    let (database, drainer) = drainer(&url, &webhook_config(&server.uri(), "5s"), &clock).await;
+    let stop = Arc::new(AtomicBool::new(false));
+
+    let first = drainer.drain_due(&stop).await.unwrap();
+    assert_eq!((first.delivered, first.failed_deliveries), (0, 1));
+    clock.advance(Duration::from_secs(2));
+    let second = drainer.drain_due(&stop).await.unwrap();
+    assert_eq!((second.delivered, second.failed_deliveries, second.rows_deleted), (2, 0, 3));
+
+    let requests = server.received_requests().await.unwrap();
+    assert_eq!(requests.len(), 2, "one failed and one successful POST");
+    for request in &requests {
+        assert_eq!(request.headers["content-type"], "application/json");
+        assert_eq!(request.headers["x-source"], "cascade");
+        assert_eq!(request.headers["idempotency-key"], "cascade-outbox-2-3-2", "the retry carries the same key");
+        let body: Vec<Value> = serde_json::from_slice(&request.body).unwrap();
+        let keys: Vec<&str> = body.iter().map(|m| m["idempotency_key"].as_str().unwrap()).collect();
+        assert_eq!(keys, ["project_update/y/2", "project_update/x/3"]);
+    }
+    let stats = cascade::outbox::stats(&database, &cascade::config::Config::default(), SystemTime::now()).await.unwrap();
+    assert_eq!((stats.pending, stats.shards.len()), (0, 0));
+    database.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_webhook_slower_than_its_timeout_fails_and_keeps_the_rows() {
+    use wiremock::{Mock, MockServer, ResponseTemplate};
+
+    let server = MockServer::start().await;
+    Mock::given(wiremock::matchers::any())
+        .respond_with(ResponseTemplate::new(200).set_delay(Duration::from_secs(5)))
+        .mount(&server)
+        .await;
+    // SAFETY: as above; the value is the same in every test that sets it.
+    unsafe { std::env::set_var("CASCADE_TEST_BILLING_TOKEN", "Bearer s3cret") };
+    let dir = tempfile::tempdir().unwrap();
+    let url = tokio::task::block_in_place(|| sqlite_database(dir.path(), SCHEMA));
+    tokio::task::block_in_place(|| write_outbox(&url, &[("1".into(), "project_update", "a".into())]));
+    let clock = Arc::new(ManualClock(Mutex::new(SystemTime::now())));
+    let (database, drainer) = drainer(&url, &webhook_config(&server.uri(), "1s"), &clock).await;
+
+    let report = drainer.drain_due(&Arc::new(AtomicBool::new(false))).await.unwrap();
+    assert_eq!((report.delivered, report.failed_deliveries), (0, 1));
+    let stats = cascade::outbox::stats(&database, &cascade::config::Config::default(), SystemTime::now()).await.unwrap();
+    assert_eq!(stats.pending, 1);
+    assert_eq!(stats.shards[0].last_error.as_deref(), Some("timed out waiting for the webhook"));
+    database.close().await;
+}
+
+/// 10,000 rows in 200 shards, 40 objects each (20 % coalesced).
+fn many_shards() -> Vec<(String, &'static str, String)> {
+    let mut rows = Vec::new();
+    for round in 0..50 {
+        for shard in 0..200 {
+            rows.push((shard.to_string(), "project_update", ((round * 7 + shard) % 40).to_string()));
+        }
+    }
+    rows
+}
+
+#[test]
+fn four_drainer_processes_never_deliver_one_shard_at_once_postgres() {
+    let Some(url) = postgres_database(SCHEMA) else { return };
+    let dir = setup("", 7, "30s");
+    let rows = many_shards();
+    write_outbox(&url, &rows);
+    let mut drainers: Vec<Running> = (0..4)
+        .map(|_| Running::start(dir.path(), &["outbox", "drain", "--once", "--concurrency", "2", "--database-url", &url]))
+        .collect();
+    for drainer in &mut drainers {
+        let finished = drainer.finish();
+        assert!(finished.status.success(), "{}", finished.stderr);
+    }
+    assert_eq!(overlaps(dir.path()), "", "no shard was delivered by two drainers at once");
+    assert_eq!(delivered_ids(dir.path()), expected_deliveries(&rows));
+    assert_eq!(count(&url, "SELECT COUNT(*) FROM cascade_outbox"), 0);
+}
+
+fn killed_mid_delivery(url: Option<String>) {
+    let Some(url) = url else { return };
+    let dir = setup(r#", "block""#, 10, "3s");
+    let rows: Vec<(String, &str, String)> =
+        [("1", "a"), ("1", "b")].iter().map(|(s, o)| (s.to_string(), "project_update", o.to_string())).collect();
+    write_outbox(&url, &rows);
+    let first = Running::start(dir.path(), &["outbox", "drain", "--poll", "100ms", "--database-url", &url]);
+    let started = dir.path().join("deliveries/started");
+    wait_until("the first delivery started", || started.exists());
+    first.kill();
+    // The machine went with it: the sink never finishes.
+    let pid = std::fs::read_to_string(dir.path().join("deliveries/pid")).unwrap();
+    // SAFETY: signals the test sink's own process, which this test's drainer started.
+    unsafe { libc::kill(pid.trim().parse().unwrap(), libc::SIGKILL) };
+    assert_eq!(count(&url, "SELECT COUNT(*) FROM cascade_outbox"), 2, "nothing was deleted");
+
+    let mut second = Running::start(dir.path(), &["outbox", "drain", "--poll", "100ms", "--database-url", &url]);
+    wait_until("the shard is delivered again after the lease", || {
+        count(&url, "SELECT COUNT(*) FROM cascade_outbox") == 0
+    });
+    second.terminate();
+    assert_eq!(second.finish().status.code(), Some(130));
+    let lost: Vec<Value> = serde_json::from_str(std::fs::read_to_string(&started).unwrap().trim()).unwrap();
+    let redelivered = &deliveries(dir.path())["1"];
+    assert_eq!(redelivered, &vec![lost], "the interrupted batch is delivered again, whole");
+}
+
+#[test]
+fn a_drainer_killed_mid_delivery_loses_nothing_sqlite() {
+    let dir = tempfile::tempdir().unwrap();
+    killed_mid_delivery(Some(sqlite_database(dir.path(), SCHEMA)));
+}
+
+#[test]
+fn a_drainer_killed_mid_delivery_loses_nothing_postgres() {
+    killed_mid_delivery(postgres_database(SCHEMA));
+}
+
+fn delete_while_draining(url: Option<String>) {
+    let Some(url) = url else { return };
+    let dir = setup("", 50, "30s");
+    let mut data = String::new();
+    for org in 1..=20 {
+        data += &format!("INSERT INTO org VALUES ({org});\n");
+        let projects: Vec<String> = (0..50).map(|p| format!("({}, {org}, 'p{p}')", org * 1000 + p)).collect();
+        data += &format!("INSERT INTO project VALUES {};\n", projects.join(", "));
+    }
+    for statement in data.lines() {
+        texts(&url, statement);
+    }
+    let mut drainer = Running::start(dir.path(), &["outbox", "drain", "--poll", "50ms", "--database-url", &url]);
+    let ids: Vec<String> = (1..=20).map(|id| id.to_string()).collect();
+    let output = cascade(dir.path())
+        .args(["delete", "org", "--confirm", "--database-url", &url])
+        .args(&ids)
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    wait_until("every tombstone is delivered", || count(&url, "SELECT COUNT(*) FROM cascade_outbox") == 0);
+    drainer.terminate();
+    assert_eq!(drainer.finish().status.code(), Some(130));
+
+    let delivered: BTreeSet<String> = deliveries(dir.path())
+        .values()
+        .flatten()
+        .flatten()
+        .map(|m| m["object_identifier"].as_str().unwrap().to_owned())
+        .collect();
+    let deleted: BTreeSet<String> = (1..=20).flat_map(|org| (0..50).map(move |p| (org * 1000 + p).to_string())).collect();
+    assert_eq!(delivered, deleted);
+    assert_eq!(overlaps(dir.path()), "");
+}
+
+#[test]
+fn every_tombstone_of_a_deletion_running_while_draining_is_delivered_sqlite() {
+    let dir = tempfile::tempdir().unwrap();
+    delete_while_draining(Some(sqlite_database(dir.path(), SCHEMA)));
+}
+
+#[test]
+fn every_tombstone_of_a_deletion_running_while_draining_is_delivered_postgres() {
+    delete_while_draining(postgres_database(SCHEMA));
+}
