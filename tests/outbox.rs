@@ -249,8 +249,10 @@ fn db_time(clock: &ManualClock, after: Duration) -> String {
 async fn failures_back_off(url: Option<String>) {
     let Some(url) = url else { return };
     let dir = setup(r#", "fail", "1", "2""#, 10, "30s");
-    let rows: Vec<(String, &str, String)> =
-        [("1", "a"), ("1", "b"), ("2", "c")].iter().map(|(s, o)| (s.to_string(), "project_update", o.to_string())).collect();
+    let rows: Vec<(String, &str, String)> = [("1", "a"), ("1", "b"), ("2", "c")]
+        .iter()
+        .map(|(s, o)| (s.to_string(), "project_update", o.to_string()))
+        .collect();
     tokio::task::block_in_place(|| write_outbox(&url, &rows));
     let clock = Arc::new(ManualClock(Mutex::new(SystemTime::now())));
     let config = std::fs::read_to_string(dir.path().join("cascades/cascade.toml")).unwrap();
@@ -302,8 +304,10 @@ async fn a_failing_shard_backs_off_doubling_while_others_are_delivered_postgres(
 fn stats_show_the_backlog_and_the_failing_shard_with_its_error() {
     let dir = setup(r#", "fail", "1", "9""#, 10, "30s");
     let url = sqlite_database(dir.path(), SCHEMA);
-    let rows: Vec<(String, &str, String)> =
-        [("1", "a"), ("1", "a"), ("1", "b"), ("2", "c")].iter().map(|(s, o)| (s.to_string(), "project_update", o.to_string())).collect();
+    let rows: Vec<(String, &str, String)> = [("1", "a"), ("1", "a"), ("1", "b"), ("2", "c")]
+        .iter()
+        .map(|(s, o)| (s.to_string(), "project_update", o.to_string()))
+        .collect();
     write_outbox(&url, &rows);
     let before = json_output(cascade(dir.path()).args(["outbox", "stats", "--format", "json", "--database-url", &url]));
     assert_eq!(before["pending"], 4);
@@ -372,14 +376,17 @@ async fn webhooks_get_the_body_headers_and_idempotency_key_and_5xx_is_retried() 
     // SAFETY: set before any thread of this test reads the environment; the name is this test's.
     unsafe { std::env::set_var("CASCADE_TEST_BILLING_TOKEN", "Bearer s3cret") };
     let server = MockServer::start().await;
-    let hook = || Mock::given(method("POST")).and(path("/hooks/tombstones")).and(header("Authorization", "Bearer s3cret"));
+    let hook =
+        || Mock::given(method("POST")).and(path("/hooks/tombstones")).and(header("Authorization", "Bearer s3cret"));
     hook().respond_with(ResponseTemplate::new(503).set_body_string("try later")).up_to_n_times(1).mount(&server).await;
     hook().respond_with(ResponseTemplate::new(204)).mount(&server).await;
 
     let dir = tempfile::tempdir().unwrap();
     let url = tokio::task::block_in_place(|| sqlite_database(dir.path(), SCHEMA));
-    let rows: Vec<(String, &str, String)> =
-        [("5", "x"), ("5", "y"), ("5", "x")].iter().map(|(s, o)| (s.to_string(), "project_update", o.to_string())).collect();
+    let rows: Vec<(String, &str, String)> = [("5", "x"), ("5", "y"), ("5", "x")]
+        .iter()
+        .map(|(s, o)| (s.to_string(), "project_update", o.to_string()))
+        .collect();
     tokio::task::block_in_place(|| write_outbox(&url, &rows));
     let clock = Arc::new(ManualClock(Mutex::new(SystemTime::now())));
     let (database, drainer) = drainer(&url, &webhook_config(&server.uri(), "5s"), &clock).await;
@@ -401,7 +408,8 @@ async fn webhooks_get_the_body_headers_and_idempotency_key_and_5xx_is_retried() 
         let keys: Vec<&str> = body.iter().map(|m| m["idempotency_key"].as_str().unwrap()).collect();
         assert_eq!(keys, ["project_update/y/2", "project_update/x/3"]);
     }
-    let stats = cascade::outbox::stats(&database, &cascade::config::Config::default(), SystemTime::now()).await.unwrap();
+    let stats =
+        cascade::outbox::stats(&database, &cascade::config::Config::default(), SystemTime::now()).await.unwrap();
     assert_eq!((stats.pending, stats.shards.len()), (0, 0));
     database.close().await;
 }
@@ -425,7 +433,8 @@ async fn a_webhook_slower_than_its_timeout_fails_and_keeps_the_rows() {
 
     let report = drainer.drain_due(&Arc::new(AtomicBool::new(false))).await.unwrap();
     assert_eq!((report.delivered, report.failed_deliveries), (0, 1));
-    let stats = cascade::outbox::stats(&database, &cascade::config::Config::default(), SystemTime::now()).await.unwrap();
+    let stats =
+        cascade::outbox::stats(&database, &cascade::config::Config::default(), SystemTime::now()).await.unwrap();
     assert_eq!(stats.pending, 1);
     assert_eq!(stats.shards[0].last_error.as_deref(), Some("timed out waiting for the webhook"));
     database.close().await;
@@ -449,7 +458,9 @@ fn four_drainer_processes_never_deliver_one_shard_at_once_postgres() {
     let rows = many_shards();
     write_outbox(&url, &rows);
     let mut drainers: Vec<Running> = (0..4)
-        .map(|_| Running::start(dir.path(), &["outbox", "drain", "--once", "--concurrency", "2", "--database-url", &url]))
+        .map(|_| {
+            Running::start(dir.path(), &["outbox", "drain", "--once", "--concurrency", "2", "--database-url", &url])
+        })
         .collect();
     for drainer in &mut drainers {
         let finished = drainer.finish();
@@ -512,11 +523,8 @@ fn delete_while_draining(url: Option<String>) {
     }
     let mut drainer = Running::start(dir.path(), &["outbox", "drain", "--poll", "50ms", "--database-url", &url]);
     let ids: Vec<String> = (1..=20).map(|id| id.to_string()).collect();
-    let output = cascade(dir.path())
-        .args(["delete", "org", "--confirm", "--database-url", &url])
-        .args(&ids)
-        .output()
-        .unwrap();
+    let output =
+        cascade(dir.path()).args(["delete", "org", "--confirm", "--database-url", &url]).args(&ids).output().unwrap();
     assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
     wait_until("every tombstone is delivered", || count(&url, "SELECT COUNT(*) FROM cascade_outbox") == 0);
     drainer.terminate();
@@ -528,7 +536,8 @@ fn delete_while_draining(url: Option<String>) {
         .flatten()
         .map(|m| m["object_identifier"].as_str().unwrap().to_owned())
         .collect();
-    let deleted: BTreeSet<String> = (1..=20).flat_map(|org| (0..50).map(move |p| (org * 1000 + p).to_string())).collect();
+    let deleted: BTreeSet<String> =
+        (1..=20).flat_map(|org| (0..50).map(move |p| (org * 1000 + p).to_string())).collect();
     assert_eq!(delivered, deleted);
     assert_eq!(overlaps(dir.path()), "");
 }

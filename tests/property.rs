@@ -19,7 +19,6 @@ use common::{block_on, postgres_database, sqlite_database};
 /// A table's rows: id → value of each parent column (by parent model).
 type Rows = BTreeMap<i64, BTreeMap<usize, Option<i64>>>;
 
-
 #[derive(Debug, Clone, Copy, PartialEq)]
 enum Action {
     Delete,

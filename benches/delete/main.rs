@@ -21,6 +21,8 @@
 //! row under root 2 still there.
 
 mod methods;
+#[path = "../common/pg_server.rs"]
+mod pg_server;
 mod report;
 mod store;
 mod tree;
@@ -29,7 +31,8 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use methods::{Cascade, Method, Outcome};
-use store::{Conn, PgServer, Store};
+use pg_server::PgServer;
+use store::{Conn, Store};
 use tree::Tree;
 
 const DEFAULT_ROWS: u64 = 1_000_000;

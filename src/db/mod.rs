@@ -303,6 +303,20 @@ impl Database {
         Ok(self.fetch_count(&sql.finish()).await? > 0)
     }
 
+    /// Runs one statement outside any transaction (it commits by itself); the number of rows it
+    /// changed.
+    pub async fn execute(&self, statement: &Statement) -> Result<u64, DbError> {
+        let sql = sqlx::AssertSqlSafe(statement.sql.clone());
+        Ok(match &self.pool {
+            Pool::Sqlite(pool) => {
+                statement.params.iter().fold(sqlx::query(sql), bind_sqlite).execute(pool).await?.rows_affected()
+            }
+            Pool::Postgres(pool) => {
+                statement.params.iter().fold(sqlx::query(sql), bind_postgres).execute(pool).await?.rows_affected()
+            }
+        })
+    }
+
     /// Runs one statement in a transaction of its own; the number of rows it changed.
     pub async fn execute_alone(&self, statement: &Statement) -> Result<u64, DbError> {
         let mut transaction = self.begin_write().await?;

@@ -207,14 +207,20 @@ impl Drainer {
 }
 
 impl Inner {
-    async fn lane(&self, queue: &Mutex<VecDeque<Shard>>, stop: &AtomicBool, due: SystemTime) -> Result<DrainReport, DbError> {
+    async fn lane(
+        &self,
+        queue: &Mutex<VecDeque<Shard>>,
+        stop: &AtomicBool,
+        due: SystemTime,
+    ) -> Result<DrainReport, DbError> {
         let mut report = DrainReport::default();
         while !stop.load(Ordering::SeqCst) && !self.budget.spent() {
             let shard = {
                 let mut queue = queue.lock().await;
                 if queue.is_empty() {
                     let now = self.clock.now();
-                    queue.extend(store::due_shards(&self.database, &self.deliverable, due, now, SHARDS_PER_LOOK).await?);
+                    queue
+                        .extend(store::due_shards(&self.database, &self.deliverable, due, now, SHARDS_PER_LOOK).await?);
                 }
                 queue.pop_front()
             };
@@ -228,7 +234,8 @@ impl Inner {
     async fn drain_shard(&self, shard: &Shard, stop: &AtomicBool, due: SystemTime) -> Result<DrainReport, DbError> {
         let mut report = DrainReport::default();
         let now = self.clock.now();
-        let Some(claim) = store::claim(&self.database, shard, now, now + self.first_lease).await? else {
+        let mut held_until = now + self.first_lease;
+        let Some(claim) = store::claim(&self.database, shard, now, held_until).await? else {
             return Ok(report);
         };
         loop {
@@ -239,31 +246,47 @@ impl Inner {
                 return Ok(report);
             }
             let rows = store::next_messages(&self.database, shard, &self.deliverable, due, allowed).await?;
+            let read = rows.len();
             let Some((sink, rows)) = self.next_batch(shard, rows) else {
                 self.budget.give_back(allowed);
                 store::finish(&self.database, &claim).await?;
                 return Ok(report);
             };
+            // Fewer rows than asked for, all in this batch: the shard is empty after it.
+            let last_batch = (read as u64) < allowed && rows.len() == read;
             self.budget.give_back(allowed - rows.len() as u64);
             let now = self.clock.now();
-            if !store::renew(&self.database, &claim, now + lease(&sink)).await? {
-                self.budget.give_back(rows.len() as u64);
-                warn!(scope = %shard.scope, shard = ?shard.identifier, "lost the claim on the shard; another drainer delivers it");
-                return Ok(report);
+            // The claim must outlast the delivery (at most the sink's timeout) with room to spare.
+            if held_until < now + sink.timeout * 3 / 2 {
+                held_until = now + lease(&sink);
+                if !store::renew(&self.database, &claim, held_until).await? {
+                    self.budget.give_back(rows.len() as u64);
+                    warn!(scope = %shard.scope, shard = shard.identifier.as_deref().unwrap_or(""), "lost the claim on the shard; another drainer delivers it");
+                    return Ok(report);
+                }
             }
             match sink.deliver(&messages(shard, &rows)).await {
                 Ok(()) => {
                     let deleted = store::delete_delivered(&self.database, shard, &rows).await?;
                     self.delivered.fetch_add(rows.len() as u64, Ordering::Relaxed);
-                    info!(sink = %sink.name, scope = %shard.scope, shard = ?shard.identifier, messages = rows.len(), rows = deleted, "outbox batch delivered");
-                    report.add(DrainReport { delivered: rows.len() as u64, rows_deleted: deleted, deliveries: 1, failed_deliveries: 0 });
+                    info!(sink = %sink.name, scope = %shard.scope, shard = shard.identifier.as_deref().unwrap_or(""), messages = rows.len(), rows = deleted, "outbox batch delivered");
+                    report.add(DrainReport {
+                        delivered: rows.len() as u64,
+                        rows_deleted: deleted,
+                        deliveries: 1,
+                        failed_deliveries: 0,
+                    });
+                    if last_batch {
+                        store::finish(&self.database, &claim).await?;
+                        return Ok(report);
+                    }
                 }
                 Err(error) => {
                     self.budget.give_back(rows.len() as u64);
                     let retry_in = backoff(claim.attempts + 1);
                     let failed_at = self.clock.now();
                     store::fail(&self.database, &claim, failed_at, failed_at + retry_in, &error.to_string()).await?;
-                    warn!(sink = %sink.name, scope = %shard.scope, shard = ?shard.identifier, attempts = claim.attempts + 1, retry_in = %humantime::format_duration(retry_in), %error, "outbox delivery failed");
+                    warn!(sink = %sink.name, scope = %shard.scope, shard = shard.identifier.as_deref().unwrap_or(""), attempts = claim.attempts + 1, retry_in = %humantime::format_duration(retry_in), %error, "outbox delivery failed");
                     report.failed_deliveries += 1;
                     return Ok(report);
                 }
@@ -275,7 +298,11 @@ impl Inner {
     fn next_batch(&self, shard: &Shard, mut rows: Vec<Row>) -> Option<(Arc<ReadySink>, Vec<Row>)> {
         let sink_of = |row: &Row| self.routes.get(&(shard.scope.clone(), row.category.clone())).cloned();
         let sink = sink_of(rows.first()?)?;
-        let same = rows.iter().take(sink.batch_size as usize).take_while(|row| sink_of(row).is_some_and(|s| Arc::ptr_eq(&s, &sink))).count();
+        let same = rows
+            .iter()
+            .take(sink.batch_size as usize)
+            .take_while(|row| sink_of(row).is_some_and(|s| Arc::ptr_eq(&s, &sink)))
+            .count();
         rows.truncate(same);
         Some((sink, rows))
     }

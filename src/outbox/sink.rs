@@ -61,10 +61,9 @@ impl ReadySink {
     pub fn new(sink: &Sink) -> Result<Self, OutboxError> {
         let name = sink.name.value.clone();
         let target = match (&sink.command, &sink.url) {
-            (Some(command), None) => Target::Command {
-                program: command.value[0].clone(),
-                arguments: command.value[1..].to_vec(),
-            },
+            (Some(command), None) => {
+                Target::Command { program: command.value[0].clone(), arguments: command.value[1..].to_vec() }
+            }
             (None, Some(url)) => {
                 let headers = sink
                     .headers
@@ -159,7 +158,11 @@ fn describe_http_error(error: &reqwest::Error) -> String {
 
 /// Runs the sink's program with `body` on stdin; exit 0 within `timeout` is a delivery. On a
 /// timeout its whole process group is killed, so a script's children go too.
-async fn run_command(mut command: tokio::process::Command, body: &[u8], timeout: Duration) -> Result<(), DeliveryError> {
+async fn run_command(
+    mut command: tokio::process::Command,
+    body: &[u8],
+    timeout: Duration,
+) -> Result<(), DeliveryError> {
     let program = command.as_std().get_program().to_string_lossy().into_owned();
     command.stdin(Stdio::piped()).stdout(Stdio::null()).stderr(Stdio::piped()).kill_on_drop(true).process_group(0);
     let mut child = command.spawn().map_err(|error| DeliveryError(format!("cannot start `{program}`: {error}")))?;

@@ -65,7 +65,8 @@ pub async fn stats(database: &Database, config: &Config, now: SystemTime) -> Res
     let backend = database.backend();
     let mut sql = database.sql();
     sql.push("SELECT scope, category, CAST(COUNT(*) AS TEXT), CAST(COUNT(DISTINCT object_identifier) AS TEXT), ");
-    sql.push("CAST(COUNT(DISTINCT COALESCE(shard_identifier, '')) AS TEXT), ").push(&backend.timestamp_text("MIN(date_added)"));
+    sql.push("CAST(COUNT(DISTINCT COALESCE(shard_identifier, '')) AS TEXT), ")
+        .push(&backend.timestamp_text("MIN(date_added)"));
     sql.push(" FROM cascade_outbox GROUP BY scope, category ORDER BY scope, category");
     for row in database.fetch_texts(&sql.finish()).await? {
         let text = |index: usize| row.get(index).cloned().flatten().unwrap_or_default();
@@ -87,7 +88,8 @@ pub async fn stats(database: &Database, config: &Config, now: SystemTime) -> Res
         return Ok(result);
     }
     let mut sql = database.sql();
-    sql.push("SELECT scope, shard_identifier, CAST(attempts AS TEXT), ").push(&backend.timestamp_text("next_attempt_at"));
+    sql.push("SELECT scope, shard_identifier, CAST(attempts AS TEXT), ")
+        .push(&backend.timestamp_text("next_attempt_at"));
     sql.push(", last_error, CASE WHEN claim_expires_at > ").timestamp(now);
     sql.push(" THEN 'delivering' WHEN next_attempt_at > ").timestamp(now);
     sql.push(" THEN 'backing_off' ELSE 'due' END FROM cascade_outbox_shard WHERE claim_expires_at > ").timestamp(now);

@@ -1,6 +1,6 @@
-//! The drainer's statements on `cascade_outbox` and `cascade_outbox_shard`. Each runs alone (no
-//! transaction is held while a sink runs): a claim is a conditional upsert of the shard's row, so
-//! two drainers never hold one shard, on SQLite and PostgreSQL alike.
+//! The drainer's statements on `cascade_outbox` and `cascade_outbox_shard`. Each is one statement
+//! that commits by itself (no transaction is held while a sink runs): a claim is a conditional
+//! upsert of the shard's row, so two drainers never hold one shard, on SQLite and PostgreSQL alike.
 
 use std::time::SystemTime;
 
@@ -81,13 +81,15 @@ pub(crate) async fn due_shards(
 ) -> Result<Vec<Shard>, DbError> {
     let mut sql = database.sql();
     sql.push("SELECT o.scope, o.shard_identifier FROM cascade_outbox o LEFT JOIN cascade_outbox_shard s ");
-    sql.push("ON s.scope = o.scope AND s.shard_identifier = COALESCE(o.shard_identifier, '') WHERE o.scheduled_for <= ");
+    sql.push(
+        "ON s.scope = o.scope AND s.shard_identifier = COALESCE(o.shard_identifier, '') WHERE o.scheduled_for <= ",
+    );
     sql.timestamp(due).push(" AND ");
     deliverable.push(&mut sql, "o");
     sql.push(" AND (s.scope IS NULL OR (");
     push_claimable(&mut sql, "s", now);
     sql.push(")) GROUP BY o.scope, o.shard_identifier ORDER BY MIN(o.id) LIMIT ").bind(Param::integer(clamp(limit)));
-    let rows = database.fetch_texts_alone(&sql.finish()).await?;
+    let rows = database.fetch_texts(&sql.finish()).await?;
     Ok(rows
         .into_iter()
         .map(|mut row| {
@@ -121,11 +123,12 @@ pub(crate) async fn claim(
     let mut sql = database.sql();
     sql.push("INSERT INTO cascade_outbox_shard (scope, shard_identifier, claim_token, claim_expires_at) VALUES (");
     sql.bind_text(&shard.scope).push(", ").bind_text(shard.claim_key()).push(", ").bind_text(&token).push(", ");
-    sql.timestamp(until).push(") ON CONFLICT (scope, shard_identifier) DO UPDATE SET claim_token = excluded.claim_token, ");
+    sql.timestamp(until)
+        .push(") ON CONFLICT (scope, shard_identifier) DO UPDATE SET claim_token = excluded.claim_token, ");
     sql.push("claim_expires_at = excluded.claim_expires_at WHERE ");
     push_claimable(&mut sql, "cascade_outbox_shard", now);
     sql.push(" RETURNING CAST(attempts AS TEXT)");
-    let rows = database.fetch_texts_alone(&sql.finish()).await?;
+    let rows = database.fetch_texts(&sql.finish()).await?;
     Ok(first_text(&rows).map(|attempts| ShardClaim {
         shard: shard.clone(),
         token,
@@ -138,7 +141,7 @@ pub(crate) async fn renew(database: &Database, claim: &ShardClaim, until: System
     let mut sql = database.sql();
     sql.push("UPDATE cascade_outbox_shard SET claim_expires_at = ").timestamp(until);
     push_claimed(&mut sql, claim);
-    Ok(database.execute_alone(&sql.finish()).await? == 1)
+    Ok(database.execute(&sql.finish()).await? == 1)
 }
 
 /// The shard is delivered: its row goes, and with it any backoff.
@@ -146,7 +149,7 @@ pub(crate) async fn finish(database: &Database, claim: &ShardClaim) -> Result<()
     let mut sql = database.sql();
     sql.push("DELETE FROM cascade_outbox_shard");
     push_claimed(&mut sql, claim);
-    database.execute_alone(&sql.finish()).await.map(drop)
+    database.execute(&sql.finish()).await.map(drop)
 }
 
 /// Gives the shard back without a failure (the drainer is stopping).
@@ -154,7 +157,7 @@ pub(crate) async fn release(database: &Database, claim: &ShardClaim) -> Result<(
     let mut sql = database.sql();
     sql.push("UPDATE cascade_outbox_shard SET claim_token = NULL, claim_expires_at = NULL");
     push_claimed(&mut sql, claim);
-    database.execute_alone(&sql.finish()).await.map(drop)
+    database.execute(&sql.finish()).await.map(drop)
 }
 
 /// Records a failed delivery and gives the shard back until `next_attempt`.
@@ -170,7 +173,7 @@ pub(crate) async fn fail(
     sql.bind(Param::integer(clamp(claim.attempts + 1))).push(", next_attempt_at = ").timestamp(next_attempt);
     sql.push(", last_attempt_at = ").timestamp(now).push(", last_error = ").bind_text(error);
     push_claimed(&mut sql, claim);
-    database.execute_alone(&sql.finish()).await.map(drop)
+    database.execute(&sql.finish()).await.map(drop)
 }
 
 /// One coalesced message: the newest row of its `(category, object_identifier)` in the shard.
@@ -204,7 +207,7 @@ pub(crate) async fn next_messages(
     sql.push(" AND later.category = o.category AND later.object_identifier = o.object_identifier AND later.id > o.id");
     sql.push(" AND later.scheduled_for <= ").timestamp(due).push(")");
     sql.push(" ORDER BY o.id LIMIT ").bind(Param::integer(clamp(limit)));
-    let rows = database.fetch_texts_alone(&sql.finish()).await?;
+    let rows = database.fetch_texts(&sql.finish()).await?;
     Ok(rows
         .into_iter()
         .map(|row| {
@@ -238,5 +241,5 @@ pub(crate) async fn delete_delivered(database: &Database, shard: &Shard, deliver
     sql.push("AND o.id <= delivered.column3 WHERE ");
     push_shard(&mut sql, "o", shard);
     sql.push(")");
-    database.execute_alone(&sql.finish()).await
+    database.execute(&sql.finish()).await
 }

@@ -1,0 +1,245 @@
+//! Draining the outbox: `cascade outbox drain --once` over a backlog of tombstones in many shards,
+//! through a batching command sink and through a local webhook, against the floor of one `DELETE`
+//! of the same rows. Run: `cargo bench --bench drain` (`-- --rows N` for another backlog; the
+//! default is 100,000 rows in 1,000 shards). Progress goes to stderr, the markdown table to stdout.
+//!
+//! Each shard holds `rows / shards` rows over 80 % as many objects (one row in five is coalesced
+//! into a later row of its object). Timed: the whole `cascade` process (start-up, config, claims,
+//! deliveries, deletes), each run on a freshly written backlog; memory is the process's peak RSS.
+//! Every run is checked: the table is empty afterwards and the sink received every coalesced
+//! message.
+
+#[path = "common/pg_server.rs"]
+mod pg_server;
+
+use std::path::Path;
+use std::process::Command;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use cascade::db::sql::Statement;
+use cascade::db::{Access, Database};
+use pg_server::PgServer;
+
+const DEFAULT_ROWS: u64 = 100_000;
+const SHARDS: u64 = 1_000;
+const BATCH_SIZE: u64 = 500;
+const CONCURRENCY: usize = 4;
+
+struct Run {
+    label: String,
+    rows: u64,
+    messages: u64,
+    drain: Duration,
+    peak_rss_kib: u64,
+}
+
+fn main() {
+    let rows = rows_argument();
+    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("a runtime");
+    let Some(server) = PgServer::start() else {
+        eprintln!("no PostgreSQL: set CASCADE_TEST_POSTGRES_URL or install the server binaries");
+        std::process::exit(1);
+    };
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let received = Arc::new(AtomicU64::new(0));
+    let webhook = runtime.block_on(start_webhook(received.clone()));
+
+    let mut runs = Vec::new();
+    let (durability, floor) = runtime.block_on(async {
+        let database = Database::connect(&server.url, Access::ReadWrite).await.expect("connect");
+        cascade::db::migrate(&database).await.expect("the tool's tables");
+        let durability = durability(&database).await;
+        let messages = write_backlog(&database, rows).await;
+        let started = Instant::now();
+        let deleted = database.execute_alone(&statement("DELETE FROM cascade_outbox")).await.expect("delete");
+        assert_eq!(deleted, rows);
+        let floor = started.elapsed();
+        database.close().await;
+        eprintln!("floor: one DELETE of {rows} rows ({messages} messages) in {floor:?}");
+        (durability, floor)
+    });
+
+    let sinks = [
+        ("command sink (`cat`)", "command = [\"cat\"]".to_owned()),
+        ("webhook (local HTTP server)", format!("url = \"{webhook}/tombstones\"")),
+    ];
+    for (label, target) in &sinks {
+        for concurrency in [1, CONCURRENCY] {
+            for backlog in [rows / 10, rows] {
+                let config = config(dir.path(), target);
+                let messages = runtime.block_on(async {
+                    let database = Database::connect(&server.url, Access::ReadWrite).await.expect("connect");
+                    let messages = write_backlog(&database, backlog).await;
+                    database.close().await;
+                    messages
+                });
+                received.store(0, Ordering::SeqCst);
+                let (drain, peak_rss_kib) = run_drain(&config, &server.url, concurrency);
+                let left = runtime.block_on(async {
+                    let database = Database::connect(&server.url, Access::ReadOnly).await.expect("connect");
+                    let left = database.fetch_count(&statement("SELECT COUNT(*) FROM cascade_outbox")).await;
+                    database.close().await;
+                    left.expect("count")
+                });
+                assert_eq!(left, 0, "{label}: the backlog is drained");
+                if label.starts_with("webhook") {
+                    assert_eq!(received.load(Ordering::SeqCst), messages, "{label}: every message reached the webhook");
+                }
+                let label = format!("{label}, concurrency {concurrency}");
+                eprintln!("{label}: {backlog} rows, {messages} messages in {drain:?}, peak RSS {peak_rss_kib} KiB");
+                runs.push(Run { label, rows: backlog, messages, drain, peak_rss_kib });
+            }
+        }
+    }
+    report(&runs, rows, floor, &durability);
+}
+
+/// The project directory of one sink: its config, batching `BATCH_SIZE` messages per delivery.
+fn config(dir: &Path, target: &str) -> std::path::PathBuf {
+    let text = format!(
+        r#"
+[models.project]
+table = "project"
+outbox = "project_update"
+
+[outbox.scopes.organization]
+shard_key = "organization_id"
+categories = ["project_update"]
+sink = "bench"
+
+[outbox.sinks.bench]
+{target}
+batch_size = {BATCH_SIZE}
+timeout = "30s"
+"#
+    );
+    let path = dir.join("cascade.toml");
+    std::fs::write(&path, text).expect("write the config");
+    path
+}
+
+fn statement(sql: &str) -> Statement {
+    Statement { sql: sql.to_owned(), params: Vec::new() }
+}
+
+/// Writes `rows` tombstones over `SHARDS` shards, one in five coalesced; the messages they make.
+async fn write_backlog(database: &Database, rows: u64) -> u64 {
+    let per_shard = rows / SHARDS;
+    let objects = per_shard * 4 / 5;
+    let sql = format!(
+        "INSERT INTO cascade_outbox (scope, shard_identifier, category, object_identifier, payload) \
+         SELECT 'organization', CAST(n / {per_shard} AS TEXT), 'project_update', \
+         CAST((n / {per_shard}) * 100000 + n % {objects} AS TEXT), '{{\"slug\": \"project\"}}' \
+         FROM generate_series(0, {}) AS n",
+        rows - 1
+    );
+    database.execute_alone(&statement(&sql)).await.expect("write the backlog");
+    database.execute_alone(&statement("ANALYZE cascade_outbox")).await.expect("analyze");
+    SHARDS * objects
+}
+
+/// Runs `cascade outbox drain --once`; its wall time and peak RSS.
+fn run_drain(config: &Path, url: &str, concurrency: usize) -> (Duration, u64) {
+    let started = Instant::now();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_cascade"))
+        .args(["--config", &config.display().to_string(), "-q", "outbox", "drain", "--once", "--database-url", url])
+        .args(["--concurrency", &concurrency.to_string()])
+        .spawn()
+        .expect("start cascade");
+    let pid = child.id() as libc::pid_t;
+    let mut status = 0;
+    // SAFETY: an all-zero rusage is a valid value for wait4 to fill in.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: waits for the child this function started; `status` and `usage` outlive the call.
+    let waited = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
+    let elapsed = started.elapsed();
+    assert_eq!(waited, pid, "wait for cascade");
+    assert!(libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0, "cascade outbox drain failed");
+    // The child is reaped: tell std so it does not wait again.
+    drop(child.try_wait());
+    (elapsed, u64::try_from(usage.ru_maxrss).unwrap_or_default())
+}
+
+/// A local webhook that answers 204 and counts the messages it received.
+async fn start_webhook(received: Arc<AtomicU64>) -> String {
+    use wiremock::{Mock, MockServer, Request, ResponseTemplate};
+
+    let server = MockServer::builder().disable_request_recording().start().await;
+    Mock::given(wiremock::matchers::method("POST"))
+        .respond_with(move |request: &Request| {
+            let messages: Vec<serde_json::Value> = serde_json::from_slice(&request.body).unwrap_or_default();
+            received.fetch_add(messages.len() as u64, Ordering::SeqCst);
+            ResponseTemplate::new(204)
+        })
+        .mount(&server)
+        .await;
+    let uri = server.uri();
+    // Kept for the whole bench.
+    std::mem::forget(server);
+    uri
+}
+
+async fn durability(database: &Database) -> String {
+    let show = |setting: &str| statement(&format!("SELECT current_setting('{setting}')"));
+    let mut values = Vec::new();
+    for setting in ["server_version", "fsync", "synchronous_commit"] {
+        let rows = database.fetch_texts(&show(setting)).await.expect("a setting");
+        values.push(format!("{setting}={}", cascade::db::first_text(&rows).unwrap_or("?")));
+    }
+    values.join(", ")
+}
+
+fn report(runs: &[Run], rows: u64, floor: Duration, durability: &str) {
+    println!("PostgreSQL ({durability}); {SHARDS} shards, batches of {BATCH_SIZE}, one row in five coalesced.");
+    println!(
+        "Floor: one `DELETE FROM cascade_outbox` of {rows} rows took {:.0} ms ({:.2} µs per row).",
+        ms(floor),
+        per(floor, rows)
+    );
+    println!();
+    println!(
+        "| sink | backlog rows | messages | drain (whole process) | messages/s | µs per message | × floor per row | peak RSS |"
+    );
+    println!("|---|---:|---:|---:|---:|---:|---:|---:|");
+    for run in runs {
+        let per_message = per(run.drain, run.messages);
+        println!(
+            "| {} | {} | {} | {:.0} ms | {:.0} | {:.1} | {:.0}× | {:.1} MiB |",
+            run.label,
+            run.rows,
+            run.messages,
+            ms(run.drain),
+            run.messages as f64 / run.drain.as_secs_f64(),
+            per_message,
+            per_message / per(floor, rows),
+            run.peak_rss_kib as f64 / 1024.0
+        );
+    }
+    let best =
+        runs.iter().filter(|r| r.rows == rows).map(|r| r.messages as f64 / r.drain.as_secs_f64()).fold(0.0, f64::max);
+    println!();
+    println!(
+        "Target: at least 20,000 messages/s through a batching sink: {} (best {best:.0}/s at {rows} rows).",
+        if best >= 20_000.0 { "met" } else { "missed" }
+    );
+}
+
+fn ms(duration: Duration) -> f64 {
+    duration.as_secs_f64() * 1000.0
+}
+
+fn per(duration: Duration, count: u64) -> f64 {
+    duration.as_secs_f64() * 1e6 / count.max(1) as f64
+}
+
+fn rows_argument() -> u64 {
+    let arguments: Vec<String> = std::env::args().collect();
+    arguments
+        .iter()
+        .position(|a| a == "--rows")
+        .and_then(|i| arguments.get(i + 1))
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(DEFAULT_ROWS)
+}
