@@ -84,6 +84,8 @@ codes! {
     CategoryInManyScopes = "category-in-many-scopes", Error, "An outbox category is registered in more than one scope.";
     EmptyScope = "empty-scope", Warning, "An outbox scope registers no categories.";
     PayloadWithoutOutbox = "payload-without-outbox", Warning, "`outbox_payload` is set on a model that writes no outbox category.";
+    UnknownSink = "unknown-sink", Error, "A scope's `sink` or a `category_sinks` value names a sink that is not declared under [outbox.sinks].";
+    CategorySinkOutsideScope = "category-sink-outside-scope", Error, "A `category_sinks` entry names a category that is not one of its scope's `categories`.";
     MissingTable = "missing-table", Error, "A model's table is not in the schema.";
     IdentifierCase = "identifier-case", Warning, "A table or column name matches the database's only when case is ignored; the database's spelling is used.";
     MissingColumn = "missing-column", Error, "A key, relation, status or payload column is not in its table.";

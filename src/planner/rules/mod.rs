@@ -4,6 +4,7 @@
 mod bulk_with_children;
 mod bulk_with_row_data;
 mod category_in_many_scopes;
+mod category_sink_outside_scope;
 mod chunk_size;
 mod composite_key_per_row;
 mod database_cascade;
@@ -19,6 +20,7 @@ mod payload_without_outbox;
 mod unindexed_relation;
 mod unknown_model;
 mod unknown_rate_limit;
+mod unknown_sink;
 mod unregistered_reference;
 mod unscoped_category;
 
@@ -42,6 +44,8 @@ pub const ALL: &[Rule] = &[
     category_in_many_scopes::check,
     empty_scope::check,
     payload_without_outbox::check,
+    unknown_sink::check,
+    category_sink_outside_scope::check,
     // These need the real schema and do nothing without one.
     missing_table::check,
     missing_column::check,
