@@ -86,6 +86,8 @@ codes! {
     PayloadWithoutOutbox = "payload-without-outbox", Warning, "`outbox_payload` is set on a model that writes no outbox category.";
     UnknownSink = "unknown-sink", Error, "A scope's `sink` or a `category_sinks` value names a sink that is not declared under [outbox.sinks].";
     CategorySinkOutsideScope = "category-sink-outside-scope", Error, "A `category_sinks` entry names a category that is not one of its scope's `categories`.";
+    UnusedSink = "unused-sink", Warning, "A sink is named by no scope's `sink` and no `category_sinks` entry, so it receives nothing.";
+    UndeliveredCategory = "undelivered-category", Warning, "Sinks are declared, but a scope has no `sink` and some of its categories have no `category_sinks` entry either.";
     MissingTable = "missing-table", Error, "A model's table is not in the schema.";
     IdentifierCase = "identifier-case", Warning, "A table or column name matches the database's only when case is ignored; the database's spelling is used.";
     MissingColumn = "missing-column", Error, "A key, relation, status or payload column is not in its table.";

@@ -17,12 +17,14 @@ mod missing_shard_key;
 mod missing_table;
 mod nullify_not_null;
 mod payload_without_outbox;
+mod undelivered_category;
 mod unindexed_relation;
 mod unknown_model;
 mod unknown_rate_limit;
 mod unknown_sink;
 mod unregistered_reference;
 mod unscoped_category;
+mod unused_sink;
 
 pub(crate) use unregistered_reference::check_deleted_tables;
 
@@ -46,6 +48,8 @@ pub const ALL: &[Rule] = &[
     payload_without_outbox::check,
     unknown_sink::check,
     category_sink_outside_scope::check,
+    unused_sink::check,
+    undelivered_category::check,
     // These need the real schema and do nothing without one.
     missing_table::check,
     missing_column::check,
