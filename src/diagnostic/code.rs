@@ -88,6 +88,7 @@ codes! {
     CategorySinkOutsideScope = "category-sink-outside-scope", Error, "A `category_sinks` entry names a category that is not one of its scope's `categories`.";
     UnusedSink = "unused-sink", Warning, "A sink is named by no scope's `sink` and no `category_sinks` entry, so it receives nothing.";
     UndeliveredCategory = "undelivered-category", Warning, "Sinks are declared, but a scope has no `sink` and some of its categories have no `category_sinks` entry either.";
+    SinkTarget = "sink-target", Error, "A sink needs exactly one of `command` and `url`; `headers` belong to a `url` sink only, since a command sends no HTTP request.";
     MissingTable = "missing-table", Error, "A model's table is not in the schema.";
     IdentifierCase = "identifier-case", Warning, "A table or column name matches the database's only when case is ignored; the database's spelling is used.";
     MissingColumn = "missing-column", Error, "A key, relation, status or payload column is not in its table.";

@@ -17,6 +17,7 @@ mod missing_shard_key;
 mod missing_table;
 mod nullify_not_null;
 mod payload_without_outbox;
+mod sink_target;
 mod undelivered_category;
 mod unindexed_relation;
 mod unknown_model;
@@ -50,6 +51,7 @@ pub const ALL: &[Rule] = &[
     category_sink_outside_scope::check,
     unused_sink::check,
     undelivered_category::check,
+    sink_target::check,
     // These need the real schema and do nothing without one.
     missing_table::check,
     missing_column::check,
