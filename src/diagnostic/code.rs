@@ -89,6 +89,8 @@ codes! {
     UnusedSink = "unused-sink", Warning, "A sink is named by no scope's `sink` and no `category_sinks` entry, so it receives nothing.";
     UndeliveredCategory = "undelivered-category", Warning, "Sinks are declared, but a scope has no `sink` and some of its categories have no `category_sinks` entry either.";
     SinkTarget = "sink-target", Error, "A sink needs exactly one of `command` and `url`; `headers` belong to a `url` sink only, since a command sends no HTTP request.";
+    LiteralSecret = "literal-secret", Warning, "A header that looks like a credential (Authorization, Cookie, or a name with token, secret, key, password or auth) has a literal value instead of `env:NAME`.";
+    HeaderEnvName = "header-env-name", Error, "A header value `env:NAME` has an empty or invalid variable name (letters, digits and `_`, not starting with a digit).";
     MissingTable = "missing-table", Error, "A model's table is not in the schema.";
     IdentifierCase = "identifier-case", Warning, "A table or column name matches the database's only when case is ignored; the database's spelling is used.";
     MissingColumn = "missing-column", Error, "A key, relation, status or payload column is not in its table.";

@@ -11,7 +11,9 @@ mod database_cascade;
 mod delete_cycle;
 mod duplicate_relation;
 mod empty_scope;
+mod header_env_name;
 mod identifier_case;
+mod literal_secret;
 mod missing_column;
 mod missing_shard_key;
 mod missing_table;
@@ -52,6 +54,8 @@ pub const ALL: &[Rule] = &[
     unused_sink::check,
     undelivered_category::check,
     sink_target::check,
+    literal_secret::check,
+    header_env_name::check,
     // These need the real schema and do nothing without one.
     missing_table::check,
     missing_column::check,
