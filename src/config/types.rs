@@ -428,7 +428,8 @@ pub struct Outbox {
     /// Outbox scopes keyed by name. Every category belongs to exactly one scope.
     #[serde(default)]
     pub scopes: IndexMap<String, Scope>,
-    /// Where the drainer delivers messages, keyed by name; scopes and categories name them.
+    /// Where the drainer delivers outbox messages, keyed by sink name. A scope's `sink` and its
+    /// `category_sinks` name them.
     #[serde(default)]
     pub sinks: IndexMap<String, Sink>,
 }
@@ -445,9 +446,11 @@ pub struct Scope {
     /// Outbox categories registered in this scope.
     #[serde(default)]
     pub categories: Vec<Located<String>>,
-    /// The sink (under `[outbox.sinks]`) that receives this scope's messages.
+    /// The sink (a name under `[outbox.sinks]`) that receives this scope's messages, except
+    /// those of categories that `category_sinks` sends elsewhere.
     pub sink: Option<Located<String>>,
-    /// Categories of this scope delivered to a sink of their own, category name to sink name.
+    /// Sinks for single categories of this scope, instead of the scope's `sink`: category name
+    /// to sink name, such as `{ project_update = "billing" }`.
     #[serde(default)]
     pub category_sinks: IndexMap<String, Located<String>>,
 }
@@ -468,19 +471,23 @@ pub struct Sink {
     pub name: Located<String>,
     /// A program and its arguments (no shell): it reads a JSON array of messages on stdin and
     /// exits 0 when they are delivered.
+    #[schemars(length(min = 1))]
     pub command: Option<Located<Vec<String>>>,
-    /// An `http://` or `https://` URL: a POST of the JSON array of messages, any 2xx status means
-    /// delivered.
+    /// An `http://` or `https://` URL that receives the JSON array of messages as a POST; any
+    /// 2xx status means delivered.
+    #[schemars(regex(pattern = r"^https?://"))]
     pub url: Option<Located<String>>,
-    /// HTTP headers of a webhook. Write secrets as `env:NAME`: the value is read from the
-    /// environment variable `NAME` when the drainer starts, never stored in the file.
+    /// HTTP headers sent with each POST to `url` (a `command` sink takes none). Write secrets as
+    /// `env:NAME`: the value is read from the environment variable `NAME` when the drainer
+    /// starts, never stored in the file.
     #[serde(default)]
     pub headers: IndexMap<String, Located<String>>,
-    /// How long one delivery may take before it counts as failed, e.g. `"30s"` (default 30s).
+    /// How long one delivery may take before it counts as failed, such as `"30s"` or `"2m"`.
     #[schemars(with = "Option<String>")]
+    #[schemars(extend("default" = humantime::format_duration(DEFAULT_SINK_TIMEOUT).to_string()))]
     pub timeout: Option<Located<std::time::Duration>>,
-    /// The most coalesced messages per delivery (default 100).
-    #[schemars(range(min = 1))]
+    /// The most coalesced messages per delivery.
+    #[schemars(extend("default" = DEFAULT_SINK_BATCH_SIZE), range(min = 1))]
     pub batch_size: Option<Located<u64>>,
 }
 

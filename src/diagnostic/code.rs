@@ -84,6 +84,13 @@ codes! {
     CategoryInManyScopes = "category-in-many-scopes", Error, "An outbox category is registered in more than one scope.";
     EmptyScope = "empty-scope", Warning, "An outbox scope registers no categories.";
     PayloadWithoutOutbox = "payload-without-outbox", Warning, "`outbox_payload` is set on a model that writes no outbox category.";
+    UnknownSink = "unknown-sink", Error, "A scope's `sink` or a `category_sinks` value names a sink that is not declared under [outbox.sinks].";
+    CategorySinkOutsideScope = "category-sink-outside-scope", Error, "A `category_sinks` entry names a category that is not one of its scope's `categories`.";
+    UnusedSink = "unused-sink", Warning, "A sink is named by no scope's `sink` and no `category_sinks` entry, so it receives nothing.";
+    UndeliveredCategory = "undelivered-category", Warning, "Sinks are declared, but a scope has no `sink` and some of its categories have no `category_sinks` entry either.";
+    SinkTarget = "sink-target", Error, "A sink needs exactly one of `command` and `url`; `headers` belong to a `url` sink only, since a command sends no HTTP request.";
+    LiteralSecret = "literal-secret", Warning, "A header that looks like a credential (Authorization, Cookie, or a name with token, secret, key, password or auth) has a literal value instead of `env:NAME`.";
+    HeaderEnvName = "header-env-name", Error, "A header value `env:NAME` has an empty or invalid variable name (letters, digits and `_`, not starting with a digit).";
     MissingTable = "missing-table", Error, "A model's table is not in the schema.";
     IdentifierCase = "identifier-case", Warning, "A table or column name matches the database's only when case is ignored; the database's spelling is used.";
     MissingColumn = "missing-column", Error, "A key, relation, status or payload column is not in its table.";

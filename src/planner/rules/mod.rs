@@ -4,23 +4,30 @@
 mod bulk_with_children;
 mod bulk_with_row_data;
 mod category_in_many_scopes;
+mod category_sink_outside_scope;
 mod chunk_size;
 mod composite_key_per_row;
 mod database_cascade;
 mod delete_cycle;
 mod duplicate_relation;
 mod empty_scope;
+mod header_env_name;
 mod identifier_case;
+mod literal_secret;
 mod missing_column;
 mod missing_shard_key;
 mod missing_table;
 mod nullify_not_null;
 mod payload_without_outbox;
+mod sink_target;
+mod undelivered_category;
 mod unindexed_relation;
 mod unknown_model;
 mod unknown_rate_limit;
+mod unknown_sink;
 mod unregistered_reference;
 mod unscoped_category;
+mod unused_sink;
 
 pub(crate) use unregistered_reference::check_deleted_tables;
 
@@ -42,6 +49,13 @@ pub const ALL: &[Rule] = &[
     category_in_many_scopes::check,
     empty_scope::check,
     payload_without_outbox::check,
+    unknown_sink::check,
+    category_sink_outside_scope::check,
+    unused_sink::check,
+    undelivered_category::check,
+    sink_target::check,
+    literal_secret::check,
+    header_env_name::check,
     // These need the real schema and do nothing without one.
     missing_table::check,
     missing_column::check,
