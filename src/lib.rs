@@ -39,3 +39,4 @@ pub mod planner;
 pub mod render;
 pub mod scheduler;
 pub mod schema;
+pub mod telemetry;
