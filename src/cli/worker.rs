@@ -1,3 +1,4 @@
+use std::net::SocketAddr;
 use std::process::ExitCode;
 use std::time::Duration;
 
@@ -21,10 +22,17 @@ pub struct Args {
     /// `[settings] lease_seconds`, else 6h).
     #[arg(long, value_name = "DURATION", value_parser = humantime::parse_duration)]
     pub lease: Option<Duration>,
+    /// Serve Prometheus metrics at http://HOST:PORT/metrics while the worker runs (port 0: any
+    /// free port, logged).
+    #[arg(long, value_name = "HOST:PORT", value_parser = super::metrics::parse_addr)]
+    pub metrics_addr: Option<SocketAddr>,
 }
 
 pub fn run(cli: &Cli, args: &Args) -> anyhow::Result<ExitCode> {
     let Some(loaded) = super::load_valid(cli)? else { return Ok(ExitCode::from(1)) };
+    if let Some(addr) = args.metrics_addr {
+        super::metrics::serve(addr)?;
+    }
     let url = super::database_url(cli, &loaded.config);
     let defaults = WorkerOptions::from_settings(&loaded.config.settings);
     let options = WorkerOptions {
