@@ -41,3 +41,4 @@ pub mod render;
 pub mod scheduler;
 pub mod schema;
 pub mod stop;
+pub mod telemetry;

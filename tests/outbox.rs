@@ -12,6 +12,7 @@ use std::time::{Duration, SystemTime};
 
 use cascade::db::{Access, Database};
 use cascade::outbox::{Clock, DrainOptions, DrainReport, Drainer};
+use common::prometheus::{SERVING, parse, scrape, value};
 use common::random::Random;
 use common::running::Running;
 use common::{block_on, cascade, count, json_output, postgres_database, project, sqlite_database, texts, wait_until};
@@ -551,4 +552,30 @@ fn every_tombstone_of_a_deletion_running_while_draining_is_delivered_sqlite() {
 #[test]
 fn every_tombstone_of_a_deletion_running_while_draining_is_delivered_postgres() {
     delete_while_draining(postgres_database(SCHEMA));
+}
+
+#[test]
+fn the_drainer_serves_its_deliveries_failures_and_backlog_as_metrics() {
+    let dir = setup(r#", "fail", "1", "1""#, 10, "30s");
+    let url = sqlite_database(dir.path(), SCHEMA);
+    let rows: Vec<(String, &str, String)> = [("1", "a"), ("1", "a"), ("1", "b"), ("2", "c")]
+        .iter()
+        .map(|(s, o)| (s.to_string(), "project_update", o.to_string()))
+        .collect();
+    write_outbox(&url, &rows);
+    let args = ["outbox", "drain", "--poll", "100ms", "--metrics-addr", "127.0.0.1:0", "--database-url", &url];
+    let mut drainer = Running::start(dir.path(), &args);
+    let metrics = drainer.expect(SERVING).fields["url"].as_str().unwrap().to_owned();
+    wait_until("shard 1 is delivered after its backoff", || count(&url, "SELECT COUNT(*) FROM cascade_outbox") == 0);
+    let backlog = [("scope", "organization")];
+    wait_until("the backlog gauge reads empty", || {
+        value(&parse(&scrape(&metrics).1), "cascade_outbox_backlog", &backlog) == Some(0.0)
+    });
+    let samples = parse(&scrape(&metrics).1);
+    let sink = [("sink", "recorder")];
+    assert_eq!(value(&samples, "cascade_outbox_delivered_total", &sink), Some(3.0));
+    assert_eq!(value(&samples, "cascade_outbox_failed_total", &sink), Some(1.0));
+    assert_eq!(value(&samples, "cascade_outbox_oldest_age_seconds", &backlog), Some(0.0));
+    drainer.terminate();
+    assert_eq!(drainer.finish().status.code(), Some(130));
 }

@@ -3,6 +3,7 @@
 mod delete;
 mod demo;
 mod init;
+mod metrics;
 mod option;
 mod outbox;
 mod plan;
@@ -160,7 +161,9 @@ fn init_logging(cli: &Cli) {
         (true, _) => "error",
         // The progress of a deletion is worth a line now and then even when nobody asked.
         // sqlx warns of slow statements with their whole SQL: noise unless asked for (-v).
-        (false, 0) => "warn,sqlx=error,cascade::engine=info,cascade::cli::delete=info,cascade::cli::outbox=info",
+        (false, 0) => {
+            "warn,sqlx=error,cascade::engine=info,cascade::cli::delete=info,cascade::cli::outbox=info,cascade::cli::metrics=info"
+        }
         (false, 1) => "info",
         (false, 2) => "debug",
         (false, _) => "trace",

@@ -1,4 +1,5 @@
 use std::io::IsTerminal;
+use std::net::SocketAddr;
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -42,6 +43,10 @@ pub struct DrainArgs {
     /// How long to wait when nothing is due.
     #[arg(long, default_value = "1s", value_name = "DURATION", value_parser = humantime::parse_duration)]
     pub poll: Duration,
+    /// Serve Prometheus metrics at http://HOST:PORT/metrics while draining (port 0: any free
+    /// port, logged).
+    #[arg(long, value_name = "HOST:PORT", value_parser = super::metrics::parse_addr)]
+    pub metrics_addr: Option<SocketAddr>,
 }
 
 impl DrainArgs {
@@ -66,6 +71,9 @@ pub fn run(cli: &Cli, command: &Command) -> anyhow::Result<ExitCode> {
 
 fn drain(cli: &Cli, args: &DrainArgs) -> anyhow::Result<ExitCode> {
     let Some(loaded) = super::load_valid(cli)? else { return Ok(ExitCode::from(1)) };
+    if let Some(addr) = args.metrics_addr {
+        super::metrics::serve(addr)?;
+    }
     let url = super::database_url(cli, &loaded.config);
     super::block_on(async {
         let database = super::connect(&url, &loaded.config, Access::ReadWrite).await?;

@@ -1,7 +1,7 @@
+use std::net::SocketAddr;
 use std::process::ExitCode;
-use std::time::Duration;
-
 use std::sync::Arc;
+use std::time::Duration;
 
 use cascade::db::Access;
 use cascade::outbox::{DrainOptions, Drainer, SystemClock};
@@ -27,10 +27,17 @@ pub struct Args {
     /// Also drain the outbox through its sinks (one shard at a time), in the same process.
     #[arg(long)]
     pub drain: bool,
+    /// Serve Prometheus metrics at http://HOST:PORT/metrics while the worker runs (port 0: any
+    /// free port, logged).
+    #[arg(long, value_name = "HOST:PORT", value_parser = super::metrics::parse_addr)]
+    pub metrics_addr: Option<SocketAddr>,
 }
 
 pub fn run(cli: &Cli, args: &Args) -> anyhow::Result<ExitCode> {
     let Some(loaded) = super::load_valid(cli)? else { return Ok(ExitCode::from(1)) };
+    if let Some(addr) = args.metrics_addr {
+        super::metrics::serve(addr)?;
+    }
     let url = super::database_url(cli, &loaded.config);
     let defaults = WorkerOptions::from_settings(&loaded.config.settings);
     let options = WorkerOptions {

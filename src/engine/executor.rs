@@ -25,6 +25,7 @@ use crate::db::sql::{Param, SqlValue, Statement};
 use crate::db::{Database, DbError, Failure, Transaction, first_text, tables};
 use crate::planner::{Plan, PlanNode};
 use crate::schema::Schema;
+use crate::telemetry;
 
 /// How often a rate-limit wait looks at the stop flag.
 const STOP_CHECK: Duration = Duration::from_millis(100);
@@ -80,6 +81,11 @@ impl RunOutcome {
             RunOutcome::Interrupted => "interrupted",
             RunOutcome::Failed => "failed",
         }
+    }
+
+    /// Counts a deletion that ended this way (`cascade_deletions_total{outcome}`).
+    pub(crate) fn count(self) {
+        metrics::counter!(telemetry::DELETIONS, telemetry::OUTCOME => self.as_str()).increment(1);
     }
 }
 
@@ -502,6 +508,8 @@ impl<'a> Deletion<'a> {
 
     /// Records how the run ended in `cascade_run` and closes the archive.
     pub async fn finish(mut self, outcome: RunOutcome, error: Option<&str>) -> Result<Summary, DeleteError> {
+        // Counted even when recording the run fails below: the deletion ended all the same.
+        outcome.count();
         self.summary.elapsed_ms = self.started.elapsed().as_secs_f64() * 1e3;
         self.summary.p99_chunk_ms = nearest_rank(&self.summary.chunk_ms, 0.99);
         let rows = serde_json::json!({ "deleted": self.summary.deleted, "nullified": self.summary.nullified });
@@ -772,10 +780,15 @@ impl<'a> Deletion<'a> {
         self.summary.chunks += 1;
         self.summary.max_chunk_ms = self.summary.max_chunk_ms.max(elapsed_ms);
         self.summary.chunk_ms.push(elapsed_ms);
+        metrics::histogram!(telemetry::CHUNK_DURATION).record(elapsed_ms / 1e3);
         for (node, rows) in steps {
-            let counts =
-                if node.action == OnDelete::Delete { &mut self.summary.deleted } else { &mut self.summary.nullified };
+            let (counts, metric) = if node.action == OnDelete::Delete {
+                (&mut self.summary.deleted, telemetry::ROWS_DELETED)
+            } else {
+                (&mut self.summary.nullified, telemetry::ROWS_NULLIFIED)
+            };
             *counts.entry(node.model.clone()).or_default() += rows;
+            metrics::counter!(metric, telemetry::MODEL => node.model.clone()).increment(*rows);
         }
         let models: Vec<&str> = steps.iter().map(|(node, _)| node.model.as_str()).collect();
         let rows: u64 = steps.iter().map(|(_, rows)| rows).sum();
@@ -787,16 +800,22 @@ impl<'a> Deletion<'a> {
         for option in limits {
             let rate = self.rate(option).await;
             let mut left = rows;
+            let mut waited = Duration::ZERO;
             while left > 0 {
                 match self.throttle.try_take(option, rate, left) {
                     Ok(taken) => left -= taken,
                     Err(wait) => {
-                        if !self.sleep_unless_stopped(wait).await {
+                        let started = Instant::now();
+                        let go_on = self.sleep_unless_stopped(wait).await;
+                        waited += started.elapsed();
+                        if !go_on {
+                            record_wait(option, waited);
                             return;
                         }
                     }
                 }
             }
+            record_wait(option, waited);
         }
     }
 
@@ -829,6 +848,15 @@ impl<'a> Deletion<'a> {
             self.rates_read = Some(Instant::now());
         }
         self.rates.get(option).copied().unwrap_or(0.0)
+    }
+}
+
+/// Counts a chunk's wait for the rate limit `option`, when it waited.
+fn record_wait(option: &str, waited: Duration) {
+    if !waited.is_zero() {
+        metrics::counter!(telemetry::RATE_LIMIT_WAITS, telemetry::OPTION => option.to_owned()).increment(1);
+        metrics::gauge!(telemetry::RATE_LIMIT_WAIT_SECONDS, telemetry::OPTION => option.to_owned())
+            .increment(waited.as_secs_f64());
     }
 }
 

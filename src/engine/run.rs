@@ -85,7 +85,8 @@ impl Engine {
     /// Starts the deletion of the root rows `ids` of `plan`; call [`Deletion::chunk`] until it
     /// reports no more work, then [`Deletion::finish`]. A foreign key into a table of the plan
     /// that the config does not declare refuses the deletion here, before anything is written
-    /// ([`DeleteError::UnregisteredReferences`]).
+    /// ([`DeleteError::UnregisteredReferences`]). A deletion refused here counts as failed in
+    /// `cascade_deletions_total`, as does one whose run [`Deletion::finish`] records as failed.
     pub async fn start<'a>(
         &'a self,
         plan: &'a Plan,
@@ -93,10 +94,13 @@ impl Engine {
         options: DeleteOptions,
     ) -> Result<Deletion<'a>, DeleteError> {
         let unregistered = planner::check_references(&self.config, &self.sources, &self.schema, plan);
-        if !unregistered.is_empty() {
-            return Err(DeleteError::UnregisteredReferences(unregistered));
-        }
-        Deletion::start(&self.database, &self.config, &self.schema, plan, ids, options).await
+        let started = if unregistered.is_empty() {
+            Deletion::start(&self.database, &self.config, &self.schema, plan, ids, options).await
+        } else {
+            Err(DeleteError::UnregisteredReferences(unregistered))
+        };
+        // A deletion refused before its run was recorded is a failed one all the same.
+        started.inspect_err(|_| RunOutcome::Failed.count())
     }
 
     /// Whether running a deletion again can get past `error` by itself (a lost connection, a

@@ -5,7 +5,7 @@
 use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::time::{Duration, SystemTime};
+use std::time::{Duration, Instant, SystemTime};
 
 use tokio::sync::Mutex;
 use tracing::{info, warn};
@@ -16,6 +16,7 @@ use super::{Clock, OutboxError, backoff};
 use crate::config::Config;
 use crate::db::{Database, DbError, migrate};
 use crate::stop::pause;
+use crate::telemetry;
 
 /// How a drainer runs.
 #[derive(Debug, Clone)]
@@ -170,9 +171,19 @@ impl Drainer {
             return Ok(self.drain_due(&stop).await?);
         }
         let mut report = DrainReport::default();
+        let (mut gauges_set, mut delivered): (Option<Instant>, bool) = (None, false);
         while !stop.load(Ordering::SeqCst) && !self.inner.budget.spent() {
+            if delivered || gauges_set.is_none_or(|at| at.elapsed() >= BACKLOG_GAUGES_EVERY) {
+                gauges_set = Some(Instant::now());
+                if let Err(error) = self.inner.set_backlog_gauges().await {
+                    warn!(%error, "could not measure the outbox backlog");
+                }
+            }
             match self.drain_due(&stop).await {
-                Ok(pass) => report.add(pass),
+                Ok(pass) => {
+                    delivered = pass.delivered > 0;
+                    report.add(pass);
+                }
                 Err(error) => warn!(%error, "draining failed; trying again"),
             }
             pause(self.inner.options.poll, &stop).await;
@@ -206,7 +217,27 @@ impl Drainer {
     }
 }
 
+/// How often an idle drainer measures the backlog for its gauges (a `GROUP BY` of the table); a
+/// busy one measures it after every pass that delivered.
+const BACKLOG_GAUGES_EVERY: Duration = Duration::from_secs(10);
+
 impl Inner {
+    /// Sets the backlog and oldest-age gauges of every scope it delivers (0 when empty).
+    async fn set_backlog_gauges(&self) -> Result<(), DbError> {
+        let now = self.clock.now();
+        let backlog = store::backlog(&self.database).await?;
+        for (scope, _) in &self.deliverable.0 {
+            let found = backlog.iter().find(|(s, _, _)| s == scope);
+            let rows = found.map_or(0, |(_, rows, _)| *rows);
+            let oldest = found.and_then(|(_, _, oldest)| humantime::parse_rfc3339_weak(oldest).ok()).unwrap_or(now);
+            let labels = [(telemetry::SCOPE, scope.clone())];
+            metrics::gauge!(telemetry::OUTBOX_BACKLOG, &labels).set(rows as f64);
+            metrics::gauge!(telemetry::OUTBOX_OLDEST_AGE, &labels)
+                .set(now.duration_since(oldest).unwrap_or_default().as_secs_f64());
+        }
+        Ok(())
+    }
+
     async fn lane(
         &self,
         queue: &Mutex<VecDeque<Shard>>,
@@ -269,6 +300,8 @@ impl Inner {
                 Ok(()) => {
                     let deleted = store::delete_delivered(&self.database, shard, &rows).await?;
                     self.delivered.fetch_add(rows.len() as u64, Ordering::Relaxed);
+                    metrics::counter!(telemetry::OUTBOX_DELIVERED, telemetry::SINK => sink.name.clone())
+                        .increment(rows.len() as u64);
                     info!(sink = %sink.name, scope = %shard.scope, shard = shard.identifier.as_deref().unwrap_or(""), messages = rows.len(), rows = deleted, "outbox batch delivered");
                     report.add(DrainReport {
                         delivered: rows.len() as u64,
@@ -288,6 +321,7 @@ impl Inner {
                     store::fail(&self.database, &claim, failed_at, failed_at + retry_in, &error.to_string()).await?;
                     warn!(sink = %sink.name, scope = %shard.scope, shard = shard.identifier.as_deref().unwrap_or(""), attempts = claim.attempts + 1, retry_in = %humantime::format_duration(retry_in), %error, "outbox delivery failed");
                     report.failed_deliveries += 1;
+                    metrics::counter!(telemetry::OUTBOX_FAILED, telemetry::SINK => sink.name.clone()).increment(1);
                     return Ok(report);
                 }
             }

@@ -243,3 +243,18 @@ pub(crate) async fn delete_delivered(database: &Database, shard: &Shard, deliver
     sql.push(")");
     database.execute(&sql.finish()).await
 }
+
+/// Rows waiting per scope, and the oldest row's `date_added` as text.
+pub(crate) async fn backlog(database: &Database) -> Result<Vec<(String, u64, String)>, DbError> {
+    let mut sql = database.sql();
+    sql.push("SELECT scope, CAST(COUNT(*) AS TEXT), ").push(&database.backend().timestamp_text("MIN(date_added)"));
+    sql.push(" FROM cascade_outbox GROUP BY scope");
+    let rows = database.fetch_texts(&sql.finish()).await?;
+    Ok(rows
+        .into_iter()
+        .map(|row| {
+            let text = |index: usize| row.get(index).cloned().flatten().unwrap_or_default();
+            (text(0), text(1).parse().unwrap_or_default(), text(2))
+        })
+        .collect())
+}

@@ -247,7 +247,11 @@ fn keep_alive(
 /// Runs one claimed deletion; an error is returned as the message kept with the claim, and
 /// whether a retry can fix it.
 async fn run_claim(engine: &Engine, stop: &Arc<AtomicBool>, claim: &Claim) -> Result<RunOutcome, (String, Failure)> {
-    let plan = planner::compile(engine.config(), &claim.model).map_err(|error| (chain(&error), Failure::Permanent))?;
+    let plan = planner::compile(engine.config(), &claim.model).map_err(|error| {
+        // No run is recorded for a model the config no longer has, but the deletion failed.
+        RunOutcome::Failed.count();
+        (chain(&error), Failure::Permanent)
+    })?;
     let options = DeleteOptions {
         actor: claim.actor.clone().unwrap_or_else(default_actor),
         command: format!("cascade worker (scheduled deletion {})", claim.guid),

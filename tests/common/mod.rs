@@ -3,6 +3,7 @@
 #![allow(dead_code)] // each test binary uses its own subset
 
 pub mod diamond;
+pub mod prometheus;
 pub mod random;
 pub mod running;
 

@@ -1,0 +1,88 @@
+//! Metrics: the name of every metric the library records, and [`describe`], which describes them
+//! all to the installed recorder. The library records through the `metrics` facade's macros,
+//! which do nothing until a program installs a recorder: a service embedding the library pays
+//! nothing unless it wants the numbers, and then installs the exporter of its choice (the
+//! `cascade` binary serves them in Prometheus's text format with `--metrics-addr`).
+
+use metrics::{Unit, describe_counter, describe_gauge, describe_histogram};
+
+/// Counter, label [`MODEL`]: rows deleted, added when the chunk that deleted them commits.
+pub const ROWS_DELETED: &str = "cascade_rows_deleted_total";
+
+/// Counter, label [`MODEL`]: rows whose relation column was set to NULL, added when their chunk
+/// commits.
+pub const ROWS_NULLIFIED: &str = "cascade_rows_nullified_total";
+
+/// Histogram: how long each committed chunk's transaction took, in seconds.
+pub const CHUNK_DURATION: &str = "cascade_chunk_duration_seconds";
+
+/// Counter, label [`OUTCOME`]: root deletions that ended, by the outcome `cascade_run` records
+/// (`succeeded`, `skipped`, `not_found`, `interrupted`, `failed`); `failed` also counts a
+/// deletion refused before its run was recorded.
+pub const DELETIONS: &str = "cascade_deletions_total";
+
+/// Counter, label [`OPTION`]: chunks that waited for a rate limit (one per chunk and option).
+pub const RATE_LIMIT_WAITS: &str = "cascade_rate_limit_waits_total";
+
+/// Seconds chunks waited for a rate limit, label [`OPTION`]. It only ever grows, as a counter
+/// does, but the `metrics` facade's counters hold whole numbers, so it is recorded (and
+/// exported) as a gauge that is only ever incremented.
+pub const RATE_LIMIT_WAIT_SECONDS: &str = "cascade_rate_limit_wait_seconds_total";
+
+/// Counter, label [`SINK`]: outbox messages delivered.
+pub const OUTBOX_DELIVERED: &str = "cascade_outbox_delivered_total";
+
+/// Counter, label [`SINK`]: outbox deliveries that failed (the shard is retried later).
+pub const OUTBOX_FAILED: &str = "cascade_outbox_failed_total";
+
+/// Gauge, label [`SCOPE`]: outbox rows waiting to be delivered.
+pub const OUTBOX_BACKLOG: &str = "cascade_outbox_backlog";
+
+/// Gauge, label [`SCOPE`]: age in seconds of the oldest outbox row waiting to be delivered.
+pub const OUTBOX_OLDEST_AGE: &str = "cascade_outbox_oldest_age_seconds";
+
+/// Label: the model of the rows.
+pub const MODEL: &str = "model";
+/// Label: how a deletion ended.
+pub const OUTCOME: &str = "outcome";
+/// Label: the `[options]` entry of a rate limit.
+pub const OPTION: &str = "option";
+/// Label: an outbox sink.
+pub const SINK: &str = "sink";
+/// Label: an outbox scope.
+pub const SCOPE: &str = "scope";
+
+/// Histogram buckets for [`CHUNK_DURATION`], in seconds: 1 ms to 10 s (chunks aim at 50 ms).
+pub const CHUNK_DURATION_BUCKETS: &[f64] =
+    &[0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0];
+
+/// Describes every metric to the installed recorder (their help text and unit). Call it once,
+/// after installing a recorder; without one it does nothing.
+pub fn describe() {
+    describe_counter!(ROWS_DELETED, Unit::Count, "Rows deleted, per model, counted when their chunk commits.");
+    describe_counter!(
+        ROWS_NULLIFIED,
+        Unit::Count,
+        "Rows whose relation column was set to NULL, per model, counted when their chunk commits."
+    );
+    describe_histogram!(CHUNK_DURATION, Unit::Seconds, "Duration of each committed chunk's transaction.");
+    describe_counter!(
+        DELETIONS,
+        Unit::Count,
+        "Root deletions that ended, by outcome (succeeded, skipped, not_found, interrupted, failed)."
+    );
+    describe_counter!(RATE_LIMIT_WAITS, Unit::Count, "Chunks that waited for a rate limit, per option.");
+    describe_gauge!(
+        RATE_LIMIT_WAIT_SECONDS,
+        Unit::Seconds,
+        "Seconds chunks waited for a rate limit, per option; only grows (use rate() or increase() on it)."
+    );
+    describe_counter!(OUTBOX_DELIVERED, Unit::Count, "Outbox messages delivered, per sink.");
+    describe_counter!(OUTBOX_FAILED, Unit::Count, "Outbox deliveries that failed, per sink.");
+    describe_gauge!(OUTBOX_BACKLOG, Unit::Count, "Outbox rows waiting to be delivered, per scope.");
+    describe_gauge!(
+        OUTBOX_OLDEST_AGE,
+        Unit::Seconds,
+        "Age of the oldest outbox row waiting to be delivered, per scope."
+    );
+}
