@@ -20,7 +20,7 @@ use std::time::{Duration, Instant};
 
 use cascade::db::sql::Statement;
 use cascade::db::{Access, Database};
-use pg_server::PgServer;
+use pg_server::{PgServer, with_database};
 
 const DEFAULT_ROWS: u64 = 100_000;
 const SHARDS: u64 = 1_000;
@@ -42,13 +42,14 @@ fn main() {
         eprintln!("no PostgreSQL: set CASCADE_TEST_POSTGRES_URL or install the server binaries");
         std::process::exit(1);
     };
+    let url = runtime.block_on(fresh_database(&server.url, "cascade_drain_bench"));
     let dir = tempfile::tempdir().expect("a temporary directory");
     let received = Arc::new(AtomicU64::new(0));
     let webhook = runtime.block_on(start_webhook(received.clone()));
 
     let mut runs = Vec::new();
     let (durability, floor) = runtime.block_on(async {
-        let database = Database::connect(&server.url, Access::ReadWrite).await.expect("connect");
+        let database = Database::connect(&url, Access::ReadWrite).await.expect("connect");
         cascade::db::migrate(&database).await.expect("the tool's tables");
         let durability = durability(&database).await;
         let messages = write_backlog(&database, rows).await;
@@ -70,15 +71,15 @@ fn main() {
             for backlog in [rows / 10, rows] {
                 let config = config(dir.path(), target);
                 let messages = runtime.block_on(async {
-                    let database = Database::connect(&server.url, Access::ReadWrite).await.expect("connect");
+                    let database = Database::connect(&url, Access::ReadWrite).await.expect("connect");
                     let messages = write_backlog(&database, backlog).await;
                     database.close().await;
                     messages
                 });
                 received.store(0, Ordering::SeqCst);
-                let (drain, peak_rss_kib) = run_drain(&config, &server.url, concurrency);
+                let (drain, peak_rss_kib) = run_drain(&config, &url, concurrency);
                 let left = runtime.block_on(async {
-                    let database = Database::connect(&server.url, Access::ReadOnly).await.expect("connect");
+                    let database = Database::connect(&url, Access::ReadOnly).await.expect("connect");
                     let left = database.fetch_count(&statement("SELECT COUNT(*) FROM cascade_outbox")).await;
                     database.close().await;
                     left.expect("count")
@@ -94,6 +95,16 @@ fn main() {
         }
     }
     report(&runs, rows, floor, &durability);
+}
+
+/// An empty database `name` on the server; its URL.
+async fn fresh_database(server: &str, name: &str) -> String {
+    let admin = Database::connect(server, Access::ReadWrite).await.expect("connect to the server");
+    for sql in [format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"), format!("CREATE DATABASE {name}")] {
+        admin.execute(&statement(&sql)).await.expect("create the bench database");
+    }
+    admin.close().await;
+    with_database(server, name)
 }
 
 /// The project directory of one sink: its config, batching `BATCH_SIZE` messages per delivery.
