@@ -157,6 +157,7 @@ fn run_drain(config: &Path, url: &str, concurrency: usize) -> (Duration, u64) {
     let mut child = Command::new(env!("CARGO_BIN_EXE_cascade"))
         .args(["--config", &config.display().to_string(), "-q", "outbox", "drain", "--once", "--database-url", url])
         .args(["--concurrency", &concurrency.to_string()])
+        .stdout(std::process::Stdio::null())
         .spawn()
         .expect("start cascade");
     let pid = child.id() as libc::pid_t;

@@ -579,3 +579,27 @@ fn the_drainer_serves_its_deliveries_failures_and_backlog_as_metrics() {
     drainer.terminate();
     assert_eq!(drainer.finish().status.code(), Some(130));
 }
+
+#[test]
+fn worker_drain_delivers_the_tombstones_of_the_deletions_it_ran() {
+    let dir = setup("", 10, "30s");
+    let url = sqlite_database(dir.path(), SCHEMA);
+    for statement in ["INSERT INTO org VALUES (1), (2)", "INSERT INTO project VALUES (10, 1, 'a'), (11, 1, 'b'), (20, 2, 'c')"] {
+        texts(&url, statement);
+    }
+    block_on(async {
+        let database = Database::connect(&url, Access::ReadWrite).await.unwrap();
+        cascade::scheduler::schedule(&database, "org", "1", SystemTime::now(), None, None).await.unwrap();
+        database.close().await;
+    });
+    let output = cascade(dir.path()).args(["worker", "--once", "--drain", "--database-url", &url]).output().unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(output.status.success(), "{stdout}{}", String::from_utf8_lossy(&output.stderr));
+    assert!(stdout.contains("worker done: 1 succeeded"), "{stdout}");
+    assert!(stdout.contains("outbox drain done: 2 messages delivered"), "{stdout}");
+    let delivered: Vec<Value> = deliveries(dir.path())["1"].iter().flatten().cloned().collect();
+    let objects: Vec<&str> = delivered.iter().map(|m| m["object_identifier"].as_str().unwrap()).collect();
+    assert_eq!(objects, ["10", "11"]);
+    assert_eq!(count(&url, "SELECT COUNT(*) FROM cascade_outbox"), 0);
+    assert_eq!(count(&url, "SELECT COUNT(*) FROM project"), 1);
+}

@@ -64,7 +64,14 @@ pub fn run(cli: &Cli, args: &Args) -> anyhow::Result<ExitCode> {
                 None => Ok(None),
             }
         };
-        let (report, drained) = tokio::join!(worker::run(engine, options, stop.clone()), drained);
+        // With --once the tombstones of this run's deletions are drained after them; otherwise
+        // both run side by side until stopped.
+        let (report, drained) = if args.once {
+            let report = worker::run(engine, options, stop.clone()).await;
+            (report, drained.await)
+        } else {
+            tokio::join!(worker::run(engine, options, stop.clone()), drained)
+        };
         database.close().await;
         let (report, drained) = (report?, drained?);
         println!(
