@@ -4,7 +4,8 @@
 //! default is 100,000 rows in 1,000 shards). Progress goes to stderr, the markdown table to stdout.
 //!
 //! Each shard holds `rows / shards` rows over 80 % as many objects (one row in five is coalesced
-//! into a later row of its object). Timed: the whole `cascade` process (start-up, config, claims,
+//! into a later row of its object). The backlog is spread over 1,000 shards, and for the command
+//! sink also written into a single shard (one large deletion's tombstones). Timed: the whole `cascade` process (start-up, config, claims,
 //! deliveries, deletes), each run on a freshly written backlog; memory is the process's peak RSS.
 //! Every run is checked: the table is empty afterwards and the sink received every coalesced
 //! message.
@@ -52,7 +53,7 @@ fn main() {
         let database = Database::connect(&url, Access::ReadWrite).await.expect("connect");
         cascade::db::migrate(&database).await.expect("the tool's tables");
         let durability = durability(&database).await;
-        let messages = write_backlog(&database, rows).await;
+        let messages = write_backlog(&database, rows, SHARDS).await;
         let started = Instant::now();
         let deleted = database.execute_alone(&statement("DELETE FROM cascade_outbox")).await.expect("delete");
         assert_eq!(deleted, rows);
@@ -66,35 +67,45 @@ fn main() {
         ("command sink (`cat`)", "command = [\"cat\"]".to_owned()),
         ("webhook (local HTTP server)", format!("url = \"{webhook}/tombstones\"")),
     ];
-    for (label, target) in &sinks {
-        for concurrency in [1, CONCURRENCY] {
-            for backlog in [rows / 10, rows] {
-                let config = config(dir.path(), target);
-                let messages = runtime.block_on(async {
-                    let database = Database::connect(&url, Access::ReadWrite).await.expect("connect");
-                    let messages = write_backlog(&database, backlog).await;
-                    database.close().await;
-                    messages
-                });
-                received.store(0, Ordering::SeqCst);
-                let (drain, peak_rss_kib) = run_drain(&config, &url, concurrency);
-                let left = runtime.block_on(async {
-                    let database = Database::connect(&url, Access::ReadOnly).await.expect("connect");
-                    let left = database.fetch_count(&statement("SELECT COUNT(*) FROM cascade_outbox")).await;
-                    database.close().await;
-                    left.expect("count")
-                });
-                assert_eq!(left, 0, "{label}: the backlog is drained");
-                if label.starts_with("webhook") {
-                    assert_eq!(received.load(Ordering::SeqCst), messages, "{label}: every message reached the webhook");
-                }
-                let label = format!("{label}, concurrency {concurrency}");
-                eprintln!("{label}: {backlog} rows, {messages} messages in {drain:?}, peak RSS {peak_rss_kib} KiB");
-                runs.push(Run { label, rows: backlog, messages, drain, peak_rss_kib });
-            }
-        }
+    // The shape of one large deletion: every tombstone in the shard of its organization.
+    let one_shard = [(sinks[0].0, sinks[0].1.as_str(), 1, rows, 1)];
+    let cases = sinks.iter().flat_map(|(label, target)| {
+        [1, CONCURRENCY].into_iter().flat_map(move |concurrency| {
+            [rows / 10, rows].into_iter().map(move |backlog| (*label, target.as_str(), concurrency, backlog, SHARDS))
+        })
+    });
+    for (label, target, concurrency, backlog, shards) in cases.chain(one_shard) {
+        let case = Case { label, target, concurrency, backlog, shards };
+        runs.push(runtime.block_on(measure(&case, dir.path(), &url, &received)));
     }
     report(&runs, rows, floor, &durability);
+}
+
+/// One drain to measure: a sink, a backlog and how many shards it is spread over.
+struct Case<'a> {
+    label: &'a str,
+    target: &'a str,
+    concurrency: usize,
+    backlog: u64,
+    shards: u64,
+}
+
+/// Writes the case's backlog, drains it with `cascade outbox drain --once` and checks the result.
+async fn measure(case: &Case<'_>, dir: &Path, url: &str, received: &AtomicU64) -> Run {
+    let config = config(dir, case.target);
+    let database = Database::connect(url, Access::ReadWrite).await.expect("connect");
+    let messages = write_backlog(&database, case.backlog, case.shards).await;
+    received.store(0, Ordering::SeqCst);
+    let (drain, peak_rss_kib) = tokio::task::block_in_place(|| run_drain(&config, url, case.concurrency));
+    let left = database.fetch_count(&statement("SELECT COUNT(*) FROM cascade_outbox")).await.expect("count");
+    database.close().await;
+    assert_eq!(left, 0, "{}: the backlog is drained", case.label);
+    if case.label.starts_with("webhook") {
+        assert_eq!(received.load(Ordering::SeqCst), messages, "{}: every message reached the webhook", case.label);
+    }
+    let label = format!("{}, {} shards, concurrency {}", case.label, case.shards, case.concurrency);
+    eprintln!("{label}: {} rows, {messages} messages in {drain:?}, peak RSS {peak_rss_kib} KiB", case.backlog);
+    Run { label, rows: case.backlog, messages, drain, peak_rss_kib }
 }
 
 /// An empty database `name` on the server; its URL.
@@ -135,9 +146,9 @@ fn statement(sql: &str) -> Statement {
     Statement { sql: sql.to_owned(), params: Vec::new() }
 }
 
-/// Writes `rows` tombstones over `SHARDS` shards, one in five coalesced; the messages they make.
-async fn write_backlog(database: &Database, rows: u64) -> u64 {
-    let per_shard = rows / SHARDS;
+/// Writes `rows` tombstones over `shards` shards, one in five coalesced; the messages they make.
+async fn write_backlog(database: &Database, rows: u64, shards: u64) -> u64 {
+    let per_shard = rows / shards;
     let objects = per_shard * 4 / 5;
     let sql = format!(
         "INSERT INTO cascade_outbox (scope, shard_identifier, category, object_identifier, payload) \
@@ -148,10 +159,12 @@ async fn write_backlog(database: &Database, rows: u64) -> u64 {
     );
     database.execute_alone(&statement(&sql)).await.expect("write the backlog");
     database.execute_alone(&statement("ANALYZE cascade_outbox")).await.expect("analyze");
-    SHARDS * objects
+    shards * objects
 }
 
-/// Runs `cascade outbox drain --once`; its wall time and peak RSS.
+/// Runs `cascade outbox drain --once`; its wall time and peak RSS. The peak is the process's own
+/// `VmHWM`, read while it runs: `wait4`'s `ru_maxrss` would also count the bench's pages the
+/// child had before its `exec`.
 fn run_drain(config: &Path, url: &str, concurrency: usize) -> (Duration, u64) {
     let started = Instant::now();
     let mut child = Command::new(env!("CARGO_BIN_EXE_cascade"))
@@ -160,18 +173,22 @@ fn run_drain(config: &Path, url: &str, concurrency: usize) -> (Duration, u64) {
         .stdout(std::process::Stdio::null())
         .spawn()
         .expect("start cascade");
-    let pid = child.id() as libc::pid_t;
-    let mut status = 0;
-    // SAFETY: an all-zero rusage is a valid value for wait4 to fill in.
-    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-    // SAFETY: waits for the child this function started; `status` and `usage` outlive the call.
-    let waited = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
+    let status_file = format!("/proc/{}/status", child.id());
+    let mut peak_kib = 0;
+    let status = loop {
+        if let Some(status) = child.try_wait().expect("check on cascade") {
+            break status;
+        }
+        let status = std::fs::read_to_string(&status_file).unwrap_or_default();
+        let high_water = status.lines().find_map(|line| line.strip_prefix("VmHWM:"));
+        if let Some(kib) = high_water.and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok()) {
+            peak_kib = kib;
+        }
+        std::thread::sleep(Duration::from_millis(2));
+    };
     let elapsed = started.elapsed();
-    assert_eq!(waited, pid, "wait for cascade");
-    assert!(libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0, "cascade outbox drain failed");
-    // The child is reaped: tell std so it does not wait again.
-    drop(child.try_wait());
-    (elapsed, u64::try_from(usage.ru_maxrss).unwrap_or_default())
+    assert!(status.success(), "cascade outbox drain failed: {status}");
+    (elapsed, peak_kib)
 }
 
 /// A local webhook that answers 204 and counts the messages it received.
@@ -204,7 +221,7 @@ async fn durability(database: &Database) -> String {
 }
 
 fn report(runs: &[Run], rows: u64, floor: Duration, durability: &str) {
-    println!("PostgreSQL ({durability}); {SHARDS} shards, batches of {BATCH_SIZE}, one row in five coalesced.");
+    println!("PostgreSQL ({durability}); batches of {BATCH_SIZE}, one row in five coalesced.");
     println!(
         "Floor: one `DELETE FROM cascade_outbox` of {rows} rows took {:.0} ms ({:.2} µs per row).",
         ms(floor),

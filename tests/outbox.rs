@@ -584,7 +584,9 @@ fn the_drainer_serves_its_deliveries_failures_and_backlog_as_metrics() {
 fn worker_drain_delivers_the_tombstones_of_the_deletions_it_ran() {
     let dir = setup("", 10, "30s");
     let url = sqlite_database(dir.path(), SCHEMA);
-    for statement in ["INSERT INTO org VALUES (1), (2)", "INSERT INTO project VALUES (10, 1, 'a'), (11, 1, 'b'), (20, 2, 'c')"] {
+    for statement in
+        ["INSERT INTO org VALUES (1), (2)", "INSERT INTO project VALUES (10, 1, 'a'), (11, 1, 'b'), (20, 2, 'c')"]
+    {
         texts(&url, statement);
     }
     block_on(async {

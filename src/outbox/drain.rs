@@ -269,6 +269,7 @@ impl Inner {
         let Some(claim) = store::claim(&self.database, shard, now, held_until).await? else {
             return Ok(report);
         };
+        let mut delivered_up_to = 0;
         loop {
             let allowed = self.budget.reserve(self.most_per_read);
             if stop.load(Ordering::SeqCst) || allowed == 0 {
@@ -276,7 +277,8 @@ impl Inner {
                 store::release(&self.database, &claim).await?;
                 return Ok(report);
             }
-            let rows = store::next_messages(&self.database, shard, &self.deliverable, due, allowed).await?;
+            let rows =
+                store::next_messages(&self.database, shard, &self.deliverable, due, delivered_up_to, allowed).await?;
             let read = rows.len();
             let Some((sink, rows)) = self.next_batch(shard, rows) else {
                 self.budget.give_back(allowed);
@@ -309,6 +311,7 @@ impl Inner {
                         deliveries: 1,
                         failed_deliveries: 0,
                     });
+                    delivered_up_to = rows.last().map_or(delivered_up_to, |row| row.id);
                     if last_batch {
                         store::finish(&self.database, &claim).await?;
                         return Ok(report);

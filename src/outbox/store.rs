@@ -186,13 +186,16 @@ pub(crate) struct Row {
     pub date_added: String,
 }
 
-/// The shard's first `limit` coalesced messages due by `due`, in id order: rows that no later
-/// row of the same object due by then supersedes.
+/// The shard's first `limit` coalesced messages due by `due` with an id above `after`, in id
+/// order: rows that no later row of the same object due by then supersedes. A drainer reads a
+/// shard forward from its last delivered id, so rows waiting for a later row of their object are
+/// not read again and again.
 pub(crate) async fn next_messages(
     database: &Database,
     shard: &Shard,
     deliverable: &Deliverable,
     due: SystemTime,
+    after: i64,
     limit: u64,
 ) -> Result<Vec<Row>, DbError> {
     let backend = database.backend();
@@ -200,6 +203,7 @@ pub(crate) async fn next_messages(
     sql.push("SELECT CAST(o.id AS TEXT), o.category, o.object_identifier, o.payload, ");
     sql.push(&backend.timestamp_text("o.date_added")).push(" FROM cascade_outbox o WHERE ");
     push_shard(&mut sql, "o", shard);
+    sql.push(" AND o.id > ").bind(Param::integer(after));
     sql.push(" AND o.scheduled_for <= ").timestamp(due).push(" AND ");
     deliverable.push(&mut sql, "o");
     sql.push(" AND NOT EXISTS (SELECT 1 FROM cascade_outbox later WHERE ");
