@@ -48,8 +48,9 @@ pub(crate) fn config(files: &[(FileId, &Spanned<DeTable<'_>>)], sources: &Source
     let scopes = Fields::merged(first.clone(), "[outbox.scopes]", "scope", scopes, describe, d);
     let scopes = read_named(scopes, "scope", d, read_scope, &mut BTreeSet::new());
     let sinks = Fields::merged(first, "[outbox.sinks]", "sink", sinks, describe, d);
-    let sinks = read_named(sinks, "sink", d, read_sink, &mut BTreeSet::new());
-    Config { settings, options, models, outbox: Outbox { scopes, sinks }, unreadable_models }
+    let mut unreadable_sinks = BTreeSet::new();
+    let sinks = read_named(sinks, "sink", d, read_sink, &mut unreadable_sinks);
+    Config { settings, options, models, outbox: Outbox { scopes, sinks }, unreadable_models, unreadable_sinks }
 }
 
 /// Reads every entry of a table keyed by user-chosen names (models, scopes) with `read`; the names
@@ -232,16 +233,22 @@ fn read_scope(name: Located<String>, mut fields: Fields<'_>, d: &mut Diagnostics
     Some(Scope { name, shard_key: shard_key?, categories, sink, category_sinks })
 }
 
+/// A sink whose `command` or `url` has errors is left out (`None`), so that no rule reports it
+/// as having no target as well.
 fn read_sink(name: Located<String>, mut fields: Fields<'_>, d: &mut Diagnostics) -> Option<Sink> {
-    let command = fields.optional("command").and_then(|n| {
+    let (command_node, url_node) = (fields.optional("command"), fields.optional("url"));
+    let command = command_node.as_ref().and_then(|n| {
         let words: Vec<String> = n.array_of(d, Node::string).into_iter().map(|w| w.value).collect();
         if words.is_empty() {
-            n.invalid("`command` must name a program", "an empty command", d);
+            // Anything but `[]` was reported already (not an array, or items not strings).
+            if matches!(n.value.get_ref(), DeValue::Array(items) if items.is_empty()) {
+                n.invalid("`command` must name a program", "an empty command", d);
+            }
             return None;
         }
         Some(Located::new(words, n.location()))
     });
-    let url = fields.optional("url").and_then(|n| {
+    let url = url_node.as_ref().and_then(|n| {
         let url = n.string(d)?;
         if !(url.value.starts_with("http://") || url.value.starts_with("https://")) {
             n.invalid("`url` must be an http:// or https:// URL", "not an http(s) URL", d);
@@ -269,6 +276,10 @@ fn read_sink(name: Located<String>, mut fields: Fields<'_>, d: &mut Diagnostics)
         Some(size)
     });
     fields.finish(d);
+    let unreadable_target = (command_node.is_some() && command.is_none()) || (url_node.is_some() && url.is_none());
+    if unreadable_target {
+        return None;
+    }
     Some(Sink { name, command, url, headers, timeout, batch_size })
 }
 

@@ -73,6 +73,10 @@ pub struct Config {
     /// to one of them is not also an unknown model.
     #[serde(skip)]
     pub unreadable_models: BTreeSet<String>,
+    /// Sinks whose `command` or `url` has errors (already reported) and so missing from
+    /// `outbox.sinks`: a scope naming one is not also told the sink does not exist.
+    #[serde(skip)]
+    pub unreadable_sinks: BTreeSet<String>,
 }
 
 /// Default chunk size of `per_row` models when `[settings]` sets none.

@@ -60,9 +60,10 @@ impl ReadySink {
     /// first delivery.
     pub fn new(sink: &Sink) -> Result<Self, OutboxError> {
         let name = sink.name.value.clone();
-        let target = match (&sink.command, &sink.url) {
-            (Some(command), None) => {
-                Target::Command { program: command.value[0].clone(), arguments: command.value[1..].to_vec() }
+        let command = sink.command.as_ref().and_then(|command| command.value.split_first());
+        let target = match (command, &sink.url) {
+            (Some((program, arguments)), None) => {
+                Target::Command { program: program.clone(), arguments: arguments.to_vec() }
             }
             (None, Some(url)) => {
                 let headers = sink

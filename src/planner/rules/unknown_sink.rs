@@ -12,7 +12,7 @@ pub fn check(context: &Context<'_>, diagnostics: &mut Vec<Diagnostic>) {
         let named = scope.sink.iter().map(|sink| (None, sink));
         let per_category = scope.category_sinks.iter().map(|(category, sink)| (Some(category.as_str()), sink));
         for (category, sink) in named.chain(per_category) {
-            if sinks.contains_key(&sink.value) {
+            if sinks.contains_key(&sink.value) || context.config.unreadable_sinks.contains(&sink.value) {
                 continue;
             }
             let help = did_you_mean(&sink.value, sinks.keys().map(String::as_str)).unwrap_or_else(|| {
