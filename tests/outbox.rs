@@ -605,3 +605,35 @@ fn worker_drain_delivers_the_tombstones_of_the_deletions_it_ran() {
     assert_eq!(count(&url, "SELECT COUNT(*) FROM cascade_outbox"), 0);
     assert_eq!(count(&url, "SELECT COUNT(*) FROM project"), 1);
 }
+
+#[test]
+fn max_messages_and_category_narrow_what_one_drain_delivers() {
+    let dir = setup("", 10, "30s");
+    let url = sqlite_database(dir.path(), SCHEMA);
+    let rows: Vec<(String, &str, String)> = [
+        ("1", "project_update", "a"),
+        ("1", "team_update", "t"),
+        ("2", "project_update", "b"),
+        ("3", "project_update", "c"),
+    ]
+    .iter()
+    .map(|(s, c, o)| (s.to_string(), *c, o.to_string()))
+    .collect();
+    write_outbox(&url, &rows);
+
+    let output = drain_once(dir.path(), &url, &["--category", "team_update"]);
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let delivered: Vec<String> =
+        deliveries(dir.path()).values().flatten().flatten().map(|m| m["category"].to_string()).collect();
+    assert_eq!(delivered, ["\"team_update\""]);
+
+    let output = drain_once(dir.path(), &url, &["--max-messages", "2"]);
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    assert!(String::from_utf8_lossy(&output.stdout).contains("2 messages delivered"));
+    assert_eq!(count(&url, "SELECT COUNT(*) FROM cascade_outbox"), 1, "one message is left for the next run");
+    assert_eq!(
+        count(&url, "SELECT COUNT(*) FROM cascade_outbox_shard WHERE claim_token IS NOT NULL"),
+        0,
+        "no claim is left behind"
+    );
+}
