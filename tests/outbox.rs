@@ -238,8 +238,8 @@ async fn pass(drainer: &Drainer) -> DrainReport {
     drainer.drain_due(&Arc::new(AtomicBool::new(false))).await.unwrap()
 }
 
-async fn shard_state(database: &Database) -> Vec<Value> {
-    let stats = cascade::outbox::stats(database, &cascade::config::Config::default(), SystemTime::now()).await;
+async fn shard_state(database: &Database, clock: &ManualClock) -> Vec<Value> {
+    let stats = cascade::outbox::stats(database, &cascade::config::Config::default(), clock.now()).await;
     stats.unwrap().shards.iter().map(|s| serde_json::to_value(s).unwrap()).collect()
 }
 
@@ -263,7 +263,7 @@ async fn failures_back_off(url: Option<String>) {
     let first = pass(&drainer).await;
     assert_eq!((first.delivered, first.failed_deliveries), (1, 1));
     assert_eq!(delivered_ids(dir.path()).keys().collect::<Vec<_>>(), ["2"]);
-    let state = shard_state(&database).await;
+    let state = shard_state(&database, &clock).await;
     assert_eq!(state.len(), 1, "{state:?}");
     assert_eq!(state[0]["shard_identifier"], "1");
     assert_eq!(state[0]["state"], "backing_off");
@@ -276,8 +276,8 @@ async fn failures_back_off(url: Option<String>) {
     assert_eq!(pass(&drainer).await, DrainReport::default());
     clock.advance(Duration::from_millis(100));
     assert_eq!(pass(&drainer).await.failed_deliveries, 1);
-    assert_eq!(shard_state(&database).await[0]["attempts"], 2);
-    assert_eq!(shard_state(&database).await[0]["next_attempt_at"], db_time(&clock, Duration::from_secs(4)));
+    assert_eq!(shard_state(&database, &clock).await[0]["attempts"], 2);
+    assert_eq!(shard_state(&database, &clock).await[0]["next_attempt_at"], db_time(&clock, Duration::from_secs(4)));
     clock.advance(Duration::from_millis(3900));
     assert_eq!(pass(&drainer).await, DrainReport::default());
     clock.advance(Duration::from_millis(100));
@@ -286,7 +286,7 @@ async fn failures_back_off(url: Option<String>) {
 
     assert_eq!(delivered_ids(dir.path()), expected_deliveries(&rows));
     assert_eq!(tokio::task::block_in_place(|| count(&url, "SELECT COUNT(*) FROM cascade_outbox")), 0);
-    assert!(shard_state(&database).await.is_empty());
+    assert!(shard_state(&database, &clock).await.is_empty());
     database.close().await;
 }
 
@@ -334,6 +334,7 @@ fn stats_show_the_backlog_and_the_failing_shard_with_its_error() {
 fn drain_refuses_unknown_filters_and_unset_secrets_before_delivering() {
     let dir = setup("", 10, "30s");
     let url = sqlite_database(dir.path(), SCHEMA);
+    write_outbox(&url, &[("1".into(), "project_update", "a".into())]);
     let output = drain_once(dir.path(), &url, &["--scope", "nope"]);
     assert_eq!(output.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&output.stderr).contains("unknown scope `nope` (scopes: organization)"));
@@ -347,6 +348,7 @@ fn drain_refuses_unknown_filters_and_unset_secrets_before_delivering() {
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert_eq!(output.status.code(), Some(2), "{stderr}");
     assert!(stderr.contains("sink `hook`: header `Authorization` reads the environment variable `CASCADE_TEST_UNSET_TOKEN`, which is not set"), "{stderr}");
+    assert_eq!(count(&url, "SELECT COUNT(*) FROM cascade_outbox"), 1, "nothing was delivered or deleted");
 }
 
 fn webhook_config(url: &str, timeout: &str) -> String {
@@ -487,6 +489,10 @@ fn killed_mid_delivery(url: Option<String>) {
     // SAFETY: signals the test sink's own process, which this test's drainer started.
     unsafe { libc::kill(pid.trim().parse().unwrap(), libc::SIGKILL) };
     assert_eq!(count(&url, "SELECT COUNT(*) FROM cascade_outbox"), 2, "nothing was deleted");
+    let output = drain_once(dir.path(), &url, &[]);
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    assert!(String::from_utf8_lossy(&output.stdout).contains(" 0 messages delivered"), "the claim is still live");
+    assert_eq!(count(&url, "SELECT COUNT(*) FROM cascade_outbox"), 2);
 
     let mut second = Running::start(dir.path(), &["outbox", "drain", "--poll", "100ms", "--database-url", &url]);
     wait_until("the shard is delivered again after the lease", || {
@@ -636,4 +642,46 @@ fn max_messages_and_category_narrow_what_one_drain_delivers() {
         0,
         "no claim is left behind"
     );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_redirect_is_not_a_delivery() {
+    use wiremock::matchers::{method, path};
+    use wiremock::{Mock, MockServer, ResponseTemplate};
+
+    let server = MockServer::start().await;
+    let moved = ResponseTemplate::new(302).insert_header("Location", format!("{}/ok", server.uri()));
+    Mock::given(method("POST")).and(path("/hooks/tombstones")).respond_with(moved).mount(&server).await;
+    Mock::given(method("GET")).and(path("/ok")).respond_with(ResponseTemplate::new(200)).mount(&server).await;
+    // SAFETY: as above; the value is the same in every test that sets it.
+    unsafe { std::env::set_var("CASCADE_TEST_BILLING_TOKEN", "Bearer s3cret") };
+    let dir = tempfile::tempdir().unwrap();
+    let url = tokio::task::block_in_place(|| sqlite_database(dir.path(), SCHEMA));
+    tokio::task::block_in_place(|| write_outbox(&url, &[("1".into(), "project_update", "a".into())]));
+    let clock = Arc::new(ManualClock(Mutex::new(SystemTime::now())));
+    let (database, drainer) = drainer(&url, &webhook_config(&server.uri(), "5s"), &clock).await;
+
+    let report = drainer.drain_due(&Arc::new(AtomicBool::new(false))).await.unwrap();
+    assert_eq!((report.delivered, report.failed_deliveries), (0, 1));
+    let requests = server.received_requests().await.unwrap();
+    assert_eq!(requests.len(), 1, "the redirect was not followed");
+    let stats = cascade::outbox::stats(&database, &cascade::config::Config::default(), clock.now()).await.unwrap();
+    assert_eq!(stats.pending, 1);
+    assert!(stats.shards[0].last_error.as_deref().unwrap().starts_with("HTTP 302"), "{:?}", stats.shards);
+    database.close().await;
+}
+
+#[test]
+fn a_command_past_its_timeout_is_killed_with_its_children_and_the_rows_stay() {
+    let dir = setup(r#", "block""#, 10, "1s");
+    let url = sqlite_database(dir.path(), SCHEMA);
+    write_outbox(&url, &[("1".into(), "project_update", "a".into())]);
+    let output = drain_once(dir.path(), &url, &[]);
+    assert_eq!(output.status.code(), Some(1), "{}", String::from_utf8_lossy(&output.stderr));
+    let pid: i32 = std::fs::read_to_string(dir.path().join("deliveries/pid")).unwrap().trim().parse().unwrap();
+    // SAFETY: signal 0 only asks whether the test sink's process still exists.
+    wait_until("the sink's process group is gone", || unsafe { libc::kill(pid, 0) } != 0);
+    let stats = json_output(cascade(dir.path()).args(["outbox", "stats", "--format", "json", "--database-url", &url]));
+    assert_eq!(stats["pending"], 1);
+    assert_eq!(stats["shards"][0]["last_error"], "`sh` timed out after 1s");
 }

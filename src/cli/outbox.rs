@@ -29,8 +29,8 @@ pub struct DrainArgs {
     #[arg(long)]
     pub once: bool,
     /// Shards delivered at the same time.
-    #[arg(long, default_value_t = 1, value_name = "N")]
-    pub concurrency: usize,
+    #[arg(long, default_value_t = 1, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
+    pub concurrency: u16,
     /// Only this scope (repeatable).
     #[arg(long = "scope", value_name = "SCOPE")]
     pub scopes: Vec<String>,
@@ -53,7 +53,7 @@ impl DrainArgs {
     pub fn options(&self) -> DrainOptions {
         DrainOptions {
             once: self.once,
-            concurrency: self.concurrency,
+            concurrency: usize::from(self.concurrency),
             scopes: self.scopes.clone(),
             categories: self.categories.clone(),
             max_messages: self.max_messages,

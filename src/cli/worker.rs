@@ -1,6 +1,7 @@
 use std::net::SocketAddr;
 use std::process::ExitCode;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use cascade::db::Access;
@@ -58,20 +59,33 @@ pub fn run(cli: &Cli, args: &Args) -> anyhow::Result<ExitCode> {
             true => Some(Drainer::new(database.clone(), &loaded.config, drain_options, Arc::new(SystemClock))?),
             false => None,
         };
+        // Whichever of the two ends first (stopped, or failed for good) stops the other.
+        let stopping = Arc::new(AtomicBool::new(false));
         let drained = async {
-            match &drainer {
-                Some(drainer) => drainer.run(stop.clone()).await.map(Some),
+            let drained = match &drainer {
+                Some(drainer) => drainer.run(stopping.clone()).await.map(Some),
                 None => Ok(None),
-            }
+            };
+            stopping.store(true, Ordering::SeqCst);
+            drained
         };
+        let deleted = async {
+            let report = worker::run(engine, options, stopping.clone()).await;
+            if !args.once {
+                stopping.store(true, Ordering::SeqCst);
+            }
+            report
+        };
+        let relay = relay_stop(stop.clone(), stopping.clone());
         // With --once the tombstones of this run's deletions are drained after them; otherwise
         // both run side by side until stopped.
         let (report, drained) = if args.once {
-            let report = worker::run(engine, options, stop.clone()).await;
+            let report = deleted.await;
             (report, drained.await)
         } else {
-            tokio::join!(worker::run(engine, options, stop.clone()), drained)
+            tokio::join!(deleted, drained)
         };
+        relay.abort();
         database.close().await;
         let (report, drained) = (report?, drained?);
         println!(
@@ -84,5 +98,15 @@ pub fn run(cli: &Cli, args: &Args) -> anyhow::Result<ExitCode> {
         // So that cron and systemd notice: a run in which any attempt failed is not a success.
         let drain_failed = drained.is_some_and(|d| args.once && d.failed_deliveries > 0);
         Ok(if report.failed > 0 || drain_failed { ExitCode::from(1) } else { ExitCode::SUCCESS })
+    })
+}
+
+/// Sets `to` once `from` is set (a signal stops both the worker and the drainer).
+fn relay_stop(from: Arc<AtomicBool>, to: Arc<AtomicBool>) -> tokio::task::JoinHandle<()> {
+    tokio::spawn(async move {
+        while !from.load(Ordering::SeqCst) {
+            tokio::time::sleep(cascade::stop::CHECK_EVERY).await;
+        }
+        to.store(true, Ordering::SeqCst);
     })
 }

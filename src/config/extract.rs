@@ -8,8 +8,8 @@ use toml::de::{DeTable, DeValue};
 
 use super::read::{Diagnostics, Fields, Node};
 use super::types::{
-    Config, IgnoredReference, Key, Located, Model, OnDelete, Outbox, Relation, Scope, Settings, Sink, StatusCheck,
-    StatusValue, Strategy,
+    Config, IgnoredReference, Key, Located, MAX_SINK_BATCH_SIZE, MAX_SINK_TIMEOUT, Model, OnDelete, Outbox, Relation,
+    Scope, Settings, Sink, StatusCheck, StatusValue, Strategy,
 };
 use crate::diagnostic::{FileId, Location, Sources};
 
@@ -260,17 +260,27 @@ fn read_sink(name: Located<String>, mut fields: Fields<'_>, d: &mut Diagnostics)
     let timeout = fields.optional("timeout").and_then(|n| {
         let text = n.string(d)?;
         match humantime::parse_duration(&text.value) {
-            Ok(duration) if !duration.is_zero() => Some(Located::new(duration, text.location)),
+            Ok(duration) if !duration.is_zero() && duration <= MAX_SINK_TIMEOUT => {
+                Some(Located::new(duration, text.location))
+            }
             _ => {
-                n.invalid("`timeout` must be a duration such as \"30s\" or \"2m\"", "not a duration", d);
+                n.invalid(
+                    "`timeout` must be a duration such as \"30s\" or \"2m\", at most 24h",
+                    "not a duration up to 24h",
+                    d,
+                );
                 None
             }
         }
     });
     let batch_size = fields.optional("batch_size").and_then(|n| {
         let size = n.unsigned(d)?;
-        if size.value == 0 {
-            n.invalid("`batch_size` must be at least 1", "zero messages per delivery", d);
+        if size.value == 0 || size.value > MAX_SINK_BATCH_SIZE {
+            n.invalid(
+                format!("`batch_size` must be from 1 to {MAX_SINK_BATCH_SIZE}"),
+                "messages per delivery out of range",
+                d,
+            );
             return None;
         }
         Some(size)

@@ -465,6 +465,12 @@ pub const DEFAULT_SINK_TIMEOUT: std::time::Duration = std::time::Duration::from_
 /// How many coalesced messages a sink receives per delivery when `batch_size` is not given.
 pub const DEFAULT_SINK_BATCH_SIZE: u64 = 100;
 
+/// The most coalesced messages one delivery may carry.
+pub const MAX_SINK_BATCH_SIZE: u64 = 10_000;
+
+/// The longest a sink's `timeout` may be (a claim lasts twice as long).
+pub const MAX_SINK_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(24 * 3600);
+
 /// A destination of outbox messages: a command that reads them as JSON on stdin, or a webhook
 /// that receives them as the JSON body of a POST. Exactly one of `command` and `url` is given.
 #[derive(Debug, Clone, Serialize, JsonSchema)]
@@ -486,12 +492,13 @@ pub struct Sink {
     /// starts, never stored in the file.
     #[serde(default)]
     pub headers: IndexMap<String, Located<String>>,
-    /// How long one delivery may take before it counts as failed, such as `"30s"` or `"2m"`.
+    /// How long one delivery may take before it counts as failed, such as `"30s"` or `"2m"`
+    /// (at most 24h).
     #[schemars(with = "Option<String>")]
     #[schemars(extend("default" = humantime::format_duration(DEFAULT_SINK_TIMEOUT).to_string()))]
     pub timeout: Option<Located<std::time::Duration>>,
-    /// The most coalesced messages per delivery.
-    #[schemars(extend("default" = DEFAULT_SINK_BATCH_SIZE), range(min = 1))]
+    /// The most coalesced messages per delivery (1 to 10,000).
+    #[schemars(extend("default" = DEFAULT_SINK_BATCH_SIZE), range(min = 1, max = MAX_SINK_BATCH_SIZE))]
     pub batch_size: Option<Located<u64>>,
 }
 

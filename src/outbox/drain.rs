@@ -11,7 +11,7 @@ use tokio::sync::Mutex;
 use tracing::{info, warn};
 
 use super::sink::{Message, ReadySink};
-use super::store::{self, Deliverable, Row, Shard};
+use super::store::{self, Deliverable, Row, Shard, ShardClaim};
 use super::{Clock, OutboxError, backoff};
 use crate::config::Config;
 use crate::db::{Database, DbError, migrate};
@@ -83,7 +83,7 @@ struct Inner {
     routes: HashMap<(String, String), Arc<ReadySink>>,
     /// The most messages read from a shard at once: the largest batch of any sink.
     most_per_read: u64,
-    /// The claim taken on a shard before its first batch: the longest lease of any sink.
+    /// The claim taken on a shard before its first batch: the shortest lease of any sink.
     first_lease: Duration,
     clock: Arc<dyn Clock>,
     options: DrainOptions,
@@ -135,13 +135,17 @@ impl Drainer {
             }
         }
         if deliverable.is_empty() {
-            return Err(OutboxError::Filter(
+            let reason = if options.scopes.is_empty() && options.categories.is_empty() {
                 "no outbox category has a sink to deliver to: declare one under [outbox.sinks] and name it as a scope's `sink`"
-                    .into(),
-            ));
+            } else {
+                "no category that --scope/--category select has a sink to deliver to"
+            };
+            return Err(OutboxError::Filter(reason.into()));
         }
         let most_per_read = ready.values().map(|sink| sink.batch_size).max().unwrap_or(1);
-        let first_lease = ready.values().map(|sink| lease(sink)).max().unwrap_or_default();
+        // The shortest lease: a shard whose drainer died is free again after its own sink's lease
+        // at most; a delivery to a slower sink renews the claim first.
+        let first_lease = ready.values().map(|sink| lease(sink)).min().unwrap_or_default();
         let budget = Budget::new(options.max_messages);
         Ok(Self {
             inner: Arc::new(Inner {
@@ -261,20 +265,36 @@ impl Inner {
         Ok(report)
     }
 
-    /// Delivers `shard` batch by batch while this drainer holds it.
+    /// Claims `shard` and delivers it batch by batch while this drainer holds it.
     async fn drain_shard(&self, shard: &Shard, stop: &AtomicBool, due: SystemTime) -> Result<DrainReport, DbError> {
-        let mut report = DrainReport::default();
         let now = self.clock.now();
-        let mut held_until = now + self.first_lease;
-        let Some(claim) = store::claim(&self.database, shard, now, held_until).await? else {
-            return Ok(report);
+        let held_until = now + self.first_lease;
+        let Some(mut claim) = store::claim(&self.database, shard, now, due, held_until).await? else {
+            return Ok(DrainReport::default());
         };
+        let result = self.deliver_claimed(&mut claim, held_until, stop, due).await;
+        if result.is_err() {
+            // Best effort: the shard is free again now rather than when its lease runs out.
+            let _ = store::release(&self.database, &claim).await;
+        }
+        result
+    }
+
+    async fn deliver_claimed(
+        &self,
+        claim: &mut ShardClaim,
+        mut held_until: SystemTime,
+        stop: &AtomicBool,
+        due: SystemTime,
+    ) -> Result<DrainReport, DbError> {
+        let shard = &claim.shard.clone();
+        let mut report = DrainReport::default();
         let mut delivered_up_to = 0;
         loop {
             let allowed = self.budget.reserve(self.most_per_read);
             if stop.load(Ordering::SeqCst) || allowed == 0 {
                 self.budget.give_back(allowed);
-                store::release(&self.database, &claim).await?;
+                store::release(&self.database, claim).await?;
                 return Ok(report);
             }
             let rows =
@@ -282,7 +302,7 @@ impl Inner {
             let read = rows.len();
             let Some((sink, rows)) = self.next_batch(shard, rows) else {
                 self.budget.give_back(allowed);
-                store::finish(&self.database, &claim).await?;
+                store::finish(&self.database, claim).await?;
                 return Ok(report);
             };
             // Fewer rows than asked for, all in this batch: the shard is empty after it.
@@ -292,7 +312,7 @@ impl Inner {
             // The claim must outlast the delivery (at most the sink's timeout) with room to spare.
             if held_until < now + sink.timeout * 3 / 2 {
                 held_until = now + lease(&sink);
-                if !store::renew(&self.database, &claim, held_until).await? {
+                if !store::renew(&self.database, claim, held_until).await? {
                     self.budget.give_back(rows.len() as u64);
                     warn!(scope = %shard.scope, shard = shard.identifier.as_deref().unwrap_or(""), "lost the claim on the shard; another drainer delivers it");
                     return Ok(report);
@@ -312,8 +332,10 @@ impl Inner {
                         failed_deliveries: 0,
                     });
                     delivered_up_to = rows.last().map_or(delivered_up_to, |row| row.id);
+                    // Failures count in a row: a delivery that went through starts them over.
+                    claim.attempts = 0;
                     if last_batch {
-                        store::finish(&self.database, &claim).await?;
+                        store::finish(&self.database, claim).await?;
                         return Ok(report);
                     }
                 }
@@ -321,7 +343,7 @@ impl Inner {
                     self.budget.give_back(rows.len() as u64);
                     let retry_in = backoff(claim.attempts + 1);
                     let failed_at = self.clock.now();
-                    store::fail(&self.database, &claim, failed_at, failed_at + retry_in, &error.to_string()).await?;
+                    store::fail(&self.database, claim, failed_at, failed_at + retry_in, &error.to_string()).await?;
                     warn!(sink = %sink.name, scope = %shard.scope, shard = shard.identifier.as_deref().unwrap_or(""), attempts = claim.attempts + 1, retry_in = %humantime::format_duration(retry_in), %error, "outbox delivery failed");
                     report.failed_deliveries += 1;
                     metrics::counter!(telemetry::OUTBOX_FAILED, telemetry::SINK => sink.name.clone()).increment(1);

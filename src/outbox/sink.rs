@@ -5,7 +5,9 @@
 use std::process::Stdio;
 use std::time::Duration;
 
+use reqwest::header::{CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue};
 use serde::Serialize;
+use std::os::unix::process::ExitStatusExt;
 use tokio::io::AsyncWriteExt;
 
 use super::OutboxError;
@@ -44,7 +46,7 @@ pub(crate) struct ReadySink {
 #[derive(Debug)]
 enum Target {
     Command { program: String, arguments: Vec<String> },
-    Webhook { client: reqwest::Client, url: String, headers: Vec<(String, String)> },
+    Webhook { client: reqwest::Client, url: String, headers: HeaderMap },
 }
 
 /// Why one delivery failed; the shard is retried after its backoff.
@@ -56,8 +58,8 @@ pub(crate) struct DeliveryError(String);
 const OUTPUT_KEPT: usize = 500;
 
 impl ReadySink {
-    /// Reads the `env:NAME` header values; a variable that is not set is an error now, not at the
-    /// first delivery.
+    /// Reads the `env:NAME` header values and checks every header; a variable that is not set or
+    /// a header HTTP cannot carry is an error now, not at the first delivery.
     pub fn new(sink: &Sink) -> Result<Self, OutboxError> {
         let name = sink.name.value.clone();
         let command = sink.command.as_ref().and_then(|command| command.value.split_first());
@@ -66,13 +68,17 @@ impl ReadySink {
                 Target::Command { program: program.clone(), arguments: arguments.to_vec() }
             }
             (None, Some(url)) => {
-                let headers = sink
-                    .headers
-                    .iter()
-                    .map(|(header, value)| Ok((header.clone(), header_value(&name, header, &value.value)?)))
-                    .collect::<Result<_, OutboxError>>()?;
+                let mut headers = HeaderMap::new();
+                headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+                for (header, value) in &sink.headers {
+                    let (header, value) = header_pair(&name, header, &value.value)?;
+                    // The config's value replaces a default of the same name.
+                    headers.insert(header, value);
+                }
                 let client = reqwest::Client::builder()
                     .timeout(sink.timeout())
+                    // A redirected POST becomes a GET without the body: never a delivery.
+                    .redirect(reqwest::redirect::Policy::none())
                     .build()
                     .map_err(|error| OutboxError::Sink { sink: name.clone(), reason: error.to_string() })?;
                 Target::Webhook { client, url: url.value.clone(), headers }
@@ -98,6 +104,8 @@ impl ReadySink {
                 let mut command = tokio::process::Command::new(program);
                 command
                     .args(arguments)
+                    // The sink has no business with the tool's database credentials.
+                    .env_remove("CASCADE_DATABASE_URL")
                     .env("CASCADE_OUTBOX_SINK", &self.name)
                     .env("CASCADE_OUTBOX_SCOPE", scope)
                     .env("CASCADE_OUTBOX_SHARD", shard)
@@ -105,15 +113,14 @@ impl ReadySink {
                 run_command(command, &body, self.timeout).await
             }
             Target::Webhook { client, url, headers } => {
-                let mut request = client
-                    .post(url)
-                    .header("Content-Type", "application/json")
-                    .header("Idempotency-Key", &batch_key)
-                    .body(body);
-                for (header, value) in headers {
-                    request = request.header(header, value);
+                let mut headers = headers.clone();
+                if !headers.contains_key("idempotency-key")
+                    && let Ok(key) = HeaderValue::from_str(&batch_key)
+                {
+                    headers.insert("idempotency-key", key);
                 }
-                let response = request.send().await.map_err(|error| DeliveryError(describe_http_error(&error)))?;
+                let request = client.post(url).headers(headers).body(body);
+                let response = request.send().await.map_err(|error| DeliveryError(describe_http_error(error)))?;
                 let status = response.status();
                 if status.is_success() {
                     return Ok(());
@@ -133,23 +140,31 @@ fn batch_key(messages: &[Message]) -> String {
     format!("cascade-outbox-{first}-{last}-{}", messages.len())
 }
 
-/// A header value: `env:NAME` reads the environment variable `NAME`; anything else is literal.
-fn header_value(sink: &str, header: &str, value: &str) -> Result<String, OutboxError> {
-    let Some(variable) = value.strip_prefix("env:") else {
-        return Ok(value.to_owned());
+/// A configured header, checked: `env:NAME` reads the environment variable `NAME`; anything else
+/// is literal. A name or value HTTP cannot carry is an error now, not at every delivery.
+fn header_pair(sink: &str, header: &str, value: &str) -> Result<(HeaderName, HeaderValue), OutboxError> {
+    let refuse = |reason: String| OutboxError::Sink { sink: sink.to_owned(), reason };
+    let value = match value.strip_prefix("env:") {
+        Some(variable) => std::env::var(variable).map_err(|_| {
+            refuse(format!("header `{header}` reads the environment variable `{variable}`, which is not set"))
+        })?,
+        None => value.to_owned(),
     };
-    std::env::var(variable).map_err(|_| OutboxError::Sink {
-        sink: sink.to_owned(),
-        reason: format!("header `{header}` reads the environment variable `{variable}`, which is not set"),
-    })
+    let name = HeaderName::from_bytes(header.as_bytes())
+        .map_err(|_| refuse(format!("`{header}` is not a valid HTTP header name")))?;
+    let value = HeaderValue::from_str(&value)
+        .map_err(|_| refuse(format!("the value of header `{header}` is not a valid HTTP header value")))?;
+    Ok((name, value))
 }
 
-fn describe_http_error(error: &reqwest::Error) -> String {
+/// The error of a webhook call, without its URL (which may hold a token).
+fn describe_http_error(error: reqwest::Error) -> String {
     if error.is_timeout() {
         return "timed out waiting for the webhook".to_owned();
     }
+    let error = error.without_url();
     let mut text = error.to_string();
-    let mut source = std::error::Error::source(error);
+    let mut source = std::error::Error::source(&error);
     while let Some(cause) = source {
         text = format!("{text}: {cause}");
         source = cause.source();
@@ -157,7 +172,8 @@ fn describe_http_error(error: &reqwest::Error) -> String {
     text
 }
 
-/// Runs the sink's program with `body` on stdin; exit 0 within `timeout` is a delivery. On a
+/// Runs the sink's program with `body` on stdin; exit 0 within `timeout` is a delivery. The exit
+/// decides, not the end of its output (a helper it leaves behind may hold stderr open). On a
 /// timeout its whole process group is killed, so a script's children go too.
 async fn run_command(
     mut command: tokio::process::Command,
@@ -167,32 +183,60 @@ async fn run_command(
     let program = command.as_std().get_program().to_string_lossy().into_owned();
     command.stdin(Stdio::piped()).stdout(Stdio::null()).stderr(Stdio::piped()).kill_on_drop(true).process_group(0);
     let mut child = command.spawn().map_err(|error| DeliveryError(format!("cannot start `{program}`: {error}")))?;
-    let group = child.id();
-    let mut stdin = child.stdin.take();
+    let group = child.id().and_then(|pid| i32::try_from(pid).ok());
+    let stdin = child.stdin.take();
     let feed = async move {
-        if let Some(stdin) = stdin.as_mut() {
+        if let Some(mut stdin) = stdin {
             // A sink may exit without reading everything: its exit status decides, not the pipe.
             let _ = stdin.write_all(body).await;
         }
-        drop(stdin);
     };
-    let run = async { tokio::join!(feed, child.wait_with_output()).1 };
-    match tokio::time::timeout(timeout, run).await {
-        Ok(Ok(output)) if output.status.success() => Ok(()),
-        Ok(Ok(output)) => {
-            let stderr = String::from_utf8_lossy(&output.stderr);
-            let status = output.status.code().map_or_else(|| "a signal".to_owned(), |code| format!("status {code}"));
-            Err(DeliveryError(format!("`{program}` exited with {status}: {}", tail(stderr.trim(), OUTPUT_KEPT))))
-        }
-        Ok(Err(error)) => Err(DeliveryError(format!("`{program}` failed: {error}"))),
+    let stderr = child.stderr.take().map(|stderr| tokio::spawn(read_kept(stderr)));
+    let status = match tokio::time::timeout(timeout, async { tokio::join!(feed, child.wait()).1 }).await {
+        Ok(status) => status,
         Err(_) => {
-            if let Some(group) = group.and_then(|pid| i32::try_from(pid).ok()) {
-                // SAFETY: signals the process group this drainer started for the sink.
+            if let Some(group) = group {
+                // SAFETY: signals the process group this drainer started for the sink, before the
+                // child is reaped, so the id cannot have been reused.
                 unsafe { libc::kill(-group, libc::SIGKILL) };
             }
-            Err(DeliveryError(format!("`{program}` timed out after {}", humantime::format_duration(timeout))))
+            return Err(DeliveryError(format!("`{program}` timed out after {}", humantime::format_duration(timeout))));
+        }
+    };
+    let status = status.map_err(|error| DeliveryError(format!("`{program}` failed: {error}")))?;
+    if status.success() {
+        return Ok(());
+    }
+    let stderr = match stderr {
+        Some(reader) => tokio::time::timeout(STDERR_GRACE, reader).await.ok().and_then(Result::ok).unwrap_or_default(),
+        None => String::new(),
+    };
+    let ended = match (status.code(), status.signal()) {
+        (Some(code), _) => format!("status {code}"),
+        (None, Some(signal)) => format!("signal {signal}"),
+        (None, None) => "an unknown status".to_owned(),
+    };
+    Err(DeliveryError(format!("`{program}` exited with {ended}: {}", stderr.trim())))
+}
+
+/// How long a failed sink's stderr is still read after it exited.
+const STDERR_GRACE: Duration = Duration::from_millis(200);
+
+/// The end of a sink's stderr: the last `OUTPUT_KEPT` bytes, read as they come.
+async fn read_kept(mut stderr: tokio::process::ChildStderr) -> String {
+    use tokio::io::AsyncReadExt;
+    let mut kept: Vec<u8> = Vec::new();
+    let mut buffer = [0u8; 4096];
+    while let Ok(read) = stderr.read(&mut buffer).await {
+        if read == 0 {
+            break;
+        }
+        kept.extend_from_slice(&buffer[..read]);
+        if kept.len() > OUTPUT_KEPT * 2 {
+            kept.drain(..kept.len() - OUTPUT_KEPT);
         }
     }
+    tail(&String::from_utf8_lossy(&kept), OUTPUT_KEPT).to_owned()
 }
 
 /// The last `limit` bytes of `text` (at a character boundary).

@@ -30,7 +30,7 @@ pub struct CategoryStats {
     pub sink: Option<String>,
     /// Rows waiting.
     pub pending: u64,
-    /// Distinct objects among them: the messages left after coalescing.
+    /// Distinct objects per shard among them: the messages left after coalescing.
     pub objects: u64,
     /// Shards they are in.
     pub shards: u64,
@@ -64,7 +64,7 @@ pub async fn stats(database: &Database, config: &Config, now: SystemTime) -> Res
     }
     let backend = database.backend();
     let mut sql = database.sql();
-    sql.push("SELECT scope, category, CAST(COUNT(*) AS TEXT), CAST(COUNT(DISTINCT object_identifier) AS TEXT), ");
+    sql.push("SELECT scope, category, CAST(COUNT(*) AS TEXT), CAST(COUNT(DISTINCT COALESCE(shard_identifier, '') || '/' || object_identifier) AS TEXT), ");
     sql.push("CAST(COUNT(DISTINCT COALESCE(shard_identifier, '')) AS TEXT), ")
         .push(&backend.timestamp_text("MIN(date_added)"));
     sql.push(" FROM cascade_outbox GROUP BY scope, category ORDER BY scope, category");

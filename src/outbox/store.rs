@@ -63,15 +63,16 @@ fn push_claimed(sql: &mut SqlBuilder, claim: &ShardClaim) {
     sql.push(" AND claim_token = ").bind_text(&claim.token);
 }
 
-/// A shard's row may be claimed: no live claim, no backoff running.
-fn push_claimable(sql: &mut SqlBuilder, alias: &str, now: SystemTime) {
+/// A shard's row may be claimed: no claim alive at `now`, and its backoff over by `due` (the
+/// start of the pass, so a shard that fails during a pass waits for the next one).
+fn push_claimable(sql: &mut SqlBuilder, alias: &str, now: SystemTime, due: SystemTime) {
     sql.push(&format!("({alias}.claim_expires_at IS NULL OR {alias}.claim_expires_at <= ")).timestamp(now);
-    sql.push(&format!(") AND ({alias}.next_attempt_at IS NULL OR {alias}.next_attempt_at <= ")).timestamp(now);
+    sql.push(&format!(") AND ({alias}.next_attempt_at IS NULL OR {alias}.next_attempt_at <= ")).timestamp(due);
     sql.push(")");
 }
 
-/// Up to `limit` shards with deliverable rows due by `due`, neither claimed nor backing off at
-/// `now`, oldest first.
+/// Up to `limit` shards with deliverable rows due by `due`, not claimed at `now`, their backoff
+/// over by `due`, oldest first.
 pub(crate) async fn due_shards(
     database: &Database,
     deliverable: &Deliverable,
@@ -87,7 +88,7 @@ pub(crate) async fn due_shards(
     sql.timestamp(due).push(" AND ");
     deliverable.push(&mut sql, "o");
     sql.push(" AND (s.scope IS NULL OR (");
-    push_claimable(&mut sql, "s", now);
+    push_claimable(&mut sql, "s", now, due);
     sql.push(")) GROUP BY o.scope, o.shard_identifier ORDER BY MIN(o.id) LIMIT ").bind(Param::integer(clamp(limit)));
     let rows = database.fetch_texts(&sql.finish()).await?;
     Ok(rows
@@ -112,11 +113,12 @@ pub(crate) struct ShardClaim {
     pub attempts: u64,
 }
 
-/// Claims `shard` until `until` when no one holds it and it is not backing off at `now`.
+/// Claims `shard` until `until` when no one holds it at `now` and its backoff was over by `due`.
 pub(crate) async fn claim(
     database: &Database,
     shard: &Shard,
     now: SystemTime,
+    due: SystemTime,
     until: SystemTime,
 ) -> Result<Option<ShardClaim>, DbError> {
     let token = uuid::Uuid::new_v4().to_string();
@@ -126,7 +128,7 @@ pub(crate) async fn claim(
     sql.timestamp(until)
         .push(") ON CONFLICT (scope, shard_identifier) DO UPDATE SET claim_token = excluded.claim_token, ");
     sql.push("claim_expires_at = excluded.claim_expires_at WHERE ");
-    push_claimable(&mut sql, "cascade_outbox_shard", now);
+    push_claimable(&mut sql, "cascade_outbox_shard", now, due);
     sql.push(" RETURNING CAST(attempts AS TEXT)");
     let rows = database.fetch_texts(&sql.finish()).await?;
     Ok(first_text(&rows).map(|attempts| ShardClaim {
@@ -228,12 +230,21 @@ pub(crate) async fn next_messages(
         .collect())
 }
 
+/// Messages whose rows one statement deletes: three parameters each, well under the most a
+/// statement may bind on SQLite (32,766) and PostgreSQL (65,535).
+const DELETED_PER_STATEMENT: usize = 1000;
+
 /// Deletes the delivered messages' rows and every older row of the same objects in the shard;
 /// how many rows went.
 pub(crate) async fn delete_delivered(database: &Database, shard: &Shard, delivered: &[Row]) -> Result<u64, DbError> {
-    if delivered.is_empty() {
-        return Ok(0);
+    let mut deleted = 0;
+    for part in delivered.chunks(DELETED_PER_STATEMENT) {
+        deleted += delete_part(database, shard, part).await?;
     }
+    Ok(deleted)
+}
+
+async fn delete_part(database: &Database, shard: &Shard, delivered: &[Row]) -> Result<u64, DbError> {
     let mut sql = database.sql();
     sql.push("DELETE FROM cascade_outbox WHERE id IN (SELECT o.id FROM cascade_outbox o JOIN (VALUES ");
     for (index, row) in delivered.iter().enumerate() {
