@@ -62,12 +62,10 @@ pub fn run(cli: &Cli, args: &Args) -> anyhow::Result<ExitCode> {
         // Whichever of the two ends first (stopped, or failed for good) stops the other.
         let stopping = Arc::new(AtomicBool::new(false));
         let drained = async {
-            let drained = match &drainer {
-                Some(drainer) => drainer.run(stopping.clone()).await.map(Some),
-                None => Ok(None),
-            };
+            let Some(drainer) = &drainer else { return Ok(None) };
+            let drained = drainer.run(stopping.clone()).await;
             stopping.store(true, Ordering::SeqCst);
-            drained
+            drained.map(Some)
         };
         let deleted = async {
             let report = worker::run(engine, options, stopping.clone()).await;
