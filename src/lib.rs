@@ -42,3 +42,4 @@ pub mod scheduler;
 pub mod schema;
 pub mod stop;
 pub mod telemetry;
+pub mod user;
