@@ -2,6 +2,7 @@
 
 mod delete;
 mod demo;
+mod duplicates;
 mod init;
 mod metrics;
 mod option;
@@ -99,6 +100,9 @@ pub enum Command {
     /// Deliver the outbox through its sinks, and see its backlog.
     #[command(subcommand)]
     Outbox(outbox::Command),
+    /// Report groups of rows that are equal on some columns, and the unique index that stops them
+    /// (read only).
+    Duplicates(duplicates::Args),
     /// Write a starting config from a database's foreign keys.
     Init(init::Args),
     /// Print the shell completion script for bash, zsh, fish, elvish or PowerShell.
@@ -137,6 +141,7 @@ pub fn main() -> ExitCode {
         Command::Worker(args) => worker::run(&cli, args),
         Command::Option(command) => option::run(&cli, command),
         Command::Outbox(command) => outbox::run(&cli, command),
+        Command::Duplicates(args) => duplicates::run(&cli, args),
         Command::Completions(args) => shell::completions(args),
         Command::Man => shell::man(),
     };
