@@ -117,7 +117,8 @@ const EXIT_CODES: &str = "Exit codes:
   1    problems found: config errors (or warnings with --deny-warnings), a deletion refused before
        any write (undeclared foreign keys), `worker --once` with failed attempts, `outbox drain
        --once` with a failed delivery, `cancel` of a running or unknown deletion
-  2    usage, I/O or database errors; a deletion that stopped on an error
+  2    usage, I/O or database errors; a deletion that stopped on an error; a destructive command
+       run by a user that `[settings] allowed_users` does not list
   130  interrupted by Ctrl-C or SIGTERM after a complete chunk: run the same command again";
 
 /// Exit code for usage and I/O problems, as opposed to problems found in the config (1).
