@@ -30,6 +30,7 @@
 
 #![warn(missing_docs)]
 
+pub mod cleanup;
 pub mod config;
 pub mod db;
 pub mod demo;
@@ -42,3 +43,4 @@ pub mod scheduler;
 pub mod schema;
 pub mod stop;
 pub mod telemetry;
+pub mod user;

@@ -254,3 +254,52 @@ fn a_missing_database_is_a_usage_error_and_is_not_created() {
         .code(2)
         .stderr(predicates::str::starts_with("error: cannot read `nope.sql`"));
 }
+
+const INDEX_KINDS: &str = "
+CREATE TABLE person (id INTEGER PRIMARY KEY, email TEXT, org_id INTEGER);
+CREATE UNIQUE INDEX person_pair ON person (email, org_id);
+CREATE UNIQUE INDEX person_org_some ON person (org_id) WHERE email IS NOT NULL;
+CREATE UNIQUE INDEX person_email_lower ON person (lower(email));
+CREATE INDEX person_org_then_lower ON person (org_id, lower(email));
+";
+
+/// Which indexes are partial or have expressions (what decides whether a unique index keeps
+/// duplicates out of the whole table) reads the same from DDL, SQLite and PostgreSQL.
+#[test]
+fn partial_and_expression_indexes_read_the_same_everywhere() {
+    let kinds = |schema: &cascade::schema::Schema| -> Vec<String> {
+        let mut kinds: Vec<String> = schema.tables[0]
+            .indexes
+            .iter()
+            .filter(|index| {
+                index.name.as_deref().is_some_and(|name| name.starts_with("person_") && !name.ends_with("_pkey"))
+            })
+            .map(|index| {
+                format!(
+                    "{} ({}) unique={} partial={} expression={} invalid={}",
+                    index.name.as_deref().unwrap(),
+                    index.columns.join(", "),
+                    index.unique,
+                    index.partial,
+                    index.expression,
+                    index.invalid
+                )
+            })
+            .collect();
+        kinds.sort();
+        kinds
+    };
+    let expected = [
+        "person_email_lower () unique=true partial=false expression=true invalid=false",
+        "person_org_some (org_id) unique=true partial=true expression=false invalid=false",
+        "person_org_then_lower (org_id) unique=false partial=false expression=true invalid=false",
+        "person_pair (email, org_id) unique=true partial=false expression=false invalid=false",
+    ];
+    assert_eq!(kinds(&cascade::schema::parse_ddl(INDEX_KINDS).schema), expected, "DDL");
+    let dir = tempfile::tempdir().unwrap();
+    let sqlite_url = sqlite_database(dir.path(), INDEX_KINDS);
+    assert_eq!(kinds(&block_on(cascade::schema::introspect_url(&sqlite_url)).unwrap()), expected, "SQLite");
+    if let Some(postgres_url) = postgres_database(INDEX_KINDS) {
+        assert_eq!(kinds(&block_on(cascade::schema::introspect_url(&postgres_url)).unwrap()), expected, "PostgreSQL");
+    }
+}

@@ -49,6 +49,9 @@ const PROGRESS_EVERY: std::time::Duration = std::time::Duration::from_secs(5);
 
 pub fn run(cli: &Cli, args: &Args) -> anyhow::Result<ExitCode> {
     let Some(loaded) = super::load_valid(cli)? else { return Ok(ExitCode::from(1)) };
+    if args.confirm {
+        cascade::config::check_allowed_user(&loaded, "delete --confirm")?;
+    }
     let plan = planner::compile(&loaded.config, &args.model)?;
     let ids = super::root_ids(&args.ids, args.ids_from.as_deref())?;
     let url = super::database_url(cli, &loaded.config);

@@ -2,6 +2,7 @@
 
 mod delete;
 mod demo;
+mod duplicates;
 mod init;
 mod metrics;
 mod option;
@@ -99,6 +100,9 @@ pub enum Command {
     /// Deliver the outbox through its sinks, and see its backlog.
     #[command(subcommand)]
     Outbox(outbox::Command),
+    /// Report groups of rows that are equal on some columns, and the unique index that stops them
+    /// (read only).
+    Duplicates(duplicates::Args),
     /// Write a starting config from a database's foreign keys.
     Init(init::Args),
     /// Print the shell completion script for bash, zsh, fish, elvish or PowerShell.
@@ -113,7 +117,8 @@ const EXIT_CODES: &str = "Exit codes:
   1    problems found: config errors (or warnings with --deny-warnings), a deletion refused before
        any write (undeclared foreign keys), `worker --once` with failed attempts, `outbox drain
        --once` with a failed delivery, `cancel` of a running or unknown deletion
-  2    usage, I/O or database errors; a deletion that stopped on an error
+  2    usage, I/O or database errors; a deletion that stopped on an error; a destructive command
+       run by a user that `[settings] allowed_users` does not list
   130  interrupted by Ctrl-C or SIGTERM after a complete chunk: run the same command again";
 
 /// Exit code for usage and I/O problems, as opposed to problems found in the config (1).
@@ -137,6 +142,7 @@ pub fn main() -> ExitCode {
         Command::Worker(args) => worker::run(&cli, args),
         Command::Option(command) => option::run(&cli, command),
         Command::Outbox(command) => outbox::run(&cli, command),
+        Command::Duplicates(args) => duplicates::run(&cli, args),
         Command::Completions(args) => shell::completions(args),
         Command::Man => shell::man(),
     };

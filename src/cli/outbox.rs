@@ -71,6 +71,7 @@ pub fn run(cli: &Cli, command: &Command) -> anyhow::Result<ExitCode> {
 
 fn drain(cli: &Cli, args: &DrainArgs) -> anyhow::Result<ExitCode> {
     let Some(loaded) = super::load_valid(cli)? else { return Ok(ExitCode::from(1)) };
+    cascade::config::check_allowed_user(&loaded, "outbox drain")?;
     if let Some(addr) = args.metrics_addr {
         super::metrics::serve(addr)?;
     }

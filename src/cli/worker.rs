@@ -36,6 +36,7 @@ pub struct Args {
 
 pub fn run(cli: &Cli, args: &Args) -> anyhow::Result<ExitCode> {
     let Some(loaded) = super::load_valid(cli)? else { return Ok(ExitCode::from(1)) };
+    cascade::config::check_allowed_user(&loaded, "worker")?;
     if let Some(addr) = args.metrics_addr {
         super::metrics::serve(addr)?;
     }

@@ -107,6 +107,7 @@ fn read_settings(mut fields: Fields<'_>, d: &mut Diagnostics) -> Settings {
     let max_chunk_size = unsigned("max_chunk_size");
     let adaptive = fields.optional("adaptive").and_then(|n| n.boolean(d));
     let database_url = fields.optional("database_url").and_then(|n| n.string(d));
+    let allowed_users = fields.optional("allowed_users").and_then(|n| read_allowed_users(&n, d));
     fields.finish(d);
     Settings {
         per_row_chunk_size,
@@ -120,7 +121,34 @@ fn read_settings(mut fields: Fields<'_>, d: &mut Diagnostics) -> Settings {
         target_chunk_ms,
         max_chunk_size,
         adaptive,
+        allowed_users,
     }
+}
+
+/// `allowed_users = ["deploy", "postgres"]`: at least one user, no empty names. `[]` is refused
+/// rather than read as "nobody" or "anybody", since people read it both ways.
+fn read_allowed_users(node: &Node<'_>, d: &mut Diagnostics) -> Option<Located<Vec<Located<String>>>> {
+    let items = node.array(d)?;
+    if items.is_empty() {
+        node.invalid(
+            "`allowed_users` must name at least one user; remove the key to let any user run every command",
+            "no user",
+            d,
+        );
+        return None;
+    }
+    let mut users = Vec::new();
+    for item in &items {
+        let Some(user) = item.string(d) else { continue };
+        if user.value.trim().is_empty() {
+            item.invalid("`allowed_users` entries must be user names", "an empty name", d);
+            continue;
+        }
+        users.push(user);
+    }
+    // A list with a bad entry still restricts who may run destructive commands to the good ones
+    // (the config has errors, so nothing runs anyway).
+    Some(Located::new(users, node.location()))
 }
 
 fn read_model(name: Located<String>, mut fields: Fields<'_>, d: &mut Diagnostics) -> Option<Model> {

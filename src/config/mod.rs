@@ -5,6 +5,7 @@ mod extract;
 mod read;
 mod schema;
 mod types;
+mod users;
 
 use std::borrow::Cow;
 use std::collections::HashSet;
@@ -15,6 +16,7 @@ use toml::de::DeTable;
 pub use read::is_identifier;
 pub use schema::json_schema;
 pub use types::*;
+pub use users::{UserNotAllowed, allow_user, check_allowed_user};
 
 use crate::diagnostic::{Code, Diagnostic, FileId, Location, Sources};
 

@@ -157,6 +157,13 @@ pub struct Settings {
     #[serde(skip_serializing_if = "Option::is_none")]
     #[schemars(extend("default" = DEFAULT_BUSY_TIMEOUT_SECONDS), range(min = 0, max = 3600))]
     pub busy_timeout_seconds: Option<Located<u64>>,
+    /// Operating-system users who may run the destructive commands (`delete --confirm`,
+    /// `worker`, `outbox drain`); anyone else is refused before anything is touched. Names as
+    /// the password database has them (a user id without a name is `uid N`); `$USER` is not
+    /// consulted. Unset: anyone may. An empty list is an error (remove the key instead).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1))]
+    pub allowed_users: Option<Located<Vec<Located<String>>>>,
 }
 
 impl Settings {

@@ -105,6 +105,15 @@ pub trait Backend: Send + Sync + Debug {
     /// A statement returning 1 when the table `name` exists, else 0.
     fn table_exists(&self, sql: &mut SqlBuilder, name: &str);
 
+    /// `CREATE UNIQUE INDEX "name" ON table (columns);` for a `table` already quoted, built the
+    /// way that keeps the table writable while the index is built where the database can
+    /// (PostgreSQL: `CONCURRENTLY`, which a `partitioned` table does not allow).
+    fn create_unique_index(&self, sql: &mut SqlBuilder, name: &str, table: &str, columns: &[String], partitioned: bool);
+
+    /// The most bytes of an identifier the database keeps (PostgreSQL cuts longer names to 63),
+    /// if it has a limit.
+    fn identifier_limit(&self) -> Option<usize>;
+
     /// Whether another writer can commit while a transaction is open (so a foreign-key refusal
     /// may be a row inserted meanwhile, not an undeclared reference).
     fn concurrent_writers(&self) -> bool;

@@ -127,6 +127,26 @@ impl Backend for Postgres {
         sql.push("SELECT COUNT(*) FROM pg_class WHERE oid = to_regclass(").bind_text(name).push(")");
     }
 
+    fn create_unique_index(
+        &self,
+        sql: &mut SqlBuilder,
+        name: &str,
+        table: &str,
+        columns: &[String],
+        partitioned: bool,
+    ) {
+        // CONCURRENTLY keeps the table writable while the index is built (it cannot run inside a
+        // transaction block); a partitioned table refuses it, and locks for the build instead.
+        let how = if partitioned { "CREATE UNIQUE INDEX " } else { "CREATE UNIQUE INDEX CONCURRENTLY " };
+        sql.push(how).identifier(name).push(" ON ").push(table);
+        sql.push(" (").identifiers(columns).push(");");
+    }
+
+    fn identifier_limit(&self) -> Option<usize> {
+        // NAMEDATALEN - 1.
+        Some(63)
+    }
+
     fn concurrent_writers(&self) -> bool {
         true
     }

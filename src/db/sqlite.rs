@@ -140,6 +140,16 @@ impl Backend for Sqlite {
         sql.push("SELECT COUNT(*) FROM sqlite_schema WHERE type = 'table' AND name = ").bind_text(name);
     }
 
+    fn create_unique_index(&self, sql: &mut SqlBuilder, name: &str, table: &str, columns: &[String], _: bool) {
+        // SQLite builds an index under the write lock; there is no concurrent build.
+        sql.push("CREATE UNIQUE INDEX ").identifier(name).push(" ON ").push(table);
+        sql.push(" (").identifiers(columns).push(");");
+    }
+
+    fn identifier_limit(&self) -> Option<usize> {
+        None
+    }
+
     fn concurrent_writers(&self) -> bool {
         false
     }

@@ -89,19 +89,10 @@ impl RunOutcome {
     }
 }
 
-/// The user running the tool, from the environment.
+/// The user running the tool, for the audit trail: the operating-system user's name (see
+/// [`crate::user`]), else `uid N`; never "unknown" and never taken from `$USER`.
 pub fn default_actor() -> String {
-    std::env::var("USER").or_else(|_| std::env::var("USERNAME")).unwrap_or_else(|_| os_user_id())
-}
-
-/// The operating-system user id, for an environment without `$USER` (a container, cron).
-fn os_user_id() -> String {
-    #[cfg(unix)]
-    // SAFETY: getuid has no preconditions and cannot fail.
-    let uid = unsafe { libc::getuid() };
-    #[cfg(not(unix))]
-    let uid = "unknown";
-    format!("uid {uid}")
+    crate::user::current().display_name()
 }
 
 /// What a deletion did; the JSON shape of `delete --format json`.

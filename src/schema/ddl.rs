@@ -114,6 +114,7 @@ impl Kind {
 
     /// Column names of an index or key, in order, up to the first expression: what follows an
     /// expression cannot be used as a leading column, so the list stays a correct prefix.
+    /// The plain columns of an index, up to its first expression (see [`has_expression`]).
     fn index_columns(self, columns: &[IndexColumn]) -> Vec<String> {
         columns
             .iter()
@@ -247,6 +248,11 @@ fn is_own_table(name: &str) -> bool {
 
 /// Adds an index unless the very same one is already there (`CREATE INDEX IF NOT EXISTS`, a
 /// constraint repeated by hand).
+/// Whether some key part of an index is an expression rather than a column.
+fn has_expression(columns: &[IndexColumn]) -> bool {
+    columns.iter().any(|column| !matches!(column.column.expr, Expr::Identifier(_)))
+}
+
 fn add_index(table: &mut Table, index: Index) {
     if !table.indexes.contains(&index) {
         table.indexes.push(index);
@@ -288,12 +294,18 @@ fn add_constraint(flavor: Kind, table: &mut Table, constraint: &TableConstraint)
         TableConstraint::PrimaryKey(pk) => {
             let columns = flavor.index_columns(&pk.columns);
             let name = constraint_name(flavor, &[pk.name.as_ref(), pk.index_name.as_ref()]);
-            add_index(table, Index { name, columns: columns.clone(), unique: true });
+            add_index(table, Index::new(name, columns.clone(), true));
             set_primary_key(table, columns);
         }
         TableConstraint::Unique(unique) => {
             let name = constraint_name(flavor, &[unique.name.as_ref(), unique.index_name.as_ref()]);
-            add_index(table, Index { name, columns: flavor.index_columns(&unique.columns), unique: true });
+            add_index(
+                table,
+                Index {
+                    expression: has_expression(&unique.columns),
+                    ..Index::new(name, flavor.index_columns(&unique.columns), true)
+                },
+            );
         }
         TableConstraint::ForeignKey(fk) => {
             let Some(fk) = flavor.foreign_key(flavor.idents(&fk.columns), fk) else {
@@ -303,7 +315,13 @@ fn add_constraint(flavor: Kind, table: &mut Table, constraint: &TableConstraint)
         }
         TableConstraint::Index(index) => {
             let name = constraint_name(flavor, &[index.name.as_ref()]);
-            add_index(table, Index { name, columns: flavor.index_columns(&index.columns), unique: false });
+            add_index(
+                table,
+                Index {
+                    expression: has_expression(&index.columns),
+                    ..Index::new(name, flavor.index_columns(&index.columns), false)
+                },
+            );
         }
         TableConstraint::PrimaryKeyUsingIndex(using) | TableConstraint::UniqueUsingIndex(using) => {
             // `ADD CONSTRAINT c PRIMARY KEY USING INDEX i` promotes an index declared earlier:
@@ -335,12 +353,12 @@ fn add_column(flavor: Kind, table: &mut Table, column: &ColumnDef) {
             ColumnOption::PrimaryKey(pk) => {
                 nullable = false;
                 let index_name = constraint_name(flavor, &[option_name, pk.name.as_ref()]);
-                add_index(table, Index { name: index_name, columns: vec![name.clone()], unique: true });
+                add_index(table, Index::new(index_name, vec![name.clone()], true));
                 table.primary_key = vec![name.clone()];
             }
             ColumnOption::Unique(unique) => {
                 let index_name = constraint_name(flavor, &[option_name, unique.name.as_ref()]);
-                add_index(table, Index { name: index_name, columns: vec![name.clone()], unique: true });
+                add_index(table, Index::new(index_name, vec![name.clone()], true));
             }
             ColumnOption::ForeignKey(fk) => {
                 if let Some(fk) = flavor.foreign_key(vec![name.clone()], fk) {
@@ -538,7 +556,12 @@ impl Reader {
         // An index name may be schema-qualified in PostgreSQL; the schema is the table's anyway.
         let name = create.name.as_ref().and_then(|name| flavor.table_ref(name)).map(|name| name.name);
         let columns = flavor.index_columns(&create.columns);
-        add_index(&mut self.tables[position], Index { name, columns, unique: create.unique });
+        let index = Index {
+            partial: create.predicate.is_some(),
+            expression: has_expression(&create.columns),
+            ..Index::new(name, columns, create.unique)
+        };
+        add_index(&mut self.tables[position], index);
         true
     }
 
@@ -842,7 +865,7 @@ mod tests {
     }
 
     fn index(name: Option<&str>, columns: &[&str], unique: bool) -> Index {
-        Index { name: name.map(Into::into), columns: columns.iter().map(|c| c.to_string()).collect(), unique }
+        Index::new(name.map(Into::into), columns.iter().map(|c| c.to_string()).collect(), unique)
     }
 
     fn fk(
@@ -1219,8 +1242,8 @@ ALTER TABLE public.customer OWNER TO postgres;
         assert_eq!(
             table(&parsed, "t").indexes,
             [
-                index(Some("t_a_lower_b"), &["a"], true),
-                index(Some("t_lower_b"), &[], false),
+                Index { expression: true, ..index(Some("t_a_lower_b"), &["a"], true) },
+                Index { expression: true, ..index(Some("t_lower_b"), &[], false) },
                 index(Some("t_c"), &["c"], false),
             ]
         );

@@ -116,6 +116,34 @@ pub struct Index {
     pub columns: Vec<String>,
     /// Whether the index enforces uniqueness.
     pub unique: bool,
+    /// Whether the index covers only the rows of a `WHERE` predicate (a partial index), so its
+    /// uniqueness holds only among them.
+    #[serde(skip_serializing_if = "is_false")]
+    pub partial: bool,
+    /// Whether some key part is an expression (`columns` then ends before the first one).
+    #[serde(skip_serializing_if = "is_false")]
+    pub expression: bool,
+    /// A PostgreSQL index left INVALID by a `CREATE INDEX CONCURRENTLY` that failed: queries do
+    /// not use it and it must be dropped before it can be built again.
+    #[serde(skip_serializing_if = "is_false")]
+    pub invalid: bool,
+}
+
+impl Index {
+    /// A plain index on `columns`: whole-table, no expressions, valid.
+    pub fn new(name: Option<String>, columns: Vec<String>, unique: bool) -> Self {
+        Index { name, columns, unique, partial: false, expression: false, invalid: false }
+    }
+
+    /// Whether the index makes every combination of its columns unique in the whole table
+    /// (unique, not partial, no expression, valid).
+    pub fn enforces_uniqueness(&self) -> bool {
+        self.unique && !self.partial && !self.expression && !self.invalid
+    }
+}
+
+fn is_false(value: &bool) -> bool {
+    !*value
 }
 
 impl Table {

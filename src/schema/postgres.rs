@@ -70,7 +70,7 @@ const CONSTRAINTS: &str = "
 /// Indexes with their key columns in order (NULL for an expression), mapped to partition roots.
 const INDEXES: &str = "
     SELECT COALESCE(pg_partition_root(i.indrelid), i.indrelid)::int8 AS oid, ic.relname::text AS name,
-           i.indisunique AS is_unique,
+           i.indisunique AS is_unique, i.indpred IS NOT NULL AS partial, NOT i.indisvalid AS invalid,
            ARRAY(SELECT a.attname::text FROM unnest(i.indkey::int2[]) WITH ORDINALITY k(attnum, ord)
                  LEFT JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = k.attnum
                  WHERE k.ord <= i.indnkeyatts ORDER BY k.ord) AS columns
@@ -119,7 +119,7 @@ pub async fn introspect(pool: &PgPool) -> Result<Schema, DbError> {
         let columns: Vec<String> = row.get("columns");
         match row.get::<String, _>("kind").as_str() {
             "p" => table.primary_key = columns,
-            "u" => add_index(table, Index { name: Some(row.get("name")), columns, unique: true }),
+            "u" => add_index(table, Index::new(Some(row.get("name")), columns, true)),
             _ => {
                 let key = ForeignKey {
                     columns,
@@ -141,8 +141,11 @@ pub async fn introspect(pool: &PgPool) -> Result<Schema, DbError> {
         let columns: Vec<Option<String>> = row.get("columns");
         let index = Index {
             name: Some(row.get("name")),
+            expression: columns.iter().any(Option::is_none),
             columns: columns.into_iter().map_while(|column| column).collect(),
             unique: row.get("is_unique"),
+            partial: row.get("partial"),
+            invalid: row.get("invalid"),
         };
         add_index(table, index);
     }
@@ -153,9 +156,14 @@ fn table_mut<'a>(tables: &'a mut [(i64, Table)], position: &HashMap<i64, usize>,
     position.get(&oid).map(|&index| &mut tables[index].1)
 }
 
-/// Partitions repeat their parent's indexes; one per column list is enough to know what leads.
+/// Partitions repeat their parent's indexes; one per column list and kind is enough to know what
+/// leads and what is unique.
 fn add_index(table: &mut Table, index: Index) {
-    if !table.indexes.iter().any(|existing| existing.columns == index.columns && existing.unique == index.unique) {
+    let same = |existing: &Index| {
+        (&existing.columns, existing.unique, existing.partial, existing.expression, existing.invalid)
+            == (&index.columns, index.unique, index.partial, index.expression, index.invalid)
+    };
+    if !table.indexes.iter().any(same) {
         table.indexes.push(index);
     }
 }

@@ -95,8 +95,10 @@ fn referential_action(text: &str) -> ReferentialAction {
 }
 
 async fn indexes(pool: &SqlitePool, table: &str) -> Result<Vec<Index>, DbError> {
-    let list =
-        query(r#"SELECT name, "unique" FROM pragma_index_list(?) ORDER BY seq"#).bind(table).fetch_all(pool).await?;
+    let list = query(r#"SELECT name, "unique", partial FROM pragma_index_list(?) ORDER BY seq"#)
+        .bind(table)
+        .fetch_all(pool)
+        .await?;
     let mut indexes = Vec::new();
     for row in list {
         let name: String = row.get("name");
@@ -106,8 +108,11 @@ async fn indexes(pool: &SqlitePool, table: &str) -> Result<Vec<Index>, DbError> 
             .fetch_all(pool)
             .await?;
         indexes.push(Index {
+            expression: columns.iter().any(Option::is_none),
             columns: columns.into_iter().map_while(|column| column).collect(),
             unique: row.get::<i64, _>("unique") != 0,
+            partial: row.get::<i64, _>("partial") != 0,
+            invalid: false,
             name: Some(name),
         });
     }
