@@ -333,6 +333,22 @@ fn postgres_database_is_unchanged_by_the_report_and_the_dry_run() {
     );
 }
 
+/// `Access::ReadOnly` is enforced by PostgreSQL itself, as SQLite enforces it on the file: the
+/// report could not write even by mistake.
+#[test]
+fn postgres_read_only_connections_refuse_writes() {
+    let Some(url) = postgres_database(&postgres_schema(ROWS)) else { return };
+    let refused = common::block_on(async {
+        let database = cascade::db::Database::connect(&url, cascade::db::Access::ReadOnly).await.unwrap();
+        let insert = cascade::db::sql::Statement { sql: "INSERT INTO grp VALUES (2)".to_owned(), params: Vec::new() };
+        let result = database.execute(&insert).await;
+        database.close().await;
+        result.unwrap_err().to_string()
+    });
+    assert!(refused.contains("read-only transaction"), "{refused}");
+    assert_eq!(count(&url, "SELECT COUNT(*) FROM grp"), 1);
+}
+
 /// A report is not a failure: exit 0 with orphans and without.
 #[test]
 fn the_exit_code_is_zero_with_and_without_orphans() {
