@@ -243,7 +243,7 @@ impl<'a> Filter<'a> {
         for name in &options.models {
             models.push(target(name).ok_or_else(|| OrphanError::UnknownModel {
                 name: name.clone(),
-                suggestion: planner_suggestion(config, name),
+                suggestion: model_suggestion(config, name),
             })?);
         }
         let mut relations = Vec::new();
@@ -255,7 +255,7 @@ impl<'a> Filter<'a> {
             let Some(child) = target(child) else {
                 return Err(OrphanError::UnknownRelation {
                     relation: relation.clone(),
-                    suggestion: planner_suggestion(config, child),
+                    suggestion: model_suggestion(config, child),
                 });
             };
             relations.push((relation.clone(), child, column.to_owned()));
@@ -287,7 +287,7 @@ impl<'a> Filter<'a> {
     }
 }
 
-fn planner_suggestion(config: &Config, name: &str) -> Option<String> {
+fn model_suggestion(config: &Config, name: &str) -> Option<String> {
     crate::diagnostic::did_you_mean(name, config.models.keys().map(String::as_str))
 }
 
