@@ -6,6 +6,7 @@ mod duplicates;
 mod init;
 mod metrics;
 mod option;
+mod orphans;
 mod outbox;
 mod plan;
 mod runs;
@@ -103,6 +104,8 @@ pub enum Command {
     /// Report groups of rows that are equal on some columns, and the unique index that stops them
     /// (read only).
     Duplicates(duplicates::Args),
+    /// Report orphans: child rows whose relation column points at no parent row (read only).
+    Orphans(orphans::Args),
     /// Write a starting config from a database's foreign keys.
     Init(init::Args),
     /// Print the shell completion script for bash, zsh, fish, elvish or PowerShell.
@@ -113,7 +116,8 @@ pub enum Command {
 
 /// The exit codes, for `--help` (the README has the same table).
 const EXIT_CODES: &str = "Exit codes:
-  0    success (a dry run, a deletion that finished, a clean config)
+  0    success (a dry run, a deletion that finished, a clean config, a report such as `orphans`,
+       whether or not it found any)
   1    problems found: config errors (or warnings with --deny-warnings), a deletion refused before
        any write (undeclared foreign keys), `worker --once` with failed attempts, `outbox drain
        --once` with a failed delivery, `cancel` of a running or unknown deletion
@@ -143,6 +147,7 @@ pub fn main() -> ExitCode {
         Command::Option(command) => option::run(&cli, command),
         Command::Outbox(command) => outbox::run(&cli, command),
         Command::Duplicates(args) => duplicates::run(&cli, args),
+        Command::Orphans(args) => orphans::run(&cli, args),
         Command::Completions(args) => shell::completions(args),
         Command::Man => shell::man(),
     };

@@ -10,7 +10,7 @@ use sqlx::postgres::{PgConnectOptions, PgConnection, PgPoolOptions};
 use super::backend::{Backend, BoxFuture, Failure, Kind, RowSelector, connection_failure};
 use super::sql::{KeyType, Param, SqlBuilder, db_time};
 use super::url::DatabaseUrl;
-use super::{ConnectOptions, Database, DbError, Pool};
+use super::{Access, ConnectOptions, Database, DbError, Pool};
 
 const MIGRATIONS: &[&str] = &[
     include_str!("../../schemas/migrations/postgres/0001_tables.sql"),
@@ -37,11 +37,16 @@ impl Backend for Postgres {
     fn connect<'a>(
         &'a self,
         url: &'a DatabaseUrl,
-        _options: ConnectOptions,
+        connect: ConnectOptions,
     ) -> BoxFuture<'a, Result<Database, DbError>> {
         Box::pin(async move {
             let failed = |reason| DbError::Connect { url: url.redacted(), reason };
-            let options = PgConnectOptions::from_str(url.as_str()).map_err(failed)?;
+            let mut options = PgConnectOptions::from_str(url.as_str()).map_err(failed)?;
+            if connect.access == Access::ReadOnly {
+                // Every transaction of a read-only connection is read only: a write the tool
+                // never means to make fails instead of happening.
+                options = options.options([("default_transaction_read_only", "on")]);
+            }
             // One connection first: a refused or failed connection is reported as what it is at
             // once, where the pool would retry it until its timeout and say only that it timed out.
             let first = tokio::time::timeout(CONNECT_TIMEOUT, PgConnection::connect_with(&options))

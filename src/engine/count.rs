@@ -47,14 +47,36 @@ pub enum CountError {
     Database(#[from] DbError),
 }
 
+/// Root rows picked by what they point at rather than by id: the rows whose `column` is not
+/// NULL and holds a value that no row of `parent_table` has in `parent_key` (orphans).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Dangling {
+    /// The root table's relation column, as the config spells it.
+    pub column: String,
+    /// The parent's table, as the config spells it.
+    pub parent_table: String,
+    /// The parent's single-column key.
+    pub parent_key: String,
+}
+
+/// Which root rows the counts start from.
+enum Roots<'a> {
+    /// Rows whose key is among the ids, bound as one list.
+    Ids { key_type: KeyType, ids: SqlValue },
+    /// Rows that dangle by any of these relations.
+    Dangling(&'a [Dangling]),
+}
+
 /// What the count queries need besides the plan.
 struct Counter<'a> {
     backend: &'static dyn Backend,
     config: &'a Config,
     schema: &'a Schema,
-    root_key_type: KeyType,
-    ids: SqlValue,
+    roots: Roots<'a>,
 }
+
+/// The alias of the parent table in the anti-join of [`Dangling`] roots.
+const DANGLING_PARENT: &str = "cascade_parent";
 
 /// Counts every node of `plan` for the root rows `ids`.
 pub async fn count(
@@ -72,8 +94,33 @@ pub async fn count(
     })?;
     let found = database.fetch_texts(&root.select_roots(Param::Value(ids.clone()), None)).await?;
     let not_found = not_found(&ids, &found, &root.key_type);
-    let counter = Counter { backend: database.backend(), config, schema, root_key_type: root.key_type.clone(), ids };
-    let mut counts = Counts { not_found, ..Counts::default() };
+    let roots = Roots::Ids { key_type: root.key_type.clone(), ids };
+    let counter = Counter { backend: database.backend(), config, schema, roots };
+    count_from(database, config, plan, &counter, Counts { not_found, ..Counts::default() }).await
+}
+
+/// Counts every node of `plan` for the root rows that dangle by any of `dangling` (whose
+/// relation column points at no parent row): what deleting those orphans, each with its own
+/// cascade, would remove. Nothing is loaded: the roots are picked by an anti-join in each count.
+/// `not_found` is always empty.
+pub async fn count_dangling(
+    database: &Database,
+    config: &Config,
+    schema: &Schema,
+    plan: &Plan,
+    dangling: &[Dangling],
+) -> Result<Counts, CountError> {
+    let counter = Counter { backend: database.backend(), config, schema, roots: Roots::Dangling(dangling) };
+    count_from(database, config, plan, &counter, Counts::default()).await
+}
+
+async fn count_from(
+    database: &Database,
+    config: &Config,
+    plan: &Plan,
+    counter: &Counter<'_>,
+    mut counts: Counts,
+) -> Result<Counts, CountError> {
     let mut paths: IndexMap<(String, OnDelete), Vec<Vec<&PlanNode>>> = IndexMap::new();
     for path in paths_of(&plan.root) {
         let node = *path.last().expect("a path ends at its node");
@@ -174,11 +221,28 @@ impl Counter<'_> {
 
     fn root_predicate(&self, sql: &mut SqlBuilder, root: &PlanNode, with_status: bool) {
         let names = self.names(root);
-        sql.key_list(
-            &names.column(root.key.as_deref().unwrap_or("id")),
-            &self.root_key_type,
-            Param::Value(self.ids.clone()),
-        );
+        match &self.roots {
+            Roots::Ids { key_type, ids } => {
+                sql.key_list(&names.column(root.key.as_deref().unwrap_or("id")), key_type, Param::Value(ids.clone()));
+            }
+            Roots::Dangling(dangling) => {
+                sql.push("(");
+                for (index, relation) in dangling.iter().enumerate() {
+                    if index > 0 {
+                        sql.push(" OR ");
+                    }
+                    // The root table is the innermost unaliased one here, so its name qualifies
+                    // the column inside the sub-select, whose table is aliased.
+                    let column = names.column(&relation.column);
+                    let parent = CatalogNames::of(Some(self.schema), &relation.parent_table);
+                    sql.push("(").identifier(&column).push(" IS NOT NULL AND NOT EXISTS (SELECT 1 FROM ");
+                    sql.push(&parent.quoted_table()).push(" AS ").identifier(DANGLING_PARENT).push(" WHERE ");
+                    sql.identifier(DANGLING_PARENT).push(".").identifier(&parent.column(&relation.parent_key));
+                    sql.push(" = ").push(&names.quoted_table()).push(".").identifier(&column).push("))");
+                }
+                sql.push(")");
+            }
+        }
         let status = self.config.model(&root.model).and_then(|m| m.status.as_ref()).filter(|_| with_status);
         if let Some(status) = status {
             sql.push(" AND ");

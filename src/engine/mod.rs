@@ -12,7 +12,7 @@ mod steps;
 mod throttle;
 
 pub use archive::ArchiveError;
-pub use count::{CountError, Counts, count};
+pub use count::{CountError, Counts, Dangling, count, count_dangling};
 pub use executor::{DeleteError, DeleteOptions, Deletion, RunOutcome, Summary, default_actor};
 pub use run::{Engine, Finished, PrepareError};
 pub use steps::{ListedStatement, StepStatements, list as list_statements};

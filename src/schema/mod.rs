@@ -162,6 +162,17 @@ impl Table {
         leads(&self.primary_key) || self.indexes.iter().any(|index| leads(&index.columns))
     }
 
+    /// The statement that creates an index leading with `column` (as a config spells it), or
+    /// `None` when the table already has one. `quoted_table` is the table as the statement
+    /// should name it; the index is called `TABLE_COLUMN_idx`. `validate` (the
+    /// `unindexed-relation` warning) and `cascade orphans` give the same advice.
+    pub fn index_advice(&self, column: &str, quoted_table: &str) -> Option<String> {
+        (!self.has_index_leading_with(column)).then(|| {
+            let index = format!("{}_{column}_idx", self.name);
+            format!("CREATE INDEX {} ON {quoted_table} ({});", quote_identifier(&index), quote_identifier(column))
+        })
+    }
+
     /// `schema.name`, or `name` without a schema.
     pub fn qualified_name(&self) -> String {
         match &self.schema {

@@ -1,17 +1,19 @@
 //! `unindexed-relation` (warning): finding a parent chunk's children by a column that no index
 //! leads with scans the whole child table once per chunk.
 
-use crate::db::sql::{quote_identifier, quote_qualified};
+use crate::db::sql::quote_qualified;
 use crate::diagnostic::{Code, Diagnostic};
 use crate::planner::{Context, SchemaRelation};
 
 pub fn check(context: &Context<'_>, diagnostics: &mut Vec<Diagnostic>) {
     for SchemaRelation { parent, relation, child, child_table, .. } in context.schema_relations() {
         let column = &relation.column;
-        if child_table.column(&column.value).is_none() || child_table.has_index_leading_with(&column.value) {
+        if child_table.column(&column.value).is_none() {
             continue;
         }
-        let index = format!("{}_{}_idx", child_table.name, column.value);
+        let Some(advice) = child_table.index_advice(&column.value, &quote_qualified(&child.table.value)) else {
+            continue;
+        };
         diagnostics.push(
             Diagnostic::new(
                 Code::UnindexedRelation,
@@ -22,12 +24,7 @@ pub fn check(context: &Context<'_>, diagnostics: &mut Vec<Diagnostic>) {
                 ),
             )
             .label("unindexed relation column")
-            .help(format!(
-                "CREATE INDEX {} ON {} ({});",
-                quote_identifier(&index),
-                quote_qualified(&child.table.value),
-                quote_identifier(&column.value)
-            )),
+            .help(advice),
         );
     }
 }
