@@ -273,7 +273,7 @@ fn stop_on_signals() -> std::sync::Arc<std::sync::atomic::AtomicBool> {
             _ = tokio::signal::ctrl_c() => {}
             _ = terminate => {}
         }
-        tracing::warn!("stopping after the current chunk");
+        tracing::warn!("stopping after the current chunk or delivery");
         flag.store(true, std::sync::atomic::Ordering::SeqCst);
     });
     stop

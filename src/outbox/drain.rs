@@ -92,6 +92,9 @@ struct Inner {
     delivered: AtomicU64,
 }
 
+/// The shortest wait between passes.
+const MIN_POLL: Duration = Duration::from_millis(10);
+
 /// Shards fetched per look for due work.
 const SHARDS_PER_LOOK: u64 = 256;
 
@@ -190,7 +193,8 @@ impl Drainer {
                 }
                 Err(error) => warn!(%error, "draining failed; trying again"),
             }
-            pause(self.inner.options.poll, &stop).await;
+            // At least a little, so `--poll 0` polls instead of spinning.
+            pause(self.inner.options.poll.max(MIN_POLL), &stop).await;
         }
         Ok(report)
     }
