@@ -685,3 +685,47 @@ fn a_command_past_its_timeout_is_killed_with_its_children_and_the_rows_stay() {
     assert_eq!(stats["pending"], 1);
     assert_eq!(stats["shards"][0]["last_error"], "`sh` timed out after 1s");
 }
+
+#[test]
+fn category_sinks_split_a_shard_in_id_order_and_a_null_shard_is_delivered() {
+    let dir = setup("", 10, "30s");
+    let sink = dir.path().join("sink.sh").display().to_string();
+    let config = std::fs::read_to_string(dir.path().join("cascades/cascade.toml")).unwrap().replace(
+        "sink = \"recorder\"",
+        &format!("sink = \"recorder\"\ncategory_sinks = {{ team_update = \"other\" }}\n\n[outbox.sinks.other]\ncommand = [\"sh\", \"{sink}\"]"),
+    );
+    std::fs::write(dir.path().join("cascades/cascade.toml"), config).unwrap();
+    let url = sqlite_database(dir.path(), SCHEMA);
+    let rows: Vec<(String, &str, String)> = [
+        ("7", "project_update", "a"),
+        ("7", "team_update", "x"),
+        ("7", "project_update", "b"),
+        ("7", "team_update", "y"),
+    ]
+    .iter()
+    .map(|(s, c, o)| (s.to_string(), *c, o.to_string()))
+    .collect();
+    write_outbox(&url, &rows);
+    texts(
+        &url,
+        "INSERT INTO cascade_outbox (scope, shard_identifier, category, object_identifier) VALUES ('organization', NULL, 'project_update', 'c'), ('organization', NULL, 'project_update', 'c')",
+    );
+
+    let output = drain_once(dir.path(), &url, &[]);
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let batches = deliveries(dir.path());
+    let shard: Vec<Vec<(i64, &str)>> = batches["7"]
+        .iter()
+        .map(|batch| batch.iter().map(|m| (m["id"].as_i64().unwrap(), m["category"].as_str().unwrap())).collect())
+        .collect();
+    assert_eq!(
+        shard,
+        [vec![(1, "project_update")], vec![(2, "team_update")], vec![(3, "project_update")], vec![(4, "team_update")]],
+        "one batch per run of messages for one sink, in id order"
+    );
+    let null_shard = &batches[""];
+    assert_eq!(null_shard.len(), 1);
+    assert_eq!(null_shard[0][0]["id"], 6);
+    assert_eq!(null_shard[0][0]["shard_identifier"], Value::Null);
+    assert_eq!(count(&url, "SELECT COUNT(*) FROM cascade_outbox"), 0);
+}
