@@ -5,12 +5,10 @@ mod common;
 
 use std::collections::BTreeMap;
 use std::net::TcpListener;
-use std::time::SystemTime;
 
-use cascade::db::{Access, Database};
 use common::prometheus::{SERVING, parse, scrape, value};
 use common::running::Running;
-use common::{block_on, cascade, count, project, sqlite_database, texts, wait_until};
+use common::{cascade, count, project, schedule_now, sqlite_database, texts, wait_until};
 
 const SCHEMA: &str = "
 CREATE TABLE item (id INTEGER PRIMARY KEY, status INTEGER NOT NULL);
@@ -62,18 +60,6 @@ fn rows() -> String {
     sql
 }
 
-fn schedule_now(url: &str, ids: &[u32]) {
-    block_on(async {
-        let database = Database::connect(url, Access::ReadWrite).await.unwrap();
-        for id in ids {
-            cascade::scheduler::schedule(&database, "item", &id.to_string(), SystemTime::now(), Some("test"), None)
-                .await
-                .unwrap();
-        }
-        database.close().await;
-    });
-}
-
 /// Rows deleted or nullified per model, as `cascade_run` recorded them, summed over the runs.
 fn recorded_rows(url: &str, kind: &str) -> BTreeMap<String, u64> {
     let mut total = BTreeMap::new();
@@ -94,7 +80,7 @@ fn the_worker_serves_the_metrics_of_its_deletions_on_sqlite() {
     let rows_in = |table| count(&url, &format!("SELECT COUNT(*) FROM {table}"));
     let (items, parts) = (rows_in("item"), rows_in("part"));
     let detached = || count(&url, "SELECT COUNT(*) FROM note WHERE item_id IS NULL");
-    schedule_now(&url, &[1, 2]);
+    schedule_now(&url, "item", [1, 2]);
 
     // Port 0: the worker takes a free port and logs the URL it serves.
     let mut worker = Running::start(
@@ -168,7 +154,7 @@ fn a_metrics_port_in_use_is_refused_before_any_deletion() {
     let dir = tempfile::tempdir().unwrap();
     let url = sqlite_database(dir.path(), &format!("{SCHEMA}{}", rows()));
     let config = project(&[("cascades/items.toml", CONFIG)]);
-    schedule_now(&url, &[1]);
+    schedule_now(&url, "item", [1]);
     let taken = TcpListener::bind("127.0.0.1:0").unwrap();
     let address = taken.local_addr().unwrap().to_string();
     cascade(config.path())

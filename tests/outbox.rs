@@ -15,7 +15,9 @@ use cascade::outbox::{Clock, DrainOptions, DrainReport, Drainer};
 use common::prometheus::{SERVING, parse, scrape, value};
 use common::random::Random;
 use common::running::Running;
-use common::{block_on, cascade, count, json_output, postgres_database, project, sqlite_database, texts, wait_until};
+use common::{
+    block_on, cascade, count, json_output, postgres_database, project, schedule_now, sqlite_database, texts, wait_until,
+};
 use serde_json::Value;
 
 const SCHEMA: &str = "
@@ -86,6 +88,16 @@ fn setup(sink_args: &str, batch_size: u64, timeout: &str) -> tempfile::TempDir {
     std::fs::create_dir_all(dir.path().join("cascades")).unwrap();
     std::fs::write(dir.path().join("cascades/cascade.toml"), text).unwrap();
     dir
+}
+
+/// Outbox rows `(shard, category, object)` from literals.
+fn outbox_rows(rows: &[(&str, &'static str, &str)]) -> Vec<(String, &'static str, String)> {
+    rows.iter().map(|(shard, category, object)| (shard.to_string(), *category, object.to_string())).collect()
+}
+
+/// `project_update` rows `(shard, object)` from literals.
+fn project_updates(rows: &[(&str, &str)]) -> Vec<(String, &'static str, String)> {
+    rows.iter().map(|(shard, object)| (shard.to_string(), "project_update", object.to_string())).collect()
 }
 
 /// Creates the tool's tables and writes outbox rows `(shard, category, object)` in order.
@@ -161,8 +173,7 @@ fn expected_deliveries(rows: &[(String, &str, String)]) -> BTreeMap<String, Vec<
 fn coalescing_and_order(url: impl Fn() -> Option<String>) {
     // The issue's example first: three updates of one object and one of another in one shard.
     let example = [("7", "a"), ("7", "a"), ("7", "b"), ("7", "a")];
-    let mut cases: Vec<Vec<(String, &str, String)>> =
-        vec![example.iter().map(|(s, o)| (s.to_string(), "project_update", o.to_string())).collect()];
+    let mut cases: Vec<Vec<(String, &str, String)>> = vec![project_updates(&example)];
     for seed in 0..6 {
         let mut random = Random::seeded(seed);
         let rows = 1 + random.below(80);
@@ -250,10 +261,7 @@ fn db_time(clock: &ManualClock, after: Duration) -> String {
 async fn failures_back_off(url: Option<String>) {
     let Some(url) = url else { return };
     let dir = setup(r#", "fail", "1", "2""#, 10, "30s");
-    let rows: Vec<(String, &str, String)> = [("1", "a"), ("1", "b"), ("2", "c")]
-        .iter()
-        .map(|(s, o)| (s.to_string(), "project_update", o.to_string()))
-        .collect();
+    let rows = project_updates(&[("1", "a"), ("1", "b"), ("2", "c")]);
     tokio::task::block_in_place(|| write_outbox(&url, &rows));
     let clock = Arc::new(ManualClock(Mutex::new(SystemTime::now())));
     let config = std::fs::read_to_string(dir.path().join("cascades/cascade.toml")).unwrap();
@@ -305,10 +313,7 @@ async fn a_failing_shard_backs_off_doubling_while_others_are_delivered_postgres(
 fn stats_show_the_backlog_and_the_failing_shard_with_its_error() {
     let dir = setup(r#", "fail", "1", "9""#, 10, "30s");
     let url = sqlite_database(dir.path(), SCHEMA);
-    let rows: Vec<(String, &str, String)> = [("1", "a"), ("1", "a"), ("1", "b"), ("2", "c")]
-        .iter()
-        .map(|(s, o)| (s.to_string(), "project_update", o.to_string()))
-        .collect();
+    let rows = project_updates(&[("1", "a"), ("1", "a"), ("1", "b"), ("2", "c")]);
     write_outbox(&url, &rows);
     let before = json_output(cascade(dir.path()).args(["outbox", "stats", "--format", "json", "--database-url", &url]));
     assert_eq!(before["pending"], 4);
@@ -386,10 +391,7 @@ async fn webhooks_get_the_body_headers_and_idempotency_key_and_5xx_is_retried() 
 
     let dir = tempfile::tempdir().unwrap();
     let url = tokio::task::block_in_place(|| sqlite_database(dir.path(), SCHEMA));
-    let rows: Vec<(String, &str, String)> = [("5", "x"), ("5", "y"), ("5", "x")]
-        .iter()
-        .map(|(s, o)| (s.to_string(), "project_update", o.to_string()))
-        .collect();
+    let rows = project_updates(&[("5", "x"), ("5", "y"), ("5", "x")]);
     tokio::task::block_in_place(|| write_outbox(&url, &rows));
     let clock = Arc::new(ManualClock(Mutex::new(SystemTime::now())));
     let (database, drainer) = drainer(&url, &webhook_config(&server.uri(), "5s"), &clock).await;
@@ -477,8 +479,7 @@ fn four_drainer_processes_never_deliver_one_shard_at_once_postgres() {
 fn killed_mid_delivery(url: Option<String>) {
     let Some(url) = url else { return };
     let dir = setup(r#", "block""#, 10, "3s");
-    let rows: Vec<(String, &str, String)> =
-        [("1", "a"), ("1", "b")].iter().map(|(s, o)| (s.to_string(), "project_update", o.to_string())).collect();
+    let rows = project_updates(&[("1", "a"), ("1", "b")]);
     write_outbox(&url, &rows);
     let first = Running::start(dir.path(), &["outbox", "drain", "--poll", "100ms", "--database-url", &url]);
     let started = dir.path().join("deliveries/started");
@@ -564,10 +565,7 @@ fn every_tombstone_of_a_deletion_running_while_draining_is_delivered_postgres() 
 fn the_drainer_serves_its_deliveries_failures_and_backlog_as_metrics() {
     let dir = setup(r#", "fail", "1", "1""#, 10, "30s");
     let url = sqlite_database(dir.path(), SCHEMA);
-    let rows: Vec<(String, &str, String)> = [("1", "a"), ("1", "a"), ("1", "b"), ("2", "c")]
-        .iter()
-        .map(|(s, o)| (s.to_string(), "project_update", o.to_string()))
-        .collect();
+    let rows = project_updates(&[("1", "a"), ("1", "a"), ("1", "b"), ("2", "c")]);
     write_outbox(&url, &rows);
     let args = ["outbox", "drain", "--poll", "100ms", "--metrics-addr", "127.0.0.1:0", "--database-url", &url];
     let mut drainer = Running::start(dir.path(), &args);
@@ -595,11 +593,7 @@ fn worker_drain_delivers_the_tombstones_of_the_deletions_it_ran() {
     {
         texts(&url, statement);
     }
-    block_on(async {
-        let database = Database::connect(&url, Access::ReadWrite).await.unwrap();
-        cascade::scheduler::schedule(&database, "org", "1", SystemTime::now(), None, None).await.unwrap();
-        database.close().await;
-    });
+    schedule_now(&url, "org", [1]);
     let output = cascade(dir.path()).args(["worker", "--once", "--drain", "--database-url", &url]).output().unwrap();
     let stdout = String::from_utf8_lossy(&output.stdout);
     assert!(output.status.success(), "{stdout}{}", String::from_utf8_lossy(&output.stderr));
@@ -616,15 +610,12 @@ fn worker_drain_delivers_the_tombstones_of_the_deletions_it_ran() {
 fn max_messages_and_category_narrow_what_one_drain_delivers() {
     let dir = setup("", 10, "30s");
     let url = sqlite_database(dir.path(), SCHEMA);
-    let rows: Vec<(String, &str, String)> = [
+    let rows = outbox_rows(&[
         ("1", "project_update", "a"),
         ("1", "team_update", "t"),
         ("2", "project_update", "b"),
         ("3", "project_update", "c"),
-    ]
-    .iter()
-    .map(|(s, c, o)| (s.to_string(), *c, o.to_string()))
-    .collect();
+    ]);
     write_outbox(&url, &rows);
 
     let output = drain_once(dir.path(), &url, &["--category", "team_update"]);
@@ -696,15 +687,12 @@ fn category_sinks_split_a_shard_in_id_order_and_a_null_shard_is_delivered() {
     );
     std::fs::write(dir.path().join("cascades/cascade.toml"), config).unwrap();
     let url = sqlite_database(dir.path(), SCHEMA);
-    let rows: Vec<(String, &str, String)> = [
+    let rows = outbox_rows(&[
         ("7", "project_update", "a"),
         ("7", "team_update", "x"),
         ("7", "project_update", "b"),
         ("7", "team_update", "y"),
-    ]
-    .iter()
-    .map(|(s, c, o)| (s.to_string(), *c, o.to_string()))
-    .collect();
+    ]);
     write_outbox(&url, &rows);
     texts(
         &url,

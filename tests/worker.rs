@@ -9,7 +9,7 @@ use std::time::{Duration, Instant, SystemTime};
 use cascade::db::sql::Statement;
 use cascade::db::{Access, Database};
 use common::running::{CHUNK_COMMITTED, Running};
-use common::{block_on, cascade, count, postgres_database, project, sqlite_database, texts, wait_until};
+use common::{block_on, cascade, count, postgres_database, project, schedule_now, sqlite_database, texts, wait_until};
 use serde_json::Value;
 
 const SCHEMA: &str = "
@@ -42,18 +42,6 @@ fn config(settings: &str, rate: Option<u32>) -> String {
     )
 }
 
-fn schedule_now(url: &str, ids: impl IntoIterator<Item = u32>) {
-    block_on(async {
-        let database = Database::connect(url, Access::ReadWrite).await.unwrap();
-        for id in ids {
-            cascade::scheduler::schedule(&database, "item", &id.to_string(), SystemTime::now(), Some("test"), None)
-                .await
-                .unwrap();
-        }
-        database.close().await;
-    });
-}
-
 fn spawn_worker(dir: &Path, url: &str, args: &[&str]) -> Running {
     Running::start(dir, &[&["worker", "--database-url", url], args].concat())
 }
@@ -61,7 +49,7 @@ fn spawn_worker(dir: &Path, url: &str, args: &[&str]) -> Running {
 /// Four worker processes (two lanes each) share 200 due deletions: each runs exactly once.
 fn exactly_once(url: &str) {
     let dir = project(&[("cascades/items.toml", &config("", None))]);
-    schedule_now(url, 1..=200);
+    schedule_now(url, "item", 1..=200);
     let workers: Vec<Running> =
         (0..4).map(|_| spawn_worker(dir.path(), url, &["--once", "--concurrency", "2", "--poll", "100ms"])).collect();
     for mut worker in workers {
@@ -105,7 +93,7 @@ fn four_workers_run_each_deletion_exactly_once_on_sqlite() {
 /// has passed, another worker releases it and finishes the deletion.
 fn lease_recovery(url: &str) {
     let dir = project(&[("cascades/items.toml", &config("lease_seconds = 2\nrun_lease_seconds = 1", Some(40)))]);
-    schedule_now(url, [1]);
+    schedule_now(url, "item", [1]);
     let mut first = spawn_worker(dir.path(), url, &["--once", "--lease", "2s"]);
     first.expect(CHUNK_COMMITTED);
     first.kill();
@@ -176,7 +164,7 @@ fn a_killed_worker_is_recovered_after_the_lease_on_sqlite() {
 fn permanent_failure_is_not_retried(url: &str, trigger: &str) {
     texts(url, trigger);
     let dir = project(&[("cascades/items.toml", &config("max_attempts = 3\nretry_delay_seconds = 0", None))]);
-    schedule_now(url, [1]);
+    schedule_now(url, "item", [1]);
     cascade(dir.path())
         .args(["worker", "--once", "--database-url", url])
         .assert()
@@ -224,7 +212,7 @@ fn terminate(mut worker: Running) {
 /// its own worker's lease (heartbeats every 30 s at most), not by the second worker's 2 s.
 fn a_live_claim_is_never_taken_over(url: &str, first_lease: &str) {
     let dir = project(&[("cascades/items.toml", &config("", Some(5)))]);
-    schedule_now(url, [1]);
+    schedule_now(url, "item", [1]);
     let mut first = spawn_worker(dir.path(), url, &["--lease", first_lease, "--poll", "100ms"]);
     first.expect(CHUNK_COMMITTED);
     let second = spawn_worker(dir.path(), url, &["--lease", "2s", "--poll", "100ms"]);
@@ -265,7 +253,7 @@ fn a_live_claim_is_never_taken_over_on_postgres() {
 /// the row to its new owner.
 fn a_lost_claim_stops_the_deletion(url: &str) {
     let dir = project(&[("cascades/items.toml", &config("", Some(5)))]);
-    schedule_now(url, [1]);
+    schedule_now(url, "item", [1]);
     let mut worker = spawn_worker(dir.path(), url, &["--lease", "2s", "--poll", "100ms"]);
     worker.expect(CHUNK_COMMITTED);
     texts(url, "UPDATE cascade_scheduled_deletion SET claim_token = 'another-worker'");
@@ -301,7 +289,7 @@ fn a_lost_claim_stops_the_deletion_on_postgres() {
 fn a_transient_failure_is_retried_until_it_succeeds_on_postgres() {
     let Some(url) = postgres_database(&format!("{SCHEMA}{}", rows(1, 3))) else { return };
     let dir = project(&[("cascades/items.toml", &config("max_attempts = 50\nretry_delay_seconds = 0", None))]);
-    schedule_now(&url, [1]);
+    schedule_now(&url, "item", [1]);
     let (locked_tx, locked_rx) = std::sync::mpsc::channel();
     let holder_url = url.clone();
     let holder = std::thread::spawn(move || {
@@ -433,7 +421,7 @@ fn a_missing_root_is_reported_as_not_found() {
     let dir = tempfile::tempdir().unwrap();
     let url = sqlite_database(dir.path(), &format!("{SCHEMA}{}", rows(1, 1)));
     let config_dir = project(&[("cascades/items.toml", &config("", None))]);
-    schedule_now(&url, [5]);
+    schedule_now(&url, "item", [5]);
     cascade(config_dir.path())
         .args(["worker", "--once", "--database-url", &url])
         .assert()

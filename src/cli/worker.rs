@@ -1,7 +1,7 @@
 use std::net::SocketAddr;
 use std::process::ExitCode;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use cascade::db::Access;
@@ -61,21 +61,19 @@ pub fn run(cli: &Cli, args: &Args) -> anyhow::Result<ExitCode> {
             false => None,
         };
         // Whichever of the two ends first (stopped, or failed for good) stops the other.
-        let stopping = Arc::new(AtomicBool::new(false));
         let drained = async {
             let Some(drainer) = &drainer else { return Ok(None) };
-            let drained = drainer.run(stopping.clone()).await;
-            stopping.store(true, Ordering::SeqCst);
+            let drained = drainer.run(stop.clone()).await;
+            stop.store(true, Ordering::SeqCst);
             drained.map(Some)
         };
         let deleted = async {
-            let report = worker::run(engine, options, stopping.clone()).await;
+            let report = worker::run(engine, options, stop.clone()).await;
             if !args.once {
-                stopping.store(true, Ordering::SeqCst);
+                stop.store(true, Ordering::SeqCst);
             }
             report
         };
-        let relay = relay_stop(stop.clone(), stopping.clone());
         // With --once the tombstones of this run's deletions are drained after them; otherwise
         // both run side by side until stopped.
         let (report, drained) = if args.once {
@@ -84,7 +82,6 @@ pub fn run(cli: &Cli, args: &Args) -> anyhow::Result<ExitCode> {
         } else {
             tokio::join!(deleted, drained)
         };
-        relay.abort();
         database.close().await;
         let (report, drained) = (report?, drained?);
         println!(
@@ -97,15 +94,5 @@ pub fn run(cli: &Cli, args: &Args) -> anyhow::Result<ExitCode> {
         // So that cron and systemd notice: a run in which any attempt failed is not a success.
         let drain_failed = drained.is_some_and(|d| args.once && d.failed_deliveries > 0);
         Ok(if report.failed > 0 || drain_failed { ExitCode::from(1) } else { ExitCode::SUCCESS })
-    })
-}
-
-/// Sets `to` once `from` is set (a signal stops both the worker and the drainer).
-fn relay_stop(from: Arc<AtomicBool>, to: Arc<AtomicBool>) -> tokio::task::JoinHandle<()> {
-    tokio::spawn(async move {
-        while !from.load(Ordering::SeqCst) {
-            tokio::time::sleep(cascade::stop::CHECK_EVERY).await;
-        }
-        to.store(true, Ordering::SeqCst);
     })
 }

@@ -208,3 +208,15 @@ pub fn archive_lines(dir: &Path, killed: &[i64]) -> BTreeMap<String, Vec<serde_j
 pub fn block_on<F: std::future::Future>(future: F) -> F::Output {
     tokio::runtime::Builder::new_current_thread().enable_all().build().expect("a runtime").block_on(future)
 }
+
+/// Schedules the deletions of `model` `ids`, due now.
+pub fn schedule_now<I: ToString>(url: &str, model: &str, ids: impl IntoIterator<Item = I>) {
+    block_on(async {
+        let database = cascade::db::Database::connect(url, cascade::db::Access::ReadWrite).await.unwrap();
+        for id in ids {
+            let now = std::time::SystemTime::now();
+            cascade::scheduler::schedule(&database, model, &id.to_string(), now, Some("test"), None).await.unwrap();
+        }
+        database.close().await;
+    });
+}
