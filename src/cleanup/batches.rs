@@ -328,10 +328,20 @@ impl<'a> BatchRun<'a> {
 /// `AND "alias"."key" > CHECKPOINT` when there is a checkpoint: the scan goes on after it.
 pub fn after(sql: &mut SqlBuilder, column: &str, key_type: &KeyType, checkpoint: Option<&str>) {
     if let Some(position) = checkpoint {
-        let value = match (key_type, position.parse::<i64>()) {
-            (KeyType::Integer | KeyType::Untyped, Ok(number)) => Param::integer(number),
-            _ => Param::text(position),
-        };
-        sql.push(" AND ").push(column).push(" > ").key_value(key_type, value);
+        sql.push(" AND ").push(column).push(" > ").key_value(key_type, key_param(key_type, position));
     }
+}
+
+/// A key as a parameter: an integer when it is one and the key column is integer.
+pub fn key_param(key_type: &KeyType, key: &str) -> Param {
+    match (key_type, key.parse::<i64>()) {
+        (KeyType::Integer | KeyType::Untyped, Ok(number)) => Param::integer(number),
+        _ => Param::text(key),
+    }
+}
+
+/// Keys (read from the database, as text) bound as one list parameter of their column's type.
+pub fn key_list(key_type: &KeyType, keys: Vec<String>) -> Param {
+    // A key the type refuses cannot come from the key column; bound as text, it matches nothing.
+    Param::Value(crate::engine::typed_keys(key_type, keys.clone()).unwrap_or(crate::db::sql::SqlValue::Texts(keys)))
 }

@@ -842,10 +842,12 @@ impl<'a> Group<'a> {
     /// Sets the relation column of those rows among `keys` that still dangle by it to NULL.
     fn nullify(&self, relation: &Candidate<'_>, keys: &[String]) -> Statement {
         let mut sql = SqlBuilder::new(self.engine.database().backend());
-        let key_list = crate::engine::typed_keys(&self.key_type, keys.to_vec())
-            .unwrap_or_else(|_| crate::db::sql::SqlValue::Texts(keys.to_vec()));
         sql.push("UPDATE ").push(&quoted(self.table)).push(" SET ").identifier(&relation.catalog_column());
-        sql.push(" = NULL WHERE ").key_list(&self.key, &self.key_type, Param::Value(key_list));
+        sql.push(" = NULL WHERE ").key_list(
+            &self.key,
+            &self.key_type,
+            batches::key_list(&self.key_type, keys.to_vec()),
+        );
         sql.push(" AND ").identifier(&self.key).push(" IN (SELECT ").identifier(CHILD).push(".");
         sql.identifier(&self.key).push(" FROM ").push(&quoted(self.table)).push(" AS ").identifier(CHILD);
         sql.push(" WHERE ");
