@@ -61,11 +61,14 @@ fn any_other_user_is_refused_before_anything_is_touched() {
     refused(&["delete", "org", "1", "--confirm"], "delete --confirm");
     refused(&["worker", "--once"], "worker");
     refused(&["outbox", "drain", "--once"], "outbox drain");
+    refused(&["orphans", "--delete", "--confirm"], "orphans --delete --confirm");
+    refused(&["duplicates", "project", "--by", "org_id", "--confirm"], "duplicates --confirm");
     assert_eq!(common::dump(&url), before, "nothing deleted, no tool table created, no run recorded");
 
     // Reading is for everyone: a dry run and a report.
     cascade(dir.path()).args(["--database-url", &url, "delete", "org", "1"]).assert().success();
     cascade(dir.path()).args(["--database-url", &url, "duplicates", "project", "--by", "org_id"]).assert().success();
+    cascade(dir.path()).args(["--database-url", &url, "orphans", "--delete"]).assert().success();
     assert_eq!(common::dump(&url), before);
 }
 
