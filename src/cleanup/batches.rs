@@ -263,6 +263,7 @@ impl<'a> BatchRun<'a> {
         }
         transaction.commit().await?;
         let took = started.elapsed();
+        self.charge_rate_limit(model, rows).await?;
         let summary = Summary {
             nullified: IndexMap::from([(model.to_owned(), rows)]),
             max_chunk_ms: took.as_secs_f64() * 1e3,
@@ -270,6 +271,19 @@ impl<'a> BatchRun<'a> {
         };
         self.add(&summary, took);
         Ok(self.pause().await)
+    }
+
+    /// Charges `rows` of `model` to its rate limit, if it has one (a deletion's batches are
+    /// charged by the engine).
+    async fn charge_rate_limit(&mut self, model: &str, rows: u64) -> Result<(), BatchError> {
+        let Some(option) = self.engine.config().model(model).and_then(|m| m.rate_limit.as_ref()) else { return Ok(()) };
+        let option = option.value.clone();
+        let rates = crate::engine::current_options(self.engine.config(), self.engine.database()).await?;
+        let rate = rates.get(&option).copied().unwrap_or(0.0);
+        let least_burst = self.options.batch_size;
+        let pacing = self.pacing.entry(model.to_owned()).or_insert_with(|| Pacing::for_option(&option, least_burst));
+        pacing.take(&option, rate, rows, self.options.stop.as_deref()).await;
+        Ok(())
     }
 
     fn add(&mut self, summary: &Summary, took: Duration) {

@@ -7,7 +7,7 @@
 
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::AtomicBool;
 use std::time::{Duration, Instant};
 
 use indexmap::IndexMap;
@@ -26,9 +26,6 @@ use crate::db::{Database, DbError, Failure, Transaction, first_text, tables};
 use crate::planner::{Plan, PlanNode};
 use crate::schema::Schema;
 use crate::telemetry;
-
-/// How often a rate-limit wait looks at the stop flag.
-const STOP_CHECK: Duration = Duration::from_millis(100);
 
 /// How often an option's value is read again from `cascade_option` while deleting.
 const OPTION_REFRESH: Duration = Duration::from_secs(1);
@@ -851,36 +848,10 @@ impl<'a> Deletion<'a> {
     async fn wait_for_limits(&mut self, limits: Vec<&str>, rows: u64) {
         for option in limits {
             let rate = self.rate(option).await;
-            let mut left = rows;
-            let mut waited = Duration::ZERO;
-            while left > 0 {
-                match self.pacing.try_take(option, rate, left) {
-                    Ok(taken) => left -= taken,
-                    Err(wait) => {
-                        let started = Instant::now();
-                        let go_on = self.sleep_unless_stopped(wait).await;
-                        waited += started.elapsed();
-                        if !go_on {
-                            record_wait(option, waited);
-                            return;
-                        }
-                    }
-                }
+            if !self.pacing.take(option, rate, rows, self.options.stop.as_deref()).await {
+                return;
             }
-            record_wait(option, waited);
         }
-    }
-
-    /// Sleeps for `wait`, checking the stop flag; `false` when stopped.
-    async fn sleep_unless_stopped(&self, wait: Duration) -> bool {
-        let until = Instant::now() + wait;
-        while Instant::now() < until {
-            if self.options.stop.as_ref().is_some_and(|stop| stop.load(Ordering::SeqCst)) {
-                return false;
-            }
-            tokio::time::sleep(STOP_CHECK.min(until - Instant::now())).await;
-        }
-        true
     }
 
     /// The option's current value: `cascade_option` over `[options]`, read at most once a second.
@@ -900,15 +871,6 @@ impl<'a> Deletion<'a> {
             self.rates_read = Some(Instant::now());
         }
         self.rates.get(option).copied().unwrap_or(0.0)
-    }
-}
-
-/// Counts a chunk's wait for the rate limit `option`, when it waited.
-fn record_wait(option: &str, waited: Duration) {
-    if !waited.is_zero() {
-        metrics::counter!(telemetry::RATE_LIMIT_WAITS, telemetry::OPTION => option.to_owned()).increment(1);
-        metrics::gauge!(telemetry::RATE_LIMIT_WAIT_SECONDS, telemetry::OPTION => option.to_owned())
-            .increment(waited.as_secs_f64());
     }
 }
 

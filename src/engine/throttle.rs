@@ -7,8 +7,9 @@
 
 use std::collections::HashMap;
 use std::num::NonZeroU32;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use governor::clock::{Clock, DefaultClock};
 use governor::middleware::NoOpMiddleware;
@@ -16,6 +17,7 @@ use governor::state::{InMemoryState, NotKeyed};
 use governor::{Quota, RateLimiter};
 
 use crate::planner::{Plan, PlanNode};
+use crate::telemetry;
 
 type Bucket<C> = RateLimiter<NotKeyed, InMemoryState, C, NoOpMiddleware<<C as Clock>::Instant>>;
 
@@ -78,10 +80,53 @@ impl Pacing {
         Self(Arc::new(Mutex::new(Throttle::for_plan(plan))))
     }
 
+    /// An empty bucket for `option` alone, holding at least `least_burst` rows (the most one
+    /// step charges at once).
+    pub fn for_option(option: &str, least_burst: u64) -> Self {
+        let throttle = Throttle::new(DefaultClock::default(), HashMap::from([(option.to_owned(), least_burst)]));
+        Self(Arc::new(Mutex::new(throttle)))
+    }
+
     /// [`Throttle::try_take`] on the shared buckets.
-    pub(super) fn try_take(&self, option: &str, rate: f64, rows: u64) -> Result<u64, Duration> {
+    fn try_take(&self, option: &str, rate: f64, rows: u64) -> Result<u64, Duration> {
         self.0.lock().unwrap_or_else(PoisonError::into_inner).try_take(option, rate, rows)
     }
+
+    /// Charges `rows` to `option`'s bucket at `rate` rows per second, waiting while it is empty
+    /// (a wait is counted in the metrics); `false` when `stop` was set meanwhile.
+    pub async fn take(&self, option: &str, rate: f64, rows: u64, stop: Option<&AtomicBool>) -> bool {
+        let mut left = rows;
+        let mut waited = Duration::ZERO;
+        let mut go_on = true;
+        while left > 0 && go_on {
+            match self.try_take(option, rate, left) {
+                Ok(taken) => left -= taken,
+                Err(wait) => {
+                    let started = Instant::now();
+                    go_on = sleep_unless_stopped(wait, stop).await;
+                    waited += started.elapsed();
+                }
+            }
+        }
+        if !waited.is_zero() {
+            metrics::counter!(telemetry::RATE_LIMIT_WAITS, telemetry::OPTION => option.to_owned()).increment(1);
+            metrics::gauge!(telemetry::RATE_LIMIT_WAIT_SECONDS, telemetry::OPTION => option.to_owned())
+                .increment(waited.as_secs_f64());
+        }
+        go_on
+    }
+}
+
+/// Sleeps for `wait`, looking at the stop flag often; `false` when stopped.
+async fn sleep_unless_stopped(wait: Duration, stop: Option<&AtomicBool>) -> bool {
+    let until = Instant::now() + wait;
+    while Instant::now() < until {
+        if stop.is_some_and(|stop| stop.load(Ordering::SeqCst)) {
+            return false;
+        }
+        tokio::time::sleep(crate::stop::CHECK_EVERY.min(until - Instant::now())).await;
+    }
+    true
 }
 
 impl std::fmt::Debug for Pacing {
