@@ -121,6 +121,10 @@ pub trait Backend: Send + Sync + Debug {
     /// may be a row inserted meanwhile, not an undeclared reference).
     fn concurrent_writers(&self) -> bool;
 
+    /// Whether a `WITH` query may hold a `DELETE ... RETURNING` whose rows the main statement
+    /// inserts elsewhere (PostgreSQL's data-modifying `WITH`).
+    fn deletes_in_with(&self) -> bool;
+
     /// Whether deleting "up to N rows" through the row selector's sub-select costs clearly more
     /// than deleting all matching rows straight from an index, so that counting the rows first
     /// (and deleting them all when they fit) pays off.

@@ -165,6 +165,10 @@ impl Backend for Postgres {
         true
     }
 
+    fn deletes_in_with(&self) -> bool {
+        true
+    }
+
     fn limited_delete_is_slow(&self) -> bool {
         // `ctid = ANY(ARRAY(SELECT ctid ... LIMIT n))` visits each row once, like the index.
         false

@@ -116,6 +116,14 @@ impl SqlBuilder {
         self.push(&placeholder)
     }
 
+    /// Appends a whole statement built on its own (its placeholders numbered from 1), so it
+    /// must come before any parameter of this one.
+    pub fn nest(&mut self, statement: Statement) -> &mut Self {
+        assert!(self.statement.params.is_empty(), "a nested statement comes before any parameter");
+        self.statement.params = statement.params;
+        self.push(&statement.sql)
+    }
+
     /// One placeholder for a text value.
     pub fn bind_text(&mut self, value: &str) -> &mut Self {
         self.bind(Param::text(value))

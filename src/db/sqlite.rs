@@ -159,6 +159,10 @@ impl Backend for Sqlite {
         false
     }
 
+    fn deletes_in_with(&self) -> bool {
+        false
+    }
+
     fn limited_delete_is_slow(&self) -> bool {
         // `rowid IN (SELECT rowid ... LIMIT n)` builds a temporary b-tree of rowids first.
         true

@@ -779,6 +779,12 @@ impl<'a> Deletion<'a> {
         if step.returning.is_none() || node.action != OnDelete::Delete {
             return Ok(transaction.execute(statement).await?);
         }
+        // Nothing to archive: the database writes the tombstones itself, rows never leave it.
+        if let (None, Some(with_tombstones)) = (&self.archive, step.deleting_with_tombstones(statement)) {
+            let rows = transaction.execute(&with_tombstones).await?;
+            self.summary.outbox_rows += rows;
+            return Ok(rows);
+        }
         let rows = transaction.fetch_texts(statement).await?;
         self.write_row_data(transaction, rows, node, step).await
     }

@@ -314,6 +314,24 @@ impl NodeSql<'_> {
     }
 }
 
+/// `delete` (a delete with the tombstone `RETURNING` list) with its rows' tombstones inserted by
+/// the same statement, through a data-modifying `WITH`: the deleted rows never leave the
+/// database. The number of rows it reports is the tombstones', one per deleted row.
+pub(crate) fn delete_with_tombstones(
+    backend: &'static dyn Backend,
+    delete: Statement,
+    scope: &str,
+    category: &str,
+) -> Statement {
+    let mut sql = SqlBuilder::new(backend);
+    sql.push("WITH cascade_deleted (cascade_key, cascade_shard, cascade_payload, cascade_row) AS (").nest(delete);
+    sql.push(") INSERT INTO \"cascade_outbox\" (\"scope\", \"shard_identifier\", \"category\", ");
+    sql.push("\"object_identifier\", \"payload\", \"scheduled_for\", \"scheduled_from\", \"date_added\") SELECT ");
+    sql.bind_text(scope).push(", cascade_shard, ").bind_text(category).push(", cascade_key, cascade_payload, ");
+    sql.push("CURRENT_TIMESTAMP, CURRENT_TIMESTAMP, CURRENT_TIMESTAMP FROM cascade_deleted");
+    sql.finish()
+}
+
 /// The tombstones of one chunk, written in the chunk's transaction from one parameter: a JSON
 /// array of `{"key", "shard", "payload"}` objects (payload a JSON text or null).
 pub(crate) fn outbox_insert(backend: &'static dyn Backend, scope: &str, category: &str, rows: Param) -> Statement {

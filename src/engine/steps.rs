@@ -3,8 +3,8 @@
 
 use serde::Serialize;
 
-use super::sql::{NodeSql, Returning, outbox_insert};
-use crate::config::{Config, StatusCheck};
+use super::sql::{NodeSql, Returning, delete_with_tombstones, outbox_insert};
+use crate::config::{Config, OnDelete, StatusCheck};
 use crate::db::Backend;
 use crate::db::sql::{KeyType, Param, SqlValue, Statement, quote_literal};
 use crate::planner::{OutboxTarget, Plan, PlanNode};
@@ -71,6 +71,13 @@ impl<'a> StepSql<'a> {
     pub fn tombstones(&self, rows: Param) -> Option<Statement> {
         let target = self.outbox?;
         Some(outbox_insert(self.sql.backend, &target.scope, &target.category, rows))
+    }
+
+    /// `delete` writing its own rows' tombstones, where the database can (see
+    /// [`delete_with_tombstones`]) and the step writes tombstones.
+    pub fn deleting_with_tombstones(&self, delete: &Statement) -> Option<Statement> {
+        let target = self.outbox.filter(|_| self.sql.backend.deletes_in_with())?;
+        Some(delete_with_tombstones(self.sql.backend, delete.clone(), &target.scope, &target.category))
     }
 }
 
@@ -164,22 +171,30 @@ fn list_node(
     if let Some(status) = step.status {
         statements.push(step.sql.mark_in_progress(matched.clone(), status));
     }
+    let mut deletes = Vec::new();
     if step.sql.loads_rows() {
         statements.push(step.sql.select_chunk(matched, step.status, node.chunk_size));
         let keys = described("the chunk's keys");
         if !step.children.is_empty() {
             statements.push(step.sql.children_exist(&step.children, &keys));
         }
-        statements.push(step.sql.delete_by_keys(keys, step.returning.as_ref()));
+        deletes.push(step.sql.delete_by_keys(keys, step.returning.as_ref()));
     } else if parent.is_some_and(PlanNode::has_only_set_based_children) && backend.limited_delete_is_slow() {
         // In the parent chunk's transaction: all its rows when they fit one chunk, else a chunk.
         statements.push(step.sql.count_up_to(matched.clone(), node.chunk_size + 1));
-        statements.push(step.sql.set_based_all(matched.clone(), step.returning.as_ref()));
-        statements.push(step.sql.set_based_chunk(matched, step.returning.as_ref(), node.chunk_size));
+        deletes.push(step.sql.set_based_all(matched.clone(), step.returning.as_ref()));
+        deletes.push(step.sql.set_based_chunk(matched, step.returning.as_ref(), node.chunk_size));
     } else {
-        statements.push(step.sql.set_based_chunk(matched, step.returning.as_ref(), node.chunk_size));
+        deletes.push(step.sql.set_based_chunk(matched, step.returning.as_ref(), node.chunk_size));
     }
-    statements.extend(step.tombstones(described("the deleted rows' keys, shard keys and payloads (JSON)")));
+    // Where the database writes a delete's tombstones itself (without --archive), as the executor has it.
+    let written_by_the_delete = node.action == OnDelete::Delete && backend.deletes_in_with();
+    for delete in deletes {
+        statements.push(step.deleting_with_tombstones(&delete).filter(|_| written_by_the_delete).unwrap_or(delete));
+    }
+    if !written_by_the_delete {
+        statements.extend(step.tombstones(described("the deleted rows' keys, shard keys and payloads (JSON)")));
+    }
     out.push(StepStatements {
         step: node.step,
         model: node.model.clone(),
