@@ -78,6 +78,9 @@ async fn newer_release_is_refused(url: &str) {
         .await
         .unwrap();
     transaction.commit().await.unwrap();
+    database.close().await;
+    // Another process: one that migrated remembers it and does not look again.
+    let database = Database::connect(url, Access::ReadWrite).await.unwrap();
     match migrate(&database).await {
         Err(DbError::NewerTables { found, known }) => assert_eq!((found, known), (newest + 1, newest)),
         other => panic!("expected a refusal, got {other:?}"),

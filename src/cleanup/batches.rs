@@ -129,6 +129,8 @@ pub struct BatchRun<'a> {
     options: BatchOptions,
     summary: CleanupSummary,
     started: Instant,
+    /// When the current batch started: before the query that picks its rows.
+    batch_started: Instant,
     heartbeat: tokio::task::JoinHandle<()>,
     /// Rate-limit buckets per plan root, shared by that plan's batches.
     pacing: IndexMap<String, Pacing>,
@@ -180,6 +182,7 @@ impl<'a> BatchRun<'a> {
             heartbeat: tables::keep_run_alive(database.clone(), run.id, lease),
             options,
             started: Instant::now(),
+            batch_started: Instant::now(),
             pacing: IndexMap::new(),
         })
     }
@@ -207,8 +210,10 @@ impl<'a> BatchRun<'a> {
         self.options.stop.as_ref().is_some_and(|stop| stop.load(Ordering::SeqCst))
     }
 
-    /// Whether another batch may start: not after a stop, nor past `--max-batches`.
+    /// Whether another batch may start: not after a stop, nor past `--max-batches`. The batch's
+    /// time counts from here, the query that picks its rows included.
     pub fn may_start_batch(&mut self) -> bool {
+        self.batch_started = Instant::now();
         if self.stopping() {
             self.summary.outcome = RunOutcome::Interrupted;
             return false;
@@ -224,7 +229,6 @@ impl<'a> BatchRun<'a> {
     /// Deletes the roots `keys` (ascending) of `plan`, each with everything below it, advancing
     /// the checkpoint `name` with every transaction that deletes roots; then pauses.
     pub async fn delete_batch(&mut self, plan: &Plan, keys: &[String], name: &str) -> Result<Next, BatchError> {
-        let started = Instant::now();
         let pacing = self.pacing.entry(plan.root.model.clone()).or_insert_with(|| Pacing::for_plan(plan)).clone();
         let options = DeleteOptions {
             archive: self.options.archive.clone(),
@@ -234,10 +238,11 @@ impl<'a> BatchRun<'a> {
             run: Some(self.summary.run),
             checkpoint: Some(name.to_owned()),
             pacing: Some(pacing),
+            root_chunk_size: Some(self.options.batch_size),
             ..DeleteOptions::default()
         };
         let finished = self.engine.run_to_end(plan, keys, options, |_| {}).await?;
-        self.add(&finished.summary, started.elapsed());
+        self.add(&finished.summary);
         if finished.outcome == RunOutcome::Interrupted {
             self.summary.outcome = RunOutcome::Interrupted;
             return Ok(Next::Stop);
@@ -269,7 +274,7 @@ impl<'a> BatchRun<'a> {
             max_chunk_ms: took.as_secs_f64() * 1e3,
             ..Summary::default()
         };
-        self.add(&summary, took);
+        self.add(&summary);
         Ok(self.pause().await)
     }
 
@@ -286,7 +291,8 @@ impl<'a> BatchRun<'a> {
         Ok(())
     }
 
-    fn add(&mut self, summary: &Summary, took: Duration) {
+    fn add(&mut self, summary: &Summary) {
+        let took = self.batch_started.elapsed();
         for (model, rows) in &summary.deleted {
             *self.summary.deleted.entry(model.clone()).or_default() += rows;
         }

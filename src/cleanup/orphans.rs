@@ -461,6 +461,23 @@ fn candidates<'a>(
     (counted, skipped)
 }
 
+/// The relations `options` selects, and those that cannot be counted; an error for a filter
+/// that names nothing.
+fn selected<'a>(
+    config: &'a Config,
+    schema: &'a Schema,
+    options: &OrphanOptions,
+) -> Result<(Vec<Candidate<'a>>, Vec<SkippedRelation>), OrphanError> {
+    let mut filter = Filter::new(options, config, schema)?;
+    let selected = candidates(config, schema, &mut filter);
+    if let Some(index) = filter.used.iter().position(|used| !used) {
+        let relation = filter.relations[index].0.clone();
+        let suggestion = crate::diagnostic::did_you_mean(&relation, filter.seen.iter().map(String::as_str));
+        return Err(OrphanError::UnknownRelation { relation, suggestion });
+    }
+    Ok(selected)
+}
+
 /// Counts the orphans of every relation `options` selects, on `database` with its live
 /// `schema`, and lists a sample of their keys. Read only; a relation the schema cannot support
 /// (a missing table or column, a composite key) is listed in `skipped` rather than failing the
@@ -471,13 +488,7 @@ pub async fn report(
     schema: &Schema,
     options: &OrphanOptions,
 ) -> Result<OrphanReport, OrphanError> {
-    let mut filter = Filter::new(options, config, schema)?;
-    let (candidates, skipped) = candidates(config, schema, &mut filter);
-    if let Some(index) = filter.used.iter().position(|used| !used) {
-        let relation = filter.relations[index].0.clone();
-        let suggestion = crate::diagnostic::did_you_mean(&relation, filter.seen.iter().map(String::as_str));
-        return Err(OrphanError::UnknownRelation { relation, suggestion });
-    }
+    let (candidates, skipped) = selected(config, schema, options)?;
     let backend = database.backend();
     let mut report = OrphanReport { skipped, ..OrphanReport::default() };
     for candidate in &candidates {
@@ -665,6 +676,33 @@ pub async fn preview_delete(
     Ok(preview)
 }
 
+/// Why the orphans of an undeclared foreign key are left alone.
+const UNDECLARED: &str =
+    "not declared in the config, so its rows' own children are unknown: declare the relation to clean its orphans up";
+
+/// The relations among `relations` that have orphans, counted, as left alone for `reason`.
+async fn leave_alone(
+    database: &Database,
+    relations: &[&Candidate<'_>],
+    reason: &str,
+) -> Result<Vec<LeftAlone>, OrphanError> {
+    let mut left = Vec::new();
+    for relation in relations {
+        let failed = |source| OrphanError::Database { relation: relation.label(), source };
+        let orphans = database.fetch_count(&relation.count(database.backend())).await.map_err(failed)?;
+        if orphans > 0 {
+            left.push(LeftAlone {
+                parent: relation.parent.map_or_else(|| table_label(relation.parent_table), str::to_owned),
+                child: relation.child.map_or_else(|| table_label(relation.child_table), str::to_owned),
+                column: relation.column.clone(),
+                orphans,
+                reason: reason.to_owned(),
+            });
+        }
+    }
+    Ok(left)
+}
+
 /// What deleting the orphans did, and the relations it left alone.
 #[derive(Debug, Clone, Serialize)]
 pub struct OrphanCleanup {
@@ -682,17 +720,28 @@ pub struct OrphanCleanup {
 /// is no orphan and stays. One `cascade_run` row (command `orphans`) records it all.
 pub async fn delete(
     engine: &Engine,
-    report: &OrphanReport,
-    options: BatchOptions,
+    options: &OrphanOptions,
+    batches: BatchOptions,
 ) -> Result<OrphanCleanup, OrphanError> {
-    let (groups, mut left_alone) = groups(report);
+    let (candidates, _) = selected(engine.config(), engine.schema(), options)?;
+    // Not counted first: each scan finds its orphans, or that there are none, as a count would.
+    let mut groups: IndexMap<(&str, OnDelete), Vec<&Candidate<'_>>> = IndexMap::new();
+    let mut left_alone = Vec::new();
+    for candidate in &candidates {
+        match (candidate.child, candidate.on_delete) {
+            (Some(child), Some(action)) if candidate.declared => {
+                groups.entry((child, action)).or_default().push(candidate)
+            }
+            _ => left_alone.extend(leave_alone(engine.database(), &[candidate], UNDECLARED).await?),
+        }
+    }
     let targets: Vec<String> = groups
         .iter()
         .flat_map(|((model, _), relations)| relations.iter().map(move |r| format!("{model}.{}", r.column)))
         .collect();
     let models: Vec<&str> =
         groups.keys().map(|(model, _)| *model).collect::<indexmap::IndexSet<_>>().into_iter().collect();
-    let mut run = BatchRun::start(engine, &models.join(", "), &targets, options).await?;
+    let mut run = BatchRun::start(engine, &models.join(", "), &targets, batches).await?;
     let mut cleaned = Ok(());
     for ((model, action), relations) in &groups {
         let plan = match action {
@@ -703,11 +752,17 @@ pub async fn delete(
             Ok(resolved) => resolved,
             Err(reason) => {
                 let reason = format!("its orphans cannot be cleaned up: {reason}");
-                left_alone.extend(relations.iter().map(|relation| LeftAlone::of(relation, &reason)));
+                match leave_alone(engine.database(), relations, &reason).await {
+                    Ok(left) => left_alone.extend(left),
+                    Err(error) => {
+                        cleaned = Err(error);
+                        break;
+                    }
+                }
                 continue;
             }
         };
-        let all: Vec<&Candidate<'_>> = group.relations.iter().collect();
+        let all = group.relations.clone();
         let next = match &plan {
             Some(plan) => group.scan(&mut run, &all, Clean::Delete(plan)).await,
             // One relation at a time: a row may dangle by one column and not by another.
@@ -745,12 +800,12 @@ struct Group<'a> {
     /// The key column as the catalog spells it, and how its values are bound.
     key: String,
     key_type: crate::db::sql::KeyType,
-    relations: Vec<Candidate<'a>>,
+    relations: Vec<&'a Candidate<'a>>,
 }
 
 impl<'a> Group<'a> {
     /// The group, or why its orphans cannot be cleaned up.
-    fn resolve(engine: &'a Engine, model: &'a str, relations: &[&RelationOrphans]) -> Result<Self, String> {
+    fn resolve(engine: &'a Engine, model: &'a str, relations: &[&'a Candidate<'a>]) -> Result<Self, String> {
         let (config, schema) = (engine.config(), engine.schema());
         let declared = config.model(model).ok_or_else(|| format!("no model `{model}`"))?;
         let table =
@@ -762,11 +817,7 @@ impl<'a> Group<'a> {
             })?,
         };
         let column = table.column(key).ok_or_else(|| format!("`{}` has no column `{key}`", table.name))?;
-        let relations = relations
-            .iter()
-            .map(|relation| candidate_of(config, schema, relation, table))
-            .collect::<Option<Vec<_>>>()
-            .ok_or_else(|| format!("a parent table of `{model}` is not in the database"))?;
+        let relations = relations.to_vec();
         Ok(Self { engine, model, table, key: column.name.clone(), key_type: column.key_type.clone(), relations })
     }
 
@@ -878,11 +929,7 @@ fn groups(report: &OrphanReport) -> (IndexMap<(&str, OnDelete), Vec<&RelationOrp
             (Some(child), Some(action)) if relation.declared => {
                 groups.entry((child.as_str(), action)).or_default().push(relation)
             }
-            _ => left_alone.push(LeftAlone::of(
-                relation,
-                "not declared in the config, so its rows' own children are unknown: declare the relation to clean \
-                 its orphans up",
-            )),
+            _ => left_alone.push(LeftAlone::of(relation, UNDECLARED)),
         }
     }
     (groups, left_alone)

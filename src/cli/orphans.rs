@@ -127,8 +127,7 @@ async fn report(
 async fn confirmed(url: &str, loaded: &Loaded, options: &OrphanOptions, args: &Args) -> anyhow::Result<ExitCode> {
     let database = super::connect(url, &loaded.config, Access::ReadWrite).await?;
     let Some(engine) = super::prepare(database.clone(), loaded).await? else { return Ok(ExitCode::from(1)) };
-    let report = cleanup::report(&database, engine.config(), engine.schema(), options).await?;
-    let cleaned = cleanup::orphans::delete(&engine, &report, args.batches.options()).await;
+    let cleaned = cleanup::orphans::delete(&engine, options, args.batches.options()).await;
     database.close().await;
     let cleaned = match cleaned {
         Err(OrphanError::Cleanup(BatchError::Delete(DeleteError::UnregisteredReferences(diagnostics)))) => {

@@ -2,6 +2,8 @@
 //! migration, and every command that writes brings the tables to the newest version first.
 
 use super::sql::{Param, Statement};
+use std::sync::atomic::Ordering;
+
 use super::{Database, DbError};
 
 /// The table recording which migrations have run.
@@ -18,6 +20,9 @@ pub async fn migrate(database: &Database) -> Result<i64, DbError> {
     let backend = database.backend();
     let migrations = backend.migrations();
     let known = migrations.len() as i64;
+    if database.migrated.load(Ordering::SeqCst) {
+        return Ok(known);
+    }
     let mut transaction = database.begin_write().await?;
     if let Some(lock) = backend.migration_lock() {
         transaction.execute_script(lock).await?;
@@ -36,6 +41,7 @@ pub async fn migrate(database: &Database) -> Result<i64, DbError> {
         tracing::debug!(version, "migrated the tool's tables");
     }
     transaction.commit().await?;
+    database.migrated.store(true, Ordering::SeqCst);
     Ok(known)
 }
 

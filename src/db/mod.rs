@@ -24,6 +24,9 @@ use sql::{Param, SqlValue, Statement};
 pub struct Database {
     backend: &'static dyn Backend,
     pool: Pool,
+    /// Set once the tool's tables are known to be at this build's version: every later
+    /// [`migrate`] of the pool (a clean-up runs one deletion per batch) is free.
+    migrated: std::sync::Arc<std::sync::atomic::AtomicBool>,
 }
 
 /// The connections themselves; only this module and the schema readers look inside.
@@ -265,6 +268,10 @@ fn value_of(param: &Param) -> &SqlValue {
 }
 
 impl Database {
+    fn new(backend: &'static dyn Backend, pool: Pool) -> Self {
+        Self { backend, pool, migrated: std::sync::Arc::default() }
+    }
+
     /// Connects to `url` (`sqlite://PATH` or `postgres://...`). A SQLite file is never created.
     pub async fn connect(url: &str, options: impl Into<ConnectOptions>) -> Result<Self, DbError> {
         let url = DatabaseUrl::parse(url)?;

@@ -42,11 +42,14 @@ impl Backend for Postgres {
         Box::pin(async move {
             let failed = |reason| DbError::Connect { url: url.redacted(), reason };
             let mut options = PgConnectOptions::from_str(url.as_str()).map_err(failed)?;
-            if connect.access == Access::ReadOnly {
+            options = match connect.access {
                 // Every transaction of a read-only connection is read only: a write the tool
                 // never means to make fails instead of happening.
-                options = options.options([("default_transaction_read_only", "on")]);
-            }
+                Access::ReadOnly => options.options([("default_transaction_read_only", "on")]),
+                // A writer's statements each touch a chunk (`... LIMIT 500`): parallel workers
+                // only add their start-up, which made picking a batch of orphans 4× slower.
+                Access::ReadWrite => options.options([("max_parallel_workers_per_gather", "0")]),
+            };
             // One connection first: a refused or failed connection is reported as what it is at
             // once, where the pool would retry it until its timeout and say only that it timed out.
             let first = tokio::time::timeout(CONNECT_TIMEOUT, PgConnection::connect_with(&options))
@@ -64,7 +67,7 @@ impl Backend for Postgres {
                 .connect_with(options)
                 .await
                 .map_err(failed)?;
-            Ok(Database { backend: &Postgres, pool: Pool::Postgres(pool) })
+            Ok(Database::new(&Postgres, Pool::Postgres(pool)))
         })
     }
 

@@ -82,7 +82,7 @@ impl Backend for Sqlite {
                 .connect_with(connect_options)
                 .await
                 .map_err(connect_error)?;
-            Ok(Database { backend: &Sqlite, pool: Pool::Sqlite(pool) })
+            Ok(Database::new(&Sqlite, Pool::Sqlite(pool)))
         })
     }
 

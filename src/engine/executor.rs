@@ -55,6 +55,9 @@ pub struct DeleteOptions {
     /// Rate-limit buckets shared with the caller's other deletions of the same plan, so that
     /// together they keep to the limits; the deletion's own otherwise.
     pub pacing: Option<Pacing>,
+    /// Root rows per transaction, instead of the root model's (adaptive) chunk size: a clean-up
+    /// batch is one chunk of roots.
+    pub root_chunk_size: Option<u64>,
 }
 
 impl Default for DeleteOptions {
@@ -68,6 +71,7 @@ impl Default for DeleteOptions {
             run: None,
             checkpoint: None,
             pacing: None,
+            root_chunk_size: None,
         }
     }
 }
@@ -394,7 +398,7 @@ impl<'a> Deletion<'a> {
                 // Each root chunk binds only its own ids: binding all of them to every fetch made
                 // 100,000 ids quadratic. The ids were read when the deletion started, so a per_row
                 // root chunk needs no fetch: its keys are the ids.
-                let Some(matched) = self.pending_roots.take(self.sizes.of(self.root)) else { return Ok(false) };
+                let Some(matched) = self.pending_roots.take(self.size_of(self.root)) else { return Ok(false) };
                 let mut frame = self.frame_of(self.root, None, matched.clone());
                 if !self.root.is_set_based() {
                     frame.limit = key_count(&matched);
@@ -486,7 +490,8 @@ impl<'a> Deletion<'a> {
                     }
                 }
                 State::SetBased => {
-                    let (node, limit) = (frame.node, self.sizes.of(frame.node));
+                    let node = frame.node;
+                    let limit = self.size_of(node);
                     let frame = self.stack.pop().expect("the frame being worked on");
                     let rows = self.set_based_chunk(&frame, limit).await;
                     self.stack.push(frame);
@@ -502,6 +507,14 @@ impl<'a> Deletion<'a> {
                     }
                 }
             }
+        }
+    }
+
+    /// Rows per transaction of `node` now.
+    fn size_of(&self, node: &PlanNode) -> u64 {
+        match self.options.root_chunk_size {
+            Some(size) if std::ptr::eq(node, self.root) => size,
+            _ => self.sizes.of(node),
         }
     }
 
