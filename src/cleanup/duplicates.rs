@@ -10,10 +10,12 @@
 use indexmap::IndexMap;
 use serde::Serialize;
 
+use super::batches::{self, BatchError, BatchOptions, BatchRun, CleanupSummary};
 use crate::config::Config;
-use crate::db::sql::{Param, SqlBuilder};
-use crate::db::{Database, DbError};
+use crate::db::sql::{KeyType, Param, SqlBuilder, Statement};
+use crate::db::{Database, DbError, Transaction};
 use crate::diagnostic::did_you_mean;
+use crate::engine::Engine;
 use crate::schema::{CatalogNames, Schema, Table};
 
 /// Sample groups shown when the caller asks for no other number.
@@ -185,6 +187,37 @@ pub enum DuplicatesError {
     /// A query failed.
     #[error(transparent)]
     Database(#[from] DbError),
+    /// Removing duplicates failed or was refused.
+    #[error(transparent)]
+    Cleanup(#[from] BatchError),
+    /// The model's rows cannot be the roots of a deletion.
+    #[error("duplicates of `{model}` cannot be removed: {reason}")]
+    NotRemovable {
+        /// The model.
+        model: String,
+        /// Why.
+        reason: String,
+    },
+    /// Re-pointing the children of a group's duplicates at its kept row would break a unique
+    /// constraint of the child table; nothing of the group was changed.
+    #[error(
+        "merging the duplicates {} of `{model}` into {kept} would violate the unique constraint {constraint} of \
+         `{child}` (rows of `{child}` point at both); nothing of this group was changed: merge or delete those \
+         rows first, or remove the duplicates without --merge",
+        duplicates.join(", ")
+    )]
+    MergeConflict {
+        /// The model.
+        model: String,
+        /// The key of the group's kept row.
+        kept: String,
+        /// The keys of the group's duplicates.
+        duplicates: Vec<String>,
+        /// The child model whose rows would collide.
+        child: String,
+        /// The database's name for the constraint.
+        constraint: String,
+    },
 }
 
 fn hint(suggestion: &Option<String>) -> String {
@@ -199,43 +232,7 @@ pub async fn find(
     schema: &Schema,
     search: &Search,
 ) -> Result<Duplicates, DuplicatesError> {
-    let model = config.model(&search.model).ok_or_else(|| DuplicatesError::UnknownModel {
-        name: search.model.clone(),
-        suggestion: did_you_mean(&search.model, config.models.keys().map(String::as_str)),
-    })?;
-    let names = CatalogNames::of(Some(schema), &model.table.value);
-    let table = names.table().ok_or_else(|| DuplicatesError::MissingTable {
-        model: search.model.clone(),
-        table: model.table.value.clone(),
-    })?;
-    let key_columns = model.key.as_ref().map_or_else(|| vec!["id".to_owned()], |key| key.value.columns());
-    let key = key_columns
-        .iter()
-        .map(|column| {
-            table.column(column).map(|c| c.name.clone()).ok_or_else(|| DuplicatesError::MissingKey {
-                model: search.model.clone(),
-                table: table.name.clone(),
-                column: column.clone(),
-                primary_key: (!table.primary_key.is_empty()).then(|| table.primary_key.join(", ")),
-            })
-        })
-        .collect::<Result<Vec<_>, _>>()?;
-    if search.by.is_empty() {
-        return Err(DuplicatesError::NoColumns);
-    }
-    let mut by: Vec<String> = Vec::new();
-    for column in &search.by {
-        let column = resolve(table, "--by", column)?;
-        if by.contains(&column) {
-            return Err(DuplicatesError::RepeatedColumn(column));
-        }
-        by.push(column);
-    }
-    let order_by = match &search.order_by {
-        Some(column) => vec![resolve(table, "--order-by", column)?],
-        None => key.clone(),
-    };
-
+    let Resolved { names, table, key, by, order_by } = Resolved::of(config, schema, search)?;
     let queries = Queries { table: names.quoted_table(), by: &by, key: &key, order_by: &order_by, keep: search.keep };
     let totals = database.fetch_texts(&queries.totals(database.sql())).await?;
     let number = |index: usize| -> u64 {
@@ -263,6 +260,220 @@ pub async fn find(
         null_rows,
         sample,
     })
+}
+
+/// Removes the duplicates of `search` in batches (see [`batches`]): all but the kept row of each
+/// group, in key order, each as the root of its own cascade through the model's plan. With
+/// `merge`, the rows that reference a batch's duplicates through a declared relation are first
+/// re-pointed at their group's kept row, in one transaction per batch; when that would break a
+/// unique constraint, the batch is rolled back and the first group at fault is named.
+pub async fn remove(
+    engine: &Engine,
+    search: &Search,
+    merge: bool,
+    options: BatchOptions,
+) -> Result<CleanupSummary, DuplicatesError> {
+    let (config, schema) = (engine.config(), engine.schema());
+    let resolved = Resolved::of(config, schema, search)?;
+    let not_removable = |reason: String| DuplicatesError::NotRemovable { model: search.model.clone(), reason };
+    let [key] = resolved.key.as_slice() else {
+        return Err(not_removable("its key is composite: a clean-up deletes rows by a single-column key".to_owned()));
+    };
+    let key_type = resolved.table.column(key).map_or(KeyType::Integer, |column| column.key_type.clone());
+    let plan = crate::planner::compile(config, &search.model).map_err(|error| not_removable(error.to_string()))?;
+    let queries = Queries {
+        table: resolved.names.quoted_table(),
+        by: &resolved.by,
+        key: &resolved.key,
+        order_by: &resolved.order_by,
+        keep: search.keep,
+    };
+    let merger = merge.then(|| Merger::new(engine, &search.model, &key_type));
+    let target = format!("{} by {}", search.model, resolved.by.join(","));
+    let name = format!("duplicates:{target}:{}:{}", search.keep.as_str(), resolved.order_by.join(","));
+    let mut run = BatchRun::start(engine, &search.model, &[target], options).await?;
+    let removed = async {
+        let mut after = run.resume_from(&name).await?;
+        while run.may_start_batch() {
+            let statement =
+                queries.removable(engine.database().sql(), &key_type, after.as_deref(), run.options().batch_size);
+            let pairs: Vec<(String, String)> = engine
+                .database()
+                .fetch_texts(&statement)
+                .await?
+                .into_iter()
+                .filter_map(|row| {
+                    let mut fields = row.into_iter();
+                    Some((fields.next().flatten()?, fields.next().flatten()?))
+                })
+                .collect();
+            let Some((last, _)) = pairs.last().cloned() else {
+                run.finished_scan(&name).await?;
+                break;
+            };
+            if let Some(merger) = &merger {
+                merger.repoint(&pairs).await?;
+            }
+            let keys: Vec<String> = pairs.into_iter().map(|(duplicate, _)| duplicate).collect();
+            let next = run.delete_batch(&plan, &keys, &name).await?;
+            after = Some(last);
+            if next == batches::Next::Stop {
+                break;
+            }
+        }
+        Ok::<_, DuplicatesError>(())
+    }
+    .await;
+    let error = removed.as_ref().err().map(ToString::to_string);
+    let finished = run.finish(error.as_deref()).await;
+    removed?;
+    Ok(finished?)
+}
+
+/// Re-points the rows that reference duplicates at their group's kept row: one `UPDATE` per
+/// declared relation of the model.
+struct Merger<'a> {
+    engine: &'a Engine,
+    model: &'a str,
+    key_type: &'a KeyType,
+    /// (child model, its table quoted, the relation column as the catalog spells it).
+    relations: Vec<(String, String, String)>,
+}
+
+impl<'a> Merger<'a> {
+    fn new(engine: &'a Engine, model: &'a str, key_type: &'a KeyType) -> Self {
+        let (config, schema) = (engine.config(), engine.schema());
+        let relations = config
+            .model(model)
+            .map(|declared| declared.children.as_slice())
+            .unwrap_or_default()
+            .iter()
+            .filter_map(|relation| {
+                let child = config.model(&relation.model.value)?;
+                let names = CatalogNames::of(Some(schema), &child.table.value);
+                let column = names.table()?.column(&relation.column.value)?.name.clone();
+                Some((relation.model.value.clone(), names.quoted_table(), column))
+            })
+            .collect();
+        Self { engine, model, key_type, relations }
+    }
+
+    /// Re-points the references to each (duplicate, kept) pair's duplicate, in one transaction;
+    /// on a unique violation nothing is changed and the first group at fault is named.
+    async fn repoint(&self, pairs: &[(String, String)]) -> Result<(), DuplicatesError> {
+        let mut transaction = self.engine.database().begin_write().await?;
+        match self.repoint_in(&mut transaction, pairs).await {
+            Ok(()) => Ok(transaction.commit().await?),
+            Err((child, error)) => {
+                transaction.rollback().await?;
+                let Some(constraint) = error.unique_violation() else { return Err(error.into()) };
+                Err(self.conflict(pairs, child, constraint).await)
+            }
+        }
+    }
+
+    async fn repoint_in(
+        &self,
+        transaction: &mut Transaction,
+        pairs: &[(String, String)],
+    ) -> Result<(), (String, DbError)> {
+        for (child, table, column) in &self.relations {
+            let statement = self.update(table, column, pairs);
+            transaction.execute(&statement).await.map_err(|error| (child.clone(), error))?;
+        }
+        Ok(())
+    }
+
+    /// `UPDATE child SET column = CASE column WHEN duplicate THEN kept ... END WHERE column IN (duplicates)`.
+    fn update(&self, table: &str, column: &str, pairs: &[(String, String)]) -> Statement {
+        let mut sql = self.engine.database().sql();
+        sql.push("UPDATE ").push(table).push(" SET ").identifier(column).push(" = CASE ").identifier(column);
+        for (duplicate, kept) in pairs {
+            sql.push(" WHEN ").key_value(self.key_type, batches::key_param(self.key_type, duplicate));
+            sql.push(" THEN ").key_value(self.key_type, batches::key_param(self.key_type, kept));
+        }
+        let duplicates: Vec<String> = pairs.iter().map(|(duplicate, _)| duplicate.clone()).collect();
+        sql.push(" END WHERE ").key_list(column, self.key_type, batches::key_list(self.key_type, duplicates));
+        sql.finish()
+    }
+
+    /// The first group of `pairs` whose re-pointing alone breaks the constraint (each tried in a
+    /// transaction that is rolled back), as the error to report.
+    async fn conflict(&self, pairs: &[(String, String)], child: String, constraint: String) -> DuplicatesError {
+        let mut groups: indexmap::IndexMap<&str, Vec<(String, String)>> = indexmap::IndexMap::new();
+        for (duplicate, kept) in pairs {
+            groups.entry(kept.as_str()).or_default().push((duplicate.clone(), kept.clone()));
+        }
+        let mut at_fault = groups.first().map(|(kept, group)| ((*kept).to_owned(), group.clone()));
+        for (kept, group) in &groups {
+            let Ok(mut probe) = self.engine.database().begin_write().await else { break };
+            let broke = self.repoint_in(&mut probe, group).await.is_err();
+            let _ = probe.rollback().await;
+            if broke {
+                at_fault = Some(((*kept).to_owned(), group.clone()));
+                break;
+            }
+        }
+        let (kept, group) = at_fault.unwrap_or_default();
+        DuplicatesError::MergeConflict {
+            model: self.model.to_owned(),
+            kept,
+            duplicates: group.into_iter().map(|(duplicate, _)| duplicate).collect(),
+            child,
+            constraint,
+        }
+    }
+}
+
+/// A search resolved against the live schema: the table and its columns as the catalog spells them.
+struct Resolved<'a> {
+    names: CatalogNames<'a>,
+    table: &'a Table,
+    key: Vec<String>,
+    by: Vec<String>,
+    order_by: Vec<String>,
+}
+
+impl<'a> Resolved<'a> {
+    fn of(config: &'a Config, schema: &'a Schema, search: &Search) -> Result<Self, DuplicatesError> {
+        let model = config.model(&search.model).ok_or_else(|| DuplicatesError::UnknownModel {
+            name: search.model.clone(),
+            suggestion: did_you_mean(&search.model, config.models.keys().map(String::as_str)),
+        })?;
+        let names = CatalogNames::of(Some(schema), &model.table.value);
+        let table = names.table().ok_or_else(|| DuplicatesError::MissingTable {
+            model: search.model.clone(),
+            table: model.table.value.clone(),
+        })?;
+        let key_columns = model.key.as_ref().map_or_else(|| vec!["id".to_owned()], |key| key.value.columns());
+        let key = key_columns
+            .iter()
+            .map(|column| {
+                table.column(column).map(|c| c.name.clone()).ok_or_else(|| DuplicatesError::MissingKey {
+                    model: search.model.clone(),
+                    table: table.name.clone(),
+                    column: column.clone(),
+                    primary_key: (!table.primary_key.is_empty()).then(|| table.primary_key.join(", ")),
+                })
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        if search.by.is_empty() {
+            return Err(DuplicatesError::NoColumns);
+        }
+        let mut by: Vec<String> = Vec::new();
+        for column in &search.by {
+            let column = resolve(table, "--by", column)?;
+            if by.contains(&column) {
+                return Err(DuplicatesError::RepeatedColumn(column));
+            }
+            by.push(column);
+        }
+        let order_by = match &search.order_by {
+            Some(column) => vec![resolve(table, "--order-by", column)?],
+            None => key.clone(),
+        };
+        Ok(Self { names, table, key, by, order_by })
+    }
 }
 
 /// A column named on the command line, as the catalog spells it.
@@ -353,6 +564,34 @@ impl Queries<'_> {
         sql.bind(Param::integer(1 + SAMPLE_REMOVED_KEYS as i64));
         // Qualified: a bare name would sort by the output column of the same name, which is text.
         sql.push(" ORDER BY cascade_sample.cascade_group, cascade_sample.cascade_position");
+        sql.finish()
+    }
+
+    /// The next `limit` rows after the key `after` that are not their group's kept row, in key
+    /// order: (key, the kept row's key), as text.
+    fn removable(&self, mut sql: SqlBuilder, key_type: &KeyType, after: Option<&str>, limit: u64) -> Statement {
+        let key = &self.key[0];
+        let window = |sql: &mut SqlBuilder| {
+            sql.push(" OVER (PARTITION BY ");
+            for (index, column) in self.by.iter().enumerate() {
+                sql.push(if index == 0 { "cascade_row." } else { ", cascade_row." }).identifier(column);
+            }
+            sql.push(" ORDER BY ");
+            self.keep_order(sql);
+            sql.push(")");
+        };
+        sql.push("SELECT CAST(cascade_ranked.cascade_key AS TEXT), CAST(cascade_ranked.cascade_kept AS TEXT) FROM (");
+        sql.push("SELECT cascade_row.").identifier(key).push(" AS cascade_key, FIRST_VALUE(cascade_row.");
+        sql.identifier(key).push(")");
+        window(&mut sql);
+        sql.push(" AS cascade_kept, ROW_NUMBER()");
+        window(&mut sql);
+        sql.push(" AS cascade_position FROM ").push(&self.table).push(" AS cascade_row WHERE ");
+        self.not_null(&mut sql);
+        sql.push(") AS cascade_ranked WHERE cascade_ranked.cascade_position > 1");
+        batches::after(&mut sql, "cascade_ranked.cascade_key", key_type, after);
+        sql.push(" ORDER BY cascade_ranked.cascade_key LIMIT ");
+        sql.bind(Param::integer(i64::try_from(limit).unwrap_or(i64::MAX)));
         sql.finish()
     }
 

@@ -3,6 +3,7 @@
 //! what deleting them would remove); `duplicates` finds groups of rows that are equal on some
 //! columns.
 
+pub mod batches;
 pub mod duplicates;
 pub mod orphans;
 

@@ -10,11 +10,12 @@
 use indexmap::IndexMap;
 use serde::Serialize;
 
+use super::batches::{self, BatchError, BatchOptions, BatchRun, CleanupSummary, Next};
 use crate::config::{Config, Key, OnDelete};
 use crate::db::sql::{Param, SqlBuilder, Statement, quote_identifier, quote_qualified};
 use crate::db::{Backend, Database, DbError};
-use crate::engine::{self, CountError, Dangling};
-use crate::planner;
+use crate::engine::{self, CountError, Dangling, Engine};
+use crate::planner::{self, Plan};
 use crate::schema::{Schema, Table};
 
 /// Which relations to report, and how many orphan keys to list for each.
@@ -116,6 +117,9 @@ pub enum OrphanError {
         /// What the database said.
         source: DbError,
     },
+    /// Deleting the orphans failed or was refused.
+    #[error(transparent)]
+    Cleanup(#[from] BatchError),
     /// Counting what deleting the orphans would remove failed.
     #[error("cannot count what deleting the orphans of `{model}` would remove: {source}")]
     Count {
@@ -559,6 +563,18 @@ pub struct LeftAlone {
     pub reason: String,
 }
 
+impl LeftAlone {
+    fn of(relation: &RelationOrphans, reason: &str) -> Self {
+        Self {
+            parent: relation.parent.clone().unwrap_or_else(|| relation.parent_table.clone()),
+            child: relation.child.clone().unwrap_or_else(|| relation.child_table.clone()),
+            column: relation.column.clone(),
+            orphans: relation.orphans,
+            reason: reason.to_owned(),
+        }
+    }
+}
+
 /// The dry run of deleting the orphans in `report`: per child model, each orphan of a delete
 /// relation as the root of its own cascade (counted through the model's plan, with the
 /// engine's counting facility and an anti-join for the roots, so no keys are loaded), and each
@@ -570,27 +586,8 @@ pub async fn preview_delete(
     schema: &Schema,
     report: &OrphanReport,
 ) -> Result<DeletePreview, OrphanError> {
-    let mut preview = DeletePreview::default();
-    // (child model, action) → the relations with orphans.
-    let mut groups: IndexMap<(&str, OnDelete), Vec<&RelationOrphans>> = IndexMap::new();
-    for relation in report.relations.iter().filter(|r| r.orphans > 0) {
-        let left_alone = |reason: &str| LeftAlone {
-            parent: relation.parent.clone().unwrap_or_else(|| relation.parent_table.clone()),
-            child: relation.child.clone().unwrap_or_else(|| relation.child_table.clone()),
-            column: relation.column.clone(),
-            orphans: relation.orphans,
-            reason: reason.to_owned(),
-        };
-        match (&relation.child, relation.on_delete) {
-            (Some(child), Some(action)) if relation.declared => {
-                groups.entry((child.as_str(), action)).or_default().push(relation)
-            }
-            _ => preview.left_alone.push(left_alone(
-                "not declared in the config, so its rows' own children are unknown: declare the relation to clean \
-                 its orphans up",
-            )),
-        }
-    }
+    let (groups, left_alone) = groups(report);
+    let mut preview = DeletePreview { left_alone, ..DeletePreview::default() };
     let backend = database.backend();
     for ((model, action), relations) in groups {
         let dangling: Vec<Dangling> = relations
@@ -607,15 +604,8 @@ pub async fn preview_delete(
                 let plan = match planner::compile(config, model) {
                     Ok(plan) => plan,
                     Err(error) => {
-                        for relation in &relations {
-                            preview.left_alone.push(LeftAlone {
-                                parent: relation.parent.clone().unwrap_or_default(),
-                                child: model.to_owned(),
-                                column: relation.column.clone(),
-                                orphans: relation.orphans,
-                                reason: format!("its orphans cannot be the roots of a deletion: {error}"),
-                            });
-                        }
+                        let reason = format!("its orphans cannot be the roots of a deletion: {error}");
+                        preview.left_alone.extend(relations.iter().map(|relation| LeftAlone::of(relation, &reason)));
                         continue;
                     }
                 };
@@ -673,6 +663,229 @@ pub async fn preview_delete(
         preview.roots.push(root);
     }
     Ok(preview)
+}
+
+/// What deleting the orphans did, and the relations it left alone.
+#[derive(Debug, Clone, Serialize)]
+pub struct OrphanCleanup {
+    /// What was deleted and nullified.
+    #[serde(flatten)]
+    pub summary: CleanupSummary,
+    /// Relations whose orphans were not touched, and why.
+    pub left_alone: Vec<LeftAlone>,
+}
+
+/// Deletes the orphans of `report`'s declared relations in batches (see [`batches`]): per child
+/// model, the orphans of its delete relations as the roots of their own cascades, in key
+/// order; the orphans of its nullify relations get the relation column set to NULL. Each batch is
+/// picked by the anti-join again right before it runs, so a row whose parent came back meanwhile
+/// is no orphan and stays. One `cascade_run` row (command `orphans`) records it all.
+pub async fn delete(
+    engine: &Engine,
+    report: &OrphanReport,
+    options: BatchOptions,
+) -> Result<OrphanCleanup, OrphanError> {
+    let (groups, mut left_alone) = groups(report);
+    let targets: Vec<String> = groups
+        .iter()
+        .flat_map(|((model, _), relations)| relations.iter().map(move |r| format!("{model}.{}", r.column)))
+        .collect();
+    let models: Vec<&str> =
+        groups.keys().map(|(model, _)| *model).collect::<indexmap::IndexSet<_>>().into_iter().collect();
+    let mut run = BatchRun::start(engine, &models.join(", "), &targets, options).await?;
+    let mut cleaned = Ok(());
+    for ((model, action), relations) in &groups {
+        let plan = match action {
+            OnDelete::Delete => planner::compile(engine.config(), model).map(Some).map_err(|error| error.to_string()),
+            OnDelete::Nullify => Ok(None),
+        };
+        let (group, plan) = match Group::resolve(engine, model, relations).and_then(|group| Ok((group, plan?))) {
+            Ok(resolved) => resolved,
+            Err(reason) => {
+                let reason = format!("its orphans cannot be cleaned up: {reason}");
+                left_alone.extend(relations.iter().map(|relation| LeftAlone::of(relation, &reason)));
+                continue;
+            }
+        };
+        let all: Vec<&Candidate<'_>> = group.relations.iter().collect();
+        let next = match &plan {
+            Some(plan) => group.scan(&mut run, &all, Clean::Delete(plan)).await,
+            // One relation at a time: a row may dangle by one column and not by another.
+            None => {
+                let mut next = Ok(Next::Continue);
+                for relation in &all {
+                    next = group.scan(&mut run, &[relation], Clean::Nullify(relation)).await;
+                    if !matches!(next, Ok(Next::Continue)) {
+                        break;
+                    }
+                }
+                next
+            }
+        };
+        match next {
+            Ok(Next::Continue) => {}
+            Ok(Next::Stop) => break,
+            Err(error) => {
+                cleaned = Err(error);
+                break;
+            }
+        }
+    }
+    let error = cleaned.as_ref().err().map(ToString::to_string);
+    let finished = run.finish(error.as_deref()).await;
+    cleaned?;
+    Ok(OrphanCleanup { summary: finished?, left_alone })
+}
+
+/// The orphans of one child model by some of its relations, resolved for deleting.
+struct Group<'a> {
+    engine: &'a Engine,
+    model: &'a str,
+    table: &'a Table,
+    /// The key column as the catalog spells it, and how its values are bound.
+    key: String,
+    key_type: crate::db::sql::KeyType,
+    relations: Vec<Candidate<'a>>,
+}
+
+impl<'a> Group<'a> {
+    /// The group, or why its orphans cannot be cleaned up.
+    fn resolve(engine: &'a Engine, model: &'a str, relations: &[&RelationOrphans]) -> Result<Self, String> {
+        let (config, schema) = (engine.config(), engine.schema());
+        let declared = config.model(model).ok_or_else(|| format!("no model `{model}`"))?;
+        let table =
+            schema.table(&declared.table.value).ok_or_else(|| format!("no table `{}`", declared.table.value))?;
+        let key = match declared.key.as_ref().map(|key| &key.value) {
+            None => "id",
+            Some(key) => key.single().ok_or_else(|| {
+                format!("the key of `{model}` is composite: a clean-up deletes rows by a single-column key")
+            })?,
+        };
+        let column = table.column(key).ok_or_else(|| format!("`{}` has no column `{key}`", table.name))?;
+        let relations = relations
+            .iter()
+            .map(|relation| candidate_of(config, schema, relation, table))
+            .collect::<Option<Vec<_>>>()
+            .ok_or_else(|| format!("a parent table of `{model}` is not in the database"))?;
+        Ok(Self { engine, model, table, key: column.name.clone(), key_type: column.key_type.clone(), relations })
+    }
+
+    /// The checkpoint of the orphans of `relations`.
+    fn checkpoint(&self, relations: &[&Candidate<'_>]) -> String {
+        let columns: Vec<&str> = relations.iter().map(|relation| relation.column.as_str()).collect();
+        format!("orphans:{}:{}", self.model, columns.join(","))
+    }
+
+    /// The next `limit` keys after `after` of rows that dangle by any of `relations`, ascending.
+    fn next_keys(&self, relations: &[&Candidate<'_>], after: Option<&str>, limit: u64) -> Statement {
+        let key = format!("{}.{}", quote_identifier(CHILD), quote_identifier(&self.key));
+        let mut sql = SqlBuilder::new(self.engine.database().backend());
+        sql.push("SELECT CAST(").push(&key).push(" AS TEXT) FROM ").push(&quoted(self.table));
+        sql.push(" AS ").identifier(CHILD).push(" WHERE (");
+        for (index, relation) in relations.iter().enumerate() {
+            sql.push(if index == 0 { "(" } else { " OR (" });
+            relation.orphan_condition(&mut sql);
+            sql.push(")");
+        }
+        sql.push(")");
+        batches::after(&mut sql, &key, &self.key_type, after);
+        sql.push(" ORDER BY ")
+            .push(&key)
+            .push(" LIMIT ")
+            .bind(Param::integer(i64::try_from(limit).unwrap_or(i64::MAX)));
+        sql.finish()
+    }
+
+    /// The orphans of `relations`, batch after batch until none is left after the checkpoint;
+    /// the checkpoint goes once the scan is through.
+    async fn scan(
+        &self,
+        run: &mut BatchRun<'_>,
+        relations: &[&Candidate<'_>],
+        clean: Clean<'_>,
+    ) -> Result<Next, OrphanError> {
+        let name = self.checkpoint(relations);
+        let mut after = run.resume_from(&name).await?;
+        let failed = |source| OrphanError::Database { relation: format!("`{}`", self.model), source };
+        while run.may_start_batch() {
+            let statement = self.next_keys(relations, after.as_deref(), run.options().batch_size);
+            let keys: Vec<String> = self
+                .engine
+                .database()
+                .fetch_texts(&statement)
+                .await
+                .map_err(failed)?
+                .into_iter()
+                .filter_map(|row| row.into_iter().next().flatten())
+                .collect();
+            if keys.is_empty() {
+                run.finished_scan(&name).await?;
+                return Ok(Next::Continue);
+            }
+            let next = match clean {
+                Clean::Delete(plan) => run.delete_batch(plan, &keys, &name).await?,
+                Clean::Nullify(relation) => {
+                    let update = self.nullify(relation, &keys);
+                    run.nullify_batch(&update, &keys, self.model, &name).await?
+                }
+            };
+            // Not the checkpoint: a batch whose roots were all skipped by their status leaves
+            // it where it was, and the scan must still move on.
+            after = keys.last().cloned();
+            if next == Next::Stop {
+                return Ok(Next::Stop);
+            }
+        }
+        Ok(Next::Stop)
+    }
+
+    /// Sets the relation column of those rows among `keys` that still dangle by it to NULL.
+    fn nullify(&self, relation: &Candidate<'_>, keys: &[String]) -> Statement {
+        let mut sql = SqlBuilder::new(self.engine.database().backend());
+        sql.push("UPDATE ").push(&quoted(self.table)).push(" SET ").identifier(&relation.catalog_column());
+        sql.push(" = NULL WHERE ").key_list(
+            &self.key,
+            &self.key_type,
+            batches::key_list(&self.key_type, keys.to_vec()),
+        );
+        sql.push(" AND ").identifier(&self.key).push(" IN (SELECT ").identifier(CHILD).push(".");
+        sql.identifier(&self.key).push(" FROM ").push(&quoted(self.table)).push(" AS ").identifier(CHILD);
+        sql.push(" WHERE ");
+        relation.orphan_condition(&mut sql);
+        sql.push(")");
+        sql.finish()
+    }
+}
+
+/// What a batch of orphans gets.
+#[derive(Clone, Copy)]
+enum Clean<'p> {
+    /// Deleted as the roots of the plan, each with everything below it.
+    Delete(&'p Plan),
+    /// The column of the relation set to NULL.
+    Nullify(&'p Candidate<'p>),
+}
+
+/// The relations of `report` with orphans, by child model and action: only declared relations
+/// with a child model are cleaned up (only the config says what a row's children are); the
+/// others are left alone.
+#[allow(clippy::type_complexity)]
+fn groups(report: &OrphanReport) -> (IndexMap<(&str, OnDelete), Vec<&RelationOrphans>>, Vec<LeftAlone>) {
+    let mut groups: IndexMap<(&str, OnDelete), Vec<&RelationOrphans>> = IndexMap::new();
+    let mut left_alone = Vec::new();
+    for relation in report.relations.iter().filter(|r| r.orphans > 0) {
+        match (&relation.child, relation.on_delete) {
+            (Some(child), Some(action)) if relation.declared => {
+                groups.entry((child.as_str(), action)).or_default().push(relation)
+            }
+            _ => left_alone.push(LeftAlone::of(
+                relation,
+                "not declared in the config, so its rows' own children are unknown: declare the relation to clean \
+                 its orphans up",
+            )),
+        }
+    }
+    (groups, left_alone)
 }
 
 /// The parent's table as the config writes it (the plan resolves it the same way), for a

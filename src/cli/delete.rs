@@ -5,6 +5,7 @@ use cascade::db::{Access, Failure, redact_command_line};
 use cascade::engine::{self, DeleteError, DeleteOptions, Engine, Finished, RunOutcome, Summary};
 use cascade::planner;
 use cascade::render::{Folding, PlanFormat, PlanView};
+use indexmap::IndexMap;
 use indicatif::{ProgressBar, ProgressStyle};
 
 use super::Cli;
@@ -167,15 +168,7 @@ pub(super) fn render_summary(summary: &Summary, format: SummaryFormat) -> String
     if format == SummaryFormat::Json {
         return serde_json::to_string_pretty(summary).expect("a summary serialises") + "\n";
     }
-    let mut text = String::new();
-    for (title, rows) in [("deleted", &summary.deleted), ("nullified", &summary.nullified)] {
-        if !rows.is_empty() {
-            text.push_str(&format!("{title}:\n"));
-            for (model, count) in rows {
-                text.push_str(&format!("  {model:<30} {count:>10}\n"));
-            }
-        }
-    }
+    let mut text = rows_by_model(&summary.deleted, &summary.nullified);
     text.push_str(&format!(
         "{} rows in {} chunks (longest {:.1} ms), {} outbox rows, {:.1} s\n",
         summary.rows(),
@@ -192,6 +185,20 @@ pub(super) fn render_summary(summary: &Summary, format: SummaryFormat) -> String
     }
     if !summary.missing.is_empty() {
         text.push_str(&format!("not found: {}\n", summary.missing.join(", ")));
+    }
+    text
+}
+
+/// The rows deleted and nullified, one line per model.
+pub(super) fn rows_by_model(deleted: &IndexMap<String, u64>, nullified: &IndexMap<String, u64>) -> String {
+    let mut text = String::new();
+    for (title, rows) in [("deleted", deleted), ("nullified", nullified)] {
+        if !rows.is_empty() {
+            text.push_str(&format!("{title}:\n"));
+            for (model, count) in rows {
+                text.push_str(&format!("  {model:<30} {count:>10}\n"));
+            }
+        }
     }
     text
 }

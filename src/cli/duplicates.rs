@@ -1,9 +1,12 @@
 use std::fmt::Write as _;
 use std::process::ExitCode;
 
-use cascade::cleanup::duplicates::{self, DEFAULT_SAMPLE, Duplicates, Keep, Search, Uniqueness};
+use cascade::cleanup::batches::BatchError;
+use cascade::cleanup::duplicates::{self, DEFAULT_SAMPLE, Duplicates, DuplicatesError, Keep, Search, Uniqueness};
+use cascade::config::Loaded;
 use cascade::db::Access;
 use cascade::db::sql::quote_literal;
+use cascade::engine::DeleteError;
 
 use super::Cli;
 use super::delete::SummaryFormat;
@@ -28,6 +31,16 @@ pub struct Args {
     /// How many groups to show, the largest first.
     #[arg(long, value_name = "N", default_value_t = DEFAULT_SAMPLE)]
     pub sample: usize,
+    /// Remove all but the kept row of each group, in batches, each removed row with everything
+    /// below it as the config says.
+    #[arg(long)]
+    pub confirm: bool,
+    /// With --confirm: first re-point the rows that reference a removed duplicate (through the
+    /// model's declared relations) at its group's kept row.
+    #[arg(long, requires = "confirm")]
+    pub merge: bool,
+    #[command(flatten)]
+    pub batches: super::orphans::BatchArgs,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -49,6 +62,10 @@ pub fn run(cli: &Cli, args: &Args) -> anyhow::Result<ExitCode> {
         sample: args.sample,
     };
     let url = super::database_url(cli, &loaded.config);
+    if args.confirm {
+        cascade::config::check_allowed_user(&loaded, "duplicates --confirm")?;
+        return super::block_on(confirmed(&url, &loaded, &search, args));
+    }
     let found = super::block_on(async {
         let database = super::connect(&url, &loaded.config, Access::ReadOnly).await?;
         let schema = cascade::schema::introspect(&database).await;
@@ -61,9 +78,40 @@ pub fn run(cli: &Cli, args: &Args) -> anyhow::Result<ExitCode> {
     })?;
     match args.format {
         SummaryFormat::Json => println!("{}", serde_json::to_string_pretty(&found)?),
-        SummaryFormat::Human => print!("{}", human(&found)),
+        SummaryFormat::Human => print!("{}", human(&found, true)),
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// `duplicates --confirm`: the duplicates removed batch after batch, then what is left and the
+/// index that keeps it that way.
+async fn confirmed(url: &str, loaded: &Loaded, search: &Search, args: &Args) -> anyhow::Result<ExitCode> {
+    let database = super::connect(url, &loaded.config, Access::ReadWrite).await?;
+    let Some(engine) = super::prepare(database.clone(), loaded).await? else { return Ok(ExitCode::from(1)) };
+    let removed = duplicates::remove(&engine, search, args.merge, args.batches.options()).await;
+    let removed = match removed {
+        Err(DuplicatesError::Cleanup(BatchError::Delete(DeleteError::UnregisteredReferences(diagnostics)))) => {
+            database.close().await;
+            super::refuse_diagnostics(engine.sources(), &diagnostics);
+            return Ok(ExitCode::from(1));
+        }
+        other => other,
+    };
+    let after = match &removed {
+        Ok(_) => Some(duplicates::find(&database, engine.config(), engine.schema(), search).await?),
+        Err(_) => None,
+    };
+    database.close().await;
+    let (removed, after) = (removed?, after.expect("found after a removal"));
+    match args.format {
+        SummaryFormat::Json => {
+            let mut json = serde_json::to_value(&removed)?;
+            json["after"] = serde_json::to_value(&after)?;
+            println!("{}", serde_json::to_string_pretty(&json)?);
+        }
+        SummaryFormat::Human => print!("{}\n{}", super::orphans::human_summary(&removed), human(&after, false)),
+    }
+    Ok(super::orphans::cleanup_exit(&removed))
 }
 
 /// `(a, b)`, or `a` alone.
@@ -74,7 +122,8 @@ fn columns(columns: &[String]) -> String {
     }
 }
 
-fn human(found: &Duplicates) -> String {
+/// The report; `dry_run` when nothing was removed before it.
+fn human(found: &Duplicates, dry_run: bool) -> String {
     let mut text = String::new();
     let by = columns(&found.by);
     let (extreme, kept_row) = match found.keep {
@@ -127,7 +176,9 @@ fn human(found: &Duplicates) -> String {
             );
         }
     }
-    let _ = writeln!(text, "\nreport only: nothing was changed");
+    if dry_run {
+        let _ = writeln!(text, "\nreport only: nothing was changed; add --confirm to remove the duplicates");
+    }
     let index = &found.unique_index;
     for invalid in &index.invalid {
         let _ = writeln!(

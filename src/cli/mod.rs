@@ -173,7 +173,7 @@ fn init_logging(cli: &Cli) {
         // The progress of a deletion is worth a line now and then even when nobody asked.
         // sqlx warns of slow statements with their whole SQL: noise unless asked for (-v).
         (false, 0) => {
-            "warn,sqlx=error,cascade::engine=info,cascade::cli::delete=info,cascade::cli::outbox=info,cascade::cli::metrics=info"
+            "warn,sqlx=error,cascade::engine=info,cascade::cleanup=info,cascade::cli::delete=info,cascade::cli::outbox=info,cascade::cli::metrics=info"
         }
         (false, 1) => "info",
         (false, 2) => "debug",

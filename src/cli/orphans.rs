@@ -1,8 +1,13 @@
+use std::path::PathBuf;
 use std::process::ExitCode;
+use std::time::Duration;
 
-use cascade::cleanup::{self, DeletePreview, OrphanOptions, OrphanReport, RelationOrphans};
+use cascade::cleanup::batches::{BatchError, BatchOptions, CleanupSummary};
+use cascade::cleanup::orphans::OrphanCleanup;
+use cascade::cleanup::{self, DeletePreview, OrphanError, OrphanOptions, OrphanReport, RelationOrphans};
 use cascade::config::{Loaded, OnDelete};
-use cascade::db::{Access, Database};
+use cascade::db::{Access, Database, redact_command_line};
+use cascade::engine::{DeleteError, RunOutcome};
 use indexmap::IndexMap;
 
 use super::Cli;
@@ -24,15 +29,60 @@ pub struct Args {
     #[arg(long, value_name = "N", default_value_t = 0)]
     pub sample: u64,
     /// Also count what deleting the orphans would remove, each with everything below it (a dry
-    /// run: nothing is deleted).
+    /// run: nothing is deleted unless --confirm is given too).
     #[arg(long)]
     pub delete: bool,
+    /// With --delete: delete for real, in batches.
+    #[arg(long, requires = "delete")]
+    pub confirm: bool,
+    #[command(flatten)]
+    pub batches: BatchArgs,
+}
+
+/// How a confirmed clean-up goes, batch by batch (shared by `orphans` and `duplicates`).
+#[derive(Debug, clap::Args)]
+pub struct BatchArgs {
+    /// Rows per batch, 50 to 5000 (each the root of its own cascade).
+    #[arg(long, value_name = "N", default_value_t = 500, value_parser = clap::value_parser!(u64).range(50..=5000))]
+    pub batch_size: u64,
+    /// Pause between two batches, in milliseconds (the config's rate limits apply on top).
+    #[arg(long, value_name = "MS", default_value_t = 100)]
+    pub sleep_ms: u64,
+    /// Stop after N batches; running the command again continues after them.
+    #[arg(long, value_name = "N")]
+    pub max_batches: Option<u64>,
+    /// Ignore where an interrupted run stopped and scan from the lowest key.
+    #[arg(long)]
+    pub restart: bool,
+    /// Write every deleted row to DIR/MODEL.RUN.jsonl.gz before it is deleted.
+    #[arg(long, value_name = "DIR")]
+    pub archive: Option<PathBuf>,
+}
+
+impl BatchArgs {
+    /// The options of a confirmed run of the current command line, stopped by Ctrl-C / SIGTERM.
+    pub(super) fn options(&self) -> BatchOptions {
+        BatchOptions {
+            batch_size: self.batch_size,
+            sleep: Duration::from_millis(self.sleep_ms),
+            max_batches: self.max_batches,
+            restart: self.restart,
+            archive: self.archive.clone(),
+            command: redact_command_line(std::env::args()),
+            stop: Some(super::stop_on_signals()),
+            ..BatchOptions::default()
+        }
+    }
 }
 
 pub fn run(cli: &Cli, args: &Args) -> anyhow::Result<ExitCode> {
     let Some(loaded) = super::load_valid(cli)? else { return Ok(ExitCode::from(1)) };
     let url = super::database_url(cli, &loaded.config);
     let options = OrphanOptions { models: args.models.clone(), relations: args.relations.clone(), sample: args.sample };
+    if args.confirm {
+        cascade::config::check_allowed_user(&loaded, "orphans --delete --confirm")?;
+        return super::block_on(confirmed(&url, &loaded, &options, args));
+    }
     super::block_on(async {
         let database = super::connect(&url, &loaded.config, Access::ReadOnly).await?;
         let result = report(&database, &loaded, &options, args.delete).await;
@@ -71,6 +121,76 @@ async fn report(
     let schema = cascade::schema::introspect(database).await?;
     let report = cleanup::report(database, &loaded.config, &schema, options).await?;
     Ok(Some((report, None)))
+}
+
+/// `orphans --delete --confirm`: the orphans deleted batch after batch, and what was done.
+async fn confirmed(url: &str, loaded: &Loaded, options: &OrphanOptions, args: &Args) -> anyhow::Result<ExitCode> {
+    let database = super::connect(url, &loaded.config, Access::ReadWrite).await?;
+    let Some(engine) = super::prepare(database.clone(), loaded).await? else { return Ok(ExitCode::from(1)) };
+    let report = cleanup::report(&database, engine.config(), engine.schema(), options).await?;
+    let cleaned = cleanup::orphans::delete(&engine, &report, args.batches.options()).await;
+    database.close().await;
+    let cleaned = match cleaned {
+        Err(OrphanError::Cleanup(BatchError::Delete(DeleteError::UnregisteredReferences(diagnostics)))) => {
+            super::refuse_diagnostics(engine.sources(), &diagnostics);
+            return Ok(ExitCode::from(1));
+        }
+        other => other?,
+    };
+    match args.format {
+        SummaryFormat::Json => println!("{}", serde_json::to_string_pretty(&cleaned)?),
+        SummaryFormat::Human => print!("{}", human_cleanup(&cleaned)),
+    }
+    Ok(cleanup_exit(&cleaned.summary))
+}
+
+/// 130 when a signal stopped the run (as a shell reports SIGINT), success otherwise (a run that
+/// reached `--max-batches` stopped where it was asked to).
+pub(super) fn cleanup_exit(summary: &CleanupSummary) -> ExitCode {
+    if summary.outcome == RunOutcome::Interrupted && summary.stopped_early.is_none() {
+        eprintln!("interrupted after a complete batch: run the same command again to continue");
+        return ExitCode::from(super::delete::EXIT_INTERRUPTED);
+    }
+    ExitCode::SUCCESS
+}
+
+fn human_cleanup(cleaned: &OrphanCleanup) -> String {
+    let mut out = human_summary(&cleaned.summary);
+    for left in &cleaned.left_alone {
+        out += &format!(
+            "left alone: {} of {}.{}: {}\n",
+            plural(left.orphans, "orphan", "orphans"),
+            left.child,
+            left.column,
+            left.reason
+        );
+    }
+    out
+}
+
+/// Rows per model, batches, the slowest batch and transaction, the run, and how it stopped.
+pub(super) fn human_summary(summary: &CleanupSummary) -> String {
+    let mut out = super::delete::rows_by_model(&summary.deleted, &summary.nullified);
+    out += &format!(
+        "{} rows in {} (slowest {:.1} ms, longest transaction {:.1} ms), {} outbox rows, {:.1} s; run {}\n",
+        summary.rows(),
+        plural(summary.batches, "batch", "batches"),
+        summary.slowest_batch_ms,
+        summary.max_transaction_ms,
+        summary.outbox_rows,
+        summary.elapsed_ms / 1e3,
+        summary.run
+    );
+    if let Some(run) = summary.resumes {
+        out += &format!("continued run {run}, which was interrupted\n");
+    }
+    if !summary.skipped.is_empty() {
+        out += &format!("skipped, status does not allow the deletion: {}\n", summary.skipped.join(", "));
+    }
+    if let Some(why) = &summary.stopped_early {
+        out += &format!("stopped: {why}; run the same command again to continue\n");
+    }
+    out
 }
 
 fn parent_of(relation: &RelationOrphans) -> &str {
@@ -235,6 +355,6 @@ fn human_preview(preview: &DeletePreview) -> String {
         out += &parts.join("; ");
         out += "\n";
     }
-    out += "dry run: nothing was changed (deleting orphans for real is not implemented yet)\n";
+    out += "dry run: nothing was changed; add --confirm to delete them in batches\n";
     out
 }

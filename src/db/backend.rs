@@ -73,6 +73,9 @@ pub trait Backend: Send + Sync + Debug {
     /// `column` is one of the keys bound as the single parameter `list`, typed as `key_type`.
     fn key_list(&self, sql: &mut SqlBuilder, column: &str, key_type: &KeyType, list: Param);
 
+    /// One key bound as `value`, typed as `key_type` for a comparison with a key column.
+    fn key_value(&self, sql: &mut SqlBuilder, key_type: &KeyType, value: Param);
+
     /// How a set-based statement addresses rows; `partitioned` for a partitioned table.
     fn row_selector(&self, partitioned: bool) -> RowSelector;
 

@@ -94,6 +94,25 @@ pub enum DbError {
     Query(sqlx::Error),
 }
 
+impl DbError {
+    /// When a unique constraint or index refused the statement: the database's name for it
+    /// (`` `name` `` on PostgreSQL, `on t.a, t.b` on SQLite, which names the columns only).
+    pub fn unique_violation(&self) -> Option<String> {
+        let DbError::Query(error) = self else { return None };
+        let error = error.as_database_error().filter(|error| error.is_unique_violation())?;
+        Some(match error.constraint() {
+            Some(constraint) => format!("`{constraint}`"),
+            // SQLite names the columns only: `UNIQUE constraint failed: t.a, t.b`.
+            None => {
+                let message = error.message();
+                message
+                    .strip_prefix("UNIQUE constraint failed: ")
+                    .map_or_else(|| message.to_owned(), |on| format!("on {on}"))
+            }
+        })
+    }
+}
+
 /// What the database said, without sqlx's "error returned from database:" prefix or the server's
 /// source position: the message, and its SQLSTATE or SQLite code.
 fn describe(error: &sqlx::Error) -> String {

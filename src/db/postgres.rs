@@ -81,6 +81,15 @@ impl Backend for Postgres {
         sql.identifier(column).push(" = ANY(").bind(list).push(&cast);
     }
 
+    fn key_value(&self, sql: &mut SqlBuilder, key_type: &KeyType, value: Param) {
+        let cast = match key_type {
+            KeyType::Integer => "int8",
+            KeyType::Text | KeyType::Untyped => "text",
+            KeyType::Other(cast) => cast,
+        };
+        sql.push("CAST(").bind(value).push(" AS ").push(cast).push(")");
+    }
+
     fn row_selector(&self, partitioned: bool) -> RowSelector {
         // PostgreSQL looks a `ctid = ANY(ARRAY(...))` up row by row, far faster than the hash
         // join it plans for `ctid IN (SELECT ...)`; a `ctid` is unique only inside one

@@ -161,6 +161,12 @@ impl SqlBuilder {
         self
     }
 
+    /// One key bound as `value`, typed as the key column `key_type` wants it for a comparison.
+    pub fn key_value(&mut self, key_type: &KeyType, value: Param) -> &mut Self {
+        self.backend.key_value(self, key_type, value);
+        self
+    }
+
     /// A timestamp parameter.
     pub fn timestamp(&mut self, time: SystemTime) -> &mut Self {
         self.backend.timestamp(self, time);

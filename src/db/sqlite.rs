@@ -94,6 +94,11 @@ impl Backend for Sqlite {
         sql.identifier(column).push(" IN (SELECT value FROM json_each(").bind(list).push("))");
     }
 
+    fn key_value(&self, sql: &mut SqlBuilder, _key_type: &KeyType, value: Param) {
+        // The key column's affinity converts the bound value for the comparison.
+        sql.bind(value);
+    }
+
     fn row_selector(&self, _partitioned: bool) -> RowSelector {
         RowSelector { select: "rowid", matched: "rowid", open: " IN (SELECT ", close: ")" }
     }

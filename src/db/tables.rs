@@ -72,6 +72,20 @@ pub async fn heartbeat_run(database: &Database, id: i64) -> Result<(), DbError> 
     Ok(())
 }
 
+/// Heartbeats the run every quarter of its lease, so that a run whose process died is told from
+/// one that is still working; abort the task when the run ends.
+pub fn keep_run_alive(database: Database, run_id: i64, run_lease: Duration) -> tokio::task::JoinHandle<()> {
+    let every = (run_lease / 4).max(Duration::from_millis(100));
+    tokio::spawn(async move {
+        loop {
+            tokio::time::sleep(every).await;
+            if let Err(error) = heartbeat_run(&database, run_id).await {
+                tracing::debug!(%error, run = run_id, "run heartbeat failed");
+            }
+        }
+    })
+}
+
 /// A row of `cascade_run`, as `cascade runs` lists it.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct RunRecord {
@@ -256,6 +270,31 @@ pub async fn forget_statuses(database: &Database, table: &str, keys: &[String]) 
     let mut sql = database.sql();
     sql.push("DELETE FROM cascade_checkpoint WHERE ");
     sql.key_list("name", &KeyType::Text, Param::Value(SqlValue::Texts(names)));
+    database.execute_alone(&sql.finish()).await?;
+    Ok(())
+}
+
+/// Sets the checkpoint `name` to `position`, in the transaction whose work it records.
+pub async fn save_checkpoint(transaction: &mut Transaction, name: &str, position: &str) -> Result<(), DbError> {
+    let mut sql = SqlBuilder::new(transaction.backend());
+    sql.push("INSERT INTO cascade_checkpoint (name, position) VALUES (")
+        .binds([Param::text(name), Param::text(position)]);
+    sql.push(") ON CONFLICT (name) DO UPDATE SET position = excluded.position, updated_at = CURRENT_TIMESTAMP");
+    transaction.execute(&sql.finish()).await?;
+    Ok(())
+}
+
+/// The position of the checkpoint `name`, if one is kept.
+pub async fn checkpoint(database: &Database, name: &str) -> Result<Option<String>, DbError> {
+    let mut sql = database.sql();
+    sql.push("SELECT position FROM cascade_checkpoint WHERE name = ").bind_text(name);
+    Ok(database.fetch_texts(&sql.finish()).await?.into_iter().next().and_then(|row| row.into_iter().next().flatten()))
+}
+
+/// Forgets the checkpoint `name`.
+pub async fn forget_checkpoint(database: &Database, name: &str) -> Result<(), DbError> {
+    let mut sql = database.sql();
+    sql.push("DELETE FROM cascade_checkpoint WHERE name = ").bind_text(name);
     database.execute_alone(&sql.finish()).await?;
     Ok(())
 }

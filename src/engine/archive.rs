@@ -45,6 +45,11 @@ impl Archive {
         Ok(Self { dir: dir.to_owned(), run, files: HashMap::new(), unsynced: Vec::new() })
     }
 
+    /// Fails when the archive directory cannot be created or written, before anything is.
+    pub fn check(dir: &Path) -> Result<(), ArchiveError> {
+        Self::open(dir, 0).map(drop)
+    }
+
     /// The file of a model in a run: `DIR/MODEL.RUN.jsonl.gz`, every character of the model
     /// name other than ASCII letters, digits, `_` and `-` percent-encoded (`a.b` → `a%2Eb`).
     pub fn path(dir: &Path, model: &str, run: i64) -> PathBuf {

@@ -17,7 +17,7 @@ use tracing::{debug, info};
 use super::archive::Archive;
 use super::chunk_size::ChunkSizes;
 use super::steps::StepSql;
-use super::throttle::{Throttle, limits_on_path};
+use super::throttle::{Pacing, limits_on_path};
 use super::{key_texts as texts, not_found, table_keys};
 use crate::config::Config;
 use crate::config::OnDelete;
@@ -47,11 +47,31 @@ pub struct DeleteOptions {
     /// Set by the caller to stop: a rate-limit wait then ends at once, so the caller sees the
     /// flag right after the current chunk.
     pub stop: Option<Arc<AtomicBool>>,
+    /// A `cascade_run` row the caller recorded and keeps alive (a clean-up command deleting
+    /// batch after batch): the deletion records no run of its own, and its archive files carry
+    /// that run's id.
+    pub run: Option<i64>,
+    /// A `cascade_checkpoint` name that every transaction deleting root rows advances, in that
+    /// transaction, to the highest root key it deleted: the roots must be given in ascending key
+    /// order, so that every root up to the checkpoint is done.
+    pub checkpoint: Option<String>,
+    /// Rate-limit buckets shared with the caller's other deletions of the same plan, so that
+    /// together they keep to the limits; the deletion's own otherwise.
+    pub pacing: Option<Pacing>,
 }
 
 impl Default for DeleteOptions {
     fn default() -> Self {
-        Self { archive: None, actor: default_actor(), command: String::new(), orphan_retries: 5, stop: None }
+        Self {
+            archive: None,
+            actor: default_actor(),
+            command: String::new(),
+            orphan_retries: 5,
+            stop: None,
+            run: None,
+            checkpoint: None,
+            pacing: None,
+        }
     }
 }
 
@@ -250,15 +270,16 @@ pub struct Deletion<'a> {
     pending_roots: PendingRoots,
     options: DeleteOptions,
     archive: Option<Archive>,
-    throttle: Throttle,
+    pacing: Pacing,
     sizes: ChunkSizes,
     rates: IndexMap<String, f64>,
     rates_read: Option<Instant>,
     summary: Summary,
     started: Instant,
     run_id: i64,
-    /// Keeps `cascade_run.heartbeat` fresh while the deletion exists.
-    heartbeat: tokio::task::JoinHandle<()>,
+    /// Keeps `cascade_run.heartbeat` fresh while the deletion exists, unless the caller
+    /// recorded the run.
+    heartbeat: Option<tokio::task::JoinHandle<()>>,
     root: &'a PlanNode,
     /// The root rows' keys.
     root_keys: Vec<String>,
@@ -269,7 +290,9 @@ pub struct Deletion<'a> {
 
 impl Drop for Deletion<'_> {
     fn drop(&mut self) {
-        self.heartbeat.abort();
+        if let Some(heartbeat) = &self.heartbeat {
+            heartbeat.abort();
+        }
     }
 }
 
@@ -287,7 +310,7 @@ impl<'a> Deletion<'a> {
         let started = Instant::now();
         // An archive that cannot be written stops the deletion before anything is recorded.
         if let Some(dir) = &options.archive {
-            Archive::open(dir, 0)?;
+            Archive::check(dir)?;
         }
         crate::db::migrate(database).await?;
         let root = StepSql::new(&plan.root, None, config, database.backend(), Some(schema), options.archive.is_some());
@@ -315,14 +338,29 @@ impl<'a> Deletion<'a> {
             statuses_before = tables::remembered_statuses(database, &plan.root.table, &texts(&proceeding)).await?;
         }
         let run_lease = config.settings.run_lease();
-        let run =
-            tables::start_run(database, &options.actor, &options.command, &plan.root.model, &texts(&ids), run_lease)
+        let (run_id, heartbeat) = match options.run {
+            Some(run) => (run, None),
+            None => {
+                let run = tables::start_run(
+                    database,
+                    &options.actor,
+                    &options.command,
+                    &plan.root.model,
+                    &texts(&ids),
+                    run_lease,
+                )
                 .await?;
-        let run_id = run.id;
-        summary.resumes = run.resumes;
-        info!(run = run_id, resumes = run.resumes, model = %plan.root.model, roots = texts(&proceeding).len(), skipped = summary.skipped.len(), "deletion started");
+                summary.resumes = run.resumes;
+                (run.id, Some(tables::keep_run_alive(database.clone(), run.id, run_lease)))
+            }
+        };
+        // A batch of the caller's run is the caller's to report.
+        if options.run.is_none() {
+            info!(run = run_id, resumes = summary.resumes, model = %plan.root.model, roots = texts(&proceeding).len(), skipped = summary.skipped.len(), "deletion started");
+        }
 
         let root_keys = texts(&proceeding);
+        let pacing = options.pacing.clone().unwrap_or_else(|| Pacing::for_plan(plan));
         // Each root chunk binds only its own ids: binding all of them to every chunk's fetch
         // made 100,000 ids quadratic.
         Ok(Self {
@@ -333,14 +371,14 @@ impl<'a> Deletion<'a> {
             pending_roots: PendingRoots { keys: proceeding, next: 0 },
             archive: options.archive.as_deref().map(|dir| Archive::open(dir, run_id)).transpose()?,
             options,
-            throttle: Throttle::for_plan(plan),
+            pacing,
             sizes: ChunkSizes::new(&config.settings),
             rates: config.option_values(),
             rates_read: None,
             summary,
             started,
             run_id,
-            heartbeat: keep_run_alive(database.clone(), run_id, run_lease),
+            heartbeat,
             root: &plan.root,
             root_keys,
             statuses_before,
@@ -508,8 +546,10 @@ impl<'a> Deletion<'a> {
             tables::forget_statuses(self.database, &self.root.table, &self.root_keys).await?;
         }
         let outcome = outcome.as_str();
-        tables::finish_run(self.database, self.run_id, &rows.to_string(), outcome, error).await?;
-        info!(run = self.run_id, outcome, rows = self.summary.rows(), "deletion finished");
+        if self.options.run.is_none() {
+            tables::finish_run(self.database, self.run_id, &rows.to_string(), outcome, error).await?;
+            info!(run = self.run_id, outcome, rows = self.summary.rows(), "deletion finished");
+        }
         Ok(std::mem::take(&mut self.summary))
     }
 
@@ -588,11 +628,27 @@ impl<'a> Deletion<'a> {
             }
             result => result?,
         };
+        self.advance_checkpoint(&mut transaction, frame.node, keys).await?;
         self.commit(transaction).await?;
         steps.push((frame.node, deleted));
         self.record_transaction(started, &steps);
         self.sizes.record(frame.node, frame.limit, key_count(keys), started.elapsed());
         Ok(Together::Done(steps))
+    }
+
+    /// Advances the caller's checkpoint to the last of `keys` when they are root rows just
+    /// deleted in `transaction`.
+    async fn advance_checkpoint(
+        &self,
+        transaction: &mut Transaction,
+        node: &PlanNode,
+        keys: &SqlValue,
+    ) -> Result<(), DeleteError> {
+        let (Some(name), true) = (&self.options.checkpoint, std::ptr::eq(node, self.root)) else { return Ok(()) };
+        match texts(keys).last() {
+            Some(last) => Ok(tables::save_checkpoint(transaction, name, last).await?),
+            None => Ok(()),
+        }
     }
 
     /// Makes the chunk's archive lines durable, then commits: no row is gone before it is on disk.
@@ -651,6 +707,7 @@ impl<'a> Deletion<'a> {
             }
             Err(error) => return Err(error),
         };
+        self.advance_checkpoint(&mut transaction, frame.node, keys).await?;
         self.commit(transaction).await?;
         self.record_transaction(started, &[(frame.node, deleted)]);
         self.sizes.record(frame.node, frame.limit, key_count(keys), started.elapsed());
@@ -671,6 +728,10 @@ impl<'a> Deletion<'a> {
             }
             Err(error) => return Err(error),
         };
+        // The frame's last statement: every root it matched is gone.
+        if rows < limit {
+            self.advance_checkpoint(&mut transaction, frame.node, &frame.matched).await?;
+        }
         self.commit(transaction).await?;
         if rows > 0 {
             self.record_transaction(started, &[(frame.node, rows)]);
@@ -793,7 +854,7 @@ impl<'a> Deletion<'a> {
             let mut left = rows;
             let mut waited = Duration::ZERO;
             while left > 0 {
-                match self.throttle.try_take(option, rate, left) {
+                match self.pacing.try_take(option, rate, left) {
                     Ok(taken) => left -= taken,
                     Err(wait) => {
                         let started = Instant::now();
@@ -877,20 +938,6 @@ fn with_status_before(line: String, key: &str, status: &str, before: &IndexMap<S
     let Some(original) = before.get(&row_key).and_then(|json| serde_json::from_str(json).ok()) else { return line };
     row.insert(status.to_owned(), original);
     serde_json::Value::Object(row).to_string()
-}
-
-/// Heartbeats the run every quarter of its lease, so that a run whose process died is told from
-/// one that is still working.
-fn keep_run_alive(database: Database, run_id: i64, run_lease: Duration) -> tokio::task::JoinHandle<()> {
-    let every = (run_lease / 4).max(Duration::from_millis(100));
-    tokio::spawn(async move {
-        loop {
-            tokio::time::sleep(every).await;
-            if let Err(error) = tables::heartbeat_run(&database, run_id).await {
-                debug!(%error, run = run_id, "run heartbeat failed");
-            }
-        }
-    })
 }
 
 fn initial_state(node: &PlanNode) -> State {

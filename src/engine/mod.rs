@@ -12,10 +12,16 @@ mod steps;
 mod throttle;
 
 pub use archive::ArchiveError;
+
+/// Fails when an archive directory cannot be created or written, before anything is deleted.
+pub fn check_archive(dir: &std::path::Path) -> Result<(), ArchiveError> {
+    archive::Archive::check(dir)
+}
 pub use count::{CountError, Counts, Dangling, count, count_dangling};
 pub use executor::{DeleteError, DeleteOptions, Deletion, RunOutcome, Summary, default_actor};
 pub use run::{Engine, Finished, PrepareError};
 pub use steps::{ListedStatement, StepStatements, list as list_statements};
+pub use throttle::Pacing;
 
 use indexmap::IndexMap;
 

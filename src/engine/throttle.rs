@@ -7,6 +7,7 @@
 
 use std::collections::HashMap;
 use std::num::NonZeroU32;
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use governor::clock::{Clock, DefaultClock};
@@ -63,6 +64,29 @@ impl<C: Clock + Clone> Throttle<C> {
     fn burst(&self, option: &str, rate: f64) -> NonZeroU32 {
         let least = self.least_bursts.get(option).copied().unwrap_or(1);
         nonzero(to_u32((rate.ceil() as u64).max(least)))
+    }
+}
+
+/// The rate-limit buckets of one plan, shared by every deletion that is handed a clone: the
+/// batches of a clean-up command keep to the limits together, not each afresh.
+#[derive(Clone)]
+pub struct Pacing(Arc<Mutex<Throttle>>);
+
+impl Pacing {
+    /// Empty buckets for the rate limits of `plan`.
+    pub fn for_plan(plan: &Plan) -> Self {
+        Self(Arc::new(Mutex::new(Throttle::for_plan(plan))))
+    }
+
+    /// [`Throttle::try_take`] on the shared buckets.
+    pub(super) fn try_take(&self, option: &str, rate: f64, rows: u64) -> Result<u64, Duration> {
+        self.0.lock().unwrap_or_else(PoisonError::into_inner).try_take(option, rate, rows)
+    }
+}
+
+impl std::fmt::Debug for Pacing {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        formatter.write_str("Pacing")
     }
 }
 

@@ -1,0 +1,347 @@
+//! The confirmed side of a clean-up command: rows found by a query are removed batch after
+//! batch, each batch of root keys (ascending) deleted through the engine as the roots of their
+//! own cascades. The whole command is one `cascade_run` row; every batch advances a checkpoint in
+//! `cascade_checkpoint` in the transaction that deletes its roots, so a rerun after kill -9
+//! continues after the last committed root instead of scanning the done range again. Batches
+//! share the rate-limit buckets of their plan, and a pause (`sleep`) separates them.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use indexmap::IndexMap;
+use serde::Serialize;
+use tracing::info;
+
+use crate::db::sql::{KeyType, Param, SqlBuilder, Statement};
+use crate::db::{DbError, tables};
+use crate::engine::{DeleteError, DeleteOptions, Engine, Pacing, RunOutcome, Summary};
+use crate::planner::Plan;
+
+/// The fewest and the most root keys a batch may hold.
+pub const BATCH_SIZES: std::ops::RangeInclusive<u64> = 50..=5_000;
+
+/// How a confirmed clean-up runs.
+#[derive(Debug, Clone)]
+pub struct BatchOptions {
+    /// Root keys per batch (see [`BATCH_SIZES`]).
+    pub batch_size: u64,
+    /// The pause between two batches.
+    pub sleep: Duration,
+    /// Stop (as interrupted: a rerun continues) after this many batches.
+    pub max_batches: Option<u64>,
+    /// Ignore the checkpoints of an earlier, interrupted run and start from the lowest key.
+    pub restart: bool,
+    /// Directory for the gzip JSON-lines archive of every deleted row.
+    pub archive: Option<PathBuf>,
+    /// Who runs it, for `cascade_run`.
+    pub actor: String,
+    /// The command line, for `cascade_run`.
+    pub command: String,
+    /// Set by the caller to stop between two chunks.
+    pub stop: Option<Arc<AtomicBool>>,
+}
+
+impl Default for BatchOptions {
+    fn default() -> Self {
+        Self {
+            batch_size: 500,
+            sleep: Duration::from_millis(100),
+            max_batches: None,
+            restart: false,
+            archive: None,
+            actor: crate::engine::default_actor(),
+            command: String::new(),
+            stop: None,
+        }
+    }
+}
+
+/// What a confirmed clean-up did; the JSON shape of its `--format json` output.
+#[derive(Debug, Clone, Serialize)]
+pub struct CleanupSummary {
+    /// Its `cascade_run` row (the archive files carry this id).
+    pub run: i64,
+    /// How it ended.
+    pub outcome: RunOutcome,
+    /// The interrupted run of the same command that this one continues.
+    pub resumes: Option<i64>,
+    /// Rows deleted per model: the roots and everything below them.
+    pub deleted: IndexMap<String, u64>,
+    /// Rows whose relation column was set to NULL, per model.
+    pub nullified: IndexMap<String, u64>,
+    /// Outbox tombstones written.
+    pub outbox_rows: u64,
+    /// Batches done.
+    pub batches: u64,
+    /// The longest batch, in milliseconds (its transactions and the rate-limit waits inside it).
+    pub slowest_batch_ms: f64,
+    /// The longest transaction, in milliseconds.
+    pub max_transaction_ms: f64,
+    /// Roots left in place because their status does not allow a deletion.
+    pub skipped: Vec<String>,
+    /// From start to end, in milliseconds.
+    pub elapsed_ms: f64,
+    /// Why the run stopped before the end (`--max-batches`), when it did.
+    pub stopped_early: Option<String>,
+}
+
+impl CleanupSummary {
+    /// Rows deleted and nullified.
+    pub fn rows(&self) -> u64 {
+        self.deleted.values().chain(self.nullified.values()).sum()
+    }
+}
+
+/// Why a clean-up stopped.
+#[derive(Debug, thiserror::Error)]
+pub enum BatchError {
+    /// A statement of the clean-up itself failed.
+    #[error(transparent)]
+    Database(#[from] DbError),
+    /// Deleting a batch failed.
+    #[error(transparent)]
+    Delete(#[from] DeleteError),
+    /// The batch size is out of range.
+    #[error("a batch holds {} to {} rows, not {size}", BATCH_SIZES.start(), BATCH_SIZES.end())]
+    BatchSize {
+        /// The size asked for.
+        size: u64,
+    },
+    /// Something a command refuses before its first batch (a merge that cannot be done).
+    #[error("{0}")]
+    Refused(String),
+}
+
+/// Whether the run goes on after a batch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Next {
+    /// Take the next batch.
+    Continue,
+    /// Stopped: by the caller's flag, or by `--max-batches`.
+    Stop,
+}
+
+/// One confirmed clean-up in progress: its run row, its heartbeat and what it did so far.
+pub struct BatchRun<'a> {
+    engine: &'a Engine,
+    options: BatchOptions,
+    summary: CleanupSummary,
+    started: Instant,
+    heartbeat: tokio::task::JoinHandle<()>,
+    /// Rate-limit buckets per plan root, shared by that plan's batches.
+    pacing: IndexMap<String, Pacing>,
+}
+
+impl Drop for BatchRun<'_> {
+    fn drop(&mut self) {
+        self.heartbeat.abort();
+    }
+}
+
+impl<'a> BatchRun<'a> {
+    /// Records the run: `root_model` and `targets` (what it cleans, such as `event.project_id`)
+    /// stand in `cascade_run` for the root model and ids, so a rerun of the same command is
+    /// recognised as resuming an interrupted one.
+    pub async fn start(
+        engine: &'a Engine,
+        root_model: &str,
+        targets: &[String],
+        options: BatchOptions,
+    ) -> Result<Self, BatchError> {
+        if !BATCH_SIZES.contains(&options.batch_size) {
+            return Err(BatchError::BatchSize { size: options.batch_size });
+        }
+        if let Some(dir) = &options.archive {
+            crate::engine::check_archive(dir).map_err(DeleteError::from)?;
+        }
+        let database = engine.database();
+        crate::db::migrate(database).await?;
+        let lease = engine.config().settings.run_lease();
+        let run = tables::start_run(database, &options.actor, &options.command, root_model, targets, lease).await?;
+        info!(run = run.id, resumes = run.resumes, command = %options.command, "clean-up started");
+        Ok(Self {
+            engine,
+            summary: CleanupSummary {
+                run: run.id,
+                outcome: RunOutcome::Succeeded,
+                resumes: run.resumes,
+                deleted: IndexMap::new(),
+                nullified: IndexMap::new(),
+                outbox_rows: 0,
+                batches: 0,
+                slowest_batch_ms: 0.0,
+                max_transaction_ms: 0.0,
+                skipped: Vec::new(),
+                elapsed_ms: 0.0,
+                stopped_early: None,
+            },
+            heartbeat: tables::keep_run_alive(database.clone(), run.id, lease),
+            options,
+            started: Instant::now(),
+            pacing: IndexMap::new(),
+        })
+    }
+
+    /// The options it runs with.
+    pub fn options(&self) -> &BatchOptions {
+        &self.options
+    }
+
+    /// Where a scan of `name` starts: after its checkpoint, unless `restart` asks to forget it.
+    pub async fn resume_from(&self, name: &str) -> Result<Option<String>, BatchError> {
+        if self.options.restart {
+            return Ok(None);
+        }
+        Ok(tables::checkpoint(self.engine.database(), name).await?)
+    }
+
+    /// The scan of `name` found nothing more: its checkpoint goes, so the next run scans everything.
+    pub async fn finished_scan(&self, name: &str) -> Result<(), BatchError> {
+        Ok(tables::forget_checkpoint(self.engine.database(), name).await?)
+    }
+
+    /// Whether the caller asked to stop.
+    fn stopping(&self) -> bool {
+        self.options.stop.as_ref().is_some_and(|stop| stop.load(Ordering::SeqCst))
+    }
+
+    /// Whether another batch may start: not after a stop, nor past `--max-batches`.
+    pub fn may_start_batch(&mut self) -> bool {
+        if self.stopping() {
+            self.summary.outcome = RunOutcome::Interrupted;
+            return false;
+        }
+        if self.options.max_batches.is_some_and(|max| self.summary.batches >= max) {
+            self.summary.outcome = RunOutcome::Interrupted;
+            self.summary.stopped_early = Some(format!("--max-batches {} reached", self.summary.batches));
+            return false;
+        }
+        true
+    }
+
+    /// Deletes the roots `keys` (ascending) of `plan`, each with everything below it, advancing
+    /// the checkpoint `name` with every transaction that deletes roots; then pauses.
+    pub async fn delete_batch(&mut self, plan: &Plan, keys: &[String], name: &str) -> Result<Next, BatchError> {
+        let started = Instant::now();
+        let pacing = self.pacing.entry(plan.root.model.clone()).or_insert_with(|| Pacing::for_plan(plan)).clone();
+        let options = DeleteOptions {
+            archive: self.options.archive.clone(),
+            actor: self.options.actor.clone(),
+            command: self.options.command.clone(),
+            stop: self.options.stop.clone(),
+            run: Some(self.summary.run),
+            checkpoint: Some(name.to_owned()),
+            pacing: Some(pacing),
+            ..DeleteOptions::default()
+        };
+        let finished = self.engine.run_to_end(plan, keys, options, |_| {}).await?;
+        self.add(&finished.summary, started.elapsed());
+        if finished.outcome == RunOutcome::Interrupted {
+            self.summary.outcome = RunOutcome::Interrupted;
+            return Ok(Next::Stop);
+        }
+        Ok(self.pause().await)
+    }
+
+    /// Runs `update`, which nullifies the rows of `model` among `keys` (ascending, in the
+    /// database's order), with the checkpoint `name` advanced to the last key in the same
+    /// transaction; then pauses.
+    pub async fn nullify_batch(
+        &mut self,
+        update: &Statement,
+        keys: &[String],
+        model: &str,
+        name: &str,
+    ) -> Result<Next, BatchError> {
+        let started = Instant::now();
+        let mut transaction = self.engine.database().begin_write().await?;
+        let rows = transaction.execute(update).await?;
+        if let Some(last) = keys.last() {
+            tables::save_checkpoint(&mut transaction, name, last).await?;
+        }
+        transaction.commit().await?;
+        let took = started.elapsed();
+        let summary = Summary {
+            nullified: IndexMap::from([(model.to_owned(), rows)]),
+            max_chunk_ms: took.as_secs_f64() * 1e3,
+            ..Summary::default()
+        };
+        self.add(&summary, took);
+        Ok(self.pause().await)
+    }
+
+    fn add(&mut self, summary: &Summary, took: Duration) {
+        for (model, rows) in &summary.deleted {
+            *self.summary.deleted.entry(model.clone()).or_default() += rows;
+        }
+        for (model, rows) in &summary.nullified {
+            *self.summary.nullified.entry(model.clone()).or_default() += rows;
+        }
+        self.summary.outbox_rows += summary.outbox_rows;
+        self.summary.skipped.extend(summary.skipped.iter().cloned());
+        self.summary.batches += 1;
+        self.summary.slowest_batch_ms = self.summary.slowest_batch_ms.max(took.as_secs_f64() * 1e3);
+        self.summary.max_transaction_ms = self.summary.max_transaction_ms.max(summary.max_chunk_ms);
+    }
+
+    /// The pause after a batch, cut short by a stop.
+    async fn pause(&mut self) -> Next {
+        match &self.options.stop {
+            Some(stop) => crate::stop::pause(self.options.sleep, stop).await,
+            None => tokio::time::sleep(self.options.sleep).await,
+        }
+        if self.stopping() {
+            self.summary.outcome = RunOutcome::Interrupted;
+            return Next::Stop;
+        }
+        Next::Continue
+    }
+
+    /// Records how the run ended (`error`: the failure that stopped it) with its rows per model,
+    /// and logs the summary line.
+    pub async fn finish(mut self, error: Option<&str>) -> Result<CleanupSummary, BatchError> {
+        if error.is_some() {
+            self.summary.outcome = RunOutcome::Failed;
+        }
+        self.summary.elapsed_ms = self.started.elapsed().as_secs_f64() * 1e3;
+        let summary = &self.summary;
+        let rows = serde_json::json!({ "deleted": summary.deleted, "nullified": summary.nullified });
+        let outcome = summary.outcome.as_str();
+        tables::finish_run(self.engine.database(), summary.run, &rows.to_string(), outcome, error).await?;
+        info!(
+            run = summary.run,
+            command = %self.options.command,
+            outcome,
+            duration_ms = summary.elapsed_ms.round(),
+            rows = %rows,
+            batches = summary.batches,
+            slowest_batch_ms = summary.slowest_batch_ms.round(),
+            max_transaction_ms = summary.max_transaction_ms.round(),
+            "clean-up finished"
+        );
+        Ok(self.summary.clone())
+    }
+}
+
+/// `AND "alias"."key" > CHECKPOINT` when there is a checkpoint: the scan goes on after it.
+pub fn after(sql: &mut SqlBuilder, column: &str, key_type: &KeyType, checkpoint: Option<&str>) {
+    if let Some(position) = checkpoint {
+        sql.push(" AND ").push(column).push(" > ").key_value(key_type, key_param(key_type, position));
+    }
+}
+
+/// A key as a parameter: an integer when it is one and the key column is integer.
+pub fn key_param(key_type: &KeyType, key: &str) -> Param {
+    match (key_type, key.parse::<i64>()) {
+        (KeyType::Integer | KeyType::Untyped, Ok(number)) => Param::integer(number),
+        _ => Param::text(key),
+    }
+}
+
+/// Keys (read from the database, as text) bound as one list parameter of their column's type.
+pub fn key_list(key_type: &KeyType, keys: Vec<String>) -> Param {
+    // A key the type refuses cannot come from the key column; bound as text, it matches nothing.
+    Param::Value(crate::engine::typed_keys(key_type, keys.clone()).unwrap_or(crate::db::sql::SqlValue::Texts(keys)))
+}

@@ -1,0 +1,347 @@
+//! `cascade orphans --delete --confirm`: on SQLite and PostgreSQL databases whose orphans are
+//! generated at known keys (so the expected survivors are known without the tool), it deletes
+//! exactly the orphans with their own children, in batches, archived, audited in one
+//! `cascade_run` row; killed with kill -9 after a batch it committed, a rerun continues after
+//! the checkpoint (not before it) and ends with the exact result.
+
+mod common;
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use common::random::Random;
+use common::running::Running;
+use common::{cascade, count, json_output, postgres_database, project, sqlite_database, texts, wait_until};
+use serde_json::{Value, json};
+
+/// parent → child (per_row, chunks of 20) → leaf (bulk); child → child (`copy_of`, nullified).
+const CONFIG: &str = r#"
+[models.parent]
+table = "parent"
+children = [{ model = "child", column = "parent_id" }]
+
+[models.child]
+table = "child"
+chunk_size = 20
+children = [
+  { model = "leaf", column = "child_id" },
+  { model = "child", column = "copy_of", on_delete = "nullify" },
+]
+
+[models.leaf]
+table = "leaf"
+strategy = "bulk"
+"#;
+
+const TABLES: &str = "
+CREATE TABLE parent (id {int} PRIMARY KEY);
+CREATE TABLE child (id {int} PRIMARY KEY, parent_id {int}, copy_of {int});
+CREATE INDEX child_parent_id ON child (parent_id);
+CREATE INDEX child_copy_of ON child (copy_of);
+CREATE TABLE leaf (id {int} PRIMARY KEY, child_id {int});
+CREATE INDEX leaf_child_id ON leaf (child_id);
+";
+
+/// Parents 1 to 40; each child points at one of them, at a parent that does not exist (an
+/// orphan, one in four), or at none; a few children are copies of a child that never existed
+/// (`copy_of` orphans, nullified); every child has two leaves, and a few leaves belong to no
+/// child at all (orphans of their own).
+struct Data {
+    sql: String,
+    /// child id → parent_id, copy_of.
+    children: BTreeMap<u64, (Option<u64>, Option<u64>)>,
+    /// leaf id → child_id.
+    leaves: BTreeMap<u64, u64>,
+}
+
+const PARENTS: u64 = 40;
+
+fn generate(children: u64, seed: u64) -> Data {
+    let mut random = Random::seeded(seed);
+    let mut data = Data { sql: String::new(), children: BTreeMap::new(), leaves: BTreeMap::new() };
+    let parents: Vec<String> = (1..=PARENTS).map(|id| format!("({id})")).collect();
+    data.sql += &format!("INSERT INTO parent VALUES {};\n", parents.join(", "));
+    let mut rows = Vec::new();
+    for id in 1..=children {
+        let parent_id = match random.below(100) {
+            0..25 => Some(1_000 + random.below(50)),
+            25..30 => None,
+            _ => Some(1 + random.below(PARENTS)),
+        };
+        let copy_of = random.chance(3).then(|| 1_000_000 + id);
+        data.children.insert(id, (parent_id, copy_of));
+        let show = |value: Option<u64>| value.map_or("NULL".to_owned(), |v| v.to_string());
+        rows.push(format!("({id}, {}, {})", show(parent_id), show(copy_of)));
+    }
+    data.sql += &format!("INSERT INTO child VALUES {};\n", rows.join(", "));
+    let mut leaves = Vec::new();
+    for child in 1..=children + children / 20 {
+        for n in 0..2 {
+            let id = child * 10 + n;
+            data.leaves.insert(id, child);
+            leaves.push(format!("({id}, {child})"));
+        }
+    }
+    data.sql += &format!("INSERT INTO leaf VALUES {};\n", leaves.join(", "));
+    data
+}
+
+impl Data {
+    fn is_orphan(&self, child: u64) -> bool {
+        self.children[&child].0.is_some_and(|parent| parent > PARENTS)
+    }
+
+    /// The children that survive, with their columns after the clean-up: `copy_of` pointed at
+    /// no child, so it is NULL now.
+    fn surviving_children(&self) -> Vec<Vec<Option<String>>> {
+        let text = |value: Option<u64>| value.map(|v| v.to_string());
+        self.children
+            .iter()
+            .filter(|(id, _)| !self.is_orphan(**id))
+            .map(|(id, (parent, _))| vec![text(Some(*id)), text(*parent), None])
+            .collect()
+    }
+
+    /// The leaves that survive: those of surviving children.
+    fn surviving_leaves(&self) -> Vec<Vec<Option<String>>> {
+        let alive = |child: &u64| self.children.contains_key(child) && !self.is_orphan(*child);
+        self.leaves.iter().filter(|(_, child)| alive(child)).map(|(id, _)| vec![Some(id.to_string())]).collect()
+    }
+
+    fn orphans(&self) -> Vec<u64> {
+        self.children.keys().copied().filter(|id| self.is_orphan(*id)).collect()
+    }
+}
+
+fn schema(int: &str, data: &Data) -> String {
+    format!("{}{}", TABLES.replace("{int}", int), data.sql)
+}
+
+fn children_after(url: &str) -> Vec<Vec<Option<String>>> {
+    // `c.id`: a bare `id` would sort by the text output column on PostgreSQL.
+    texts(
+        url,
+        "SELECT CAST(c.id AS TEXT), CAST(c.parent_id AS TEXT), CAST(c.copy_of AS TEXT) FROM child c ORDER BY c.id",
+    )
+}
+
+fn leaves_after(url: &str) -> Vec<Vec<Option<String>>> {
+    texts(url, "SELECT CAST(l.id AS TEXT) FROM leaf l ORDER BY l.id")
+}
+
+/// Orphans left by every relation, by hand-written anti-joins.
+fn orphans_left(url: &str) -> u64 {
+    count(
+        url,
+        "SELECT COUNT(*) FROM child c WHERE c.parent_id IS NOT NULL AND NOT EXISTS (SELECT 1 FROM parent p WHERE p.id = c.parent_id)",
+    ) + count(
+        url,
+        "SELECT COUNT(*) FROM child c WHERE c.copy_of IS NOT NULL AND NOT EXISTS (SELECT 1 FROM child p WHERE p.id = c.copy_of)",
+    ) + count(
+        url,
+        "SELECT COUNT(*) FROM leaf l WHERE l.child_id IS NOT NULL AND NOT EXISTS (SELECT 1 FROM child c WHERE c.id = l.child_id)",
+    )
+}
+
+/// `orphans --delete --confirm` in batches of 50, without a pause between them unless `extra`
+/// sets `--sleep-ms`.
+fn confirm_args<'a>(url: &'a str, archive: &'a str, extra: &[&'a str]) -> Vec<&'a str> {
+    let mut args = vec!["orphans", "--delete", "--confirm", "--format", "json", "--database-url", url];
+    args.extend_from_slice(&["--archive", archive, "--batch-size", "50"]);
+    if !extra.contains(&"--sleep-ms") {
+        args.extend_from_slice(&["--sleep-ms", "0"]);
+    }
+    args.extend_from_slice(extra);
+    args
+}
+
+/// Every deleted row is in the archive at least once, as it was; no other row is.
+fn check_archive(
+    before: &BTreeMap<String, Vec<String>>,
+    after: &BTreeMap<String, Vec<String>>,
+    archive: &std::path::Path,
+    killed: &[i64],
+) {
+    let lines = common::archive_lines(archive, killed);
+    for table in ["parent", "child", "leaf"] {
+        let ids = |rows: &[String]| -> BTreeMap<String, Value> {
+            rows.iter()
+                .map(|row| serde_json::from_str::<Value>(row).unwrap())
+                .map(|row| (row["id"].to_string(), row))
+                .collect()
+        };
+        let (was, is) = (ids(&before[table]), ids(&after[table]));
+        let deleted: BTreeSet<&String> = was.keys().filter(|id| !is.contains_key(*id)).collect();
+        let mut archived = BTreeSet::new();
+        for line in lines.get(table).into_iter().flatten() {
+            let id = line["row"]["id"].to_string();
+            let before = was.get(&id).unwrap_or_else(|| panic!("archived {table} {id} never existed"));
+            // A child's `copy_of` may have been nullified before it was deleted.
+            assert_eq!(line["row"]["id"], before["id"]);
+            archived.insert(id);
+        }
+        let archived: BTreeSet<&String> = archived.iter().collect();
+        assert_eq!(archived, deleted, "the archived rows of {table} are the deleted ones");
+    }
+}
+
+/// One confirmed run: exactly the orphans (and their leaves) deleted, `copy_of` orphans
+/// nullified, the stray leaves deleted, nothing else changed, one `cascade_run` row, no
+/// checkpoint left.
+fn check_confirmed(url: &str, data: &Data) {
+    let before = common::dump(url);
+    let dir = project(&[("cascades/cascade.toml", CONFIG)]);
+    let archive = dir.path().join("archive");
+    let summary = json_output(cascade(dir.path()).args(confirm_args(url, archive.to_str().unwrap(), &[])));
+    let orphans = data.orphans().len() as u64;
+    let stray_leaves = data.leaves.values().filter(|child| !data.children.contains_key(child)).count() as u64;
+    let leaves_of_orphans =
+        data.leaves.values().filter(|child| data.children.contains_key(child) && data.is_orphan(**child)).count()
+            as u64;
+    assert_eq!(summary["deleted"], json!({"child": orphans, "leaf": leaves_of_orphans + stray_leaves}), "{summary:#}");
+    let copies = data.children.values().filter(|(_, copy_of)| copy_of.is_some()).count() as u64;
+    let copies_of_orphans =
+        data.children.iter().filter(|(id, (_, copy_of))| copy_of.is_some() && data.is_orphan(**id)).count() as u64;
+    assert_eq!(summary["nullified"], json!({"child": copies - copies_of_orphans}), "{summary:#}");
+    assert_eq!(summary["outcome"], "succeeded");
+    assert!(summary["batches"].as_u64().unwrap() >= orphans / 50, "{summary:#}");
+    assert_eq!(children_after(url), data.surviving_children());
+    assert_eq!(leaves_after(url), data.surviving_leaves());
+    assert_eq!(orphans_left(url), 0);
+    let after = common::dump(url);
+    assert_eq!(before["parent"], after["parent"], "no parent was touched");
+    check_archive(&before, &after, &archive, &[]);
+    let runs = texts(url, "SELECT command, outcome, rows FROM cascade_run");
+    assert_eq!(runs.len(), 1, "one run for the whole clean-up: {runs:?}");
+    assert!(runs[0][0].as_deref().unwrap().contains("orphans --delete --confirm"), "{runs:?}");
+    assert_eq!(runs[0][1].as_deref(), Some("succeeded"));
+    let rows: Value = serde_json::from_str(runs[0][2].as_deref().unwrap()).unwrap();
+    assert_eq!(rows["deleted"], summary["deleted"]);
+    assert_eq!(count(url, "SELECT COUNT(*) FROM cascade_checkpoint"), 0, "a finished scan keeps no checkpoint");
+}
+
+#[test]
+fn sqlite_confirm_deletes_exactly_the_orphans_with_their_children() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = generate(400, 7);
+    let url = sqlite_database(dir.path(), &schema("INTEGER", &data));
+    check_confirmed(&url, &data);
+    assert_eq!(texts(&url, "PRAGMA foreign_key_check"), Vec::<Vec<Option<String>>>::new());
+}
+
+#[test]
+fn postgres_confirm_deletes_exactly_the_orphans_with_their_children() {
+    let data = generate(400, 7);
+    let Some(url) = postgres_database(&schema("bigint", &data)) else { return };
+    check_confirmed(&url, &data);
+}
+
+/// kill -9 once the first batch has committed (its checkpoint row is the signal); the
+/// checkpoint then sits at a key past which orphans remain. An orphan planted below the
+/// checkpoint afterwards is not seen by the rerun, which continues after it (the done range is
+/// not scanned again) and finishes everything else; the run after that, with no checkpoint
+/// left, removes the planted one too.
+fn check_kill_and_rerun(url: &str, data: &Data) {
+    let before = common::dump(url);
+    // A killed run is told from a running one after a second.
+    let config = format!("[settings]\nrun_lease_seconds = 1\n{CONFIG}");
+    let dir = project(&[("cascades/cascade.toml", &config)]);
+    let archive = dir.path().join("archive");
+    let archive_dir = archive.to_str().unwrap();
+    let checkpoint = "SELECT position FROM cascade_checkpoint WHERE name = 'orphans:child:parent_id'";
+    let mut args = confirm_args(url, archive_dir, &["--sleep-ms", "300"]);
+    args.retain(|arg| *arg != "--format" && *arg != "json");
+    let mut run = Running::start(dir.path(), &args);
+    // The tool's tables exist from here on.
+    run.expect("clean-up started");
+    wait_until("the first batch committed its checkpoint", || !texts(url, checkpoint).is_empty());
+    run.kill();
+    let position: u64 = texts(url, checkpoint)[0][0].as_deref().unwrap().parse().unwrap();
+    let orphans = data.orphans();
+    assert!(orphans.iter().any(|id| *id > position), "the kill came before the end");
+    for id in &orphans {
+        let left = count(url, &format!("SELECT COUNT(*) FROM child WHERE id = {id}"));
+        assert_eq!(left, u64::from(*id > position), "orphan {id} with the checkpoint at {position}");
+    }
+    // Below the checkpoint, where the rerun does not look again.
+    texts(url, "INSERT INTO child VALUES (0, 999999, NULL)");
+    let killed: Vec<i64> = texts(url, "SELECT CAST(id AS TEXT) FROM cascade_run")
+        .iter()
+        .map(|row| row[0].as_deref().unwrap().parse().unwrap())
+        .collect();
+    wait_until("the killed run's lease is over", || {
+        let runs = json_output(cascade(dir.path()).args(["runs", "--format", "json", "--database-url", url]));
+        runs[0]["outcome"] == "interrupted"
+    });
+    let summary = json_output(cascade(dir.path()).args(confirm_args(url, archive_dir, &[])));
+    assert_eq!(summary["resumes"], json!(killed[0]), "{summary:#}");
+    let rerun_orphans = orphans.iter().filter(|id| **id > position).count() as u64;
+    assert_eq!(summary["deleted"]["child"], json!(rerun_orphans), "the done range was not scanned again");
+    assert_eq!(count(url, "SELECT COUNT(*) FROM child WHERE id = 0"), 1);
+    assert_eq!(count(url, "SELECT COUNT(*) FROM cascade_checkpoint"), 0);
+    let last = json_output(cascade(dir.path()).args(confirm_args(url, archive_dir, &[])));
+    assert_eq!((&last["deleted"]["child"], last["deleted"]["leaf"].as_u64().unwrap_or(0)), (&json!(1), 0), "{last:#}");
+    assert_eq!(children_after(url), data.surviving_children());
+    assert_eq!(leaves_after(url), data.surviving_leaves());
+    assert_eq!(orphans_left(url), 0);
+    let mut before = before;
+    before.get_mut("child").unwrap().push(json!({"id": 0, "parent_id": 999999, "copy_of": null}).to_string());
+    check_archive(&before, &common::dump(url), &archive, &killed);
+}
+
+#[test]
+fn sqlite_kill_9_after_a_batch_then_rerun_continues_after_the_checkpoint() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = generate(1_200, 11);
+    check_kill_and_rerun(&sqlite_database(dir.path(), &schema("INTEGER", &data)), &data);
+}
+
+#[test]
+fn postgres_kill_9_after_a_batch_then_rerun_continues_after_the_checkpoint() {
+    let data = generate(1_200, 11);
+    let Some(url) = postgres_database(&schema("bigint", &data)) else { return };
+    check_kill_and_rerun(&url, &data);
+}
+
+/// Nothing changes without --confirm, and --confirm needs --delete.
+#[test]
+fn dry_runs_change_nothing_and_confirm_needs_delete() {
+    let dir = tempfile::tempdir().unwrap();
+    let url = sqlite_database(dir.path(), &schema("INTEGER", &generate(100, 3)));
+    let path = url.strip_prefix("sqlite://").unwrap();
+    let bytes = std::fs::read(path).unwrap();
+    let config = project(&[("cascades/cascade.toml", CONFIG)]);
+    for args in [&["--delete"][..], &[]] {
+        cascade(config.path()).args(["orphans", "--database-url", &url]).args(args).assert().success();
+    }
+    assert!(std::fs::read(path).unwrap() == bytes, "the database file changed");
+    cascade(config.path())
+        .args(["orphans", "--confirm", "--database-url", &url])
+        .assert()
+        .code(2)
+        .stderr(predicates::str::contains("--delete"));
+    cascade(config.path())
+        .args(["orphans", "--delete", "--confirm", "--batch-size", "10", "--database-url", &url])
+        .assert()
+        .code(2)
+        .stderr(predicates::str::contains("50..=5000"));
+    assert!(std::fs::read(path).unwrap() == bytes, "the database file changed");
+}
+
+/// `--max-batches` stops after that many batches (exit 0, said so); the next run continues.
+#[test]
+fn max_batches_stops_and_the_next_run_continues() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = generate(600, 5);
+    let url = sqlite_database(dir.path(), &schema("INTEGER", &data));
+    let config = project(&[("cascades/cascade.toml", CONFIG)]);
+    let archive = config.path().join("archive");
+    let archive = archive.to_str().unwrap();
+    let first = json_output(cascade(config.path()).args(confirm_args(&url, archive, &["--max-batches", "2"])));
+    assert_eq!(first["batches"], json!(2), "{first:#}");
+    assert_eq!(first["deleted"]["child"], json!(100));
+    assert_eq!(first["outcome"], "interrupted");
+    assert_eq!(first["stopped_early"], "--max-batches 2 reached");
+    let rest = json_output(cascade(config.path()).args(confirm_args(&url, archive, &[])));
+    assert_eq!(rest["deleted"]["child"], json!(data.orphans().len() as u64 - 100), "{rest:#}");
+    assert_eq!(children_after(&url), data.surviving_children());
+}
