@@ -159,7 +159,8 @@ fn run_drain(config: &Path, url: &str, concurrency: usize) -> (Duration, u64) {
             .args(["--config", &config.display().to_string(), "-q", "outbox", "drain", "--once", "--database-url", url])
             .args(["--concurrency", &concurrency.to_string()]),
     );
-    assert!(finished.status.success(), "cascade outbox drain failed: {}\n{}", finished.status, finished.stderr);
+    let (status, stdout, stderr) = (finished.status, &finished.stdout, &finished.stderr);
+    assert!(status.success(), "cascade outbox drain failed: {status}\n{stdout}{stderr}");
     (finished.wall, finished.peak_rss_kib)
 }
 

@@ -33,7 +33,11 @@ pub async fn durability(database: &Database) -> String {
             &["server_version", "fsync", "synchronous_commit"],
         ),
         Kind::Sqlite => (
-            &["SELECT sqlite_version()", "PRAGMA journal_mode", "SELECT CAST(synchronous AS TEXT) FROM pragma_synchronous"],
+            &[
+                "SELECT sqlite_version()",
+                "PRAGMA journal_mode",
+                "SELECT CAST(synchronous AS TEXT) FROM pragma_synchronous",
+            ],
             &["sqlite_version", "journal_mode", "synchronous"],
         ),
     };
@@ -43,7 +47,8 @@ pub async fn durability(database: &Database) -> String {
         let mut value = cascade::db::first_text(&rows).unwrap_or("?").to_owned();
         if *name == "synchronous" {
             // SQLite answers a number.
-            value = ["OFF", "NORMAL", "FULL", "EXTRA"].get(value.parse::<usize>().unwrap_or(9)).unwrap_or(&"?").to_string();
+            value =
+                ["OFF", "NORMAL", "FULL", "EXTRA"].get(value.parse::<usize>().unwrap_or(9)).unwrap_or(&"?").to_string();
         }
         values.push(format!("{name}={value}"));
     }

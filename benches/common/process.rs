@@ -22,8 +22,11 @@ pub struct Finished {
 /// ends when a thread waiting on the process sees it exit, not at the next poll.
 pub fn run_measured(command: &mut Command) -> Finished {
     let started = Instant::now();
-    let mut child =
-        command.stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap_or_else(|e| panic!("start {command:?}: {e}"));
+    let mut child = command
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("start {command:?}: {e}"));
     let status_file = format!("/proc/{}/status", child.id());
     let stdout = read_all(child.stdout.take());
     let stderr = read_all(child.stderr.take());
