@@ -15,14 +15,19 @@
 //!   `SELECT COUNT(*) ... NOT EXISTS (...)` (the statement alone, on an open connection);
 //! - the delete: the whole `cascade orphans --delete --confirm --batch-size 500 --sleep-ms 0`
 //!   process, with the child model `bulk` (as `cascade init` writes a leaf) and `per_row` (the
-//!   config's default), against one `DELETE ... WHERE ... NOT EXISTS (...)` statement.
+//!   config's default), against one `DELETE ... WHERE ... NOT EXISTS (...)` statement;
+//! - the delete again on a second data set where the child has a small child of its own:
+//!   `grandchild(id, child_id, payload)`, one per ten child rows (child `10 g` has grandchild
+//!   `g`), indexed by `child_id`; the child per_row, the grandchild bulk, against two `DELETE`s
+//!   (the orphans' grandchildren, then the orphans) in one transaction.
 //!
 //! Each data set also holds cascade's own tables (`cascade::db::migrate`), as a database that
 //! cascade has run on before: creating them is a first run's cost only (the progress says how
 //! long it takes).
 //!
 //! Every run is checked: the report finds every orphan; after a delete no orphan is left and the
-//! other rows are all still there (their count and the sum of their ids), parents included.
+//! other rows are all still there (their count and the sum of their ids), parents and the
+//! grandchildren of the other rows included.
 //! Peak RSS is the cascade process's own `VmHWM`, read while it runs.
 
 #[path = "common/database.rs"]
@@ -49,6 +54,8 @@ const DELETED_PARENT_EVERY: u64 = 10;
 /// Every 10,000th child has no parent (a NULL `parent_id`, not an orphan).
 const NULL_PARENT_EVERY: u64 = 10_000;
 const BATCH_SIZE: u64 = 500;
+/// In the second data set, child `10 g` has grandchild `g`.
+const GRANDCHILD_EVERY: u64 = 10;
 
 /// The issue's targets.
 const REPORT_RATIO: f64 = 1.2;
@@ -60,15 +67,22 @@ const COUNT_ORPHANS: &str = "SELECT COUNT(*) FROM child c WHERE c.parent_id IS N
                              AND NOT EXISTS (SELECT 1 FROM parent p WHERE p.id = c.parent_id)";
 const DELETE_ORPHANS: &str = "DELETE FROM child WHERE parent_id IS NOT NULL \
                               AND NOT EXISTS (SELECT 1 FROM parent p WHERE p.id = child.parent_id)";
+/// With grandchildren, run before `DELETE_ORPHANS` in the same transaction.
+const DELETE_ORPHANS_GRANDCHILDREN: &str = "DELETE FROM grandchild WHERE child_id IN (SELECT c.id FROM child c \
+     WHERE c.parent_id IS NOT NULL AND NOT EXISTS (SELECT 1 FROM parent p WHERE p.id = c.parent_id))";
 
-/// The child model's strategies that the delete is measured with.
-const STRATEGIES: [(&str, &str); 2] =
-    [("bulk", "bulk child (as `cascade init` writes a leaf)"), ("per_row", "per_row child (the config default)")];
+/// The deletes measured: the config's name, its label and whether the data set has grandchildren.
+const STRATEGIES: [(&str, &str, bool); 3] = [
+    ("bulk", "bulk child (as `cascade init` writes a leaf)", false),
+    ("per_row", "per_row child (the config default)", false),
+    ("grandchild", "per_row child with a bulk grandchild", true),
+];
 
 fn main() {
     let rows = number_argument("--rows").unwrap_or(DEFAULT_ROWS);
     let repeat = number_argument("--repeat").unwrap_or(DEFAULT_REPEAT).max(1);
-    let data = DataSet::new(rows);
+    let data = DataSet::new(rows, false);
+    let deep = DataSet::new(rows, true);
     let dir = tempfile::tempdir().expect("a temporary directory");
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("a runtime");
     eprintln!("cascade binary: {}", env!("CARGO_BIN_EXE_cascade"));
@@ -83,7 +97,7 @@ fn main() {
     }
     let mut stores = vec![Store::Sqlite(dir.path().join("orphans.db"))];
     stores.extend(server.as_ref().map(|server| Store::Postgres(server.url.clone())));
-    let configs: Vec<PathBuf> = STRATEGIES.iter().map(|(strategy, _)| config(dir.path(), strategy)).collect();
+    let configs: Vec<PathBuf> = STRATEGIES.iter().map(|(strategy, ..)| config(dir.path(), strategy)).collect();
     let can_delete = deletes_orphans();
     if !can_delete {
         eprintln!("warning: this cascade has no `orphans --delete --confirm`: the delete half is not run");
@@ -115,17 +129,20 @@ fn main() {
             if !can_delete {
                 continue;
             }
-            let url = runtime.block_on(store.build(&data));
-            let (wall, deleted) = runtime.block_on(hand_delete(&url));
-            assert_eq!(deleted, data.orphans, "{label}: the single DELETE");
-            runtime.block_on(check_after_delete(&url, &data, &format!("{label}, single DELETE")));
-            eprintln!("{label}: single DELETE: {deleted} rows in {:.1} ms", ms(wall));
-            result.hand_delete.push(wall);
+            for data in [&data, &deep] {
+                let url = runtime.block_on(store.build(data));
+                let (wall, deleted) = runtime.block_on(hand_delete(&url, data));
+                assert_eq!(deleted, data.deleted(), "{label}: the single DELETE");
+                runtime.block_on(check_after_delete(&url, data, &format!("{label}, single DELETE")));
+                eprintln!("{label}: single DELETE{}: {deleted} rows in {:.1} ms", data.name(), ms(wall));
+                result.hand_delete.push((data.grandchildren > 0, wall));
+            }
 
-            for ((strategy, _), config) in STRATEGIES.iter().zip(&configs) {
-                let url = runtime.block_on(store.build(&data));
-                let delete = tool_delete(config, &url, &data);
-                runtime.block_on(check_after_delete(&url, &data, &format!("{label}, cascade ({strategy})")));
+            for ((strategy, _, grandchildren), config) in STRATEGIES.iter().zip(&configs) {
+                let data = if *grandchildren { &deep } else { &data };
+                let url = runtime.block_on(store.build(data));
+                let delete = tool_delete(config, &url, data);
+                runtime.block_on(check_after_delete(&url, data, &format!("{label}, cascade ({strategy})")));
                 eprintln!(
                     "{label}: cascade orphans --delete ({strategy}): {:.1} ms, {} batches, longest {:.1} ms, \
                      peak RSS {} KiB",
@@ -141,7 +158,7 @@ fn main() {
     }
     eprintln!("done in {:.0} s", started.elapsed().as_secs_f64());
     drop(server);
-    report(&data, repeat, &results);
+    report(&data, &deep, repeat, &results);
 }
 
 /// The rows the bench builds, and what they hold.
@@ -155,24 +172,60 @@ struct DataSet {
     /// Child rows that are not orphans, and the sum of their ids.
     kept: u64,
     kept_id_sum: u64,
+    /// Grandchildren (none in the first data set), those of orphans, and the sum of the others'
+    /// ids.
+    grandchildren: u64,
+    orphaned_grandchildren: u64,
+    kept_grandchild_id_sum: u64,
 }
 
 impl DataSet {
-    fn new(rows: u64) -> Self {
+    fn new(rows: u64, grandchildren: bool) -> Self {
         let parent_ids = rows.div_ceil(CHILDREN_PER_PARENT);
         let parents = parent_ids - parent_ids / DELETED_PARENT_EVERY;
+        let is_orphan = |n: u64| {
+            n % NULL_PARENT_EVERY != 1 && ((n - 1) / CHILDREN_PER_PARENT + 1).is_multiple_of(DELETED_PARENT_EVERY)
+        };
         let (mut orphans, mut nulls, mut kept, mut kept_id_sum) = (0, 0, 0, 0);
         for n in 1..=rows {
-            if n % NULL_PARENT_EVERY == 1 {
-                nulls += 1;
-            } else if ((n - 1) / CHILDREN_PER_PARENT + 1).is_multiple_of(DELETED_PARENT_EVERY) {
+            if is_orphan(n) {
                 orphans += 1;
                 continue;
             }
+            nulls += u64::from(n % NULL_PARENT_EVERY == 1);
             kept += 1;
             kept_id_sum += n;
         }
-        DataSet { rows, parent_ids, parents, orphans, nulls, kept, kept_id_sum }
+        let grandchildren = if grandchildren { rows / GRANDCHILD_EVERY } else { 0 };
+        let (mut orphaned_grandchildren, mut kept_grandchild_id_sum) = (0, 0);
+        for g in 1..=grandchildren {
+            if is_orphan(g * GRANDCHILD_EVERY) {
+                orphaned_grandchildren += 1;
+            } else {
+                kept_grandchild_id_sum += g;
+            }
+        }
+        DataSet {
+            rows,
+            parent_ids,
+            parents,
+            orphans,
+            nulls,
+            kept,
+            kept_id_sum,
+            grandchildren,
+            orphaned_grandchildren,
+            kept_grandchild_id_sum,
+        }
+    }
+
+    fn name(&self) -> &'static str {
+        if self.grandchildren > 0 { " (with grandchildren)" } else { "" }
+    }
+
+    /// Rows that deleting the orphans deletes: theirs and their grandchildren.
+    fn deleted(&self) -> u64 {
+        self.orphans + self.orphaned_grandchildren
     }
 
     /// The statements that create and fill the tables, in one transaction.
@@ -185,7 +238,7 @@ impl DataSet {
         };
         let (with_parents, parents) = series(self.parent_ids);
         let (with_children, children) = series(self.rows);
-        vec![
+        let mut statements = vec![
             "CREATE TABLE parent (id integer PRIMARY KEY)".into(),
             "CREATE TABLE child (id integer PRIMARY KEY, parent_id integer, payload text)".into(),
             format!(
@@ -196,7 +249,19 @@ impl DataSet {
                  THEN NULL ELSE (i - 1) / {CHILDREN_PER_PARENT} + 1 END, 'payload of child ' || i FROM {children}"
             ),
             "CREATE INDEX child_parent_id_idx ON child (parent_id)".into(),
-        ]
+        ];
+        if self.grandchildren > 0 {
+            let (with_grandchildren, grandchildren) = series(self.grandchildren);
+            statements.extend([
+                "CREATE TABLE grandchild (id integer PRIMARY KEY, child_id integer, payload text)".into(),
+                format!(
+                    "INSERT INTO grandchild (id, child_id, payload) {with_grandchildren}SELECT i, i * {GRANDCHILD_EVERY}, \
+                     'payload of grandchild ' || i FROM {grandchildren}"
+                ),
+                "CREATE INDEX grandchild_child_id_idx ON grandchild (child_id)".into(),
+            ]);
+        }
+        statements
     }
 }
 
@@ -267,8 +332,15 @@ async fn connect(url: &str) -> Database {
     Database::connect(url, Access::ReadWrite).await.expect("connect")
 }
 
-/// The config: `parent` with `child` as its child by `parent_id`, the child `strategy`.
+/// The config: `parent` with `child` as its child by `parent_id`, the child `strategy`; for
+/// `grandchild`, a per_row child with `grandchild` as its bulk child by `child_id`.
 fn config(dir: &Path, strategy: &str) -> PathBuf {
+    let child = match strategy {
+        "grandchild" => "children = [{ model = \"grandchild\", column = \"child_id\" }]\n\n\
+                         [models.grandchild]\ntable = \"grandchild\"\nstrategy = \"bulk\""
+            .to_owned(),
+        strategy => format!("strategy = \"{strategy}\""),
+    };
     let text = format!(
         r#"[models.parent]
 table = "parent"
@@ -276,7 +348,7 @@ children = [{{ model = "child", column = "parent_id" }}]
 
 [models.child]
 table = "child"
-strategy = "{strategy}"
+{child}
 "#
     );
     let path = dir.join(format!("orphans-{strategy}.toml"));
@@ -301,11 +373,18 @@ async fn hand_count(url: &str) -> (Duration, u64) {
     (wall, orphans)
 }
 
-/// One `DELETE` of every orphan in a transaction of its own: its time and the rows it deleted.
-async fn hand_delete(url: &str) -> (Duration, u64) {
+/// One `DELETE` of every orphan (with grandchildren, one of theirs first) in a transaction of its
+/// own: its time and the rows it deleted.
+async fn hand_delete(url: &str, data: &DataSet) -> (Duration, u64) {
     let database = connect(url).await;
     let started = Instant::now();
-    let deleted = database.execute_alone(&statement(DELETE_ORPHANS)).await.expect("delete the orphans");
+    let mut transaction = database.begin_write().await.expect("begin");
+    let mut deleted = 0;
+    if data.grandchildren > 0 {
+        deleted += transaction.execute(&statement(DELETE_ORPHANS_GRANDCHILDREN)).await.expect("delete grandchildren");
+    }
+    deleted += transaction.execute(&statement(DELETE_ORPHANS)).await.expect("delete the orphans");
+    transaction.commit().await.expect("commit");
     let wall = started.elapsed();
     database.close().await;
     (wall, deleted)
@@ -355,8 +434,13 @@ fn tool_delete(config: &Path, url: &str, data: &DataSet) -> Delete {
     let batch = BATCH_SIZE.to_string();
     let arguments = ["orphans", "--delete", "--confirm", "--batch-size", &batch, "--sleep-ms", "0", "--format", "json"];
     let (finished, json) = cascade(config, url, &arguments);
-    let deleted = deleted_counts(&json);
-    assert_eq!(deleted, vec![("child".to_owned(), data.orphans)], "cascade orphans --delete: rows deleted in {json}");
+    let mut deleted = deleted_counts(&json);
+    deleted.sort();
+    let mut expected = vec![("child".to_owned(), data.orphans)];
+    if data.orphaned_grandchildren > 0 {
+        expected.push(("grandchild".to_owned(), data.orphaned_grandchildren));
+    }
+    assert_eq!(deleted, expected, "cascade orphans --delete: rows deleted in {json}");
     let number = |key: &str| find_number(&json, key);
     let (longest_ms, longest_of) = match number("longest_transaction_ms").or_else(|| number("max_transaction_ms")) {
         Some(ms) => (ms, "transaction"),
@@ -400,6 +484,12 @@ async fn check_after_delete(url: &str, data: &DataSet, label: &str) {
     assert_eq!(count("SELECT COALESCE(SUM(id), 0) FROM child").await, data.kept_id_sum, "{label}: ids left");
     assert_eq!(count("SELECT COUNT(*) FROM child WHERE parent_id IS NULL").await, data.nulls, "{label}: NULL rows");
     assert_eq!(count("SELECT COUNT(*) FROM parent").await, data.parents, "{label}: parent rows");
+    if data.grandchildren > 0 {
+        let kept = data.grandchildren - data.orphaned_grandchildren;
+        assert_eq!(count("SELECT COUNT(*) FROM grandchild").await, kept, "{label}: grandchild rows left");
+        let sum = count("SELECT COALESCE(SUM(id), 0) FROM grandchild").await;
+        assert_eq!(sum, data.kept_grandchild_id_sum, "{label}: grandchild ids left");
+    }
     database.close().await;
 }
 
@@ -409,7 +499,8 @@ struct StoreResult {
     durability: String,
     hand_count: Vec<Duration>,
     reports: Vec<Finished>,
-    hand_delete: Vec<Duration>,
+    /// Whether the data set had grandchildren, and the single DELETE's time.
+    hand_delete: Vec<(bool, Duration)>,
     deletes: Vec<(&'static str, Delete)>,
 }
 
@@ -419,11 +510,13 @@ impl StoreResult {
     }
 }
 
-fn report(data: &DataSet, repeat: u64, results: &[(&str, StoreResult)]) {
+fn report(data: &DataSet, deep: &DataSet, repeat: u64, results: &[(&str, StoreResult)]) {
     println!(
         "{} child rows ({} orphans, {} with a NULL parent_id), {} parents; index on child(parent_id), no \
-         foreign key. Median of {repeat} run(s), each on a freshly built data set; all runs in the last column.",
-        data.rows, data.orphans, data.nulls, data.parents
+         foreign key. Median of {repeat} run(s), each on a freshly built data set; all runs in the last column. \
+         The second data set adds {} grandchild rows (child 10 g has grandchild g, indexed by child_id), {} of them \
+         below orphans.",
+        data.rows, data.orphans, data.nulls, data.parents, deep.grandchildren, deep.orphaned_grandchildren
     );
     println!();
     for (name, result) in results {
@@ -472,48 +565,53 @@ fn report(data: &DataSet, repeat: u64, results: &[(&str, StoreResult)]) {
             verdicts.push(format!("- {name}: the delete targets: not measured (no `orphans --delete --confirm`)"));
             continue;
         }
-        let single = median(&result.hand_delete);
-        let single_rate = data.orphans as f64 / single.as_secs_f64();
-        println!(
-            "| {name} | single DELETE | {} | {:.0} ms | {single_rate:.0} | 1.00× | 1 | {:.0} ms (the statement) | | {} |",
-            data.orphans,
-            ms(single),
-            ms(single),
-            runs(&result.hand_delete)
-        );
-        for (strategy, label) in STRATEGIES {
-            let deletes = result.deletes(strategy);
-            let walls: Vec<Duration> = deletes.iter().map(|d| d.wall).collect();
-            let wall = median(&walls);
-            let rate = data.orphans as f64 / wall.as_secs_f64();
-            let ratio = rate / single_rate;
-            let longest = deletes.iter().map(|d| d.longest_ms).fold(0.0, f64::max);
-            let longest_of = deletes.first().map_or("?", |d| d.longest_of);
-            let rss = deletes.iter().map(|d| d.peak_rss_kib).max().unwrap_or(0);
-            largest_rss = largest_rss.max(rss);
-            let mut batches: Vec<String> = deletes.iter().map(|d| d.batches.to_string()).collect();
-            batches.dedup();
+        for (set, grandchildren) in [(data, false), (deep, true)] {
+            let singles: Vec<Duration> =
+                result.hand_delete.iter().filter(|(g, _)| *g == grandchildren).map(|(_, wall)| *wall).collect();
+            let single = median(&singles);
+            let single_rate = set.deleted() as f64 / single.as_secs_f64();
             println!(
-                "| {name} | cascade, {label} | {} | {:.0} ms | {rate:.0} | {ratio:.2}× | {} | {longest:.1} ms{} | {} | \
+                "| {name} | single DELETE{} | {} | {:.0} ms | {single_rate:.0} | 1.00× | 1 | {:.0} ms (one transaction) | | \
                  {} |",
-                data.orphans,
-                ms(wall),
-                batches.join(", "),
-                if longest_of == "transaction" { "" } else { " (longest batch)" },
-                mib(rss),
-                runs(&walls)
+                if grandchildren { "s (grandchildren, then children)" } else { "" },
+                set.deleted(),
+                ms(single),
+                ms(single),
+                runs(&singles)
             );
-            verdicts.push(format!(
-                "- {name}, {strategy}: delete at least {DELETE_RATIO}× the single DELETE's rows/s: {ratio:.2}× \
-                 ({:.0} against {single_rate:.0} rows/s): {}",
-                rate,
-                at_least(ratio, DELETE_RATIO)
-            ));
-            verdicts.push(format!(
-                "- {name}, {strategy}: no transaction over {LONGEST_TRANSACTION_MS:.0} ms: longest {longest:.1} ms \
-                 (the longest {longest_of} cascade reports, over all runs): {}",
-                at_most(longest, LONGEST_TRANSACTION_MS)
-            ));
+            for (strategy, label, _) in STRATEGIES.iter().filter(|(.., g)| *g == grandchildren) {
+                let deletes = result.deletes(strategy);
+                let walls: Vec<Duration> = deletes.iter().map(|d| d.wall).collect();
+                let wall = median(&walls);
+                let rate = set.deleted() as f64 / wall.as_secs_f64();
+                let ratio = rate / single_rate;
+                let longest = deletes.iter().map(|d| d.longest_ms).fold(0.0, f64::max);
+                let longest_of = deletes.first().map_or("?", |d| d.longest_of);
+                let rss = deletes.iter().map(|d| d.peak_rss_kib).max().unwrap_or(0);
+                largest_rss = largest_rss.max(rss);
+                let mut batches: Vec<String> = deletes.iter().map(|d| d.batches.to_string()).collect();
+                batches.dedup();
+                println!(
+                    "| {name} | cascade, {label} | {} | {:.0} ms | {rate:.0} | {ratio:.2}× | {} | {longest:.1} ms{} | {} \
+                     | {} |",
+                    set.deleted(),
+                    ms(wall),
+                    batches.join(", "),
+                    if longest_of == "transaction" { "" } else { " (longest batch)" },
+                    mib(rss),
+                    runs(&walls)
+                );
+                verdicts.push(format!(
+                    "- {name}, {strategy}: delete at least {DELETE_RATIO}× the single DELETE's rows/s: {ratio:.2}× \
+                     ({rate:.0} against {single_rate:.0} rows/s): {}",
+                    at_least(ratio, DELETE_RATIO)
+                ));
+                verdicts.push(format!(
+                    "- {name}, {strategy}: no transaction over {LONGEST_TRANSACTION_MS:.0} ms: longest {longest:.1} ms \
+                     (the longest {longest_of} cascade reports, over all runs): {}",
+                    at_most(longest, LONGEST_TRANSACTION_MS)
+                ));
+            }
         }
     }
     let report_rss = results.iter().flat_map(|(_, r)| &r.reports).map(|r| r.peak_rss_kib).max().unwrap_or(0);
