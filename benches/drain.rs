@@ -10,8 +10,12 @@
 //! Every run is checked: the table is empty afterwards and the sink received every coalesced
 //! message.
 
+#[path = "common/database.rs"]
+mod database;
 #[path = "common/pg_server.rs"]
 mod pg_server;
+#[path = "common/process.rs"]
+mod process;
 
 use std::path::Path;
 use std::process::Command;
@@ -19,9 +23,9 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use cascade::db::sql::Statement;
 use cascade::db::{Access, Database};
-use pg_server::{PgServer, with_database};
+use database::{durability, fresh_database, number_argument, statement};
+use pg_server::PgServer;
 
 const DEFAULT_ROWS: u64 = 100_000;
 const SHARDS: u64 = 1_000;
@@ -37,7 +41,7 @@ struct Run {
 }
 
 fn main() {
-    let rows = rows_argument();
+    let rows = number_argument("--rows").unwrap_or(DEFAULT_ROWS);
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("a runtime");
     let Some(server) = PgServer::start() else {
         eprintln!("no PostgreSQL: set CASCADE_TEST_POSTGRES_URL or install the server binaries");
@@ -108,16 +112,6 @@ async fn measure(case: &Case<'_>, dir: &Path, url: &str, received: &AtomicU64) -
     Run { label, rows: case.backlog, messages, drain, peak_rss_kib }
 }
 
-/// An empty database `name` on the server; its URL.
-async fn fresh_database(server: &str, name: &str) -> String {
-    let admin = Database::connect(server, Access::ReadWrite).await.expect("connect to the server");
-    for sql in [format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"), format!("CREATE DATABASE {name}")] {
-        admin.execute(&statement(&sql)).await.expect("create the bench database");
-    }
-    admin.close().await;
-    with_database(server, name)
-}
-
 /// The project directory of one sink: its config, batching `BATCH_SIZE` messages per delivery.
 fn config(dir: &Path, target: &str) -> std::path::PathBuf {
     let text = format!(
@@ -142,10 +136,6 @@ timeout = "30s"
     path
 }
 
-fn statement(sql: &str) -> Statement {
-    Statement { sql: sql.to_owned(), params: Vec::new() }
-}
-
 /// Writes `rows` tombstones over `shards` shards, one in five coalesced; the messages they make.
 async fn write_backlog(database: &Database, rows: u64, shards: u64) -> u64 {
     let per_shard = rows / shards;
@@ -162,33 +152,16 @@ async fn write_backlog(database: &Database, rows: u64, shards: u64) -> u64 {
     shards * objects
 }
 
-/// Runs `cascade outbox drain --once`; its wall time and peak RSS. The peak is the process's own
-/// `VmHWM`, read while it runs: `wait4`'s `ru_maxrss` would also count the bench's pages the
-/// child had before its `exec`.
+/// Runs `cascade outbox drain --once`; its wall time and peak RSS.
 fn run_drain(config: &Path, url: &str, concurrency: usize) -> (Duration, u64) {
-    let started = Instant::now();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_cascade"))
-        .args(["--config", &config.display().to_string(), "-q", "outbox", "drain", "--once", "--database-url", url])
-        .args(["--concurrency", &concurrency.to_string()])
-        .stdout(std::process::Stdio::null())
-        .spawn()
-        .expect("start cascade");
-    let status_file = format!("/proc/{}/status", child.id());
-    let mut peak_kib = 0;
-    let status = loop {
-        if let Some(status) = child.try_wait().expect("check on cascade") {
-            break status;
-        }
-        let status = std::fs::read_to_string(&status_file).unwrap_or_default();
-        let high_water = status.lines().find_map(|line| line.strip_prefix("VmHWM:"));
-        if let Some(kib) = high_water.and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok()) {
-            peak_kib = kib;
-        }
-        std::thread::sleep(Duration::from_millis(2));
-    };
-    let elapsed = started.elapsed();
-    assert!(status.success(), "cascade outbox drain failed: {status}");
-    (elapsed, peak_kib)
+    let finished = process::run_measured(
+        Command::new(env!("CARGO_BIN_EXE_cascade"))
+            .args(["--config", &config.display().to_string(), "-q", "outbox", "drain", "--once", "--database-url", url])
+            .args(["--concurrency", &concurrency.to_string()]),
+    );
+    let (status, stdout, stderr) = (finished.status, &finished.stdout, &finished.stderr);
+    assert!(status.success(), "cascade outbox drain failed: {status}\n{stdout}{stderr}");
+    (finished.wall, finished.peak_rss_kib)
 }
 
 /// A local webhook that answers 204 and counts the messages it received.
@@ -208,16 +181,6 @@ async fn start_webhook(received: Arc<AtomicU64>) -> String {
     // Kept for the whole bench.
     std::mem::forget(server);
     uri
-}
-
-async fn durability(database: &Database) -> String {
-    let show = |setting: &str| statement(&format!("SELECT current_setting('{setting}')"));
-    let mut values = Vec::new();
-    for setting in ["server_version", "fsync", "synchronous_commit"] {
-        let rows = database.fetch_texts(&show(setting)).await.expect("a setting");
-        values.push(format!("{setting}={}", cascade::db::first_text(&rows).unwrap_or("?")));
-    }
-    values.join(", ")
 }
 
 fn report(runs: &[Run], rows: u64, floor: Duration, durability: &str) {
@@ -261,14 +224,4 @@ fn ms(duration: Duration) -> f64 {
 
 fn per(duration: Duration, count: u64) -> f64 {
     duration.as_secs_f64() * 1e6 / count.max(1) as f64
-}
-
-fn rows_argument() -> u64 {
-    let arguments: Vec<String> = std::env::args().collect();
-    arguments
-        .iter()
-        .position(|a| a == "--rows")
-        .and_then(|i| arguments.get(i + 1))
-        .and_then(|n| n.parse().ok())
-        .unwrap_or(DEFAULT_ROWS)
 }
