@@ -11,7 +11,7 @@ mod sql;
 mod steps;
 mod throttle;
 
-pub use archive::ArchiveError;
+pub use archive::{Archive, ArchiveError};
 pub use count::{CountError, Counts, Dangling, count, count_dangling};
 pub use executor::{DeleteError, DeleteOptions, Deletion, RunOutcome, Summary, default_actor};
 pub use run::{Engine, Finished, PrepareError};
