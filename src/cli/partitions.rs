@@ -85,11 +85,8 @@ pub fn run(cli: &Cli, args: &Args) -> anyhow::Result<ExitCode> {
     }
     let url = super::database_url(cli, &loaded.config);
     let now = common.now.unwrap_or_else(SystemTime::now);
-    let access = if confirm || matches!(args.command, Some(Command::Create(_))) {
-        Access::ReadWrite
-    } else {
-        Access::ReadOnly
-    };
+    let access =
+        if confirm || matches!(args.command, Some(Command::Create(_))) { Access::ReadWrite } else { Access::ReadOnly };
     super::block_on(async {
         let database = super::connect(&url, &loaded.config, access).await?;
         let result = async {
@@ -163,7 +160,10 @@ async fn dry_run(
     match format {
         SummaryFormat::Json => {
             let names: Vec<String> = would.iter().map(|state| state.partition.qualified_name()).collect();
-            println!("{}", serde_json::to_string_pretty(&serde_json::json!({ "would_drop": names, "models": reports }))?);
+            println!(
+                "{}",
+                serde_json::to_string_pretty(&serde_json::json!({ "would_drop": names, "models": reports }))?
+            );
         }
         SummaryFormat::Human => {
             print!("{}", human(&reports));
@@ -250,7 +250,9 @@ fn size(bytes: u64) -> String {
 
 fn print_dropped(dropped: &[Dropped], format: SummaryFormat) -> anyhow::Result<ExitCode> {
     match format {
-        SummaryFormat::Json => println!("{}", serde_json::to_string_pretty(&serde_json::json!({ "dropped": dropped }))?),
+        SummaryFormat::Json => {
+            println!("{}", serde_json::to_string_pretty(&serde_json::json!({ "dropped": dropped }))?)
+        }
         SummaryFormat::Human => {
             for partition in dropped {
                 let detach = match partition.detach {
@@ -278,7 +280,9 @@ fn print_dropped(dropped: &[Dropped], format: SummaryFormat) -> anyhow::Result<E
 
 fn print_created(created: &[Created], format: SummaryFormat) -> anyhow::Result<ExitCode> {
     match format {
-        SummaryFormat::Json => println!("{}", serde_json::to_string_pretty(&serde_json::json!({ "created": created }))?),
+        SummaryFormat::Json => {
+            println!("{}", serde_json::to_string_pretty(&serde_json::json!({ "created": created }))?)
+        }
         SummaryFormat::Human => {
             for partition in created {
                 println!("created {} for [{}, {})", partition.partition, partition.from, partition.to);

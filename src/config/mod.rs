@@ -301,6 +301,27 @@ zzz = 1
     }
 
     #[test]
+    fn durations_that_do_not_parse_are_invalid_values() {
+        let config = r#"
+[settings]
+retention_interval = "daily"
+
+[models.page_view]
+table = "page_view"
+retention = { keep = "ninety days", column = "entered_at" }
+
+[models.login]
+table = "login"
+retention = { keep = "0d", column = "at" }
+"#;
+        assert_eq!(
+            fixture::codes(config),
+            vec![(Code::InvalidValue, 3), (Code::InvalidValue, 7), (Code::InvalidValue, 11)]
+        );
+        insta::assert_snapshot!(fixture::human(config));
+    }
+
+    #[test]
     fn crlf_line_endings_are_tomls_own() {
         assert_eq!(fixture::codes("[models.a]\r\ntable = \"a\"\r\nchunk_sise = 1\r\n"), vec![(Code::UnknownKey, 3)]);
     }

@@ -223,6 +223,11 @@ impl Settings {
     pub fn busy_timeout(&self) -> Duration {
         Duration::from_secs(or_default(&self.busy_timeout_seconds, DEFAULT_BUSY_TIMEOUT_SECONDS))
     }
+
+    /// How often the worker prunes partitions.
+    pub fn retention_interval(&self) -> Duration {
+        self.retention_interval.as_ref().map_or(DEFAULT_RETENTION_INTERVAL, |interval| interval.value)
+    }
 }
 
 fn or_default(value: &Option<Located<u64>>, default: u64) -> u64 {

@@ -184,8 +184,8 @@ pub async fn checkpoints(database: &Database, prefix: &str) -> Result<Vec<(Strin
         return Ok(Vec::new());
     }
     let mut sql = database.sql();
-    sql.push("SELECT name, position FROM cascade_checkpoint WHERE substr(name, 1, ");
-    sql.bind(Param::integer(i64::try_from(prefix.chars().count()).unwrap_or(i64::MAX))).push(") = ");
+    sql.push("SELECT name, position FROM cascade_checkpoint WHERE substr(name, 1, CAST(");
+    sql.bind(Param::integer(i64::try_from(prefix.chars().count()).unwrap_or(i64::MAX))).push(" AS INTEGER)) = ");
     sql.bind_text(prefix).push(" ORDER BY name");
     Ok(database
         .fetch_texts(&sql.finish())

@@ -48,18 +48,25 @@ pub async fn create_ahead(
             existing_ahead += 1;
         }
     }
-    let step = value(database, &format!("age(CAST($1 AS {t}), CAST($2 AS {t}))", t = policy.column_type), [last.1.as_str(), last.0.as_str()])
-        .await?;
+    let step = value(
+        database,
+        &format!("age(CAST($1 AS {t}), CAST($2 AS {t}))", t = policy.column_type),
+        [last.1.as_str(), last.0.as_str()],
+    )
+    .await?;
     let schema = policy.table.schema.as_deref().unwrap_or("public");
     let mut created = Vec::new();
     let mut from = last.1.clone();
     for _ in existing_ahead..ahead {
-        let to = value(database, &format!("CAST(CAST($1 AS {t}) + CAST($2 AS interval) AS {t})", t = policy.column_type), [
-            from.as_str(),
-            step.as_str(),
-        ])
+        let to = value(
+            database,
+            &format!("CAST(CAST($1 AS {t}) + CAST($2 AS interval) AS {t})", t = policy.column_type),
+            [from.as_str(), step.as_str()],
+        )
         .await?;
-        let suffix = value(database, &format!("to_char(CAST($1 AS {}), 'YYYYMMDD')", policy.column_type), [from.as_str()]).await?;
+        let suffix =
+            value(database, &format!("to_char(CAST($1 AS {}), 'YYYYMMDD')", policy.column_type), [from.as_str()])
+                .await?;
         let name = format!("{}_{suffix}", policy.table.name);
         let mut sql = database.sql();
         sql.push("CREATE TABLE ").push(&quote_identifier(schema)).push(".").identifier(&name);

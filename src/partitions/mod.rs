@@ -4,6 +4,7 @@
 
 mod create;
 mod prune;
+mod schedule;
 
 use std::time::{Duration, SystemTime};
 
@@ -11,6 +12,7 @@ use serde::Serialize;
 
 pub use create::{Created, create_ahead};
 pub use prune::{Dropped, PruneOptions, prune};
+pub use schedule::{RetentionReport, run_retention};
 
 use crate::config::{Config, Model, OnDelete};
 use crate::db::sql::{Param, SqlValue, quote_identifier};
@@ -188,7 +190,7 @@ pub struct Report {
     pub table: String,
     /// The partition key column.
     pub column: String,
-    /// The policy's `keep`, such as `90days`.
+    /// The policy's `keep`, such as `90d`.
     pub keep: String,
     /// Now minus `keep` (RFC 3339, UTC): partitions whose upper bound is at or before it go.
     pub cutoff: String,
@@ -214,12 +216,23 @@ pub async fn report(database: &Database, policy: &Policy<'_>, now: SystemTime) -
         model: policy.model.name.value.clone(),
         table: policy.table.qualified_name(),
         column: policy.column.clone(),
-        keep: humantime::format_duration(policy.keep).to_string(),
+        keep: describe(policy.keep),
         cutoff: humantime::format_rfc3339_seconds(cutoff).to_string(),
         partitions: listed.into_iter().zip(drop).map(|(partition, drop)| PartitionState { partition, drop }).collect(),
         default_older_rows,
         detached,
     })
+}
+
+/// `90d` for whole days (how retention is usually written; humantime would say `2months 29days
+/// 2h 52m 48s`), humantime's own words otherwise.
+fn describe(keep: Duration) -> String {
+    const DAY: u64 = 86_400;
+    if keep.as_secs().is_multiple_of(DAY) && keep.subsec_nanos() == 0 {
+        format!("{}d", keep.as_secs() / DAY)
+    } else {
+        humantime::format_duration(keep).to_string()
+    }
 }
 
 /// For each partition, whether its upper bound is at or before `cutoff`, compared by the

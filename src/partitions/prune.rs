@@ -223,8 +223,12 @@ async fn archive(database: &Database, dir: &Path, run: i64, model: &str, quoted:
     let fetch = fetch.finish();
     let mut rows = 0;
     loop {
-        let batch: Vec<String> =
-            transaction.fetch_texts(&fetch).await?.into_iter().filter_map(|row| row.into_iter().next().flatten()).collect();
+        let batch: Vec<String> = transaction
+            .fetch_texts(&fetch)
+            .await?
+            .into_iter()
+            .filter_map(|row| row.into_iter().next().flatten())
+            .collect();
         if batch.is_empty() {
             break;
         }
@@ -247,8 +251,11 @@ async fn clean_references(
 ) -> Result<IndexMap<String, u64>, PartitionError> {
     let mut nullified = IndexMap::new();
     for (child, fk) in schema.references_to(policy.table) {
-        let referenced =
-            if fk.referenced_columns.is_empty() { policy.table.primary_key.clone() } else { fk.referenced_columns.clone() };
+        let referenced = if fk.referenced_columns.is_empty() {
+            policy.table.primary_key.clone()
+        } else {
+            fk.referenced_columns.clone()
+        };
         match nullify_relation(config, schema, policy, child, fk) {
             Some((column, chunk)) => {
                 let mut total = 0;
@@ -315,9 +322,12 @@ fn nullify_relation(
         schema.table(&model.table.value).filter(|table| std::ptr::eq(*table, child))?;
         let column = fk.columns.iter().find(|column| column.eq_ignore_ascii_case(&relation.column.value))?;
         let strategy = relation.strategy.as_ref().or(model.strategy.as_ref()).map(|s| s.value);
-        let chunk = relation.chunk_size.as_ref().or(model.chunk_size.as_ref()).map(|c| c.value).unwrap_or_else(|| {
-            config.settings.chunk_size(strategy.unwrap_or(crate::config::Strategy::PerRow))
-        });
+        let chunk = relation
+            .chunk_size
+            .as_ref()
+            .or(model.chunk_size.as_ref())
+            .map(|c| c.value)
+            .unwrap_or_else(|| config.settings.chunk_size(strategy.unwrap_or(crate::config::Strategy::PerRow)));
         Some((column.clone(), chunk.max(1)))
     })
 }

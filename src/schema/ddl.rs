@@ -257,7 +257,10 @@ fn partition_key(clause: &str) -> Option<PartitionKey> {
             && part.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '$');
         simple.then(|| part.to_ascii_lowercase())
     };
-    Some(PartitionKey { strategy: strategy.trim().to_ascii_lowercase(), columns: inner.split(',').map(column).collect() })
+    Some(PartitionKey {
+        strategy: strategy.trim().to_ascii_lowercase(),
+        columns: inner.split(',').map(column).collect(),
+    })
 }
 
 fn is_own_table(name: &str) -> bool {
@@ -1235,7 +1238,8 @@ ALTER TABLE public.customer OWNER TO postgres;
     fn empty_and_comment_only_scripts_have_no_tables() {
         for sql in ["", "  \n", "-- nothing here\n/* at all */"] {
             let parsed = parse_ddl(sql);
-            assert_eq!(parsed, ParsedDdl { schema: Schema::default(), dialect: "postgresql", skipped: 0 });
+            let schema = Schema { tables: Vec::new(), kind: Some(Kind::Postgres) };
+            assert_eq!(parsed, ParsedDdl { schema, dialect: "postgresql", skipped: 0 });
         }
     }
 

@@ -7,8 +7,8 @@ use std::collections::HashMap;
 use sqlx::{PgPool, Row, query};
 
 use super::{Column, ForeignKey, Index, OWN_TABLE_PREFIX, PartitionKey, ReferentialAction, Schema, Table};
-use crate::db::{DbError, Kind};
 use crate::db::sql::KeyType;
+use crate::db::{DbError, Kind};
 
 /// The tables: ordinary and partitioned, not partitions, of every schema but the system's; those
 /// on the search_path first, in its order.

@@ -5,8 +5,8 @@ use sqlx::sqlite::SqliteRow;
 use sqlx::{Row, query};
 
 use super::{Column, ForeignKey, Index, OWN_TABLE_PREFIX, ReferentialAction, Schema, Table};
-use crate::db::{DbError, Kind};
 use crate::db::sql::KeyType;
+use crate::db::{DbError, Kind};
 
 pub async fn introspect(pool: &SqlitePool) -> Result<Schema, DbError> {
     let names: Vec<String> = sqlx::query_scalar(

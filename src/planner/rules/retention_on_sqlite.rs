@@ -44,7 +44,7 @@ retention = { keep = "90d", column = "entered_at" }
 
     #[test]
     fn a_sqlite_schema_or_database_url_refuses_retention() {
-        let ddl = "CREATE TABLE page_view (id INTEGER PRIMARY KEY AUTOINCREMENT, entered_at TEXT NOT NULL);";
+        let ddl = "CREATE TABLE `page_view` (`id` INTEGER PRIMARY KEY AUTOINCREMENT, `entered_at` TEXT NOT NULL);";
         assert_eq!(fixture::codes_against(CONFIG, Some(ddl)), vec![(Code::RetentionOnSqlite, 5)]);
         insta::assert_snapshot!(fixture::human_against(CONFIG, Some(ddl)));
         let with_url = format!("[settings]\ndatabase_url = \"sqlite://app.db\"\n{CONFIG}");
