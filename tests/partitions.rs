@@ -161,7 +161,7 @@ fn prune_drops_exactly_the_partitions_wholly_older_and_archives_every_row() {
     );
     let dropped: Vec<&str> =
         pruned["dropped"].as_array().unwrap().iter().map(|d| d["partition"].as_str().unwrap()).collect();
-    let expected: Vec<String> = DROPPED.iter().map(|name| format!("\"public\".\"{name}\"")).collect();
+    let expected: Vec<String> = DROPPED.iter().map(|name| format!("public.{name}")).collect();
     assert_eq!(dropped, expected);
     // The default partition forbids CONCURRENTLY.
     assert!(pruned["dropped"].as_array().unwrap().iter().all(|d| d["detach"] == "plain"));
@@ -190,7 +190,7 @@ fn prune_drops_exactly_the_partitions_wholly_older_and_archives_every_row() {
     let runs = texts(&url, "SELECT root_ids, outcome, rows FROM cascade_run ORDER BY id");
     assert_eq!(runs.len(), 8);
     for (run, name) in runs.iter().zip(DROPPED) {
-        assert_eq!(run[0].as_deref(), Some(format!("[\"\\\"public\\\".\\\"{name}\\\"\"]").as_str()));
+        assert_eq!(run[0].as_deref(), Some(format!("[\"public.{name}\"]").as_str()));
         assert_eq!(run[1].as_deref(), Some("succeeded"));
     }
     assert_eq!(runs[0][2].as_deref(), Some(r#"{"page_view":31}"#));
@@ -209,19 +209,19 @@ fn a_prune_killed_between_detach_and_drop_is_finished_by_the_next() {
         &args(&url, &["prune", "page_view", "--confirm", "--pause-after-detach", never.to_str().unwrap()]),
     );
     let detached = run.expect("partition detached");
-    assert_eq!(detached.fields["partition"], "\"public\".\"page_view_2025_07\"");
+    assert_eq!(detached.fields["partition"], "public.page_view_2025_07");
     assert!(!attached(&url).contains("page_view_2025_07"));
     assert_eq!(count(&url, "SELECT COUNT(*) FROM page_view_2025_07"), 31, "detached, not dropped");
     run.kill();
 
     let report = json_output(cascade(config.path()).args(args(&url, &["--format", "json"])));
-    assert_eq!(report["models"][0]["detached"], serde_json::json!(["\"public\".\"page_view_2025_07\""]));
+    assert_eq!(report["models"][0]["detached"], serde_json::json!(["public.page_view_2025_07"]));
 
     let pruned = json_output(cascade(config.path()).args(args(&url, &["prune", "--confirm", "--format", "json"])));
     let first = &pruned["dropped"][0];
     assert_eq!(
         (first["partition"].as_str(), first["detach"].as_str(), first["rows"].as_u64()),
-        (Some("\"public\".\"page_view_2025_07\""), Some("earlier"), Some(31))
+        (Some("public.page_view_2025_07"), Some("earlier"), Some(31))
     );
     assert_eq!(pruned["dropped"].as_array().unwrap().len(), 8);
     assert_eq!(count(&url, "SELECT COUNT(*) FROM pg_class WHERE relname = 'page_view_2025_07'"), 0);

@@ -275,6 +275,9 @@ zzz = 1
 [outbox.scopes.s]
 shard_key = "k"
 zzz = 1
+[models.r]
+table = "r"
+retention = { keep = "1d", column = "c", zzz = 1 }
 "#;
         let tables = [
             (1, &schema),
@@ -285,6 +288,7 @@ zzz = 1
             (9, &schema["definitions"]["Model"]),
             (11, &schema["definitions"]["Outbox"]),
             (14, &schema["definitions"]["Scope"]),
+            (17, &schema["definitions"]["Retention"]),
         ];
         let (diagnostics, sources) = fixture::check_files(&[("cascade.toml", config)]);
         for (line, object) in tables {

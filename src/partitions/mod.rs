@@ -211,7 +211,7 @@ pub async fn report(database: &Database, policy: &Policy<'_>, now: SystemTime) -
         Some(default) => Some(rows_older_than(database, policy, default, cutoff).await?),
         None => None,
     };
-    let detached = prune::detached_leftovers(database, policy).await?.into_iter().map(|(_, name)| name).collect();
+    let detached = prune::detached_leftovers(database, policy).await?;
     Ok(Report {
         model: policy.model.name.value.clone(),
         table: policy.table.qualified_name(),

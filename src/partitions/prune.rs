@@ -59,27 +59,43 @@ pub struct Dropped {
     pub run: i64,
 }
 
-/// The checkpoint naming a partition being pruned: `partition-prune:PARENT:PARTITION`.
+/// A partition being pruned: its name, how SQL names it, and its checkpoint
+/// (`partition-prune:PARENT:PARTITION`, kept from before the detach until the drop commits).
+struct Target {
+    /// `schema.name`, as the output and `cascade_run.root_ids` show it.
+    name: String,
+    /// `"schema"."name"`.
+    quoted: String,
+    checkpoint: String,
+}
+
 fn checkpoint_prefix(policy: &Policy<'_>) -> String {
     format!("partition-prune:{}:", policy.table.qualified_name())
 }
 
-/// Partitions an interrupted prune of `policy` detached but did not drop: (checkpoint, quoted
-/// table). Checkpoints of partitions that are still attached or already gone are left out.
-pub(super) async fn detached_leftovers(
-    database: &Database,
-    policy: &Policy<'_>,
-) -> Result<Vec<(String, String)>, PartitionError> {
+/// Partitions an interrupted prune of `policy` detached but did not drop. Checkpoints of
+/// partitions that are still attached or already gone are left out.
+async fn leftovers(database: &Database, policy: &Policy<'_>) -> Result<Vec<Target>, PartitionError> {
+    let prefix = checkpoint_prefix(policy);
     let mut leftovers = Vec::new();
-    for (name, quoted) in tables::checkpoints(database, &checkpoint_prefix(policy)).await? {
+    for (checkpoint, quoted) in tables::checkpoints(database, &prefix).await? {
         let mut sql = database.sql();
         sql.push("SELECT COUNT(*) FROM pg_class WHERE oid = to_regclass(").bind_text(&quoted);
         sql.push(") AND NOT relispartition");
         if database.fetch_count(&sql.finish()).await? > 0 {
-            leftovers.push((name, quoted));
+            let name = checkpoint[prefix.len()..].to_owned();
+            leftovers.push(Target { name, quoted, checkpoint });
         }
     }
     Ok(leftovers)
+}
+
+/// The names (`schema.name`) of the partitions an interrupted prune detached but did not drop.
+pub(super) async fn detached_leftovers(
+    database: &Database,
+    policy: &Policy<'_>,
+) -> Result<Vec<String>, PartitionError> {
+    Ok(leftovers(database, policy).await?.into_iter().map(|target| target.name).collect())
 }
 
 /// Drops every partition of `policy` wholly older than `now` minus `keep`, and finishes any an
@@ -95,50 +111,59 @@ pub async fn prune(
 ) -> Result<Vec<Dropped>, PartitionError> {
     crate::db::migrate(database).await?;
     let mut dropped = Vec::new();
-    for (checkpoint, quoted) in detached_leftovers(database, policy).await? {
-        let run = start_run(database, policy, &quoted, options).await?;
-        info!(model = %policy.model.name.value, partition = %quoted, "finishing a partition detached earlier");
-        dropped.push(archive_and_drop(database, policy, &quoted, &checkpoint, run, "earlier", options).await?);
+    for target in leftovers(database, policy).await? {
+        info!(model = %policy.model.name.value, partition = %target.name, "finishing a partition detached earlier");
+        let run = start_run(database, policy, &target, options).await?;
+        let done = archive_and_drop(database, policy, &target, run, "earlier", options).await;
+        dropped.push(failed_run_on_error(database, run, done).await?);
     }
     let version = server_version(database).await?;
     let listed = partitions(database, policy.table, version).await?;
     let drop = older_than(database, policy, &listed, policy.cutoff(now)).await?;
     let has_default = listed.iter().any(|partition| partition.default);
     for partition in listed.iter().zip(drop).filter(|(_, drop)| *drop).map(|(partition, _)| partition) {
-        let quoted = partition.quoted();
-        let checkpoint = format!("{}{}", checkpoint_prefix(policy), partition.qualified_name());
-        let run = start_run(database, policy, &quoted, options).await?;
-        let nullified = match clean_references(database, config, schema, policy, partition).await {
-            Ok(nullified) => nullified,
-            Err(error) => {
-                tables::finish_run(database, run, "{}", "failed", Some(&error.to_string())).await?;
-                return Err(error);
+        let name = partition.qualified_name();
+        let checkpoint = format!("{}{name}", checkpoint_prefix(policy));
+        let target = Target { name, quoted: partition.quoted(), checkpoint };
+        let run = start_run(database, policy, &target, options).await?;
+        let done = async {
+            let nullified = clean_references(database, config, schema, policy, partition).await?;
+            tables::set_checkpoint(database, &target.checkpoint, &target.quoted).await?;
+            let detach = detach(database, policy, partition, version, has_default).await?;
+            info!(model = %policy.model.name.value, partition = %target.name, detach, "partition detached");
+            if let Some(file) = &options.pause_after_detach {
+                wait_for(file).await;
             }
+            let mut done = archive_and_drop(database, policy, &target, run, detach, options).await?;
+            done.nullified = nullified;
+            Ok(done)
         };
-        tables::set_checkpoint(database, &checkpoint, &quoted).await?;
-        let detach = detach(database, policy, partition, version, has_default).await?;
-        info!(model = %policy.model.name.value, partition = %quoted, detach, "partition detached");
-        if let Some(file) = &options.pause_after_detach {
-            wait_for(file).await;
-        }
-        let mut done = archive_and_drop(database, policy, &quoted, &checkpoint, run, detach, options).await?;
-        done.nullified = nullified;
-        dropped.push(done);
+        dropped.push(failed_run_on_error(database, run, done.await).await?);
     }
     Ok(dropped)
+}
+
+/// `result`, with the run recorded as failed (and why) when it is an error.
+async fn failed_run_on_error(
+    database: &Database,
+    run: i64,
+    result: Result<Dropped, PartitionError>,
+) -> Result<Dropped, PartitionError> {
+    if let Err(error) = &result {
+        tables::finish_run(database, run, "{}", "failed", Some(&error.to_string())).await?;
+    }
+    result
 }
 
 async fn start_run(
     database: &Database,
     policy: &Policy<'_>,
-    quoted: &str,
+    target: &Target,
     options: &PruneOptions,
 ) -> Result<i64, PartitionError> {
     let model = &policy.model.name.value;
-    let started =
-        tables::start_run(database, &options.actor, &options.command, model, &[quoted.to_owned()], options.run_lease)
-            .await?;
-    Ok(started.id)
+    let ids = [target.name.clone()];
+    Ok(tables::start_run(database, &options.actor, &options.command, model, &ids, options.run_lease).await?.id)
 }
 
 /// Detaches `partition`: finalizes an interrupted concurrent detach, detaches concurrently where
@@ -165,13 +190,12 @@ async fn detach(
     Ok(how)
 }
 
-/// Archives the detached table `quoted` (when asked), then drops it, records the run as
-/// finished and removes the checkpoint, in one transaction.
+/// Archives the detached table (when asked), then drops it, records the run as finished and
+/// removes the checkpoint, in one transaction.
 async fn archive_and_drop(
     database: &Database,
     policy: &Policy<'_>,
-    quoted: &str,
-    checkpoint: &str,
+    target: &Target,
     run: i64,
     detach: &'static str,
     options: &PruneOptions,
@@ -179,27 +203,27 @@ async fn archive_and_drop(
     let model = &policy.model.name.value;
     let (rows, archive) = match &options.archive {
         Some(dir) => {
-            let rows = archive(database, dir, run, model, quoted).await?;
+            let rows = archive(database, dir, run, model, target).await?;
             (rows, Some(Archive::path(dir, model, run)))
         }
         None => {
             let mut sql = database.sql();
-            sql.push("SELECT COUNT(*) FROM ").push(quoted);
+            sql.push("SELECT COUNT(*) FROM ").push(&target.quoted);
             (database.fetch_count(&sql.finish()).await?, None)
         }
     };
     let mut transaction = database.begin_write().await?;
     let mut sql = database.sql();
-    sql.push("DROP TABLE ").push(quoted);
+    sql.push("DROP TABLE ").push(&target.quoted);
     transaction.execute(&sql.finish()).await?;
     let counts = serde_json::json!({ model.as_str(): rows }).to_string();
     tables::finish_run_in(&mut transaction, run, &counts, "succeeded", None).await?;
-    tables::clear_checkpoint_in(&mut transaction, checkpoint).await?;
+    tables::clear_checkpoint_in(&mut transaction, &target.checkpoint).await?;
     transaction.commit().await?;
-    info!(model = %model, partition = %quoted, rows, run, "partition dropped");
+    info!(model = %model, partition = %target.name, rows, run, "partition dropped");
     Ok(Dropped {
         model: model.clone(),
-        partition: quoted.to_owned(),
+        partition: target.name.clone(),
         rows,
         detach,
         nullified: IndexMap::new(),
@@ -208,15 +232,21 @@ async fn archive_and_drop(
     })
 }
 
-/// Streams every row of the detached table `quoted` into the archive through a cursor, a member
-/// of [`ARCHIVE_BATCH`] rows at a time, and syncs it; the number of rows.
-async fn archive(database: &Database, dir: &Path, run: i64, model: &str, quoted: &str) -> Result<u64, PartitionError> {
+/// Streams every row of the detached table into the archive through a cursor, a member of
+/// [`ARCHIVE_BATCH`] rows at a time, and syncs it; the number of rows.
+async fn archive(
+    database: &Database,
+    dir: &Path,
+    run: i64,
+    model: &str,
+    target: &Target,
+) -> Result<u64, PartitionError> {
     let mut archive = Archive::open(dir, run)?;
     let mut transaction = database.begin_write().await?;
     let mut declare = database.sql();
     declare.push("DECLARE cascade_partition_archive NO SCROLL CURSOR FOR SELECT ");
     database.backend().row_json(&mut declare, "t", &[]);
-    declare.push(" FROM ").push(quoted).push(" t");
+    declare.push(" FROM ").push(&target.quoted).push(" t");
     transaction.execute(&declare.finish()).await?;
     let mut fetch = database.sql();
     fetch.push(&format!("FETCH FORWARD {ARCHIVE_BATCH} FROM cascade_partition_archive"));
@@ -233,7 +263,7 @@ async fn archive(database: &Database, dir: &Path, run: i64, model: &str, quoted:
             break;
         }
         rows += batch.len() as u64;
-        archive.write(model, quoted, &batch)?;
+        archive.write(model, &target.name, &batch)?;
     }
     archive.sync()?;
     transaction.commit().await?;
