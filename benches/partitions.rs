@@ -5,7 +5,8 @@
 //! stderr, the markdown table to stdout.
 //!
 //! Each method runs on a freshly loaded table: January 2026 holds the rows to remove, June 2026
-//! 10 % as many that stay. Timed: the whole `cascade` process, or the one statement. Meanwhile a
+//! 10 % as many that stay; the prune runs twice, without and with an (empty) default partition,
+//! since a default partition makes PostgreSQL refuse `DETACH ... CONCURRENTLY`. Timed: the whole `cascade` process, or the one statement. Meanwhile a
 //! second connection samples `pg_locks` on the parent table every few milliseconds; a lock is
 //! "held" from the first sample that sees it to the last consecutive one (so spans shorter than
 //! the sampling interval may be missed or read as 0). Every run is checked: January is empty,
@@ -36,6 +37,9 @@ struct Run {
     longest_any: Span,
     longest_blocking: Option<Span>,
     samples: u64,
+    /// The slowest single-row insert into the parent table while the method ran.
+    slowest_insert: Duration,
+    inserts: u64,
 }
 
 #[derive(Clone, Debug)]
@@ -64,16 +68,21 @@ fn main() {
     let durability = runtime.block_on(durability(&url));
 
     let mut runs = Vec::new();
-    for method in
-        ["partitions prune --confirm", "cascade delete (chunked)", "one DELETE ... WHERE entered_at < cut-off"]
-    {
-        runtime.block_on(load(&url, rows));
+    let methods = [
+        ("partitions prune --confirm", false),
+        ("partitions prune --confirm, with a default partition (plain DETACH)", true),
+        ("cascade delete (chunked)", false),
+        ("one DELETE ... WHERE entered_at < cut-off", false),
+    ];
+    for (method, default_partition) in methods {
+        runtime.block_on(load(&url, rows, default_partition));
         eprintln!("{method}: {rows} rows loaded");
         let stop = Arc::new(AtomicBool::new(false));
         let sampler = runtime.spawn(sample_locks(url.clone(), stop.clone()));
+        let writer = runtime.spawn(write_meanwhile(url.clone(), stop.clone()));
         let started = Instant::now();
         match method {
-            "partitions prune --confirm" => cascade(
+            _ if method.starts_with("partitions prune") => cascade(
                 &config,
                 &url,
                 &["partitions", "prune", "page_view", "--confirm", "--now", "2026-06-15T00:00:00Z"],
@@ -94,6 +103,7 @@ fn main() {
         let wall = started.elapsed();
         stop.store(true, Ordering::SeqCst);
         let (spans, samples) = runtime.block_on(sampler).expect("the sampler");
+        let (slowest_insert, inserts) = runtime.block_on(writer).expect("the writer");
         runtime.block_on(check(&url, rows));
         let longest_any = spans
             .iter()
@@ -103,7 +113,7 @@ fn main() {
         let longest_blocking =
             spans.iter().filter(|s| BLOCKING.contains(&s.mode.as_str())).max_by_key(|s| s.held).cloned();
         eprintln!("{method}: {wall:?}, longest lock {longest_any:?}, longest blocking {longest_blocking:?}");
-        runs.push(Run { method, wall, longest_any, longest_blocking, samples });
+        runs.push(Run { method, wall, longest_any, longest_blocking, samples, slowest_insert, inserts });
     }
     report(&runs, rows, &durability);
 }
@@ -120,18 +130,23 @@ fn cascade(config: &Path, url: &str, args: &[&str]) {
 }
 
 /// A fresh `page_view`: `rows` rows in January 2026 (to remove), a tenth as many in June (kept),
+/// with an empty default partition when asked (PostgreSQL then refuses `DETACH ... CONCURRENTLY`),
 /// analyzed.
-async fn load(url: &str, rows: u64) {
+async fn load(url: &str, rows: u64, default_partition: bool) {
     let database = Database::connect(url, Access::ReadWrite).await.expect("connect");
     let seconds_apart = 31.0 * 86_400.0 / rows as f64;
     for sql in [
         "DROP TABLE IF EXISTS page_view".to_owned(),
-        "DROP TABLE IF EXISTS cascade_run, cascade_checkpoint".to_owned(),
         "CREATE TABLE page_view (id bigint NOT NULL, entered_at timestamptz NOT NULL, path text, \
          PRIMARY KEY (id, entered_at)) PARTITION BY RANGE (entered_at)"
             .to_owned(),
         "CREATE TABLE page_view_2026_01 PARTITION OF page_view FOR VALUES FROM ('2026-01-01 00:00+00') TO ('2026-02-01 00:00+00')".to_owned(),
         "CREATE TABLE page_view_2026_06 PARTITION OF page_view FOR VALUES FROM ('2026-06-01 00:00+00') TO ('2026-07-01 00:00+00')".to_owned(),
+        if default_partition {
+            "CREATE TABLE page_view_default PARTITION OF page_view DEFAULT".to_owned()
+        } else {
+            "SELECT 1".to_owned()
+        },
         "CREATE INDEX page_view_id ON page_view (id)".to_owned(),
         format!(
             "INSERT INTO page_view SELECT n, timestamptz '2026-01-01 00:00+00' + make_interval(secs => (n - 1) * {seconds_apart}), \
@@ -156,17 +171,37 @@ async fn check(url: &str, rows: u64) {
         async move { database.fetch_count(&statement(sql)).await.expect("count") }
     };
     assert_eq!(count("SELECT COUNT(*) FROM page_view WHERE entered_at < '2026-02-01 00:00+00'").await, 0);
-    assert_eq!(count("SELECT COUNT(*) FROM page_view").await, rows / 10);
+    assert_eq!(count("SELECT COUNT(*) FROM page_view WHERE id < 100000000").await, rows / 10);
     database.close().await;
 }
 
-/// Samples the locks other sessions hold on `page_view` until `stop`; every span a (pid, mode)
+/// Inserts one row at a time into the parent table (June, ids from 100,000,000) until `stop`, as
+/// an application keeps writing while old rows go: the slowest insert shows how long the method
+/// blocked writers, whatever the sampling saw. Its longest insert and the number of inserts.
+async fn write_meanwhile(url: String, stop: Arc<AtomicBool>) -> (Duration, u64) {
+    let database = Database::connect(&url, Access::ReadWrite).await.expect("connect the writer");
+    let (mut slowest, mut inserts) = (Duration::ZERO, 0);
+    while !stop.load(Ordering::SeqCst) {
+        let sql =
+            format!("INSERT INTO page_view VALUES ({}, '2026-06-15 00:00+00', '/meanwhile')", 100_000_000 + inserts);
+        let started = Instant::now();
+        database.execute(&statement(&sql)).await.expect("insert meanwhile");
+        slowest = slowest.max(started.elapsed());
+        inserts += 1;
+        tokio::time::sleep(SAMPLE_EVERY).await;
+    }
+    database.close().await;
+    (slowest, inserts)
+}
+
+/// Samples the locks other sessions (but the writer's) hold on `page_view` until `stop`; every span a (pid, mode)
 /// was seen held, and the number of samples.
 async fn sample_locks(url: String, stop: Arc<AtomicBool>) -> (Vec<Span>, u64) {
     let database = Database::connect(&url, Access::ReadOnly).await.expect("connect the sampler");
     let query = statement(
         "SELECT CAST(l.pid AS TEXT), l.mode FROM pg_locks l JOIN pg_class c ON c.oid = l.relation \
-         WHERE c.relname = 'page_view' AND l.granted AND l.pid <> pg_backend_pid()",
+         WHERE c.relname = 'page_view' AND l.granted AND l.pid <> pg_backend_pid() \
+         AND l.pid NOT IN (SELECT pid FROM pg_stat_activity WHERE query LIKE '%/meanwhile%')",
     );
     let mut open: HashMap<(String, String), (Instant, Instant)> = HashMap::new();
     let mut spans = Vec::new();
@@ -224,21 +259,23 @@ fn report(runs: &[Run], rows: u64, durability: &str) {
     println!("PostgreSQL ({durability}); {rows} rows in the month removed, a tenth as many kept.");
     println!();
     println!(
-        "| method | wall time | longest lock on the parent (mode) | longest lock blocking writes | lock samples |"
+        "| method | wall time | longest lock on the parent (mode) | longest lock blocking writes | lock samples | slowest insert meanwhile (inserts) |"
     );
-    println!("|---|---:|---:|---:|---:|");
+    println!("|---|---:|---:|---:|---:|---:|");
     for run in runs {
         let blocking = run
             .longest_blocking
             .as_ref()
             .map_or_else(|| "none seen".to_owned(), |span| format!("{:.0} ms ({})", ms(span.held), span.mode));
         println!(
-            "| {} | {:.0} ms | {:.0} ms ({}) | {blocking} | {} |",
+            "| {} | {:.0} ms | {:.0} ms ({}) | {blocking} | {} | {:.1} ms ({}) |",
             run.method,
             ms(run.wall),
             ms(run.longest_any.held),
             run.longest_any.mode,
-            run.samples
+            run.samples,
+            ms(run.slowest_insert),
+            run.inserts
         );
     }
 }

@@ -57,7 +57,7 @@ pub enum PartitionError {
     #[error(
         "partition `{partition}` is referenced by {rows} row(s) of `{table}` through ({columns}); declare that \
          relation with `on_delete = \"nullify\"` under model `{model}`, or delete those rows first (`cascade \
-         delete`): nothing was dropped"
+         delete`): the partition was left attached"
     )]
     Referenced {
         /// The model whose partition it is.
