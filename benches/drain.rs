@@ -138,8 +138,9 @@ timeout = "30s"
 
 /// Writes `rows` tombstones over `shards` shards, one in five coalesced; the messages they make.
 async fn write_backlog(database: &Database, rows: u64, shards: u64) -> u64 {
-    let per_shard = rows / shards;
-    let objects = per_shard * 4 / 5;
+    // At least one row per shard and one object per shard, for small `--rows`.
+    let per_shard = (rows / shards).max(1);
+    let objects = (per_shard * 4 / 5).max(1);
     let sql = format!(
         "INSERT INTO cascade_outbox (scope, shard_identifier, category, object_identifier, payload) \
          SELECT 'organization', CAST(n / {per_shard} AS TEXT), 'project_update', \
@@ -149,7 +150,7 @@ async fn write_backlog(database: &Database, rows: u64, shards: u64) -> u64 {
     );
     database.execute_alone(&statement(&sql)).await.expect("write the backlog");
     database.execute_alone(&statement("ANALYZE cascade_outbox")).await.expect("analyze");
-    shards * objects
+    rows.div_ceil(per_shard) * objects
 }
 
 /// Runs `cascade outbox drain --once`; its wall time and peak RSS.

@@ -37,6 +37,7 @@ pub mod demo;
 pub mod diagnostic;
 pub mod engine;
 pub mod outbox;
+pub mod partitions;
 pub mod planner;
 pub mod render;
 pub mod scheduler;

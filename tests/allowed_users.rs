@@ -63,6 +63,8 @@ fn any_other_user_is_refused_before_anything_is_touched() {
     refused(&["outbox", "drain", "--once"], "outbox drain");
     refused(&["orphans", "--delete", "--confirm"], "orphans --delete --confirm");
     refused(&["duplicates", "project", "--by", "org_id", "--confirm"], "duplicates --confirm");
+    refused(&["partitions", "prune", "--confirm"], "partitions prune --confirm");
+    refused(&["partitions", "create", "--ahead", "3"], "partitions create");
     assert_eq!(common::dump(&url), before, "nothing deleted, no tool table created, no run recorded");
 
     // Reading is for everyone: a dry run and a report.

@@ -1,6 +1,6 @@
 //! The library's modules form layers and may only use the layers below them (and themselves):
 //! `db`, `diagnostic`, `telemetry` and `user` at the bottom, `config` and `schema` on them, then `planner`,
-//! `engine`, `render`, `scheduler` and `cleanup`, and the demo on top. The command line lives in the binary and holds
+//! `engine`, `render`, `scheduler`, `cleanup` and `partitions`, and the demo on top. The command line lives in the binary and holds
 //! no SQL and no loop over chunks. This test reads the sources, so a new upward `use` fails here.
 
 use std::collections::BTreeSet;
@@ -21,6 +21,7 @@ const LAYERS: &[(&str, u8)] = &[
     ("render", 4),
     ("scheduler", 4),
     ("cleanup", 4),
+    ("partitions", 4),
     ("demo", 5),
 ];
 

@@ -156,7 +156,7 @@ impl<'a> BatchRun<'a> {
             return Err(BatchError::BatchSize { size: options.batch_size });
         }
         if let Some(dir) = &options.archive {
-            crate::engine::check_archive(dir).map_err(DeleteError::from)?;
+            crate::engine::Archive::check(dir).map_err(DeleteError::from)?;
         }
         let database = engine.database();
         crate::db::migrate(database).await?;

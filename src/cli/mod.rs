@@ -8,6 +8,7 @@ mod metrics;
 mod option;
 mod orphans;
 mod outbox;
+mod partitions;
 mod plan;
 mod runs;
 mod schedule;
@@ -106,6 +107,9 @@ pub enum Command {
     Duplicates(duplicates::Args),
     /// Report orphans: child rows whose relation column points at no parent row (read only).
     Orphans(orphans::Args),
+    /// Partition retention: list a model's partitions, prune the ones older than its
+    /// `retention`, create the next ones (PostgreSQL range partitions).
+    Partitions(partitions::Args),
     /// Write a starting config from a database's foreign keys.
     Init(init::Args),
     /// Print the shell completion script for bash, zsh, fish, elvish or PowerShell.
@@ -148,6 +152,7 @@ pub fn main() -> ExitCode {
         Command::Outbox(command) => outbox::run(&cli, command),
         Command::Duplicates(args) => duplicates::run(&cli, args),
         Command::Orphans(args) => orphans::run(&cli, args),
+        Command::Partitions(args) => partitions::run(&cli, args),
         Command::Completions(args) => shell::completions(args),
         Command::Man => shell::man(),
     };

@@ -4,8 +4,10 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use cascade::db::Access;
+use cascade::db::{Access, Kind, redact_command_line};
+use cascade::engine::default_actor;
 use cascade::outbox::{DrainOptions, Drainer, SystemClock};
+use cascade::partitions::{PruneOptions, RetentionReport, run_retention};
 use cascade::scheduler::worker::{self, WorkerOptions};
 
 use super::Cli;
@@ -74,13 +76,29 @@ pub fn run(cli: &Cli, args: &Args) -> anyhow::Result<ExitCode> {
             }
             report
         };
+        // Partition retention, on PostgreSQL when some model has it, every retention_interval.
+        let retained = async {
+            let has_retention = loaded.config.models.values().any(|model| model.retention.is_some());
+            if !has_retention || database.backend().kind() != Kind::Postgres {
+                return None;
+            }
+            let options = PruneOptions {
+                actor: default_actor(),
+                command: redact_command_line(std::env::args()),
+                run_lease: loaded.config.settings.run_lease(),
+                ..PruneOptions::default()
+            };
+            let interval = loaded.config.settings.retention_interval();
+            Some(run_retention(&database, &loaded.config, &options, interval, args.once, stop.clone()).await)
+        };
         // With --once the tombstones of this run's deletions are drained after them; otherwise
-        // both run side by side until stopped.
-        let (report, drained) = if args.once {
+        // all run side by side until stopped.
+        let (report, drained, retained) = if args.once {
             let report = deleted.await;
-            (report, drained.await)
+            let drained = drained.await;
+            (report, drained, retained.await)
         } else {
-            tokio::join!(deleted, drained)
+            tokio::join!(deleted, drained, retained)
         };
         database.close().await;
         let (report, drained) = (report?, drained?);
@@ -91,8 +109,12 @@ pub fn run(cli: &Cli, args: &Args) -> anyhow::Result<ExitCode> {
         if let Some(drained) = &drained {
             super::outbox::print_report(drained);
         }
+        if let Some(RetentionReport { dropped, failed }) = retained {
+            println!("retention: {dropped} partition(s) dropped, {failed} prune(s) failed");
+        }
         // So that cron and systemd notice: a run in which any attempt failed is not a success.
         let drain_failed = drained.is_some_and(|d| args.once && d.failed_deliveries > 0);
-        Ok(if report.failed > 0 || drain_failed { ExitCode::from(1) } else { ExitCode::SUCCESS })
+        let retention_failed = retained.is_some_and(|r| args.once && r.failed > 0);
+        Ok(if report.failed > 0 || drain_failed || retention_failed { ExitCode::from(1) } else { ExitCode::SUCCESS })
     })
 }

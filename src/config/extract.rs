@@ -9,7 +9,7 @@ use toml::de::{DeTable, DeValue};
 use super::read::{Diagnostics, Fields, Node};
 use super::types::{
     Config, IgnoredReference, Key, Located, MAX_SINK_BATCH_SIZE, MAX_SINK_TIMEOUT, Model, OnDelete, Outbox, Relation,
-    Scope, Settings, Sink, StatusCheck, StatusValue, Strategy,
+    Retention, Scope, Settings, Sink, StatusCheck, StatusValue, Strategy,
 };
 use crate::diagnostic::{FileId, Location, Sources};
 
@@ -108,6 +108,8 @@ fn read_settings(mut fields: Fields<'_>, d: &mut Diagnostics) -> Settings {
     let adaptive = fields.optional("adaptive").and_then(|n| n.boolean(d));
     let database_url = fields.optional("database_url").and_then(|n| n.string(d));
     let allowed_users = fields.optional("allowed_users").and_then(|n| read_allowed_users(&n, d));
+    let retention_interval =
+        fields.optional("retention_interval").and_then(|n| duration(&n, "a duration such as \"1d\" or \"6h\"", d));
     fields.finish(d);
     Settings {
         per_row_chunk_size,
@@ -122,6 +124,19 @@ fn read_settings(mut fields: Fields<'_>, d: &mut Diagnostics) -> Settings {
         max_chunk_size,
         adaptive,
         allowed_users,
+        retention_interval,
+    }
+}
+
+/// A positive duration written as text (`"90d"`, `"6h"`); `expected` says what one looks like.
+fn duration(node: &Node<'_>, expected: &str, d: &mut Diagnostics) -> Option<Located<std::time::Duration>> {
+    let text = node.string(d)?;
+    match humantime::parse_duration(&text.value) {
+        Ok(duration) if !duration.is_zero() => Some(Located::new(duration, text.location)),
+        _ => {
+            node.invalid(format!("`{}` must be {expected}", node.key), "not a duration", d);
+            None
+        }
     }
 }
 
@@ -164,6 +179,7 @@ fn read_model(name: Located<String>, mut fields: Fields<'_>, d: &mut Diagnostics
     let require_all_references = fields.optional("require_all_references").and_then(|n| n.boolean(d));
     let ignore_references =
         fields.optional("ignore_references").map_or_else(Vec::new, |n| n.array_of(d, read_ignored_reference));
+    let retention = fields.optional("retention").and_then(|n| read_retention(&n, d));
     fields.finish(d);
     Some(Model {
         name,
@@ -178,7 +194,17 @@ fn read_model(name: Located<String>, mut fields: Fields<'_>, d: &mut Diagnostics
         children,
         require_all_references,
         ignore_references,
+        retention,
     })
+}
+
+/// `retention = { keep = "90d", column = "entered_at" }`.
+fn read_retention(node: &Node<'_>, d: &mut Diagnostics) -> Option<Retention> {
+    let mut fields = node.table(d)?;
+    let keep = fields.required("keep", d).and_then(|n| duration(&n, "a duration such as \"90d\" or \"26weeks\"", d));
+    let column = fields.required("column", d).and_then(|n| n.identifier(d));
+    fields.finish(d);
+    Some(Retention { location: node.location(), keep: keep?, column: column? })
 }
 
 /// `key = "id"` or `key = ["playlist_id", "track_id"]`.

@@ -275,6 +275,9 @@ zzz = 1
 [outbox.scopes.s]
 shard_key = "k"
 zzz = 1
+[models.r]
+table = "r"
+retention = { keep = "1d", column = "c", zzz = 1 }
 "#;
         let tables = [
             (1, &schema),
@@ -285,6 +288,7 @@ zzz = 1
             (9, &schema["definitions"]["Model"]),
             (11, &schema["definitions"]["Outbox"]),
             (14, &schema["definitions"]["Scope"]),
+            (17, &schema["definitions"]["Retention"]),
         ];
         let (diagnostics, sources) = fixture::check_files(&[("cascade.toml", config)]);
         for (line, object) in tables {
@@ -298,6 +302,27 @@ zzz = 1
             read.sort();
             assert_eq!(read, properties(object), "line {line}");
         }
+    }
+
+    #[test]
+    fn durations_that_do_not_parse_are_invalid_values() {
+        let config = r#"
+[settings]
+retention_interval = "daily"
+
+[models.page_view]
+table = "page_view"
+retention = { keep = "ninety days", column = "entered_at" }
+
+[models.login]
+table = "login"
+retention = { keep = "0d", column = "at" }
+"#;
+        assert_eq!(
+            fixture::codes(config),
+            vec![(Code::InvalidValue, 3), (Code::InvalidValue, 7), (Code::InvalidValue, 11)]
+        );
+        insta::assert_snapshot!(fixture::human(config));
     }
 
     #[test]

@@ -98,6 +98,9 @@ pub const DEFAULT_RUN_LEASE_SECONDS: u64 = 60;
 pub const DEFAULT_TARGET_CHUNK_MS: u64 = 50;
 /// Largest chunk adaptive sizing grows to when `[settings] max_chunk_size` is not set.
 pub const DEFAULT_MAX_CHUNK_SIZE: u64 = 10_000;
+/// How often the worker prunes the partitions of models with `retention` when `[settings]
+/// retention_interval` is not set.
+pub const DEFAULT_RETENTION_INTERVAL: Duration = Duration::from_secs(24 * 3600);
 /// Seconds a SQLite statement waits for another writer's lock when `[settings]
 /// busy_timeout_seconds` is not set.
 pub const DEFAULT_BUSY_TIMEOUT_SECONDS: u64 = crate::db::DEFAULT_BUSY_TIMEOUT.as_secs();
@@ -164,6 +167,12 @@ pub struct Settings {
     #[serde(skip_serializing_if = "Option::is_none")]
     #[schemars(length(min = 1))]
     pub allowed_users: Option<Located<Vec<Located<String>>>>,
+    /// How often `cascade worker` prunes the partitions of every model with `retention`, such
+    /// as `"1d"` or `"6h"`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "Option<String>")]
+    #[schemars(extend("default" = humantime::format_duration(DEFAULT_RETENTION_INTERVAL).to_string()))]
+    pub retention_interval: Option<Located<Duration>>,
 }
 
 impl Settings {
@@ -214,6 +223,11 @@ impl Settings {
     pub fn busy_timeout(&self) -> Duration {
         Duration::from_secs(or_default(&self.busy_timeout_seconds, DEFAULT_BUSY_TIMEOUT_SECONDS))
     }
+
+    /// How often the worker prunes partitions.
+    pub fn retention_interval(&self) -> Duration {
+        self.retention_interval.as_ref().map_or(DEFAULT_RETENTION_INTERVAL, |interval| interval.value)
+    }
 }
 
 fn or_default(value: &Option<Located<u64>>, default: u64) -> u64 {
@@ -261,6 +275,24 @@ pub struct Model {
     /// Foreign keys to this table that `require_all_references` should not ask for.
     #[serde(default)]
     pub ignore_references: Vec<IgnoredReference>,
+    /// Partition retention of a PostgreSQL table partitioned by range on a timestamp: `cascade
+    /// partitions prune` drops every partition wholly older than `keep`.
+    pub retention: Option<Retention>,
+}
+
+/// How long the rows of a range-partitioned table are kept.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
+pub struct Retention {
+    /// Where the retention is written.
+    #[serde(skip)]
+    pub location: Location,
+    /// How long rows are kept, such as `"90d"` or `"26weeks"`: a partition whose upper bound is
+    /// at most now minus `keep` is dropped.
+    #[schemars(with = "String")]
+    pub keep: Located<Duration>,
+    /// The partition key: the timestamp (or date) column the table is partitioned by range on.
+    pub column: Located<String>,
 }
 
 /// A primary key: one column, or several.

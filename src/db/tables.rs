@@ -156,7 +156,21 @@ pub async fn finish_run(
     outcome: &str,
     error: Option<&str>,
 ) -> Result<(), DbError> {
-    let mut sql = database.sql();
+    let mut transaction = database.begin_write().await?;
+    finish_run_in(&mut transaction, id, rows, outcome, error).await?;
+    transaction.commit().await
+}
+
+/// [`finish_run`] inside `transaction`, so the run is recorded as finished exactly when what it
+/// did commits (a dropped partition).
+pub async fn finish_run_in(
+    transaction: &mut Transaction,
+    id: i64,
+    rows: &str,
+    outcome: &str,
+    error: Option<&str>,
+) -> Result<(), DbError> {
+    let mut sql = SqlBuilder::new(transaction.backend());
     sql.push("UPDATE cascade_run SET finished_at = CURRENT_TIMESTAMP, rows = ").bind_text(rows);
     sql.push(", outcome = ").bind_text(outcome).push(", error = ");
     match error {
@@ -164,7 +178,43 @@ pub async fn finish_run(
         None => sql.push("NULL"),
     };
     sql.push(" WHERE id = ").bind(Param::integer(id));
-    database.execute_alone(&sql.finish()).await?;
+    transaction.execute(&sql.finish()).await?;
+    Ok(())
+}
+
+/// Sets the checkpoint `name` to `position` (creating or moving it), in a transaction of its own.
+pub async fn set_checkpoint(database: &Database, name: &str, position: &str) -> Result<(), DbError> {
+    migrate(database).await?;
+    let mut transaction = database.begin_write().await?;
+    save_checkpoint(&mut transaction, name, position).await?;
+    transaction.commit().await
+}
+
+/// Every checkpoint whose name starts with `prefix`: (name, position), by name.
+pub async fn checkpoints(database: &Database, prefix: &str) -> Result<Vec<(String, String)>, DbError> {
+    if !database.table_exists("cascade_checkpoint").await? {
+        return Ok(Vec::new());
+    }
+    let mut sql = database.sql();
+    sql.push("SELECT name, position FROM cascade_checkpoint WHERE substr(name, 1, CAST(");
+    sql.bind(Param::integer(i64::try_from(prefix.chars().count()).unwrap_or(i64::MAX))).push(" AS INTEGER)) = ");
+    sql.bind_text(prefix).push(" ORDER BY name");
+    Ok(database
+        .fetch_texts(&sql.finish())
+        .await?
+        .into_iter()
+        .filter_map(|row| {
+            let mut fields = row.into_iter();
+            Some((fields.next().flatten()?, fields.next().flatten()?))
+        })
+        .collect())
+}
+
+/// Removes the checkpoint `name` inside `transaction`.
+pub async fn clear_checkpoint_in(transaction: &mut Transaction, name: &str) -> Result<(), DbError> {
+    let mut sql = SqlBuilder::new(transaction.backend());
+    sql.push("DELETE FROM cascade_checkpoint WHERE name = ").bind_text(name);
+    transaction.execute(&sql.finish()).await?;
     Ok(())
 }
 
@@ -293,8 +343,7 @@ pub async fn checkpoint(database: &Database, name: &str) -> Result<Option<String
 
 /// Forgets the checkpoint `name`.
 pub async fn forget_checkpoint(database: &Database, name: &str) -> Result<(), DbError> {
-    let mut sql = database.sql();
-    sql.push("DELETE FROM cascade_checkpoint WHERE name = ").bind_text(name);
-    database.execute_alone(&sql.finish()).await?;
-    Ok(())
+    let mut transaction = database.begin_write().await?;
+    clear_checkpoint_in(&mut transaction, name).await?;
+    transaction.commit().await
 }

@@ -98,6 +98,9 @@ codes! {
     NullifyNotNull = "nullify-not-null", Error, "A nullify relation's column is NOT NULL, so it cannot be set to NULL.";
     UnindexedRelation = "unindexed-relation", Warning, "No index leads with a relation's column, so every chunk scans the child table.";
     MissingShardKey = "missing-shard-key", Error, "A model writes an outbox category whose scope's shard key is not a column of its table.";
+    RetentionOnReferenced = "retention-on-referenced", Error, "A model with `retention` has a delete relation: dropping a partition would orphan those child rows (nullify them, or give the child the same retention).";
+    RetentionOnSqlite = "retention-on-sqlite", Error, "A model has `retention` on SQLite, which has no partitions: retention needs a PostgreSQL table partitioned by range.";
+    RetentionNotPartitioned = "retention-not-partitioned", Error, "A model's `retention.column` is not the range partition key of its table (checked with a schema).";
     DatabaseCascade = "database-cascade", Note, "The database itself cascades (ON DELETE CASCADE or SET NULL) along a declared relation, inside each chunk.";
 }
 

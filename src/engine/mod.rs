@@ -11,12 +11,7 @@ mod sql;
 mod steps;
 mod throttle;
 
-pub use archive::ArchiveError;
-
-/// Fails when an archive directory cannot be created or written, before anything is deleted.
-pub fn check_archive(dir: &std::path::Path) -> Result<(), ArchiveError> {
-    archive::Archive::check(dir)
-}
+pub use archive::{Archive, ArchiveError};
 pub use count::{CountError, Counts, Dangling, count, count_dangling};
 pub use executor::{DeleteError, DeleteOptions, Deletion, RunOutcome, Summary, default_actor};
 pub use run::{Engine, Finished, PrepareError};

@@ -31,7 +31,7 @@ pub fn starting_config(schema: &Schema) -> String {
     // else: its foreign keys then stay undeclared, so a deletion that reaches it is refused.
     let (nameable, unnameable): (Vec<&Table>, Vec<&Table>) =
         schema.tables.iter().partition(|table| config_can_name(table));
-    let schema = &Schema { tables: nameable.into_iter().cloned().collect() };
+    let schema = &Schema { tables: nameable.into_iter().cloned().collect(), kind: schema.kind };
     let names = model_names(&schema.tables);
     let (edges, mut comments) = edges(schema);
     let decisions = break_cycles(schema.tables.len(), &edges, &names);

@@ -21,7 +21,7 @@ use sqlparser::tokenizer::{Location, Token, TokenWithSpan, Tokenizer, Whitespace
 use crate::db::Kind;
 use crate::db::sql::KeyType;
 
-use super::{Column, ForeignKey, Index, OWN_TABLE_PREFIX, ReferentialAction, Schema, Table};
+use super::{Column, ForeignKey, Index, OWN_TABLE_PREFIX, PartitionKey, ReferentialAction, Schema, Table};
 
 /// The result of parsing a DDL script.
 #[derive(Debug, Clone, PartialEq)]
@@ -59,7 +59,7 @@ pub fn parse_ddl(sql: &str) -> ParsedDdl {
     let best = if sqlite_wins { sqlite } else { postgres };
     let flavor = best.flavor;
     let skipped = best.skipped;
-    ParsedDdl { schema: Schema { tables: best.finish() }, dialect: flavor.name(), skipped }
+    ParsedDdl { schema: Schema { tables: best.finish(), kind: Some(flavor) }, dialect: flavor.name(), skipped }
 }
 
 /// The SQL dialect a script is read in, and the identifier rules that come with it.
@@ -240,6 +240,27 @@ impl std::ops::DerefMut for DeclaredTables {
     fn deref_mut(&mut self) -> &mut [Table] {
         &mut self.tables
     }
+}
+
+/// The key of `PARTITION BY RANGE (entered_at)` from the clause as the parser prints it
+/// (`RANGE(entered_at)`): a quoted name as written, an unquoted one folded to lowercase (as
+/// PostgreSQL does), anything else an expression.
+fn partition_key(clause: &str) -> Option<PartitionKey> {
+    let (strategy, rest) = clause.split_once('(')?;
+    let inner = rest.strip_suffix(')')?;
+    let column = |part: &str| {
+        let part = part.trim();
+        if let Some(quoted) = part.strip_prefix('"').and_then(|p| p.strip_suffix('"')) {
+            return Some(quoted.replace("\"\"", "\""));
+        }
+        let simple = part.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_')
+            && part.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '$');
+        simple.then(|| part.to_ascii_lowercase())
+    };
+    Some(PartitionKey {
+        strategy: strategy.trim().to_ascii_lowercase(),
+        columns: inner.split(',').map(column).collect(),
+    })
 }
 
 fn is_own_table(name: &str) -> bool {
@@ -505,6 +526,7 @@ impl Reader {
             schema: target.schema.clone(),
             name: target.name.clone(),
             partitioned: create.partition_by.is_some(),
+            partition_key: create.partition_by.as_ref().and_then(|key| partition_key(&key.to_string())),
             ..Table::default()
         };
         for column in &create.columns {
@@ -996,6 +1018,7 @@ ALTER TABLE public.customer OWNER TO postgres;
             customer,
             &Table {
                 partitioned: false,
+                partition_key: None,
                 off_search_path: false,
                 schema: Some("public".into()),
                 name: "customer".into(),
@@ -1048,6 +1071,7 @@ ALTER TABLE public.customer OWNER TO postgres;
             ]
         );
         assert!(payment.partitioned);
+        assert!(payment.partition_key.as_ref().is_some_and(|key| key.is_range_on("payment_date")), "{payment:?}");
         assert!(parsed.schema.table("payment_p2022_01").is_none());
         assert!(parsed.schema.table("payment_p2022_02").is_none());
     }
@@ -1065,6 +1089,8 @@ ALTER TABLE public.customer OWNER TO postgres;
              CREATE TABLE notes (event_id int, event_kind text, FOREIGN KEY (event_id, event_kind) REFERENCES events_a (id, kind));",
         );
         assert_eq!(table_names(&parsed), ["events", "users", "notes"]);
+        let list = PartitionKey { strategy: "list".into(), columns: vec![Some("kind".into())] };
+        assert_eq!(table(&parsed, "events").partition_key, Some(list));
         assert_eq!(
             table(&parsed, "events").foreign_keys,
             [fk(&["id"], None, "users", &["id"], ReferentialAction::Cascade)]
@@ -1109,6 +1135,7 @@ ALTER TABLE public.customer OWNER TO postgres;
             table(&parsed, "Artist"),
             &Table {
                 partitioned: false,
+                partition_key: None,
                 off_search_path: false,
                 schema: None,
                 name: "Artist".into(),
@@ -1122,6 +1149,7 @@ ALTER TABLE public.customer OWNER TO postgres;
             table(&parsed, "Album"),
             &Table {
                 partitioned: false,
+                partition_key: None,
                 off_search_path: false,
                 schema: None,
                 name: "Album".into(),
@@ -1212,7 +1240,8 @@ ALTER TABLE public.customer OWNER TO postgres;
     fn empty_and_comment_only_scripts_have_no_tables() {
         for sql in ["", "  \n", "-- nothing here\n/* at all */"] {
             let parsed = parse_ddl(sql);
-            assert_eq!(parsed, ParsedDdl { schema: Schema::default(), dialect: "postgresql", skipped: 0 });
+            let schema = Schema { tables: Vec::new(), kind: Some(Kind::Postgres) };
+            assert_eq!(parsed, ParsedDdl { schema, dialect: "postgresql", skipped: 0 });
         }
     }
 

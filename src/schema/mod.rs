@@ -3,15 +3,17 @@
 //! from SQL DDL files without any database.
 
 pub mod ddl;
+pub mod partitions;
 mod postgres;
 mod sqlite;
 
 use serde::Serialize;
 
 use crate::db::sql::{KeyType, quote_identifier, quote_qualified};
-use crate::db::{Access, Database, DbError, Pool};
+use crate::db::{Access, Database, DbError, Kind, Pool};
 
 pub use ddl::parse_ddl;
+pub use partitions::Partition;
 
 /// Tables of the tool itself, never part of a user's schema.
 pub const OWN_TABLE_PREFIX: &str = "cascade_";
@@ -21,6 +23,9 @@ pub const OWN_TABLE_PREFIX: &str = "cascade_";
 pub struct Schema {
     /// In a stable order: as declared (DDL) or by name (introspection).
     pub tables: Vec<Table>,
+    /// The database the schema is of (the dialect a DDL script was read in), when known.
+    #[serde(skip)]
+    pub kind: Option<Kind>,
 }
 
 /// One table with its columns, keys and indexes.
@@ -41,10 +46,35 @@ pub struct Table {
     pub indexes: Vec<Index>,
     /// A PostgreSQL partitioned table: a row's `ctid` is unique only within its partition.
     pub partitioned: bool,
+    /// How a partitioned table is partitioned, when that is known.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub partition_key: Option<PartitionKey>,
     /// A PostgreSQL table in a schema that is not on the search_path: only `schema.table`
     /// names it.
     #[serde(skip)]
     pub off_search_path: bool,
+}
+
+/// How a PostgreSQL table is partitioned: `PARTITION BY RANGE (entered_at)`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct PartitionKey {
+    /// `range`, `list` or `hash`, as PostgreSQL calls them (lowercase).
+    pub strategy: String,
+    /// The key's parts in order; `None` for an expression.
+    pub columns: Vec<Option<String>>,
+}
+
+impl PartitionKey {
+    /// Whether the table is partitioned by range on `column` alone.
+    pub fn is_range_on(&self, column: &str) -> bool {
+        self.strategy == "range" && matches!(&self.columns[..], [Some(only)] if only.eq_ignore_ascii_case(column))
+    }
+
+    /// `RANGE (entered_at)`, as in `PARTITION BY ...`.
+    pub fn describe(&self) -> String {
+        let parts: Vec<&str> = self.columns.iter().map(|c| c.as_deref().unwrap_or("an expression")).collect();
+        format!("{} ({})", self.strategy.to_uppercase(), parts.join(", "))
+    }
 }
 
 /// One column of a table.

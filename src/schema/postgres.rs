@@ -6,16 +6,21 @@ use std::collections::HashMap;
 
 use sqlx::{PgPool, Row, query};
 
-use super::{Column, ForeignKey, Index, OWN_TABLE_PREFIX, ReferentialAction, Schema, Table};
-use crate::db::DbError;
+use super::{Column, ForeignKey, Index, OWN_TABLE_PREFIX, PartitionKey, ReferentialAction, Schema, Table};
 use crate::db::sql::KeyType;
+use crate::db::{DbError, Kind};
 
 /// The tables: ordinary and partitioned, not partitions, of every schema but the system's; those
 /// on the search_path first, in its order.
 const TABLES: &str = "
     SELECT c.oid::int8 AS oid, n.nspname::text AS schema, c.relname::text AS name, c.relkind = 'p' AS partitioned,
-           n.nspname <> ALL (current_schemas(false)) AS off_search_path
+           n.nspname <> ALL (current_schemas(false)) AS off_search_path,
+           CASE pt.partstrat WHEN 'r' THEN 'range' WHEN 'l' THEN 'list' WHEN 'h' THEN 'hash' END AS partition_strategy,
+           ARRAY(SELECT a.attname::text FROM unnest(pt.partattrs::int2[]) WITH ORDINALITY k(attnum, ord)
+                 LEFT JOIN pg_attribute a ON a.attrelid = c.oid AND a.attnum = k.attnum ORDER BY k.ord)
+               AS partition_columns
     FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+    LEFT JOIN pg_partitioned_table pt ON pt.partrelid = c.oid
     WHERE c.relkind IN ('r', 'p') AND NOT c.relispartition
       AND n.nspname <> 'information_schema' AND n.nspname NOT LIKE 'pg\\_%'
     ORDER BY COALESCE(array_position(current_schemas(false), n.nspname), 2147483647), n.nspname, c.relname";
@@ -90,6 +95,9 @@ pub async fn introspect(pool: &PgPool) -> Result<Schema, DbError> {
                     schema: Some(row.get("schema")),
                     name: row.get("name"),
                     partitioned: row.get("partitioned"),
+                    partition_key: row
+                        .get::<Option<String>, _>("partition_strategy")
+                        .map(|strategy| PartitionKey { strategy, columns: row.get("partition_columns") }),
                     off_search_path: row.get("off_search_path"),
                     ..Table::default()
                 },
@@ -149,7 +157,7 @@ pub async fn introspect(pool: &PgPool) -> Result<Schema, DbError> {
         };
         add_index(table, index);
     }
-    Ok(Schema { tables: tables.into_iter().map(|(_, table)| table).collect() })
+    Ok(Schema { tables: tables.into_iter().map(|(_, table)| table).collect(), kind: Some(Kind::Postgres) })
 }
 
 fn table_mut<'a>(tables: &'a mut [(i64, Table)], position: &HashMap<i64, usize>, oid: i64) -> Option<&'a mut Table> {

@@ -5,8 +5,8 @@ use sqlx::sqlite::SqliteRow;
 use sqlx::{Row, query};
 
 use super::{Column, ForeignKey, Index, OWN_TABLE_PREFIX, ReferentialAction, Schema, Table};
-use crate::db::DbError;
 use crate::db::sql::KeyType;
+use crate::db::{DbError, Kind};
 
 pub async fn introspect(pool: &SqlitePool) -> Result<Schema, DbError> {
     let names: Vec<String> = sqlx::query_scalar(
@@ -18,7 +18,7 @@ pub async fn introspect(pool: &SqlitePool) -> Result<Schema, DbError> {
     for name in names.into_iter().filter(|name| !name.starts_with(OWN_TABLE_PREFIX)) {
         tables.push(table(pool, name).await?);
     }
-    Ok(Schema { tables })
+    Ok(Schema { tables, kind: Some(Kind::Sqlite) })
 }
 
 async fn table(pool: &SqlitePool, name: String) -> Result<Table, DbError> {
@@ -44,6 +44,7 @@ async fn table(pool: &SqlitePool, name: String) -> Result<Table, DbError> {
     Ok(Table {
         schema: None,
         partitioned: false,
+        partition_key: None,
         off_search_path: false,
         foreign_keys: foreign_keys(pool, &name).await?,
         indexes: indexes(pool, &name).await?,

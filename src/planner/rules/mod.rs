@@ -19,6 +19,9 @@ mod missing_shard_key;
 mod missing_table;
 mod nullify_not_null;
 mod payload_without_outbox;
+mod retention_not_partitioned;
+mod retention_on_referenced;
+mod retention_on_sqlite;
 mod sink_target;
 mod undelivered_category;
 mod unindexed_relation;
@@ -56,6 +59,8 @@ pub const ALL: &[Rule] = &[
     sink_target::check,
     literal_secret::check,
     header_env_name::check,
+    retention_on_referenced::check,
+    retention_on_sqlite::check,
     // These need the real schema and do nothing without one.
     missing_table::check,
     missing_column::check,
@@ -65,4 +70,5 @@ pub const ALL: &[Rule] = &[
     unindexed_relation::check,
     missing_shard_key::check,
     database_cascade::check,
+    retention_not_partitioned::check,
 ];

@@ -1,0 +1,280 @@
+//! Partition retention: the partitions of a PostgreSQL table partitioned by range on a
+//! timestamp, which of them a model's `retention` would drop, dropping them (archived, detached,
+//! audited, resumable) and creating the next ones ahead of time.
+
+mod create;
+mod prune;
+mod schedule;
+
+use std::time::{Duration, SystemTime};
+
+use serde::Serialize;
+
+pub use create::{Created, create_ahead};
+pub use prune::{Dropped, PruneOptions, prune};
+pub use schedule::{RetentionReport, run_retention};
+
+use crate::config::{Config, Model, OnDelete};
+use crate::db::sql::{Param, SqlValue, quote_identifier};
+use crate::db::{Database, DbError, Kind};
+use crate::engine::ArchiveError;
+use crate::schema::partitions::{partitions, server_version};
+use crate::schema::{Partition, Schema, Table};
+
+/// Why partitions cannot be listed, pruned or created.
+#[derive(Debug, thiserror::Error)]
+pub enum PartitionError {
+    /// The database is not PostgreSQL.
+    #[error("partitions need a PostgreSQL table partitioned by range; this database is SQLite (use `cascade delete`)")]
+    NotPostgres,
+    /// No model has that name.
+    #[error("no model `{0}` in the config")]
+    UnknownModel(String),
+    /// The model has no `retention`.
+    #[error("model `{0}` has no `retention = {{ keep = \"...\", column = \"...\" }}`")]
+    NoRetention(String),
+    /// No model has `retention`.
+    #[error("no model has `retention`: nothing to do")]
+    NoPolicies,
+    /// The model's table is not in the database.
+    #[error("table `{table}` of model `{model}` is not in the database")]
+    MissingTable {
+        /// The model.
+        model: String,
+        /// The table as the config names it.
+        table: String,
+    },
+    /// The table is not partitioned by range on the retention column.
+    #[error("table `{table}` is not partitioned by range on `{column}` alone, so `retention` cannot drop partitions")]
+    NotRangePartitioned {
+        /// The table.
+        table: String,
+        /// The retention column.
+        column: String,
+    },
+    /// Rows of another table reference rows of a partition through a relation the prune may not
+    /// change: dropping it would orphan them.
+    #[error(
+        "partition `{partition}` is referenced by {rows} row(s) of `{table}` through ({columns}); declare that \
+         relation with `on_delete = \"nullify\"` under model `{model}`, or delete those rows first (`cascade \
+         delete`): the partition was left attached"
+    )]
+    Referenced {
+        /// The model whose partition it is.
+        model: String,
+        /// The partition.
+        partition: String,
+        /// The referencing table.
+        table: String,
+        /// The referencing columns.
+        columns: String,
+        /// How many rows reference the partition.
+        rows: u64,
+    },
+    /// A database error.
+    #[error(transparent)]
+    Db(#[from] DbError),
+    /// The archive could not be written.
+    #[error(transparent)]
+    Archive(#[from] ArchiveError),
+}
+
+/// A model's retention policy, resolved against the live schema.
+#[derive(Debug, Clone)]
+pub struct Policy<'a> {
+    /// The model.
+    pub model: &'a Model,
+    /// Its partitioned table.
+    pub table: &'a Table,
+    /// The partition key column, as the catalog spells it.
+    pub column: String,
+    /// The column's type (`timestamp with time zone`, `date`, ...).
+    pub column_type: String,
+    /// How long rows are kept.
+    pub keep: Duration,
+}
+
+impl Policy<'_> {
+    /// The table, quoted.
+    pub fn quoted_table(&self) -> String {
+        quoted(self.table)
+    }
+
+    /// Rows entered before this time are older than the policy.
+    pub fn cutoff(&self, now: SystemTime) -> SystemTime {
+        now.checked_sub(self.keep).unwrap_or(SystemTime::UNIX_EPOCH)
+    }
+}
+
+/// The policies of `model`, or of every model with `retention` (`None`), in the order they are
+/// pruned: a model whose parent has retention too before that parent, so the parent's rows are
+/// no longer referenced when its partitions go.
+pub fn policies<'a>(
+    config: &'a Config,
+    schema: &'a Schema,
+    database: &Database,
+    model: Option<&str>,
+) -> Result<Vec<Policy<'a>>, PartitionError> {
+    if database.backend().kind() != Kind::Postgres {
+        return Err(PartitionError::NotPostgres);
+    }
+    let mut models: Vec<&Model> = match model {
+        Some(name) => {
+            let model = config.model(name).ok_or_else(|| PartitionError::UnknownModel(name.to_owned()))?;
+            if model.retention.is_none() {
+                return Err(PartitionError::NoRetention(name.to_owned()));
+            }
+            vec![model]
+        }
+        None => config.models.values().filter(|model| model.retention.is_some()).collect(),
+    };
+    if models.is_empty() {
+        return Err(PartitionError::NoPolicies);
+    }
+    let is_child_of_a_policy = |model: &Model| {
+        config.models.values().any(|parent| {
+            parent.retention.is_some()
+                && parent.children.iter().any(|r| r.model.value == model.name.value && r.action() == OnDelete::Delete)
+        })
+    };
+    models.sort_by_key(|model| !is_child_of_a_policy(model));
+    models.into_iter().map(|model| policy(model, schema)).collect()
+}
+
+fn policy<'a>(model: &'a Model, schema: &'a Schema) -> Result<Policy<'a>, PartitionError> {
+    let retention = model.retention.as_ref().ok_or_else(|| PartitionError::NoRetention(model.name.value.clone()))?;
+    let table = schema.table(&model.table.value).ok_or_else(|| PartitionError::MissingTable {
+        model: model.name.value.clone(),
+        table: model.table.value.clone(),
+    })?;
+    let not_range = || PartitionError::NotRangePartitioned {
+        table: table.qualified_name(),
+        column: retention.column.value.clone(),
+    };
+    if !table.partition_key.as_ref().is_some_and(|key| key.is_range_on(&retention.column.value)) {
+        return Err(not_range());
+    }
+    let column = table.column(&retention.column.value).ok_or_else(not_range)?;
+    Ok(Policy {
+        model,
+        table,
+        column: column.name.clone(),
+        column_type: column.data_type.clone(),
+        keep: retention.keep.value,
+    })
+}
+
+/// A live PostgreSQL table's name, quoted with its schema.
+fn quoted(table: &Table) -> String {
+    let schema = table.schema.as_deref().unwrap_or("public");
+    format!("{}.{}", quote_identifier(schema), quote_identifier(&table.name))
+}
+
+/// A partition, and whether the policy drops it.
+#[derive(Debug, Clone, Serialize)]
+pub struct PartitionState {
+    /// The partition.
+    #[serde(flatten)]
+    pub partition: Partition,
+    /// Whether it is wholly older than the policy's cut-off (its upper bound is at or before
+    /// it), so `prune` drops it. Never the default partition.
+    pub drop: bool,
+}
+
+/// What `cascade partitions` shows for one model.
+#[derive(Debug, Clone, Serialize)]
+pub struct Report {
+    /// The model.
+    pub model: String,
+    /// Its table, `schema.name`.
+    pub table: String,
+    /// The partition key column.
+    pub column: String,
+    /// The policy's `keep`, such as `90d`.
+    pub keep: String,
+    /// Now minus `keep` (RFC 3339, UTC): partitions whose upper bound is at or before it go.
+    pub cutoff: String,
+    /// Every partition in `pg_inherits`, range partitions by bound, the default last.
+    pub partitions: Vec<PartitionState>,
+    /// Rows of the default partition older than the cut-off (never dropped with a partition).
+    pub default_older_rows: Option<u64>,
+    /// Partitions an interrupted prune detached but did not drop: the next prune drops them.
+    pub detached: Vec<String>,
+}
+
+/// What `cascade partitions` reports for `policy` at `now`.
+pub async fn report(database: &Database, policy: &Policy<'_>, now: SystemTime) -> Result<Report, PartitionError> {
+    let cutoff = policy.cutoff(now);
+    let listed = partitions(database, policy.table, server_version(database).await?).await?;
+    let drop = older_than(database, policy, &listed, cutoff).await?;
+    let default_older_rows = match listed.iter().find(|partition| partition.default) {
+        Some(default) => Some(rows_older_than(database, policy, default, cutoff).await?),
+        None => None,
+    };
+    let detached = prune::detached_leftovers(database, policy).await?;
+    Ok(Report {
+        model: policy.model.name.value.clone(),
+        table: policy.table.qualified_name(),
+        column: policy.column.clone(),
+        keep: describe(policy.keep),
+        cutoff: humantime::format_rfc3339_seconds(cutoff).to_string(),
+        partitions: listed.into_iter().zip(drop).map(|(partition, drop)| PartitionState { partition, drop }).collect(),
+        default_older_rows,
+        detached,
+    })
+}
+
+/// `90d` for whole days (how retention is usually written; humantime would say `2months 29days
+/// 2h 52m 48s`), humantime's own words otherwise.
+fn describe(keep: Duration) -> String {
+    const DAY: u64 = 86_400;
+    if keep.as_secs().is_multiple_of(DAY) && keep.subsec_nanos() == 0 {
+        format!("{}d", keep.as_secs() / DAY)
+    } else {
+        humantime::format_duration(keep).to_string()
+    }
+}
+
+/// For each partition, whether its upper bound is at or before `cutoff`, compared by the
+/// database as values of the column's type (a `timestamp` or `date` column reads the cut-off in
+/// the session's time zone). Never the default partition, nor one reaching to MAXVALUE.
+async fn older_than(
+    database: &Database,
+    policy: &Policy<'_>,
+    listed: &[Partition],
+    cutoff: SystemTime,
+) -> Result<Vec<bool>, PartitionError> {
+    let uppers: Vec<String> = listed.iter().map(|partition| partition.to.clone().unwrap_or_default()).collect();
+    let mut sql = database.sql();
+    sql.push("SELECT CASE WHEN u.upper = '' THEN 'false' WHEN CAST(u.upper AS ").push(&policy.column_type);
+    sql.push(") <= ");
+    cutoff_as_column(&mut sql, policy, cutoff);
+    sql.push(" THEN 'true' ELSE 'false' END FROM unnest(CAST(").bind(Param::Value(SqlValue::Texts(uppers)));
+    sql.push(" AS text[])) WITH ORDINALITY u(upper, ord) ORDER BY u.ord");
+    let rows = database.fetch_texts(&sql.finish()).await?;
+    Ok(listed
+        .iter()
+        .zip(rows)
+        .map(|(partition, row)| !partition.default && row.first().cloned().flatten().as_deref() == Some("true"))
+        .collect())
+}
+
+/// The cut-off as a value of the partition key's type.
+fn cutoff_as_column(sql: &mut crate::db::sql::SqlBuilder, policy: &Policy<'_>, cutoff: SystemTime) {
+    sql.push("CAST(CAST(").bind_text(&humantime::format_rfc3339_micros(cutoff).to_string());
+    sql.push(" AS timestamptz) AS ").push(&policy.column_type).push(")");
+}
+
+/// Rows of `partition` older than `cutoff`.
+async fn rows_older_than(
+    database: &Database,
+    policy: &Policy<'_>,
+    partition: &Partition,
+    cutoff: SystemTime,
+) -> Result<u64, PartitionError> {
+    let mut sql = database.sql();
+    sql.push("SELECT COUNT(*) FROM ONLY ").push(&partition.quoted()).push(" WHERE ");
+    sql.identifier(&policy.column).push(" < ");
+    cutoff_as_column(&mut sql, policy, cutoff);
+    Ok(database.fetch_count(&sql.finish()).await?)
+}

@@ -1,0 +1,370 @@
+//! Dropping the partitions a policy no longer keeps, one at a time: rows that reference the
+//! partition through a nullify relation are set to NULL (chunked), a checkpoint names the
+//! partition, it is detached (`CONCURRENTLY` where the server allows), archived from the
+//! detached table, and dropped in the same transaction that records the run as finished and
+//! removes the checkpoint. A prune killed between detach and drop leaves the checkpoint behind;
+//! the next prune finds the detached table by it and finishes it.
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, SystemTime};
+
+use indexmap::IndexMap;
+use serde::Serialize;
+use tracing::info;
+
+use super::{PartitionError, Policy, older_than, quoted};
+use crate::config::{Config, OnDelete};
+use crate::db::{Database, tables};
+use crate::engine::Archive;
+use crate::schema::partitions::{partitions, server_version};
+use crate::schema::{ForeignKey, Partition, Schema, Table};
+
+/// Rows per archive member (one cursor fetch): memory stays flat whatever the partition's size.
+const ARCHIVE_BATCH: u64 = 10_000;
+
+/// How a prune runs.
+#[derive(Debug, Clone, Default)]
+pub struct PruneOptions {
+    /// Write every dropped row to `DIR/MODEL.RUN.jsonl.gz` before the drop.
+    pub archive: Option<PathBuf>,
+    /// Who runs it, for `cascade_run`.
+    pub actor: String,
+    /// The command line, for `cascade_run`.
+    pub command: String,
+    /// How old a running run's heartbeat may be before it counts as interrupted.
+    pub run_lease: Duration,
+    /// A test hook: after each detach, wait until this file exists (so a test can kill the
+    /// process between detach and drop).
+    pub pause_after_detach: Option<PathBuf>,
+}
+
+/// One dropped partition.
+#[derive(Debug, Clone, Serialize)]
+pub struct Dropped {
+    /// The model.
+    pub model: String,
+    /// The partition, `schema.name`.
+    pub partition: String,
+    /// Its rows when it was dropped.
+    pub rows: u64,
+    /// `concurrently`, `plain` (PostgreSQL before 14, or a table with a default partition, where
+    /// `CONCURRENTLY` is not allowed), `finalized` (an interrupted concurrent detach), or
+    /// `earlier` (detached by an interrupted prune).
+    pub detach: &'static str,
+    /// Rows of referencing tables set to NULL first, per `table.column`.
+    pub nullified: IndexMap<String, u64>,
+    /// The archive file, when archived.
+    pub archive: Option<PathBuf>,
+    /// Its `cascade_run` id.
+    pub run: i64,
+}
+
+/// A partition being pruned: its name, how SQL names it, and its checkpoint
+/// (`partition-prune:PARENT:PARTITION`, kept from before the detach until the drop commits).
+struct Target {
+    /// `schema.name`, as the output and `cascade_run.root_ids` show it.
+    name: String,
+    /// `"schema"."name"`.
+    quoted: String,
+    checkpoint: String,
+}
+
+fn checkpoint_prefix(policy: &Policy<'_>) -> String {
+    format!("partition-prune:{}:", policy.table.qualified_name())
+}
+
+/// Partitions an interrupted prune of `policy` detached but did not drop. Checkpoints of
+/// partitions that are still attached or already gone are left out.
+async fn leftovers(database: &Database, policy: &Policy<'_>) -> Result<Vec<Target>, PartitionError> {
+    let prefix = checkpoint_prefix(policy);
+    let mut leftovers = Vec::new();
+    for (checkpoint, quoted) in tables::checkpoints(database, &prefix).await? {
+        let mut sql = database.sql();
+        sql.push("SELECT COUNT(*) FROM pg_class WHERE oid = to_regclass(").bind_text(&quoted);
+        sql.push(") AND NOT relispartition");
+        if database.fetch_count(&sql.finish()).await? > 0 {
+            let name = checkpoint[prefix.len()..].to_owned();
+            leftovers.push(Target { name, quoted, checkpoint });
+        }
+    }
+    Ok(leftovers)
+}
+
+/// The names (`schema.name`) of the partitions an interrupted prune detached but did not drop.
+pub(super) async fn detached_leftovers(
+    database: &Database,
+    policy: &Policy<'_>,
+) -> Result<Vec<String>, PartitionError> {
+    Ok(leftovers(database, policy).await?.into_iter().map(|target| target.name).collect())
+}
+
+/// Drops every partition of `policy` wholly older than `now` minus `keep`, and finishes any an
+/// interrupted prune left detached. Refuses, before touching a partition, when rows of another
+/// table reference it other than through a nullify relation of the model.
+pub async fn prune(
+    database: &Database,
+    config: &Config,
+    schema: &Schema,
+    policy: &Policy<'_>,
+    now: SystemTime,
+    options: &PruneOptions,
+) -> Result<Vec<Dropped>, PartitionError> {
+    crate::db::migrate(database).await?;
+    let mut dropped = Vec::new();
+    for target in leftovers(database, policy).await? {
+        info!(model = %policy.model.name.value, partition = %target.name, "finishing a partition detached earlier");
+        let run = start_run(database, policy, &target, options).await?;
+        let done = archive_and_drop(database, policy, &target, run, "earlier", options).await;
+        dropped.push(failed_run_on_error(database, run, done).await?);
+    }
+    let version = server_version(database).await?;
+    let listed = partitions(database, policy.table, version).await?;
+    let drop = older_than(database, policy, &listed, policy.cutoff(now)).await?;
+    let has_default = listed.iter().any(|partition| partition.default);
+    for partition in listed.iter().zip(drop).filter(|(_, drop)| *drop).map(|(partition, _)| partition) {
+        let name = partition.qualified_name();
+        let checkpoint = format!("{}{name}", checkpoint_prefix(policy));
+        let target = Target { name, quoted: partition.quoted(), checkpoint };
+        let run = start_run(database, policy, &target, options).await?;
+        let done = async {
+            let nullified = clean_references(database, config, schema, policy, partition).await?;
+            tables::set_checkpoint(database, &target.checkpoint, &target.quoted).await?;
+            let detach = detach(database, policy, partition, version, has_default).await?;
+            info!(model = %policy.model.name.value, partition = %target.name, detach, "partition detached");
+            if let Some(file) = &options.pause_after_detach {
+                wait_for(file).await;
+            }
+            let mut done = archive_and_drop(database, policy, &target, run, detach, options).await?;
+            done.nullified = nullified;
+            Ok(done)
+        };
+        dropped.push(failed_run_on_error(database, run, done.await).await?);
+    }
+    Ok(dropped)
+}
+
+/// `result`, with the run recorded as failed (and why) when it is an error.
+async fn failed_run_on_error(
+    database: &Database,
+    run: i64,
+    result: Result<Dropped, PartitionError>,
+) -> Result<Dropped, PartitionError> {
+    if let Err(error) = &result {
+        tables::finish_run(database, run, "{}", "failed", Some(&error.to_string())).await?;
+    }
+    result
+}
+
+async fn start_run(
+    database: &Database,
+    policy: &Policy<'_>,
+    target: &Target,
+    options: &PruneOptions,
+) -> Result<i64, PartitionError> {
+    let model = &policy.model.name.value;
+    let ids = [target.name.clone()];
+    Ok(tables::start_run(database, &options.actor, &options.command, model, &ids, options.run_lease).await?.id)
+}
+
+/// Detaches `partition`: finalizes an interrupted concurrent detach, detaches concurrently where
+/// the server allows it (14 and later, no default partition: `CONCURRENTLY` cannot run inside
+/// a transaction block, so it runs on its own), plainly otherwise. What was done, for the output.
+async fn detach(
+    database: &Database,
+    policy: &Policy<'_>,
+    partition: &Partition,
+    version: u32,
+    has_default: bool,
+) -> Result<&'static str, PartitionError> {
+    let (how, clause) = if partition.detach_pending {
+        ("finalized", " FINALIZE")
+    } else if version >= 140000 && !has_default {
+        ("concurrently", " CONCURRENTLY")
+    } else {
+        ("plain", "")
+    };
+    let mut sql = database.sql();
+    sql.push("ALTER TABLE ").push(&policy.quoted_table()).push(" DETACH PARTITION ").push(&partition.quoted());
+    sql.push(clause);
+    database.execute(&sql.finish()).await?;
+    Ok(how)
+}
+
+/// Archives the detached table (when asked), then drops it, records the run as finished and
+/// removes the checkpoint, in one transaction.
+async fn archive_and_drop(
+    database: &Database,
+    policy: &Policy<'_>,
+    target: &Target,
+    run: i64,
+    detach: &'static str,
+    options: &PruneOptions,
+) -> Result<Dropped, PartitionError> {
+    let model = &policy.model.name.value;
+    let (rows, archive) = match &options.archive {
+        Some(dir) => {
+            let rows = archive(database, dir, run, model, target).await?;
+            (rows, Some(Archive::path(dir, model, run)))
+        }
+        None => {
+            let mut sql = database.sql();
+            sql.push("SELECT COUNT(*) FROM ").push(&target.quoted);
+            (database.fetch_count(&sql.finish()).await?, None)
+        }
+    };
+    let mut transaction = database.begin_write().await?;
+    let mut sql = database.sql();
+    sql.push("DROP TABLE ").push(&target.quoted);
+    transaction.execute(&sql.finish()).await?;
+    let counts = serde_json::json!({ model.as_str(): rows }).to_string();
+    tables::finish_run_in(&mut transaction, run, &counts, "succeeded", None).await?;
+    tables::clear_checkpoint_in(&mut transaction, &target.checkpoint).await?;
+    transaction.commit().await?;
+    info!(model = %model, partition = %target.name, rows, run, "partition dropped");
+    Ok(Dropped {
+        model: model.clone(),
+        partition: target.name.clone(),
+        rows,
+        detach,
+        nullified: IndexMap::new(),
+        archive,
+        run,
+    })
+}
+
+/// Streams every row of the detached table into the archive through a cursor, a member of
+/// [`ARCHIVE_BATCH`] rows at a time, and syncs it; the number of rows.
+async fn archive(
+    database: &Database,
+    dir: &Path,
+    run: i64,
+    model: &str,
+    target: &Target,
+) -> Result<u64, PartitionError> {
+    let mut archive = Archive::open(dir, run)?;
+    let mut transaction = database.begin_write().await?;
+    let mut declare = database.sql();
+    declare.push("DECLARE cascade_partition_archive NO SCROLL CURSOR FOR SELECT ");
+    database.backend().row_json(&mut declare, "t", &[]);
+    declare.push(" FROM ").push(&target.quoted).push(" t");
+    transaction.execute(&declare.finish()).await?;
+    let mut fetch = database.sql();
+    fetch.push(&format!("FETCH FORWARD {ARCHIVE_BATCH} FROM cascade_partition_archive"));
+    let fetch = fetch.finish();
+    let mut rows = 0;
+    loop {
+        let batch: Vec<String> = transaction
+            .fetch_texts(&fetch)
+            .await?
+            .into_iter()
+            .filter_map(|row| row.into_iter().next().flatten())
+            .collect();
+        if batch.is_empty() {
+            break;
+        }
+        rows += batch.len() as u64;
+        archive.write(model, &target.name, &batch)?;
+    }
+    archive.sync()?;
+    transaction.commit().await?;
+    Ok(rows)
+}
+
+/// Sets to NULL the column of every row that references `partition` through a nullify relation
+/// of the model, a chunk per transaction; refuses when rows reference it any other way.
+async fn clean_references(
+    database: &Database,
+    config: &Config,
+    schema: &Schema,
+    policy: &Policy<'_>,
+    partition: &Partition,
+) -> Result<IndexMap<String, u64>, PartitionError> {
+    let mut nullified = IndexMap::new();
+    for (child, fk) in schema.references_to(policy.table) {
+        let referenced = if fk.referenced_columns.is_empty() {
+            policy.table.primary_key.clone()
+        } else {
+            fk.referenced_columns.clone()
+        };
+        match nullify_relation(config, schema, policy, child, fk) {
+            Some((column, chunk)) => {
+                let mut total = 0;
+                loop {
+                    let mut sql = database.sql();
+                    let selector = database.backend().row_selector(child.partitioned);
+                    sql.push("UPDATE ").push(&quoted(child)).push(" SET ").identifier(&column).push(" = NULL WHERE ");
+                    sql.push(selector.matched).push(selector.open).push(selector.select).push(" FROM ");
+                    sql.push(&quoted(child)).push(" c WHERE ");
+                    references(&mut sql, partition, fk, &referenced);
+                    sql.push(&format!(" LIMIT {chunk}")).push(selector.close);
+                    let changed = database.execute_alone(&sql.finish()).await?;
+                    total += changed;
+                    if changed == 0 {
+                        break;
+                    }
+                }
+                nullified.insert(format!("{}.{column}", child.qualified_name()), total);
+            }
+            None => {
+                let mut sql = database.sql();
+                sql.push("SELECT COUNT(*) FROM ").push(&quoted(child)).push(" c WHERE ");
+                references(&mut sql, partition, fk, &referenced);
+                let rows = database.fetch_count(&sql.finish()).await?;
+                if rows > 0 {
+                    return Err(PartitionError::Referenced {
+                        model: policy.model.name.value.clone(),
+                        partition: partition.qualified_name(),
+                        table: child.qualified_name(),
+                        columns: fk.columns.join(", "),
+                        rows,
+                    });
+                }
+            }
+        }
+    }
+    Ok(nullified)
+}
+
+/// `EXISTS (SELECT 1 FROM ONLY partition p WHERE p.k = c.f ...)`: the row `c` references a row
+/// of the partition.
+fn references(sql: &mut crate::db::sql::SqlBuilder, partition: &Partition, fk: &ForeignKey, referenced: &[String]) {
+    sql.push("EXISTS (SELECT 1 FROM ONLY ").push(&partition.quoted()).push(" p WHERE ");
+    for (index, (column, target)) in fk.columns.iter().zip(referenced).enumerate() {
+        if index > 0 {
+            sql.push(" AND ");
+        }
+        sql.push("p.").identifier(target).push(" = c.").identifier(column);
+    }
+    sql.push(")");
+}
+
+/// The column to set to NULL, and the chunk size, when the model declares the foreign key `fk`
+/// of `child` as a nullify relation.
+fn nullify_relation(
+    config: &Config,
+    schema: &Schema,
+    policy: &Policy<'_>,
+    child: &Table,
+    fk: &ForeignKey,
+) -> Option<(String, u64)> {
+    policy.model.children.iter().filter(|relation| relation.action() == OnDelete::Nullify).find_map(|relation| {
+        let model = config.model(&relation.model.value)?;
+        schema.table(&model.table.value).filter(|table| std::ptr::eq(*table, child))?;
+        let column = fk.columns.iter().find(|column| column.eq_ignore_ascii_case(&relation.column.value))?;
+        let strategy = relation.strategy.as_ref().or(model.strategy.as_ref()).map(|s| s.value);
+        let chunk = relation
+            .chunk_size
+            .as_ref()
+            .or(model.chunk_size.as_ref())
+            .map(|c| c.value)
+            .unwrap_or_else(|| config.settings.chunk_size(strategy.unwrap_or(crate::config::Strategy::PerRow)));
+        Some((column.clone(), chunk.max(1)))
+    })
+}
+
+/// Waits until `file` exists (the test hook of [`PruneOptions::pause_after_detach`]).
+async fn wait_for(file: &Path) {
+    while !file.exists() {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
