@@ -257,3 +257,38 @@ fn random_tables_match_the_model_on_sqlite() {
 fn random_tables_match_the_model_on_postgres() {
     random_tables_match_the_model(|rows| postgres_database(&schema("bigint", rows)));
 }
+
+/// A duplicate whose status does not allow a deletion is left with its children: --merge does
+/// not move them off a row that stays.
+fn a_duplicate_kept_by_its_status_keeps_its_children(url: &str) {
+    let config = CONFIG.replace(
+        "table = \"person\"\n",
+        "table = \"person\"\nstatus = { column = \"state\", proceed = [0], in_progress = 1 }\n",
+    );
+    let dir = project(&[("cascades/people.toml", &config)]);
+    let mut command = cascade(dir.path());
+    command.args(["--database-url", url, "duplicates", "person", "--by", "email", "--confirm", "--merge"]);
+    let removed = json_output(command.args(["--sleep-ms", "0", "--format", "json"]));
+    assert_eq!(removed["deleted"]["person"], 1, "{removed:#}");
+    assert_eq!(people(url), strings(&["1", "2"]));
+    assert_eq!(memberships(url), pairs(&[("10", "2"), ("11", "1")]));
+}
+
+const STATUS_ROWS: &str = "
+ALTER TABLE person ADD COLUMN state {int} NOT NULL DEFAULT 0;
+INSERT INTO person VALUES (1, 'a@x', 10, 0), (2, 'a@x', 20, 5), (3, 'a@x', 30, 0);
+INSERT INTO membership VALUES (10, 2, 'o'), (11, 3, 'o');
+";
+
+#[test]
+fn a_duplicate_kept_by_its_status_keeps_its_children_on_sqlite() {
+    let dir = tempfile::tempdir().unwrap();
+    let url = sqlite_database(dir.path(), &schema("INTEGER", &STATUS_ROWS.replace("{int}", "INTEGER")));
+    a_duplicate_kept_by_its_status_keeps_its_children(&url);
+}
+
+#[test]
+fn a_duplicate_kept_by_its_status_keeps_its_children_on_postgres() {
+    let Some(url) = postgres_database(&schema("bigint", &STATUS_ROWS.replace("{int}", "bigint"))) else { return };
+    a_duplicate_kept_by_its_status_keeps_its_children(&url);
+}

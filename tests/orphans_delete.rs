@@ -274,6 +274,7 @@ fn check_kill_and_rerun(url: &str, data: &Data) {
     });
     let summary = json_output(cascade(dir.path()).args(confirm_args(url, archive_dir, &[])));
     assert_eq!(summary["resumes"], json!(killed[0]), "{summary:#}");
+    assert_eq!(summary["continued_after"], json!({"orphans:child:parent_id": position.to_string()}), "it says so");
     let rerun_orphans = orphans.iter().filter(|id| **id > position).count() as u64;
     assert_eq!(summary["deleted"]["child"], json!(rerun_orphans), "the done range was not scanned again");
     assert_eq!(count(url, "SELECT COUNT(*) FROM child WHERE id = 0"), 1);

@@ -85,6 +85,10 @@ pub struct CleanupSummary {
     pub elapsed_ms: f64,
     /// Why the run stopped before the end (`--max-batches`), when it did.
     pub stopped_early: Option<String>,
+    /// The scans that continued after the checkpoint an earlier run left (scan → key): rows
+    /// below it were done by that run, and rows that turned into orphans or duplicates there
+    /// since were not looked at (the next run looks at the whole table).
+    pub continued_after: IndexMap<String, String>,
 }
 
 impl CleanupSummary {
@@ -178,6 +182,7 @@ impl<'a> BatchRun<'a> {
                 skipped: Vec::new(),
                 elapsed_ms: 0.0,
                 stopped_early: None,
+                continued_after: IndexMap::new(),
             },
             heartbeat: tables::keep_run_alive(database.clone(), run.id, lease),
             options,
@@ -193,11 +198,15 @@ impl<'a> BatchRun<'a> {
     }
 
     /// Where a scan of `name` starts: after its checkpoint, unless `restart` asks to forget it.
-    pub async fn resume_from(&self, name: &str) -> Result<Option<String>, BatchError> {
+    pub async fn resume_from(&mut self, name: &str) -> Result<Option<String>, BatchError> {
         if self.options.restart {
             return Ok(None);
         }
-        Ok(tables::checkpoint(self.engine.database(), name).await?)
+        let checkpoint = tables::checkpoint(self.engine.database(), name).await?;
+        if let Some(position) = &checkpoint {
+            self.summary.continued_after.insert(name.to_owned(), position.clone());
+        }
+        Ok(checkpoint)
     }
 
     /// The scan of `name` found nothing more: its checkpoint goes, so the next run scans everything.
@@ -325,6 +334,7 @@ impl<'a> BatchRun<'a> {
         if error.is_some() {
             self.summary.outcome = RunOutcome::Failed;
         }
+        self.summary.outcome.count();
         self.summary.elapsed_ms = self.started.elapsed().as_secs_f64() * 1e3;
         let summary = &self.summary;
         let rows = serde_json::json!({ "deleted": summary.deleted, "nullified": summary.nullified });

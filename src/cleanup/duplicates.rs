@@ -11,7 +11,7 @@ use indexmap::IndexMap;
 use serde::Serialize;
 
 use super::batches::{self, BatchError, BatchOptions, BatchRun, CleanupSummary};
-use crate::config::Config;
+use crate::config::{Config, Located, StatusValue};
 use crate::db::sql::{KeyType, Param, SqlBuilder, Statement};
 use crate::db::{Database, DbError, Transaction};
 use crate::diagnostic::did_you_mean;
@@ -288,6 +288,10 @@ pub async fn remove(
         order_by: &resolved.order_by,
         keep: search.keep,
     };
+    let may_go = config.model(&search.model).and_then(|model| model.status.as_ref()).and_then(|status| {
+        let column = resolved.table.column(&status.column.value)?.name.clone();
+        Some((column, status.proceed_or_in_progress()))
+    });
     let merger = merge.then(|| Merger::new(engine, &search.model, &key_type));
     let target = format!("{} by {}", search.model, resolved.by.join(","));
     let name = format!("duplicates:{target}:{}:{}", search.keep.as_str(), resolved.order_by.join(","));
@@ -295,8 +299,13 @@ pub async fn remove(
     let removed = async {
         let mut after = run.resume_from(&name).await?;
         while run.may_start_batch() {
-            let statement =
-                queries.removable(engine.database().sql(), &key_type, after.as_deref(), run.options().batch_size);
+            let statement = queries.removable(
+                engine.database().sql(),
+                &key_type,
+                may_go.as_ref(),
+                after.as_deref(),
+                run.options().batch_size,
+            );
             let pairs: Vec<(String, String)> = engine
                 .database()
                 .fetch_texts(&statement)
@@ -569,7 +578,16 @@ impl Queries<'_> {
 
     /// The next `limit` rows after the key `after` that are not their group's kept row, in key
     /// order: (key, the kept row's key), as text.
-    fn removable(&self, mut sql: SqlBuilder, key_type: &KeyType, after: Option<&str>, limit: u64) -> Statement {
+    /// `may_go`: the status column (as the catalog spells it) and the values that allow a row's
+    /// deletion; a duplicate whose status does not is left, children and all.
+    fn removable(
+        &self,
+        mut sql: SqlBuilder,
+        key_type: &KeyType,
+        may_go: Option<&(String, Vec<Located<StatusValue>>)>,
+        after: Option<&str>,
+        limit: u64,
+    ) -> Statement {
         let key = &self.key[0];
         let window = |sql: &mut SqlBuilder| {
             sql.push(" OVER (PARTITION BY ");
@@ -586,9 +604,18 @@ impl Queries<'_> {
         window(&mut sql);
         sql.push(" AS cascade_kept, ROW_NUMBER()");
         window(&mut sql);
-        sql.push(" AS cascade_position FROM ").push(&self.table).push(" AS cascade_row WHERE ");
+        sql.push(" AS cascade_position, ");
+        match may_go {
+            Some((column, values)) => {
+                sql.push("CASE WHEN ");
+                crate::engine::status_in(&mut sql, column, values);
+                sql.push(" THEN 1 ELSE 0 END")
+            }
+            None => sql.push("1"),
+        };
+        sql.push(" AS cascade_may_go FROM ").push(&self.table).push(" AS cascade_row WHERE ");
         self.not_null(&mut sql);
-        sql.push(") AS cascade_ranked WHERE cascade_ranked.cascade_position > 1");
+        sql.push(") AS cascade_ranked WHERE cascade_ranked.cascade_position > 1 AND cascade_ranked.cascade_may_go = 1");
         batches::after(&mut sql, "cascade_ranked.cascade_key", key_type, after);
         sql.push(" ORDER BY cascade_ranked.cascade_key LIMIT ");
         sql.bind(Param::integer(i64::try_from(limit).unwrap_or(i64::MAX)));

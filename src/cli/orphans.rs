@@ -186,6 +186,12 @@ pub(super) fn human_summary(summary: &CleanupSummary) -> String {
     if !summary.skipped.is_empty() {
         out += &format!("skipped, status does not allow the deletion: {}\n", summary.skipped.join(", "));
     }
+    for (scan, position) in &summary.continued_after {
+        out += &format!(
+            "continued {scan} after {position}, where an earlier run stopped: rows below it that need cleaning \
+             since were not looked at (the next run looks at the whole table; --restart now)\n"
+        );
+    }
     if let Some(why) = &summary.stopped_early {
         out += &format!("stopped: {why}; run the same command again to continue\n");
     }

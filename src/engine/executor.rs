@@ -547,8 +547,11 @@ impl<'a> Deletion<'a> {
 
     /// Records how the run ended in `cascade_run` and closes the archive.
     pub async fn finish(mut self, outcome: RunOutcome, error: Option<&str>) -> Result<Summary, DeleteError> {
-        // Counted even when recording the run fails below: the deletion ended all the same.
-        outcome.count();
+        // Counted even when recording the run fails below: the deletion ended all the same. A
+        // batch of a caller's run is counted as part of that run, by the caller.
+        if self.options.run.is_none() {
+            outcome.count();
+        }
         self.summary.elapsed_ms = self.started.elapsed().as_secs_f64() * 1e3;
         self.summary.p99_chunk_ms = nearest_rank(&self.summary.chunk_ms, 0.99);
         let rows = serde_json::json!({ "deleted": self.summary.deleted, "nullified": self.summary.nullified });
@@ -961,6 +964,11 @@ async fn sort_roots(
         };
         if decision == "proceed" { proceeding.push(key) } else { skipped.push(key) }
     }
+    // In the order asked for (the database returns them in its own): a caller's checkpoint
+    // relies on ascending roots staying ascending.
+    let position: std::collections::HashMap<String, usize> =
+        requested.iter().enumerate().map(|(index, id)| (id.to_ascii_lowercase(), index)).collect();
+    proceeding.sort_by_key(|key| position.get(&key.to_ascii_lowercase()).copied().unwrap_or(usize::MAX));
     Ok((proceeding, skipped, not_found(ids, &found, &root.sql.key_type)))
 }
 

@@ -18,6 +18,8 @@ pub use run::{Engine, Finished, PrepareError};
 pub use steps::{ListedStatement, StepStatements, list as list_statements};
 pub use throttle::Pacing;
 
+pub(crate) use sql::status_in;
+
 use indexmap::IndexMap;
 
 use crate::config::Config;

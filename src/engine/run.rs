@@ -94,13 +94,18 @@ impl Engine {
         options: DeleteOptions,
     ) -> Result<Deletion<'a>, DeleteError> {
         let unregistered = planner::check_references(&self.config, &self.sources, &self.schema, plan);
+        let counted_here = options.run.is_none();
         let started = if unregistered.is_empty() {
             Deletion::start(&self.database, &self.config, &self.schema, plan, ids, options).await
         } else {
             Err(DeleteError::UnregisteredReferences(unregistered))
         };
         // A deletion refused before its run was recorded is a failed one all the same.
-        started.inspect_err(|_| RunOutcome::Failed.count())
+        started.inspect_err(|_| {
+            if counted_here {
+                RunOutcome::Failed.count();
+            }
+        })
     }
 
     /// Whether running a deletion again can get past `error` by itself (a lost connection, a

@@ -75,8 +75,11 @@ impl<'a> StepSql<'a> {
 
     /// `delete` writing its own rows' tombstones, where the database can (see
     /// [`delete_with_tombstones`]) and the step writes tombstones.
+    /// A composite key is left to the tool, which writes its JSON array compactly (`[1,3]`) as
+    /// on every database; PostgreSQL's own text of it is `[1, 3]`.
     pub fn deleting_with_tombstones(&self, delete: &Statement) -> Option<Statement> {
-        let target = self.outbox.filter(|_| self.sql.backend.deletes_in_with())?;
+        let single_key = self.returning.as_ref().is_some_and(|returning| returning.identity.len() <= 1);
+        let target = self.outbox.filter(|_| self.sql.backend.deletes_in_with() && single_key)?;
         Some(delete_with_tombstones(self.sql.backend, delete.clone(), &target.scope, &target.category))
     }
 }
