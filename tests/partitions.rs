@@ -18,10 +18,17 @@ const CONFIG: &str = r#"
 [models.page_view]
 table = "page_view"
 retention = { keep = "90d", column = "entered_at" }
-children = [{ model = "click", column = "page_view_id", on_delete = "nullify" }]
+children = [
+  { model = "click", column = "page_view_id", on_delete = "nullify" },
+  { model = "share", column = "page_view_id", on_delete = "nullify" },
+]
 
 [models.click]
 table = "click"
+strategy = "bulk"
+
+[models.share]
+table = "share"
 strategy = "bulk"
 "#;
 
@@ -49,6 +56,8 @@ INSERT INTO page_view VALUES (9001, '2024-01-05 00:00+00', '/old'), (9002, '2024
 CREATE TABLE click (id bigint PRIMARY KEY, page_view_id bigint, page_view_entered_at timestamptz,
   FOREIGN KEY (page_view_id, page_view_entered_at) REFERENCES page_view (id, entered_at));
 INSERT INTO click SELECT id, id, entered_at FROM page_view WHERE id % 10 = 0 AND id < 9000;
+CREATE TABLE share (id bigint PRIMARY KEY, page_view_id bigint);
+INSERT INTO share SELECT id, id FROM page_view WHERE id % 100 = 0 AND id < 9000;
 ";
 
 /// The cut-off is 2026-03-17 (90 days before): July 2025 to February 2026 are wholly older,
@@ -186,6 +195,13 @@ fn prune_drops_exactly_the_partitions_wholly_older_and_archives_every_row() {
     assert_eq!(no_orphan_clicks(&url), 0);
     assert_eq!(count(&url, "SELECT COUNT(*) FROM click WHERE page_view_id IS NULL"), 24, "clicks 10..240 nullified");
     assert_eq!(count(&url, "SELECT COUNT(*) FROM click WHERE page_view_id IS NOT NULL"), 12);
+    // `share` has no foreign key: its declared relation is cleaned all the same.
+    let shares = texts(&url, "SELECT CAST(s.id AS TEXT), CAST(s.page_view_id AS TEXT) FROM share s ORDER BY s.id");
+    let shares: Vec<(String, Option<String>)> =
+        shares.into_iter().map(|row| (row[0].clone().unwrap(), row[1].clone())).collect();
+    let expected: Vec<(String, Option<String>)> =
+        [(100, None), (200, None), (300, Some("300"))].map(|(id, to)| (id.to_string(), to.map(str::to_owned))).into();
+    assert_eq!(shares, expected);
 
     let runs = texts(&url, "SELECT root_ids, outcome, rows FROM cascade_run ORDER BY id");
     assert_eq!(runs.len(), 8);
@@ -202,7 +218,8 @@ fn prune_drops_exactly_the_partitions_wholly_older_and_archives_every_row() {
 #[test]
 fn a_prune_killed_between_detach_and_drop_is_finished_by_the_next() {
     let Some(url) = postgres_database(SCHEMA) else { return };
-    let config = project(&[("cascades/cascade.toml", CONFIG)]);
+    // A killed prune is told from one still at work after a second.
+    let config = project(&[("cascades/cascade.toml", &format!("[settings]\nrun_lease_seconds = 1\n{CONFIG}"))]);
     let never = config.path().join("never-created");
     let mut run = Running::start(
         config.path(),
@@ -213,6 +230,10 @@ fn a_prune_killed_between_detach_and_drop_is_finished_by_the_next() {
     assert!(!attached(&url).contains("page_view_2025_07"));
     assert_eq!(count(&url, "SELECT COUNT(*) FROM page_view_2025_07"), 31, "detached, not dropped");
     run.kill();
+    common::wait_until("the killed prune's lease is over", || {
+        let runs = json_output(cascade(config.path()).args(["runs", "--format", "json", "--database-url", &url]));
+        runs[0]["outcome"] == "interrupted"
+    });
 
     let report = json_output(cascade(config.path()).args(args(&url, &["--format", "json"])));
     assert_eq!(report["models"][0]["detached"], serde_json::json!(["public.page_view_2025_07"]));
@@ -264,10 +285,18 @@ fn create_adds_the_missing_months_ahead_once() {
 #[test]
 fn validate_refuses_retention_on_a_referenced_model_and_on_a_table_not_partitioned_by_it() {
     let Some(url) = postgres_database(SCHEMA) else { return };
-    let config = CONFIG
-        .replace(", on_delete = \"nullify\"", "")
-        .replace("table = \"click\"", "table = \"click\"\nretention = { keep = \"30d\", column = \"id\" }");
-    let config = project(&[("cascades/cascade.toml", &config)]);
+    let config = r#"
+[models.page_view]
+table = "page_view"
+retention = { keep = "90d", column = "entered_at" }
+children = [{ model = "click", column = "page_view_id" }]
+
+[models.click]
+table = "click"
+retention = { keep = "30d", column = "id" }
+strategy = "bulk"
+"#;
+    let config = project(&[("cascades/cascade.toml", config)]);
     let output =
         cascade(config.path()).args(["--database-url", &url, "validate", "--format", "json"]).output().unwrap();
     assert_eq!(output.status.code(), Some(1));
@@ -317,9 +346,16 @@ fn the_worker_prunes_what_the_policy_drops_today() {
 #[test]
 fn a_partition_referenced_through_an_undeclared_foreign_key_is_refused_with_the_reason() {
     let Some(url) = postgres_database(SCHEMA) else { return };
-    let config =
-        CONFIG.replace("children = [{ model = \"click\", column = \"page_view_id\", on_delete = \"nullify\" }]\n", "");
-    let config = project(&[("cascades/cascade.toml", &config)]);
+    let config = r#"
+[models.page_view]
+table = "page_view"
+retention = { keep = "90d", column = "entered_at" }
+
+[models.click]
+table = "click"
+strategy = "bulk"
+"#;
+    let config = project(&[("cascades/cascade.toml", config)]);
     let before = dump(&url);
     let output = cascade(config.path()).args(args(&url, &["prune", "--confirm"])).output().unwrap();
     assert_eq!(output.status.code(), Some(2));

@@ -63,6 +63,22 @@ fn first_integer(row: &[Option<String>]) -> Option<i64> {
     row.first().cloned().flatten().and_then(|value| value.parse().ok())
 }
 
+/// Whether a run of `root_model` and `root_ids` is `running` with a heartbeat newer than
+/// `run_lease`: its process is still at work.
+pub async fn run_alive(
+    database: &Database,
+    root_model: &str,
+    root_ids: &[String],
+    run_lease: Duration,
+) -> Result<bool, DbError> {
+    let ids = serde_json::Value::from_iter(root_ids.iter().map(|id| serde_json::json!(id))).to_string();
+    let mut sql = database.sql();
+    sql.push("SELECT COUNT(*) FROM cascade_run WHERE outcome = 'running' AND NOT (");
+    stale(&mut sql, run_lease);
+    sql.push(") AND root_model = ").bind_text(root_model).push(" AND root_ids = ").bind_text(&ids);
+    Ok(database.fetch_count(&sql.finish()).await? > 0)
+}
+
 /// The run is alive.
 pub async fn heartbeat_run(database: &Database, id: i64) -> Result<(), DbError> {
     let mut sql = database.sql();

@@ -67,27 +67,60 @@ struct Target {
     /// `"schema"."name"`.
     quoted: String,
     checkpoint: String,
+    /// Where its rows are archived: the prune that detached it decides, so a later prune (the
+    /// worker's, say) that finishes it archives it too.
+    archive: Option<PathBuf>,
+}
+
+/// What the checkpoint of a partition being pruned holds: the table, its oid (so that a table
+/// made later under the same name is never taken for it) and the archive directory asked for.
+#[derive(Debug, Serialize, serde::Deserialize)]
+struct Detaching {
+    table: String,
+    oid: String,
+    archive: Option<PathBuf>,
 }
 
 fn checkpoint_prefix(policy: &Policy<'_>) -> String {
     format!("partition-prune:{}:", policy.table.qualified_name())
 }
 
-/// Partitions an interrupted prune of `policy` detached but did not drop. Checkpoints of
-/// partitions that are still attached or already gone are left out.
-async fn leftovers(database: &Database, policy: &Policy<'_>) -> Result<Vec<Target>, PartitionError> {
+/// Partitions an interrupted prune of `policy` detached but did not drop: the checkpoint's table
+/// is still there under the same oid, no longer a partition, and no prune still running (its
+/// run's heartbeat fresh) is at work on it. Other checkpoints are left out.
+async fn leftovers(
+    database: &Database,
+    policy: &Policy<'_>,
+    run_lease: Duration,
+) -> Result<Vec<Target>, PartitionError> {
     let prefix = checkpoint_prefix(policy);
     let mut leftovers = Vec::new();
-    for (checkpoint, quoted) in tables::checkpoints(database, &prefix).await? {
+    for (checkpoint, position) in tables::checkpoints(database, &prefix).await? {
+        let Ok(detaching) = serde_json::from_str::<Detaching>(&position) else { continue };
         let mut sql = database.sql();
-        sql.push("SELECT COUNT(*) FROM pg_class WHERE oid = to_regclass(").bind_text(&quoted);
-        sql.push(") AND NOT relispartition");
-        if database.fetch_count(&sql.finish()).await? > 0 {
-            let name = checkpoint[prefix.len()..].to_owned();
-            leftovers.push(Target { name, quoted, checkpoint });
+        sql.push("SELECT COUNT(*) FROM pg_class WHERE oid = to_regclass(").bind_text(&detaching.table);
+        sql.push(") AND CAST(oid AS TEXT) = ").bind_text(&detaching.oid).push(" AND NOT relispartition");
+        let name = checkpoint[prefix.len()..].to_owned();
+        let ids = [name.clone()];
+        if database.fetch_count(&sql.finish()).await? > 0
+            && !tables::run_alive(database, &policy.model.name.value, &ids, run_lease).await?
+        {
+            leftovers.push(Target { name, quoted: detaching.table, checkpoint, archive: detaching.archive });
         }
     }
     Ok(leftovers)
+}
+
+/// Records, before the detach, which table is being detached and where it is to be archived.
+async fn remember_detaching(database: &Database, target: &Target) -> Result<(), PartitionError> {
+    let mut sql = database.sql();
+    sql.push("SELECT CAST(CAST(to_regclass(").bind_text(&target.quoted).push(") AS oid) AS TEXT)");
+    let oid =
+        database.fetch_texts(&sql.finish()).await?.into_iter().next().and_then(|row| row.into_iter().next().flatten());
+    let detaching =
+        Detaching { table: target.quoted.clone(), oid: oid.unwrap_or_default(), archive: target.archive.clone() };
+    let position = serde_json::to_string(&detaching).expect("a checkpoint serialises");
+    Ok(tables::set_checkpoint(database, &target.checkpoint, &position).await?)
 }
 
 /// The names (`schema.name`) of the partitions an interrupted prune detached but did not drop.
@@ -95,7 +128,7 @@ pub(super) async fn detached_leftovers(
     database: &Database,
     policy: &Policy<'_>,
 ) -> Result<Vec<String>, PartitionError> {
-    Ok(leftovers(database, policy).await?.into_iter().map(|target| target.name).collect())
+    Ok(leftovers(database, policy, Duration::ZERO).await?.into_iter().map(|target| target.name).collect())
 }
 
 /// Drops every partition of `policy` wholly older than `now` minus `keep`, and finishes any an
@@ -111,10 +144,12 @@ pub async fn prune(
 ) -> Result<Vec<Dropped>, PartitionError> {
     crate::db::migrate(database).await?;
     let mut dropped = Vec::new();
-    for target in leftovers(database, policy).await? {
+    for target in leftovers(database, policy, options.run_lease).await? {
         info!(model = %policy.model.name.value, partition = %target.name, "finishing a partition detached earlier");
         let run = start_run(database, policy, &target, options).await?;
-        let done = archive_and_drop(database, policy, &target, run, "earlier", options).await;
+        let heartbeat = tables::keep_run_alive(database.clone(), run, options.run_lease);
+        let done = archive_and_drop(database, policy, &target, run, "earlier").await;
+        heartbeat.abort();
         dropped.push(failed_run_on_error(database, run, done).await?);
     }
     let version = server_version(database).await?;
@@ -124,21 +159,24 @@ pub async fn prune(
     for partition in listed.iter().zip(drop).filter(|(_, drop)| *drop).map(|(partition, _)| partition) {
         let name = partition.qualified_name();
         let checkpoint = format!("{}{name}", checkpoint_prefix(policy));
-        let target = Target { name, quoted: partition.quoted(), checkpoint };
+        let target = Target { name, quoted: partition.quoted(), checkpoint, archive: options.archive.clone() };
         let run = start_run(database, policy, &target, options).await?;
+        let heartbeat = tables::keep_run_alive(database.clone(), run, options.run_lease);
         let done = async {
             let nullified = clean_references(database, config, schema, policy, partition).await?;
-            tables::set_checkpoint(database, &target.checkpoint, &target.quoted).await?;
+            remember_detaching(database, &target).await?;
             let detach = detach(database, policy, partition, version, has_default).await?;
             info!(model = %policy.model.name.value, partition = %target.name, detach, "partition detached");
             if let Some(file) = &options.pause_after_detach {
                 wait_for(file).await;
             }
-            let mut done = archive_and_drop(database, policy, &target, run, detach, options).await?;
+            let mut done = archive_and_drop(database, policy, &target, run, detach).await?;
             done.nullified = nullified;
             Ok(done)
         };
-        dropped.push(failed_run_on_error(database, run, done.await).await?);
+        let done = done.await;
+        heartbeat.abort();
+        dropped.push(failed_run_on_error(database, run, done).await?);
     }
     Ok(dropped)
 }
@@ -198,10 +236,9 @@ async fn archive_and_drop(
     target: &Target,
     run: i64,
     detach: &'static str,
-    options: &PruneOptions,
 ) -> Result<Dropped, PartitionError> {
     let model = &policy.model.name.value;
-    let (rows, archive) = match &options.archive {
+    let (rows, archive) = match &target.archive {
         Some(dir) => {
             let rows = archive(database, dir, run, model, target).await?;
             (rows, Some(Archive::path(dir, model, run)))
@@ -280,7 +317,8 @@ async fn clean_references(
     partition: &Partition,
 ) -> Result<IndexMap<String, u64>, PartitionError> {
     let mut nullified = IndexMap::new();
-    for (child, fk) in schema.references_to(policy.table) {
+    for (child, fk) in references_into(config, schema, policy) {
+        let fk = &fk;
         let referenced = if fk.referenced_columns.is_empty() {
             policy.table.primary_key.clone()
         } else {
@@ -323,6 +361,39 @@ async fn clean_references(
         }
     }
     Ok(nullified)
+}
+
+/// Every way rows of another table reference the model's table: its foreign keys, and the
+/// model's declared relations that no foreign key backs (as a foreign key on the relation's
+/// column to the model's key), so a relation the database does not enforce is cleaned or
+/// refused all the same.
+fn references_into<'a>(config: &Config, schema: &'a Schema, policy: &Policy<'a>) -> Vec<(&'a Table, ForeignKey)> {
+    let mut found: Vec<(&Table, ForeignKey)> =
+        schema.references_to(policy.table).map(|(child, fk)| (child, fk.clone())).collect();
+    let key = policy.model.key.as_ref().and_then(|key| key.value.single().map(str::to_owned));
+    for relation in &policy.model.children {
+        let Some(child) = config.model(&relation.model.value).and_then(|model| schema.table(&model.table.value)) else {
+            continue;
+        };
+        let column = &relation.column.value;
+        let backed = found.iter().any(|(table, fk)| {
+            std::ptr::eq(*table, child) && fk.columns.iter().any(|fk_column| fk_column.eq_ignore_ascii_case(column))
+        });
+        if !backed {
+            let column = child.column(column).map_or_else(|| column.clone(), |c| c.name.clone());
+            found.push((
+                child,
+                ForeignKey {
+                    columns: vec![column],
+                    referenced_schema: policy.table.schema.clone(),
+                    referenced_table: policy.table.name.clone(),
+                    referenced_columns: vec![key.clone().unwrap_or_else(|| "id".to_owned())],
+                    on_delete: crate::schema::ReferentialAction::NoAction,
+                },
+            ));
+        }
+    }
+    found
 }
 
 /// `EXISTS (SELECT 1 FROM ONLY partition p WHERE p.k = c.f ...)`: the row `c` references a row
