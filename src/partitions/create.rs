@@ -26,6 +26,10 @@ pub struct Created {
     pub to: String,
 }
 
+/// The most partitions one `create` makes: a step far smaller than the gap to now (or a bound far
+/// in the past) is a mistake to report, not thousands of tables to create.
+const MOST_CREATED: usize = 1_000;
+
 /// Creates range partitions after the last one until `ahead` partitions start after `now`, each
 /// as wide as the last one (`TABLE_YYYYMMDD`, named by its lower bound). None when the table has
 /// no range partition with both bounds to take the step from.
@@ -57,7 +61,16 @@ pub async fn create_ahead(
     let schema = policy.table.schema.as_deref().unwrap_or("public");
     let mut created = Vec::new();
     let mut from = last.1.clone();
-    for _ in existing_ahead..ahead {
+    // Until `ahead` partitions start after now: after a lapse, the missing ones up to now first
+    // (rows of that time would otherwise land in the default partition, or be refused).
+    let mut starting_later = existing_ahead;
+    while starting_later < ahead {
+        if created.len() >= MOST_CREATED {
+            return Err(PartitionError::TooFarBehind {
+                model: policy.model.name.value.clone(),
+                created: created.len(),
+            });
+        }
         let to = value(
             database,
             &format!("CAST(CAST($1 AS {t}) + CAST($2 AS interval) AS {t})", t = policy.column_type),
@@ -74,6 +87,9 @@ pub async fn create_ahead(
         sql.push(") TO (").push(&quote_literal(&to)).push(")");
         database.execute(&sql.finish()).await?;
         info!(model = %policy.model.name.value, partition = %name, %from, %to, "partition created");
+        if compare(database, policy, &from, &now_text).await? {
+            starting_later += 1;
+        }
         created.push(Created {
             model: policy.model.name.value.clone(),
             partition: format!("{schema}.{name}"),

@@ -24,6 +24,17 @@ use crate::schema::{Partition, Schema, Table};
 /// Why partitions cannot be listed, pruned or created.
 #[derive(Debug, thiserror::Error)]
 pub enum PartitionError {
+    /// `create` would make more partitions than it ever should in one go.
+    #[error(
+        "creating the partitions of `{model}` up to now would take more than {created}: the last partition ends far \
+         in the past, or its step is tiny; create the missing ones by hand"
+    )]
+    TooFarBehind {
+        /// The model.
+        model: String,
+        /// How many it created before stopping.
+        created: usize,
+    },
     /// The database is not PostgreSQL.
     #[error("partitions need a PostgreSQL table partitioned by range; this database is SQLite (use `cascade delete`)")]
     NotPostgres,

@@ -19,6 +19,9 @@ use crate::engine::Archive;
 use crate::schema::partitions::{partitions, server_version};
 use crate::schema::{ForeignKey, Partition, Schema, Table};
 
+/// How long a plain `DETACH` waits for its lock on the parent before it gives up.
+const PLAIN_DETACH_LOCK_TIMEOUT: Duration = Duration::from_secs(5);
+
 /// Rows per archive member (one cursor fetch): memory stays flat whatever the partition's size.
 const ARCHIVE_BATCH: u64 = 10_000;
 
@@ -224,7 +227,19 @@ async fn detach(
     let mut sql = database.sql();
     sql.push("ALTER TABLE ").push(&policy.quoted_table()).push(" DETACH PARTITION ").push(&partition.quoted());
     sql.push(clause);
-    database.execute(&sql.finish()).await?;
+    if how != "plain" {
+        // CONCURRENTLY and FINALIZE cannot run inside a transaction block.
+        database.execute(&sql.finish()).await?;
+        return Ok(how);
+    }
+    // A plain detach takes ACCESS EXCLUSIVE on the parent; queued behind a long reader it would
+    // hold up every writer of the table meanwhile: it gives up instead, and the next prune tries again.
+    let mut transaction = database.begin_write().await?;
+    let mut timeout = database.sql();
+    timeout.push(&format!("SET LOCAL lock_timeout = '{}ms'", PLAIN_DETACH_LOCK_TIMEOUT.as_millis()));
+    transaction.execute(&timeout.finish()).await?;
+    transaction.execute(&sql.finish()).await?;
+    transaction.commit().await?;
     Ok(how)
 }
 
