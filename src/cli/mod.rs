@@ -14,6 +14,7 @@ mod runs;
 mod schedule;
 mod schema;
 mod shell;
+mod table;
 mod validate;
 mod worker;
 

@@ -12,6 +12,7 @@ use indexmap::IndexMap;
 
 use super::Cli;
 use super::delete::SummaryFormat;
+use super::table::Table;
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
@@ -231,25 +232,10 @@ fn human(report: &OrphanReport, preview: Option<&DeletePreview>, sample: u64) ->
                 ]
             })
             .collect();
-        let width = |column: usize| rows.iter().map(|row| row[column].len()).chain([headers[column].len()]).max();
-        let widths: Vec<usize> = (0..headers.len()).map(|column| width(column).unwrap_or(0)).collect();
-        let line = |cells: [&str; 5]| {
-            format!(
-                "{:<w0$}  {:<w1$}  {:<w2$}  {:>w3$}  {}\n",
-                cells[0],
-                cells[1],
-                cells[2],
-                cells[3],
-                cells[4],
-                w0 = widths[0],
-                w1 = widths[1],
-                w2 = widths[2],
-                w3 = widths[3],
-            )
-        };
-        out += &line(headers);
+        let table = Table::new(headers, &rows, &[3]);
+        out += &table.line(&headers);
         for (relation, row) in report.relations.iter().zip(&rows) {
-            out += &line([&row[0], &row[1], &row[2], &row[3], &row[4]]);
+            out += &table.line(&row.each_ref().map(String::as_str));
             if !relation.sample.is_empty() {
                 let keys: Vec<String> = relation.sample.iter().map(sample_text).collect();
                 let more = if relation.orphans > relation.sample.len() as u64 { ", ..." } else { "" };

@@ -4,10 +4,11 @@ use std::time::SystemTime;
 
 use cascade::db::{Access, Database, redact_command_line};
 use cascade::engine::default_actor;
-use cascade::partitions::{self, Created, Dropped, Policy, PruneOptions, Report};
+use cascade::partitions::{self, Created, Detach, Dropped, Policy, PruneOptions, Report};
 
 use super::Cli;
 use super::delete::SummaryFormat;
+use super::table::Table;
 
 #[derive(Debug, clap::Args)]
 #[command(args_conflicts_with_subcommands = true)]
@@ -93,7 +94,7 @@ pub fn run(cli: &Cli, args: &Args) -> anyhow::Result<ExitCode> {
             let schema = cascade::schema::introspect(&database).await?;
             let policies = partitions::policies(&loaded.config, &schema, &database, common.model.as_deref())?;
             match &args.command {
-                None => list(&database, &policies, now, common.format).await,
+                None => list(&database, &policies, now, common.format, false).await,
                 Some(Command::Prune(prune)) if prune.confirm => {
                     let options = PruneOptions {
                         archive: prune.archive.clone(),
@@ -110,7 +111,7 @@ pub fn run(cli: &Cli, args: &Args) -> anyhow::Result<ExitCode> {
                     }
                     print_dropped(&dropped, common.format)
                 }
-                Some(Command::Prune(_)) => dry_run(&database, &policies, now, common.format).await,
+                Some(Command::Prune(_)) => list(&database, &policies, now, common.format, true).await,
                 Some(Command::Create(create)) => {
                     let mut created = Vec::new();
                     for policy in &policies {
@@ -126,48 +127,35 @@ pub fn run(cli: &Cli, args: &Args) -> anyhow::Result<ExitCode> {
     })
 }
 
-async fn reports(database: &Database, policies: &[Policy<'_>], now: SystemTime) -> anyhow::Result<Vec<Report>> {
-    let mut reports = Vec::new();
-    for policy in policies {
-        reports.push(partitions::report(database, policy, now).await?);
-    }
-    Ok(reports)
-}
-
+/// The partitions of every policy; for `prune` without --confirm (`dry_run`), also the ones it
+/// would drop.
 async fn list(
     database: &Database,
     policies: &[Policy<'_>],
     now: SystemTime,
     format: SummaryFormat,
+    dry_run: bool,
 ) -> anyhow::Result<ExitCode> {
-    let reports = reports(database, policies, now).await?;
-    match format {
-        SummaryFormat::Json => println!("{}", serde_json::to_string_pretty(&serde_json::json!({ "models": reports }))?),
-        SummaryFormat::Human => print!("{}", human(&reports)),
+    let mut reports = Vec::new();
+    for policy in policies {
+        reports.push(partitions::report(database, policy, now).await?);
     }
-    Ok(ExitCode::SUCCESS)
-}
-
-async fn dry_run(
-    database: &Database,
-    policies: &[Policy<'_>],
-    now: SystemTime,
-    format: SummaryFormat,
-) -> anyhow::Result<ExitCode> {
-    let reports = reports(database, policies, now).await?;
-    let would: Vec<&partitions::PartitionState> =
-        reports.iter().flat_map(|report| report.partitions.iter().filter(|state| state.drop)).collect();
+    let would: Vec<String> = reports
+        .iter()
+        .flat_map(|report| report.partitions.iter().filter(|state| state.drop))
+        .map(|state| state.partition.qualified_name())
+        .collect();
     match format {
-        SummaryFormat::Json => {
-            let names: Vec<String> = would.iter().map(|state| state.partition.qualified_name()).collect();
-            println!(
-                "{}",
-                serde_json::to_string_pretty(&serde_json::json!({ "would_drop": names, "models": reports }))?
-            );
-        }
+        SummaryFormat::Json if dry_run => println!(
+            "{}",
+            serde_json::to_string_pretty(&serde_json::json!({ "would_drop": would, "models": reports }))?
+        ),
+        SummaryFormat::Json => println!("{}", serde_json::to_string_pretty(&serde_json::json!({ "models": reports }))?),
         SummaryFormat::Human => {
             print!("{}", human(&reports));
-            println!("\ndry run: nothing was dropped; add --confirm to drop {} partition(s)", would.len());
+            if dry_run {
+                println!("\ndry run: nothing was dropped; add --confirm to drop {} partition(s)", would.len());
+            }
         }
     }
     Ok(ExitCode::SUCCESS)
@@ -207,25 +195,10 @@ fn human(reports: &[Report]) -> String {
                 ]
             })
             .collect();
-        let widths: Vec<usize> = (0..headers.len())
-            .map(|c| rows.iter().map(|row| row[c].len()).chain([headers[c].len()]).max().unwrap_or(0))
-            .collect();
-        let line = |cells: [&str; 6]| {
-            let mut text = String::new();
-            for (index, cell) in cells.iter().enumerate() {
-                if index + 1 == cells.len() {
-                    text += cell;
-                } else if index == 3 || index == 4 {
-                    text += &format!("{cell:>width$}  ", width = widths[index]);
-                } else {
-                    text += &format!("{cell:<width$}  ", width = widths[index]);
-                }
-            }
-            text + "\n"
-        };
-        out += &line(headers);
+        let table = Table::new(headers, &rows, &[3, 4]);
+        out += &table.line(&headers);
         for row in &rows {
-            out += &line([&row[0], &row[1], &row[2], &row[3], &row[4], &row[5]]);
+            out += &table.line(&row.each_ref().map(String::as_str));
         }
         if let Some(older) = report.default_older_rows.filter(|rows| *rows > 0) {
             out += &format!(
@@ -256,11 +229,13 @@ fn print_dropped(dropped: &[Dropped], format: SummaryFormat) -> anyhow::Result<E
         SummaryFormat::Human => {
             for partition in dropped {
                 let detach = match partition.detach {
-                    "plain" => " (plain DETACH: the server is older than PostgreSQL 14 or the table has a default \
-                                partition, where CONCURRENTLY is not allowed)"
-                        .to_owned(),
-                    "earlier" => " (detached by an interrupted prune)".to_owned(),
-                    how => format!(" (detached {how})"),
+                    Detach::Plain => {
+                        " (plain DETACH: the server is older than PostgreSQL 14 or the table has a default partition, \
+                         where CONCURRENTLY is not allowed)"
+                    }
+                    Detach::Earlier => " (detached by an interrupted prune)",
+                    Detach::Concurrently => " (detached concurrently)",
+                    Detach::Finalized => " (detached finalized)",
                 };
                 println!("dropped {}: {} row(s), run {}{detach}", partition.partition, partition.rows, partition.run);
                 for (column, rows) in &partition.nullified {

@@ -30,7 +30,7 @@ pub async fn start_run(
     root_ids: &[String],
     run_lease: Duration,
 ) -> Result<StartedRun, DbError> {
-    let ids = serde_json::Value::from_iter(root_ids.iter().map(|id| serde_json::json!(id))).to_string();
+    let ids = ids_json(root_ids);
     let mut transaction = database.begin_write().await?;
     let mut dead = database.sql();
     dead.push("UPDATE cascade_run SET outcome = 'interrupted', finished_at = CURRENT_TIMESTAMP WHERE ");
@@ -52,6 +52,11 @@ pub async fn start_run(
     Ok(StartedRun { id: rows.first().and_then(|row| first_integer(row)).unwrap_or(0), resumes })
 }
 
+/// Root ids as `cascade_run.root_ids` holds them: a JSON array of texts.
+fn ids_json(root_ids: &[String]) -> String {
+    serde_json::Value::from_iter(root_ids.iter().map(|id| serde_json::json!(id))).to_string()
+}
+
 /// `cascade_run` rows still `running` whose heartbeat is older than `run_lease` (or that never
 /// had one: runs recorded before heartbeats existed).
 fn stale(sql: &mut SqlBuilder, run_lease: Duration) {
@@ -71,7 +76,7 @@ pub async fn run_alive(
     root_ids: &[String],
     run_lease: Duration,
 ) -> Result<bool, DbError> {
-    let ids = serde_json::Value::from_iter(root_ids.iter().map(|id| serde_json::json!(id))).to_string();
+    let ids = ids_json(root_ids);
     let mut sql = database.sql();
     sql.push("SELECT COUNT(*) FROM cascade_run WHERE outcome = 'running' AND NOT (");
     stale(&mut sql, run_lease);

@@ -7,7 +7,7 @@ use std::time::SystemTime;
 use serde::Serialize;
 use tracing::info;
 
-use super::{PartitionError, Policy, quoted};
+use super::{PartitionError, Policy, Side, bounds_against, quoted};
 use crate::db::first_text;
 use crate::db::sql::{Param, quote_identifier, quote_literal};
 use crate::db::{Database, DbError};
@@ -45,13 +45,9 @@ pub async fn create_ahead(
     let Some(last) = ranges.iter().copied().max_by(|a, b| a.1.cmp(b.1)) else {
         return Ok(Vec::new());
     };
-    let now_text = humantime::format_rfc3339_micros(now).to_string();
-    let mut existing_ahead = 0;
-    for (from, _) in &ranges {
-        if compare(database, policy, from, &now_text).await? {
-            existing_ahead += 1;
-        }
-    }
+    let froms: Vec<String> = ranges.iter().map(|(from, _)| (*from).clone()).collect();
+    let existing_ahead =
+        bounds_against(database, policy, froms, Side::After, now).await?.into_iter().filter(|after| *after).count();
     let step = value(
         database,
         &format!("age(CAST($1 AS {t}), CAST($2 AS {t}))", t = policy.column_type),
@@ -64,7 +60,7 @@ pub async fn create_ahead(
     // Until `ahead` partitions start after now: after a lapse, the missing ones up to now first
     // (rows of that time would otherwise land in the default partition, or be refused).
     let mut starting_later = existing_ahead;
-    while starting_later < ahead {
+    while starting_later < ahead as usize {
         if created.len() >= MOST_CREATED {
             return Err(PartitionError::TooFarBehind {
                 model: policy.model.name.value.clone(),
@@ -87,7 +83,7 @@ pub async fn create_ahead(
         sql.push(") TO (").push(&quote_literal(&to)).push(")");
         database.execute(&sql.finish()).await?;
         info!(model = %policy.model.name.value, partition = %name, %from, %to, "partition created");
-        if compare(database, policy, &from, &now_text).await? {
+        if bounds_against(database, policy, vec![from.clone()], Side::After, now).await?[..] == [true] {
             starting_later += 1;
         }
         created.push(Created {
@@ -99,13 +95,6 @@ pub async fn create_ahead(
         from = to;
     }
     Ok(created)
-}
-
-/// Whether the bound `from` lies after `now` (as values of the column's type).
-async fn compare(database: &Database, policy: &Policy<'_>, from: &str, now: &str) -> Result<bool, DbError> {
-    let expression =
-        format!("CAST(CAST($1 AS {t}) > CAST(CAST($2 AS timestamptz) AS {t}) AS text)", t = policy.column_type);
-    Ok(value(database, &expression, [from, now]).await? == "true")
 }
 
 /// The text of one SQL expression over text parameters `$1`, `$2`, ...

@@ -11,7 +11,7 @@ use std::time::{Duration, SystemTime};
 use serde::Serialize;
 
 pub use create::{Created, create_ahead};
-pub use prune::{Dropped, PruneOptions, prune};
+pub use prune::{Detach, Dropped, PruneOptions, prune};
 pub use schedule::{RetentionReport, run_retention};
 
 use crate::config::{Config, Model, OnDelete};
@@ -256,21 +256,42 @@ async fn older_than(
     cutoff: SystemTime,
 ) -> Result<Vec<bool>, PartitionError> {
     let uppers: Vec<String> = listed.iter().map(|partition| partition.to.clone().unwrap_or_default()).collect();
-    let mut sql = database.sql();
-    sql.push("SELECT CASE WHEN u.upper = '' THEN 'false' WHEN CAST(u.upper AS ").push(&policy.column_type);
-    sql.push(") <= ");
-    cutoff_as_column(&mut sql, policy, cutoff);
-    sql.push(" THEN 'true' ELSE 'false' END FROM unnest(CAST(").bind(Param::Value(SqlValue::Texts(uppers)));
-    sql.push(" AS text[])) WITH ORDINALITY u(upper, ord) ORDER BY u.ord");
-    let rows = database.fetch_texts(&sql.finish()).await?;
-    Ok(listed
-        .iter()
-        .zip(rows)
-        .map(|(partition, row)| !partition.default && row.first().cloned().flatten().as_deref() == Some("true"))
-        .collect())
+    let older = bounds_against(database, policy, uppers, Side::AtOrBefore, cutoff).await?;
+    Ok(listed.iter().zip(older).map(|(partition, older)| !partition.default && older).collect())
 }
 
-/// The cut-off as a value of the partition key's type.
+/// Which side of a time a bound is looked for on.
+#[derive(Debug, Clone, Copy)]
+pub(super) enum Side {
+    AtOrBefore,
+    After,
+}
+
+/// For each bound (the text of a value of the partition key; empty for an unbounded side,
+/// which is on neither side), whether it lies on `side` of `time`, compared as values of the
+/// key's type: one statement for all of them.
+pub(super) async fn bounds_against(
+    database: &Database,
+    policy: &Policy<'_>,
+    bounds: Vec<String>,
+    side: Side,
+    time: SystemTime,
+) -> Result<Vec<bool>, DbError> {
+    let operator = match side {
+        Side::AtOrBefore => ") <= ",
+        Side::After => ") > ",
+    };
+    let mut sql = database.sql();
+    sql.push("SELECT CASE WHEN u.bound = '' THEN 'false' WHEN CAST(u.bound AS ").push(&policy.column_type);
+    sql.push(operator);
+    cutoff_as_column(&mut sql, policy, time);
+    sql.push(" THEN 'true' ELSE 'false' END FROM unnest(CAST(").bind(Param::Value(SqlValue::Texts(bounds)));
+    sql.push(" AS text[])) WITH ORDINALITY u(bound, ord) ORDER BY u.ord");
+    let rows = database.fetch_texts(&sql.finish()).await?;
+    Ok(rows.iter().map(|row| row.first().cloned().flatten().as_deref() == Some("true")).collect())
+}
+
+/// A time as a value of the partition key's type.
 fn cutoff_as_column(sql: &mut crate::db::sql::SqlBuilder, policy: &Policy<'_>, cutoff: SystemTime) {
     sql.push("CAST(CAST(").bind_text(&humantime::format_rfc3339_micros(cutoff).to_string());
     sql.push(" AS timestamptz) AS ").push(&policy.column_type).push(")");

@@ -41,6 +41,32 @@ pub struct PruneOptions {
     pub pause_after_detach: Option<PathBuf>,
 }
 
+/// How a partition was detached.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Detach {
+    /// `DETACH ... CONCURRENTLY`: writers of the parent go on meanwhile.
+    Concurrently,
+    /// A plain `DETACH`: PostgreSQL before 14, or a table with a default partition, where
+    /// `CONCURRENTLY` is not allowed.
+    Plain,
+    /// `DETACH ... FINALIZE` of an interrupted concurrent detach.
+    Finalized,
+    /// By an earlier prune that was interrupted before the drop.
+    Earlier,
+}
+
+impl Detach {
+    /// The clause after `DETACH PARTITION name`.
+    fn clause(self) -> &'static str {
+        match self {
+            Detach::Concurrently => " CONCURRENTLY",
+            Detach::Finalized => " FINALIZE",
+            Detach::Plain | Detach::Earlier => "",
+        }
+    }
+}
+
 /// One dropped partition.
 #[derive(Debug, Clone, Serialize)]
 pub struct Dropped {
@@ -50,10 +76,8 @@ pub struct Dropped {
     pub partition: String,
     /// Its rows when it was dropped.
     pub rows: u64,
-    /// `concurrently`, `plain` (PostgreSQL before 14, or a table with a default partition, where
-    /// `CONCURRENTLY` is not allowed), `finalized` (an interrupted concurrent detach), or
-    /// `earlier` (detached by an interrupted prune).
-    pub detach: &'static str,
+    /// How it was detached.
+    pub detach: Detach,
     /// Rows of referencing tables set to NULL first, per `table.column`.
     pub nullified: IndexMap<String, u64>,
     /// The archive file, when archived.
@@ -151,7 +175,7 @@ pub async fn prune(
         info!(model = %policy.model.name.value, partition = %target.name, "finishing a partition detached earlier");
         let run = start_run(database, policy, &target, options).await?;
         let heartbeat = tables::keep_run_alive(database.clone(), run, options.run_lease);
-        let done = archive_and_drop(database, policy, &target, run, "earlier").await;
+        let done = archive_and_drop(database, policy, &target, run, Detach::Earlier).await;
         heartbeat.abort();
         dropped.push(failed_run_on_error(database, run, done).await?);
     }
@@ -169,7 +193,7 @@ pub async fn prune(
             let nullified = clean_references(database, config, schema, policy, partition).await?;
             remember_detaching(database, &target).await?;
             let detach = detach(database, policy, partition, version, has_default).await?;
-            info!(model = %policy.model.name.value, partition = %target.name, detach, "partition detached");
+            info!(model = %policy.model.name.value, partition = %target.name, ?detach, "partition detached");
             if let Some(file) = &options.pause_after_detach {
                 wait_for(file).await;
             }
@@ -216,18 +240,18 @@ async fn detach(
     partition: &Partition,
     version: u32,
     has_default: bool,
-) -> Result<&'static str, PartitionError> {
-    let (how, clause) = if partition.detach_pending {
-        ("finalized", " FINALIZE")
+) -> Result<Detach, PartitionError> {
+    let how = if partition.detach_pending {
+        Detach::Finalized
     } else if version >= 140000 && !has_default {
-        ("concurrently", " CONCURRENTLY")
+        Detach::Concurrently
     } else {
-        ("plain", "")
+        Detach::Plain
     };
     let mut sql = database.sql();
     sql.push("ALTER TABLE ").push(&policy.quoted_table()).push(" DETACH PARTITION ").push(&partition.quoted());
-    sql.push(clause);
-    if how != "plain" {
+    sql.push(how.clause());
+    if how != Detach::Plain {
         // CONCURRENTLY and FINALIZE cannot run inside a transaction block.
         database.execute(&sql.finish()).await?;
         return Ok(how);
@@ -250,7 +274,7 @@ async fn archive_and_drop(
     policy: &Policy<'_>,
     target: &Target,
     run: i64,
-    detach: &'static str,
+    detach: Detach,
 ) -> Result<Dropped, PartitionError> {
     let model = &policy.model.name.value;
     let (rows, archive) = match &target.archive {

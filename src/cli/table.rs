@@ -1,0 +1,33 @@
+//! Plain-text tables: every cell padded to its column's widest, two spaces between columns, the
+//! last column left as it is.
+
+/// The widths of a table's columns, and which are numbers (aligned right).
+pub struct Table {
+    widths: Vec<usize>,
+    right_aligned: Vec<usize>,
+}
+
+impl Table {
+    /// The widths `headers` and `rows` need; `right_aligned` lists the columns of numbers.
+    pub fn new<const N: usize>(headers: [&str; N], rows: &[[String; N]], right_aligned: &[usize]) -> Self {
+        let widths =
+            (0..N).map(|column| rows.iter().map(|row| row[column].len()).fold(headers[column].len(), usize::max));
+        Self { widths: widths.collect(), right_aligned: right_aligned.to_vec() }
+    }
+
+    /// One line of the table, with its newline.
+    pub fn line(&self, cells: &[&str]) -> String {
+        let mut text = String::new();
+        for (index, cell) in cells.iter().enumerate() {
+            let width = self.widths[index];
+            if index + 1 == cells.len() {
+                text += cell;
+            } else if self.right_aligned.contains(&index) {
+                text += &format!("{cell:>width$}  ");
+            } else {
+                text += &format!("{cell:<width$}  ");
+            }
+        }
+        text + "\n"
+    }
+}
