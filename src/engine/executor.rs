@@ -22,7 +22,7 @@ use super::{key_texts as texts, not_found, table_keys};
 use crate::config::Config;
 use crate::config::OnDelete;
 use crate::db::sql::{Param, SqlValue, Statement};
-use crate::db::{Database, DbError, Failure, Transaction, first_text, tables};
+use crate::db::{Database, DbError, Failure, TextRows, Transaction, first_text, tables};
 use crate::planner::{Plan, PlanNode};
 use crate::schema::Schema;
 use crate::telemetry;
@@ -772,15 +772,19 @@ impl<'a> Deletion<'a> {
         let statement = |returning| {
             if by_key { step.sql.delete_by_keys(keys(), returning) } else { step.sql.set_based_all(keys(), returning) }
         };
-        let direct = self.archive.is_none() && !self.database.backend().concurrent_writers();
-        match (step.outbox, step.returning.as_ref()) {
-            (Some(target), Some(returning)) if direct && node.action == OnDelete::Delete => {
-                let tombstones = step.sql.insert_tombstones(&target.scope, &target.category, returning, keys(), by_key);
-                self.summary.outbox_rows += transaction.execute(&tombstones).await?;
-                Ok(transaction.execute(&statement(None)).await?)
-            }
-            _ => self.run_write(transaction, &statement(step.returning.as_ref()), node, step).await,
+        let one_writer = !self.database.backend().concurrent_writers();
+        let Some(returning) = step.returning.as_ref().filter(|_| one_writer && node.action == OnDelete::Delete) else {
+            return self.run_write(transaction, &statement(step.returning.as_ref()), node, step).await;
+        };
+        if let Some(target) = step.outbox {
+            let tombstones = step.sql.insert_tombstones(&target.scope, &target.category, returning, keys(), by_key);
+            self.summary.outbox_rows += transaction.execute(&tombstones).await?;
         }
+        if let (Some(_), Some(columns)) = (&self.archive, &returning.row) {
+            let archived = transaction.fetch_texts(&step.sql.archived_rows(columns, keys(), by_key)).await?;
+            self.archive_lines(node, step, counted_lines(archived).1)?;
+        }
+        Ok(transaction.execute(&statement(None)).await?)
     }
 
     /// Runs `node`'s delete or update; with `RETURNING`, archives the deleted rows and writes
@@ -795,14 +799,38 @@ impl<'a> Deletion<'a> {
         if step.returning.is_none() || node.action != OnDelete::Delete {
             return Ok(transaction.execute(statement).await?);
         }
-        // Nothing to archive: the database writes the tombstones itself, rows never leave it.
-        if let (None, Some(with_tombstones)) = (&self.archive, step.deleting_with_tombstones(statement)) {
-            let rows = transaction.execute(&with_tombstones).await?;
-            self.summary.outbox_rows += rows;
+        // The database writes the tombstones itself, and hands over the archive's rows in one
+        // result row: deleted rows do not travel one by one.
+        if let Some(in_with) = step.deleting_in_with(statement, self.archive.is_some()) {
+            let rows = if self.archive.is_some() {
+                let (rows, lines) = counted_lines(transaction.fetch_texts(&in_with).await?);
+                self.archive_lines(node, step, lines)?;
+                rows
+            } else {
+                transaction.execute(&in_with).await?
+            };
+            if step.outbox.is_some() {
+                self.summary.outbox_rows += rows;
+            }
             return Ok(rows);
         }
         let rows = transaction.fetch_texts(statement).await?;
         self.write_row_data(transaction, rows, node, step).await
+    }
+
+    /// Archives the deleted rows of `node` (JSON objects), the root's with their status as it
+    /// was before the deletion marked them.
+    fn archive_lines(&mut self, node: &PlanNode, step: &StepSql<'_>, lines: Vec<String>) -> Result<(), DeleteError> {
+        let Some(archive) = &mut self.archive else { return Ok(()) };
+        let status = step.status.map(|s| step.sql.names.column(&s.column.value));
+        let lines = match status {
+            Some(status) if std::ptr::eq(node, self.root) && !self.statuses_before.is_empty() => {
+                let key = step.sql.key();
+                lines.into_iter().map(|line| with_status_before(line, &key, &status, &self.statuses_before)).collect()
+            }
+            _ => lines,
+        };
+        Ok(archive.write(&node.model, &node.table, &lines)?)
     }
 
     /// Archives the deleted rows and writes their tombstones, inside the chunk's transaction;
@@ -814,18 +842,9 @@ impl<'a> Deletion<'a> {
         node: &PlanNode,
         step: &StepSql<'_>,
     ) -> Result<u64, DeleteError> {
-        if let Some(archive) = &mut self.archive {
-            let mut lines: Vec<String> = rows.iter().filter_map(|row| row.get(3).cloned().flatten()).collect();
-            if std::ptr::eq(node, self.root) && !self.statuses_before.is_empty() {
-                let (key, status) = (step.sql.key(), step.status.map(|s| step.sql.names.column(&s.column.value)));
-                if let Some(status) = status {
-                    lines = lines
-                        .into_iter()
-                        .map(|line| with_status_before(line, &key, &status, &self.statuses_before))
-                        .collect();
-                }
-            }
-            archive.write(&node.model, &node.table, &lines)?;
+        if self.archive.is_some() {
+            let lines = rows.iter().filter_map(|row| row.get(3).cloned().flatten()).collect();
+            self.archive_lines(node, step, lines)?;
         }
         let composite = node.identity.len() > 1;
         let tombstones: Vec<serde_json::Value> = rows
@@ -894,6 +913,15 @@ impl<'a> Deletion<'a> {
         }
         self.rates.get(option).copied().unwrap_or(0.0)
     }
+}
+
+/// The one row of an archive read (`archived_rows`, `delete_archived`): the number
+/// of rows and their JSON objects, one per line (JSON text holds no raw line break).
+fn counted_lines(rows: TextRows) -> (u64, Vec<String>) {
+    let mut row = rows.into_iter().next().unwrap_or_default().into_iter();
+    let count = row.next().flatten().and_then(|count| count.parse().ok()).unwrap_or(0);
+    let lines = row.next().flatten().map(|text| text.split('\n').map(str::to_owned).collect()).unwrap_or_default();
+    (count, lines)
 }
 
 /// A composite key's JSON array as one spelling on every database (`[1,3]`: PostgreSQL writes

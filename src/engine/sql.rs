@@ -220,12 +220,30 @@ impl NodeSql<'_> {
         self.tombstone_payload(&mut sql, returning);
         sql.push(", CURRENT_TIMESTAMP, CURRENT_TIMESTAMP, CURRENT_TIMESTAMP FROM ").push(&self.table());
         sql.push(" WHERE ");
+        self.matching(&mut sql, keys, by_key);
+        sql.finish()
+    }
+
+    /// The rows whose key (`by_key`) or relation column is in `keys`, read for the archive in one
+    /// result row: their number and their row objects (of `columns`) as JSON lines. For a
+    /// database with one writer at a time, which then deletes the same rows in the same
+    /// transaction; one row instead of one per deleted row.
+    pub fn archived_rows(&self, columns: &[String], keys: Param, by_key: bool) -> Statement {
+        let mut sql = self.builder();
+        sql.push("SELECT CAST(COUNT(*) AS TEXT), string_agg(");
+        self.backend.row_json(&mut sql, ROW_ALIAS, columns);
+        sql.push(", ").bind_text("\n").push(") FROM ").push(&self.table()).push(" AS ").identifier(ROW_ALIAS);
+        sql.push(" WHERE ");
+        self.matching(&mut sql, keys, by_key);
+        sql.finish()
+    }
+
+    fn matching(&self, sql: &mut SqlBuilder, keys: Param, by_key: bool) {
         if by_key {
             sql.key_list(&self.key(), &self.key_type, keys);
         } else {
             sql.key_list(&self.match_column(), &self.match_type, keys);
         }
-        sql.finish()
     }
 
     /// Whether any row of `child` (by its relation column) still references the keys: checked
@@ -323,13 +341,43 @@ pub(crate) fn delete_with_tombstones(
     scope: &str,
     category: &str,
 ) -> Statement {
+    let mut sql = with_deleted(backend, delete);
+    sql.push(" ");
+    insert_deleted_tombstones(&mut sql, scope, category);
+    sql.finish()
+}
+
+/// `delete` (a delete with the `RETURNING` list) through a data-modifying `WITH` that returns one
+/// row: the number of rows deleted and their row objects as JSON lines, for the archive; with an
+/// outbox `(scope, category)`, the same statement inserts their tombstones. One result row
+/// instead of one per deleted row.
+pub(crate) fn delete_archived(
+    backend: &'static dyn Backend,
+    delete: Statement,
+    outbox: Option<(&str, &str)>,
+) -> Statement {
+    let mut sql = with_deleted(backend, delete);
+    if let Some((scope, category)) = outbox {
+        sql.push(", cascade_tombstones AS (");
+        insert_deleted_tombstones(&mut sql, scope, category);
+        sql.push(")");
+    }
+    sql.push(" SELECT CAST(COUNT(*) AS TEXT), string_agg(cascade_row, ").bind_text("\n").push(") FROM cascade_deleted");
+    sql.finish()
+}
+
+fn with_deleted(backend: &'static dyn Backend, delete: Statement) -> SqlBuilder {
     let mut sql = SqlBuilder::new(backend);
     sql.push("WITH cascade_deleted (cascade_key, cascade_shard, cascade_payload, cascade_row) AS (").nest(delete);
-    sql.push(") INSERT INTO \"cascade_outbox\" (\"scope\", \"shard_identifier\", \"category\", ");
+    sql.push(")");
+    sql
+}
+
+fn insert_deleted_tombstones(sql: &mut SqlBuilder, scope: &str, category: &str) {
+    sql.push("INSERT INTO \"cascade_outbox\" (\"scope\", \"shard_identifier\", \"category\", ");
     sql.push("\"object_identifier\", \"payload\", \"scheduled_for\", \"scheduled_from\", \"date_added\") SELECT ");
     sql.bind_text(scope).push(", cascade_shard, ").bind_text(category).push(", cascade_key, cascade_payload, ");
     sql.push("CURRENT_TIMESTAMP, CURRENT_TIMESTAMP, CURRENT_TIMESTAMP FROM cascade_deleted");
-    sql.finish()
 }
 
 /// The tombstones of one chunk, written in the chunk's transaction from one parameter: a JSON

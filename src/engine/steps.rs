@@ -3,7 +3,7 @@
 
 use serde::Serialize;
 
-use super::sql::{NodeSql, Returning, delete_with_tombstones, outbox_insert};
+use super::sql::{NodeSql, Returning, delete_archived, delete_with_tombstones, outbox_insert};
 use crate::config::{Config, OnDelete, StatusCheck};
 use crate::db::Backend;
 use crate::db::sql::{KeyType, Param, SqlValue, Statement, quote_literal};
@@ -74,13 +74,23 @@ impl<'a> StepSql<'a> {
     }
 
     /// `delete` writing its own rows' tombstones, where the database can (see
-    /// [`delete_with_tombstones`]) and the step writes tombstones.
+    /// [`delete_with_tombstones`]) and the step writes tombstones; with `archived`, returning
+    /// the rows for the archive in one result row (see [`delete_archived`]).
     /// A composite key is left to the tool, which writes its JSON array compactly (`[1,3]`) as
     /// on every database; PostgreSQL's own text of it is `[1, 3]`.
-    pub fn deleting_with_tombstones(&self, delete: &Statement) -> Option<Statement> {
-        let single_key = self.returning.as_ref().is_some_and(|returning| returning.identity.len() <= 1);
-        let target = self.outbox.filter(|_| self.sql.backend.deletes_in_with() && single_key)?;
-        Some(delete_with_tombstones(self.sql.backend, delete.clone(), &target.scope, &target.category))
+    pub fn deleting_in_with(&self, delete: &Statement, archived: bool) -> Option<Statement> {
+        let returning = self.returning.as_ref().filter(|_| self.sql.backend.deletes_in_with())?;
+        if returning.identity.len() > 1 {
+            return None;
+        }
+        let outbox = self.outbox.map(|target| (target.scope.as_str(), target.category.as_str()));
+        match (archived && returning.row.is_some(), outbox) {
+            (true, outbox) => Some(delete_archived(self.sql.backend, delete.clone(), outbox)),
+            (false, Some((scope, category))) => {
+                Some(delete_with_tombstones(self.sql.backend, delete.clone(), scope, category))
+            }
+            (false, None) => None,
+        }
     }
 }
 
@@ -193,7 +203,7 @@ fn list_node(
     // Where the database writes a delete's tombstones itself (without --archive), as the executor has it.
     let written_by_the_delete = node.action == OnDelete::Delete && backend.deletes_in_with();
     for delete in deletes {
-        statements.push(step.deleting_with_tombstones(&delete).filter(|_| written_by_the_delete).unwrap_or(delete));
+        statements.push(step.deleting_in_with(&delete, false).filter(|_| written_by_the_delete).unwrap_or(delete));
     }
     if !written_by_the_delete {
         statements.extend(step.tombstones(described("the deleted rows' keys, shard keys and payloads (JSON)")));

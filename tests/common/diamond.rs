@@ -12,7 +12,7 @@ CREATE TABLE task (id INTEGER PRIMARY KEY, project_id INTEGER NOT NULL REFERENCE
                    assignee_id INTEGER REFERENCES member (id));
 CREATE INDEX task_project_id_idx ON task (project_id);
 CREATE INDEX task_assignee_id_idx ON task (assignee_id);
-CREATE TABLE note (id INTEGER PRIMARY KEY, task_id INTEGER NOT NULL REFERENCES task (id));
+CREATE TABLE note (id INTEGER PRIMARY KEY, task_id INTEGER NOT NULL REFERENCES task (id), body TEXT);
 CREATE INDEX note_task_id_idx ON note (task_id);
 CREATE TABLE audit (id INTEGER PRIMARY KEY, member_id INTEGER REFERENCES member (id));
 CREATE INDEX audit_member_id_idx ON audit (member_id);
@@ -71,7 +71,10 @@ pub fn diamond_rows(scale: usize) -> String {
         sql.push_str(&format!("INSERT INTO task VALUES ({id}, {}, {assignee});\n", id % 12 + 1));
     }
     for id in 1..=tasks {
-        sql.push_str(&format!("INSERT INTO note VALUES ({id}, {id}), ({}, {});\n", id + tasks, (id * 3) % tasks + 1));
+        // Bodies with a line break, quotes and a backslash: the archive's JSON lines must hold them.
+        let body = if id % 2 == 0 { format!("'note {id}\nsecond line, \"quoted\" \\ ✓'") } else { "NULL".to_owned() };
+        let other = (id * 3) % tasks + 1;
+        sql.push_str(&format!("INSERT INTO note VALUES ({id}, {id}, {body}), ({}, {other}, NULL);\n", id + tasks));
         sql.push_str(&format!("INSERT INTO audit VALUES ({id}, {});\n", id % 12 + 1));
     }
     sql.replace("INSERT INTO audit VALUES (11, 12)", "INSERT INTO audit VALUES (11, NULL)")
