@@ -31,8 +31,11 @@ fn rows(items: u32, parts: u32) -> String {
     sql
 }
 
+/// With a `rate`, parts go 20 at a time at that many rows a second (fixed chunks: adaptive sizes
+/// would delete an item's parts in its own transaction), so a deletion takes a while.
 fn config(settings: &str, rate: Option<u32>) -> String {
     let rate_limit = rate.map(|_| "rate_limit = \"rows_per_second\"\n").unwrap_or_default();
+    let settings = if rate.is_some() { format!("{settings}\nadaptive = false") } else { settings.to_owned() };
     let options = rate.map(|r| format!("[options]\n\"rows_per_second\" = {r}\n\n")).unwrap_or_default();
     format!(
         "[settings]\n{settings}\n{options}[models.item]\ntable = \"item\"\n\

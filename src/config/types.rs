@@ -97,7 +97,7 @@ pub const DEFAULT_RUN_LEASE_SECONDS: u64 = 60;
 /// Milliseconds a chunk's transaction aims at when `[settings] target_chunk_ms` is not set.
 pub const DEFAULT_TARGET_CHUNK_MS: u64 = 50;
 /// Largest chunk adaptive sizing grows to when `[settings] max_chunk_size` is not set.
-pub const DEFAULT_MAX_CHUNK_SIZE: u64 = 10_000;
+pub const DEFAULT_MAX_CHUNK_SIZE: u64 = 25_000;
 /// How often the worker prunes the partitions of models with `retention` when `[settings]
 /// retention_interval` is not set.
 pub const DEFAULT_RETENTION_INTERVAL: Duration = Duration::from_secs(24 * 3600);

@@ -1,6 +1,6 @@
 //! Adaptive chunk sizes: each step's chunk grows or shrinks after every transaction so that the
 //! next one takes about `target_chunk_ms`, as Percona's `pt-online-schema-change --chunk-time`
-//! does. A step starts at its `chunk_size`; sizes grow by at most half per chunk, aiming a little
+//! does. A step starts at its `chunk_size`; sizes grow at most fourfold per chunk, aiming a little
 //! under the target (a transaction's time grows faster than its rows once its pages leave the
 //! cache), shrink by at most three quarters, grow only after a full chunk, and stay between 1 and
 //! `max_chunk_size` (or the step's own `chunk_size`, when larger).
@@ -12,7 +12,7 @@ use crate::config::Settings;
 use crate::planner::PlanNode;
 
 /// The most a chunk grows after one transaction.
-const MAX_GROWTH: f64 = 1.5;
+const MAX_GROWTH: f64 = 4.0;
 /// Growth aims at this share of the target.
 const GROWTH_AIM: f64 = 0.8;
 /// The most a chunk shrinks after one transaction (a factor).
@@ -65,15 +65,24 @@ impl ChunkSizes {
         self.sizes.insert(node.step, next);
     }
 
-    /// A chunk of `limit` rows of `node` had more child rows than one transaction takes: its
-    /// chunks halve, and never grow past that again.
-    pub fn overflowed(&mut self, node: &PlanNode, limit: u64) {
+    /// The most rows one statement of `node` takes when it runs in its parent chunk's
+    /// transaction, whose time the parent's adaptive size bounds: with adaptive sizing the
+    /// largest chunk allowed, else its `chunk_size`.
+    pub fn in_parent(&self, node: &PlanNode) -> u64 {
+        if self.adaptive { self.max.max(node.chunk_size) } else { node.chunk_size }
+    }
+
+    /// A chunk of `limit` rows of `node` had more child rows than one transaction takes: `rows`
+    /// (when counted) against the `fitting` rows one takes. Its chunks shrink to the share that
+    /// fits (half, when not counted), and never grow past that again.
+    pub fn overflowed(&mut self, node: &PlanNode, limit: u64, rows: Option<u64>, fitting: u64) {
         if !self.adaptive {
             return;
         }
-        let half = (limit / 2).max(1);
-        self.caps.insert(node.step, half);
-        self.sizes.insert(node.step, half);
+        let share = rows.filter(|rows| *rows > 0).map_or(0.5, |rows| (fitting as f64 / rows as f64).min(0.5));
+        let cap = ((limit as f64 * share) as u64).max(1);
+        self.caps.insert(node.step, cap);
+        self.sizes.insert(node.step, cap);
     }
 }
 
@@ -95,15 +104,25 @@ mod tests {
     const MS: fn(u64) -> Duration = Duration::from_millis;
 
     #[test]
-    fn fast_full_chunks_grow_by_half_up_to_the_largest() {
-        let (node, mut sizes) = (node(), ChunkSizes::new(&settings("max_chunk_size = 500")));
+    fn fast_full_chunks_grow_at_most_fourfold_up_to_the_largest() {
+        let (node, mut sizes) = (node(), ChunkSizes::new(&settings("max_chunk_size = 5000")));
         let mut seen = Vec::new();
-        for _ in 0..6 {
+        for _ in 0..4 {
             let limit = sizes.of(&node);
             sizes.record(&node, limit, limit, MS(5));
             seen.push(sizes.of(&node));
         }
-        assert_eq!(seen, [150, 225, 337, 500, 500, 500]);
+        assert_eq!(seen, [400, 1600, 5000, 5000]);
+        sizes.record(&node, 5000, 5000, MS(25));
+        assert_eq!(sizes.of(&node), 5000, "never past the largest");
+    }
+
+    #[test]
+    fn a_chunk_in_its_parents_transaction_takes_up_to_the_largest() {
+        let node = node();
+        assert_eq!(ChunkSizes::new(&settings("max_chunk_size = 5000")).in_parent(&node), 5000);
+        assert_eq!(ChunkSizes::new(&settings("max_chunk_size = 50")).in_parent(&node), 100, "or its own size");
+        assert_eq!(ChunkSizes::new(&settings("adaptive = false")).in_parent(&node), 100);
     }
 
     #[test]
@@ -137,15 +156,19 @@ mod tests {
     }
 
     #[test]
-    fn a_chunk_whose_children_overflowed_halves_and_stays_below() {
+    fn a_chunk_whose_children_overflowed_shrinks_to_what_fits_and_stays_below() {
         let (node, mut sizes) = (node(), ChunkSizes::new(&settings("")));
-        sizes.overflowed(&node, 1600);
-        assert_eq!(sizes.of(&node), 800);
+        sizes.overflowed(&node, 1600, Some(40_000), 10_000);
+        assert_eq!(sizes.of(&node), 400, "a quarter of the rows fit");
         for _ in 0..5 {
             let limit = sizes.of(&node);
             sizes.record(&node, limit, limit, MS(1));
         }
-        assert_eq!(sizes.of(&node), 800);
+        assert_eq!(sizes.of(&node), 400);
+        sizes.overflowed(&node, 400, Some(10_001), 10_000);
+        assert_eq!(sizes.of(&node), 200, "at least halved");
+        sizes.overflowed(&node, 200, None, 10_000);
+        assert_eq!(sizes.of(&node), 100, "halved when not counted");
     }
 
     #[test]

@@ -592,7 +592,7 @@ impl<'a> Deletion<'a> {
         let mut transaction = self.database.begin_write().await?;
         let mut steps = Vec::new();
         for (child, step) in children {
-            let limit = self.sizes.of(child);
+            let limit = self.sizes.in_parent(child);
             let matched = || Param::Value(keys.clone());
             let counted = if self.database.backend().limited_delete_is_slow() {
                 let counted = transaction.fetch_texts(&step.sql.count_up_to(matched(), limit + 1)).await?;
@@ -616,9 +616,9 @@ impl<'a> Deletion<'a> {
             };
             steps.push((*child, rows));
             if counted.map_or(rows >= limit, |counted| counted > limit) {
-                self.sizes.overflowed(frame.node, frame.limit);
                 self.commit(transaction).await?;
                 self.record_transaction(started, &steps);
+                self.sizes.overflowed(frame.node, frame.limit, counted, limit);
                 return Ok(Together::ChildrenLeft(steps));
             }
         }
