@@ -499,7 +499,7 @@ impl<'a> Deletion<'a> {
                     if rows > 0 {
                         self.charge_rate_limits(&[(node, rows)]).await;
                     }
-                    if rows < limit {
+                    if self.is_last_set_based(self.stack.last().expect("the frame being worked on"), limit, rows) {
                         self.stack.pop();
                     }
                     if rows > 0 {
@@ -727,6 +727,15 @@ impl<'a> Deletion<'a> {
         Ok(Outcome::Done(deleted))
     }
 
+    /// Whether a set-based statement of `frame` that touched `rows` of at most `limit` was its
+    /// last: it came back short, or at the root, matched by a unique key, it deleted a row for
+    /// every root id (without this, a chunk of exactly `limit` roots took a second, empty
+    /// transaction).
+    fn is_last_set_based(&self, frame: &Frame<'a>, limit: u64, rows: u64) -> bool {
+        rows < limit
+            || (std::ptr::eq(frame.node, self.root) && frame.step.key_unique && rows >= key_count(&frame.matched))
+    }
+
     /// One set-based statement of up to `limit` rows of `frame`; the rows it touched.
     async fn set_based_chunk(&mut self, frame: &Frame<'a>, limit: u64) -> Result<u64, DeleteError> {
         let started = Instant::now();
@@ -742,7 +751,7 @@ impl<'a> Deletion<'a> {
             Err(error) => return Err(error),
         };
         // The frame's last statement: every root it matched is gone.
-        if rows < limit {
+        if self.is_last_set_based(frame, limit, rows) {
             self.advance_checkpoint(&mut transaction, frame.node, &frame.matched).await?;
         }
         self.commit(transaction).await?;

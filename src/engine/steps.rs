@@ -23,6 +23,9 @@ pub(crate) struct StepSql<'a> {
     /// Whether the database's own foreign keys refuse to delete a row of this node while a row of
     /// any child still references it, so a child inserted meanwhile cannot be orphaned.
     pub children_guarded: bool,
+    /// Whether the node's key is unique (a primary key or unique index), so a statement matching
+    /// N keys touches at most N rows.
+    pub key_unique: bool,
 }
 
 impl<'a> StepSql<'a> {
@@ -63,6 +66,9 @@ impl<'a> StepSql<'a> {
             outbox,
             children: node.children.iter().map(|child| node_sql(child, Some(node), backend, schema)).collect(),
             children_guarded: schema.is_some_and(|schema| children_guarded(schema, node)),
+            key_unique: schema.is_some_and(
+                |schema| matches!(node.identity.as_slice(), [key] if schema.unique_column(&node.table, key)),
+            ),
         }
     }
 

@@ -307,6 +307,15 @@ impl Schema {
             })
     }
 
+    /// Whether `column` alone is unique in `table`: its primary key, or a unique index that
+    /// enforces it on the whole table.
+    pub fn unique_column(&self, table: &str, column: &str) -> bool {
+        let Some(table) = self.table(table) else { return false };
+        let only = |columns: &[String]| matches!(columns, [only] if only.eq_ignore_ascii_case(column));
+        only(&table.primary_key)
+            || table.indexes.iter().any(|index| index.enforces_uniqueness() && only(&index.columns))
+    }
+
     /// The table a foreign key points at.
     pub fn resolve(&self, fk: &ForeignKey) -> Option<&Table> {
         match &fk.referenced_schema {
