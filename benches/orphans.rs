@@ -19,7 +19,11 @@
 //! - the delete again on a second data set where the child has a small child of its own:
 //!   `grandchild(id, child_id, payload)`, one per ten child rows (child `10 g` has grandchild
 //!   `g`), indexed by `child_id`; the child per_row, the grandchild bulk, against two `DELETE`s
-//!   (the orphans' grandchildren, then the orphans) in one transaction.
+//!   (the orphans' grandchildren, then the orphans) in one transaction;
+//! - on the first data set, a hand-written loop in the bench with the same batches: one
+//!   transaction per 500 orphans, each a single `DELETE ... WHERE id IN (SELECT id ... WHERE id >
+//!   last AND NOT EXISTS (...) ORDER BY id LIMIT 500) RETURNING id` and a commit: what any
+//!   tool that commits every 500 orphans can reach at best (it keeps no checkpoint or record).
 //!
 //! Each data set also holds cascade's own tables (`cascade::db::migrate`), as a database that
 //! cascade has run on before: creating them is a first run's cost only (the progress says how
@@ -137,6 +141,12 @@ fn main() {
                 eprintln!("{label}: single DELETE{}: {deleted} rows in {:.1} ms", data.name(), ms(wall));
                 result.hand_delete.push((data.grandchildren > 0, wall));
             }
+            let url = runtime.block_on(store.build(&data));
+            let (wall, deleted, batches) = runtime.block_on(hand_loop(&url));
+            assert_eq!(deleted, data.deleted(), "{label}: the hand-written loop");
+            runtime.block_on(check_after_delete(&url, &data, &format!("{label}, hand-written loop")));
+            eprintln!("{label}: hand-written loop: {deleted} rows in {batches} transactions, {:.1} ms", ms(wall));
+            result.hand_loop.push(wall);
 
             for ((strategy, _, grandchildren), config) in STRATEGIES.iter().zip(&configs) {
                 let data = if *grandchildren { &deep } else { &data };
@@ -390,6 +400,34 @@ async fn hand_delete(url: &str, data: &DataSet) -> (Duration, u64) {
     (wall, deleted)
 }
 
+/// The orphans deleted `BATCH_SIZE` at a time, one statement and one commit per batch, in key
+/// order after the last key deleted: the time from connecting to closing, the rows and the
+/// transactions.
+async fn hand_loop(url: &str) -> (Duration, u64, u64) {
+    let started = Instant::now();
+    let database = connect(url).await;
+    let (mut last, mut deleted, mut batches) = (0_i64, 0, 0);
+    loop {
+        let sql = format!(
+            "DELETE FROM child WHERE id IN (SELECT c.id FROM child c WHERE c.id > {last} AND c.parent_id IS NOT NULL \
+             AND NOT EXISTS (SELECT 1 FROM parent p WHERE p.id = c.parent_id) ORDER BY c.id LIMIT {BATCH_SIZE}) \
+             RETURNING CAST(id AS TEXT)"
+        );
+        let mut transaction = database.begin_write().await.expect("begin");
+        let keys = transaction.fetch_texts(&statement(&sql)).await.expect("delete a batch");
+        transaction.commit().await.expect("commit");
+        batches += 1;
+        let keys: Vec<i64> = keys.iter().filter_map(|row| row[0].as_deref()?.parse().ok()).collect();
+        match keys.iter().max() {
+            Some(max) => last = *max,
+            None => break,
+        }
+        deleted += keys.len() as u64;
+    }
+    database.close().await;
+    (started.elapsed(), deleted, batches)
+}
+
 /// Runs the built `cascade` with `config` and `url` and `arguments`; checks that it succeeded
 /// and parses its JSON output.
 fn cascade(config: &Path, url: &str, arguments: &[&str]) -> (Finished, serde_json::Value) {
@@ -501,6 +539,8 @@ struct StoreResult {
     reports: Vec<Finished>,
     /// Whether the data set had grandchildren, and the single DELETE's time.
     hand_delete: Vec<(bool, Duration)>,
+    /// The hand-written loop of `BATCH_SIZE` per transaction.
+    hand_loop: Vec<Duration>,
     deletes: Vec<(&'static str, Delete)>,
 }
 
@@ -579,6 +619,19 @@ fn report(data: &DataSet, deep: &DataSet, repeat: u64, results: &[(&str, StoreRe
                 ms(single),
                 runs(&singles)
             );
+            if !grandchildren {
+                let wall = median(&result.hand_loop);
+                let rate = set.deleted() as f64 / wall.as_secs_f64();
+                println!(
+                    "| {name} | hand-written loop, {BATCH_SIZE} per transaction | {} | {:.0} ms | {rate:.0} | {:.2}× | {} \
+                     | | | {} |",
+                    set.deleted(),
+                    ms(wall),
+                    rate / single_rate,
+                    set.deleted().div_ceil(BATCH_SIZE) + 1,
+                    runs(&result.hand_loop)
+                );
+            }
             for (strategy, label, _) in STRATEGIES.iter().filter(|(.., g)| *g == grandchildren) {
                 let deletes = result.deletes(strategy);
                 let walls: Vec<Duration> = deletes.iter().map(|d| d.wall).collect();

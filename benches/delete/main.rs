@@ -7,8 +7,9 @@
 //!
 //! - **realistic**: `org` → 20 `project` → `grp` → 1 `hash` and 8 `event` per group, each org
 //!   holding half of the rows; org 1 is deleted and every row of org 2 must survive. At `--rows`
-//!   and a fifth of it. Seven methods, each on its own fresh copy of the database (see
-//!   `methods.rs`): the native DELETE (foreign keys `ON DELETE CASCADE`), a hand-written sqlx
+//!   and a fifth of it. Eight methods, each on its own fresh copy of the database (see
+//!   `methods.rs`): the native DELETE (foreign keys `ON DELETE CASCADE`), the same after
+//!   inserting the outbox's tombstones by hand (the limit with the outbox), a hand-written sqlx
 //!   loop, `cascade delete` with the defaults, with a status check and outbox tombstones, and
 //!   with those and `--archive`, all on enforced `NO ACTION` foreign keys; then cascade and the
 //!   loop again on tables without foreign keys.
@@ -77,6 +78,7 @@ fn main() {
             Method::Native,
             Method::Loop,
             Method::Cascade,
+            Method::NativeWithTombstones,
             Method::Outbox,
             Method::Archive,
             Method::CascadeWithoutKeys,

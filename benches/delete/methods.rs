@@ -16,6 +16,9 @@ pub const LOOP_BATCH: usize = 500;
 pub enum Method {
     /// One `DELETE` of the root row, the database cascading along every foreign key.
     Native,
+    /// ... after inserting by hand, in the same transaction, the tombstones cascade writes with
+    /// the outbox: the physical limit of "+ outbox".
+    NativeWithTombstones,
     /// Batches of the per_row table above the leaves, written by hand with sqlx.
     Loop,
     /// `cascade delete` with the default settings.
@@ -33,7 +36,7 @@ pub enum Method {
 impl Method {
     pub fn keys(self) -> Keys {
         match self {
-            Method::Native => Keys::Cascading,
+            Method::Native | Method::NativeWithTombstones => Keys::Cascading,
             Method::Loop | Method::Cascade | Method::Outbox | Method::Archive => Keys::Enforced,
             Method::CascadeWithoutKeys | Method::LoopWithoutKeys => Keys::Absent,
         }
@@ -42,6 +45,7 @@ impl Method {
     pub fn name(self) -> &'static str {
         match self {
             Method::Native => "native DELETE",
+            Method::NativeWithTombstones => "native DELETE + tombstones",
             Method::Loop | Method::LoopWithoutKeys => "hand-written loop",
             Method::Cascade | Method::CascadeWithoutKeys => "cascade",
             Method::Outbox => "cascade + outbox + status",
@@ -95,6 +99,7 @@ pub struct Cascade {
 pub async fn run(method: Method, cascade: &Cascade, tree: &Tree, dialect: Dialect, url: &str) -> Outcome {
     match method {
         Method::Native => native(tree, url).await,
+        Method::NativeWithTombstones => native_with_tombstones(tree, url).await,
         Method::Loop | Method::LoopWithoutKeys => hand_written_loop(method, tree, dialect, url).await,
         Method::Cascade | Method::CascadeWithoutKeys => cascade.run(method, tree, url, false, None),
         Method::Outbox => cascade.run(method, tree, url, true, None),
@@ -124,6 +129,48 @@ async fn native(tree: &Tree, url: &str) -> Outcome {
     Outcome {
         method: Method::Native,
         rows,
+        wall,
+        transactions: 1,
+        max_ms: ms,
+        p99_ms: Some(ms),
+        engine_ms: None,
+        rss_kib: None,
+    }
+}
+
+/// The native `DELETE` preceded, in its transaction, by one `INSERT ... SELECT` per outbox table
+/// of the tombstones cascade writes (`outbox_tables`) into the tool's own `cascade_outbox`, made
+/// by its migrations with their indexes. The statements alone are timed.
+async fn native_with_tombstones(tree: &Tree, url: &str) -> Outcome {
+    let tool = cascade::db::Database::connect(url, cascade::db::Access::ReadWrite).await.expect("connect");
+    cascade::db::migrate(&tool).await.expect("the tool's tables");
+    tool.close().await;
+    let mut connection = Conn::connect(url).await;
+    if url.starts_with("sqlite:") {
+        connection.execute("PRAGMA foreign_keys = ON").await;
+    }
+    let start = Instant::now();
+    connection.execute("BEGIN").await;
+    let mut tombstones = 0;
+    for table in outbox_tables(tree) {
+        tombstones += connection
+            .execute(&format!(
+                "INSERT INTO cascade_outbox (scope, shard_identifier, category, object_identifier, payload, \
+                 scheduled_for, scheduled_from, date_added) SELECT 'bench', CAST(id AS TEXT), '{table}_deleted', \
+                 CAST(id AS TEXT), NULL, CURRENT_TIMESTAMP, CURRENT_TIMESTAMP, CURRENT_TIMESTAMP FROM {table} WHERE {}",
+                tree.under(tree.table(table), DELETED_ROOT)
+            ))
+            .await;
+    }
+    connection.execute(&format!("DELETE FROM {} WHERE id = {DELETED_ROOT}", tree.root())).await;
+    connection.execute("COMMIT").await;
+    let wall = start.elapsed();
+    connection.close().await;
+    assert_eq!(tombstones, tree.deleted_in(&outbox_tables(tree)), "a tombstone per deleted outbox row");
+    let ms = wall.as_secs_f64() * 1e3;
+    Outcome {
+        method: Method::NativeWithTombstones,
+        rows: tree.deleted.iter().sum(),
         wall,
         transactions: 1,
         max_ms: ms,

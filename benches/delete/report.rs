@@ -158,9 +158,24 @@ pub fn realistic(results: &[Measured], durability: &[(&str, String)]) {
         RatioTarget { database: "PostgreSQL", method: Method::CascadeWithoutKeys, at_least: 1.0 },
     ];
     targets(results, &ratios, 50);
+    for m in results {
+        let (Some(limit), Some(outbox)) = (m.outcome(Method::NativeWithTombstones), m.outcome(Method::Outbox)) else {
+            continue;
+        };
+        println!(
+            "- {}, {} rows: cascade + outbox + status against the native DELETE + tombstones (the limit with the \
+             outbox; no target): {:.2}×",
+            m.database,
+            m.tree_rows,
+            limit.wall.as_secs_f64() / outbox.wall.as_secs_f64()
+        );
+    }
     println!(
         "\nMethods, each on its own fresh copy of the database: native DELETE: one `DELETE FROM org WHERE id = 1` with \
-         ON DELETE CASCADE on every foreign key, one transaction, the statement alone timed. Hand-written loop \
+         ON DELETE CASCADE on every foreign key, one transaction, the statement alone timed. Native DELETE + \
+         tombstones: the same, after one `INSERT ... SELECT` per outbox table (`grp`, `event`) of the tombstones \
+         cascade writes into its own `cascade_outbox` (made by its migrations, with its indexes), in the same \
+         transaction, the statements alone timed: the physical limit with the outbox. Hand-written loop \
          (sqlx, in the bench): per transaction up to {LOOP_BATCH} `grp` ids of org 1 in id order, their `hash` and \
          `event` rows, then those groups; then the projects and the org in one transaction; timed from connecting \
          to closing. cascade: `cascade delete org 1 --confirm --format json` of the release binary, org/project/grp \
