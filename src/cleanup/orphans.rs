@@ -132,6 +132,9 @@ pub enum OrphanError {
 
 /// The alias of the child table in every orphan query.
 const CHILD: &str = "orphan";
+/// The columns of a batch pick: a key as text, and as the key itself to keep the order by.
+const BATCH_KEY: &str = "cascade_key";
+const BATCH_ORDER: &str = "cascade_order";
 /// The alias of the parent table in the anti-join.
 const PARENT: &str = "parent";
 
@@ -830,8 +833,13 @@ impl<'a> Group<'a> {
     /// The next `limit` keys after `after` of rows that dangle by any of `relations`, ascending.
     fn next_keys(&self, relations: &[&Candidate<'_>], after: Option<&str>, limit: u64) -> Statement {
         let key = format!("{}.{}", quote_identifier(CHILD), quote_identifier(&self.key));
-        let mut sql = SqlBuilder::new(self.engine.database().backend());
-        sql.push("SELECT CAST(").push(&key).push(" AS TEXT) FROM ").push(&quoted(self.table));
+        let backend = self.engine.database().backend();
+        let mut sql = SqlBuilder::new(backend);
+        // The batch's keys come back as one JSON array, in key order.
+        sql.push("SELECT ");
+        backend.json_array_agg(&mut sql, BATCH_KEY, BATCH_ORDER);
+        sql.push(" FROM (SELECT CAST(").push(&key).push(" AS TEXT) AS ").identifier(BATCH_KEY);
+        sql.push(", ").push(&key).push(" AS ").identifier(BATCH_ORDER).push(" FROM ").push(&quoted(self.table));
         sql.push(" AS ").identifier(CHILD).push(" WHERE (");
         for (index, relation) in relations.iter().enumerate() {
             sql.push(if index == 0 { "(" } else { " OR (" });
@@ -843,7 +851,8 @@ impl<'a> Group<'a> {
         sql.push(" ORDER BY ")
             .push(&key)
             .push(" LIMIT ")
-            .bind(Param::integer(i64::try_from(limit).unwrap_or(i64::MAX)));
+            .bind(Param::integer(i64::try_from(limit).unwrap_or(i64::MAX)))
+            .push(") AS cascade_batch");
         sql.finish()
     }
 
@@ -860,15 +869,7 @@ impl<'a> Group<'a> {
         let failed = |source| OrphanError::Database { relation: format!("`{}`", self.model), source };
         while run.may_start_batch() {
             let statement = self.next_keys(relations, after.as_deref(), run.options().batch_size);
-            let keys: Vec<String> = self
-                .engine
-                .database()
-                .fetch_texts(&statement)
-                .await
-                .map_err(failed)?
-                .into_iter()
-                .filter_map(|row| row.into_iter().next().flatten())
-                .collect();
+            let keys = self.engine.database().fetch_array(&statement).await.map_err(failed)?;
             if keys.is_empty() {
                 run.finished_scan(&name).await?;
                 return Ok(Next::Continue);

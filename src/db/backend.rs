@@ -85,6 +85,12 @@ pub trait Backend: Send + Sync + Debug {
     /// A JSON array (as text) of the values of `columns`, in order.
     fn json_array(&self, sql: &mut SqlBuilder, columns: &[String]);
 
+    /// An aggregate: the values of the column `value` (text) of the rows it sees as one JSON
+    /// array (as text), in the order of the column `order`. One result row instead of one per
+    /// value: a database driver hands rows over one by one, and for a chunk of keys that cost
+    /// more than the query.
+    fn json_array_agg(&self, sql: &mut SqlBuilder, value: &str, order: &str);
+
     /// The whole row of the table aliased `alias` as a JSON object (as text); `columns` are the
     /// table's columns, for a backend that must name them.
     fn row_json(&self, sql: &mut SqlBuilder, alias: &str, columns: &[String]);

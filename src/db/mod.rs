@@ -183,6 +183,14 @@ pub fn first_text(rows: &TextRows) -> Option<&str> {
     rows.first()?.first()?.as_deref()
 }
 
+/// The values of a `json_array_agg` result (one row, a JSON array of texts, or NULL when it saw
+/// no row), in order.
+fn json_array_texts(rows: &TextRows) -> Result<Vec<String>, DbError> {
+    first_text(rows)
+        .map_or(Ok(Vec::new()), serde_json::from_str)
+        .map_err(|error| DbError::Query(sqlx::Error::Decode(Box::new(error))))
+}
+
 /// A write transaction on either database.
 pub struct Transaction {
     backend: &'static dyn Backend,
@@ -307,6 +315,11 @@ impl Database {
             }
         };
         Ok(u64::try_from(count).unwrap_or(0))
+    }
+
+    /// The texts of a statement that aggregates them with `Backend::json_array_agg`.
+    pub async fn fetch_array(&self, statement: &Statement) -> Result<Vec<String>, DbError> {
+        json_array_texts(&self.fetch_texts(statement).await?)
     }
 
     /// Runs a query whose columns are all text (or NULL), outside any transaction.

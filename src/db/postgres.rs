@@ -114,6 +114,10 @@ impl Backend for Postgres {
         sql.push("CAST(json_build_array(").identifiers(columns).push(") AS TEXT)");
     }
 
+    fn json_array_agg(&self, sql: &mut SqlBuilder, value: &str, order: &str) {
+        sql.push("CAST(json_agg(").identifier(value).push(" ORDER BY ").identifier(order).push(") AS TEXT)");
+    }
+
     fn row_json(&self, sql: &mut SqlBuilder, alias: &str, _columns: &[String]) {
         sql.push("CAST(row_to_json(").identifier(alias).push(") AS TEXT)");
     }

@@ -113,6 +113,10 @@ impl Backend for Sqlite {
         sql.push("json_array(").identifiers(columns).push(")");
     }
 
+    fn json_array_agg(&self, sql: &mut SqlBuilder, value: &str, order: &str) {
+        sql.push("json_group_array(").identifier(value).push(" ORDER BY ").identifier(order).push(")");
+    }
+
     fn row_json(&self, sql: &mut SqlBuilder, _alias: &str, columns: &[String]) {
         if columns.is_empty() {
             sql.push("NULL");

@@ -416,13 +416,7 @@ impl<'a> Deletion<'a> {
                         frame.step.status,
                         frame.limit,
                     );
-                    let keys: Vec<String> = self
-                        .database
-                        .fetch_texts(&statement)
-                        .await?
-                        .into_iter()
-                        .filter_map(|row| row.into_iter().next().flatten())
-                        .collect();
+                    let keys = self.database.fetch_array(&statement).await?;
                     if keys.is_empty() {
                         self.stack.pop();
                         continue;

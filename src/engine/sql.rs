@@ -82,14 +82,17 @@ impl NodeSql<'_> {
         // No ORDER BY: the rows fetched are deleted before the next fetch, so any order finishes,
         // and without a sort the database stops reading at the LIMIT instead of reading and
         // sorting every remaining row of the parent chunk on each fetch.
-        sql.push("SELECT CAST(").identifier(&self.key()).push(" AS TEXT) AS ").identifier(KEY_ALIAS);
+        // The keys come back as one JSON array (see `Backend::json_array_agg`).
+        sql.push("SELECT ");
+        self.backend.json_array_agg(&mut sql, KEY_ALIAS, KEY_ALIAS);
+        sql.push(" FROM (SELECT CAST(").identifier(&self.key()).push(" AS TEXT) AS ").identifier(KEY_ALIAS);
         sql.push(" FROM ").push(&self.table());
         sql.push(" WHERE ").key_list(&self.match_column(), &self.match_type, matched);
         if let Some(status) = status {
             sql.push(" AND ");
             status_in(&mut sql, &self.names.column(&status.column.value), &status.proceed_or_in_progress());
         }
-        sql.push(" LIMIT ").push(&limit.to_string());
+        sql.push(" LIMIT ").push(&limit.to_string()).push(") AS cascade_chunk");
         sql.finish()
     }
 

@@ -67,7 +67,10 @@ pub fn postgres_server() -> Option<String> {
 pub fn postgres_database(ddl: &str) -> Option<String> {
     let server = postgres_server()?;
     let number = DATABASES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    let name = format!("cascade_test_{}_{number}", std::process::id());
+    // The clock too: a process id comes back (one process per test), and with it a name an
+    // earlier test's database still has.
+    let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos());
+    let name = format!("cascade_test_{}_{nanos}_{number}", std::process::id());
     let url = with_database(&server, &name);
     block_on(async {
         let admin = sqlx::PgPool::connect(&server).await.expect("connect to the test server");
