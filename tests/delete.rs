@@ -905,3 +905,43 @@ fn the_actor_is_the_os_user_without_user_variable() {
     let expected = id("-un").unwrap_or_else(|| format!("uid {}", id("-u").unwrap()));
     assert_eq!(actor, expected);
 }
+
+/// Rows whose delete the database refuses (here a trigger) are not archived: the archive holds
+/// what was deleted (on SQLite it is read before the delete).
+fn a_refused_delete_leaves_no_archive_lines(url: &str) {
+    let tasks = common::count(url, "SELECT COUNT(*) FROM task");
+    let config = project(&[("cascades/diamond.toml", DIAMOND_CONFIG)]);
+    let archive = config.path().join("archive");
+    cascade(config.path())
+        .args(delete_args(url, &["--archive", archive.to_str().unwrap()]))
+        .assert()
+        .code(2)
+        .stderr(predicates::str::contains("tasks are kept"));
+    assert_eq!(common::count(url, "SELECT COUNT(*) FROM task"), tasks, "no task deleted");
+    let lines = common::archive_lines(&archive, &[]);
+    assert!(
+        lines.get("note").is_some_and(|notes| !notes.is_empty()),
+        "the notes before them were deleted and archived"
+    );
+    assert_eq!(lines.get("task"), None, "no line for a task that is still there");
+}
+
+#[test]
+fn a_refused_delete_leaves_no_archive_lines_on_sqlite() {
+    let dir = tempfile::tempdir().unwrap();
+    let refusing =
+        "CREATE TRIGGER tasks_are_kept BEFORE DELETE ON task BEGIN SELECT RAISE(ABORT, 'tasks are kept'); END;";
+    a_refused_delete_leaves_no_archive_lines(&sqlite_database(
+        dir.path(),
+        &format!("{DIAMOND_SCHEMA}{}{refusing}", diamond_rows(1)),
+    ));
+}
+
+#[test]
+fn a_refused_delete_leaves_no_archive_lines_on_postgres() {
+    let refusing = "CREATE FUNCTION keep_tasks() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION \
+                    'tasks are kept'; END $$; CREATE TRIGGER tasks_are_kept BEFORE DELETE ON task FOR EACH ROW \
+                    EXECUTE FUNCTION keep_tasks();";
+    let Some(url) = postgres_database(&format!("{DIAMOND_SCHEMA}{}{refusing}", diamond_rows(1))) else { return };
+    a_refused_delete_leaves_no_archive_lines(&url);
+}

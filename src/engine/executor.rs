@@ -783,11 +783,18 @@ impl<'a> Deletion<'a> {
             let tombstones = step.sql.insert_tombstones(&target.scope, &target.category, returning, keys(), by_key);
             self.summary.outbox_rows += transaction.execute(&tombstones).await?;
         }
-        if let (Some(_), Some(columns)) = (&self.archive, &returning.row) {
-            let archived = transaction.fetch_texts(&step.sql.archived_rows(columns, keys(), by_key)).await?;
+        let archived = match (&self.archive, &returning.row) {
+            (Some(_), Some(columns)) => {
+                Some(transaction.fetch_texts(&step.sql.archived_rows(columns, keys(), by_key)).await?)
+            }
+            _ => None,
+        };
+        let deleted = transaction.execute(&statement(None)).await?;
+        // Archived once the delete went through: a refused delete leaves no lines behind.
+        if let Some(archived) = archived {
             self.archive_lines(node, step, counted_lines(archived).1)?;
         }
-        Ok(transaction.execute(&statement(None)).await?)
+        Ok(deleted)
     }
 
     /// Runs `node`'s delete or update; with `RETURNING`, archives the deleted rows and writes
