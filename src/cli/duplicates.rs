@@ -10,6 +10,7 @@ use cascade::engine::DeleteError;
 
 use super::Cli;
 use super::delete::SummaryFormat;
+use super::table::plural;
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
@@ -142,8 +143,8 @@ fn human(found: &Duplicates, dry_run: bool) -> String {
         let _ = writeln!(
             text,
             "{} of equal rows, {} in them: {} would be removed, {} kept",
-            plural(found.groups, "group"),
-            plural(found.rows, "row"),
+            plural(found.groups, "group", "groups"),
+            plural(found.rows, "row", "rows"),
             found.removable,
             found.groups
         );
@@ -152,7 +153,7 @@ fn human(found: &Duplicates, dry_run: bool) -> String {
         let _ = writeln!(
             text,
             "{} with a NULL in {} {} in no group (NULL equals nothing)",
-            plural(found.null_rows, "row"),
+            plural(found.null_rows, "row", "rows"),
             found.by.join(" or "),
             if found.null_rows == 1 { "is" } else { "are" }
         );
@@ -171,7 +172,7 @@ fn human(found: &Duplicates, dry_run: bool) -> String {
                 text,
                 "  {}: {}, keep {}, remove {removed}",
                 values.join(", "),
-                plural(group.rows, "row"),
+                plural(group.rows, "row", "rows"),
                 group.kept
             );
         }
@@ -211,8 +212,4 @@ fn human(found: &Duplicates, dry_run: bool) -> String {
         (None, None) => {}
     }
     text
-}
-
-fn plural(count: u64, noun: &str) -> String {
-    if count == 1 { format!("1 {noun}") } else { format!("{count} {noun}s") }
 }

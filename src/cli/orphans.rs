@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use cascade::cleanup::batches::{BatchError, BatchOptions, CleanupSummary};
 use cascade::cleanup::orphans::OrphanCleanup;
-use cascade::cleanup::{self, DeletePreview, OrphanError, OrphanOptions, OrphanReport, RelationOrphans};
+use cascade::cleanup::{self, DeletePreview, LeftAlone, OrphanError, OrphanOptions, OrphanReport, RelationOrphans};
 use cascade::config::{Loaded, OnDelete};
 use cascade::db::{Access, Database, redact_command_line};
 use cascade::engine::{DeleteError, RunOutcome};
@@ -12,7 +12,7 @@ use indexmap::IndexMap;
 
 use super::Cli;
 use super::delete::SummaryFormat;
-use super::table::Table;
+use super::table::{Table, plural};
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
@@ -157,13 +157,7 @@ pub(super) fn cleanup_exit(summary: &CleanupSummary) -> ExitCode {
 fn human_cleanup(cleaned: &OrphanCleanup) -> String {
     let mut out = human_summary(&cleaned.summary);
     for left in &cleaned.left_alone {
-        out += &format!(
-            "left alone: {} of {}.{}: {}\n",
-            plural(left.orphans, "orphan", "orphans"),
-            left.child,
-            left.column,
-            left.reason
-        );
+        out += &format!("left alone: {}: {}\n", orphans_of(left), left.reason);
     }
     out
 }
@@ -199,16 +193,17 @@ pub(super) fn human_summary(summary: &CleanupSummary) -> String {
     out
 }
 
+/// `3 orphans of child.column`.
+fn orphans_of(left: &LeftAlone) -> String {
+    format!("{} of {}.{}", plural(left.orphans, "orphan", "orphans"), left.child, left.column)
+}
+
 fn parent_of(relation: &RelationOrphans) -> &str {
     relation.parent.as_deref().unwrap_or(&relation.parent_table)
 }
 
 fn child_column(relation: &RelationOrphans) -> String {
     format!("{}.{}", relation.child.as_deref().unwrap_or(&relation.child_table), relation.column)
-}
-
-fn plural(count: u64, one: &str, many: &str) -> String {
-    format!("{count} {}", if count == 1 { one } else { many })
 }
 
 /// A table of the relations (one row each, with its sample and index advice below it), a total
@@ -326,13 +321,7 @@ fn human_preview(preview: &DeletePreview) -> String {
         }
     }
     for left in &preview.left_alone {
-        out += &format!(
-            "  leave {} of {}.{} alone: {}\n",
-            plural(left.orphans, "orphan", "orphans"),
-            left.child,
-            left.column,
-            left.reason
-        );
+        out += &format!("  leave {} alone: {}\n", orphans_of(left), left.reason);
     }
     if any_rows(&preview.totals) || any_rows(&preview.nullify) {
         out += "in all: ";

@@ -1,5 +1,10 @@
-//! Plain-text tables: every cell padded to its column's widest, two spaces between columns, the
-//! last column left as it is.
+//! Plain-text output: tables (every cell padded to its column's widest, two spaces between
+//! columns, the last column left as it is) and counted nouns.
+
+/// `1 batch`, `2 batches`.
+pub fn plural(count: u64, one: &str, many: &str) -> String {
+    format!("{count} {}", if count == 1 { one } else { many })
+}
 
 /// The widths of a table's columns, and which are numbers (aligned right).
 pub struct Table {

@@ -213,16 +213,17 @@ impl NodeSql<'_> {
         by_key: bool,
     ) -> Statement {
         let mut sql = self.builder();
-        sql.push("INSERT INTO \"cascade_outbox\" (\"scope\", \"shard_identifier\", \"category\", ");
-        sql.push("\"object_identifier\", \"payload\", \"scheduled_for\", \"scheduled_from\", \"date_added\") SELECT ");
-        sql.bind_text(scope).push(", ");
-        self.tombstone_shard(&mut sql, returning);
-        sql.push(", ").bind_text(category).push(", ");
-        self.tombstone_key(&mut sql, returning);
-        sql.push(", ");
-        self.tombstone_payload(&mut sql, returning);
-        sql.push(", CURRENT_TIMESTAMP, CURRENT_TIMESTAMP, CURRENT_TIMESTAMP FROM ").push(&self.table());
-        sql.push(" WHERE ");
+        tombstones_select(
+            &mut sql,
+            (scope, category),
+            |sql| self.tombstone_shard(sql, returning),
+            |sql| {
+                self.tombstone_key(sql, returning);
+                sql.push(", ");
+                self.tombstone_payload(sql, returning);
+            },
+        );
+        sql.push(&self.table()).push(" WHERE ");
         self.matching(&mut sql, keys, by_key);
         sql.finish()
     }
@@ -377,21 +378,51 @@ fn with_deleted(backend: &'static dyn Backend, delete: Statement) -> SqlBuilder 
 }
 
 fn insert_deleted_tombstones(sql: &mut SqlBuilder, scope: &str, category: &str) {
+    tombstones_select(
+        sql,
+        (scope, category),
+        |sql| {
+            sql.push("cascade_shard");
+        },
+        |sql| {
+            sql.push("cascade_key, cascade_payload");
+        },
+    );
+    sql.push("cascade_deleted");
+}
+
+/// `INSERT INTO cascade_outbox (...) SELECT` up to its `FROM`, which every way of writing
+/// tombstones shares: `shard` pushes the shard key's expression, `key_and_payload` the object
+/// key's and the payload's.
+fn tombstones_select(
+    sql: &mut SqlBuilder,
+    (scope, category): (&str, &str),
+    shard: impl FnOnce(&mut SqlBuilder),
+    key_and_payload: impl FnOnce(&mut SqlBuilder),
+) {
     sql.push("INSERT INTO \"cascade_outbox\" (\"scope\", \"shard_identifier\", \"category\", ");
     sql.push("\"object_identifier\", \"payload\", \"scheduled_for\", \"scheduled_from\", \"date_added\") SELECT ");
-    sql.bind_text(scope).push(", cascade_shard, ").bind_text(category).push(", cascade_key, cascade_payload, ");
-    sql.push("CURRENT_TIMESTAMP, CURRENT_TIMESTAMP, CURRENT_TIMESTAMP FROM cascade_deleted");
+    sql.bind_text(scope).push(", ");
+    shard(sql);
+    sql.push(", ").bind_text(category).push(", ");
+    key_and_payload(sql);
+    sql.push(", CURRENT_TIMESTAMP, CURRENT_TIMESTAMP, CURRENT_TIMESTAMP FROM ");
 }
 
 /// The tombstones of one chunk, written in the chunk's transaction from one parameter: a JSON
 /// array of `{"key", "shard", "payload"}` objects (payload a JSON text or null).
 pub(crate) fn outbox_insert(backend: &'static dyn Backend, scope: &str, category: &str, rows: Param) -> Statement {
     let mut sql = SqlBuilder::new(backend);
-    sql.push("INSERT INTO \"cascade_outbox\" (\"scope\", \"shard_identifier\", \"category\", ");
-    sql.push("\"object_identifier\", \"payload\", \"scheduled_for\", \"scheduled_from\", \"date_added\") SELECT ");
-    sql.bind_text(scope).push(", ").push(&backend.json_field("shard")).push(", ").bind_text(category);
-    sql.push(", ").push(&backend.json_field("key")).push(", ").push(&backend.json_field("payload"));
-    sql.push(", CURRENT_TIMESTAMP, CURRENT_TIMESTAMP, CURRENT_TIMESTAMP FROM ");
+    tombstones_select(
+        &mut sql,
+        (scope, category),
+        |sql| {
+            sql.push(&backend.json_field("shard"));
+        },
+        |sql| {
+            sql.push(&backend.json_field("key")).push(", ").push(&backend.json_field("payload"));
+        },
+    );
     backend.json_records(&mut sql, rows, &["key", "shard", "payload"]);
     sql.finish()
 }
