@@ -13,17 +13,18 @@
 //!
 //! - the report: the whole `cascade orphans --format json` process against the bench's own
 //!   `SELECT COUNT(*) ... NOT EXISTS (...)` (the statement alone, on an open connection);
-//! - the delete: the whole `cascade orphans --delete --confirm --batch-size 500 --sleep-ms 0`
-//!   process, with the child model `bulk` (as `cascade init` writes a leaf) and `per_row` (the
+//! - the delete: the whole `cascade orphans --delete --confirm --sleep-ms 0` process (batches
+//!   of its own size: from 500, adapting to the transaction time), with the child model `bulk` (as `cascade init` writes a leaf) and `per_row` (the
 //!   config's default), against one `DELETE ... WHERE ... NOT EXISTS (...)` statement;
 //! - the delete again on a second data set where the child has a small child of its own:
 //!   `grandchild(id, child_id, payload)`, one per ten child rows (child `10 g` has grandchild
 //!   `g`), indexed by `child_id`; the child per_row, the grandchild bulk, against two `DELETE`s
 //!   (the orphans' grandchildren, then the orphans) in one transaction;
-//! - on the first data set, a hand-written loop in the bench with the same batches: one
-//!   transaction per 500 orphans, each a single `DELETE ... WHERE id IN (SELECT id ... WHERE id >
-//!   last AND NOT EXISTS (...) ORDER BY id LIMIT 500) RETURNING id` and a commit: what any
-//!   tool that commits every 500 orphans can reach at best (it keeps no checkpoint or record).
+//! - on the first data set, a hand-written loop in the bench with batches of 500 (cascade's first
+//!   batch size) and of 5,000 (its largest): one transaction per batch, each a single `DELETE ...
+//!   WHERE id IN (SELECT id ... WHERE id > last AND NOT EXISTS (...) ORDER BY id LIMIT N)
+//!   RETURNING id` and a commit: what any tool that commits every N orphans can reach at best (it
+//!   keeps no checkpoint or record).
 //!
 //! Each data set also holds cascade's own tables (`cascade::db::migrate`), as a database that
 //! cascade has run on before: creating them is a first run's cost only (the progress says how
@@ -57,7 +58,8 @@ const CHILDREN_PER_PARENT: u64 = 5;
 const DELETED_PARENT_EVERY: u64 = 10;
 /// Every 10,000th child has no parent (a NULL `parent_id`, not an orphan).
 const NULL_PARENT_EVERY: u64 = 10_000;
-const BATCH_SIZE: u64 = 500;
+/// The hand-written loop's batch sizes: cascade's first and largest.
+const HAND_LOOP_BATCHES: [u64; 2] = [500, 5_000];
 /// In the second data set, child `10 g` has grandchild `g`.
 const GRANDCHILD_EVERY: u64 = 10;
 
@@ -141,12 +143,17 @@ fn main() {
                 eprintln!("{label}: single DELETE{}: {deleted} rows in {:.1} ms", data.name(), ms(wall));
                 result.hand_delete.push((data.grandchildren > 0, wall));
             }
-            let url = runtime.block_on(store.build(&data));
-            let (wall, deleted, batches) = runtime.block_on(hand_loop(&url));
-            assert_eq!(deleted, data.deleted(), "{label}: the hand-written loop");
-            runtime.block_on(check_after_delete(&url, &data, &format!("{label}, hand-written loop")));
-            eprintln!("{label}: hand-written loop: {deleted} rows in {batches} transactions, {:.1} ms", ms(wall));
-            result.hand_loop.push(wall);
+            for batch in HAND_LOOP_BATCHES {
+                let url = runtime.block_on(store.build(&data));
+                let (wall, deleted, batches) = runtime.block_on(hand_loop(&url, batch));
+                assert_eq!(deleted, data.deleted(), "{label}: the hand-written loop");
+                runtime.block_on(check_after_delete(&url, &data, &format!("{label}, hand-written loop")));
+                eprintln!(
+                    "{label}: hand-written loop of {batch}: {deleted} rows in {batches} transactions, {:.1} ms",
+                    ms(wall)
+                );
+                result.hand_loop.push((batch, wall));
+            }
 
             for ((strategy, _, grandchildren), config) in STRATEGIES.iter().zip(&configs) {
                 let data = if *grandchildren { &deep } else { &data };
@@ -400,17 +407,17 @@ async fn hand_delete(url: &str, data: &DataSet) -> (Duration, u64) {
     (wall, deleted)
 }
 
-/// The orphans deleted `BATCH_SIZE` at a time, one statement and one commit per batch, in key
-/// order after the last key deleted: the time from connecting to closing, the rows and the
+/// The orphans deleted `batch` at a time, one statement and one commit per batch, in key order
+/// after the last key deleted: the time from connecting to closing, the rows and the
 /// transactions.
-async fn hand_loop(url: &str) -> (Duration, u64, u64) {
+async fn hand_loop(url: &str, batch: u64) -> (Duration, u64, u64) {
     let started = Instant::now();
     let database = connect(url).await;
     let (mut last, mut deleted, mut batches) = (0_i64, 0, 0);
     loop {
         let sql = format!(
             "DELETE FROM child WHERE id IN (SELECT c.id FROM child c WHERE c.id > {last} AND c.parent_id IS NOT NULL \
-             AND NOT EXISTS (SELECT 1 FROM parent p WHERE p.id = c.parent_id) ORDER BY c.id LIMIT {BATCH_SIZE}) \
+             AND NOT EXISTS (SELECT 1 FROM parent p WHERE p.id = c.parent_id) ORDER BY c.id LIMIT {batch}) \
              RETURNING CAST(id AS TEXT)"
         );
         let mut transaction = database.begin_write().await.expect("begin");
@@ -466,11 +473,10 @@ struct Delete {
     longest_of: &'static str,
 }
 
-/// `cascade orphans --delete --confirm --batch-size 500 --sleep-ms 0 --format json`: it must
-/// delete every orphan and nothing else.
+/// `cascade orphans --delete --confirm --sleep-ms 0 --format json`: it must delete every orphan
+/// and nothing else.
 fn tool_delete(config: &Path, url: &str, data: &DataSet) -> Delete {
-    let batch = BATCH_SIZE.to_string();
-    let arguments = ["orphans", "--delete", "--confirm", "--batch-size", &batch, "--sleep-ms", "0", "--format", "json"];
+    let arguments = ["orphans", "--delete", "--confirm", "--sleep-ms", "0", "--format", "json"];
     let (finished, json) = cascade(config, url, &arguments);
     let mut deleted = deleted_counts(&json);
     deleted.sort();
@@ -539,8 +545,8 @@ struct StoreResult {
     reports: Vec<Finished>,
     /// Whether the data set had grandchildren, and the single DELETE's time.
     hand_delete: Vec<(bool, Duration)>,
-    /// The hand-written loop of `BATCH_SIZE` per transaction.
-    hand_loop: Vec<Duration>,
+    /// The hand-written loop's batch size and time.
+    hand_loop: Vec<(u64, Duration)>,
     deletes: Vec<(&'static str, Delete)>,
 }
 
@@ -589,7 +595,7 @@ fn report(data: &DataSet, deep: &DataSet, repeat: u64, results: &[(&str, StoreRe
     }
     println!();
     println!(
-        "Delete: `cascade orphans --delete --confirm --batch-size {BATCH_SIZE} --sleep-ms 0 --format json` (whole \
+        "Delete: `cascade orphans --delete --confirm --sleep-ms 0 --format json` (whole \
          process) against one `DELETE ... WHERE parent_id IS NOT NULL AND NOT EXISTS (...)` (the statement alone)."
     );
     println!();
@@ -619,17 +625,19 @@ fn report(data: &DataSet, deep: &DataSet, repeat: u64, results: &[(&str, StoreRe
                 ms(single),
                 runs(&singles)
             );
-            if !grandchildren {
-                let wall = median(&result.hand_loop);
+            for batch in HAND_LOOP_BATCHES.iter().filter(|_| !grandchildren) {
+                let walls: Vec<Duration> =
+                    result.hand_loop.iter().filter(|(b, _)| b == batch).map(|(_, wall)| *wall).collect();
+                let wall = median(&walls);
                 let rate = set.deleted() as f64 / wall.as_secs_f64();
                 println!(
-                    "| {name} | hand-written loop, {BATCH_SIZE} per transaction | {} | {:.0} ms | {rate:.0} | {:.2}× | {} \
+                    "| {name} | hand-written loop, {batch} per transaction | {} | {:.0} ms | {rate:.0} | {:.2}× | {} \
                      | | | {} |",
                     set.deleted(),
                     ms(wall),
                     rate / single_rate,
-                    set.deleted().div_ceil(BATCH_SIZE) + 1,
-                    runs(&result.hand_loop)
+                    set.deleted().div_ceil(*batch) + 1,
+                    runs(&walls)
                 );
             }
             for (strategy, label, _) in STRATEGIES.iter().filter(|(.., g)| *g == grandchildren) {

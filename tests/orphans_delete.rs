@@ -51,13 +51,17 @@ struct Data {
     children: BTreeMap<u64, (Option<u64>, Option<u64>)>,
     /// leaf id → child_id.
     leaves: BTreeMap<u64, u64>,
+    /// Parents that do not exist yet but appear while the clean-up runs, before the batches of
+    /// their children: those children are not orphans by then.
+    appearing: BTreeSet<u64>,
 }
 
 const PARENTS: u64 = 40;
 
 fn generate(children: u64, seed: u64) -> Data {
     let mut random = Random::seeded(seed);
-    let mut data = Data { sql: String::new(), children: BTreeMap::new(), leaves: BTreeMap::new() };
+    let mut data =
+        Data { sql: String::new(), children: BTreeMap::new(), leaves: BTreeMap::new(), appearing: BTreeSet::new() };
     let parents: Vec<String> = (1..=PARENTS).map(|id| format!("({id})")).collect();
     data.sql += &format!("INSERT INTO parent VALUES {};\n", parents.join(", "));
     let mut rows = Vec::new();
@@ -87,7 +91,7 @@ fn generate(children: u64, seed: u64) -> Data {
 
 impl Data {
     fn is_orphan(&self, child: u64) -> bool {
-        self.children[&child].0.is_some_and(|parent| parent > PARENTS)
+        self.children[&child].0.is_some_and(|parent| parent > PARENTS && !self.appearing.contains(&parent))
     }
 
     /// The children that survive, with their columns after the clean-up: `copy_of` pointed at
@@ -208,7 +212,9 @@ fn check_confirmed(url: &str, data: &Data) {
     assert_eq!(leaves_after(url), data.surviving_leaves());
     assert_eq!(orphans_left(url), 0);
     let after = common::dump(url);
-    assert_eq!(before["parent"], after["parent"], "no parent was touched");
+    let appeared: Vec<String> = data.appearing.iter().map(|id| json!({ "id": id }).to_string()).collect();
+    let parents: Vec<&String> = after["parent"].iter().filter(|row| !appeared.contains(row)).collect();
+    assert_eq!(parents, before["parent"].iter().collect::<Vec<_>>(), "no parent was touched");
     check_archive(&before, &after, &archive, &[]);
     let runs = texts(url, "SELECT command, outcome, rows FROM cascade_run");
     assert_eq!(runs.len(), 1, "one run for the whole clean-up: {runs:?}");
@@ -233,6 +239,48 @@ fn postgres_confirm_deletes_exactly_the_orphans_with_their_children() {
     let data = generate(400, 7);
     let Some(url) = postgres_database(&schema("bigint", &data)) else { return };
     check_confirmed(&url, &data);
+}
+
+/// A parent that appears while the clean-up runs (a trigger inserts it when the first batch
+/// deletes the first orphan) keeps its children of later batches: every batch's orphans are
+/// looked at again right before the batch runs, also where they were read many batches ahead
+/// (PostgreSQL). Only the orphans still dangling go; everything else is as in
+/// `check_confirmed`.
+fn check_a_parent_appearing_mid_run(data: &mut Data, url_with: impl FnOnce(&str) -> Option<String>, trigger: &str) {
+    let orphans = data.orphans();
+    let parent_of = |child: &u64| data.children[child].0.unwrap();
+    let (first_batch, later) = orphans.split_at(50);
+    let in_first: BTreeSet<u64> = first_batch.iter().map(parent_of).collect();
+    let appearing = later.iter().map(parent_of).find(|parent| !in_first.contains(parent));
+    let appearing = appearing.expect("a missing parent of orphans of later batches only");
+    let saved = later.iter().filter(|child| parent_of(child) == appearing).count();
+    let trigger = trigger.replace("{first}", &orphans[0].to_string()).replace("{parent}", &appearing.to_string());
+    let Some(url) = url_with(&trigger) else { return };
+    data.appearing.insert(appearing);
+    assert_eq!(data.orphans().len(), orphans.len() - saved);
+    check_confirmed(&url, data);
+    assert_eq!(count(&url, &format!("SELECT COUNT(*) FROM parent WHERE id = {appearing}")), 1, "the trigger ran");
+}
+
+#[test]
+fn sqlite_a_parent_appearing_mid_run_keeps_its_children() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut data = generate(800, 11);
+    let ddl = schema("INTEGER", &data);
+    let trigger = "CREATE TRIGGER parent_appears AFTER DELETE ON child WHEN OLD.id = {first} \
+                   BEGIN INSERT INTO parent VALUES ({parent}); END;";
+    check_a_parent_appearing_mid_run(&mut data, |trigger| Some(sqlite_database(dir.path(), &(ddl + trigger))), trigger);
+}
+
+#[test]
+fn postgres_a_parent_appearing_mid_run_keeps_its_children() {
+    let mut data = generate(800, 11);
+    let ddl = schema("bigint", &data);
+    let trigger = "CREATE FUNCTION parent_appears() RETURNS trigger LANGUAGE plpgsql AS \
+                   $$ BEGIN INSERT INTO parent VALUES ({parent}); RETURN NULL; END $$;
+                   CREATE TRIGGER parent_appears AFTER DELETE ON child FOR EACH ROW WHEN (OLD.id = {first}) \
+                   EXECUTE FUNCTION parent_appears();";
+    check_a_parent_appearing_mid_run(&mut data, |trigger| postgres_database(&(ddl + trigger)), trigger);
 }
 
 /// kill -9 once the first batch has committed (its checkpoint row is the signal); the
@@ -345,4 +393,60 @@ fn max_batches_stops_and_the_next_run_continues() {
     let rest = json_output(cascade(config.path()).args(confirm_args(&url, archive, &[])));
     assert_eq!(rest["deleted"]["child"], json!(data.orphans().len() as u64 - 100), "{rest:#}");
     assert_eq!(children_after(&url), data.surviving_children());
+}
+
+/// Parents 1 to 10; children 1 to 6,000, child `c` of parent `c % 20 + 1`: the 3,000 of parents
+/// 11 to 20 are orphans.
+fn half_orphans(int: &str) -> String {
+    let parents: Vec<String> = (1..=10).map(|n| format!("({n})")).collect();
+    let children: Vec<String> = (1..=6000).map(|n| format!("({n}, {})", n % 20 + 1)).collect();
+    format!(
+        "CREATE TABLE parent (id {int} PRIMARY KEY);
+         CREATE TABLE child (id {int} PRIMARY KEY, parent_id {int});
+         CREATE INDEX child_parent_id ON child (parent_id);
+         INSERT INTO parent VALUES {};
+         INSERT INTO child VALUES {};",
+        parents.join(", "),
+        children.join(", ")
+    )
+}
+
+/// The batches `orphans --delete --confirm` takes for 3,000 orphans: without `--batch-size`
+/// they start at 500 and grow fourfold (up to 5,000) while transactions are well under
+/// `target_chunk_ms` (a minute here, so they always are): 500 + 2,000 + the last 500. Given
+/// `--batch-size`, or with `adaptive = false`, every batch is the same size.
+fn check_batch_sizes(url: impl Fn() -> Option<String>) {
+    let cases: [(&str, &[&str], u64); 3] = [
+        ("target_chunk_ms = 60000", &[], 3),
+        ("target_chunk_ms = 60000", &["--batch-size", "500"], 6),
+        ("target_chunk_ms = 60000\nadaptive = false", &[], 6),
+    ];
+    for (settings, extra, batches) in cases {
+        let Some(url) = url() else { return };
+        let config = format!(
+            "[settings]\n{settings}\n\n[models.parent]\ntable = \"parent\"\n\
+             children = [{{ model = \"child\", column = \"parent_id\" }}]\n\n\
+             [models.child]\ntable = \"child\"\nstrategy = \"bulk\"\n"
+        );
+        let dir = project(&[("cascades/cascade.toml", &config)]);
+        let mut args = vec!["orphans", "--delete", "--confirm", "--sleep-ms", "0", "--format", "json"];
+        args.extend_from_slice(&["--database-url", &url]);
+        args.extend_from_slice(extra);
+        let summary = json_output(cascade(dir.path()).args(&args));
+        assert_eq!(summary["deleted"], json!({"child": 3000}), "{settings} {extra:?}: {summary:#}");
+        assert_eq!(summary["batches"], json!(batches), "{settings} {extra:?}: {summary:#}");
+        assert_eq!(count(&url, "SELECT COUNT(*) FROM child"), 3000);
+        assert_eq!(count(&url, "SELECT COUNT(*) FROM child WHERE parent_id > 10"), 0);
+    }
+}
+
+#[test]
+fn sqlite_batches_grow_unless_their_size_is_given() {
+    let dir = tempfile::tempdir().unwrap();
+    check_batch_sizes(|| Some(sqlite_database(dir.path(), &half_orphans("INTEGER"))));
+}
+
+#[test]
+fn postgres_batches_grow_unless_their_size_is_given() {
+    check_batch_sizes(|| postgres_database(&half_orphans("bigint")));
 }

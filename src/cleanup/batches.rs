@@ -22,11 +22,16 @@ use crate::planner::Plan;
 /// The fewest and the most root keys a batch may hold.
 pub const BATCH_SIZES: std::ops::RangeInclusive<u64> = 50..=5_000;
 
+/// The first batch's size when none is given.
+pub const DEFAULT_BATCH_SIZE: u64 = 500;
+
 /// How a confirmed clean-up runs.
 #[derive(Debug, Clone)]
 pub struct BatchOptions {
-    /// Root keys per batch (see [`BATCH_SIZES`]).
-    pub batch_size: u64,
+    /// Root keys per batch (see [`BATCH_SIZES`]). `None`: batches start at
+    /// [`DEFAULT_BATCH_SIZE`] and, like chunks, grow or shrink so that each batch's longest
+    /// transaction takes about `[settings] target_chunk_ms` (unless `adaptive = false`).
+    pub batch_size: Option<u64>,
     /// The pause between two batches.
     pub sleep: Duration,
     /// Stop (as interrupted: a rerun continues) after this many batches.
@@ -46,7 +51,7 @@ pub struct BatchOptions {
 impl Default for BatchOptions {
     fn default() -> Self {
         Self {
-            batch_size: 500,
+            batch_size: None,
             sleep: Duration::from_millis(100),
             max_batches: None,
             restart: false,
@@ -138,6 +143,13 @@ pub struct BatchRun<'a> {
     heartbeat: tokio::task::JoinHandle<()>,
     /// Rate-limit buckets per plan root, shared by that plan's batches.
     pacing: IndexMap<String, Pacing>,
+    /// The root keys the first batch of a scan takes.
+    first_batch_size: u64,
+    /// The root keys the next batch of a scan takes, once it differs from the first's: each
+    /// scan (a relation's orphans, a model's duplicates) adapts to its own rows.
+    batch_sizes: IndexMap<String, u64>,
+    /// Whether batch sizes follow the batches' transaction times.
+    adaptive: bool,
 }
 
 impl Drop for BatchRun<'_> {
@@ -156,9 +168,11 @@ impl<'a> BatchRun<'a> {
         targets: &[String],
         options: BatchOptions,
     ) -> Result<Self, BatchError> {
-        if !BATCH_SIZES.contains(&options.batch_size) {
-            return Err(BatchError::BatchSize { size: options.batch_size });
+        let first_batch_size = options.batch_size.unwrap_or(DEFAULT_BATCH_SIZE);
+        if !BATCH_SIZES.contains(&first_batch_size) {
+            return Err(BatchError::BatchSize { size: first_batch_size });
         }
+        let adaptive = options.batch_size.is_none() && engine.config().settings.adaptive();
         if let Some(dir) = &options.archive {
             crate::engine::Archive::check(dir).map_err(DeleteError::from)?;
         }
@@ -189,6 +203,9 @@ impl<'a> BatchRun<'a> {
             started: Instant::now(),
             batch_started: Instant::now(),
             pacing: IndexMap::new(),
+            first_batch_size,
+            batch_sizes: IndexMap::new(),
+            adaptive,
         })
     }
 
@@ -212,6 +229,22 @@ impl<'a> BatchRun<'a> {
     /// The scan of `name` found nothing more: its checkpoint goes, so the next run scans everything.
     pub async fn finished_scan(&self, name: &str) -> Result<(), BatchError> {
         Ok(tables::forget_checkpoint(self.engine.database(), name).await?)
+    }
+
+    /// The root keys the next batch of the scan `name` takes.
+    pub fn batch_size(&self, name: &str) -> u64 {
+        self.batch_sizes.get(name).copied().unwrap_or(self.first_batch_size)
+    }
+
+    /// After a batch of the scan `name` with `keys` root keys whose longest transaction took
+    /// `longest`: the scan's next batch size, when it adapts.
+    fn adapt(&mut self, name: &str, keys: usize, longest: Duration) {
+        let (size, target) = (self.batch_size(name), self.engine.config().settings.target_chunk());
+        if let (true, Some(next)) =
+            (self.adaptive, crate::engine::next_chunk_size(size, keys as u64, longest, target, BATCH_SIZES))
+        {
+            self.batch_sizes.insert(name.to_owned(), next);
+        }
     }
 
     /// Whether the caller asked to stop.
@@ -247,11 +280,13 @@ impl<'a> BatchRun<'a> {
             run: Some(self.summary.run),
             checkpoint: Some(name.to_owned()),
             pacing: Some(pacing),
-            root_chunk_size: Some(self.options.batch_size),
+            root_chunk_size: Some(self.batch_size(name)),
+            roots_read: true,
             ..DeleteOptions::default()
         };
         let finished = self.engine.run_to_end(plan, keys, options, |_| {}).await?;
         self.add(&finished.summary);
+        self.adapt(name, keys.len(), Duration::from_secs_f64(finished.summary.max_chunk_ms / 1e3));
         if finished.outcome == RunOutcome::Interrupted {
             self.summary.outcome = RunOutcome::Interrupted;
             return Ok(Next::Stop);
@@ -284,6 +319,7 @@ impl<'a> BatchRun<'a> {
             ..Summary::default()
         };
         self.add(&summary);
+        self.adapt(name, keys.len(), took);
         Ok(self.pause().await)
     }
 
@@ -294,7 +330,7 @@ impl<'a> BatchRun<'a> {
         let option = option.value.clone();
         let rates = crate::engine::current_options(self.engine.config(), self.engine.database()).await?;
         let rate = rates.get(&option).copied().unwrap_or(0.0);
-        let least_burst = self.options.batch_size;
+        let least_burst = self.first_batch_size;
         let pacing = self.pacing.entry(model.to_owned()).or_insert_with(|| Pacing::for_option(&option, least_burst));
         pacing.take(&option, rate, rows, self.options.stop.as_deref()).await;
         Ok(())

@@ -304,7 +304,7 @@ pub async fn remove(
                 &key_type,
                 may_go.as_ref(),
                 after.as_deref(),
-                run.options().batch_size,
+                run.batch_size(&name),
             );
             let pairs: Vec<(String, String)> = engine
                 .database()

@@ -830,12 +830,12 @@ impl<'a> Group<'a> {
         format!("orphans:{}:{}", self.model, columns.join(","))
     }
 
-    /// The next `limit` keys after `after` of rows that dangle by any of `relations`, ascending.
-    fn next_keys(&self, relations: &[&Candidate<'_>], after: Option<&str>, limit: u64) -> Statement {
+    /// The keys of rows that dangle by any of `relations`, ascending, among `keys`.
+    fn orphan_keys(&self, relations: &[&Candidate<'_>], keys: Among<'_>) -> Statement {
         let key = format!("{}.{}", quote_identifier(CHILD), quote_identifier(&self.key));
         let backend = self.engine.database().backend();
         let mut sql = SqlBuilder::new(backend);
-        // The batch's keys come back as one JSON array, in key order.
+        // The keys come back as one JSON array, in key order.
         sql.push("SELECT ");
         backend.json_array_agg(&mut sql, BATCH_KEY, BATCH_ORDER);
         sql.push(" FROM (SELECT CAST(").push(&key).push(" AS TEXT) AS ").identifier(BATCH_KEY);
@@ -847,12 +847,17 @@ impl<'a> Group<'a> {
             sql.push(")");
         }
         sql.push(")");
-        batches::after(&mut sql, &key, &self.key_type, after);
-        sql.push(" ORDER BY ")
-            .push(&key)
-            .push(" LIMIT ")
-            .bind(Param::integer(i64::try_from(limit).unwrap_or(i64::MAX)))
-            .push(") AS cascade_batch");
+        match keys {
+            Among::Next { after, limit } => {
+                batches::after(&mut sql, &key, &self.key_type, after);
+                sql.push(" ORDER BY ").push(&key).push(" LIMIT ");
+                sql.bind(Param::integer(i64::try_from(limit).unwrap_or(i64::MAX)));
+            }
+            Among::These(keys) => {
+                sql.push(" AND ").key_list(&self.key, &self.key_type, batches::key_list(&self.key_type, keys.to_vec()));
+            }
+        }
+        sql.push(") AS cascade_batch");
         sql.finish()
     }
 
@@ -865,14 +870,16 @@ impl<'a> Group<'a> {
         clean: Clean<'_>,
     ) -> Result<Next, OrphanError> {
         let name = self.checkpoint(relations);
-        let mut after = run.resume_from(&name).await?;
-        let failed = |source| OrphanError::Database { relation: format!("`{}`", self.model), source };
+        let after = run.resume_from(&name).await?;
+        let mut reader = OrphanReader::new(self, relations, after);
         while run.may_start_batch() {
-            let statement = self.next_keys(relations, after.as_deref(), run.options().batch_size);
-            let keys = self.engine.database().fetch_array(&statement).await.map_err(failed)?;
-            if keys.is_empty() {
+            let Some(keys) = reader.next_batch(run.batch_size(&name)).await? else {
                 run.finished_scan(&name).await?;
                 return Ok(Next::Continue);
+            };
+            // Every key of a batch read ahead may have found its parent again since.
+            if keys.is_empty() {
+                continue;
             }
             let next = match clean {
                 Clean::Delete(plan) => run.delete_batch(plan, &keys, &name).await?,
@@ -881,9 +888,6 @@ impl<'a> Group<'a> {
                     run.nullify_batch(&update, &keys, self.model, &name).await?
                 }
             };
-            // Not the checkpoint: a batch whose roots were all skipped by their status leaves
-            // it where it was, and the scan must still move on.
-            after = keys.last().cloned();
             if next == Next::Stop {
                 return Ok(Next::Stop);
             }
@@ -906,6 +910,67 @@ impl<'a> Group<'a> {
         relation.orphan_condition(&mut sql);
         sql.push(")");
         sql.finish()
+    }
+}
+
+/// Which keys a read of orphans looks at.
+enum Among<'k> {
+    /// The first `limit` after `after` (from the lowest without it).
+    Next { after: Option<&'k str>, limit: u64 },
+    /// Only these.
+    These(&'k [String]),
+}
+
+/// The orphans of a group's relations in key order, a batch at a time: read a batch at a time,
+/// or many batches ahead where the database reads many keys much faster per key
+/// ([`crate::db::Backend::scan_read_ahead`]), each batch then read again among its own keys so
+/// that rows which found their parent since are left alone.
+struct OrphanReader<'g> {
+    group: &'g Group<'g>,
+    relations: &'g [&'g Candidate<'g>],
+    /// The last key read: the next read starts after it (not the checkpoint, which a batch whose
+    /// roots were all skipped by their status leaves where it was).
+    after: Option<String>,
+    /// Keys read ahead, not yet handed out.
+    ahead: std::collections::VecDeque<String>,
+    /// The last read found fewer keys than it asked for: none are left after `after`.
+    exhausted: bool,
+}
+
+impl<'g> OrphanReader<'g> {
+    fn new(group: &'g Group<'g>, relations: &'g [&'g Candidate<'g>], after: Option<String>) -> Self {
+        Self { group, relations, after, ahead: Default::default(), exhausted: false }
+    }
+
+    /// The next batch of up to `size` keys (empty when every key read ahead for it found its
+    /// parent again), or `None` when the scan is through.
+    async fn next_batch(&mut self, size: u64) -> Result<Option<Vec<String>>, OrphanError> {
+        let read_ahead = self.group.engine.database().backend().scan_read_ahead();
+        if read_ahead <= size {
+            let keys = self.read(Among::Next { after: self.after.as_deref(), limit: size }, false).await?;
+            self.after = keys.last().cloned().or(self.after.take());
+            return Ok((!keys.is_empty()).then_some(keys));
+        }
+        if self.ahead.len() < size as usize && !self.exhausted {
+            let keys = self.read(Among::Next { after: self.after.as_deref(), limit: read_ahead }, true).await?;
+            self.exhausted = (keys.len() as u64) < read_ahead;
+            self.after = keys.last().cloned().or(self.after.take());
+            self.ahead.extend(keys);
+        }
+        if self.ahead.is_empty() {
+            return Ok(None);
+        }
+        let batch: Vec<String> = self.ahead.drain(..self.ahead.len().min(size as usize)).collect();
+        Ok(Some(self.read(Among::These(&batch), false).await?))
+    }
+
+    /// The orphans among `keys`; a `wide` read is one of many rows.
+    async fn read(&self, keys: Among<'_>, wide: bool) -> Result<Vec<String>, OrphanError> {
+        let (group, database) = (self.group, self.group.engine.database());
+        let statement = group.orphan_keys(self.relations, keys);
+        let read =
+            if wide { database.fetch_wide_array(&statement).await } else { database.fetch_array(&statement).await };
+        read.map_err(|source| OrphanError::Database { relation: format!("`{}`", group.model), source })
     }
 }
 

@@ -43,9 +43,10 @@ pub struct Args {
 /// How a confirmed clean-up goes, batch by batch (shared by `orphans` and `duplicates`).
 #[derive(Debug, clap::Args)]
 pub struct BatchArgs {
-    /// Rows per batch, 50 to 5000 (each the root of its own cascade).
-    #[arg(long, value_name = "N", default_value_t = 500, value_parser = clap::value_parser!(u64).range(50..=5000))]
-    pub batch_size: u64,
+    /// Rows per batch, 50 to 5000 (each the root of its own cascade) [default: from 500,
+    /// adapting to the config's target_chunk_ms]
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(50..=5000))]
+    pub batch_size: Option<u64>,
     /// Pause between two batches, in milliseconds (the config's rate limits apply on top).
     #[arg(long, value_name = "MS", default_value_t = 100)]
     pub sleep_ms: u64,

@@ -142,7 +142,8 @@ pub struct Settings {
     pub run_lease_seconds: Option<Located<u64>>,
     /// Whether chunk sizes adapt while a deletion runs so that each transaction takes about
     /// `target_chunk_ms`: a model's `chunk_size` is then where its chunks start. `false` keeps
-    /// every chunk at its `chunk_size`.
+    /// every chunk at its `chunk_size`, and the clean-up batches at 500 unless `--batch-size`
+    /// says otherwise.
     #[serde(skip_serializing_if = "Option::is_none")]
     #[schemars(extend("default" = true))]
     pub adaptive: Option<Located<bool>>,

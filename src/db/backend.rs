@@ -136,6 +136,15 @@ pub trait Backend: Send + Sync + Debug {
     /// (and deleting them all when they fit) pays off.
     fn limited_delete_is_slow(&self) -> bool;
 
+    /// How many keys a scan for rows in key order (a clean-up's orphans) reads in one query
+    /// ahead of its batches, each batch's keys then checked again right before it runs; 0 reads
+    /// one batch at a time.
+    fn scan_read_ahead(&self) -> u64;
+
+    /// The statement that, first in a transaction, gives a read of many rows back what a
+    /// writer's connection turns off for its chunk-sized statements; `None` when nothing is.
+    fn wide_read_setting(&self) -> Option<&'static str>;
+
     /// The scripts that create and upgrade the tool's tables, in order; script N brings the
     /// tables to version N.
     fn migrations(&self) -> &'static [&'static str];

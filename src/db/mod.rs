@@ -322,6 +322,18 @@ impl Database {
         json_array_texts(&self.fetch_texts(statement).await?)
     }
 
+    /// Like [`Self::fetch_array`], for a statement that reads many rows: with what a writer's
+    /// connection turns off for chunk-sized statements turned back on
+    /// ([`Backend::wide_read_setting`]).
+    pub async fn fetch_wide_array(&self, statement: &Statement) -> Result<Vec<String>, DbError> {
+        let Some(setting) = self.backend.wide_read_setting() else { return self.fetch_array(statement).await };
+        let mut transaction = self.begin_write().await?;
+        transaction.execute(&Statement { sql: setting.to_owned(), params: Vec::new() }).await?;
+        let texts = transaction.fetch_texts(statement).await?;
+        transaction.commit().await?;
+        json_array_texts(&texts)
+    }
+
     /// Runs a query whose columns are all text (or NULL), outside any transaction.
     pub async fn fetch_texts(&self, statement: &Statement) -> Result<TextRows, DbError> {
         let sql = sqlx::AssertSqlSafe(statement.sql.clone());

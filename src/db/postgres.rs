@@ -181,6 +181,20 @@ impl Backend for Postgres {
         false
     }
 
+    fn scan_read_ahead(&self) -> u64 {
+        // A read of a batch is a nested-loop anti-join probing the parent's index for every
+        // child row (80 ms of a 100 ms batch of 5,000 orphans at 1M rows); for this many keys the
+        // planner hashes the parent table once instead (a sixth of the time per key).
+        100_000
+    }
+
+    fn wide_read_setting(&self) -> Option<&'static str> {
+        // PostgreSQL's default number of parallel workers per query (`connect` sets none; `TO
+        // DEFAULT` would restore that connection's 0), within the server's `max_parallel_workers`:
+        // a read-ahead of 100,000 orphans took 440-580 ms without them, about 300 ms with two.
+        Some("SET LOCAL max_parallel_workers_per_gather = 2")
+    }
+
     fn migrations(&self) -> &'static [&'static str] {
         MIGRATIONS
     }

@@ -172,6 +172,16 @@ impl Backend for Sqlite {
         true
     }
 
+    fn scan_read_ahead(&self) -> u64 {
+        // SQLite joins by probing an index per row however many rows it reads: a larger read
+        // would only add the check again.
+        0
+    }
+
+    fn wide_read_setting(&self) -> Option<&'static str> {
+        None
+    }
+
     fn migrations(&self) -> &'static [&'static str] {
         MIGRATIONS
     }

@@ -6,6 +6,7 @@
 //! `max_chunk_size` (or the step's own `chunk_size`, when larger).
 
 use std::collections::HashMap;
+use std::ops::RangeInclusive;
 use std::time::Duration;
 
 use crate::config::Settings;
@@ -50,19 +51,10 @@ impl ChunkSizes {
         if !self.adaptive {
             return;
         }
-        let ratio = self.target.as_secs_f64() / elapsed.as_secs_f64().max(1e-6);
-        let factor = if ratio >= 1.0 {
-            // Only a full chunk says how long a larger one would take.
-            if rows < limit {
-                return;
-            }
-            (ratio * GROWTH_AIM).clamp(1.0, MAX_GROWTH)
-        } else {
-            ratio.max(MAX_SHRINK)
-        };
         let largest = self.max.max(node.chunk_size).min(self.caps.get(&node.step).copied().unwrap_or(u64::MAX));
-        let next = ((limit as f64 * factor) as u64).clamp(1, largest.max(1));
-        self.sizes.insert(node.step, next);
+        if let Some(next) = next_size(limit, rows, elapsed, self.target, 1..=largest.max(1)) {
+            self.sizes.insert(node.step, next);
+        }
     }
 
     /// The most rows one statement of `node` takes when it runs in its parent chunk's
@@ -84,6 +76,28 @@ impl ChunkSizes {
         self.caps.insert(node.step, cap);
         self.sizes.insert(node.step, cap);
     }
+}
+
+/// The size after a transaction that asked for `limit` rows, found `rows` and took `elapsed`,
+/// aiming at `target` within `sizes`; `None` when it stays (a short chunk that was fast says
+/// nothing about a larger one).
+pub(crate) fn next_size(
+    limit: u64,
+    rows: u64,
+    elapsed: Duration,
+    target: Duration,
+    sizes: RangeInclusive<u64>,
+) -> Option<u64> {
+    let ratio = target.as_secs_f64() / elapsed.as_secs_f64().max(1e-6);
+    let factor = if ratio >= 1.0 {
+        if rows < limit {
+            return None;
+        }
+        (ratio * GROWTH_AIM).clamp(1.0, MAX_GROWTH)
+    } else {
+        ratio.max(MAX_SHRINK)
+    };
+    Some(((limit as f64 * factor) as u64).clamp(*sizes.start(), *sizes.end()))
 }
 
 #[cfg(test)]

@@ -58,6 +58,9 @@ pub struct DeleteOptions {
     /// Root rows per transaction, instead of the root model's (adaptive) chunk size: a clean-up
     /// batch is one chunk of roots.
     pub root_chunk_size: Option<u64>,
+    /// The caller read the root ids from the root table right before (a clean-up batch): they
+    /// are not looked up again, only their status is.
+    pub roots_read: bool,
 }
 
 impl Default for DeleteOptions {
@@ -72,6 +75,7 @@ impl Default for DeleteOptions {
             checkpoint: None,
             pacing: None,
             root_chunk_size: None,
+            roots_read: false,
         }
     }
 }
@@ -318,7 +322,7 @@ impl<'a> Deletion<'a> {
         let ids = table_keys(&plan.root.table, &root.sql.key_type, ids.to_vec())?;
 
         let mut summary = Summary::default();
-        let (proceeding, skipped, missing) = sort_roots(database, &root, &ids).await?;
+        let (proceeding, skipped, missing) = sort_roots(database, &root, &ids, options.roots_read).await?;
         (summary.skipped, summary.missing) = (skipped, missing);
         let proceeding = table_keys(&plan.root.table, &root.sql.key_type, proceeding)?;
         let mut statuses_before = IndexMap::new();
@@ -970,16 +974,19 @@ fn initial_state(node: &PlanNode) -> State {
 /// that match no row. When every id has its row (the usual case) only the count and the skipped
 /// keys are read, not a row per id: with 100,000 ids that read alone took a third of the run.
 /// Keys the database spells its own way (uuid, ...) are always read, so that later steps use the
-/// database's spelling.
+/// database's spelling, unless they were `read` from the table by the caller (who then spelled
+/// them so, and whose rows are there), which also spares the count.
 async fn sort_roots(
     database: &Database,
     root: &StepSql<'_>,
     ids: &SqlValue,
+    read: bool,
 ) -> Result<(Vec<String>, Vec<String>, Vec<String>), DeleteError> {
     let requested = super::key_texts(ids);
     let spelled_as_given = !matches!(root.sql.key_type, crate::db::sql::KeyType::Other(_));
-    if spelled_as_given
-        && database.fetch_count(&root.sql.count_roots(Param::Value(ids.clone()))).await? == requested.len() as u64
+    if read
+        || spelled_as_given
+            && database.fetch_count(&root.sql.count_roots(Param::Value(ids.clone()))).await? == requested.len() as u64
     {
         let skipped: Vec<String> = match root.status {
             Some(status) => database
