@@ -292,3 +292,18 @@ fn a_duplicate_kept_by_its_status_keeps_its_children_on_postgres() {
     let Some(url) = postgres_database(&schema("bigint", &STATUS_ROWS.replace("{int}", "bigint"))) else { return };
     a_duplicate_kept_by_its_status_keeps_its_children(&url);
 }
+
+/// The transaction that re-points a batch's children (`--merge`) is one of the run's: a trigger
+/// makes it take at least 300 ms, and the longest transaction reported is at least that.
+#[test]
+fn a_merge_counts_as_a_transaction_of_its_batch_on_postgres() {
+    let slow_merge = "CREATE FUNCTION slow_merge() RETURNS trigger LANGUAGE plpgsql AS \
+                      $$ BEGIN PERFORM pg_sleep(0.3); RETURN NULL; END $$;
+                      CREATE TRIGGER slow_merge AFTER UPDATE ON membership FOR EACH STATEMENT \
+                      EXECUTE FUNCTION slow_merge();";
+    let Some(url) = postgres_database(&(schema("bigint", ROWS) + slow_merge)) else { return };
+    let removed = remove(&url, &["--keep", "newest", "--order-by", "created_at", "--merge"]);
+    assert_eq!(memberships(&url), pairs(&[("100", "1"), ("101", "1"), ("102", "5"), ("103", "5")]));
+    let longest = removed["max_transaction_ms"].as_f64().unwrap();
+    assert!(longest >= 300.0, "the merge's transaction is counted: {removed:#}");
+}

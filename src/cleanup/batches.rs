@@ -140,6 +140,8 @@ pub struct BatchRun<'a> {
     started: Instant,
     /// When the current batch started: before the query that picks its rows.
     batch_started: Instant,
+    /// The longest transaction of the current batch that the caller ran itself (a merge's).
+    batch_longest: Duration,
     heartbeat: tokio::task::JoinHandle<()>,
     /// Rate-limit buckets per plan root, shared by that plan's batches.
     pacing: IndexMap<String, Pacing>,
@@ -202,6 +204,7 @@ impl<'a> BatchRun<'a> {
             options,
             started: Instant::now(),
             batch_started: Instant::now(),
+            batch_longest: Duration::ZERO,
             pacing: IndexMap::new(),
             first_batch_size,
             batch_sizes: IndexMap::new(),
@@ -256,6 +259,7 @@ impl<'a> BatchRun<'a> {
     /// time counts from here, the query that picks its rows included.
     pub fn may_start_batch(&mut self) -> bool {
         self.batch_started = Instant::now();
+        self.batch_longest = Duration::ZERO;
         if self.stopping() {
             self.summary.outcome = RunOutcome::Interrupted;
             return false;
@@ -286,12 +290,20 @@ impl<'a> BatchRun<'a> {
         };
         let finished = self.engine.run_to_end(plan, keys, options, |_| {}).await?;
         self.add(&finished.summary);
-        self.adapt(name, keys.len(), Duration::from_secs_f64(finished.summary.max_chunk_ms / 1e3));
+        let longest = Duration::from_secs_f64(finished.summary.max_chunk_ms / 1e3).max(self.batch_longest);
+        self.adapt(name, keys.len(), longest);
         if finished.outcome == RunOutcome::Interrupted {
             self.summary.outcome = RunOutcome::Interrupted;
             return Ok(Next::Stop);
         }
         Ok(self.pause().await)
+    }
+
+    /// A transaction of the current batch that the caller ran itself took `took`: it counts as
+    /// the batch's, for the longest transaction and the next batch's size.
+    pub fn transaction_done(&mut self, took: Duration) {
+        self.batch_longest = self.batch_longest.max(took);
+        self.summary.max_transaction_ms = self.summary.max_transaction_ms.max(took.as_secs_f64() * 1e3);
     }
 
     /// Runs `update`, which nullifies the rows of `model` among `keys` (ascending, in the

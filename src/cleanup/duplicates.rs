@@ -321,7 +321,9 @@ pub async fn remove(
                 break;
             };
             if let Some(merger) = &merger {
+                let started = std::time::Instant::now();
                 merger.repoint(&pairs).await?;
+                run.transaction_done(started.elapsed());
             }
             let keys: Vec<String> = pairs.into_iter().map(|(duplicate, _)| duplicate).collect();
             let next = run.delete_batch(&plan, &keys, &name).await?;
