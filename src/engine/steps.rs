@@ -190,35 +190,61 @@ fn list_node(
     if let Some(status) = step.status {
         statements.push(step.sql.mark_in_progress(matched.clone(), status));
     }
-    let mut deletes = Vec::new();
     if step.sql.loads_rows() {
         statements.push(step.sql.select_chunk(matched, step.status, node.chunk_size));
         let keys = described("the chunk's keys");
         if !step.children.is_empty() {
             statements.push(step.sql.children_exist(&step.children, &keys));
         }
-        deletes.push(step.sql.delete_by_keys(keys, step.returning.as_ref()));
-    } else if parent.is_some_and(PlanNode::has_only_set_based_children) && backend.limited_delete_is_slow() {
-        // In the parent chunk's transaction: all its rows when they fit one chunk, else a chunk.
-        statements.push(step.sql.count_up_to(matched.clone(), node.chunk_size + 1));
-        deletes.push(step.sql.set_based_all(matched.clone(), step.returning.as_ref()));
-        deletes.push(step.sql.set_based_chunk(matched, step.returning.as_ref(), node.chunk_size));
+        statements.extend(deleting_all(&step, node, keys, true));
     } else {
-        deletes.push(step.sql.set_based_chunk(matched, step.returning.as_ref(), node.chunk_size));
-    }
-    // Where the database writes a delete's tombstones itself (without --archive), as the executor has it.
-    let written_by_the_delete = node.action == OnDelete::Delete && backend.deletes_in_with();
-    for delete in deletes {
-        statements.push(step.deleting_in_with(&delete, false).filter(|_| written_by_the_delete).unwrap_or(delete));
-    }
-    if !written_by_the_delete {
-        statements.extend(step.tombstones(described("the deleted rows' keys, shard keys and payloads (JSON)")));
+        if parent.is_some_and(PlanNode::has_only_set_based_children) && backend.limited_delete_is_slow() {
+            // In the parent chunk's transaction: all its rows when they fit one chunk, else a chunk.
+            statements.push(step.sql.count_up_to(matched.clone(), node.chunk_size + 1));
+            statements.extend(deleting_all(&step, node, matched.clone(), false));
+        }
+        let chunk = step.sql.set_based_chunk(matched, step.returning.as_ref(), node.chunk_size);
+        statements.extend(writing(&step, node, chunk));
     }
     out.push(StepStatements {
         step: node.step,
         model: node.model.clone(),
         statements: statements.into_iter().map(listed).collect(),
     });
+}
+
+/// The statements that delete (or nullify) every row of `node` whose key (`by_key`) or relation
+/// column is in `keys`, as the executor runs them: where one writer at a time is the rule, the
+/// tombstones are written from the table first and the delete returns nothing.
+fn deleting_all(step: &StepSql<'_>, node: &PlanNode, keys: Param, by_key: bool) -> Vec<Statement> {
+    let delete = |returning| {
+        if by_key {
+            step.sql.delete_by_keys(keys.clone(), returning)
+        } else {
+            step.sql.set_based_all(keys.clone(), returning)
+        }
+    };
+    let one_writer = !step.sql.backend.concurrent_writers();
+    let Some(returning) = step.returning.as_ref().filter(|_| one_writer && node.action == OnDelete::Delete) else {
+        return writing(step, node, delete(step.returning.as_ref()));
+    };
+    let tombstones = step
+        .outbox
+        .map(|target| step.sql.insert_tombstones(&target.scope, &target.category, returning, keys.clone(), by_key));
+    tombstones.into_iter().chain([delete(None)]).collect()
+}
+
+/// `statement` with its tombstones, as the executor writes them: in the statement's own `WITH`
+/// where the database can, else from the rows it returns (one JSON parameter).
+fn writing(step: &StepSql<'_>, node: &PlanNode, statement: Statement) -> Vec<Statement> {
+    if step.returning.is_none() || node.action != OnDelete::Delete {
+        return vec![statement];
+    }
+    if let Some(in_with) = step.deleting_in_with(&statement, false) {
+        return vec![in_with];
+    }
+    let tombstones = step.tombstones(Param::Described("the deleted rows' keys, shard keys and payloads (JSON)".into()));
+    [statement].into_iter().chain(tombstones).collect()
 }
 
 fn listed(statement: Statement) -> ListedStatement {
