@@ -18,6 +18,9 @@ const MAX_GROWTH: f64 = 4.0;
 const GROWTH_AIM: f64 = 0.8;
 /// The most a chunk shrinks after one transaction (a factor).
 const MAX_SHRINK: f64 = 0.25;
+/// The share of a child statement's bound that the next chunk's children are expected to fill
+/// at most: room for keys with more children than the last chunk's.
+const CHILDREN_AIM: f64 = 0.9;
 
 pub(crate) struct ChunkSizes {
     adaptive: bool,
@@ -62,6 +65,20 @@ impl ChunkSizes {
     /// largest chunk allowed, else its `chunk_size`.
     pub fn in_parent(&self, node: &PlanNode) -> u64 {
         if self.adaptive { self.max.max(node.chunk_size) } else { node.chunk_size }
+    }
+
+    /// After a chunk of `keys` rows of `node` whose child rows, deleted in its transaction by
+    /// one statement of at most `fitting` rows, came to `rows`: the next chunk grows no further
+    /// than the keys whose children are expected to fit, since a chunk whose children overflow
+    /// costs its transaction and two more.
+    pub fn children_fit(&mut self, node: &PlanNode, keys: u64, rows: u64, fitting: u64) {
+        if !self.adaptive || rows == 0 {
+            return;
+        }
+        let expected = ((keys as f64 * fitting as f64 * CHILDREN_AIM / rows as f64) as u64).max(1);
+        if expected < self.of(node) {
+            self.sizes.insert(node.step, expected);
+        }
     }
 
     /// A chunk of `limit` rows of `node` had more child rows than one transaction takes: `rows`
@@ -183,6 +200,20 @@ mod tests {
         assert_eq!(sizes.of(&node), 200, "at least halved");
         sizes.overflowed(&node, 200, None, 10_000);
         assert_eq!(sizes.of(&node), 100, "halved when not counted");
+    }
+
+    #[test]
+    fn growth_stops_where_the_children_are_expected_to_overflow() {
+        let (node, mut sizes) = (node(), ChunkSizes::new(&settings("max_chunk_size = 25000")));
+        sizes.record(&node, 100, 100, MS(5));
+        assert_eq!(sizes.of(&node), 400);
+        sizes.children_fit(&node, 100, 9_000, 25_000);
+        assert_eq!(sizes.of(&node), 250, "90 rows a key: 250 keys fill 90 % of 25,000");
+        sizes.children_fit(&node, 250, 2_500, 25_000);
+        assert_eq!(sizes.of(&node), 250, "few children never raise the size");
+        let (node, mut fixed) = (self::node(), ChunkSizes::new(&settings("adaptive = false")));
+        fixed.children_fit(&node, 100, 1_000_000, 25_000);
+        assert_eq!(fixed.of(&node), 100);
     }
 
     #[test]

@@ -641,9 +641,13 @@ impl<'a> Deletion<'a> {
         };
         self.advance_checkpoint(&mut transaction, frame.node, keys).await?;
         self.commit(transaction).await?;
+        self.sizes.record(frame.node, frame.limit, key_count(keys), started.elapsed());
+        for (child, rows) in &steps {
+            let fitting = self.sizes.in_parent(child);
+            self.sizes.children_fit(frame.node, key_count(keys), *rows, fitting);
+        }
         steps.push((frame.node, deleted));
         self.record_transaction(started, &steps);
-        self.sizes.record(frame.node, frame.limit, key_count(keys), started.elapsed());
         Ok(Together::Done(steps))
     }
 
