@@ -769,8 +769,9 @@ impl<'a> Deletion<'a> {
     }
 
     /// Deletes (or nullifies) every row of `node` whose key (`by_key`) or relation column is in
-    /// `keys`. Where one writer at a time is the rule and nothing is archived, the tombstones are
-    /// written straight from the table first, without carrying the rows through the tool.
+    /// `keys`. Where one writer at a time is the rule, the tombstones and the archive's rows are
+    /// read straight from the table first ([`StepSql::row_data_from_table`]), without carrying
+    /// the rows through the tool one by one.
     async fn delete_all(
         &mut self,
         transaction: &mut Transaction,
@@ -780,12 +781,9 @@ impl<'a> Deletion<'a> {
         by_key: bool,
     ) -> Result<u64, DeleteError> {
         let keys = || Param::Value(keys.clone());
-        let statement = |returning| {
-            if by_key { step.sql.delete_by_keys(keys(), returning) } else { step.sql.set_based_all(keys(), returning) }
-        };
-        let one_writer = !self.database.backend().concurrent_writers();
-        let Some(returning) = step.returning.as_ref().filter(|_| one_writer && node.action == OnDelete::Delete) else {
-            return self.run_write(transaction, &statement(step.returning.as_ref()), node, step).await;
+        let Some(returning) = step.row_data_from_table() else {
+            let statement = step.sql.delete_matching(keys(), step.returning.as_ref(), by_key);
+            return self.run_write(transaction, &statement, node, step).await;
         };
         if let Some(target) = step.outbox {
             let tombstones = step.sql.insert_tombstones(&target.scope, &target.category, returning, keys(), by_key);
@@ -797,7 +795,7 @@ impl<'a> Deletion<'a> {
             }
             _ => None,
         };
-        let deleted = transaction.execute(&statement(None)).await?;
+        let deleted = transaction.execute(&step.sql.delete_matching(keys(), None, by_key)).await?;
         // Archived once the delete went through: a refused delete leaves no lines behind.
         if let Some(archived) = archived {
             self.archive_lines(node, step, counted_lines(archived).1)?;
@@ -814,7 +812,7 @@ impl<'a> Deletion<'a> {
         node: &PlanNode,
         step: &StepSql<'_>,
     ) -> Result<u64, DeleteError> {
-        if step.returning.is_none() || node.action != OnDelete::Delete {
+        if step.row_data().is_none() {
             return Ok(transaction.execute(statement).await?);
         }
         // The database writes the tombstones itself, and hands over the archive's rows in one

@@ -129,6 +129,12 @@ impl NodeSql<'_> {
         sql.finish()
     }
 
+    /// Every row whose key (`by_key`: [`Self::delete_by_keys`]) or relation column
+    /// ([`Self::set_based_all`]) is in `keys`.
+    pub fn delete_matching(&self, keys: Param, returning: Option<&Returning>, by_key: bool) -> Statement {
+        if by_key { self.delete_by_keys(keys, returning) } else { self.set_based_all(keys, returning) }
+    }
+
     /// How many rows match `matched`, counting no further than `limit` (an index-only scan of the
     /// relation's index).
     pub fn count_up_to(&self, matched: Param, limit: u64) -> Statement {

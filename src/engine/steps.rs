@@ -26,6 +26,8 @@ pub(crate) struct StepSql<'a> {
     /// Whether the node's key is unique (a primary key or unique index), so a statement matching
     /// N keys touches at most N rows.
     pub key_unique: bool,
+    /// Whether the node's rows are deleted (not nullified).
+    deletes: bool,
 }
 
 impl<'a> StepSql<'a> {
@@ -69,7 +71,20 @@ impl<'a> StepSql<'a> {
             key_unique: schema.is_some_and(
                 |schema| matches!(node.identity.as_slice(), [key] if schema.unique_column(&node.table, key)),
             ),
+            deletes: node.action == OnDelete::Delete,
         }
+    }
+
+    /// What a delete returns for the tombstones and the archive; none for a nullify, whose
+    /// updated rows stay.
+    pub fn row_data(&self) -> Option<&Returning> {
+        self.returning.as_ref().filter(|_| self.deletes)
+    }
+
+    /// Where one writer at a time is the rule, a delete of every matching row has its tombstones
+    /// and archive rows read from the table right before it, and returns nothing: what is read.
+    pub fn row_data_from_table(&self) -> Option<&Returning> {
+        self.row_data().filter(|_| !self.sql.backend.concurrent_writers())
     }
 
     /// The tombstones of a chunk; `rows` is the JSON array of the deleted rows' key, shard and
@@ -196,15 +211,15 @@ fn list_node(
         if !step.children.is_empty() {
             statements.push(step.sql.children_exist(&step.children, &keys));
         }
-        statements.extend(deleting_all(&step, node, keys, true));
+        statements.extend(deleting_all(&step, keys, true));
     } else {
         if parent.is_some_and(PlanNode::has_only_set_based_children) && backend.limited_delete_is_slow() {
             // In the parent chunk's transaction: all its rows when they fit one chunk, else a chunk.
             statements.push(step.sql.count_up_to(matched.clone(), node.chunk_size + 1));
-            statements.extend(deleting_all(&step, node, matched.clone(), false));
+            statements.extend(deleting_all(&step, matched.clone(), false));
         }
         let chunk = step.sql.set_based_chunk(matched, step.returning.as_ref(), node.chunk_size);
-        statements.extend(writing(&step, node, chunk));
+        statements.extend(writing(&step, chunk));
     }
     out.push(StepStatements {
         step: node.step,
@@ -213,31 +228,22 @@ fn list_node(
     });
 }
 
-/// The statements that delete (or nullify) every row of `node` whose key (`by_key`) or relation
-/// column is in `keys`, as the executor runs them: where one writer at a time is the rule, the
-/// tombstones are written from the table first and the delete returns nothing.
-fn deleting_all(step: &StepSql<'_>, node: &PlanNode, keys: Param, by_key: bool) -> Vec<Statement> {
-    let delete = |returning| {
-        if by_key {
-            step.sql.delete_by_keys(keys.clone(), returning)
-        } else {
-            step.sql.set_based_all(keys.clone(), returning)
-        }
-    };
-    let one_writer = !step.sql.backend.concurrent_writers();
-    let Some(returning) = step.returning.as_ref().filter(|_| one_writer && node.action == OnDelete::Delete) else {
-        return writing(step, node, delete(step.returning.as_ref()));
+/// The statements that delete (or nullify) every row whose key (`by_key`) or relation column is
+/// in `keys`, as the executor runs them (see [`StepSql::row_data_from_table`]).
+fn deleting_all(step: &StepSql<'_>, keys: Param, by_key: bool) -> Vec<Statement> {
+    let Some(returning) = step.row_data_from_table() else {
+        return writing(step, step.sql.delete_matching(keys, step.returning.as_ref(), by_key));
     };
     let tombstones = step
         .outbox
         .map(|target| step.sql.insert_tombstones(&target.scope, &target.category, returning, keys.clone(), by_key));
-    tombstones.into_iter().chain([delete(None)]).collect()
+    tombstones.into_iter().chain([step.sql.delete_matching(keys, None, by_key)]).collect()
 }
 
 /// `statement` with its tombstones, as the executor writes them: in the statement's own `WITH`
 /// where the database can, else from the rows it returns (one JSON parameter).
-fn writing(step: &StepSql<'_>, node: &PlanNode, statement: Statement) -> Vec<Statement> {
-    if step.returning.is_none() || node.action != OnDelete::Delete {
+fn writing(step: &StepSql<'_>, statement: Statement) -> Vec<Statement> {
+    if step.row_data().is_none() {
         return vec![statement];
     }
     if let Some(in_with) = step.deleting_in_with(&statement, false) {
