@@ -344,6 +344,22 @@ fn the_worker_prunes_what_the_policy_drops_today() {
 }
 
 #[test]
+fn prune_confirm_refuses_a_now_later_than_the_clock_and_drops_nothing() {
+    let Some(url) = postgres_database(SCHEMA) else { return };
+    let config = project(&[("cascades/cascade.toml", CONFIG)]);
+    let before = dump(&url);
+    let output = cascade(config.path())
+        .args(["--database-url", url.as_str(), "partitions", "prune", "--confirm", "--now", "2999-01-01T00:00:00Z"])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(2));
+    let stderr = String::from_utf8(output.stderr).unwrap();
+    assert!(stderr.contains("--now 2999-01-01T00:00:00Z is later than the clock"), "{stderr}");
+    assert_eq!(attached(&url).len(), 13, "nothing was detached");
+    assert_eq!(dump(&url), before);
+}
+
+#[test]
 fn a_partition_referenced_through_an_undeclared_foreign_key_is_refused_with_the_reason() {
     let Some(url) = postgres_database(SCHEMA) else { return };
     let config = r#"
