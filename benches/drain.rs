@@ -10,6 +10,8 @@
 //! Every run is checked: the table is empty afterwards and the sink received every coalesced
 //! message.
 
+#[path = "common/args.rs"]
+mod args;
 #[path = "common/database.rs"]
 mod database;
 #[path = "common/pg_server.rs"]
@@ -23,8 +25,9 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
+use args::number_argument;
 use cascade::db::{Access, Database};
-use database::{durability, fresh_database, number_argument, statement};
+use database::{durability, fresh_database, statement};
 use pg_server::PgServer;
 
 const DEFAULT_ROWS: u64 = 100_000;

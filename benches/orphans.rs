@@ -35,6 +35,8 @@
 //! grandchildren of the other rows included.
 //! Peak RSS is the cascade process's own `VmHWM`, read while it runs.
 
+#[path = "common/args.rs"]
+mod args;
 #[path = "common/database.rs"]
 mod database;
 #[path = "common/pg_server.rs"]
@@ -46,8 +48,9 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
+use args::number_argument;
 use cascade::db::{Access, Database, Kind};
-use database::{durability, fresh_database, number_argument, statement};
+use database::{durability, fresh_database, statement};
 use pg_server::PgServer;
 use process::Finished;
 

@@ -12,6 +12,8 @@
 //! the sampling interval may be missed or read as 0). Every run is checked: January is empty,
 //! June whole.
 
+#[path = "common/args.rs"]
+mod args;
 #[path = "common/pg_server.rs"]
 mod pg_server;
 
@@ -49,7 +51,7 @@ struct Span {
 }
 
 fn main() {
-    let rows = rows_argument();
+    let rows = args::number_argument("--rows").unwrap_or(DEFAULT_ROWS);
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("a runtime");
     let Some(server) = PgServer::start() else {
         eprintln!("no PostgreSQL: set CASCADE_TEST_POSTGRES_URL or install the server binaries");
@@ -282,14 +284,4 @@ fn report(runs: &[Run], rows: u64, durability: &str) {
 
 fn ms(duration: Duration) -> f64 {
     duration.as_secs_f64() * 1000.0
-}
-
-fn rows_argument() -> u64 {
-    let arguments: Vec<String> = std::env::args().collect();
-    arguments
-        .iter()
-        .position(|a| a == "--rows")
-        .and_then(|i| arguments.get(i + 1))
-        .and_then(|n| n.parse().ok())
-        .unwrap_or(DEFAULT_ROWS)
 }

@@ -54,10 +54,3 @@ pub async fn durability(database: &Database) -> String {
     }
     values.join(", ")
 }
-
-/// The number after `name` among the bench's arguments (cargo's own `--bench` is ignored).
-pub fn number_argument(name: &str) -> Option<u64> {
-    let arguments: Vec<String> = std::env::args().collect();
-    let value = arguments.iter().position(|a| a == name).and_then(|i| arguments.get(i + 1))?;
-    Some(value.replace(['_', ','], "").parse().unwrap_or_else(|_| panic!("{name} takes a number, not `{value}`")))
-}

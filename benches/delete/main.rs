@@ -1,6 +1,7 @@
 //! Deleting large trees: `cascade delete` against the database's own `ON DELETE CASCADE` and a
 //! hand-written batch loop, on SQLite and PostgreSQL. Run: `cargo bench --bench delete`
-//! (`-- --rows N` for another size; the default is 1,000,000). Progress goes to stderr, the
+//! (`-- --rows N` for another size, the default is 1,000,000; `-- --repeat N` rounds of every
+//! method, default 3, the tables showing each method's median). Progress goes to stderr, the
 //! markdown tables to stdout.
 //!
 //! Two trees, each a section of the output (see `tree.rs`):
@@ -16,11 +17,14 @@
 //! - **deep**: `root` → 100 `l1` → `l2` (rows / 100) → `l3` (the rest), about 99 leaves per
 //!   per_row parent; the native DELETE against `cascade delete`, at `--rows` and a tenth of it.
 //!
-//! Every table is indexed on its parent column. A tree is built once per kind of foreign keys
+//! The methods run interleaved (round 1 of every method, then round 2, ...), so that a slow
+//! stretch of the machine falls on all of them. Every table is indexed on its parent column. A tree is built once per kind of foreign keys
 //! (in one transaction, PostgreSQL's keys added after loading) and copied for each method.
 //! Every method's result is checked: exactly root 1's rows deleted from each table, and every
 //! row under root 2 still there.
 
+#[path = "../common/args.rs"]
+mod args;
 mod methods;
 #[path = "../common/pg_server.rs"]
 mod pg_server;
@@ -31,12 +35,14 @@ mod tree;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
+use args::number_argument;
 use methods::{Cascade, Method, Outcome};
 use pg_server::PgServer;
 use store::{Conn, Store};
 use tree::Tree;
 
 const DEFAULT_ROWS: u64 = 1_000_000;
+const DEFAULT_REPEAT: u64 = 3;
 
 /// One tree, the sizes it is built at and the methods that delete it.
 pub struct Section {
@@ -62,7 +68,8 @@ impl Measured {
 }
 
 fn main() {
-    let rows = rows_argument();
+    let rows = number_argument("--rows").unwrap_or(DEFAULT_ROWS);
+    let repeat = number_argument("--repeat").unwrap_or(DEFAULT_REPEAT).max(1);
     let dir = tempfile::tempdir().expect("a temporary directory");
     let cascade = Cascade { binary: PathBuf::from(env!("CARGO_BIN_EXE_cascade")), dir: dir.path().join("cascade") };
     std::fs::create_dir(&cascade.dir).expect("the cascade directory");
@@ -89,19 +96,21 @@ fn main() {
 
     let started = Instant::now();
     let mut durability = Vec::new();
-    let realistic = runtime.block_on(run_section(&stores, &realistic, &cascade, &mut durability));
-    let deep = runtime.block_on(run_section(&stores, &deep, &cascade, &mut Vec::new()));
+    let realistic = runtime.block_on(run_section(&stores, &realistic, &cascade, repeat, &mut durability));
+    let deep = runtime.block_on(run_section(&stores, &deep, &cascade, repeat, &mut Vec::new()));
     eprintln!("done in {:.0} s", started.elapsed().as_secs_f64());
     drop(stores);
-    report::realistic(&realistic, &durability);
-    report::deep(&deep);
+    report::realistic(&realistic, &durability, repeat);
+    report::deep(&deep, repeat);
 }
 
-/// Builds the section's tree at each size on each database and runs every method on its own copy.
+/// Builds the section's tree at each size on each database and runs every method `repeat` times,
+/// interleaved, each run on its own copy.
 async fn run_section(
     stores: &[Store],
     section: &Section,
     cascade: &Cascade,
+    repeat: u64,
     durability: &mut Vec<(&'static str, String)>,
 ) -> Vec<Measured> {
     let mut results = Vec::new();
@@ -130,23 +139,26 @@ async fn run_section(
             if durability.iter().all(|(name, _)| *name != store.name()) {
                 durability.push((store.name(), store.durability(&templates[0].1).await));
             }
-            let mut outcomes = Vec::new();
-            for &method in section.methods {
-                let (_, template) = templates.iter().find(|(k, _)| *k == method.keys()).expect("a template");
-                let copy = store.copy(template, "cascade_bench_run").await;
-                eprintln!("{label}: {} ({})…", method.name(), method.keys().describe());
-                let outcome = methods::run(method, cascade, &tree, store.dialect(), &copy.url).await;
-                check(&label, &tree, &outcome, &copy.url).await;
-                eprintln!(
-                    "{label}: {}: {:.0} ms, {} transactions, longest {:.1} ms",
-                    method.name(),
-                    outcome.wall.as_secs_f64() * 1e3,
-                    outcome.transactions,
-                    outcome.max_ms
-                );
-                store.remove(copy).await;
-                outcomes.push(outcome);
+            let mut runs: Vec<Vec<Outcome>> = section.methods.iter().map(|_| Vec::new()).collect();
+            for round in 1..=repeat {
+                for (&method, runs) in section.methods.iter().zip(&mut runs) {
+                    let (_, template) = templates.iter().find(|(k, _)| *k == method.keys()).expect("a template");
+                    let copy = store.copy(template, "cascade_bench_run").await;
+                    let of = format!("{label}, round {round}/{repeat}: {}", method.name());
+                    eprintln!("{of} ({})…", method.keys().describe());
+                    let outcome = methods::run(method, cascade, &tree, store.dialect(), &copy.url).await;
+                    check(&label, &tree, &outcome, &copy.url).await;
+                    eprintln!(
+                        "{of}: {:.0} ms, {} transactions, longest {:.1} ms",
+                        outcome.wall.as_secs_f64() * 1e3,
+                        outcome.transactions,
+                        outcome.max_ms
+                    );
+                    store.remove(copy).await;
+                    runs.push(outcome);
+                }
             }
+            let outcomes = runs.into_iter().map(Outcome::median_of).collect();
             for (_, template) in templates {
                 store.remove(template).await;
             }
@@ -166,18 +178,4 @@ async fn check(label: &str, tree: &Tree, outcome: &Outcome, url: &str) {
     assert_eq!(connection.counts(&all).await, tree.survivors, "{what}: rows left per table");
     assert_eq!(connection.counts(&surviving).await, tree.survivors, "{what}: rows of root 2 per table");
     connection.close().await;
-}
-
-/// `--rows N` (or `--rows=N`) among the arguments; cargo adds `--bench`, which is ignored.
-fn rows_argument() -> u64 {
-    let mut args = std::env::args().skip(1);
-    while let Some(arg) = args.next() {
-        let value = match arg.strip_prefix("--rows") {
-            Some("") => args.next(),
-            Some(rest) if rest.starts_with('=') => Some(rest[1..].to_owned()),
-            _ => continue,
-        };
-        return value.and_then(|v| v.replace(['_', ','], "").parse().ok()).expect("--rows takes a number of rows");
-    }
-    DEFAULT_ROWS
 }

@@ -25,13 +25,13 @@ fn ratio(measured: &Measured, outcome: &Outcome) -> Option<f64> {
 fn table(results: &[Measured]) {
     println!(
         "| database | tree rows | rows deleted | method | foreign keys | wall (ms) | rows/s | × native | transactions | \
-         longest (ms) | p99 (ms) | cascade elapsed_ms | peak RSS (MiB) |"
+         longest (ms) | p99 (ms) | cascade elapsed_ms | peak RSS (MiB) | all runs (ms) |"
     );
-    println!("|---|---:|---:|---|---|---:|---:|---:|---:|---:|---:|---:|---:|");
+    println!("|---|---:|---:|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|");
     for m in results {
         for o in &m.outcomes {
             println!(
-                "| {} | {} | {} | {} | {} | {:.0} | {:.0} | {} | {} | {:.1} | {} | {} | {} |",
+                "| {} | {} | {} | {} | {} | {:.0} | {:.0} | {} | {} | {:.1} | {} | {} | {} | {} |",
                 m.database,
                 m.tree_rows,
                 m.deleted_rows,
@@ -45,6 +45,7 @@ fn table(results: &[Measured]) {
                 o.p99_ms.map_or("n/a".to_owned(), |p| format!("{p:.1}")),
                 o.engine_ms.map_or("".to_owned(), |e| format!("{e:.0}")),
                 if o.method.is_cascade() { mib(o.rss_kib) } else { "".to_owned() },
+                o.walls.iter().map(|w| format!("{:.0}", w.as_secs_f64() * 1e3)).collect::<Vec<_>>().join(", "),
             );
         }
     }
@@ -147,7 +148,7 @@ fn targets(results: &[Measured], ratios: &[RatioTarget], rss_mib: u64) {
 }
 
 /// The realistic tree: every method side by side, the targets of the throughput issue.
-pub fn realistic(results: &[Measured], durability: &[(&str, String)]) {
+pub fn realistic(results: &[Measured], durability: &[(&str, String)], repeat: u64) {
     println!("## Realistic tree: org → 20 project → grp → 1 hash + 8 event per group\n");
     table(results);
     let ratios = [
@@ -170,6 +171,7 @@ pub fn realistic(results: &[Measured], durability: &[(&str, String)]) {
             limit.wall.as_secs_f64() / outbox.wall.as_secs_f64()
         );
     }
+    println!("\n{}", rounds(repeat));
     println!(
         "\nMethods, each on its own fresh copy of the database: native DELETE: one `DELETE FROM org WHERE id = 1` with \
          ON DELETE CASCADE on every foreign key, one transaction, the statement alone timed. Native DELETE + \
@@ -182,8 +184,9 @@ pub fn realistic(results: &[Measured], durability: &[(&str, String)]) {
          per_row and hash/event bulk, default settings (adaptive chunk sizes); + outbox + status: a status check on \
          `org` and tombstones for every `grp` and `event` row; + archive: `--archive DIR` as well. Foreign keys \
          \"none\": the same tables and indexes without any foreign key; its ratio is against the native DELETE with \
-         foreign keys. Wall: the whole cascade process (start-up, connecting, schema checks, migrations, recording \
-         the run, the deletion); rows/s = rows deleted / wall; × native rounded down to two decimals. Transactions \
+         foreign keys. Wall: the whole cascade process (start-up, connecting, schema checks, checking the version of \
+         its own tables, recording the run, the deletion); every database copy already has the tool's tables, as \
+         after a first run (creating them is that run's cost only: 30-40 ms on PostgreSQL); rows/s = rows deleted / wall; × native rounded down to two decimals. Transactions \
          and longest/p99: cascade's `chunks`, `max_chunk_ms` and `p99_chunk_ms` (nearest rank: with 100 \
          transactions or fewer it is the longest); the loop times its own. Peak RSS: `/usr/bin/time -f %M` of the \
          cascade process."
@@ -194,10 +197,20 @@ pub fn realistic(results: &[Measured], durability: &[(&str, String)]) {
     }
 }
 
+/// How the table's figures were taken from `repeat` runs of each method.
+fn rounds(repeat: u64) -> String {
+    format!(
+        "{repeat} interleaved round(s) of every method; each row is the median run by wall time (the upper one of an \
+         even count), with the longest transaction, p99 and peak RSS the worst of all its runs, and every run's wall \
+         in the last column."
+    )
+}
+
 /// The deep tree of the first deletion bench: the native DELETE against cascade.
-pub fn deep(results: &[Measured]) {
+pub fn deep(results: &[Measured], repeat: u64) {
     println!("\n## Deep tree: root → 100 l1 → l2 → l3 (about 99 leaves per l2)\n");
     table(results);
+    println!("\n{}\n", rounds(repeat));
     let ratios = [
         RatioTarget { database: "SQLite", method: Method::Cascade, at_least: 0.7 },
         RatioTarget { database: "PostgreSQL", method: Method::Cascade, at_least: 0.7 },
