@@ -12,7 +12,8 @@ use common::random::Random;
 use common::{cascade, count, json_output, postgres_database, project, sqlite_database, texts};
 use serde_json::{Value, json};
 
-/// person → membership (bulk); membership is unique on (person_id, org).
+/// person → membership (bulk); membership is unique on (person_id, value), its org: a column named
+/// like the one SQLite's `json_each` gives the records a merge joins.
 const CONFIG: &str = r#"
 [models.person]
 table = "person"
@@ -25,9 +26,9 @@ strategy = "bulk"
 
 const SCHEMA: &str = "
 CREATE TABLE person (id {int} PRIMARY KEY, email TEXT, created_at {int});
-CREATE TABLE membership (id {int} PRIMARY KEY, person_id {int}, org TEXT);
+CREATE TABLE membership (id {int} PRIMARY KEY, person_id {int}, value TEXT);
 CREATE INDEX membership_person_id ON membership (person_id);
-CREATE UNIQUE INDEX membership_person_org ON membership (person_id, org);
+CREATE UNIQUE INDEX membership_person_value ON membership (person_id, value);
 ";
 
 /// ann@ three times (1, 3, 4), bob@ twice (2, 5), cy@ twice with equal ages (8, 9), and two rows
@@ -149,9 +150,9 @@ fn a_merge_that_breaks_a_unique_constraint_is_refused(url: &str) {
     assert!(stderr.contains("merging the duplicates 3, 4 of `person` into 1"), "{stderr}");
     assert!(stderr.contains("membership"), "{stderr}");
     let constraint = if url.starts_with("sqlite:") {
-        "unique constraint on membership.person_id, membership.org"
+        "unique constraint on membership.person_id, membership.value"
     } else {
-        "unique constraint `membership_person_org`"
+        "unique constraint `membership_person_value`"
     };
     assert!(stderr.contains(constraint), "{stderr}");
     let after = common::dump(url);

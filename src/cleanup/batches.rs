@@ -412,9 +412,25 @@ pub fn after(sql: &mut SqlBuilder, column: &str, key_type: &KeyType, checkpoint:
 
 /// A key as a parameter: an integer when it is one and the key column is integer.
 pub fn key_param(key_type: &KeyType, key: &str) -> Param {
-    match (key_type, key.parse::<i64>()) {
-        (KeyType::Integer | KeyType::Untyped, Ok(number)) => Param::integer(number),
-        _ => Param::text(key),
+    match integer_key(key_type, key) {
+        Some(number) => Param::integer(number),
+        None => Param::text(key),
+    }
+}
+
+/// A key (read from the database, as text) as a JSON value of a record that
+/// [`crate::db::Backend::json_key_field`] reads.
+pub fn key_json(key_type: &KeyType, key: &str) -> serde_json::Value {
+    match integer_key(key_type, key) {
+        Some(number) => number.into(),
+        None => key.into(),
+    }
+}
+
+fn integer_key(key_type: &KeyType, key: &str) -> Option<i64> {
+    match key_type {
+        KeyType::Integer | KeyType::Untyped => key.parse().ok(),
+        _ => None,
     }
 }
 

@@ -395,16 +395,30 @@ impl<'a> Merger<'a> {
         Ok(())
     }
 
-    /// `UPDATE child SET column = CASE column WHEN duplicate THEN kept ... END WHERE column IN (duplicates)`.
+    /// `UPDATE child SET column = kept FROM (the pairs) WHERE column = duplicate`: one join, where a
+    /// `CASE` with a `WHEN` per pair made every row compare against the whole batch.
     fn update(&self, table: &str, column: &str, pairs: &[(String, String)]) -> Statement {
-        let mut sql = self.engine.database().sql();
-        sql.push("UPDATE ").push(table).push(" SET ").identifier(column).push(" = CASE ").identifier(column);
-        for (duplicate, kept) in pairs {
-            sql.push(" WHEN ").key_value(self.key_type, batches::key_param(self.key_type, duplicate));
-            sql.push(" THEN ").key_value(self.key_type, batches::key_param(self.key_type, kept));
-        }
-        let duplicates: Vec<String> = pairs.iter().map(|(duplicate, _)| duplicate.clone()).collect();
-        sql.push(" END WHERE ").key_list(column, self.key_type, batches::key_list(self.key_type, duplicates));
+        let database = self.engine.database();
+        let backend = database.backend();
+        let records: Vec<serde_json::Value> = pairs
+            .iter()
+            .map(|(duplicate, kept)| {
+                serde_json::json!({
+                    "duplicate": batches::key_json(self.key_type, duplicate),
+                    "kept": batches::key_json(self.key_type, kept),
+                })
+            })
+            .collect();
+        let mut sql = database.sql();
+        sql.push("UPDATE ").push(table).push(" AS cascade_row SET ").identifier(column).push(" = ");
+        sql.push(&backend.json_key_field("kept", self.key_type)).push(" FROM ");
+        backend.json_records(
+            &mut sql,
+            Param::text(&serde_json::Value::from(records).to_string()),
+            &["duplicate", "kept"],
+        );
+        sql.push(" WHERE cascade_row.").identifier(column).push(" = ");
+        sql.push(&backend.json_key_field("duplicate", self.key_type));
         sql.finish()
     }
 

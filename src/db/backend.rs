@@ -98,6 +98,10 @@ pub trait Backend: Send + Sync + Debug {
     /// The field `name` of the current record of `json_records`.
     fn json_field(&self, name: &str) -> String;
 
+    /// [`Self::json_field`] as a key of `key_type`, for a comparison with a key column or to be
+    /// stored in one (an integer key is a JSON number in the record).
+    fn json_key_field(&self, name: &str, key_type: &KeyType) -> String;
+
     /// `FROM` the objects of a JSON array bound as `records`, each with the text `fields`.
     fn json_records(&self, sql: &mut SqlBuilder, records: Param, fields: &[&str]);
 

@@ -80,21 +80,11 @@ impl Backend for Postgres {
     }
 
     fn key_list(&self, sql: &mut SqlBuilder, column: &str, key_type: &KeyType, list: Param) {
-        let cast = match key_type {
-            KeyType::Integer => "::int8[])".to_owned(),
-            KeyType::Text | KeyType::Untyped => "::text[])".to_owned(),
-            KeyType::Other(cast) => format!("::{cast}[])"),
-        };
-        sql.identifier(column).push(" = ANY(").bind(list).push(&cast);
+        sql.identifier(column).push(" = ANY(").bind(list).push("::").push(key_cast(key_type)).push("[])");
     }
 
     fn key_value(&self, sql: &mut SqlBuilder, key_type: &KeyType, value: Param) {
-        let cast = match key_type {
-            KeyType::Integer => "int8",
-            KeyType::Text | KeyType::Untyped => "text",
-            KeyType::Other(cast) => cast,
-        };
-        sql.push("CAST(").bind(value).push(" AS ").push(cast).push(")");
+        sql.push("CAST(").bind(value).push(" AS ").push(key_cast(key_type)).push(")");
     }
 
     fn row_selector(&self, partitioned: bool) -> RowSelector {
@@ -129,6 +119,10 @@ impl Backend for Postgres {
     fn json_field(&self, name: &str) -> String {
         // The field names are the tool's own, fixed in code.
         format!("r.{name}")
+    }
+
+    fn json_key_field(&self, name: &str, key_type: &KeyType) -> String {
+        format!("CAST({} AS {})", self.json_field(name), key_cast(key_type))
     }
 
     fn json_records(&self, sql: &mut SqlBuilder, records: Param, fields: &[&str]) {
@@ -232,5 +226,14 @@ impl Backend for Postgres {
             || matches!(state.as_str(), "40001" | "40P01" | "55P03" | "57014")
             || (state == "55000" && message.contains("not currently accepting connections"));
         if transient { Failure::Transient } else { Failure::Permanent }
+    }
+}
+
+/// The type a key of `key_type` is cast to.
+fn key_cast(key_type: &KeyType) -> &str {
+    match key_type {
+        KeyType::Integer => "int8",
+        KeyType::Text | KeyType::Untyped => "text",
+        KeyType::Other(cast) => cast,
     }
 }

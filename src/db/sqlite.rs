@@ -126,11 +126,19 @@ impl Backend for Sqlite {
     }
 
     fn json_field(&self, name: &str) -> String {
-        format!("json_extract(value, {})", quote_literal(&format!("$.{name}")))
+        format!("json_extract(r.value, {})", quote_literal(&format!("$.{name}")))
+    }
+
+    fn json_key_field(&self, name: &str, _key_type: &KeyType) -> String {
+        // `json_extract` gives a JSON number as an integer and a string as text, as the key
+        // column holds them.
+        self.json_field(name)
     }
 
     fn json_records(&self, sql: &mut SqlBuilder, records: Param, _fields: &[&str]) {
-        sql.push("json_each(").bind(records).push(")");
+        // Named `r` as on PostgreSQL, so that a table with a column `value` joined to the
+        // records is no ambiguity.
+        sql.push("json_each(").bind(records).push(") AS r");
     }
 
     fn timestamp(&self, sql: &mut SqlBuilder, time: SystemTime) {
