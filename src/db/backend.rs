@@ -149,6 +149,11 @@ pub trait Backend: Send + Sync + Debug {
     /// writer's connection turns off for its chunk-sized statements; `None` when nothing is.
     fn wide_read_setting(&self) -> Option<&'static str>;
 
+    /// The statement that, first in a transaction whose statements all look rows up by key
+    /// arrays of one chunk, makes them skip planning for each array's values; `None` when
+    /// nothing does.
+    fn key_array_setting(&self) -> Option<&'static str>;
+
     /// The scripts that create and upgrade the tool's tables, in order; script N brings the
     /// tables to version N.
     fn migrations(&self) -> &'static [&'static str];

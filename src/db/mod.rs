@@ -394,6 +394,16 @@ impl Database {
         Ok(Transaction { backend: self.backend, inner })
     }
 
+    /// [`Self::begin_write`] for a transaction whose statements all look rows up by key arrays
+    /// (a deletion's chunk), with [`Backend::key_array_setting`] when `key_arrays_only`.
+    pub async fn begin_key_array_write(&self, key_arrays_only: bool) -> Result<Transaction, DbError> {
+        let mut transaction = self.begin_write().await?;
+        if let (true, Some(setting)) = (key_arrays_only, self.backend.key_array_setting()) {
+            transaction.execute(&Statement { sql: setting.to_owned(), params: Vec::new() }).await?;
+        }
+        Ok(transaction)
+    }
+
     /// What kind of failure `error` is, by this backend's rules.
     pub fn classify(&self, error: &DbError) -> Failure {
         match error {

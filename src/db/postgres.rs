@@ -47,12 +47,8 @@ impl Backend for Postgres {
                 // never means to make fails instead of happening.
                 Access::ReadOnly => options.options([("default_transaction_read_only", "on")]),
                 // A writer's statements each touch a chunk (`... LIMIT 500`): parallel workers
-                // only add their start-up, which made picking a batch of orphans 4× slower. They
-                // look rows up by key arrays (`= ANY($1)`), where a custom plan costs its
-                // selectivity element by element at every execution (1-3 ms per statement of a
-                // 2,000-key chunk, about 10 % of a deletion) and always ends in the same index scan.
-                Access::ReadWrite => options
-                    .options([("max_parallel_workers_per_gather", "0"), ("plan_cache_mode", "force_generic_plan")]),
+                // only add their start-up, which made picking a batch of orphans 4× slower.
+                Access::ReadWrite => options.options([("max_parallel_workers_per_gather", "0")]),
             };
             // One connection first: a refused or failed connection is reported as what it is at
             // once, where the pool would retry it until its timeout and say only that it timed out.
@@ -190,11 +186,14 @@ impl Backend for Postgres {
         // PostgreSQL's default number of parallel workers per query (`connect` sets none; `TO
         // DEFAULT` would restore that connection's 0), within the server's `max_parallel_workers`:
         // a read-ahead of 100,000 orphans took 440-580 ms without them, about 300 ms with two.
-        // And a plan made for this read's own range, which decides between hashing and probing.
-        Some(
-            "SELECT set_config('max_parallel_workers_per_gather', '2', true), \
-             set_config('plan_cache_mode', 'auto', true)",
-        )
+        Some("SET LOCAL max_parallel_workers_per_gather = 2")
+    }
+
+    fn key_array_setting(&self) -> Option<&'static str> {
+        // A custom plan of `col = ANY($1)` estimates the selectivity key by key at every
+        // execution (1-3 ms per statement of a 2,000-key chunk, about 10 % of a deletion), and
+        // lands on the same index scan.
+        Some("SET LOCAL plan_cache_mode = force_generic_plan")
     }
 
     fn migrations(&self) -> &'static [&'static str] {

@@ -190,6 +190,10 @@ impl Backend for Sqlite {
         None
     }
 
+    fn key_array_setting(&self) -> Option<&'static str> {
+        None
+    }
+
     fn migrations(&self) -> &'static [&'static str] {
         MIGRATIONS
     }

@@ -286,6 +286,9 @@ pub struct Deletion<'a> {
     /// recorded the run.
     heartbeat: Option<tokio::task::JoinHandle<()>>,
     root: &'a PlanNode,
+    /// No table of the plan is partitioned: its chunks' statements may skip planning for each
+    /// key array ([`Database::begin_key_array_write`]), which would also skip pruning partitions.
+    unpartitioned: bool,
     /// The root rows' keys.
     root_keys: Vec<String>,
     /// The statuses root rows had before this deletion (or an interrupted earlier run of it)
@@ -385,6 +388,7 @@ impl<'a> Deletion<'a> {
             run_id,
             heartbeat,
             root: &plan.root,
+            unpartitioned: plan.steps().iter().all(|node| schema.table(&node.table).is_none_or(|t| !t.partitioned)),
             root_keys,
             statuses_before,
         })
@@ -587,7 +591,7 @@ impl<'a> Deletion<'a> {
     async fn delete_together(&mut self, frame: &Frame<'a>, keys: &SqlValue) -> Result<Together<'a>, DeleteError> {
         let started = Instant::now();
         let children = frame.set_based_children.as_ref().expect("a frame whose children are set-based");
-        let mut transaction = self.database.begin_write().await?;
+        let mut transaction = self.database.begin_key_array_write(self.unpartitioned).await?;
         let mut steps = Vec::new();
         for (child, step) in children {
             let limit = self.sizes.in_parent(child);
@@ -700,7 +704,7 @@ impl<'a> Deletion<'a> {
     async fn delete_chunk(&mut self, frame: &Frame<'a>, keys: &SqlValue) -> Result<Outcome, DeleteError> {
         let started = Instant::now();
         let step = &frame.step;
-        let mut transaction = self.database.begin_write().await?;
+        let mut transaction = self.database.begin_key_array_write(self.unpartitioned).await?;
         // Where writers are concurrent and foreign keys guard every relation, the delete itself is
         // the check: a child inserted meanwhile makes it fail, and the children are drained again.
         let guarded = self.database.backend().concurrent_writers() && step.children_guarded;
@@ -743,7 +747,7 @@ impl<'a> Deletion<'a> {
         let started = Instant::now();
         let statement =
             frame.step.sql.set_based_chunk(Param::Value(frame.matched.clone()), frame.step.returning.as_ref(), limit);
-        let mut transaction = self.database.begin_write().await?;
+        let mut transaction = self.database.begin_key_array_write(self.unpartitioned).await?;
         let rows = match self.run_write(&mut transaction, &statement, frame.node, &frame.step).await {
             Ok(rows) => rows,
             Err(DeleteError::Database(error)) if self.is_foreign_key_violation(&error) => {
@@ -871,9 +875,7 @@ impl<'a> Deletion<'a> {
             })
             .collect();
         let count = tombstones.len() as u64;
-        if let (Some(statement), true) =
-            (step.tombstones(Param::text(&serde_json::Value::from(tombstones).to_string())), count > 0)
-        {
+        if let (Some(statement), true) = (step.tombstones(Param::json_records(tombstones)), count > 0) {
             transaction.execute(&statement).await?;
             self.summary.outbox_rows += count;
         }
