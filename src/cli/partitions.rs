@@ -80,7 +80,6 @@ pub fn run(cli: &Cli, args: &Args) -> anyhow::Result<ExitCode> {
     let confirm = matches!(&args.command, Some(Command::Prune(prune)) if prune.confirm);
     if confirm {
         cascade::config::check_allowed_user(&loaded, "partitions prune --confirm")?;
-        refuse_a_future_now(common.now)?;
     }
     if matches!(args.command, Some(Command::Create(_))) {
         cascade::config::check_allowed_user(&loaded, "partitions create")?;
@@ -126,19 +125,6 @@ pub fn run(cli: &Cli, args: &Args) -> anyhow::Result<ExitCode> {
         database.close().await;
         result
     })
-}
-
-/// `--now` moves the clock retention counts back from, for tests: a time later than the real
-/// clock would let `prune --confirm` drop partitions still inside `retention.keep`.
-fn refuse_a_future_now(now: Option<SystemTime>) -> anyhow::Result<()> {
-    match now {
-        Some(now) if now > SystemTime::now() => anyhow::bail!(
-            "--now {} is later than the clock: `partitions prune --confirm` never drops what is still inside \
-             retention.keep",
-            humantime::format_rfc3339_seconds(now)
-        ),
-        _ => Ok(()),
-    }
 }
 
 /// The partitions of every policy; for `prune` without --confirm (`dry_run`), also the ones it

@@ -35,6 +35,13 @@ pub enum PartitionError {
         /// How many it created before stopping.
         created: usize,
     },
+    /// `prune` was given a `now` later than the clock: it would drop partitions still inside
+    /// `retention.keep`.
+    #[error(
+        "--now {} is later than the clock: `partitions prune --confirm` never drops what is still inside \
+         retention.keep", humantime::format_rfc3339_seconds(*.0)
+    )]
+    FutureNow(std::time::SystemTime),
     /// The database is not PostgreSQL.
     #[error("partitions need a PostgreSQL table partitioned by range; this database is SQLite (use `cascade delete`)")]
     NotPostgres,
