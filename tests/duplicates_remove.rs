@@ -135,6 +135,42 @@ fn keep_newest_merges_the_children_into_the_kept_row_on_postgres() {
     keep_newest_merges_the_children_into_the_kept_row(&url);
 }
 
+/// A uuid key: the merge's (duplicate, kept) pairs are cast to the key's own type on PostgreSQL,
+/// and on SQLite a text key that reads as a number (`007`) stays the text it is.
+fn a_merge_re_points_keys_of_their_own_type(url: &str, [ann, bob]: [&str; 2]) {
+    let removed = remove(url, &["--keep", "oldest", "--order-by", "created_at", "--merge"]);
+    assert_eq!(removed["deleted"]["person"], 1, "{removed:#}");
+    assert_eq!(people(url), strings(&[ann, bob]));
+    assert_eq!(memberships(url), pairs(&[("100", ann), ("101", bob)]));
+}
+
+#[test]
+fn a_merge_re_points_uuid_keys_on_postgres() {
+    let schema = "
+CREATE TABLE person (id uuid PRIMARY KEY, email TEXT, created_at bigint);
+CREATE TABLE membership (id bigint PRIMARY KEY, person_id uuid, value TEXT);
+INSERT INTO person VALUES ('00000000-0000-0000-0000-00000000000a', 'ann@example.com', 1),
+  ('00000000-0000-0000-0000-00000000000b', 'ann@example.com', 2), ('00000000-0000-0000-0000-00000000000c', 'bob@example.com', 3);
+INSERT INTO membership VALUES (100, '00000000-0000-0000-0000-00000000000b', 'x'), (101, '00000000-0000-0000-0000-00000000000c', 'y');
+";
+    let Some(url) = postgres_database(schema) else { return };
+    let keys = ["00000000-0000-0000-0000-00000000000a", "00000000-0000-0000-0000-00000000000c"];
+    a_merge_re_points_keys_of_their_own_type(&url, keys);
+}
+
+#[test]
+fn a_merge_re_points_numeric_looking_text_keys_on_sqlite() {
+    // Untyped key columns: the values are stored as inserted, the text '007' beside the integer 7.
+    let schema = "
+CREATE TABLE person (id PRIMARY KEY, email TEXT, created_at INTEGER);
+CREATE TABLE membership (id INTEGER PRIMARY KEY, person_id, value TEXT);
+INSERT INTO person VALUES ('007', 'ann@example.com', 1), (7, 'ann@example.com', 2), ('8', 'bob@example.com', 3);
+INSERT INTO membership VALUES (100, 7, 'x'), (101, '8', 'y');
+";
+    let dir = tempfile::tempdir().unwrap();
+    a_merge_re_points_keys_of_their_own_type(&sqlite_database(dir.path(), schema), ["007", "8"]);
+}
+
 /// Person 3 and its kept row 1 are both members of org `x`: merging would make two memberships
 /// (1, x). The error names the constraint and the rows, and nothing of the group changed.
 fn a_merge_that_breaks_a_unique_constraint_is_refused(url: &str) {

@@ -427,9 +427,11 @@ pub fn key_json(key_type: &KeyType, key: &str) -> serde_json::Value {
     }
 }
 
+/// A key that is an integer as the database spells one: an untyped SQLite column's text `007`
+/// stays text.
 fn integer_key(key_type: &KeyType, key: &str) -> Option<i64> {
     match key_type {
-        KeyType::Integer | KeyType::Untyped => key.parse().ok(),
+        KeyType::Integer | KeyType::Untyped => key.parse().ok().filter(|number: &i64| number.to_string() == key),
         _ => None,
     }
 }

@@ -388,19 +388,7 @@ impl<'a> Merger<'a> {
         transaction: &mut Transaction,
         pairs: &[(String, String)],
     ) -> Result<(), (String, DbError)> {
-        for (child, table, column) in &self.relations {
-            let statement = self.update(table, column, pairs);
-            transaction.execute(&statement).await.map_err(|error| (child.clone(), error))?;
-        }
-        Ok(())
-    }
-
-    /// `UPDATE child SET column = kept FROM (the pairs) WHERE column = duplicate`: one join, where a
-    /// `CASE` with a `WHEN` per pair made every row compare against the whole batch.
-    fn update(&self, table: &str, column: &str, pairs: &[(String, String)]) -> Statement {
-        let database = self.engine.database();
-        let backend = database.backend();
-        let records: Vec<serde_json::Value> = pairs
+        let records = pairs
             .iter()
             .map(|(duplicate, kept)| {
                 serde_json::json!({
@@ -409,14 +397,24 @@ impl<'a> Merger<'a> {
                 })
             })
             .collect();
+        let records = Param::json_records(records);
+        for (child, table, column) in &self.relations {
+            let statement = self.update(table, column, records.clone());
+            transaction.execute(&statement).await.map_err(|error| (child.clone(), error))?;
+        }
+        Ok(())
+    }
+
+    /// `UPDATE child SET column = kept FROM (the pairs) WHERE column = duplicate`, the pairs as
+    /// `{"duplicate", "kept"}` `records`: one join, where a `CASE` with a `WHEN` per pair made
+    /// every row compare against the whole batch.
+    fn update(&self, table: &str, column: &str, records: Param) -> Statement {
+        let database = self.engine.database();
+        let backend = database.backend();
         let mut sql = database.sql();
         sql.push("UPDATE ").push(table).push(" AS cascade_row SET ").identifier(column).push(" = ");
         sql.push(&backend.json_key_field("kept", self.key_type)).push(" FROM ");
-        backend.json_records(
-            &mut sql,
-            Param::text(&serde_json::Value::from(records).to_string()),
-            &["duplicate", "kept"],
-        );
+        backend.json_records(&mut sql, records, &["duplicate", "kept"]);
         sql.push(" WHERE cascade_row.").identifier(column).push(" = ");
         sql.push(&backend.json_key_field("duplicate", self.key_type));
         sql.finish()

@@ -70,6 +70,11 @@ impl Param {
     pub fn integer(value: i64) -> Self {
         Param::Value(SqlValue::Integer(value))
     }
+
+    /// JSON records, as text, for [`crate::db::Backend::json_records`].
+    pub fn json_records(records: Vec<serde_json::Value>) -> Self {
+        Param::text(&serde_json::Value::from(records).to_string())
+    }
 }
 
 /// A statement with its parameters, in placeholder order.

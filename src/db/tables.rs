@@ -306,7 +306,7 @@ pub async fn remember_statuses(
     let mut sql = SqlBuilder::new(backend);
     sql.push("INSERT INTO cascade_checkpoint (name, position) SELECT ").push(&backend.json_field("name"));
     sql.push(", ").push(&backend.json_field("position")).push(" FROM ");
-    backend.json_records(&mut sql, Param::text(&serde_json::Value::from(records).to_string()), &["name", "position"]);
+    backend.json_records(&mut sql, Param::json_records(records), &["name", "position"]);
     sql.push(" WHERE true ON CONFLICT (name) DO NOTHING");
     transaction.execute(&sql.finish()).await?;
     Ok(())
