@@ -18,8 +18,9 @@
 //!   per_row parent; the native DELETE against `cascade delete`, at `--rows` and a tenth of it.
 //!
 //! The methods run interleaved (round 1 of every method, then round 2, ...), so that a slow
-//! stretch of the machine falls on all of them. Every table is indexed on its parent column. A tree is built once per kind of foreign keys
-//! (in one transaction, PostgreSQL's keys added after loading) and copied for each method.
+//! stretch of the machine falls on all of them. Every table is indexed on its parent column. A
+//! tree is built once per kind of foreign keys (in one transaction, PostgreSQL's keys added after
+//! loading) and copied for each run.
 //! Every method's result is checked: exactly root 1's rows deleted from each table, and every
 //! row under root 2 still there.
 
