@@ -120,3 +120,32 @@ fn keys_of_untyped_columns_are_found() {
     assert_eq!(common::count(&url, "SELECT COUNT(*) FROM box"), 1);
     assert_eq!(common::count(&url, "SELECT COUNT(*) FROM item"), 1, "only the item of box 2 is left");
 }
+
+/// An untyped key column holding both the text `007` and the integer 7: deleting box 1 deletes
+/// its item `007` and nothing else. Bound as integers because every key of the chunk read as
+/// one, `007` was deleted as 7: the item of box 2.
+#[test]
+fn an_untyped_key_is_bound_as_the_database_spells_it() {
+    let ddl = "CREATE TABLE box (id PRIMARY KEY);\n\
+               CREATE TABLE item (id PRIMARY KEY, box_id NOT NULL REFERENCES box (id));\n\
+               CREATE INDEX item_box ON item (box_id);\n\
+               INSERT INTO box VALUES (1), (2);\n\
+               INSERT INTO item VALUES ('007', 1), (7, 2);\n";
+    let config = "[models.box]\ntable = \"box\"\nchildren = [{ model = \"item\", column = \"box_id\" }]\n\n\
+                  [models.item]\ntable = \"item\"\n";
+    let dir = project(&[("cascades/boxes.toml", config)]);
+    let url = sqlite_database(dir.path(), ddl);
+    let summary = common::json_output(cascade(dir.path()).args([
+        "--database-url",
+        &url,
+        "delete",
+        "box",
+        "1",
+        "--confirm",
+        "--format",
+        "json",
+    ]));
+    assert_eq!(summary["deleted"], serde_json::json!({"item": 1, "box": 1}));
+    let left = common::texts(&url, "SELECT typeof(id), CAST(id AS TEXT), CAST(box_id AS TEXT) FROM item");
+    assert_eq!(left, vec![vec![Some("integer".to_owned()), Some("7".to_owned()), Some("2".to_owned())]]);
+}

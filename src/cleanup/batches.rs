@@ -431,7 +431,7 @@ pub fn key_json(key_type: &KeyType, key: &str) -> serde_json::Value {
 /// stays text.
 fn integer_key(key_type: &KeyType, key: &str) -> Option<i64> {
     match key_type {
-        KeyType::Integer | KeyType::Untyped => key.parse().ok().filter(|number: &i64| number.to_string() == key),
+        KeyType::Integer | KeyType::Untyped => crate::db::sql::exact_integer(key),
         _ => None,
     }
 }

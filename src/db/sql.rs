@@ -49,6 +49,10 @@ pub enum SqlValue {
     Integers(Vec<i64>),
     /// A list of texts, bound as one parameter.
     Texts(Vec<String>),
+    /// Keys of a SQLite column without a declared type, which holds each value as it was
+    /// inserted: bound as one list in which a key that reads exactly as an integer (`7`, not
+    /// `007`) is an integer and any other is text, so that each matches only its own row.
+    UntypedKeys(Vec<String>),
 }
 
 /// A parameter: a value to bind now, or (for `--sql` listings) what the executor binds there.
@@ -58,6 +62,11 @@ pub enum Param {
     Value(SqlValue),
     /// A description for people; a statement holding one is never run.
     Described(String),
+}
+
+/// `key` as an integer when it reads exactly as one: `7`, not `007` or `+7`.
+pub fn exact_integer(key: &str) -> Option<i64> {
+    key.parse().ok().filter(|number: &i64| number.to_string() == key)
 }
 
 impl Param {

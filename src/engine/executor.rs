@@ -1052,6 +1052,9 @@ impl PendingRoots {
                 list.get(start..end.min(list.len())).map(|batch| SqlValue::Integers(batch.to_vec()))
             }
             SqlValue::Texts(list) => list.get(start..end.min(list.len())).map(|batch| SqlValue::Texts(batch.to_vec())),
+            SqlValue::UntypedKeys(list) => {
+                list.get(start..end.min(list.len())).map(|batch| SqlValue::UntypedKeys(batch.to_vec()))
+            }
             single => (start == 0).then(|| single.clone()),
         };
         self.next = end;
@@ -1063,7 +1066,7 @@ impl PendingRoots {
 fn key_count(keys: &SqlValue) -> u64 {
     match keys {
         SqlValue::Integers(list) => list.len() as u64,
-        SqlValue::Texts(list) => list.len() as u64,
+        SqlValue::Texts(list) | SqlValue::UntypedKeys(list) => list.len() as u64,
         _ => 1,
     }
 }
@@ -1071,7 +1074,7 @@ fn key_count(keys: &SqlValue) -> u64 {
 fn is_empty(keys: &SqlValue) -> bool {
     match keys {
         SqlValue::Integers(list) => list.is_empty(),
-        SqlValue::Texts(list) => list.is_empty(),
+        SqlValue::Texts(list) | SqlValue::UntypedKeys(list) => list.is_empty(),
         _ => false,
     }
 }

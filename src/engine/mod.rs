@@ -36,7 +36,7 @@ pub(crate) fn typed_keys(key_type: &KeyType, keys: Vec<String>) -> Result<SqlVal
     };
     match key_type {
         KeyType::Integer => integers(keys).map(SqlValue::Integers),
-        KeyType::Untyped => Ok(integers(keys.clone()).map_or(SqlValue::Texts(keys), SqlValue::Integers)),
+        KeyType::Untyped => Ok(SqlValue::UntypedKeys(keys)),
         KeyType::Text | KeyType::Other(_) => Ok(SqlValue::Texts(keys)),
     }
 }
@@ -45,7 +45,7 @@ pub(crate) fn typed_keys(key_type: &KeyType, keys: Vec<String>) -> Result<SqlVal
 pub(crate) fn key_texts(keys: &SqlValue) -> Vec<String> {
     match keys {
         SqlValue::Integers(list) => list.iter().map(i64::to_string).collect(),
-        SqlValue::Texts(list) => list.clone(),
+        SqlValue::Texts(list) | SqlValue::UntypedKeys(list) => list.clone(),
         SqlValue::Integer(i) => vec![i.to_string()],
         SqlValue::Text(t) => vec![t.clone()],
     }
