@@ -39,6 +39,8 @@
 mod args;
 #[path = "common/database.rs"]
 mod database;
+#[path = "common/disk.rs"]
+mod disk;
 #[path = "common/pg_server.rs"]
 mod pg_server;
 #[path = "common/process.rs"]
@@ -301,7 +303,8 @@ impl Store {
 
     /// A freshly built data set (a new file or a new database); its URL. Loaded in one
     /// transaction, then analyzed; PostgreSQL's is vacuumed (hint bits and the visibility map set
-    /// once, so that no run pays for the first pass over new rows) and checkpointed.
+    /// once, so that no run pays for the first pass over new rows) and checkpointed; then the
+    /// page cache is written out.
     async fn build(&self, data: &DataSet) -> String {
         let started = Instant::now();
         let (url, kind) = match self {
@@ -338,6 +341,7 @@ impl Store {
         let count = database.fetch_count(&statement("SELECT COUNT(*) FROM child")).await.expect("count");
         assert_eq!(count, data.rows, "child rows built");
         database.close().await;
+        disk::sync_page_cache();
         eprintln!(
             "{}: data set built in {:.1} s (cascade's tables created in {:.0} ms)",
             self.name(),

@@ -26,6 +26,8 @@
 
 #[path = "../common/args.rs"]
 mod args;
+#[path = "../common/disk.rs"]
+mod disk;
 mod methods;
 #[path = "../common/pg_server.rs"]
 mod pg_server;

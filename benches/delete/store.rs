@@ -192,14 +192,7 @@ impl Store {
                     eprintln!("warning: no CHECKPOINT after copying ({error})");
                 }
                 admin.close().await;
-                // The server may run with `fsync = off` (the cluster of `scripts/pg-start` does):
-                // the checkpoint then leaves the copy's pages, hundreds of MiB, in the page
-                // cache, and the kernel wrote them back in the middle of the next method's run,
-                // stalling its writes (transactions of 110-370 ms in one run of three).
-                match std::process::Command::new("sync").status() {
-                    Ok(status) if status.success() => {}
-                    failed => eprintln!("warning: `sync` after copying failed ({failed:?})"),
-                }
+                crate::disk::sync_page_cache();
             }
         }
         copy
