@@ -90,33 +90,48 @@ fn a_locked_database_names_the_setting_that_waits_longer() {
     assert_eq!(common::count(&url, "SELECT COUNT(*) FROM book"), 1);
 }
 
+/// A project whose `box` and `item` tables declare no key types, with `rows` inserted; the box
+/// project's directory and the database URL.
+fn untyped_boxes(rows: &str) -> (tempfile::TempDir, String) {
+    let ddl = format!(
+        "CREATE TABLE box (id PRIMARY KEY);\n\
+         CREATE TABLE item (id PRIMARY KEY, box_id NOT NULL REFERENCES box (id));\n\
+         CREATE INDEX item_box ON item (box_id);\n{rows}"
+    );
+    let config = "[models.box]\ntable = \"box\"\nchildren = [{ model = \"item\", column = \"box_id\" }]\n\n\
+                  [models.item]\ntable = \"item\"\n";
+    let dir = project(&[("cascades/boxes.toml", config)]);
+    let url = sqlite_database(dir.path(), &ddl);
+    (dir, url)
+}
+
+/// `cascade delete box ID --confirm --format json`: its summary.
+fn delete_box(dir: &tempfile::TempDir, url: &str, id: &str) -> serde_json::Value {
+    common::json_output(cascade(dir.path()).args([
+        "--database-url",
+        url,
+        "delete",
+        "box",
+        id,
+        "--confirm",
+        "--format",
+        "json",
+    ]))
+}
+
 /// A key column declared without a type keeps integers as integers: ids given on the command line
 /// are bound as integers, so the rows are found (they were bound as text, matched nothing, and
 /// the roots were reported missing).
 #[test]
 fn keys_of_untyped_columns_are_found() {
-    let ddl = "CREATE TABLE box (id PRIMARY KEY);\n\
-               CREATE TABLE item (id PRIMARY KEY, box_id NOT NULL REFERENCES box (id));\n\
-               CREATE INDEX item_box ON item (box_id);\n\
-               INSERT INTO box VALUES (1), (2), ('label');\n\
-               INSERT INTO item VALUES (1, 1), (2, 1), (3, 2), (4, 'label');\n";
-    let config = "[models.box]\ntable = \"box\"\nchildren = [{ model = \"item\", column = \"box_id\" }]\n\n\
-                  [models.item]\ntable = \"item\"\n";
-    let dir = project(&[("cascades/boxes.toml", config)]);
-    let url = sqlite_database(dir.path(), ddl);
-    let summary = common::json_output(cascade(dir.path()).args([
-        "--database-url",
-        &url,
-        "delete",
-        "box",
-        "1",
-        "--confirm",
-        "--format",
-        "json",
-    ]));
+    let (dir, url) = untyped_boxes(
+        "INSERT INTO box VALUES (1), (2), ('label');\n\
+         INSERT INTO item VALUES (1, 1), (2, 1), (3, 2), (4, 'label');\n",
+    );
+    let summary = delete_box(&dir, &url, "1");
     assert_eq!(summary["deleted"], serde_json::json!({"item": 2, "box": 1}));
     assert_eq!(summary["missing"], serde_json::json!([]));
-    cascade(dir.path()).args(["--database-url", &url, "delete", "box", "label", "--confirm"]).assert().success();
+    delete_box(&dir, &url, "label");
     assert_eq!(common::count(&url, "SELECT COUNT(*) FROM box"), 1);
     assert_eq!(common::count(&url, "SELECT COUNT(*) FROM item"), 1, "only the item of box 2 is left");
 }
@@ -126,25 +141,8 @@ fn keys_of_untyped_columns_are_found() {
 /// one, `007` was deleted as 7: the item of box 2.
 #[test]
 fn an_untyped_key_is_bound_as_the_database_spells_it() {
-    let ddl = "CREATE TABLE box (id PRIMARY KEY);\n\
-               CREATE TABLE item (id PRIMARY KEY, box_id NOT NULL REFERENCES box (id));\n\
-               CREATE INDEX item_box ON item (box_id);\n\
-               INSERT INTO box VALUES (1), (2);\n\
-               INSERT INTO item VALUES ('007', 1), (7, 2);\n";
-    let config = "[models.box]\ntable = \"box\"\nchildren = [{ model = \"item\", column = \"box_id\" }]\n\n\
-                  [models.item]\ntable = \"item\"\n";
-    let dir = project(&[("cascades/boxes.toml", config)]);
-    let url = sqlite_database(dir.path(), ddl);
-    let summary = common::json_output(cascade(dir.path()).args([
-        "--database-url",
-        &url,
-        "delete",
-        "box",
-        "1",
-        "--confirm",
-        "--format",
-        "json",
-    ]));
+    let (dir, url) = untyped_boxes("INSERT INTO box VALUES (1), (2);\nINSERT INTO item VALUES ('007', 1), (7, 2);\n");
+    let summary = delete_box(&dir, &url, "1");
     assert_eq!(summary["deleted"], serde_json::json!({"item": 1, "box": 1}));
     let left = common::texts(&url, "SELECT typeof(id), CAST(id AS TEXT), CAST(box_id AS TEXT) FROM item");
     assert_eq!(left, vec![vec![Some("integer".to_owned()), Some("7".to_owned()), Some("2".to_owned())]]);
