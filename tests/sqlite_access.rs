@@ -147,3 +147,26 @@ fn an_untyped_key_is_bound_as_the_database_spells_it() {
     let left = common::texts(&url, "SELECT typeof(id), CAST(id AS TEXT), CAST(box_id AS TEXT) FROM item");
     assert_eq!(left, vec![vec![Some("integer".to_owned()), Some("7".to_owned()), Some("2".to_owned())]]);
 }
+
+/// A text that reads as an integer (`'8'`) in a column without a declared type cannot be told
+/// from the integer 8 (keys travel as text): the deletion is refused before anything is written,
+/// naming the column, whether it is a key (box 1's item `'8'` beside box 8's item 8, which was
+/// deleted in its place) or a reference (item 5 of box `'8'`).
+#[test]
+fn an_untyped_column_holding_an_integer_as_text_is_refused() {
+    for (rows, root, column) in [
+        ("INSERT INTO box VALUES (1), (8);\nINSERT INTO item VALUES ('8', 1), (8, 8);\n", "1", "item.id"),
+        ("INSERT INTO box VALUES ('8');\nINSERT INTO item VALUES (5, '8');\n", "8", "item.box_id"),
+    ] {
+        let (dir, url) = untyped_boxes(rows);
+        let before = common::dump(&url);
+        let output =
+            cascade(dir.path()).args(["--database-url", &url, "delete", "box", root, "--confirm"]).output().unwrap();
+        assert_eq!(output.status.code(), Some(2));
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(stderr.contains(&format!("`{column}` has no declared type and holds the text '8'")), "{stderr}");
+        let mut after = common::dump(&url);
+        after.retain(|table, _| !table.starts_with("cascade_"));
+        assert_eq!(after, before, "nothing changed");
+    }
+}

@@ -118,6 +118,11 @@ pub trait Backend: Send + Sync + Debug {
     /// A statement returning 1 when the table `name` exists, else 0.
     fn table_exists(&self, sql: &mut SqlBuilder, name: &str);
 
+    /// A statement returning one value (as text) of `column` of the `table` (already quoted)
+    /// that the column holds as text but that reads exactly as an integer (`'8'`), or no row; for
+    /// a column declared without a type ([`KeyType::Untyped`]), which only SQLite has.
+    fn integer_text_in(&self, sql: &mut SqlBuilder, table: &str, column: &str);
+
     /// `CREATE UNIQUE INDEX "name" ON table (columns);` for a `table` already quoted, built the
     /// way that keeps the table writable while the index is built where the database can
     /// (PostgreSQL: `CONCURRENTLY`, which a `partitioned` table does not allow).

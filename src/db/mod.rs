@@ -150,9 +150,7 @@ fn bind_sqlite<'q>(query: SqliteQuery<'q>, param: &Param) -> SqliteQuery<'q> {
         // Lists travel as one JSON array, read back with json_each.
         SqlValue::Integers(values) => query.bind(json_array(values)),
         SqlValue::Texts(values) => query.bind(json_array(values)),
-        SqlValue::UntypedKeys(keys) => {
-            query.bind(serde_json::Value::from_iter(keys.iter().map(|key| untyped_key(key))).to_string())
-        }
+        SqlValue::UntypedKeys(keys) => query.bind(sql::untyped_keys_json(keys)),
     }
 }
 
@@ -164,11 +162,6 @@ fn bind_postgres<'q>(query: PgQuery<'q>, param: &Param) -> PgQuery<'q> {
         // PostgreSQL columns always have a type: this is only ever text.
         SqlValue::Texts(values) | SqlValue::UntypedKeys(values) => query.bind(values.clone()),
     }
-}
-
-/// A key of an untyped SQLite column as a JSON value: an integer when it reads exactly as one.
-fn untyped_key(key: &str) -> serde_json::Value {
-    sql::exact_integer(key).map_or_else(|| key.into(), Into::into)
 }
 
 fn json_array<T: serde::Serialize>(values: &[T]) -> String {

@@ -142,6 +142,11 @@ impl Backend for Postgres {
         sql.push("SELECT COUNT(*) FROM pg_class WHERE oid = to_regclass(").bind_text(name).push(")");
     }
 
+    fn integer_text_in(&self, sql: &mut SqlBuilder, _table: &str, _column: &str) {
+        // Every PostgreSQL column has a type: no text is ever in an integer key's place.
+        sql.push("SELECT NULL WHERE false");
+    }
+
     fn create_unique_index(
         &self,
         sql: &mut SqlBuilder,

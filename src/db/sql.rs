@@ -15,8 +15,9 @@ pub enum KeyType {
     Text,
     /// Another PostgreSQL type (`uuid`, ...): values travel as text and are cast to it.
     Other(String),
-    /// A SQLite column declared without a type: it keeps values as they were inserted, so keys
-    /// that all read as integers are bound as integers, others as text.
+    /// A SQLite column declared without a type: it keeps values as they were inserted; a key
+    /// that reads exactly as an integer is bound as one, any other as text (a deletion refuses a
+    /// column holding a text that reads as an integer, which the two cannot tell apart).
     Untyped,
 }
 
@@ -67,6 +68,13 @@ pub enum Param {
 /// `key` as an integer when it reads exactly as one: `7`, not `007` or `+7`.
 pub fn exact_integer(key: &str) -> Option<i64> {
     key.parse().ok().filter(|number: &i64| number.to_string() == key)
+}
+
+/// Keys of a column without a declared type as one JSON array: a key that reads exactly as an
+/// integer is a number, any other a string.
+pub fn untyped_keys_json(keys: &[String]) -> String {
+    let values = keys.iter().map(|key| exact_integer(key).map_or_else(|| key.as_str().into(), serde_json::Value::from));
+    serde_json::Value::from_iter(values).to_string()
 }
 
 impl Param {

@@ -157,6 +157,12 @@ impl Backend for Sqlite {
         sql.push("SELECT COUNT(*) FROM sqlite_schema WHERE type = 'table' AND name = ").bind_text(name);
     }
 
+    fn integer_text_in(&self, sql: &mut SqlBuilder, table: &str, column: &str) {
+        sql.push("SELECT ").identifier(column).push(" FROM ").push(table).push(" WHERE typeof(").identifier(column);
+        sql.push(") = 'text' AND CAST(CAST(").identifier(column).push(" AS INTEGER) AS TEXT) = ").identifier(column);
+        sql.push(" LIMIT 1");
+    }
+
     fn create_unique_index(&self, sql: &mut SqlBuilder, name: &str, table: &str, columns: &[String], _: bool) {
         // SQLite builds an index under the write lock; there is no concurrent build.
         sql.push("CREATE UNIQUE INDEX ").identifier(name).push(" ON ").push(table);

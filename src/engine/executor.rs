@@ -21,7 +21,7 @@ use super::throttle::{Pacing, limits_on_path};
 use super::{key_texts as texts, not_found, table_keys};
 use crate::config::Config;
 use crate::config::OnDelete;
-use crate::db::sql::{Param, SqlValue, Statement};
+use crate::db::sql::{KeyType, Param, SqlValue, Statement};
 use crate::db::{Database, DbError, Failure, TextRows, Transaction, first_text, tables};
 use crate::planner::{Plan, PlanNode};
 use crate::schema::Schema;
@@ -202,6 +202,21 @@ pub enum DeleteError {
         .0.len()
     )]
     UnregisteredReferences(Vec<crate::diagnostic::Diagnostic>),
+    /// A column declared without a type holds a key as text that reads as an integer: keys travel
+    /// as text, so that row could not be told from the integer's.
+    #[error(
+        "`{table}.{column}` has no declared type and holds the text '{value}', which cascade cannot tell from the \
+         integer {value}: nothing was deleted. Declare the column's type (INTEGER or TEXT) in a copy of the table, \
+         or store its keys as one type"
+    )]
+    AmbiguousKey {
+        /// The table.
+        table: String,
+        /// The column (a key or a relation column).
+        column: String,
+        /// One such value.
+        value: String,
+    },
     /// A root id does not fit the key's type.
     #[error("id `{id}` is not an integer, but the key of `{table}` is")]
     NotAnInteger {
@@ -320,6 +335,7 @@ impl<'a> Deletion<'a> {
         if let Some(dir) = &options.archive {
             Archive::check(dir)?;
         }
+        refuse_ambiguous_keys(database, plan, schema).await?;
         crate::db::migrate(database).await?;
         let root = StepSql::new(&plan.root, None, config, database.backend(), Some(schema), options.archive.is_some());
         let ids = table_keys(&plan.root.table, &root.sql.key_type, ids.to_vec())?;
@@ -388,7 +404,7 @@ impl<'a> Deletion<'a> {
             run_id,
             heartbeat,
             root: &plan.root,
-            unpartitioned: plan.steps().iter().all(|node| schema.table(&node.table).is_none_or(|t| !t.partitioned)),
+            unpartitioned: plan.steps().iter().all(|node| schema.table(&node.table).is_some_and(|t| !t.partitioned)),
             root_keys,
             statuses_before,
         })
@@ -987,7 +1003,7 @@ async fn sort_roots(
     read: bool,
 ) -> Result<(Vec<String>, Vec<String>, Vec<String>), DeleteError> {
     let requested = super::key_texts(ids);
-    let spelled_as_given = !matches!(root.sql.key_type, crate::db::sql::KeyType::Other(_));
+    let spelled_as_given = !matches!(root.sql.key_type, KeyType::Other(_));
     if read
         || spelled_as_given
             && database.fetch_count(&root.sql.count_roots(Param::Value(ids.clone()))).await? == requested.len() as u64
@@ -1060,6 +1076,33 @@ impl PendingRoots {
         self.next = end;
         batch.filter(|batch| !is_empty(batch))
     }
+}
+
+/// Refuses a deletion through a column declared without a type (SQLite) that holds a key, or a
+/// reference to one, as text reading exactly as an integer (`'8'`): keys travel as text, and
+/// bound as the integer 8 the row `'8'` is never found (its children orphaned, or a loop), while
+/// a row 8 elsewhere is deleted in its place.
+async fn refuse_ambiguous_keys(database: &Database, plan: &Plan, schema: &Schema) -> Result<(), DeleteError> {
+    for node in plan.steps() {
+        let Some(table) = schema.table(&node.table) else { continue };
+        let names = crate::schema::CatalogNames::of(Some(schema), &node.table);
+        let columns = [Some(node.key.as_deref().unwrap_or("id")), node.column.as_deref()];
+        for column in columns.into_iter().flatten().filter_map(|name| table.column(name)) {
+            if column.key_type != KeyType::Untyped {
+                continue;
+            }
+            let mut sql = database.sql();
+            database.backend().integer_text_in(&mut sql, &names.quoted_table(), &column.name);
+            if let Some(value) = first_text(&database.fetch_texts(&sql.finish()).await?) {
+                return Err(DeleteError::AmbiguousKey {
+                    table: table.name.clone(),
+                    column: column.name.clone(),
+                    value: value.to_owned(),
+                });
+            }
+        }
+    }
+    Ok(())
 }
 
 /// How many keys a chunk holds.

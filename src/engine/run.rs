@@ -121,6 +121,7 @@ impl Engine {
             DeleteError::Archive(_)
             | DeleteError::Refused { .. }
             | DeleteError::NotAnInteger { .. }
+            | DeleteError::AmbiguousKey { .. }
             | DeleteError::UnregisteredReferences(_) => Failure::Permanent,
         }
     }

@@ -262,7 +262,8 @@ fn listed(statement: Statement) -> ListedStatement {
             Param::Value(SqlValue::Integer(i)) => i.to_string(),
             Param::Value(SqlValue::Text(t)) => quote_literal(t),
             Param::Value(SqlValue::Integers(list)) => format!("{list:?}"),
-            Param::Value(SqlValue::Texts(list) | SqlValue::UntypedKeys(list)) => format!("{list:?}"),
+            Param::Value(SqlValue::Texts(list)) => format!("{list:?}"),
+            Param::Value(SqlValue::UntypedKeys(list)) => crate::db::sql::untyped_keys_json(list),
         })
         .collect();
     ListedStatement { sql: statement.sql, params }
