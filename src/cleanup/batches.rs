@@ -421,9 +421,9 @@ pub fn key_param(key_type: &KeyType, key: &str) -> Param {
 /// A key (read from the database, as text) as a JSON value of a record that
 /// [`crate::db::Backend::json_key_field`] reads.
 pub fn key_json(key_type: &KeyType, key: &str) -> serde_json::Value {
-    match integer_key(key_type, key) {
-        Some(number) => number.into(),
-        None => key.into(),
+    match key_type {
+        KeyType::Integer | KeyType::Untyped => crate::db::sql::key_json(key),
+        _ => key.into(),
     }
 }
 

@@ -329,8 +329,7 @@ impl Database {
     /// ([`Backend::wide_read_setting`]).
     pub async fn fetch_wide_array(&self, statement: &Statement) -> Result<Vec<String>, DbError> {
         let Some(setting) = self.backend.wide_read_setting() else { return self.fetch_array(statement).await };
-        let mut transaction = self.begin_write().await?;
-        transaction.execute(&Statement { sql: setting.to_owned(), params: Vec::new() }).await?;
+        let mut transaction = self.begin_write_with(Some(setting)).await?;
         let texts = transaction.fetch_texts(statement).await?;
         transaction.commit().await?;
         json_array_texts(&texts)
@@ -399,8 +398,13 @@ impl Database {
     /// [`Self::begin_write`] for a transaction whose statements all look rows up by key arrays
     /// (a deletion's chunk), with [`Backend::key_array_setting`] when `key_arrays_only`.
     pub async fn begin_key_array_write(&self, key_arrays_only: bool) -> Result<Transaction, DbError> {
+        self.begin_write_with(self.backend.key_array_setting().filter(|_| key_arrays_only)).await
+    }
+
+    /// [`Self::begin_write`], then the `setting` statement first in the transaction.
+    async fn begin_write_with(&self, setting: Option<&str>) -> Result<Transaction, DbError> {
         let mut transaction = self.begin_write().await?;
-        if let (true, Some(setting)) = (key_arrays_only, self.backend.key_array_setting()) {
+        if let Some(setting) = setting {
             transaction.execute(&Statement { sql: setting.to_owned(), params: Vec::new() }).await?;
         }
         Ok(transaction)

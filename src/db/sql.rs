@@ -70,11 +70,14 @@ pub fn exact_integer(key: &str) -> Option<i64> {
     key.parse().ok().filter(|number: &i64| number.to_string() == key)
 }
 
-/// Keys of a column without a declared type as one JSON array: a key that reads exactly as an
-/// integer is a number, any other a string.
+/// A key as a JSON value: a number when it reads exactly as an integer, else a string.
+pub fn key_json(key: &str) -> serde_json::Value {
+    exact_integer(key).map_or_else(|| key.into(), serde_json::Value::from)
+}
+
+/// Keys of a column without a declared type as one JSON array (see [`key_json`]).
 pub fn untyped_keys_json(keys: &[String]) -> String {
-    let values = keys.iter().map(|key| exact_integer(key).map_or_else(|| key.as_str().into(), serde_json::Value::from));
-    serde_json::Value::from_iter(values).to_string()
+    serde_json::Value::from_iter(keys.iter().map(|key| key_json(key))).to_string()
 }
 
 impl Param {
