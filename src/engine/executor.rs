@@ -295,6 +295,8 @@ pub struct Deletion<'a> {
     rates: IndexMap<String, f64>,
     rates_read: Option<Instant>,
     summary: Summary,
+    /// Tombstones written in the open transaction: counted in `summary` once it commits.
+    uncommitted_outbox_rows: u64,
     started: Instant,
     run_id: i64,
     /// Keeps `cascade_run.heartbeat` fresh while the deletion exists, unless the caller
@@ -400,6 +402,7 @@ impl<'a> Deletion<'a> {
             rates: config.option_values(),
             rates_read: None,
             summary,
+            uncommitted_outbox_rows: 0,
             started,
             run_id,
             heartbeat,
@@ -607,45 +610,20 @@ impl<'a> Deletion<'a> {
     async fn delete_together(&mut self, frame: &Frame<'a>, keys: &SqlValue) -> Result<Together<'a>, DeleteError> {
         let started = Instant::now();
         let children = frame.set_based_children.as_ref().expect("a frame whose children are set-based");
-        let mut transaction = self.database.begin_key_array_write(self.unpartitioned).await?;
+        let mut transaction = self.begin().await?;
+        let after: Vec<bool> = (0..children.len()).map(|index| frame.step.child_goes_after(index)).collect();
         let mut steps = Vec::new();
-        for (child, step) in children {
-            let limit = self.sizes.in_parent(child);
-            let matched = || Param::Value(keys.clone());
-            let counted = if self.database.backend().limited_delete_is_slow() {
-                let counted = transaction.fetch_texts(&step.sql.count_up_to(matched(), limit + 1)).await?;
-                first_text(&counted).and_then(|n| n.parse::<u64>().ok())
-            } else {
-                None
-            };
-            let deleted = match counted {
-                Some(rows) if rows <= limit => self.delete_all(&mut transaction, child, step, keys, false).await,
-                _ => {
-                    let statement = step.sql.set_based_chunk(matched(), step.returning.as_ref(), limit);
-                    self.run_write(&mut transaction, &statement, child, step).await
-                }
-            };
-            let rows = match deleted {
-                Err(DeleteError::Database(error)) if self.is_foreign_key_violation(&error) => {
-                    transaction.rollback().await?;
-                    return Err(DeleteError::Refused { model: child.model.clone(), reason: error.to_string() });
-                }
-                result => result?,
-            };
-            steps.push((*child, rows));
-            if counted.map_or(rows >= limit, |counted| counted > limit) {
+        for ((child, step), _) in children.iter().zip(&after).filter(|(_, after)| !**after) {
+            let child_rows = self.delete_children(&mut transaction, child, step, keys).await?;
+            steps.push((*child, child_rows.rows));
+            if child_rows.some_left {
                 self.commit(transaction).await?;
                 self.record_transaction(started, &steps);
-                self.sizes.overflowed(frame.node, frame.limit, counted, limit);
+                self.sizes.overflowed(frame.node, frame.limit, child_rows.counted, self.sizes.in_parent(child));
                 return Ok(Together::ChildrenLeft(steps));
             }
         }
-        // With one writer at a time no child can appear inside this transaction; elsewhere one
-        // inserted meanwhile is looked for, or refused by its foreign key below.
-        if self.database.backend().concurrent_writers()
-            && !frame.step.children_guarded
-            && self.children_exist(&mut transaction, frame, keys).await?
-        {
+        if frame.step.checks_for_new_children(true) && self.children_exist(&mut transaction, frame, keys).await? {
             transaction.rollback().await?;
             return Ok(Together::ChildrenAppeared);
         }
@@ -659,6 +637,16 @@ impl<'a> Deletion<'a> {
             }
             result => result?,
         };
+        for ((child, step), _) in children.iter().zip(&after).filter(|(_, after)| **after) {
+            let child_rows = self.delete_children(&mut transaction, child, step, keys).await?;
+            if child_rows.some_left {
+                // Too many to go with the chunk: they go first, chunk by chunk, as elsewhere.
+                transaction.rollback().await?;
+                self.sizes.overflowed(frame.node, frame.limit, child_rows.counted, self.sizes.in_parent(child));
+                return Ok(Together::ChildrenLeft(Vec::new()));
+            }
+            steps.push((*child, child_rows.rows));
+        }
         self.advance_checkpoint(&mut transaction, frame.node, keys).await?;
         self.commit(transaction).await?;
         self.sizes.record(frame.node, frame.limit, key_count(keys), started.elapsed());
@@ -669,6 +657,40 @@ impl<'a> Deletion<'a> {
         steps.push((frame.node, deleted));
         self.record_transaction(started, &steps);
         Ok(Together::Done(steps))
+    }
+
+    /// Deletes the rows of `child` under the chunk `keys`: all of them where a count found they
+    /// fit one chunk of the child's (see [`crate::db::Backend::limited_delete_is_slow`]), else up
+    /// to one chunk.
+    async fn delete_children(
+        &mut self,
+        transaction: &mut Transaction,
+        child: &PlanNode,
+        step: &StepSql<'_>,
+        keys: &SqlValue,
+    ) -> Result<ChildRows, DeleteError> {
+        let limit = self.sizes.in_parent(child);
+        let matched = || Param::Value(keys.clone());
+        let counted = if self.database.backend().limited_delete_is_slow() {
+            let counted = transaction.fetch_texts(&step.sql.count_up_to(matched(), limit + 1)).await?;
+            first_text(&counted).and_then(|n| n.parse::<u64>().ok())
+        } else {
+            None
+        };
+        let deleted = match counted {
+            Some(rows) if rows <= limit => self.delete_all(transaction, child, step, keys, false).await,
+            _ => {
+                let statement = step.sql.set_based_chunk(matched(), step.returning.as_ref(), limit);
+                self.run_write(transaction, &statement, child, step).await
+            }
+        };
+        let rows = match deleted {
+            Err(DeleteError::Database(error)) if self.is_foreign_key_violation(&error) => {
+                return Err(DeleteError::Refused { model: child.model.clone(), reason: error.to_string() });
+            }
+            result => result?,
+        };
+        Ok(ChildRows { rows, counted, some_left: counted.map_or(rows >= limit, |counted| counted > limit) })
     }
 
     /// Advances the caller's checkpoint to the last of `keys` when they are root rows just
@@ -686,12 +708,21 @@ impl<'a> Deletion<'a> {
         }
     }
 
+    /// A chunk's transaction (see [`Database::begin_key_array_write`]).
+    async fn begin(&mut self) -> Result<Transaction, DeleteError> {
+        // Those of a transaction rolled back never counted.
+        self.uncommitted_outbox_rows = 0;
+        Ok(self.database.begin_key_array_write(self.unpartitioned).await?)
+    }
+
     /// Makes the chunk's archive lines durable, then commits: no row is gone before it is on disk.
     async fn commit(&mut self, transaction: Transaction) -> Result<(), DeleteError> {
         if let Some(archive) = &mut self.archive {
             archive.sync()?;
         }
-        Ok(transaction.commit().await?)
+        transaction.commit().await?;
+        self.summary.outbox_rows += std::mem::take(&mut self.uncommitted_outbox_rows);
+        Ok(())
     }
 
     /// Whether rows of `frame`'s children reference the chunk `keys`.
@@ -720,11 +751,10 @@ impl<'a> Deletion<'a> {
     async fn delete_chunk(&mut self, frame: &Frame<'a>, keys: &SqlValue) -> Result<Outcome, DeleteError> {
         let started = Instant::now();
         let step = &frame.step;
-        let mut transaction = self.database.begin_key_array_write(self.unpartitioned).await?;
+        let mut transaction = self.begin().await?;
         // Where writers are concurrent and foreign keys guard every relation, the delete itself is
         // the check: a child inserted meanwhile makes it fail, and the children are drained again.
-        let guarded = self.database.backend().concurrent_writers() && step.children_guarded;
-        if !step.children.is_empty() && !guarded && self.children_exist(&mut transaction, frame, keys).await? {
+        if step.checks_for_new_children(false) && self.children_exist(&mut transaction, frame, keys).await? {
             transaction.rollback().await?;
             return Ok(Outcome::ChildrenAppeared { refused: None });
         }
@@ -763,7 +793,7 @@ impl<'a> Deletion<'a> {
         let started = Instant::now();
         let statement =
             frame.step.sql.set_based_chunk(Param::Value(frame.matched.clone()), frame.step.returning.as_ref(), limit);
-        let mut transaction = self.database.begin_key_array_write(self.unpartitioned).await?;
+        let mut transaction = self.begin().await?;
         let rows = match self.run_write(&mut transaction, &statement, frame.node, &frame.step).await {
             Ok(rows) => rows,
             Err(DeleteError::Database(error)) if self.is_foreign_key_violation(&error) => {
@@ -807,7 +837,7 @@ impl<'a> Deletion<'a> {
         };
         if let Some(target) = step.outbox {
             let tombstones = step.sql.insert_tombstones(&target.scope, &target.category, returning, keys(), by_key);
-            self.summary.outbox_rows += transaction.execute(&tombstones).await?;
+            self.uncommitted_outbox_rows += transaction.execute(&tombstones).await?;
         }
         let archived = match (&self.archive, &returning.row) {
             (Some(_), Some(columns)) => {
@@ -846,7 +876,7 @@ impl<'a> Deletion<'a> {
                 transaction.execute(&in_with).await?
             };
             if step.outbox.is_some() {
-                self.summary.outbox_rows += rows;
+                self.uncommitted_outbox_rows += rows;
             }
             return Ok(rows);
         }
@@ -893,7 +923,7 @@ impl<'a> Deletion<'a> {
         let count = tombstones.len() as u64;
         if let (Some(statement), true) = (step.tombstones(Param::json_records(tombstones)), count > 0) {
             transaction.execute(&statement).await?;
-            self.summary.outbox_rows += count;
+            self.uncommitted_outbox_rows += count;
         }
         Ok(rows.len() as u64)
     }
@@ -1046,6 +1076,15 @@ fn chunk_state(frame: &Frame<'_>, keys: SqlValue) -> State {
     } else {
         State::Children { keys, next: 0, attempts: 0 }
     }
+}
+
+/// What deleting one child's rows under a chunk did.
+struct ChildRows {
+    rows: u64,
+    /// The rows counted before, where they were.
+    counted: Option<u64>,
+    /// Whether rows of the child may be left under the chunk.
+    some_left: bool,
 }
 
 /// Root ids not yet handed to a root frame.

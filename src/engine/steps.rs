@@ -20,9 +20,8 @@ pub(crate) struct StepSql<'a> {
     pub outbox: Option<&'a OutboxTarget>,
     /// The node's children, whose rows must be gone before a chunk of this node is deleted.
     pub children: Vec<NodeSql<'a>>,
-    /// Whether the database's own foreign keys refuse to delete a row of this node while a row of
-    /// any child still references it, so a child inserted meanwhile cannot be orphaned.
-    pub children_guarded: bool,
+    /// How the database ties each child's table to this node's, in the order of `children`.
+    child_ties: Vec<Tie>,
     /// Whether the node's key is unique (a primary key or unique index), so a statement matching
     /// N keys touches at most N rows.
     pub key_unique: bool,
@@ -67,11 +66,41 @@ impl<'a> StepSql<'a> {
             returning,
             outbox,
             children: node.children.iter().map(|child| node_sql(child, Some(node), backend, schema)).collect(),
-            children_guarded: schema.is_some_and(|schema| children_guarded(schema, node)),
+            child_ties: node.children.iter().map(|child| tie(schema, node, child)).collect(),
             key_unique: schema.is_some_and(
                 |schema| matches!(node.identity.as_slice(), [key] if schema.unique_column(&node.table, key)),
             ),
             deletes: node.action == OnDelete::Delete,
+        }
+    }
+
+    /// Whether the database's own foreign keys refuse to delete a row of this node while a row of
+    /// any child still references it, so a child inserted meanwhile cannot be orphaned.
+    pub fn children_guarded(&self) -> bool {
+        self.child_ties.iter().all(|tie| *tie == Tie::Refusing)
+    }
+
+    /// Whether the rows of child `index` go after a chunk's own, in its transaction, when they
+    /// share it (see [`Self::checks_for_new_children`]): where writers are concurrent and no
+    /// foreign key ties the child to this node, a child inserted before that delete goes with the
+    /// others, where a check before the parent delete could not see one inserted after it.
+    pub fn child_goes_after(&self, index: usize) -> bool {
+        self.sql.backend.concurrent_writers() && self.child_ties[index] == Tie::None
+    }
+
+    /// Whether a chunk's transaction looks for children inserted under it before deleting it;
+    /// `together`: its set-based children's rows go in the same transaction. With one writer at
+    /// a time no child can appear inside that transaction; elsewhere one is refused by its
+    /// foreign key, or deleted after the chunk's rows.
+    pub fn checks_for_new_children(&self, together: bool) -> bool {
+        let concurrent = self.sql.backend.concurrent_writers();
+        if together {
+            concurrent
+                && (0..self.child_ties.len())
+                    .any(|index| !self.child_goes_after(index) && self.child_ties[index] != Tie::Refusing)
+        } else {
+            let guarded = concurrent && self.children_guarded();
+            !self.children.is_empty() && !guarded
         }
     }
 
@@ -115,12 +144,33 @@ impl<'a> StepSql<'a> {
     }
 }
 
-/// Whether every relation below `node` is backed by a foreign key that refuses orphans.
-fn children_guarded(schema: &Schema, node: &PlanNode) -> bool {
-    let Some(key) = node.key.as_deref() else { return false };
-    node.children.iter().all(|child| {
-        child.column.as_deref().is_some_and(|column| schema.refuses_orphans(&child.table, column, &node.table, key))
-    })
+/// How the database ties a child's table to its parent's.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Tie {
+    /// A foreign key on the relation refuses to delete a parent row that still has children.
+    Refusing,
+    /// No foreign key of the child's table references the parent's: its rows may go before or
+    /// after the parent's.
+    None,
+    /// Anything else (a cascading foreign key, one on other columns, a partitioned table, no
+    /// schema): the children go first.
+    Other,
+}
+
+fn tie(schema: Option<&Schema>, node: &PlanNode, child: &PlanNode) -> Tie {
+    let Some(schema) = schema else { return Tie::Other };
+    let refusing = node
+        .key
+        .as_deref()
+        .zip(child.column.as_deref())
+        .is_some_and(|(key, column)| schema.refuses_orphans(&child.table, column, &node.table, key));
+    if refusing {
+        Tie::Refusing
+    } else if schema.unreferenced_by(&child.table, &node.table) {
+        Tie::None
+    } else {
+        Tie::Other
+    }
 }
 
 /// The statement builder of one node, with key types from the schema (integer when unknown).
@@ -208,7 +258,7 @@ fn list_node(
     if step.sql.loads_rows() {
         statements.push(step.sql.select_chunk(matched, step.status, node.chunk_size));
         let keys = described("the chunk's keys");
-        if !step.children.is_empty() {
+        if step.checks_for_new_children(node.has_only_set_based_children()) {
             statements.push(step.sql.children_exist(&step.children, &keys));
         }
         statements.extend(deleting_all(&step, keys, true));

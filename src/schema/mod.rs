@@ -307,6 +307,13 @@ impl Schema {
             })
     }
 
+    /// Whether no foreign key of `child` references `parent`: deleting rows of `parent` neither
+    /// waits on nor changes rows of `child`.
+    pub fn unreferenced_by(&self, child: &str, parent: &str) -> bool {
+        let (Some(child), Some(parent)) = (self.table(child), self.table(parent)) else { return false };
+        !child.foreign_keys.iter().any(|fk| self.resolve(fk).is_some_and(|target| std::ptr::eq(target, parent)))
+    }
+
     /// Whether `column` alone is unique in `table`: its primary key, or a unique index that
     /// enforces it on the whole table.
     pub fn unique_column(&self, table: &str, column: &str) -> bool {
