@@ -964,12 +964,25 @@ impl<'g> OrphanReader<'g> {
         Ok(Some(self.read(Among::These(&batch), false).await?))
     }
 
+    /// Whether the read involves a partitioned table, which a generic plan would not prune.
+    fn touches_partitions(&self) -> bool {
+        self.group.table.partitioned || self.relations.iter().any(|relation| relation.parent_table.partitioned)
+    }
+
     /// The orphans among `keys`; a `wide` read is one of many rows.
     async fn read(&self, keys: Among<'_>, wide: bool) -> Result<Vec<String>, OrphanError> {
         let (group, database) = (self.group, self.group.engine.database());
+        let by_keys = matches!(keys, Among::These(_));
         let statement = group.orphan_keys(self.relations, keys);
-        let read =
-            if wide { database.fetch_wide_array(&statement).await } else { database.fetch_array(&statement).await };
+        let read = if wide {
+            database.fetch_wide_array(&statement).await
+        } else if by_keys {
+            // A custom plan of thousands of keys hashes the whole parent table (50 ms for
+            // 180,000 parents) where probing its index for each key takes 13.
+            database.fetch_key_array(&statement, !self.touches_partitions()).await
+        } else {
+            database.fetch_array(&statement).await
+        };
         read.map_err(|source| OrphanError::Database { relation: format!("`{}`", group.model), source })
     }
 }

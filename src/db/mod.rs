@@ -328,7 +328,17 @@ impl Database {
     /// connection turns off for chunk-sized statements turned back on
     /// ([`Backend::wide_read_setting`]).
     pub async fn fetch_wide_array(&self, statement: &Statement) -> Result<Vec<String>, DbError> {
-        let Some(setting) = self.backend.wide_read_setting() else { return self.fetch_array(statement).await };
+        self.fetch_array_with(statement, self.backend.wide_read_setting()).await
+    }
+
+    /// Like [`Self::fetch_array`], for a statement that picks rows by a bound key array, planned
+    /// as the chunks of a deletion are ([`Self::begin_key_array_write`]).
+    pub async fn fetch_key_array(&self, statement: &Statement, key_arrays_only: bool) -> Result<Vec<String>, DbError> {
+        self.fetch_array_with(statement, self.backend.key_array_setting().filter(|_| key_arrays_only)).await
+    }
+
+    async fn fetch_array_with(&self, statement: &Statement, setting: Option<&str>) -> Result<Vec<String>, DbError> {
+        let Some(setting) = setting else { return self.fetch_array(statement).await };
         let mut transaction = self.begin_write_with(Some(setting)).await?;
         let texts = transaction.fetch_texts(statement).await?;
         transaction.commit().await?;
