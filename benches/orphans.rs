@@ -1,8 +1,8 @@
 //! Cleaning up orphans: `cascade orphans` (the report) and `cascade orphans --delete --confirm`
 //! against the hand-written anti-join, on a SQLite file and on PostgreSQL, side by side. Run:
 //! `cargo bench --bench orphans` (`-- --rows N` for another size, default 1,000,000; `-- --repeat
-//! N` runs of each measurement, default 3, the tables showing the median). Progress goes to
-//! stderr, the markdown tables to stdout.
+//! N` runs of each measurement, default 3, the tables showing the median; `-- --databases
+//! postgres` for one database). Progress goes to stderr, the markdown tables to stdout.
 //!
 //! The data set: `parent(id)` and `child(id, parent_id, payload)` with an index on
 //! `child(parent_id)` and no foreign key. Child `n` (1 to `rows`) belongs to parent `(n - 1) / 5 +
@@ -50,7 +50,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use args::number_argument;
+use args::{list_argument, number_argument};
 use cascade::db::{Access, Database, Kind};
 use database::{durability, fresh_database, statement};
 use pg_server::PgServer;
@@ -102,11 +102,15 @@ fn main() {
         data.parents, data.orphans, data.nulls
     );
 
-    let server = PgServer::start();
+    let databases = list_argument("--databases").unwrap_or_else(|| vec!["sqlite".into(), "postgres".into()]);
+    let server = databases.iter().any(|name| name == "postgres").then(PgServer::start).flatten();
     if server.is_none() {
         eprintln!("warning: no PostgreSQL: SQLite only");
     }
-    let mut stores = vec![Store::Sqlite(dir.path().join("orphans.db"))];
+    let mut stores = Vec::new();
+    if databases.iter().any(|name| name == "sqlite") {
+        stores.push(Store::Sqlite(dir.path().join("orphans.db")));
+    }
     stores.extend(server.as_ref().map(|server| Store::Postgres(server.url.clone())));
     let configs: Vec<PathBuf> = STRATEGIES.iter().map(|(strategy, ..)| config(dir.path(), strategy)).collect();
     let can_delete = deletes_orphans();

@@ -2,9 +2,20 @@
 
 /// The number after `name` among the arguments: `--rows 1_000_000` or `--rows=1_000_000`.
 pub fn number_argument(name: &str) -> Option<u64> {
+    let value = argument(name)?;
+    Some(value.replace(['_', ','], "").parse().unwrap_or_else(|_| panic!("{name} takes a number, not `{value}`")))
+}
+
+/// The comma-separated words after `name`: `--methods loop,cascade` or `--methods=loop,cascade`.
+#[allow(dead_code)] // not every bench takes a list
+pub fn list_argument(name: &str) -> Option<Vec<String>> {
+    Some(argument(name)?.split(',').map(|word| word.trim().to_owned()).collect())
+}
+
+fn argument(name: &str) -> Option<String> {
     let arguments: Vec<String> = std::env::args().collect();
     let joined = arguments.iter().find_map(|a| a.strip_prefix(name).and_then(|rest| rest.strip_prefix('=')));
-    let value = joined
-        .or_else(|| arguments.iter().position(|a| a == name).and_then(|i| arguments.get(i + 1)).map(String::as_str))?;
-    Some(value.replace(['_', ','], "").parse().unwrap_or_else(|_| panic!("{name} takes a number, not `{value}`")))
+    joined
+        .or_else(|| arguments.iter().position(|a| a == name).and_then(|i| arguments.get(i + 1)).map(String::as_str))
+        .map(str::to_owned)
 }

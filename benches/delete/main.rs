@@ -2,7 +2,8 @@
 //! hand-written batch loop, on SQLite and PostgreSQL. Run: `cargo bench --bench delete`
 //! (`-- --rows N` for another size, the default is 1,000,000; `-- --repeat N` rounds of every
 //! method, default 3, the tables showing each method's median). Progress goes to stderr, the
-//! markdown tables to stdout.
+//! markdown tables to stdout. `-- --databases sqlite,postgres` and `-- --methods loop,cascade,...`
+//! (the words of `Method::slug`) run a part of it, for looking into one number.
 //!
 //! Two trees, each a section of the output (see `tree.rs`):
 //!
@@ -38,7 +39,7 @@ mod tree;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use args::number_argument;
+use args::{list_argument, number_argument};
 use methods::{Cascade, Method, Outcome};
 use pg_server::PgServer;
 use store::{Conn, Store};
@@ -51,7 +52,7 @@ const DEFAULT_REPEAT: u64 = 3;
 pub struct Section {
     pub tree: fn(u64) -> Tree,
     pub sizes: Vec<u64>,
-    pub methods: &'static [Method],
+    pub methods: Vec<Method>,
 }
 
 /// The methods of one tree at one size on one database.
@@ -79,12 +80,25 @@ fn main() {
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("a runtime");
     eprintln!("cascade binary: {}", cascade.binary.display());
 
-    let mut stores = vec![Store::Sqlite(dir.path().to_owned())];
-    stores.extend(PgServer::start().map(Store::Postgres));
+    let databases = list_argument("--databases").unwrap_or_else(|| vec!["sqlite".into(), "postgres".into()]);
+    let mut stores = Vec::new();
+    if databases.iter().any(|name| name == "sqlite") {
+        stores.push(Store::Sqlite(dir.path().to_owned()));
+    }
+    if databases.iter().any(|name| name == "postgres") {
+        stores.extend(PgServer::start().map(Store::Postgres));
+    }
+    let methods = list_argument("--methods");
+    let chosen = |all: &[Method]| -> Vec<Method> {
+        all.iter()
+            .copied()
+            .filter(|m| methods.as_ref().is_none_or(|names| names.iter().any(|n| n == m.slug())))
+            .collect()
+    };
     let realistic = Section {
         tree: Tree::realistic,
         sizes: vec![rows, rows / 5],
-        methods: &[
+        methods: chosen(&[
             Method::Native,
             Method::Loop,
             Method::Cascade,
@@ -93,9 +107,10 @@ fn main() {
             Method::Archive,
             Method::CascadeWithoutKeys,
             Method::LoopWithoutKeys,
-        ],
+        ]),
     };
-    let deep = Section { tree: Tree::deep, sizes: vec![rows, rows / 10], methods: &[Method::Native, Method::Cascade] };
+    let deep =
+        Section { tree: Tree::deep, sizes: vec![rows, rows / 10], methods: chosen(&[Method::Native, Method::Cascade]) };
 
     let started = Instant::now();
     let mut durability = Vec::new();
@@ -117,6 +132,9 @@ async fn run_section(
     durability: &mut Vec<(&'static str, String)>,
 ) -> Vec<Measured> {
     let mut results = Vec::new();
+    if section.methods.is_empty() {
+        return results;
+    }
     for store in stores {
         for &size in &section.sizes {
             let tree = (section.tree)(size);
@@ -124,7 +142,7 @@ async fn run_section(
             eprintln!("{label}: building…");
             let start = Instant::now();
             let mut templates = Vec::new();
-            for method in section.methods {
+            for method in &section.methods {
                 let keys = method.keys();
                 if templates.iter().all(|(k, _)| *k != keys) {
                     let name = format!("cascade_bench_{}_{size}_{}", tree.name, keys.slug());

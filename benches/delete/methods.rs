@@ -53,6 +53,20 @@ impl Method {
         }
     }
 
+    /// The method's word for `--methods`.
+    pub fn slug(self) -> &'static str {
+        match self {
+            Method::Native => "native",
+            Method::NativeWithTombstones => "native-tombstones",
+            Method::Loop => "loop",
+            Method::Cascade => "cascade",
+            Method::Outbox => "outbox",
+            Method::Archive => "archive",
+            Method::CascadeWithoutKeys => "cascade-no-fks",
+            Method::LoopWithoutKeys => "loop-no-fks",
+        }
+    }
+
     pub fn is_cascade(self) -> bool {
         matches!(self, Method::Cascade | Method::Outbox | Method::Archive | Method::CascadeWithoutKeys)
     }
