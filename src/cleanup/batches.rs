@@ -16,7 +16,7 @@ use tracing::info;
 
 use crate::db::sql::{KeyType, Param, SqlBuilder, Statement};
 use crate::db::{DbError, tables};
-use crate::engine::{DeleteError, DeleteOptions, Engine, Pacing, RunOutcome, Summary};
+use crate::engine::{DeleteError, DeleteOptions, Engine, Pacing, RootGuard, RunOutcome, Summary};
 use crate::planner::Plan;
 
 /// The fewest and the most root keys a batch may hold.
@@ -274,7 +274,13 @@ impl<'a> BatchRun<'a> {
 
     /// Deletes the roots `keys` (ascending) of `plan`, each with everything below it, advancing
     /// the checkpoint `name` with every transaction that deletes roots; then pauses.
-    pub async fn delete_batch(&mut self, plan: &Plan, keys: &[String], name: &str) -> Result<Next, BatchError> {
+    pub async fn delete_batch(
+        &mut self,
+        plan: &Plan,
+        keys: &[String],
+        name: &str,
+        root_guard: Option<RootGuard>,
+    ) -> Result<Next, BatchError> {
         let pacing = self.pacing.entry(plan.root.model.clone()).or_insert_with(|| Pacing::for_plan(plan)).clone();
         let options = DeleteOptions {
             archive: self.options.archive.clone(),
@@ -286,6 +292,7 @@ impl<'a> BatchRun<'a> {
             pacing: Some(pacing),
             root_chunk_size: Some(self.batch_size(name)),
             roots_read: true,
+            root_guard,
             ..DeleteOptions::default()
         };
         let finished = self.engine.run_to_end(plan, keys, options, |_| {}).await?;

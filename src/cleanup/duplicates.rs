@@ -326,7 +326,7 @@ pub async fn remove(
                 run.transaction_done(started.elapsed());
             }
             let keys: Vec<String> = pairs.into_iter().map(|(duplicate, _)| duplicate).collect();
-            let next = run.delete_batch(&plan, &keys, &name).await?;
+            let next = run.delete_batch(&plan, &keys, &name, None).await?;
             after = Some(last);
             if next == batches::Next::Stop {
                 break;

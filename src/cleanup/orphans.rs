@@ -14,7 +14,7 @@ use super::batches::{self, BatchError, BatchOptions, BatchRun, CleanupSummary, N
 use crate::config::{Config, Key, OnDelete};
 use crate::db::sql::{Param, SqlBuilder, Statement, quote_identifier, quote_qualified};
 use crate::db::{Backend, Database, DbError};
-use crate::engine::{self, CountError, Dangling, Engine};
+use crate::engine::{self, CountError, Dangling, Engine, RootGuard};
 use crate::planner::{self, Plan};
 use crate::schema::{Schema, Table};
 
@@ -174,13 +174,37 @@ impl Candidate<'_> {
     /// `"orphan"."column" IS NOT NULL AND NOT EXISTS (...)`: the child row (aliased `orphan`)
     /// points at no parent row.
     fn orphan_condition(&self, sql: &mut SqlBuilder) {
-        let column = self.catalog_column();
-        sql.identifier(CHILD).push(".").identifier(&column).push(" IS NOT NULL AND NOT EXISTS (SELECT 1 FROM ");
-        sql.push(&quoted(self.parent_table)).push(" AS ").identifier(PARENT).push(" WHERE ");
-        sql.identifier(PARENT).push(".").identifier(&self.parent_key).push(" = ");
-        sql.identifier(CHILD).push(".").identifier(&column).push(")");
+        self.parent_missing().write(sql, CHILD);
     }
 
+    fn parent_missing(&self) -> ParentMissing {
+        ParentMissing {
+            column: self.catalog_column(),
+            parent_table: quoted(self.parent_table),
+            parent_key: self.parent_key.clone(),
+        }
+    }
+}
+
+/// The test that a child row points at no parent row by one relation.
+struct ParentMissing {
+    /// The child's relation column, the parent table as a statement names it, and its key.
+    column: String,
+    parent_table: String,
+    parent_key: String,
+}
+
+impl ParentMissing {
+    /// `"child"."column" IS NOT NULL AND NOT EXISTS (...)`, the child row aliased `child`.
+    fn write(&self, sql: &mut SqlBuilder, child: &str) {
+        sql.identifier(child).push(".").identifier(&self.column).push(" IS NOT NULL AND NOT EXISTS (SELECT 1 FROM ");
+        sql.push(&self.parent_table).push(" AS ").identifier(PARENT).push(" WHERE ");
+        sql.identifier(PARENT).push(".").identifier(&self.parent_key).push(" = ");
+        sql.identifier(child).push(".").identifier(&self.column).push(")");
+    }
+}
+
+impl Candidate<'_> {
     fn count(&self, backend: &'static dyn Backend) -> Statement {
         let mut sql = SqlBuilder::new(backend);
         sql.push("SELECT COUNT(*) FROM ").push(&quoted(self.child_table)).push(" AS ").identifier(CHILD);
@@ -871,18 +895,30 @@ impl<'a> Group<'a> {
     ) -> Result<Next, OrphanError> {
         let name = self.checkpoint(relations);
         let after = run.resume_from(&name).await?;
-        let mut reader = OrphanReader::new(self, relations, after);
+        // Where cleaning a row tests that it still dangles, a batch read ahead is not read again
+        // first: an update re-checks the anti-join itself, and a root without children is
+        // deleted only while it still dangles. Below a root with children, its children's rows
+        // would go first either way.
+        let checked_when_cleaned = match clean {
+            Clean::Delete(plan) => plan.root.children.is_empty(),
+            Clean::Nullify(_) => true,
+        };
+        let mut reader = OrphanReader::new(self, relations, after, checked_when_cleaned);
         while run.may_start_batch() {
-            let Some(keys) = reader.next_batch(run.batch_size(&name)).await? else {
+            let Some(batch) = reader.next_batch(run.batch_size(&name)).await? else {
                 run.finished_scan(&name).await?;
                 return Ok(Next::Continue);
             };
             // Every key of a batch read ahead may have found its parent again since.
-            if keys.is_empty() {
+            if batch.keys.is_empty() {
                 continue;
             }
+            let keys = batch.keys;
             let next = match clean {
-                Clean::Delete(plan) => run.delete_batch(plan, &keys, &name).await?,
+                Clean::Delete(plan) => {
+                    let guard = batch.unchecked.then(|| self.still_dangling(relations));
+                    run.delete_batch(plan, &keys, &name, guard).await?
+                }
                 Clean::Nullify(relation) => {
                     let update = self.nullify(relation, &keys);
                     run.nullify_batch(&update, &keys, self.model, &name).await?
@@ -893,6 +929,21 @@ impl<'a> Group<'a> {
             }
         }
         Ok(Next::Stop)
+    }
+
+    /// The test, as a deletion's root guard, that a row still dangles by any of `relations`.
+    fn still_dangling(&self, relations: &[&Candidate<'_>]) -> RootGuard {
+        let backend = self.engine.database().backend();
+        let tests: Vec<ParentMissing> = relations.iter().map(|relation| relation.parent_missing()).collect();
+        RootGuard::new(move |row| {
+            let mut sql = SqlBuilder::new(backend);
+            for (index, test) in tests.iter().enumerate() {
+                sql.push(if index == 0 { "(" } else { " OR (" });
+                test.write(&mut sql, row);
+                sql.push(")");
+            }
+            sql.finish().sql
+        })
     }
 
     /// Sets the relation column of those rows among `keys` that still dangle by it to NULL.
@@ -913,6 +964,13 @@ impl<'a> Group<'a> {
     }
 }
 
+/// Keys of orphans to clean up, in key order.
+struct Batch {
+    keys: Vec<String>,
+    /// Read ahead and not read again: each row must be tested as it is cleaned.
+    unchecked: bool,
+}
+
 /// Which keys a read of orphans looks at.
 enum Among<'k> {
     /// The first `limit` after `after` (from the lowest without it).
@@ -924,10 +982,13 @@ enum Among<'k> {
 /// The orphans of a group's relations in key order, a batch at a time: read a batch at a time,
 /// or many batches ahead where the database reads many keys much faster per key
 /// ([`crate::db::Backend::scan_read_ahead`]), each batch then read again among its own keys so
-/// that rows which found their parent since are left alone.
+/// that rows which found their parent since are left alone, unless cleaning them tests that
+/// itself.
 struct OrphanReader<'g> {
     group: &'g Group<'g>,
     relations: &'g [&'g Candidate<'g>],
+    /// Cleaning a row tests that it still dangles: a batch read ahead is handed out unchecked.
+    checked_when_cleaned: bool,
     /// The last key read: the next read starts after it (not the checkpoint, which a batch whose
     /// roots were all skipped by their status leaves where it was).
     after: Option<String>,
@@ -938,18 +999,23 @@ struct OrphanReader<'g> {
 }
 
 impl<'g> OrphanReader<'g> {
-    fn new(group: &'g Group<'g>, relations: &'g [&'g Candidate<'g>], after: Option<String>) -> Self {
-        Self { group, relations, after, ahead: Default::default(), exhausted: false }
+    fn new(
+        group: &'g Group<'g>,
+        relations: &'g [&'g Candidate<'g>],
+        after: Option<String>,
+        checked_when_cleaned: bool,
+    ) -> Self {
+        Self { group, relations, checked_when_cleaned, after, ahead: Default::default(), exhausted: false }
     }
 
     /// The next batch of up to `size` keys (empty when every key read ahead for it found its
     /// parent again), or `None` when the scan is through.
-    async fn next_batch(&mut self, size: u64) -> Result<Option<Vec<String>>, OrphanError> {
+    async fn next_batch(&mut self, size: u64) -> Result<Option<Batch>, OrphanError> {
         let read_ahead = self.group.engine.database().backend().scan_read_ahead();
         if read_ahead <= size {
             let keys = self.read(Among::Next { after: self.after.as_deref(), limit: size }, false).await?;
             self.after = keys.last().cloned().or(self.after.take());
-            return Ok((!keys.is_empty()).then_some(keys));
+            return Ok((!keys.is_empty()).then_some(Batch { keys, unchecked: false }));
         }
         if self.ahead.len() < size as usize && !self.exhausted {
             let keys = self.read(Among::Next { after: self.after.as_deref(), limit: read_ahead }, true).await?;
@@ -960,8 +1026,11 @@ impl<'g> OrphanReader<'g> {
         if self.ahead.is_empty() {
             return Ok(None);
         }
-        let batch: Vec<String> = self.ahead.drain(..self.ahead.len().min(size as usize)).collect();
-        Ok(Some(self.read(Among::These(&batch), false).await?))
+        let keys: Vec<String> = self.ahead.drain(..self.ahead.len().min(size as usize)).collect();
+        if self.checked_when_cleaned {
+            return Ok(Some(Batch { keys, unchecked: true }));
+        }
+        Ok(Some(Batch { keys: self.read(Among::These(&keys), false).await?, unchecked: false }))
     }
 
     /// Whether the read involves a partitioned table, which a generic plan would not prune.

@@ -16,6 +16,7 @@ use tracing::{debug, info};
 
 use super::archive::Archive;
 use super::chunk_size::ChunkSizes;
+use super::sql::RootGuard;
 use super::steps::StepSql;
 use super::throttle::{Pacing, limits_on_path};
 use super::{key_texts as texts, not_found, table_keys};
@@ -61,6 +62,9 @@ pub struct DeleteOptions {
     /// The caller read the root ids from the root table right before (a clean-up batch): they
     /// are not looked up again, only their status is.
     pub roots_read: bool,
+    /// A condition each root row must still meet to be deleted, where the root has no children
+    /// (whose rows would otherwise go first, whether the root then goes or not).
+    pub root_guard: Option<RootGuard>,
 }
 
 impl Default for DeleteOptions {
@@ -76,6 +80,7 @@ impl Default for DeleteOptions {
             pacing: None,
             root_chunk_size: None,
             roots_read: false,
+            root_guard: None,
         }
     }
 }
@@ -591,12 +596,16 @@ impl<'a> Deletion<'a> {
         let step_of = |node, parent| {
             StepSql::new(node, parent, self.config, self.database.backend(), Some(self.schema), self.archive.is_some())
         };
+        let mut step = step_of(node, parent);
+        if std::ptr::eq(node, self.root) && node.children.is_empty() {
+            step.sql.guard = self.options.root_guard.clone();
+        }
         let set_based_children = node
             .has_only_set_based_children()
             .then(|| node.children.iter().map(|child| (child, step_of(child, Some(node)))).collect());
         Frame {
             node,
-            step: step_of(node, parent),
+            step,
             set_based_children,
             matched,
             limit: node.chunk_size,

@@ -1,6 +1,8 @@
 //! The statements of one plan node, built from the node and its key types through the
 //! database's backend: the engine knows plans, `db` knows only statements.
 
+use std::sync::Arc;
+
 use crate::config::OnDelete;
 use crate::config::{Located, StatusCheck, StatusValue, Strategy};
 use crate::db::Backend;
@@ -39,6 +41,28 @@ pub(crate) fn status_in(sql: &mut SqlBuilder, column: &str, values: &[Located<St
     sql.one_of(column, values.iter().map(|value| status_value(&value.value)));
 }
 
+/// A condition every root row must still meet as it is deleted (a clean-up's orphan must still
+/// point at no parent), as SQL over the row under a given alias, without parameters.
+#[derive(Clone)]
+pub struct RootGuard(Arc<dyn Fn(&str) -> String + Send + Sync>);
+
+impl RootGuard {
+    /// The guard that `condition(alias)` writes.
+    pub fn new(condition: impl Fn(&str) -> String + Send + Sync + 'static) -> Self {
+        Self(Arc::new(condition))
+    }
+
+    fn write(&self, sql: &mut SqlBuilder, alias: &str) {
+        sql.push(" AND (").push(&(self.0)(alias)).push(")");
+    }
+}
+
+impl std::fmt::Debug for RootGuard {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        formatter.write_str(&(self.0)("row"))
+    }
+}
+
 /// What a plan node's statements need to know beyond the node itself.
 pub(crate) struct NodeSql<'a> {
     pub backend: &'static dyn Backend,
@@ -50,6 +74,8 @@ pub(crate) struct NodeSql<'a> {
     /// Type of the values this node is matched on: the parent's key type, or the ids' at the root.
     pub match_type: KeyType,
     pub partitioned: bool,
+    /// At the root: a condition each row must still meet to be deleted by key.
+    pub guard: Option<RootGuard>,
 }
 
 impl NodeSql<'_> {
@@ -100,7 +126,7 @@ impl NodeSql<'_> {
     pub fn delete_by_keys(&self, keys: Param, returning: Option<&Returning>) -> Statement {
         let mut sql = self.builder();
         sql.push("DELETE FROM ").push(&self.table()).push(" AS ").identifier(ROW_ALIAS).push(" WHERE ");
-        sql.key_list(&self.key(), &self.key_type, keys);
+        self.matching(&mut sql, keys, true);
         self.returning(&mut sql, returning);
         sql.finish()
     }
@@ -112,7 +138,13 @@ impl NodeSql<'_> {
         let mut sql = self.builder();
         self.set_based_head(&mut sql);
         sql.push(" WHERE ").push(rows.matched).push(rows.open).push(rows.select).push(" FROM ").push(&self.table());
-        sql.push(" WHERE ").key_list(&self.match_column(), &self.match_type, matched);
+        if let Some(guard) = &self.guard {
+            sql.push(" AS ").identifier(ROW_ALIAS);
+            sql.push(" WHERE ").key_list(&self.match_column(), &self.match_type, matched);
+            guard.write(&mut sql, ROW_ALIAS);
+        } else {
+            sql.push(" WHERE ").key_list(&self.match_column(), &self.match_type, matched);
+        }
         sql.push(" LIMIT ").push(&limit.to_string()).push(rows.close);
         self.set_based_tail(&mut sql, returning);
         sql.finish()
@@ -229,7 +261,7 @@ impl NodeSql<'_> {
                 self.tombstone_payload(sql, returning);
             },
         );
-        sql.push(&self.table()).push(" WHERE ");
+        sql.push(&self.table()).push(" AS ").identifier(ROW_ALIAS).push(" WHERE ");
         self.matching(&mut sql, keys, by_key);
         sql.finish()
     }
@@ -248,9 +280,14 @@ impl NodeSql<'_> {
         sql.finish()
     }
 
+    /// The rows (aliased [`ROW_ALIAS`]) whose key (`by_key`, and the root's guard) or relation
+    /// column is in `keys`.
     fn matching(&self, sql: &mut SqlBuilder, keys: Param, by_key: bool) {
         if by_key {
             sql.key_list(&self.key(), &self.key_type, keys);
+            if let Some(guard) = &self.guard {
+                guard.write(sql, ROW_ALIAS);
+            }
         } else {
             sql.key_list(&self.match_column(), &self.match_type, keys);
         }

@@ -197,6 +197,7 @@ pub(crate) fn node_sql<'a>(
         },
         key_type: own_key,
         partitioned: table.is_some_and(|t| t.partitioned),
+        guard: None,
     }
 }
 
