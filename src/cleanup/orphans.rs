@@ -898,9 +898,10 @@ impl<'a> Group<'a> {
         // Where cleaning a row tests that it still dangles, a batch read ahead is not read again
         // first: an update re-checks the anti-join itself, and a root without children is
         // deleted only while it still dangles. Below a root with children, its children's rows
-        // would go first either way.
+        // would go first either way, and a root with a status is marked in progress before its
+        // delete, which would mark a row that found its parent again.
         let checked_when_cleaned = match clean {
-            Clean::Delete(plan) => plan.root.children.is_empty(),
+            Clean::Delete(plan) => plan.root.children.is_empty() && !self.has_status(),
             Clean::Nullify(_) => true,
         };
         let mut reader = OrphanReader::new(self, relations, after, checked_when_cleaned);
@@ -929,6 +930,11 @@ impl<'a> Group<'a> {
             }
         }
         Ok(Next::Stop)
+    }
+
+    /// Whether the model's rows carry a `status`, which a deletion sets before deleting them.
+    fn has_status(&self) -> bool {
+        self.engine.config().model(self.model).is_some_and(|model| model.status.is_some())
     }
 
     /// The test, as a deletion's root guard, that a row still dangles by any of `relations`.

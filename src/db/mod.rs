@@ -333,8 +333,8 @@ impl Database {
 
     /// Like [`Self::fetch_array`], for a statement that picks rows by a bound key array, planned
     /// as the chunks of a deletion are ([`Self::begin_key_array_write`]).
-    pub async fn fetch_key_array(&self, statement: &Statement, key_arrays_only: bool) -> Result<Vec<String>, DbError> {
-        self.fetch_array_with(statement, self.backend.key_array_setting().filter(|_| key_arrays_only)).await
+    pub async fn fetch_key_array(&self, statement: &Statement, unpartitioned: bool) -> Result<Vec<String>, DbError> {
+        self.fetch_array_with(statement, self.backend.key_array_setting().filter(|_| unpartitioned)).await
     }
 
     async fn fetch_array_with(&self, statement: &Statement, setting: Option<&str>) -> Result<Vec<String>, DbError> {
@@ -406,9 +406,10 @@ impl Database {
     }
 
     /// [`Self::begin_write`] for a transaction whose statements all look rows up by key arrays
-    /// (a deletion's chunk), with [`Backend::key_array_setting`] when `key_arrays_only`.
-    pub async fn begin_key_array_write(&self, key_arrays_only: bool) -> Result<Transaction, DbError> {
-        self.begin_write_with(self.backend.key_array_setting().filter(|_| key_arrays_only)).await
+    /// (a deletion's chunk), with [`Backend::key_array_setting`] when `unpartitioned`: no table it
+    /// touches is partitioned (a plan made for any key array cannot leave partitions out).
+    pub async fn begin_key_array_write(&self, unpartitioned: bool) -> Result<Transaction, DbError> {
+        self.begin_write_with(self.backend.key_array_setting().filter(|_| unpartitioned)).await
     }
 
     /// [`Self::begin_write`], then the `setting` statement first in the transaction.

@@ -50,13 +50,6 @@ impl Backend for Postgres {
                 // only add their start-up, which made picking a batch of orphans 4× slower.
                 Access::ReadWrite => options.options([("max_parallel_workers_per_gather", "0")]),
             };
-            // One connection first: a refused or failed connection is reported as what it is at
-            // once, where the pool would retry it until its timeout and say only that it timed out.
-            let first = tokio::time::timeout(CONNECT_TIMEOUT, PgConnection::connect_with(&options))
-                .await
-                .map_err(|_| failed(sqlx::Error::PoolTimedOut))?
-                .map_err(failed)?;
-            let _ = first.close().await;
             // No ping before each use: a chunk is a handful of statements, and a ping per acquire
             // was a round trip each; a connection that died fails its statement, which is a
             // transient failure like any other.
@@ -64,9 +57,30 @@ impl Backend for Postgres {
                 .max_connections(4)
                 .test_before_acquire(false)
                 .acquire_timeout(CONNECT_TIMEOUT)
-                .connect_with(options)
+                .connect_lazy_with(options.clone());
+            // The pool's first connection, while a connection of its own is made beside it: a
+            // refused or failed connection is reported by the latter as what it is at once,
+            // where the pool would retry it until its timeout and say only that it timed out.
+            let warming = tokio::spawn({
+                let pool = pool.clone();
+                async move { pool.acquire().await.map(drop) }
+            });
+            let checked = tokio::time::timeout(CONNECT_TIMEOUT, PgConnection::connect_with(&options))
                 .await
-                .map_err(failed)?;
+                .map_err(|_| sqlx::Error::PoolTimedOut)
+                .and_then(|connected| connected);
+            let first = match checked {
+                Ok(first) => first,
+                Err(error) => {
+                    warming.abort();
+                    return Err(failed(error));
+                }
+            };
+            let _ = first.close().await;
+            match warming.await {
+                Ok(warmed) => warmed.map_err(failed)?,
+                Err(_) => return Err(failed(sqlx::Error::PoolClosed)),
+            }
             Ok(Database::new(&Postgres, Pool::Postgres(pool)))
         })
     }

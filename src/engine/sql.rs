@@ -295,7 +295,7 @@ impl NodeSql<'_> {
 
     /// Whether any row of `child` (by its relation column) still references the keys: checked
     /// in the delete's own transaction, so a child inserted meanwhile is never orphaned.
-    pub fn children_exist(&self, children: &[NodeSql<'_>], keys: &Param) -> Statement {
+    pub fn children_exist(&self, children: &[&NodeSql<'_>], keys: &Param) -> Statement {
         let mut sql = self.builder();
         sql.push("SELECT CAST(CASE WHEN ");
         for (index, child) in children.iter().enumerate() {

@@ -76,32 +76,35 @@ impl<'a> StepSql<'a> {
 
     /// Whether the database's own foreign keys refuse to delete a row of this node while a row of
     /// any child still references it, so a child inserted meanwhile cannot be orphaned.
-    pub fn children_guarded(&self) -> bool {
+    fn children_guarded(&self) -> bool {
         self.child_ties.iter().all(|tie| *tie == Tie::Refusing)
     }
 
     /// Whether the rows of child `index` go after a chunk's own, in its transaction, when they
-    /// share it (see [`Self::checks_for_new_children`]): where writers are concurrent and no
+    /// share it (see [`Self::new_children_check`]): where writers are concurrent and no
     /// foreign key ties the child to this node, a child inserted before that delete goes with the
     /// others, where a check before the parent delete could not see one inserted after it.
     pub fn child_goes_after(&self, index: usize) -> bool {
         self.sql.backend.concurrent_writers() && self.child_ties[index] == Tie::None
     }
 
-    /// Whether a chunk's transaction looks for children inserted under it before deleting it;
-    /// `together`: its set-based children's rows go in the same transaction. With one writer at
-    /// a time no child can appear inside that transaction; elsewhere one is refused by its
-    /// foreign key, or deleted after the chunk's rows.
-    pub fn checks_for_new_children(&self, together: bool) -> bool {
+    /// The check a chunk's transaction makes for children inserted under the chunk `keys` before
+    /// deleting it; `together`: its set-based children's rows go in the same transaction, and
+    /// only those deleted before it are looked at. None where none is needed: with one writer at a
+    /// time no child can appear inside that transaction; elsewhere one is refused by its foreign
+    /// key, or deleted after the chunk's rows.
+    pub fn new_children_check(&self, together: bool, keys: &Param) -> Option<Statement> {
         let concurrent = self.sql.backend.concurrent_writers();
-        if together {
-            concurrent
-                && (0..self.child_ties.len())
-                    .any(|index| !self.child_goes_after(index) && self.child_ties[index] != Tie::Refusing)
-        } else {
-            let guarded = concurrent && self.children_guarded();
-            !self.children.is_empty() && !guarded
-        }
+        let checked: Vec<&NodeSql<'a>> = match (together, concurrent) {
+            (true, false) => Vec::new(),
+            (true, true) => (self.children.iter().enumerate())
+                .filter(|(index, _)| !self.child_goes_after(*index) && self.child_ties[*index] != Tie::Refusing)
+                .map(|(_, child)| child)
+                .collect(),
+            (false, true) if self.children_guarded() => Vec::new(),
+            (false, _) => self.children.iter().collect(),
+        };
+        (!checked.is_empty()).then(|| self.sql.children_exist(&checked, keys))
     }
 
     /// What a delete returns for the tombstones and the archive; none for a nullify, whose
@@ -152,8 +155,8 @@ enum Tie {
     /// No foreign key of the child's table references the parent's: its rows may go before or
     /// after the parent's.
     None,
-    /// Anything else (a cascading foreign key, one on other columns, a partitioned table, no
-    /// schema): the children go first.
+    /// Anything else (a cascading foreign key, one on other columns, no schema): the children go
+    /// first.
     Other,
 }
 
@@ -259,9 +262,7 @@ fn list_node(
     if step.sql.loads_rows() {
         statements.push(step.sql.select_chunk(matched, step.status, node.chunk_size));
         let keys = described("the chunk's keys");
-        if step.checks_for_new_children(node.has_only_set_based_children()) {
-            statements.push(step.sql.children_exist(&step.children, &keys));
-        }
+        statements.extend(step.new_children_check(node.has_only_set_based_children(), &keys));
         statements.extend(deleting_all(&step, keys, true));
     } else {
         if parent.is_some_and(PlanNode::has_only_set_based_children) && backend.limited_delete_is_slow() {

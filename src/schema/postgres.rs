@@ -84,8 +84,12 @@ const INDEXES: &str = "
     ORDER BY i.indrelid, ic.relname";
 
 pub async fn introspect(pool: &PgPool) -> Result<Schema, DbError> {
+    // One connection for all four reads: a connection goes back to the pool in the background, so
+    // the next read through the pool would often open a second one (a new server process, whose
+    // catalog caches start cold).
+    let mut connection = pool.acquire().await?;
     let mut tables: Vec<(i64, Table)> = query(TABLES)
-        .fetch_all(pool)
+        .fetch_all(&mut *connection)
         .await?
         .iter()
         .map(|row| {
@@ -108,7 +112,7 @@ pub async fn introspect(pool: &PgPool) -> Result<Schema, DbError> {
     let oids: Vec<i64> = tables.iter().map(|(oid, _)| *oid).collect();
     let position: HashMap<i64, usize> = oids.iter().enumerate().map(|(index, oid)| (*oid, index)).collect();
 
-    for row in query(COLUMNS).bind(&oids).fetch_all(pool).await? {
+    for row in query(COLUMNS).bind(&oids).fetch_all(&mut *connection).await? {
         if let Some(table) = table_mut(&mut tables, &position, row.get("oid")) {
             let base_oid: Option<sqlx::postgres::types::Oid> = row.get("base_oid");
             let base_type: Option<String> = row.get("base_type");
@@ -120,7 +124,7 @@ pub async fn introspect(pool: &PgPool) -> Result<Schema, DbError> {
             });
         }
     }
-    for row in query(CONSTRAINTS).bind(&oids).fetch_all(pool).await? {
+    for row in query(CONSTRAINTS).bind(&oids).fetch_all(&mut *connection).await? {
         let Some(table) = table_mut(&mut tables, &position, row.get("oid")) else {
             continue;
         };
@@ -142,7 +146,7 @@ pub async fn introspect(pool: &PgPool) -> Result<Schema, DbError> {
             }
         }
     }
-    for row in query(INDEXES).bind(&oids).fetch_all(pool).await? {
+    for row in query(INDEXES).bind(&oids).fetch_all(&mut *connection).await? {
         let Some(table) = table_mut(&mut tables, &position, row.get("oid")) else {
             continue;
         };
