@@ -268,7 +268,8 @@ enum Together<'a> {
     /// Committed: the rows of each step.
     Done(Vec<(&'a PlanNode, u64)>),
     /// The children had more rows than one chunk of theirs: those deleted are committed (their
-    /// rows), the rest go chunk by chunk.
+    /// rows; none where children that go after the chunk overflowed, which rolls it all back),
+    /// the rest go chunk by chunk.
     ChildrenLeft(Vec<(&'a PlanNode, u64)>),
     /// Rows appeared under the chunk after its children were deleted: nothing was committed.
     ChildrenAppeared,
@@ -472,6 +473,9 @@ impl<'a> Deletion<'a> {
                         }
                         Together::ChildrenLeft(steps) => {
                             top.state = State::Children { keys, next: 0, attempts: 0 };
+                            if steps.is_empty() {
+                                continue;
+                            }
                             self.charge_rate_limits(&steps).await;
                             return Ok(true);
                         }
