@@ -223,6 +223,13 @@ fn coalesced_messages_are_delivered_once_each_in_id_order_postgres() {
 struct ManualClock(Mutex<SystemTime>);
 
 impl ManualClock {
+    /// A clock a millisecond ahead of now: the drainer binds the time rows are due at in
+    /// milliseconds, and a row written in the same millisecond (PostgreSQL keeps microseconds)
+    /// would be after it, never due while the clock stands still.
+    fn after_writes() -> Arc<Self> {
+        Arc::new(Self(Mutex::new(SystemTime::now() + Duration::from_millis(1))))
+    }
+
     fn advance(&self, by: Duration) {
         *self.0.lock().unwrap() += by;
     }
@@ -263,7 +270,7 @@ async fn failures_back_off(url: Option<String>) {
     let dir = setup(r#", "fail", "1", "2""#, 10, "30s");
     let rows = project_updates(&[("1", "a"), ("1", "b"), ("2", "c")]);
     tokio::task::block_in_place(|| write_outbox(&url, &rows));
-    let clock = Arc::new(ManualClock(Mutex::new(SystemTime::now())));
+    let clock = ManualClock::after_writes();
     let config = std::fs::read_to_string(dir.path().join("cascades/cascade.toml")).unwrap();
     let (database, drainer) = drainer(&url, &config, &clock).await;
 
@@ -393,7 +400,7 @@ async fn webhooks_get_the_body_headers_and_idempotency_key_and_5xx_is_retried() 
     let url = tokio::task::block_in_place(|| sqlite_database(dir.path(), SCHEMA));
     let rows = project_updates(&[("5", "x"), ("5", "y"), ("5", "x")]);
     tokio::task::block_in_place(|| write_outbox(&url, &rows));
-    let clock = Arc::new(ManualClock(Mutex::new(SystemTime::now())));
+    let clock = ManualClock::after_writes();
     let (database, drainer) = drainer(&url, &webhook_config(&server.uri(), "5s"), &clock).await;
     let stop = Arc::new(AtomicBool::new(false));
 
@@ -433,7 +440,7 @@ async fn a_webhook_slower_than_its_timeout_fails_and_keeps_the_rows() {
     let dir = tempfile::tempdir().unwrap();
     let url = tokio::task::block_in_place(|| sqlite_database(dir.path(), SCHEMA));
     tokio::task::block_in_place(|| write_outbox(&url, &[("1".into(), "project_update", "a".into())]));
-    let clock = Arc::new(ManualClock(Mutex::new(SystemTime::now())));
+    let clock = ManualClock::after_writes();
     let (database, drainer) = drainer(&url, &webhook_config(&server.uri(), "1s"), &clock).await;
 
     let report = drainer.drain_due(&Arc::new(AtomicBool::new(false))).await.unwrap();
@@ -649,7 +656,7 @@ async fn a_redirect_is_not_a_delivery() {
     let dir = tempfile::tempdir().unwrap();
     let url = tokio::task::block_in_place(|| sqlite_database(dir.path(), SCHEMA));
     tokio::task::block_in_place(|| write_outbox(&url, &[("1".into(), "project_update", "a".into())]));
-    let clock = Arc::new(ManualClock(Mutex::new(SystemTime::now())));
+    let clock = ManualClock::after_writes();
     let (database, drainer) = drainer(&url, &webhook_config(&server.uri(), "5s"), &clock).await;
 
     let report = drainer.drain_due(&Arc::new(AtomicBool::new(false))).await.unwrap();
