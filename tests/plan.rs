@@ -241,3 +241,30 @@ fn plan_counts_agree_with_the_run_on_sqlite() {
     assert_eq!(run["deleted"]["a"], plan["totals"]["a"]);
     assert_eq!(run["nullified"]["a"], plan["nullify"]["a"]);
 }
+
+/// On PostgreSQL a bulk child that no foreign key ties to its per_row parent is deleted after the
+/// parent chunk's rows, in its transaction: `--sql` lists it after the parent, and says so.
+#[test]
+fn sql_lists_children_without_foreign_keys_after_their_parent_on_postgres() {
+    let ddl = "CREATE TABLE project (id bigint PRIMARY KEY);
+               CREATE TABLE task (id bigint PRIMARY KEY, project_id bigint NOT NULL);
+               CREATE INDEX task_project_id ON task (project_id);
+               CREATE TABLE note (id bigint PRIMARY KEY, task_id bigint NOT NULL);
+               CREATE INDEX note_task_id ON note (task_id);";
+    let Some(url) = postgres_database(ddl) else { return };
+    let config = "[models.project]\ntable = \"project\"\nchildren = [{ model = \"task\", column = \"project_id\" }]\n\n\
+                  [models.task]\ntable = \"task\"\nchildren = [{ model = \"note\", column = \"task_id\" }]\n\n\
+                  [models.note]\ntable = \"note\"\nstrategy = \"bulk\"\n";
+    let dir = project(&[("cascades/cascade.toml", config)]);
+    let args = ["plan", "project", "--id", "1", "--sql", "--database-url", &url];
+    let json = cascade(dir.path()).args(args).args(["--format", "json"]).output().unwrap();
+    assert!(json.status.success(), "{}", String::from_utf8_lossy(&json.stderr));
+    let plan: Value = serde_json::from_slice(&json.stdout).unwrap();
+    let listed: Vec<(&str, Option<&str>)> = (plan["sql"].as_array().unwrap().iter())
+        .map(|step| (step["model"].as_str().unwrap(), step["after"].as_str()))
+        .collect();
+    assert_eq!(listed, [("task", None), ("note", Some("task")), ("project", None)]);
+    let text = cascade(dir.path()).args(args).output().unwrap();
+    let text = String::from_utf8_lossy(&text.stdout);
+    assert!(text.contains("-- step 1: note (in each `task` chunk's transaction, after its rows)\nDELETE"), "{text}");
+}

@@ -211,6 +211,13 @@ pub struct StepStatements {
     pub step: usize,
     /// The step's model.
     pub model: String,
+    /// The parent model whose chunk's transaction this step's rows go in, right after the
+    /// chunk's own rows (see [`StepSql::child_goes_after`]); the step is listed after the parent's.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub after: Option<String>,
+    /// The parent's step, where `after` is set.
+    #[serde(skip)]
+    after_step: Option<usize>,
     /// The statements, in the order they run.
     pub statements: Vec<ListedStatement>,
 }
@@ -234,7 +241,7 @@ pub fn list(
 ) -> Vec<StepStatements> {
     let mut steps = Vec::new();
     list_node(&plan.root, None, config, backend, schema, &mut steps);
-    steps.sort_by_key(|s| s.step);
+    steps.sort_by_key(|s| (s.after_step.unwrap_or(s.step), s.after_step.is_some(), s.step));
     steps
 }
 
@@ -246,10 +253,14 @@ fn list_node(
     schema: Option<&Schema>,
     out: &mut Vec<StepStatements>,
 ) {
-    for child in &node.children {
-        list_node(child, Some(node), config, backend, schema, out);
-    }
     let step = StepSql::new(node, parent, config, backend, schema, false);
+    for (index, child) in node.children.iter().enumerate() {
+        list_node(child, Some(node), config, backend, schema, out);
+        if node.has_only_set_based_children() && step.child_goes_after(index) {
+            let listed = out.iter_mut().find(|listed| listed.step == child.step).expect("the child just listed");
+            (listed.after, listed.after_step) = (Some(node.model.clone()), Some(node.step));
+        }
+    }
     let described = |what: &str| Param::Described(what.to_owned());
     let matched = described(&match parent {
         Some(parent) => format!("keys of the current `{}` chunk", parent.model),
@@ -276,6 +287,8 @@ fn list_node(
     out.push(StepStatements {
         step: node.step,
         model: node.model.clone(),
+        after: None,
+        after_step: None,
         statements: statements.into_iter().map(listed).collect(),
     });
 }
