@@ -4,7 +4,7 @@
 mod common;
 
 use common::diamond::{DIAMOND_CONFIG, DIAMOND_SCHEMA, EXPECTED, diamond_rows};
-use common::{block_on, cascade, postgres_database, project, repository, sqlite_database};
+use common::{block_on, cascade, json_output, postgres_database, project, repository, sqlite_database};
 use serde_json::Value;
 
 fn plan_output(args: &[&str]) -> String {
@@ -257,9 +257,7 @@ fn sql_lists_children_without_foreign_keys_after_their_parent_on_postgres() {
                   [models.note]\ntable = \"note\"\nstrategy = \"bulk\"\n";
     let dir = project(&[("cascades/cascade.toml", config)]);
     let args = ["plan", "project", "--id", "1", "--sql", "--database-url", &url];
-    let json = cascade(dir.path()).args(args).args(["--format", "json"]).output().unwrap();
-    assert!(json.status.success(), "{}", String::from_utf8_lossy(&json.stderr));
-    let plan: Value = serde_json::from_slice(&json.stdout).unwrap();
+    let plan = json_output(cascade(dir.path()).args(args).args(["--format", "json"]));
     let listed: Vec<(&str, Option<&str>)> = (plan["sql"].as_array().unwrap().iter())
         .map(|step| (step["model"].as_str().unwrap(), step["after"].as_str()))
         .collect();

@@ -80,12 +80,15 @@ impl<'a> StepSql<'a> {
         self.child_ties.iter().all(|tie| *tie == Tie::Refusing)
     }
 
-    /// Whether the rows of child `index` go after a chunk's own, in its transaction, when they
-    /// share it (see [`Self::new_children_check`]): where writers are concurrent and no
-    /// foreign key ties the child to this node, a child inserted before that delete goes with the
-    /// others, where a check before the parent delete could not see one inserted after it.
+    /// Whether the rows of child `index` go after a chunk's own, in its transaction, which they
+    /// share where all children are set-based (see [`Self::new_children_check`]): where writers
+    /// are concurrent and no foreign key ties the child to this node, a child inserted before
+    /// that delete goes with the others, where a check before the parent delete could not see one
+    /// inserted after it.
     pub fn child_goes_after(&self, index: usize) -> bool {
-        self.sql.backend.concurrent_writers() && self.child_ties[index] == Tie::None
+        self.sql.node.has_only_set_based_children()
+            && self.sql.backend.concurrent_writers()
+            && self.child_ties[index] == Tie::None
     }
 
     /// The check a chunk's transaction makes for children inserted under the chunk `keys` before
@@ -256,7 +259,7 @@ fn list_node(
     let step = StepSql::new(node, parent, config, backend, schema, false);
     for (index, child) in node.children.iter().enumerate() {
         list_node(child, Some(node), config, backend, schema, out);
-        if node.has_only_set_based_children() && step.child_goes_after(index) {
+        if step.child_goes_after(index) {
             let listed = out.iter_mut().find(|listed| listed.step == child.step).expect("the child just listed");
             (listed.after, listed.after_step) = (Some(node.model.clone()), Some(node.step));
         }
