@@ -276,7 +276,7 @@ fn list_node(
     if step.sql.loads_rows() {
         statements.push(step.sql.select_chunk(matched, step.status, node.chunk_size));
         let keys = described("the chunk's keys");
-        statements.extend(step.new_children_check(node.has_only_set_based_children(), &keys));
+        statements.extend(children_checks(&step, node, &keys));
         statements.extend(deleting_all(&step, keys, true));
     } else {
         if parent.is_some_and(PlanNode::has_only_set_based_children) && backend.limited_delete_is_slow() {
@@ -294,6 +294,17 @@ fn list_node(
         after_step: None,
         statements: statements.into_iter().map(listed).collect(),
     });
+}
+
+/// The checks for new children a chunk of `node` may make: where its children are set-based, the
+/// one of the transaction they share with it and, when different, the one of a chunk whose
+/// children did not fit that transaction and went first.
+fn children_checks(step: &StepSql<'_>, node: &PlanNode, keys: &Param) -> Vec<Statement> {
+    let together = node.has_only_set_based_children();
+    let shared = step.new_children_check(together, keys);
+    let alone = if together { step.new_children_check(false, keys) } else { None };
+    let alone = alone.filter(|alone| shared.as_ref() != Some(alone));
+    shared.into_iter().chain(alone).collect()
 }
 
 /// The statements that delete (or nullify) every row whose key (`by_key`) or relation column is
