@@ -124,7 +124,8 @@ fn check_outcome(probe: &Probe, expected: &Expectation, summary: Option<&Value>)
 
 /// Every row the deletion removed is in the archive at least once, whole and as it was before
 /// the deletion touched it (a root with its status before the marking), and no other row is.
-/// `before` is the database before the first run; the runs in `killed` died of kill -9.
+/// `before` is the database before the first run; the runs in `killed` died of kill -9. Without
+/// them, each row is there exactly once.
 fn check_archive(url: &str, before: &BTreeMap<String, Vec<String>>, archive: &Path, killed: &[i64]) {
     let after = common::dump(url);
     let lines = common::archive_lines(archive, killed);
@@ -147,6 +148,10 @@ fn check_archive(url: &str, before: &BTreeMap<String, Vec<String>>, archive: &Pa
             archived.insert(id);
         }
         assert_eq!(archived, deleted, "the archived rows of {table} are the deleted ones");
+        if killed.is_empty() {
+            let written = lines.get(table).map_or(0, Vec::len);
+            assert_eq!(written, archived.len(), "each deleted {table} row archived once, none twice");
+        }
     }
     assert!(lines.keys().all(|model| before.contains_key(model)), "archived: {:?}", lines.keys());
 }
@@ -244,6 +249,56 @@ fn a_child_written_as_its_parent_is_deleted_goes_with_it_on_postgres_without_for
     for table in ["org", "project", "member", "task", "note"] {
         assert_eq!(after[table], expected.before[table] - expected.counts[table], "rows left in {table}");
     }
+}
+
+/// The same when a chunk's notes are too many to go in its transaction: they go first, chunk
+/// by chunk, and the chunk of tasks then goes alone, the notes written meanwhile right after it
+/// in its transaction; the archive holds every deleted row once (the transactions rolled back
+/// when the notes overflowed left no lines).
+#[test]
+fn a_child_written_as_its_parent_goes_alone_goes_with_it_on_postgres_without_foreign_keys() {
+    let ddl = "CREATE TABLE project (id bigint PRIMARY KEY);
+               CREATE TABLE task (id bigint PRIMARY KEY, project_id bigint NOT NULL REFERENCES project (id));
+               CREATE INDEX task_project_id ON task (project_id);
+               CREATE TABLE note (id bigint PRIMARY KEY, task_id bigint NOT NULL, body text);
+               CREATE INDEX note_task_id ON note (task_id);
+               INSERT INTO project VALUES (1), (2);
+               INSERT INTO task SELECT i, (i - 1) / 100 + 1 FROM generate_series(1, 200) AS i;
+               INSERT INTO note SELECT i, (i - 1) / 3 + 1, 'early' FROM generate_series(1, 600) AS i;
+               CREATE SEQUENCE late_note START 1000000;
+               CREATE FUNCTION add_note() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN
+                 INSERT INTO note VALUES (nextval('late_note'), OLD.id, 'late'); RETURN OLD; END $$;
+               CREATE TRIGGER add_note BEFORE DELETE ON task FOR EACH ROW EXECUTE FUNCTION add_note();";
+    let Some(url) = postgres_database(ddl) else { return };
+    // 50 tasks have 150 notes, more than the 100 that go with a chunk; their 50 late notes fit.
+    let config = "[settings]\nadaptive = false\n\n\
+                  [models.project]\ntable = \"project\"\nchildren = [{ model = \"task\", column = \"project_id\" }]\n\n\
+                  [models.task]\ntable = \"task\"\nchunk_size = 50\nchildren = [{ model = \"note\", column = \"task_id\" }]\n\n\
+                  [models.note]\ntable = \"note\"\nstrategy = \"bulk\"\nchunk_size = 100\n";
+    let dir = project(&[("cascades/cascade.toml", config)]);
+    let archive = dir.path().join("archive");
+    let summary = json_output(cascade(dir.path()).args([
+        "delete",
+        "project",
+        "1",
+        "--confirm",
+        "--format",
+        "json",
+        "--archive",
+        archive.to_str().unwrap(),
+        "--database-url",
+        &url,
+    ]));
+    let orphans = "SELECT COUNT(*) FROM note WHERE NOT EXISTS (SELECT 1 FROM task WHERE task.id = note.task_id)";
+    assert_eq!(count(&url, orphans), 0, "a note written as its task went was left behind: {summary}");
+    assert_eq!(count(&url, "SELECT COUNT(*) FROM task"), 100, "project 2's tasks stay");
+    assert_eq!(count(&url, "SELECT COUNT(*) FROM note WHERE body = 'early'"), 300, "project 2's notes stay");
+    // 300 early notes, and one late note per task in each of the two chunks that committed.
+    assert_eq!(summary["deleted"], serde_json::json!({"note": 400, "task": 100, "project": 1}), "{summary}");
+    let lines = common::archive_lines(&archive, &[]);
+    let ids: BTreeSet<String> = lines["note"].iter().map(|line| line["row"]["id"].to_string()).collect();
+    assert_eq!((lines["note"].len(), ids.len()), (400, 400), "each deleted note archived once");
+    assert_eq!(lines["task"].len(), 100, "each deleted task archived once");
 }
 
 /// A chunk whose bulk children are one tied to it by a cascading foreign key (checked before the
@@ -1007,10 +1062,12 @@ fn the_actor_is_the_os_user_without_user_variable() {
     assert_eq!(actor, expected);
 }
 
-/// Rows whose delete the database refuses (here a trigger) are not archived: the archive holds
-/// what was deleted (on SQLite it is read before the delete).
+/// Rows whose delete the database refuses (here a trigger) are not archived, nor are the rows
+/// deleted before them in the transaction it rolls back: the archive holds exactly what was
+/// deleted.
 fn a_refused_delete_leaves_no_archive_lines(url: &str) {
     let tasks = common::count(url, "SELECT COUNT(*) FROM task");
+    let before = common::dump(url);
     let config = project(&[("cascades/diamond.toml", DIAMOND_CONFIG)]);
     let archive = config.path().join("archive");
     cascade(config.path())
@@ -1019,12 +1076,8 @@ fn a_refused_delete_leaves_no_archive_lines(url: &str) {
         .code(2)
         .stderr(predicates::str::contains("tasks are kept"));
     assert_eq!(common::count(url, "SELECT COUNT(*) FROM task"), tasks, "no task deleted");
-    let lines = common::archive_lines(&archive, &[]);
-    assert!(
-        lines.get("note").is_some_and(|notes| !notes.is_empty()),
-        "the notes before them were deleted and archived"
-    );
-    assert_eq!(lines.get("task"), None, "no line for a task that is still there");
+    check_archive(url, &before, &archive, &[]);
+    assert_eq!(common::archive_lines(&archive, &[]).get("task"), None, "no line for a task that is still there");
 }
 
 #[test]

@@ -158,7 +158,8 @@ fn confirm_args<'a>(url: &'a str, archive: &'a str, extra: &[&'a str]) -> Vec<&'
     args
 }
 
-/// Every deleted row is in the archive at least once, as it was; no other row is.
+/// Every deleted row is in the archive at least once, as it was (exactly once unless a run was
+/// killed); no other row is.
 fn check_archive(
     before: &BTreeMap<String, Vec<String>>,
     after: &BTreeMap<String, Vec<String>>,
@@ -185,6 +186,10 @@ fn check_archive(
         }
         let archived: BTreeSet<&String> = archived.iter().collect();
         assert_eq!(archived, deleted, "the archived rows of {table} are the deleted ones");
+        if killed.is_empty() {
+            let written = lines.get(table).map_or(0, Vec::len);
+            assert_eq!(written, archived.len(), "each deleted {table} row archived once, none twice");
+        }
     }
 }
 

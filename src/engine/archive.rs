@@ -1,7 +1,7 @@
 //! The archive: every deleted row as one JSON line `{"model", "table", "row"}`, in a gzip file
 //! per model and run (`DIR/MODEL.RUN.jsonl.gz`, the model name percent-encoded so two models
-//! never share a file), written and synced to disk before the chunk that deletes the rows
-//! commits. Each chunk is a complete gzip member: a write that fails (a full disk) is cut back
+//! never share a file), written and synced to disk right before the chunk that deletes the rows
+//! commits (a chunk rolled back, to go again, writes nothing). Each chunk is a complete gzip member: a write that fails (a full disk) is cut back
 //! to the last complete member before the error is returned, and a run killed while writing
 //! one leaves every earlier chunk readable; the next run writes files of its own. A chunk
 //! interrupted before its commit is archived again by the run that deletes it: at least once,
@@ -21,6 +21,8 @@ pub struct Archive {
     dir: PathBuf,
     run: i64,
     files: HashMap<String, File>,
+    /// The members of the open transaction, each with its model, not yet written.
+    pending: Vec<(String, Vec<u8>)>,
     /// Models whose file has members written since the last [`Archive::sync`].
     unsynced: Vec<String>,
 }
@@ -42,7 +44,7 @@ impl Archive {
         std::fs::create_dir_all(dir).map_err(failed)?;
         let probe = dir.join(".cascade-archive-probe");
         File::create(&probe).and_then(|_| std::fs::remove_file(&probe)).map_err(failed)?;
-        Ok(Self { dir: dir.to_owned(), run, files: HashMap::new(), unsynced: Vec::new() })
+        Ok(Self { dir: dir.to_owned(), run, files: HashMap::new(), pending: Vec::new(), unsynced: Vec::new() })
     }
 
     /// Fails when the archive directory cannot be created or written, before anything is.
@@ -64,32 +66,48 @@ impl Archive {
         dir.join(format!("{safe}.{run}.jsonl.gz"))
     }
 
-    /// Appends the rows (JSON objects) of a chunk of `model` (deleted from `table`) as one gzip
-    /// member; [`Archive::sync`] makes them durable. On failure the file is cut back to its
-    /// earlier members.
+    /// Keeps the rows (JSON objects) of a chunk of `model` (deleted from `table`) as one gzip
+    /// member, for [`Archive::flush`] or [`Archive::sync`] to write.
     pub fn write(&mut self, model: &str, table: &str, rows: &[String]) -> Result<(), ArchiveError> {
         if rows.is_empty() {
             return Ok(());
         }
-        let path = Self::path(&self.dir, model, self.run);
-        let failed = |reason| ArchiveError { path: path.clone(), reason };
-        let member = member(model, table, rows).map_err(failed)?;
-        let file = match self.files.entry(model.to_owned()) {
-            Entry::Occupied(entry) => entry.into_mut(),
-            Entry::Vacant(entry) => {
-                entry.insert(OpenOptions::new().create(true).append(true).open(&path).map_err(failed)?)
+        let member = member(model, table, rows)
+            .map_err(|reason| ArchiveError { path: Self::path(&self.dir, model, self.run), reason })?;
+        self.pending.push((model.to_owned(), member));
+        Ok(())
+    }
+
+    /// Forgets the members kept since the last write to the files: their transaction was rolled
+    /// back, and its rows are still in the database.
+    pub fn discard(&mut self) {
+        self.pending.clear();
+    }
+
+    /// Appends the members kept since the last call to their files, without waiting for the
+    /// disk. On failure a file is cut back to its earlier members.
+    pub fn flush(&mut self) -> Result<(), ArchiveError> {
+        for (model, member) in std::mem::take(&mut self.pending) {
+            let path = Self::path(&self.dir, &model, self.run);
+            let failed = |reason| ArchiveError { path: path.clone(), reason };
+            let file = match self.files.entry(model.clone()) {
+                Entry::Occupied(entry) => entry.into_mut(),
+                Entry::Vacant(entry) => {
+                    entry.insert(OpenOptions::new().create(true).append(true).open(&path).map_err(failed)?)
+                }
+            };
+            append_whole(file, &member, |file, bytes| file.write_all(bytes)).map_err(failed)?;
+            if !self.unsynced.contains(&model) {
+                self.unsynced.push(model);
             }
-        };
-        append_whole(file, &member, |file, bytes| file.write_all(bytes)).map_err(failed)?;
-        if !self.unsynced.iter().any(|unsynced| unsynced == model) {
-            self.unsynced.push(model.to_owned());
         }
         Ok(())
     }
 
-    /// Makes every member written since the last call durable: once per chunk, before its
-    /// transaction commits.
+    /// Writes what is kept and makes every member written since the last call durable: once
+    /// per chunk, right before its transaction commits.
     pub fn sync(&mut self) -> Result<(), ArchiveError> {
+        self.flush()?;
         for model in std::mem::take(&mut self.unsynced) {
             let path = Self::path(&self.dir, &model, self.run);
             if let Some(file) = self.files.get(&model) {
@@ -147,6 +165,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let mut archive = Archive::open(dir.path(), 7).unwrap();
         archive.write("task", "task", &[r#"{"id":1}"#.to_owned()]).unwrap();
+        archive.sync().unwrap();
         let path = Archive::path(dir.path(), "task", 7);
         let file = archive.files.get_mut("task").unwrap();
         let second = member("task", "task", &[r#"{"id":2}"#.to_owned()]).unwrap();
@@ -157,7 +176,20 @@ mod tests {
         assert!(append_whole(file, &second, disk_full).is_err());
         assert_eq!(read_all(&path), "{\"model\":\"task\",\"table\":\"task\",\"row\":{\"id\":1}}\n");
         archive.write("task", "task", &[r#"{"id":3}"#.to_owned()]).unwrap();
+        archive.sync().unwrap();
         assert_eq!(read_all(&path).lines().count(), 2, "later members append after the cut");
+    }
+
+    #[test]
+    fn a_transaction_rolled_back_archives_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut archive = Archive::open(dir.path(), 7).unwrap();
+        archive.write("task", "task", &[r#"{"id":1}"#.to_owned()]).unwrap();
+        archive.discard();
+        archive.write("task", "task", &[r#"{"id":2}"#.to_owned()]).unwrap();
+        archive.sync().unwrap();
+        let path = Archive::path(dir.path(), "task", 7);
+        assert_eq!(read_all(&path), "{\"model\":\"task\",\"table\":\"task\",\"row\":{\"id\":2}}\n");
     }
 
     #[test]

@@ -276,13 +276,12 @@ enum Together<'a> {
 }
 
 /// What one transaction did.
-enum Outcome {
-    Done(u64),
+enum Outcome<'a> {
+    /// Committed: the rows of the chunk's node and of each child deleted after them.
+    Done(Vec<(&'a PlanNode, u64)>),
     /// Children appeared under the chunk meanwhile (or, with `refused`, a foreign key refused
     /// the delete): nothing was deleted.
-    ChildrenAppeared {
-        refused: Option<String>,
-    },
+    ChildrenAppeared { refused: Option<String> },
 }
 
 /// One deletion in progress: call [`Deletion::chunk`] until it returns `false`, then
@@ -501,8 +500,8 @@ impl<'a> Deletion<'a> {
                     let (outcome, node) = (self.delete_chunk(&frame, &keys).await, frame.node);
                     self.stack.push(frame);
                     match outcome? {
-                        Outcome::Done(rows) => {
-                            self.charge_rate_limits(&[(node, rows)]).await;
+                        Outcome::Done(steps) => {
+                            self.charge_rate_limits(&steps).await;
                             self.chunk_done();
                             return Ok(true);
                         }
@@ -625,9 +624,9 @@ impl<'a> Deletion<'a> {
         let started = Instant::now();
         let children = frame.set_based_children.as_ref().expect("a frame whose children are set-based");
         let mut transaction = self.begin().await?;
-        let after: Vec<bool> = (0..children.len()).map(|index| frame.step.child_goes_after(index)).collect();
         let mut steps = Vec::new();
-        for ((child, step), _) in children.iter().zip(&after).filter(|(_, after)| !**after) {
+        let before = children.iter().enumerate().filter(|(index, _)| !frame.step.child_goes_after(*index));
+        for (_, (child, step)) in before {
             let child_rows = self.delete_children(&mut transaction, child, step, keys).await?;
             steps.push((*child, child_rows.rows));
             if child_rows.some_left {
@@ -651,15 +650,12 @@ impl<'a> Deletion<'a> {
             }
             result => result?,
         };
-        for ((child, step), _) in children.iter().zip(&after).filter(|(_, after)| **after) {
-            let child_rows = self.delete_children(&mut transaction, child, step, keys).await?;
-            if child_rows.some_left {
-                // Too many to go with the chunk: they go first, chunk by chunk, as elsewhere.
-                transaction.rollback().await?;
-                self.sizes.overflowed(frame.node, frame.limit, child_rows.counted, self.sizes.in_parent(child));
-                return Ok(Together::ChildrenLeft(Vec::new()));
-            }
-            steps.push((*child, child_rows.rows));
+        if let Some((child, child_rows)) = self.delete_children_after(&mut transaction, frame, keys, &mut steps).await?
+        {
+            // Too many to go with the chunk: they go first, chunk by chunk, as elsewhere.
+            transaction.rollback().await?;
+            self.sizes.overflowed(frame.node, frame.limit, child_rows.counted, self.sizes.in_parent(child));
+            return Ok(Together::ChildrenLeft(Vec::new()));
         }
         self.advance_checkpoint(&mut transaction, frame.node, keys).await?;
         self.commit(transaction).await?;
@@ -707,6 +703,29 @@ impl<'a> Deletion<'a> {
         Ok(ChildRows { rows, counted, some_left: counted.map_or(rows >= limit, |counted| counted > limit) })
     }
 
+    /// Deletes, in `transaction` right after the chunk `keys` of `frame`, the rows of each child
+    /// that goes after it (see [`StepSql::child_goes_after`]), adding them to `steps`; the child
+    /// whose rows were more than one chunk of its own, after which the transaction is to be
+    /// rolled back.
+    async fn delete_children_after(
+        &mut self,
+        transaction: &mut Transaction,
+        frame: &Frame<'a>,
+        keys: &SqlValue,
+        steps: &mut Vec<(&'a PlanNode, u64)>,
+    ) -> Result<Option<(&'a PlanNode, ChildRows)>, DeleteError> {
+        let Some(children) = &frame.set_based_children else { return Ok(None) };
+        let after = children.iter().enumerate().filter(|(index, _)| frame.step.child_goes_after(*index));
+        for (_, (child, step)) in after {
+            let child_rows = self.delete_children(transaction, child, step, keys).await?;
+            if child_rows.some_left {
+                return Ok(Some((child, child_rows)));
+            }
+            steps.push((*child, child_rows.rows));
+        }
+        Ok(None)
+    }
+
     /// Advances the caller's checkpoint to the last of `keys` when they are root rows just
     /// deleted in `transaction`.
     async fn advance_checkpoint(
@@ -724,8 +743,11 @@ impl<'a> Deletion<'a> {
 
     /// A chunk's transaction (see [`Database::begin_key_array_write`]).
     async fn begin(&mut self) -> Result<Transaction, DeleteError> {
-        // Those of a transaction rolled back never counted.
+        // Those of a transaction rolled back never counted, and its rows were never archived.
         self.uncommitted_outbox_rows = 0;
+        if let Some(archive) = &mut self.archive {
+            archive.discard();
+        }
         Ok(self.database.begin_key_array_write(self.unpartitioned).await?)
     }
 
@@ -765,13 +787,15 @@ impl<'a> Deletion<'a> {
         }
     }
 
-    /// Deletes the chunk `keys` of `frame`, unless children appeared under it.
-    async fn delete_chunk(&mut self, frame: &Frame<'a>, keys: &SqlValue) -> Result<Outcome, DeleteError> {
+    /// Deletes the chunk `keys` of `frame`, then the rows of its children that go after it,
+    /// unless children appeared under it.
+    async fn delete_chunk(&mut self, frame: &Frame<'a>, keys: &SqlValue) -> Result<Outcome<'a>, DeleteError> {
         let started = Instant::now();
         let step = &frame.step;
         let mut transaction = self.begin().await?;
-        // Where writers are concurrent and foreign keys guard every relation, the delete itself is
-        // the check: a child inserted meanwhile makes it fail, and the children are drained again.
+        // Where writers are concurrent, a child that a foreign key ties to the chunk makes the
+        // delete itself fail, and one that goes after the chunk's rows goes with them: the check
+        // looks only at the others.
         if self.children_exist(&mut transaction, frame, false, keys).await? {
             transaction.rollback().await?;
             return Ok(Outcome::ChildrenAppeared { refused: None });
@@ -790,11 +814,18 @@ impl<'a> Deletion<'a> {
             }
             Err(error) => return Err(error),
         };
+        let mut steps = Vec::new();
+        // More rows than a chunk of theirs, written since they went first.
+        if self.delete_children_after(&mut transaction, frame, keys, &mut steps).await?.is_some() {
+            transaction.rollback().await?;
+            return Ok(Outcome::ChildrenAppeared { refused: None });
+        }
         self.advance_checkpoint(&mut transaction, frame.node, keys).await?;
         self.commit(transaction).await?;
-        self.record_transaction(started, &[(frame.node, deleted)]);
+        steps.push((frame.node, deleted));
+        self.record_transaction(started, &steps);
         self.sizes.record(frame.node, frame.limit, key_count(keys), started.elapsed());
-        Ok(Outcome::Done(deleted))
+        Ok(Outcome::Done(steps))
     }
 
     /// Whether a set-based statement of `frame` that touched `rows` of at most `limit` was its

@@ -74,16 +74,10 @@ impl<'a> StepSql<'a> {
         }
     }
 
-    /// Whether the database's own foreign keys refuse to delete a row of this node while a row of
-    /// any child still references it, so a child inserted meanwhile cannot be orphaned.
-    fn children_guarded(&self) -> bool {
-        self.child_ties.iter().all(|tie| *tie == Tie::Refusing)
-    }
-
-    /// Whether the rows of child `index` go after a chunk's own, in its transaction, which they
-    /// share where all children are set-based (see [`Self::new_children_check`]): where writers
-    /// are concurrent and no foreign key ties the child to this node, a child inserted before
-    /// that delete goes with the others, where a check before the parent delete could not see one
+    /// Whether the rows of child `index` go after a chunk's own, in its transaction (whether or
+    /// not the child's earlier rows went in it too): where writers are concurrent, all children
+    /// are set-based and no foreign key ties this one to the node, a child inserted before that
+    /// delete goes with the others, where a check before the parent delete could not see one
     /// inserted after it.
     pub fn child_goes_after(&self, index: usize) -> bool {
         self.sql.node.has_only_set_based_children()
@@ -92,20 +86,20 @@ impl<'a> StepSql<'a> {
     }
 
     /// The check a chunk's transaction makes for children inserted under the chunk `keys` before
-    /// deleting it; `together`: its set-based children's rows go in the same transaction, and
-    /// only those deleted before it are looked at. None where none is needed: with one writer at a
-    /// time no child can appear inside that transaction; elsewhere one is refused by its foreign
-    /// key, or deleted after the chunk's rows.
+    /// deleting it; `together`: its set-based children's rows go in the same transaction. None
+    /// where none is needed: with one writer at a time, no child can appear inside a transaction
+    /// that deletes the children too; with concurrent writers, a child its foreign key refuses to
+    /// orphan, or one deleted after the chunk's rows, needs none.
     pub fn new_children_check(&self, together: bool, keys: &Param) -> Option<Statement> {
-        let concurrent = self.sql.backend.concurrent_writers();
-        let checked: Vec<&NodeSql<'a>> = match (together, concurrent) {
-            (true, false) => Vec::new(),
-            (true, true) => (self.children.iter().enumerate())
+        let checked: Vec<&NodeSql<'a>> = if self.sql.backend.concurrent_writers() {
+            (self.children.iter().enumerate())
                 .filter(|(index, _)| !self.child_goes_after(*index) && self.child_ties[*index] != Tie::Refusing)
                 .map(|(_, child)| child)
-                .collect(),
-            (false, true) if self.children_guarded() => Vec::new(),
-            (false, _) => self.children.iter().collect(),
+                .collect()
+        } else if together {
+            Vec::new()
+        } else {
+            self.children.iter().collect()
         };
         (!checked.is_empty()).then(|| self.sql.children_exist(&checked, keys))
     }

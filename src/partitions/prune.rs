@@ -343,7 +343,9 @@ async fn archive(
             break;
         }
         rows += batch.len() as u64;
+        // A partition's rows are many: each batch goes to the file at once.
         archive.write(model, &target.name, &batch)?;
+        archive.flush()?;
     }
     archive.sync()?;
     transaction.commit().await?;
