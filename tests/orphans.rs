@@ -386,6 +386,47 @@ fn a_relation_whose_column_is_missing_is_skipped_with_the_reason() {
         .stderr(predicates::str::contains("missing-column"));
 }
 
+/// On PostgreSQL a relation whose column has a type with no `=` to its parent's key (text
+/// against integer) is listed as not counted and the others are counted; a deletion through it
+/// is refused before anything is written, naming the relation.
+#[test]
+fn a_relation_postgres_cannot_compare_is_skipped_and_refused_on_postgres() {
+    let ddl = "CREATE TABLE artist (id integer PRIMARY KEY);
+               CREATE TABLE album (id integer PRIMARY KEY, artist_id integer);
+               CREATE INDEX album_artist ON album (artist_id);
+               CREATE TABLE fan (id integer PRIMARY KEY, artist_ref text);
+               CREATE INDEX fan_artist ON fan (artist_ref);
+               INSERT INTO artist VALUES (1);
+               INSERT INTO album VALUES (1, 1), (2, 99);
+               INSERT INTO fan VALUES (1, '1'), (2, '99');";
+    let Some(url) = postgres_database(ddl) else { return };
+    let config = "[models.artist]\ntable = \"artist\"\nchildren = [{ model = \"album\", column = \"artist_id\" }, \
+                  { model = \"fan\", column = \"artist_ref\" }]\n\n\
+                  [models.album]\ntable = \"album\"\nstrategy = \"bulk\"\n\n\
+                  [models.fan]\ntable = \"fan\"\nstrategy = \"bulk\"\n";
+    let dir = project(&[("cascades/cascade.toml", config)]);
+    let report = orphans_json(dir.path(), &url, &[]);
+    let relations = report["relations"].as_array().unwrap();
+    assert_eq!(relations.len(), 1, "{report:#}");
+    assert_eq!((&relations[0]["child"], &relations[0]["orphans"]), (&json!("album"), &json!(1)), "{report:#}");
+    assert_eq!(
+        (&report["skipped"][0]["child"], &report["skipped"][0]["column"]),
+        (&json!("fan"), &json!("artist_ref"))
+    );
+    let reason = report["skipped"][0]["reason"].as_str().unwrap();
+    assert!(reason.contains("PostgreSQL cannot compare them"), "{reason}");
+    cascade(dir.path())
+        .args(["delete", "artist", "1", "--confirm", "--database-url", &url])
+        .assert()
+        .code(1)
+        .stderr(predicates::str::contains("relation-type-mismatch"));
+    assert_eq!(
+        count(&url, "SELECT COUNT(*) FROM album") + count(&url, "SELECT COUNT(*) FROM artist"),
+        3,
+        "nothing deleted"
+    );
+}
+
 /// A parent key that is NULL in some parent row does not hide orphans (as `NOT IN` would: no
 /// value is `NOT IN` a list holding NULL).
 fn check_a_null_parent_key_hides_nothing(url: &str) {

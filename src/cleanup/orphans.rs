@@ -13,7 +13,7 @@ use serde::Serialize;
 use super::batches::{self, BatchError, BatchOptions, BatchRun, CleanupSummary, Next};
 use crate::config::{Config, Key, OnDelete};
 use crate::db::sql::{Param, SqlBuilder, Statement, quote_identifier, quote_qualified};
-use crate::db::{Backend, Database, DbError};
+use crate::db::{Backend, Database, DbError, Kind};
 use crate::engine::{self, CountError, Dangling, Engine, RootGuard};
 use crate::planner::{self, Plan};
 use crate::schema::{Schema, Table};
@@ -403,8 +403,21 @@ fn candidates<'a>(
                 skip(format!("`{}` has no column `{parent_key}`, the key of `{parent_name}`", parent_table.name));
                 continue;
             };
-            if child_table.column(column).is_none() {
+            let Some(child_column) = child_table.column(column) else {
                 skip(format!("`{}` has no column `{column}`", child_table.name));
+                continue;
+            };
+            if schema.kind == Some(Kind::Postgres) && !key_column.key_type.compares_on_postgres(&child_column.key_type)
+            {
+                skip(format!(
+                    "`{}.{}` is `{}` and the key it references, `{}.{}`, is `{}`: PostgreSQL cannot compare them",
+                    child_table.name,
+                    child_column.name,
+                    child_column.data_type,
+                    parent_table.name,
+                    key_column.name,
+                    key_column.data_type
+                ));
                 continue;
             }
             counted.push(Candidate {

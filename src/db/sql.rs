@@ -22,6 +22,18 @@ pub enum KeyType {
 }
 
 impl KeyType {
+    /// Whether PostgreSQL compares values of the two types with `=`: only the pairs known to
+    /// have no `=` between them (an integer and a text, a `uuid` and either) are refused; a type
+    /// the tool does not know may have casts of its own.
+    pub fn compares_on_postgres(&self, other: &KeyType) -> bool {
+        let is_uuid = |key_type: &KeyType| matches!(key_type, KeyType::Other(name) if name == "uuid");
+        let plain = |key_type: &KeyType| matches!(key_type, KeyType::Integer | KeyType::Text);
+        match (self, other) {
+            (KeyType::Integer, KeyType::Text) | (KeyType::Text, KeyType::Integer) => false,
+            _ => !((is_uuid(self) && plain(other)) || (plain(self) && is_uuid(other))),
+        }
+    }
+
     /// From a column's declared type by SQLite's affinity rule (a type containing `INT` has
     /// integer affinity; `CHAR`, `CLOB` or `TEXT`, text; none, none). PostgreSQL columns get
     /// theirs from the catalog instead.

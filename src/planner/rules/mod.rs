@@ -19,6 +19,7 @@ mod missing_shard_key;
 mod missing_table;
 mod nullify_not_null;
 mod payload_without_outbox;
+mod relation_type_mismatch;
 mod retention_not_partitioned;
 mod retention_on_referenced;
 mod retention_on_sqlite;
@@ -67,6 +68,7 @@ pub const ALL: &[Rule] = &[
     identifier_case::check,
     unregistered_reference::check,
     nullify_not_null::check,
+    relation_type_mismatch::check,
     unindexed_relation::check,
     missing_shard_key::check,
     database_cascade::check,
