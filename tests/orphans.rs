@@ -386,6 +386,48 @@ fn a_relation_whose_column_is_missing_is_skipped_with_the_reason() {
         .stderr(predicates::str::contains("missing-column"));
 }
 
+/// The orphans of a foreign key the config does not declare are left alone, and counted after
+/// the run: those that went with a declared orphan (payments of an orphan rental, orphans of
+/// `payment.customer_id` as well) are not reported as left.
+#[test]
+fn orphans_left_alone_are_counted_after_the_run_on_sqlite() {
+    let dir = tempfile::tempdir().unwrap();
+    let ddl = "PRAGMA foreign_keys = OFF;
+               CREATE TABLE customer (id INTEGER PRIMARY KEY);
+               CREATE TABLE rental (id INTEGER PRIMARY KEY, customer_id INTEGER REFERENCES customer (id));
+               CREATE INDEX rental_customer ON rental (customer_id);
+               CREATE TABLE payment (id INTEGER PRIMARY KEY, rental_id INTEGER REFERENCES rental (id),
+                                     customer_id INTEGER REFERENCES customer (id));
+               CREATE INDEX payment_rental ON payment (rental_id);
+               CREATE INDEX payment_customer ON payment (customer_id);
+               INSERT INTO customer VALUES (1);
+               INSERT INTO rental VALUES (1, 1), (2, 2), (3, 2);
+               INSERT INTO payment VALUES (1, 1, 1), (2, 2, 2), (3, 3, 2), (4, 1, 3);";
+    let url = sqlite_database(dir.path(), ddl);
+    let config = "[models.customer]\ntable = \"customer\"\nchildren = [{ model = \"rental\", column = \"customer_id\" }]\n\n\
+                  [models.rental]\ntable = \"rental\"\nchildren = [{ model = \"payment\", column = \"rental_id\" }]\n\n\
+                  [models.payment]\ntable = \"payment\"\nstrategy = \"bulk\"\n";
+    let config = project(&[("cascades/cascade.toml", config)]);
+    let before = orphans_json(config.path(), &url, &[]);
+    let undeclared = |report: &Value| -> Vec<(Value, Value)> {
+        (report["relations"].as_array().unwrap().iter())
+            .filter(|relation| relation["column"] == "customer_id" && relation["child"] == "payment")
+            .map(|relation| (relation["declared"].clone(), relation["orphans"].clone()))
+            .collect()
+    };
+    assert_eq!(undeclared(&before), [(json!(false), json!(3))], "{before:#}");
+    let args = ["--delete", "--confirm", "--sleep-ms", "0"];
+    let cleaned = orphans_json(config.path(), &url, &args);
+    assert_eq!(cleaned["deleted"], json!({"rental": 2, "payment": 2}), "{cleaned:#}");
+    assert_eq!(
+        cleaned["left_alone"],
+        json!([{"parent": "customer", "child": "payment", "column": "customer_id", "orphans": 1,
+                "reason": cleaned["left_alone"][0]["reason"]}]),
+        "payment 4 is the one left: {cleaned:#}"
+    );
+    assert_eq!(undeclared(&orphans_json(config.path(), &url, &[])), [(json!(false), json!(1))]);
+}
+
 /// On PostgreSQL a relation whose column has a type with no `=` to its parent's key (text
 /// against integer) is listed as not counted and the others are counted; a deletion through it
 /// is refused before anything is written, naming the relation.

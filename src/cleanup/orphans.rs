@@ -766,13 +766,14 @@ pub async fn delete(
     let (candidates, _) = selected(engine.config(), engine.schema(), options)?;
     // Not counted first: each scan finds its orphans, or that there are none, as a count would.
     let mut groups: IndexMap<(&str, OnDelete), Vec<&Candidate<'_>>> = IndexMap::new();
-    let mut left_alone = Vec::new();
+    // Counted once the run is over: its cascades may have deleted some of their orphans.
+    let mut left_alone: Vec<(Vec<&Candidate<'_>>, String)> = Vec::new();
     for candidate in &candidates {
         match (candidate.child, candidate.on_delete) {
             (Some(child), Some(action)) if candidate.declared => {
                 groups.entry((child, action)).or_default().push(candidate)
             }
-            _ => left_alone.extend(leave_alone(engine.database(), &[candidate], UNDECLARED).await?),
+            _ => left_alone.push((vec![candidate], UNDECLARED.to_owned())),
         }
     }
     let targets: Vec<String> = groups
@@ -791,14 +792,7 @@ pub async fn delete(
         let (group, plan) = match Group::resolve(engine, model, relations).and_then(|group| Ok((group, plan?))) {
             Ok(resolved) => resolved,
             Err(reason) => {
-                let reason = format!("its orphans cannot be cleaned up: {reason}");
-                match leave_alone(engine.database(), relations, &reason).await {
-                    Ok(left) => left_alone.extend(left),
-                    Err(error) => {
-                        cleaned = Err(error);
-                        break;
-                    }
-                }
+                left_alone.push((relations.clone(), format!("its orphans cannot be cleaned up: {reason}")));
                 continue;
             }
         };
@@ -826,10 +820,22 @@ pub async fn delete(
             }
         }
     }
+    let mut left = Vec::new();
+    if cleaned.is_ok() {
+        for (relations, reason) in &left_alone {
+            match leave_alone(engine.database(), relations, reason).await {
+                Ok(counted) => left.extend(counted),
+                Err(error) => {
+                    cleaned = Err(error);
+                    break;
+                }
+            }
+        }
+    }
     let error = cleaned.as_ref().err().map(ToString::to_string);
     let finished = run.finish(error.as_deref()).await;
     cleaned?;
-    Ok(OrphanCleanup { summary: finished?, left_alone })
+    Ok(OrphanCleanup { summary: finished?, left_alone: left })
 }
 
 /// The orphans of one child model by some of its relations, resolved for deleting.
