@@ -185,6 +185,7 @@ fn a_merge_that_breaks_a_unique_constraint_is_refused(url: &str) {
     let stderr = String::from_utf8_lossy(&output.get_output().stderr).into_owned();
     assert!(stderr.contains("merging the duplicates 3, 4 of `person` into 1"), "{stderr}");
     assert!(stderr.contains("membership"), "{stderr}");
+    assert!(stderr.contains("the clean-up stopped: the batches before this one stay done"), "{stderr}");
     let constraint = if url.starts_with("sqlite:") {
         "unique constraint on membership.person_id, membership.value"
     } else {

@@ -103,7 +103,7 @@ async fn confirmed(url: &str, loaded: &Loaded, search: &Search, args: &Args) -> 
         Err(_) => None,
     };
     database.close().await;
-    let (removed, after) = (removed?, after.expect("found after a removal"));
+    let (removed, after) = (removed.map_err(super::orphans::cleanup_failed)?, after.expect("found after a removal"));
     match args.format {
         SummaryFormat::Json => {
             let mut json = serde_json::to_value(&removed)?;

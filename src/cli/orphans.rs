@@ -136,13 +136,21 @@ async fn confirmed(url: &str, loaded: &Loaded, options: &OrphanOptions, args: &A
             super::refuse_diagnostics(engine.sources(), &diagnostics);
             return Ok(ExitCode::from(1));
         }
-        other => other?,
+        other => other.map_err(cleanup_failed)?,
     };
     match args.format {
         SummaryFormat::Json => println!("{}", serde_json::to_string_pretty(&cleaned)?),
         SummaryFormat::Human => print!("{}", human_cleanup(&cleaned)),
     }
     Ok(cleanup_exit(&cleaned.summary))
+}
+
+/// A clean-up that stopped on an error, with what became of the batches before it.
+pub(super) fn cleanup_failed(error: impl Into<anyhow::Error>) -> anyhow::Error {
+    error.into().context(
+        "the clean-up stopped: the batches before this one stay done (`cascade runs` shows the run's rows); \
+         run the same command again to continue after them",
+    )
 }
 
 /// 130 when a signal stopped the run (as a shell reports SIGINT), success otherwise (a run that
