@@ -214,6 +214,11 @@ fn check_filters(url: &str) {
             .stderr(predicates::str::contains(message.to_owned()));
     };
     refused(&["--model", "evnt"], "unknown model `evnt` (did you mean `event`?)");
+    // The batches' options belong to a confirmed run: a dry run would ignore them silently.
+    for option in [&["--archive", "dir"][..], &["--restart"], &["--batch-size", "100"], &["--max-batches", "2"]] {
+        refused(&[&["--delete"][..], option].concat(), "the following required arguments were not provided");
+    }
+    refused(&["--delete", "--confirm", "--max-batches", "0"], "0 is not in 1..=1000000000");
     refused(&["--relation", "event"], "`event` is not a relation: write CHILD.COLUMN");
     refused(
         &["--relation", "event.project"],

@@ -40,24 +40,25 @@ pub struct Args {
     pub batches: BatchArgs,
 }
 
-/// How a confirmed clean-up goes, batch by batch (shared by `orphans` and `duplicates`).
+/// How a confirmed clean-up goes, batch by batch (shared by `orphans` and `duplicates`); each
+/// option needs `--confirm`, since a dry run has no batches.
 #[derive(Debug, clap::Args)]
 pub struct BatchArgs {
     /// Rows per batch, 50 to 5000 (each the root of its own cascade) [default: from 500,
     /// adapting to the config's target_chunk_ms]
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(50..=5000))]
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(50..=5000), requires = "confirm")]
     pub batch_size: Option<u64>,
     /// Pause between two batches, in milliseconds (the config's rate limits apply on top).
-    #[arg(long, value_name = "MS", default_value_t = 100)]
+    #[arg(long, value_name = "MS", default_value_t = 100, requires = "confirm")]
     pub sleep_ms: u64,
     /// Stop after N batches; running the command again continues after them.
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..=1_000_000_000), requires = "confirm")]
     pub max_batches: Option<u64>,
     /// Ignore where an interrupted run stopped and scan from the lowest key.
-    #[arg(long)]
+    #[arg(long, requires = "confirm")]
     pub restart: bool,
     /// Write every deleted row to DIR/MODEL.RUN.jsonl.gz before it is deleted.
-    #[arg(long, value_name = "DIR")]
+    #[arg(long, value_name = "DIR", requires = "confirm")]
     pub archive: Option<PathBuf>,
 }
 
