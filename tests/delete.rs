@@ -251,6 +251,12 @@ fn a_child_written_as_its_parent_is_deleted_goes_with_it_on_postgres_without_for
     }
 }
 
+/// `cascade delete project 1 --confirm --format json` with `extra`: its summary.
+fn delete_project_1(dir: &Path, url: &str, extra: &[&str]) -> Value {
+    let args = ["delete", "project", "1", "--confirm", "--format", "json", "--database-url", url];
+    json_output(cascade(dir).args(args).args(extra))
+}
+
 /// The same when a chunk's notes are too many to go in its transaction: they go first, chunk
 /// by chunk, and the chunk of tasks then goes alone, the notes written meanwhile right after it
 /// in its transaction; the archive holds every deleted row once (the transactions rolled back
@@ -277,18 +283,7 @@ fn a_child_written_as_its_parent_goes_alone_goes_with_it_on_postgres_without_for
                   [models.note]\ntable = \"note\"\nstrategy = \"bulk\"\nchunk_size = 100\n";
     let dir = project(&[("cascades/cascade.toml", config)]);
     let archive = dir.path().join("archive");
-    let summary = json_output(cascade(dir.path()).args([
-        "delete",
-        "project",
-        "1",
-        "--confirm",
-        "--format",
-        "json",
-        "--archive",
-        archive.to_str().unwrap(),
-        "--database-url",
-        &url,
-    ]));
+    let summary = delete_project_1(dir.path(), &url, &["--archive", archive.to_str().unwrap()]);
     let orphans = "SELECT COUNT(*) FROM note WHERE NOT EXISTS (SELECT 1 FROM task WHERE task.id = note.task_id)";
     assert_eq!(count(&url, orphans), 0, "a note written as its task went was left behind: {summary}");
     assert_eq!(count(&url, "SELECT COUNT(*) FROM task"), 100, "project 2's tasks stay");
@@ -327,16 +322,7 @@ fn a_chunk_with_children_before_and_after_it_is_one_transaction_on_postgres() {
                   [models.comment]\ntable = \"comment\"\nstrategy = \"bulk\"\n\n\
                   [models.note]\ntable = \"note\"\nstrategy = \"bulk\"\n";
     let dir = project(&[("cascades/cascade.toml", config)]);
-    let summary = json_output(cascade(dir.path()).args([
-        "delete",
-        "project",
-        "1",
-        "--confirm",
-        "--format",
-        "json",
-        "--database-url",
-        &url,
-    ]));
+    let summary = delete_project_1(dir.path(), &url, &[]);
     let deleted = serde_json::json!({"comment": 200, "note": 200, "task": 200, "project": 1});
     for (model, rows) in deleted.as_object().unwrap() {
         assert_eq!(&summary["deleted"][model], rows, "{model}: {summary}");
