@@ -251,6 +251,33 @@ fn a_child_written_as_its_parent_is_deleted_goes_with_it_on_postgres_without_for
     }
 }
 
+/// On SQLite a TEXT column under an INTEGER key never equals the keys its rows are looked up
+/// by: the deletion is refused before anything is written instead of leaving them orphaned.
+#[test]
+fn a_text_column_under_an_integer_key_is_refused_on_sqlite() {
+    let dir = tempfile::tempdir().unwrap();
+    let ddl = "CREATE TABLE p (id INTEGER PRIMARY KEY);
+               CREATE TABLE c (id INTEGER PRIMARY KEY, p_id TEXT);
+               CREATE INDEX c_p ON c (p_id);
+               INSERT INTO p VALUES (1);
+               INSERT INTO c VALUES (1, '1'), (2, '1');";
+    let url = sqlite_database(dir.path(), ddl);
+    let config = "[models.p]\ntable = \"p\"\nchildren = [{ model = \"c\", column = \"p_id\" }]\n\n\
+                  [models.c]\ntable = \"c\"\nstrategy = \"bulk\"\n";
+    let config = project(&[("cascades/cascade.toml", config)]);
+    cascade(config.path())
+        .args(["delete", "p", "1", "--confirm", "--database-url", &url])
+        .assert()
+        .code(1)
+        .stderr(predicates::str::contains("relation-type-mismatch"))
+        .stderr(predicates::str::contains("they would be left behind"));
+    assert_eq!(
+        (count(&url, "SELECT COUNT(*) FROM p"), count(&url, "SELECT COUNT(*) FROM c")),
+        (1, 2),
+        "nothing deleted"
+    );
+}
+
 /// `cascade delete project 1 --confirm --format json` with `extra`: its summary.
 fn delete_project_1(dir: &Path, url: &str, extra: &[&str]) -> Value {
     let args = ["delete", "project", "1", "--confirm", "--format", "json", "--database-url", url];

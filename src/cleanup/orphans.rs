@@ -783,7 +783,7 @@ pub async fn delete(
     let models: Vec<&str> =
         groups.keys().map(|(model, _)| *model).collect::<indexmap::IndexSet<_>>().into_iter().collect();
     let mut run = BatchRun::start(engine, &models.join(", "), &targets, batches).await?;
-    let mut cleaned = Ok(());
+    let (mut cleaned, mut stopped) = (Ok(()), false);
     for ((model, action), relations) in &groups {
         let plan = match action {
             OnDelete::Delete => planner::compile(engine.config(), model).map(Some).map_err(|error| error.to_string()),
@@ -813,7 +813,10 @@ pub async fn delete(
         };
         match next {
             Ok(Next::Continue) => {}
-            Ok(Next::Stop) => break,
+            Ok(Next::Stop) => {
+                stopped = true;
+                break;
+            }
             Err(error) => {
                 cleaned = Err(error);
                 break;
@@ -821,7 +824,8 @@ pub async fn delete(
         }
     }
     let mut left = Vec::new();
-    if cleaned.is_ok() {
+    // Not after a stop: a full count of each such relation would keep a Ctrl-C waiting.
+    if cleaned.is_ok() && !stopped {
         for (relations, reason) in &left_alone {
             match leave_alone(engine.database(), relations, reason).await {
                 Ok(counted) => left.extend(counted),

@@ -287,24 +287,38 @@ impl Schema {
         })
     }
 
+    /// The foreign keys of `child` on exactly `column` that reference `parent`'s `parent_key`.
+    pub fn foreign_keys_on<'s>(
+        &'s self,
+        child: &'s str,
+        column: &'s str,
+        parent: &'s str,
+        parent_key: &'s str,
+    ) -> impl Iterator<Item = &'s ForeignKey> + 's {
+        let (child, parent) = (self.table(child), self.table(parent));
+        let same = |a: &str, b: &str| a.eq_ignore_ascii_case(b);
+        let foreign_keys = child.zip(parent).map(|(child, _)| child.foreign_keys.iter()).into_iter().flatten();
+        foreign_keys.filter(move |fk| {
+            let Some(parent) = parent else { return false };
+            matches!(&fk.columns[..], [only] if same(only, column))
+                && match &fk.referenced_columns[..] {
+                    [] => matches!(&parent.primary_key[..], [only] if same(only, parent_key)),
+                    [only] => same(only, parent_key),
+                    _ => false,
+                }
+                && self.resolve(fk).is_some_and(|target| std::ptr::eq(target, parent))
+        })
+    }
+
     /// Whether the database itself refuses to delete a `parent` row that a `child` row still
     /// references through `column` (pointing at the parent's `parent_key`): a foreign key on
     /// exactly that column with `NO ACTION` or `RESTRICT`, declared on the table itself (not only
     /// on some partitions of it).
     pub fn refuses_orphans(&self, child: &str, column: &str, parent: &str, parent_key: &str) -> bool {
-        let (Some(child), Some(parent)) = (self.table(child), self.table(parent)) else { return false };
-        let same = |a: &str, b: &str| a.eq_ignore_ascii_case(b);
-        !child.partitioned
-            && child.foreign_keys.iter().any(|fk| {
-                matches!(fk.on_delete, ReferentialAction::NoAction | ReferentialAction::Restrict)
-                    && matches!(&fk.columns[..], [only] if same(only, column))
-                    && match &fk.referenced_columns[..] {
-                        [] => matches!(&parent.primary_key[..], [only] if same(only, parent_key)),
-                        [only] => same(only, parent_key),
-                        _ => false,
-                    }
-                    && self.resolve(fk).is_some_and(|target| std::ptr::eq(target, parent))
-            })
+        !self.table(child).is_some_and(|table| table.partitioned)
+            && self
+                .foreign_keys_on(child, column, parent, parent_key)
+                .any(|fk| matches!(fk.on_delete, ReferentialAction::NoAction | ReferentialAction::Restrict))
     }
 
     /// Whether no foreign key of `child` references `parent`: deleting rows of `parent` neither

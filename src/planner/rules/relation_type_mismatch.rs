@@ -1,46 +1,80 @@
-//! `relation-type-mismatch`: on PostgreSQL, a relation's column and the key of the parent it
-//! references have types with no `=` between them (an integer and a text, a `uuid` and either):
-//! the first statement that looks children up by their parent's keys would fail halfway
-//! through a deletion, after the steps before it had committed.
+//! `relation-type-mismatch`: a relation's column and the key of the parent it references have
+//! types the deletion cannot match: on PostgreSQL, types with no `=` between them (an integer and
+//! a text, a `uuid` and either): the first statement that looks children up by their parent's
+//! keys would fail halfway through a deletion, after the steps before it had committed; on
+//! SQLite, a column of TEXT affinity under an INTEGER key, whose values never equal the integer
+//! keys the deletion looks them up by: its rows would be left behind, orphaned.
 
 use crate::db::Kind;
-use crate::db::sql::quote_identifier;
+use crate::db::sql::{KeyType, quote_identifier};
 use crate::diagnostic::{Code, Diagnostic};
 use crate::planner::{Context, SchemaRelation};
+use crate::schema::{Column, Schema};
 
 pub fn check(context: &Context<'_>, diagnostics: &mut Vec<Diagnostic>) {
-    if context.schema.is_none_or(|schema| schema.kind != Some(Kind::Postgres)) {
-        return;
-    }
+    let Some(schema) = context.schema else { return };
     for SchemaRelation { parent, parent_table, relation, child_table, .. } in context.schema_relations() {
         let key = parent.key.as_ref().map_or(Some("id"), |key| key.value.single());
-        let parent_key = parent_table.zip(key).and_then(|(table, key)| table.column(key));
-        let (Some(parent_key), Some(column)) = (parent_key, child_table.column(&relation.column.value)) else {
+        let (Some(parent_table), Some(key)) = (parent_table, key) else { continue };
+        let (Some(parent_key), Some(column)) = (parent_table.column(key), child_table.column(&relation.column.value))
+        else {
             continue;
         };
-        if parent_key.key_type.compares_on_postgres(&column.key_type) {
-            continue;
-        }
-        let parent_table = parent_table.map_or(parent.table.value.as_str(), |table| table.name.as_str());
+        let tied = || {
+            let mut keys =
+                schema.foreign_keys_on(&child_table.name, &column.name, &parent_table.name, &parent_key.name);
+            keys.next().is_some()
+        };
+        let Some(why) = mismatch(schema, parent_key, column, tied) else { continue };
         diagnostics.push(
             Diagnostic::new(
                 Code::RelationTypeMismatch,
                 relation.column.location.clone(),
                 format!(
-                    "`{}.{}` is `{}`, but the key it references, `{parent_table}.{}`, is `{}`",
-                    child_table.name, column.name, column.data_type, parent_key.name, parent_key.data_type
+                    "`{}.{}` is `{}`, but the key it references, `{}.{}`, is `{}`",
+                    child_table.name,
+                    column.name,
+                    column.data_type,
+                    parent_table.name,
+                    parent_key.name,
+                    parent_key.data_type
                 ),
             )
-            .label("PostgreSQL cannot compare these types")
-            .help(format!(
-                "give the column the key's type: ALTER TABLE {table} ALTER COLUMN {name} TYPE {key_type} USING \
-                 {name}::{key_type};",
-                table = quote_identifier(&child_table.name),
-                name = quote_identifier(&column.name),
-                key_type = parent_key.data_type,
-            )),
+            .label(why)
+            .help(help(schema, &child_table.name, column, parent_key)),
         );
     }
+}
+
+/// Why the deletion cannot match the column's values with the parent's keys, if it cannot.
+fn mismatch(schema: &Schema, key: &Column, column: &Column, tied: impl FnOnce() -> bool) -> Option<&'static str> {
+    match schema.kind? {
+        // A foreign key between the two says PostgreSQL compares them (where a type was guessed
+        // from its name in a DDL script, or the script was SQLite's).
+        Kind::Postgres if !key.key_type.compares_on_postgres(&column.key_type) && !tied() => {
+            Some("PostgreSQL cannot compare these types")
+        }
+        Kind::Sqlite if key.key_type == KeyType::Integer && column.key_type == KeyType::Text => {
+            Some("its rows never equal the integer keys they are looked up by: they would be left behind")
+        }
+        _ => None,
+    }
+}
+
+fn help(schema: &Schema, table: &str, column: &Column, key: &Column) -> String {
+    if schema.kind == Some(Kind::Sqlite) {
+        return format!(
+            "give `{table}.{}` INTEGER affinity (SQLite rebuilds a table to change a column's type)",
+            column.name
+        );
+    }
+    format!(
+        "give the column the key's type: ALTER TABLE {table} ALTER COLUMN {name} TYPE {key_type} USING \
+         {name}::{key_type};",
+        table = quote_identifier(table),
+        name = quote_identifier(&column.name),
+        key_type = key.data_type,
+    )
 }
 
 #[cfg(test)]
@@ -53,6 +87,8 @@ mod tests {
         CREATE TABLE album (id integer PRIMARY KEY, artist_id bigint REFERENCES artist);
         CREATE TABLE fan (id integer PRIMARY KEY, artist_ref text, artist_guid uuid, amount numeric);
         CREATE TABLE poster (id integer PRIMARY KEY, artist_guid text);
+        CREATE TABLE sticker (id integer PRIMARY KEY, artist_guid text REFERENCES artist (guid));
+        CREATE INDEX sticker_guid ON sticker (artist_guid);
         CREATE INDEX album_artist ON album (artist_id);
         CREATE INDEX fan_artist ON fan (artist_ref);
         CREATE INDEX fan_amount ON fan (amount);
@@ -84,10 +120,19 @@ children = [{ model = "poster", column = "artist_guid" }, { model = "fan", colum
 
 [models.poster]
 table = "poster"
+
+# A foreign key says the database compares them (here a script's guess at a type, or SQLite's).
+[models.sticker_owner]
+table = "artist"
+key = "guid"
+children = [{ model = "sticker", column = "artist_guid" }]
+
+[models.sticker]
+table = "sticker"
 "#;
 
     #[test]
-    fn integers_and_texts_do_not_compare_nor_uuids_with_either() {
+    fn integers_and_texts_do_not_compare_nor_uuids_with_either_unless_a_foreign_key_ties_them() {
         let mismatches: Vec<(Code, usize)> = fixture::codes_against(CONFIG, Some(DDL))
             .into_iter()
             .filter(|(code, _)| *code == Code::RelationTypeMismatch)
