@@ -499,6 +499,26 @@ fn the_human_report_of_a_small_case() {
     insta::assert_snapshot!(String::from_utf8(output).unwrap());
 }
 
+/// Text keys that spaces would blur are quoted in the human report; plain ones are not.
+#[test]
+fn keys_with_spaces_are_quoted_in_the_human_report() {
+    let dir = tempfile::tempdir().unwrap();
+    let schema = "CREATE TABLE tag (code TEXT PRIMARY KEY, email TEXT);
+                  INSERT INTO tag VALUES (' a', 'x'), ('b ', 'x'), ('c', 'y'), ('d', 'y');";
+    let url = sqlite_database(dir.path(), schema);
+    let project = project_with("[models.tag]\ntable = \"tag\"\nkey = \"code\"\nstrategy = \"bulk\"\n");
+    let output = cascade(project.path())
+        .args(["--database-url", &url, "duplicates", "tag", "--by", "email"])
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    let text = String::from_utf8(output).unwrap();
+    assert!(text.contains("email = 'x': 2 rows, keep ' a', remove 'b '"), "{text}");
+    assert!(text.contains("email = 'y': 2 rows, keep c, remove d"), "{text}");
+}
+
 /// A partitioned table refuses `CONCURRENTLY`: its statement builds the index the plain way, and
 /// works once the duplicates are gone.
 #[test]

@@ -655,7 +655,7 @@ pub async fn preview_delete(
                 let plan = match planner::compile(config, model) {
                     Ok(plan) => plan,
                     Err(error) => {
-                        let reason = format!("its orphans cannot be the roots of a deletion: {error}");
+                        let reason = cannot_clean(error);
                         preview.left_alone.extend(relations.iter().map(|relation| LeftAlone::of(relation, &reason)));
                         continue;
                     }
@@ -714,6 +714,11 @@ pub async fn preview_delete(
         preview.roots.push(root);
     }
     Ok(preview)
+}
+
+/// Why orphans are left alone that the config says how to clean, in the dry run and the real one.
+fn cannot_clean(reason: impl std::fmt::Display) -> String {
+    format!("its orphans cannot be cleaned up: {reason}")
 }
 
 /// Why the orphans of an undeclared foreign key are left alone.
@@ -792,7 +797,7 @@ pub async fn delete(
         let (group, plan) = match Group::resolve(engine, model, relations).and_then(|group| Ok((group, plan?))) {
             Ok(resolved) => resolved,
             Err(reason) => {
-                left_alone.push((relations.clone(), format!("its orphans cannot be cleaned up: {reason}")));
+                left_alone.push((relations.clone(), cannot_clean(reason)));
                 continue;
             }
         };

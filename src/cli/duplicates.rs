@@ -115,6 +115,12 @@ async fn confirmed(url: &str, loaded: &Loaded, search: &Search, args: &Args) -> 
     Ok(super::orphans::cleanup_exit(&removed))
 }
 
+/// A key as written, or quoted where spaces, commas or nothing at all would blur it.
+fn shown_key(key: &str) -> String {
+    let plain = !key.is_empty() && key.chars().all(|c| c.is_alphanumeric() || "-_.:@+/".contains(c));
+    if plain { key.to_owned() } else { quote_literal(key) }
+}
+
 /// `(a, b)`, or `a` alone.
 fn columns(columns: &[String]) -> String {
     match columns {
@@ -163,7 +169,8 @@ fn human(found: &Duplicates, dry_run: bool) -> String {
         for group in &found.sample {
             let values: Vec<String> =
                 group.values.iter().map(|(column, value)| format!("{column} = {}", quote_literal(value))).collect();
-            let mut removed = group.removed.join(", ");
+            let removed: Vec<String> = group.removed.iter().map(|key| shown_key(key)).collect();
+            let mut removed = removed.join(", ");
             let unlisted = group.rows.saturating_sub(1 + group.removed.len() as u64);
             if unlisted > 0 {
                 let _ = write!(removed, " and {unlisted} more");
@@ -173,7 +180,7 @@ fn human(found: &Duplicates, dry_run: bool) -> String {
                 "  {}: {}, keep {}, remove {removed}",
                 values.join(", "),
                 plural(group.rows, "row", "rows"),
-                group.kept
+                shown_key(&group.kept)
             );
         }
     }
