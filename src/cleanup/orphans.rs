@@ -771,14 +771,15 @@ pub async fn delete(
     let (candidates, _) = selected(engine.config(), engine.schema(), options)?;
     // Not counted first: each scan finds its orphans, or that there are none, as a count would.
     let mut groups: IndexMap<(&str, OnDelete), Vec<&Candidate<'_>>> = IndexMap::new();
-    // Counted once the run is over: its cascades may have deleted some of their orphans.
-    let mut left_alone: Vec<(Vec<&Candidate<'_>>, String)> = Vec::new();
+    // Relations not cleaned, with why, counted once the run is over: its cascades may have
+    // deleted some of their orphans.
+    let mut uncleaned: Vec<(Vec<&Candidate<'_>>, String)> = Vec::new();
     for candidate in &candidates {
         match (candidate.child, candidate.on_delete) {
             (Some(child), Some(action)) if candidate.declared => {
                 groups.entry((child, action)).or_default().push(candidate)
             }
-            _ => left_alone.push((vec![candidate], UNDECLARED.to_owned())),
+            _ => uncleaned.push((vec![candidate], UNDECLARED.to_owned())),
         }
     }
     let targets: Vec<String> = groups
@@ -797,7 +798,7 @@ pub async fn delete(
         let (group, plan) = match Group::resolve(engine, model, relations).and_then(|group| Ok((group, plan?))) {
             Ok(resolved) => resolved,
             Err(reason) => {
-                left_alone.push((relations.clone(), cannot_clean(reason)));
+                uncleaned.push((relations.clone(), cannot_clean(reason)));
                 continue;
             }
         };
@@ -828,12 +829,12 @@ pub async fn delete(
             }
         }
     }
-    let mut left = Vec::new();
+    let mut left_alone = Vec::new();
     // Not after a stop: a full count of each such relation would keep a Ctrl-C waiting.
     if cleaned.is_ok() && !stopped {
-        for (relations, reason) in &left_alone {
+        for (relations, reason) in &uncleaned {
             match leave_alone(engine.database(), relations, reason).await {
-                Ok(counted) => left.extend(counted),
+                Ok(counted) => left_alone.extend(counted),
                 Err(error) => {
                     cleaned = Err(error);
                     break;
@@ -844,7 +845,7 @@ pub async fn delete(
     let error = cleaned.as_ref().err().map(ToString::to_string);
     let finished = run.finish(error.as_deref()).await;
     cleaned?;
-    Ok(OrphanCleanup { summary: finished?, left_alone: left })
+    Ok(OrphanCleanup { summary: finished?, left_alone })
 }
 
 /// The orphans of one child model by some of its relations, resolved for deleting.

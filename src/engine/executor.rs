@@ -250,6 +250,15 @@ struct Frame<'a> {
     state: State,
 }
 
+impl<'a> Frame<'a> {
+    /// The set-based children whose rows go after the chunk's own in its transaction (`after`,
+    /// see [`StepSql::child_goes_after`]), or those whose rows go before them.
+    fn set_based_children_going(&self, after: bool) -> impl Iterator<Item = &(&'a PlanNode, StepSql<'a>)> {
+        let children = self.set_based_children.iter().flatten().enumerate();
+        children.filter(move |(index, _)| self.step.child_goes_after(*index) == after).map(|(_, child)| child)
+    }
+}
+
 enum State {
     /// per_row: the next chunk of keys is to be read.
     Fetch,
@@ -622,11 +631,9 @@ impl<'a> Deletion<'a> {
     /// when the children's rows fit one chunk of theirs.
     async fn delete_together(&mut self, frame: &Frame<'a>, keys: &SqlValue) -> Result<Together<'a>, DeleteError> {
         let started = Instant::now();
-        let children = frame.set_based_children.as_ref().expect("a frame whose children are set-based");
         let mut transaction = self.begin().await?;
         let mut steps = Vec::new();
-        let before = children.iter().enumerate().filter(|(index, _)| !frame.step.child_goes_after(*index));
-        for (_, (child, step)) in before {
+        for (child, step) in frame.set_based_children_going(false) {
             let child_rows = self.delete_children(&mut transaction, child, step, keys).await?;
             steps.push((*child, child_rows.rows));
             if child_rows.some_left {
@@ -714,9 +721,7 @@ impl<'a> Deletion<'a> {
         keys: &SqlValue,
         steps: &mut Vec<(&'a PlanNode, u64)>,
     ) -> Result<Option<(&'a PlanNode, ChildRows)>, DeleteError> {
-        let Some(children) = &frame.set_based_children else { return Ok(None) };
-        let after = children.iter().enumerate().filter(|(index, _)| frame.step.child_goes_after(*index));
-        for (_, (child, step)) in after {
+        for (child, step) in frame.set_based_children_going(true) {
             let child_rows = self.delete_children(transaction, child, step, keys).await?;
             if child_rows.some_left {
                 return Ok(Some((child, child_rows)));

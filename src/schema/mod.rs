@@ -295,18 +295,18 @@ impl Schema {
         parent: &'s str,
         parent_key: &'s str,
     ) -> impl Iterator<Item = &'s ForeignKey> + 's {
-        let (child, parent) = (self.table(child), self.table(parent));
         let same = |a: &str, b: &str| a.eq_ignore_ascii_case(b);
-        let foreign_keys = child.zip(parent).map(|(child, _)| child.foreign_keys.iter()).into_iter().flatten();
-        foreign_keys.filter(move |fk| {
-            let Some(parent) = parent else { return false };
-            matches!(&fk.columns[..], [only] if same(only, column))
-                && match &fk.referenced_columns[..] {
-                    [] => matches!(&parent.primary_key[..], [only] if same(only, parent_key)),
-                    [only] => same(only, parent_key),
-                    _ => false,
-                }
-                && self.resolve(fk).is_some_and(|target| std::ptr::eq(target, parent))
+        let tables = self.table(child).zip(self.table(parent));
+        tables.into_iter().flat_map(move |(child, parent)| {
+            child.foreign_keys.iter().filter(move |fk| {
+                matches!(&fk.columns[..], [only] if same(only, column))
+                    && match &fk.referenced_columns[..] {
+                        [] => matches!(&parent.primary_key[..], [only] if same(only, parent_key)),
+                        [only] => same(only, parent_key),
+                        _ => false,
+                    }
+                    && self.resolve(fk).is_some_and(|target| std::ptr::eq(target, parent))
+            })
         })
     }
 

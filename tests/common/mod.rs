@@ -208,6 +208,20 @@ pub fn archive_lines(dir: &Path, killed: &[i64]) -> BTreeMap<String, Vec<serde_j
     lines
 }
 
+/// Without a killed run, each of the `distinct` rows of `table` archived has one line: a
+/// transaction rolled back leaves none.
+pub fn assert_archived_once_unless_killed(
+    lines: &BTreeMap<String, Vec<serde_json::Value>>,
+    table: &str,
+    distinct: usize,
+    killed: &[i64],
+) {
+    if killed.is_empty() {
+        let written = lines.get(table).map_or(0, Vec::len);
+        assert_eq!(written, distinct, "each deleted {table} row archived once, none twice");
+    }
+}
+
 pub fn block_on<F: std::future::Future>(future: F) -> F::Output {
     tokio::runtime::Builder::new_current_thread().enable_all().build().expect("a runtime").block_on(future)
 }
