@@ -114,6 +114,49 @@ fn keep_oldest_deletes_the_duplicates_with_their_children_on_postgres() {
     keep_oldest_deletes_the_duplicates_with_their_children(&url);
 }
 
+/// While the same clean-up is recorded as running on another host (heartbeat fresh), a second
+/// one is refused before it writes anything (exit code 1), naming that run and its process: the
+/// two would share their checkpoints. The duplicate planted since the first run stays, and no run
+/// is recorded.
+fn the_same_clean_up_running_elsewhere_is_refused(url: &str) {
+    let finished = remove(url, &["--max-batches", "1"]);
+    let run = finished["run"].as_i64().unwrap();
+    let roots = texts(url, &format!("SELECT root_model, root_ids FROM cascade_run WHERE id = {run}"));
+    let (model, ids) = (roots[0][0].clone().unwrap(), roots[0][1].clone().unwrap());
+    texts(
+        url,
+        &format!(
+            "INSERT INTO cascade_run (actor, command, root_model, root_ids, outcome, heartbeat, host, pid) \
+             VALUES ('ops', 'cascade duplicates person --by email --confirm', '{model}', '{ids}', 'running', \
+             CURRENT_TIMESTAMP, 'db-cleaner-2', 4242)"
+        ),
+    );
+    texts(url, "INSERT INTO person VALUES (10, 'ann@example.com', 70)");
+    let (people_before, runs_before) = (people(url), count(url, "SELECT COUNT(*) FROM cascade_run"));
+    let dir = project(&[("cascades/people.toml", CONFIG)]);
+    let output = cascade(dir.path())
+        .args(["--database-url", url, "duplicates", "person", "--by", "email", "--confirm", "--sleep-ms", "0"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("the same clean-up is already running (run "), "{stderr}");
+    assert!(stderr.contains(", by ops since ") && stderr.contains("process 4242 on db-cleaner-2)"), "{stderr}");
+    assert_eq!((people(url), count(url, "SELECT COUNT(*) FROM cascade_run")), (people_before, runs_before));
+}
+
+#[test]
+fn the_same_clean_up_running_elsewhere_is_refused_on_sqlite() {
+    let dir = tempfile::tempdir().unwrap();
+    the_same_clean_up_running_elsewhere_is_refused(&sqlite_database(dir.path(), &schema("INTEGER", ROWS)));
+}
+
+#[test]
+fn the_same_clean_up_running_elsewhere_is_refused_on_postgres() {
+    let Some(url) = postgres_database(&schema("bigint", ROWS)) else { return };
+    the_same_clean_up_running_elsewhere_is_refused(&url);
+}
+
 fn keep_newest_merges_the_children_into_the_kept_row(url: &str) {
     let removed = remove(url, &["--keep", "newest", "--order-by", "created_at", "--merge"]);
     assert_eq!(removed["deleted"]["person"], 4, "{removed:#}");

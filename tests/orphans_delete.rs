@@ -394,6 +394,60 @@ fn postgres_kill_9_after_a_batch_then_rerun_continues_after_the_checkpoint() {
     check_kill_and_rerun(&url, &data);
 }
 
+/// While a clean-up runs, the same clean-up started again is refused: it would take batches from
+/// the first one's checkpoints. The refused run records nothing. Once the first is killed, the
+/// same command runs at once (with the default 60-second run lease: the killed process is gone
+/// from this host, so its heartbeat need not go stale first) and records that it resumes it.
+fn check_one_run_at_a_time(url: &str, data: &Data) {
+    let config = project(&[("cascades/cascade.toml", CONFIG)]);
+    let archive = config.path().join("archive");
+    let archive = archive.to_str().unwrap();
+    let checkpoint = "SELECT position FROM cascade_checkpoint WHERE name = 'orphans:child:parent_id'";
+    let mut args = confirm_args(url, archive, &["--sleep-ms", "300"]);
+    args.retain(|arg| *arg != "--format" && *arg != "json");
+    let mut first = Running::start(config.path(), &args);
+    first.expect("clean-up started");
+    wait_until("the first batch committed its checkpoint", || !texts(url, checkpoint).is_empty());
+    let running = texts(url, "SELECT CAST(id AS TEXT) FROM cascade_run WHERE outcome = 'running'");
+    let first_run: i64 = running[0][0].as_deref().unwrap().parse().unwrap();
+
+    let second = cascade(config.path()).args(confirm_args(url, archive, &[])).output().unwrap();
+    let stderr = String::from_utf8_lossy(&second.stderr);
+    assert_eq!(second.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains(&format!("the same clean-up is already running (run {first_run}, by "))
+            && stderr.contains("on this host)")
+            && stderr.contains("run_lease_seconds (60 s)"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("batches before this one"), "nothing of it was done: {stderr}");
+    assert_eq!(count(url, "SELECT COUNT(*) FROM cascade_run"), 1, "the refused run records nothing");
+
+    first.kill();
+    let runs = json_output(cascade(config.path()).args(["runs", "--format", "json", "--database-url", url]));
+    assert_eq!((&runs[0]["id"], &runs[0]["outcome"]), (&json!(first_run), &json!("interrupted")), "shown at once");
+    let summary = json_output(cascade(config.path()).args(confirm_args(url, archive, &[])));
+    assert_eq!(summary["resumes"], json!(first_run), "{summary:#}");
+    assert_eq!(children_after(url), data.surviving_children());
+    let outcomes = texts(url, "SELECT outcome FROM cascade_run ORDER BY id");
+    let outcomes: Vec<&str> = outcomes.iter().map(|row| row[0].as_deref().unwrap()).collect();
+    assert_eq!(outcomes, ["interrupted", "succeeded"]);
+}
+
+#[test]
+fn sqlite_the_same_clean_up_runs_once_at_a_time() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = generate(1_200, 13);
+    check_one_run_at_a_time(&sqlite_database(dir.path(), &schema("INTEGER", &data)), &data);
+}
+
+#[test]
+fn postgres_the_same_clean_up_runs_once_at_a_time() {
+    let data = generate(1_200, 13);
+    let Some(url) = postgres_database(&schema("bigint", &data)) else { return };
+    check_one_run_at_a_time(&url, &data);
+}
+
 /// Nothing changes without --confirm, and --confirm needs --delete.
 #[test]
 fn dry_runs_change_nothing_and_confirm_needs_delete() {

@@ -14,8 +14,9 @@ use indexmap::IndexMap;
 use serde::Serialize;
 use tracing::info;
 
+use crate::db::DbError;
 use crate::db::sql::{KeyType, Param, SqlBuilder, Statement};
-use crate::db::{DbError, tables};
+use crate::db::tables::{self, LiveRun};
 use crate::engine::{DeleteError, DeleteOptions, Engine, Pacing, RootGuard, RunOutcome, Summary};
 use crate::planner::Plan;
 
@@ -118,9 +119,26 @@ pub enum BatchError {
         /// The size asked for.
         size: u64,
     },
-    /// Something a command refuses before its first batch (a merge that cannot be done).
-    #[error("{0}")]
-    Refused(String),
+    /// The same clean-up is running: its checkpoints are that run's.
+    #[error(
+        "the same clean-up is already running ({running}), and its checkpoints are that run's: wait for it to \
+         finish, or stop it (Ctrl-C stops it after its batch) and run this again; if it ran on another host and \
+         its process is gone, run this again once its heartbeat is older than [settings] run_lease_seconds ({} s)",
+        lease.as_secs()
+    )]
+    AlreadyRunning {
+        /// The run that is running.
+        running: LiveRun,
+        /// How long a run's heartbeat may be silent before it counts as interrupted.
+        lease: Duration,
+    },
+}
+
+impl BatchError {
+    /// Whether the clean-up was refused before its first batch, so nothing of it was done.
+    pub fn before_any_batch(&self) -> bool {
+        matches!(self, BatchError::BatchSize { .. } | BatchError::AlreadyRunning { .. })
+    }
 }
 
 /// Whether the run goes on after a batch.
@@ -181,7 +199,9 @@ impl<'a> BatchRun<'a> {
         let database = engine.database();
         crate::db::migrate(database).await?;
         let lease = engine.config().settings.run_lease();
-        let run = tables::start_run(database, &options.actor, &options.command, root_model, targets, lease).await?;
+        let run = tables::start_run_alone(database, &options.actor, &options.command, root_model, targets, lease)
+            .await?
+            .map_err(|running| BatchError::AlreadyRunning { running, lease })?;
         info!(run = run.id, resumes = run.resumes, command = %options.command, "clean-up started");
         Ok(Self {
             engine,

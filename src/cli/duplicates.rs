@@ -96,6 +96,10 @@ async fn confirmed(url: &str, loaded: &Loaded, search: &Search, args: &Args) -> 
             super::refuse_diagnostics(engine.sources(), &diagnostics);
             return Ok(ExitCode::from(1));
         }
+        Err(DuplicatesError::Cleanup(refused)) if refused.before_any_batch() => {
+            database.close().await;
+            return Ok(super::orphans::refused_before_any_batch(&refused));
+        }
         other => other,
     };
     let after = match &removed {

@@ -137,6 +137,9 @@ async fn confirmed(url: &str, loaded: &Loaded, options: &OrphanOptions, args: &A
             super::refuse_diagnostics(engine.sources(), &diagnostics);
             return Ok(ExitCode::from(1));
         }
+        Err(OrphanError::Cleanup(refused)) if refused.before_any_batch() => {
+            return Ok(refused_before_any_batch(&refused));
+        }
         other => other.map_err(cleanup_failed)?,
     };
     match args.format {
@@ -144,6 +147,13 @@ async fn confirmed(url: &str, loaded: &Loaded, options: &OrphanOptions, args: &A
         SummaryFormat::Human => print!("{}", human_cleanup(&cleaned)),
     }
     Ok(cleanup_exit(&cleaned.summary))
+}
+
+/// A clean-up refused before its first batch (the same clean-up is running): exit code 1, as
+/// for any run refused before it wrote anything.
+pub(super) fn refused_before_any_batch(error: &BatchError) -> ExitCode {
+    eprintln!("error: {error}");
+    ExitCode::from(1)
 }
 
 /// A clean-up that stopped on an error, with what became of the batches before it.

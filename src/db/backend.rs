@@ -163,9 +163,9 @@ pub trait Backend: Send + Sync + Debug {
     /// tables to version N.
     fn migrations(&self) -> &'static [&'static str];
 
-    /// A statement run first in the migrating transaction so two processes never migrate at
-    /// once (none where the write transaction already excludes others).
-    fn migration_lock(&self) -> Option<&'static str>;
+    /// A statement run first in a write transaction so that two processes never run `lock`'s
+    /// transaction at once (none where a write transaction already excludes the others).
+    fn writer_lock(&self, lock: WriterLock) -> Option<&'static str>;
 
     /// What kind of failure `error` is.
     fn classify(&self, error: &sqlx::Error) -> Failure;
@@ -184,4 +184,13 @@ pub(super) fn connection_failure(error: &sqlx::Error) -> Option<Failure> {
         sqlx::Error::Database(_) => None,
         _ => Some(Failure::Permanent),
     }
+}
+
+/// Transactions that two processes must never run at once.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WriterLock {
+    /// Creating or upgrading the tool's tables.
+    Migration,
+    /// Recording the start of a run that must run alone (a clean-up).
+    RunStart,
 }

@@ -4,6 +4,7 @@
 use super::sql::{Param, Statement};
 use std::sync::atomic::Ordering;
 
+use super::backend::WriterLock;
 use super::{Database, DbError};
 
 /// The table recording which migrations have run.
@@ -24,7 +25,7 @@ pub async fn migrate(database: &Database) -> Result<i64, DbError> {
         return Ok(known);
     }
     let mut transaction = database.begin_write().await?;
-    if let Some(lock) = backend.migration_lock() {
+    if let Some(lock) = backend.writer_lock(WriterLock::Migration) {
         transaction.execute_script(lock).await?;
     }
     transaction.execute_script(CREATE_VERSION_TABLE).await?;

@@ -5,12 +5,13 @@
 mod backend;
 mod migrate;
 mod postgres;
+mod runner;
 pub mod sql;
 mod sqlite;
 pub mod tables;
 mod url;
 
-pub use backend::{Backend, BoxFuture, Failure, Kind, RowSelector};
+pub use backend::{Backend, BoxFuture, Failure, Kind, RowSelector, WriterLock};
 pub use migrate::{SCHEMA_VERSION_TABLE, migrate, schema_version};
 pub use url::{DEFAULT_DATABASE_URL, DatabaseUrl, redact, redact_command_line};
 

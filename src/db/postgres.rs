@@ -7,7 +7,7 @@ use std::time::{Duration, SystemTime};
 use sqlx::Connection as _;
 use sqlx::postgres::{PgConnectOptions, PgConnection, PgPoolOptions};
 
-use super::backend::{Backend, BoxFuture, Failure, Kind, RowSelector, connection_failure};
+use super::backend::{Backend, BoxFuture, Failure, Kind, RowSelector, WriterLock, connection_failure};
 use super::sql::{KeyType, Param, SqlBuilder, db_time};
 use super::url::DatabaseUrl;
 use super::{Access, ConnectOptions, Database, DbError, Pool};
@@ -17,14 +17,13 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../../schemas/migrations/postgres/0002_claim_tokens_and_run_heartbeats.sql"),
     include_str!("../../schemas/migrations/postgres/0003_claim_expiry.sql"),
     include_str!("../../schemas/migrations/postgres/0004_outbox_drain.sql"),
+    include_str!("../../schemas/migrations/postgres/0005_run_process.sql"),
 ];
 
 /// How long connecting may take before it is given up.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// Any number: the tool's own advisory lock, held while its tables are created or upgraded.
-const MIGRATION_LOCK: &str = "SELECT pg_advisory_xact_lock(4242424242)";
-
 /// The PostgreSQL backend.
 #[derive(Debug)]
 pub struct Postgres;
@@ -219,8 +218,11 @@ impl Backend for Postgres {
         MIGRATIONS
     }
 
-    fn migration_lock(&self) -> Option<&'static str> {
-        Some(MIGRATION_LOCK)
+    fn writer_lock(&self, lock: WriterLock) -> Option<&'static str> {
+        Some(match lock {
+            WriterLock::Migration => "SELECT pg_advisory_xact_lock(4242424242)",
+            WriterLock::RunStart => "SELECT pg_advisory_xact_lock(4242424243)",
+        })
     }
 
     fn classify(&self, error: &sqlx::Error) -> Failure {

@@ -6,7 +6,7 @@ use std::time::SystemTime;
 
 use sqlx::sqlite::{SqliteConnectOptions, SqlitePoolOptions};
 
-use super::backend::{Backend, BoxFuture, Failure, Kind, RowSelector, connection_failure};
+use super::backend::{Backend, BoxFuture, Failure, Kind, RowSelector, WriterLock, connection_failure};
 use super::sql::{KeyType, Param, SqlBuilder, db_time, quote_literal};
 use super::url::DatabaseUrl;
 use super::{Access, ConnectOptions, Database, DbError, Pool};
@@ -16,6 +16,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../../schemas/migrations/sqlite/0002_claim_tokens_and_run_heartbeats.sql"),
     include_str!("../../schemas/migrations/sqlite/0003_claim_expiry.sql"),
     include_str!("../../schemas/migrations/sqlite/0004_outbox_drain.sql"),
+    include_str!("../../schemas/migrations/sqlite/0005_run_process.sql"),
 ];
 
 /// Whether SQLite can create its journal, WAL index and lock files beside the database. Where it
@@ -204,7 +205,7 @@ impl Backend for Sqlite {
         MIGRATIONS
     }
 
-    fn migration_lock(&self) -> Option<&'static str> {
+    fn writer_lock(&self, _lock: WriterLock) -> Option<&'static str> {
         None
     }
 

@@ -6,8 +6,9 @@ use std::time::{Duration, SystemTime};
 use indexmap::IndexMap;
 use serde::Serialize;
 
+use super::backend::WriterLock;
 use super::sql::{KeyType, Param, SqlBuilder, SqlValue, Statement};
-use super::{Database, DbError, Transaction, migrate};
+use super::{Database, DbError, Transaction, migrate, runner};
 
 /// A run just recorded, and the interrupted run of the same roots it resumes, if any.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -18,10 +19,36 @@ pub struct StartedRun {
     pub resumes: Option<i64>,
 }
 
-/// Records the start of a deletion in `cascade_run`, with a first heartbeat. Earlier runs of
-/// the same roots still marked `running` whose heartbeat is older than `run_lease` died with
-/// their process: they are marked `interrupted`, and the new run records that it resumes the
-/// latest of them.
+/// Another run of the same roots, running now: its process is alive or its heartbeat is fresh.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LiveRun {
+    /// Its id in `cascade_run`.
+    pub id: i64,
+    /// Who runs it.
+    pub actor: String,
+    /// When it started (UTC).
+    pub started_at: String,
+    /// The host it runs on, where it recorded it.
+    pub host: Option<String>,
+    /// Its process id on that host, where it recorded it.
+    pub pid: Option<i64>,
+}
+
+impl std::fmt::Display for LiveRun {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(formatter, "run {}, by {} since {} UTC", self.id, self.actor, self.started_at)?;
+        match (&self.host, self.pid) {
+            (Some(host), Some(pid)) if host == runner::this_host() => write!(formatter, ", process {pid} on this host"),
+            (Some(host), Some(pid)) => write!(formatter, ", process {pid} on {host}"),
+            _ => Ok(()),
+        }
+    }
+}
+
+/// Records the start of a deletion in `cascade_run`, with a first heartbeat and its process.
+/// Earlier runs of the same roots still marked `running` whose process died (on this host), or
+/// whose heartbeat is older than `run_lease`, are marked `interrupted`, and the new run records
+/// that it resumes the latest of them.
 pub async fn start_run(
     database: &Database,
     actor: &str,
@@ -30,25 +57,105 @@ pub async fn start_run(
     root_ids: &[String],
     run_lease: Duration,
 ) -> Result<StartedRun, DbError> {
-    let ids = ids_json(root_ids);
     let mut transaction = database.begin_write().await?;
-    let mut dead = database.sql();
-    dead.push("UPDATE cascade_run SET outcome = 'interrupted', finished_at = CURRENT_TIMESTAMP WHERE ");
-    stale(&mut dead, run_lease);
-    dead.push(" AND root_model = ").bind_text(root_model).push(" AND root_ids = ").bind_text(&ids);
-    dead.push(" RETURNING CAST(id AS TEXT)");
-    let resumes =
-        transaction.fetch_texts(&dead.finish()).await?.into_iter().filter_map(|row| first_integer(&row)).max();
+    let earlier = end_dead_runs(database, &mut transaction, root_model, root_ids, run_lease).await?;
+    let started = insert_run(database, &mut transaction, actor, command, root_model, root_ids, earlier.resumes).await?;
+    transaction.commit().await?;
+    Ok(started)
+}
+
+/// [`start_run`] for a run that must not run beside another run of the same roots (a clean-up,
+/// whose runs share their checkpoints): while one is running, nothing is recorded and that run
+/// is returned instead.
+pub async fn start_run_alone(
+    database: &Database,
+    actor: &str,
+    command: &str,
+    root_model: &str,
+    root_ids: &[String],
+    run_lease: Duration,
+) -> Result<Result<StartedRun, LiveRun>, DbError> {
+    let mut transaction = database.begin_write().await?;
+    if let Some(lock) = database.backend().writer_lock(WriterLock::RunStart) {
+        transaction.execute_script(lock).await?;
+    }
+    let mut earlier = end_dead_runs(database, &mut transaction, root_model, root_ids, run_lease).await?;
+    if let Some(live) = earlier.live.pop() {
+        transaction.commit().await?;
+        return Ok(Err(live));
+    }
+    let started = insert_run(database, &mut transaction, actor, command, root_model, root_ids, earlier.resumes).await?;
+    transaction.commit().await?;
+    Ok(Ok(started))
+}
+
+/// The runs of the same roots still marked `running` when a run starts.
+struct EarlierRuns {
+    /// The latest of those whose process died, now marked `interrupted`.
+    resumes: Option<i64>,
+    /// Those still running, oldest first.
+    live: Vec<LiveRun>,
+}
+
+/// Marks the runs of `root_model` and `root_ids` still `running` whose process died as
+/// `interrupted`, and returns them and the live ones.
+async fn end_dead_runs(
+    database: &Database,
+    transaction: &mut Transaction,
+    root_model: &str,
+    root_ids: &[String],
+    run_lease: Duration,
+) -> Result<EarlierRuns, DbError> {
+    let ids = ids_json(root_ids);
     let mut sql = database.sql();
-    sql.push("INSERT INTO cascade_run (actor, command, root_model, root_ids, outcome, heartbeat, resumes) VALUES (");
-    sql.binds([actor, command, root_model, &ids, "running"].map(Param::text)).push(", ").timestamp(SystemTime::now());
+    sql.push("SELECT CAST(id AS TEXT), actor, ").push(&database.backend().timestamp_text("started_at"));
+    sql.push(", host, CAST(pid AS TEXT), CASE WHEN ");
+    stale(&mut sql, run_lease);
+    sql.push(" THEN 'stale' END FROM cascade_run WHERE outcome = 'running' AND root_model = ").bind_text(root_model);
+    sql.push(" AND root_ids = ").bind_text(&ids).push(" ORDER BY id");
+    let mut earlier = EarlierRuns { resumes: None, live: Vec::new() };
+    for row in transaction.fetch_texts(&sql.finish()).await? {
+        let field = |index: usize| row.get(index).cloned().flatten();
+        let run = LiveRun {
+            id: first_integer(&row).unwrap_or(0),
+            actor: field(1).unwrap_or_default(),
+            started_at: field(2).unwrap_or_default(),
+            host: field(3),
+            pid: field(4).and_then(|pid| pid.parse().ok()),
+        };
+        if field(5).is_none() && !runner::is_gone(run.host.as_deref(), run.pid) {
+            earlier.live.push(run);
+            continue;
+        }
+        let mut dead = database.sql();
+        dead.push("UPDATE cascade_run SET outcome = 'interrupted', finished_at = CURRENT_TIMESTAMP WHERE id = ");
+        dead.bind(Param::integer(run.id));
+        transaction.execute(&dead.finish()).await?;
+        earlier.resumes = Some(run.id);
+    }
+    Ok(earlier)
+}
+
+async fn insert_run(
+    database: &Database,
+    transaction: &mut Transaction,
+    actor: &str,
+    command: &str,
+    root_model: &str,
+    root_ids: &[String],
+    resumes: Option<i64>,
+) -> Result<StartedRun, DbError> {
+    let ids = ids_json(root_ids);
+    let mut sql = database.sql();
+    sql.push("INSERT INTO cascade_run (actor, command, root_model, root_ids, outcome, host, pid, heartbeat, resumes) ");
+    sql.push("VALUES (").binds([actor, command, root_model, &ids, "running", runner::this_host()].map(Param::text));
+    sql.push(", ").bind(Param::integer(runner::this_pid())).push(", ").timestamp(SystemTime::now());
     match resumes {
         Some(id) => sql.push(", ").bind(Param::integer(id)),
         None => sql.push(", NULL"),
     };
     sql.push(") RETURNING CAST(id AS TEXT)");
     let rows = transaction.fetch_texts(&sql.finish()).await?;
-    transaction.commit().await?;
     Ok(StartedRun { id: rows.first().and_then(|row| first_integer(row)).unwrap_or(0), resumes })
 }
 
@@ -69,7 +176,7 @@ fn first_integer(row: &[Option<String>]) -> Option<i64> {
 }
 
 /// Whether a run of `root_model` and `root_ids` is `running` with a heartbeat newer than
-/// `run_lease`: its process is still at work.
+/// `run_lease` and a process not known to be gone: its process is still at work.
 pub async fn run_alive(
     database: &Database,
     root_model: &str,
@@ -78,10 +185,18 @@ pub async fn run_alive(
 ) -> Result<bool, DbError> {
     let ids = ids_json(root_ids);
     let mut sql = database.sql();
-    sql.push("SELECT COUNT(*) FROM cascade_run WHERE outcome = 'running' AND NOT (");
+    sql.push("SELECT host, CAST(pid AS TEXT) FROM cascade_run WHERE outcome = 'running' AND NOT (");
     stale(&mut sql, run_lease);
     sql.push(") AND root_model = ").bind_text(root_model).push(" AND root_ids = ").bind_text(&ids);
-    Ok(database.fetch_count(&sql.finish()).await? > 0)
+    let runs = database.fetch_texts(&sql.finish()).await?;
+    Ok(runs.iter().any(|row| !process_gone(row, 0)))
+}
+
+/// Whether the run whose `host` and `pid` are the row's fields from `first` on is known to have
+/// lost its process.
+fn process_gone(row: &[Option<String>], first: usize) -> bool {
+    let field = |index: usize| row.get(first + index).cloned().flatten();
+    runner::is_gone(field(0).as_deref(), field(1).and_then(|pid| pid.parse().ok()))
 }
 
 /// The run is alive.
@@ -125,7 +240,8 @@ pub struct RunRecord {
     /// The root ids, as a JSON array.
     pub root_ids: String,
     /// `running`, `succeeded`, `failed`, `skipped` or `interrupted` (stopped, or its process
-    /// died: a `running` run whose heartbeat is older than the run lease).
+    /// died: a `running` run whose process is gone from this host, or whose heartbeat is older
+    /// than the run lease).
     pub outcome: String,
     /// Rows per model, as JSON, once finished.
     pub rows: Option<String>,
@@ -135,7 +251,8 @@ pub struct RunRecord {
     pub resumes: Option<i64>,
 }
 
-/// The latest `limit` runs, newest first, a dead `running` run shown as `interrupted`.
+/// The latest `limit` runs, newest first, a dead `running` run shown as `interrupted` (left
+/// `running` in the table until a run of the same roots starts).
 pub async fn list_runs(database: &Database, limit: u64, run_lease: Duration) -> Result<Vec<RunRecord>, DbError> {
     if !database.table_exists("cascade_run").await? {
         return Ok(Vec::new());
@@ -145,7 +262,8 @@ pub async fn list_runs(database: &Database, limit: u64, run_lease: Duration) -> 
     sql.push("SELECT CAST(id AS TEXT), ").push(&backend.timestamp_text("started_at")).push(", ");
     sql.push(&backend.timestamp_text("finished_at")).push(", actor, command, root_model, root_ids, CASE WHEN ");
     stale(&mut sql, run_lease);
-    sql.push(" THEN 'interrupted' ELSE outcome END, rows, error, CAST(resumes AS TEXT) FROM cascade_run ");
+    sql.push(" THEN 'interrupted' ELSE outcome END, rows, error, CAST(resumes AS TEXT), host, CAST(pid AS TEXT) ");
+    sql.push("FROM cascade_run ");
     sql.push("ORDER BY id DESC LIMIT ").bind(Param::integer(i64::try_from(limit).unwrap_or(i64::MAX)));
     let rows = database.fetch_texts(&sql.finish()).await?;
     Ok(rows
@@ -160,7 +278,10 @@ pub async fn list_runs(database: &Database, limit: u64, run_lease: Duration) -> 
                 command: field(4).unwrap_or_default(),
                 root_model: field(5).unwrap_or_default(),
                 root_ids: field(6).unwrap_or_default(),
-                outcome: field(7).unwrap_or_default(),
+                outcome: match field(7).unwrap_or_default() {
+                    running if running == "running" && process_gone(&row, 11) => "interrupted".to_owned(),
+                    outcome => outcome,
+                },
                 rows: field(8),
                 error: field(9),
                 resumes: field(10).and_then(|id| id.parse().ok()),
