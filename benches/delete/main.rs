@@ -103,6 +103,7 @@ fn main() {
             Method::Loop,
             Method::Cascade,
             Method::NativeWithTombstones,
+            Method::NativeWithBareTombstones,
             Method::Outbox,
             Method::Archive,
             Method::CascadeWithoutKeys,

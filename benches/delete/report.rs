@@ -177,7 +177,10 @@ pub fn realistic(results: &[Measured], durability: &[(&str, String)], repeat: u6
          ON DELETE CASCADE on every foreign key, one transaction, the statement alone timed. Native DELETE + \
          tombstones: the same, after one `INSERT ... SELECT` per outbox table (`grp`, `event`) of the tombstones \
          cascade writes into its own `cascade_outbox` (made by its migrations, with its indexes), in the same \
-         transaction, the statements alone timed: the physical limit with the outbox. Hand-written loop \
+         transaction, the statements alone timed: the physical limit with the outbox. Native DELETE + bare \
+         tombstones: the same number of tombstones into a table of a key and the object only, no other index (the \
+         most that any outbox writing one row per deleted row can reach). \
+         Hand-written loop \
          (sqlx, in the bench): per transaction up to {LOOP_BATCH} `grp` ids of org 1 in id order, their `hash` and \
          `event` rows, then those groups; then the projects and the org in one transaction; timed from connecting \
          to closing. cascade: `cascade delete org 1 --confirm --format json` of the release binary, org/project/grp \
