@@ -172,6 +172,17 @@ fn keep_newest_merges_the_children_into_the_kept_row_on_sqlite() {
     keep_newest_merges_the_children_into_the_kept_row(&sqlite_database(dir.path(), &schema("INTEGER", ROWS)));
 }
 
+/// The children's column is TEXT under the INTEGER key (it holds `'3'`): they are re-pointed all
+/// the same, not deleted with the duplicates they still point at.
+#[test]
+fn keep_newest_merges_children_held_as_text_on_sqlite() {
+    let dir = tempfile::tempdir().unwrap();
+    let schema = schema("INTEGER", ROWS).replace("person_id INTEGER", "person_id TEXT");
+    let url = sqlite_database(dir.path(), &schema);
+    assert_eq!(count(&url, "SELECT COUNT(*) FROM membership WHERE typeof(person_id) = 'text'"), 4);
+    keep_newest_merges_the_children_into_the_kept_row(&url);
+}
+
 #[test]
 fn keep_newest_merges_the_children_into_the_kept_row_on_postgres() {
     let Some(url) = postgres_database(&schema("bigint", ROWS)) else { return };

@@ -70,7 +70,13 @@ pub trait Backend: Send + Sync + Debug {
     /// The placeholder of the `number`-th parameter, from 1.
     fn placeholder(&self, number: usize) -> String;
 
-    /// `column` is one of the keys bound as the single parameter `list`, typed as `key_type`.
+    /// The type keys of type `values` are compared as when they look up the rows of a `column`
+    /// that references them: their own, except where the database would not convert them to what
+    /// the column holds (SQLite: integer keys never equal the text a TEXT column holds, `'1'`).
+    fn compared_as(&self, values: &KeyType, column: &KeyType) -> KeyType;
+
+    /// `column` is one of the keys bound as the single parameter `list`, typed as `key_type`
+    /// (compared as that type: see [`Backend::compared_as`]).
     fn key_list(&self, sql: &mut SqlBuilder, column: &str, key_type: &KeyType, list: Param);
 
     /// One key bound as `value`, typed as `key_type` for a comparison with a key column.

@@ -88,6 +88,11 @@ impl Backend for Postgres {
         format!("${number}")
     }
 
+    fn compared_as(&self, values: &KeyType, _column: &KeyType) -> KeyType {
+        // `=` between the two converts as it must, or has no operator: `relation-type-mismatch`.
+        values.clone()
+    }
+
     fn key_list(&self, sql: &mut SqlBuilder, column: &str, key_type: &KeyType, list: Param) {
         sql.identifier(column).push(" = ANY(").bind(list).push("::").push(key_cast(key_type)).push("[])");
     }

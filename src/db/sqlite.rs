@@ -91,8 +91,15 @@ impl Backend for Sqlite {
         format!("?{number}")
     }
 
-    fn key_list(&self, sql: &mut SqlBuilder, column: &str, _key_type: &KeyType, list: Param) {
-        sql.identifier(column).push(" IN (SELECT value FROM json_each(").bind(list).push("))");
+    fn compared_as(&self, values: &KeyType, column: &KeyType) -> KeyType {
+        if *column == KeyType::Text { KeyType::Text } else { values.clone() }
+    }
+
+    fn key_list(&self, sql: &mut SqlBuilder, column: &str, key_type: &KeyType, list: Param) {
+        // `json_each` gives a JSON number as an integer, and SQLite converts it to no column's
+        // affinity in `IN (SELECT ...)`: a TEXT column's `'1'` is found as text only.
+        let value = if *key_type == KeyType::Text { "CAST(value AS TEXT)" } else { "value" };
+        sql.identifier(column).push(" IN (SELECT ").push(value).push(" FROM json_each(").bind(list).push("))");
     }
 
     fn key_value(&self, sql: &mut SqlBuilder, _key_type: &KeyType, value: Param) {
@@ -132,7 +139,7 @@ impl Backend for Sqlite {
 
     fn json_key_field(&self, name: &str, _key_type: &KeyType) -> String {
         // `json_extract` gives a JSON number as an integer and a string as text, as the key
-        // column holds them.
+        // column holds them; a TEXT column's `=` converts the integer to its text.
         self.json_field(name)
     }
 

@@ -96,7 +96,7 @@ codes! {
     MissingColumn = "missing-column", Error, "A key, relation, status or payload column is not in its table.";
     UnregisteredReference = "unregistered-reference", Error, "A foreign key points at a `require_all_references` model but is neither a child relation nor ignored.";
     NullifyNotNull = "nullify-not-null", Error, "A nullify relation's column is NOT NULL, so it cannot be set to NULL.";
-    RelationTypeMismatch = "relation-type-mismatch", Error, "A relation's column and its parent's key have types the deletion cannot match: on PostgreSQL with no `=` between them (an integer and a text, a uuid and either, unless a foreign key ties them), on SQLite a TEXT column under an INTEGER key.";
+    RelationTypeMismatch = "relation-type-mismatch", Error, "A relation's column and its parent's key have types the deletion cannot match: on PostgreSQL with no `=` between them (an integer and a text, a uuid and either, unless a foreign key ties them). SQLite compares any two: a TEXT column under an INTEGER key (holding `'1'`) is matched as text.";
     UnindexedRelation = "unindexed-relation", Warning, "No index leads with a relation's column, so every chunk scans the child table.";
     MissingShardKey = "missing-shard-key", Error, "A model writes an outbox category whose scope's shard key is not a column of its table.";
     RetentionOnReferenced = "retention-on-referenced", Error, "A model with `retention` has a delete relation: dropping a partition would orphan those child rows (nullify them, or give the child the same retention).";

@@ -303,7 +303,7 @@ impl NodeSql<'_> {
                 sql.push(" OR ");
             }
             sql.push("EXISTS (SELECT 1 FROM ").push(&child.table()).push(" WHERE ");
-            sql.key_list(&child.match_column(), &self.key_type, keys.clone()).push(")");
+            sql.key_list(&child.match_column(), &child.match_type, keys.clone()).push(")");
         }
         sql.push(" THEN '1' ELSE '0' END AS TEXT)");
         sql.finish()

@@ -192,7 +192,10 @@ pub(crate) fn node_sql<'a>(
         node,
         names,
         match_type: match parent {
-            Some(parent) => key_type(table_of(parent), parent.key.as_deref()),
+            Some(parent) => backend.compared_as(
+                &key_type(table_of(parent), parent.key.as_deref()),
+                &key_type(table, node.column.as_deref()),
+            ),
             None => own_key.clone(),
         },
         key_type: own_key,

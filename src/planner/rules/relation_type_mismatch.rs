@@ -1,12 +1,12 @@
 //! `relation-type-mismatch`: a relation's column and the key of the parent it references have
-//! types the deletion cannot match: on PostgreSQL, types with no `=` between them (an integer and
-//! a text, a `uuid` and either): the first statement that looks children up by their parent's
-//! keys would fail halfway through a deletion, after the steps before it had committed; on
-//! SQLite, a column of TEXT affinity under an INTEGER key, whose values never equal the integer
-//! keys the deletion looks them up by: its rows would be left behind, orphaned.
+//! types PostgreSQL cannot compare (no `=` between them: an integer and a text, a `uuid` and
+//! either): the first statement that looks children up by their parent's keys would fail halfway
+//! through a deletion, after the steps before it had committed. SQLite compares any two values;
+//! where its affinities would not convert a key to what a column holds (an integer key and a
+//! TEXT column's `'1'`), the deletion compares them as the column does (`Backend::compared_as`).
 
 use crate::db::Kind;
-use crate::db::sql::{KeyType, quote_identifier};
+use crate::db::sql::quote_identifier;
 use crate::diagnostic::{Code, Diagnostic};
 use crate::planner::{Context, SchemaRelation};
 use crate::schema::{Column, Schema};
@@ -41,33 +41,20 @@ pub fn check(context: &Context<'_>, diagnostics: &mut Vec<Diagnostic>) {
                 ),
             )
             .label(why)
-            .help(help(schema, &child_table.name, column, parent_key)),
+            .help(help(&child_table.name, column, parent_key)),
         );
     }
 }
 
 /// Why the deletion cannot match the column's values with the parent's keys, if it cannot.
 fn mismatch(schema: &Schema, key: &Column, column: &Column, tied: impl FnOnce() -> bool) -> Option<&'static str> {
-    match schema.kind? {
-        // A foreign key between the two says PostgreSQL compares them (where a type was guessed
-        // from its name in a DDL script, or the script was SQLite's).
-        Kind::Postgres if !key.key_type.compares_on_postgres(&column.key_type) && !tied() => {
-            Some("PostgreSQL cannot compare these types")
-        }
-        Kind::Sqlite if key.key_type == KeyType::Integer && column.key_type == KeyType::Text => {
-            Some("its rows never equal the integer keys they are looked up by: they would be left behind")
-        }
-        _ => None,
-    }
+    // A foreign key between the two says PostgreSQL compares them (where a type was guessed
+    // from its name in a DDL script, or the script was SQLite's).
+    (schema.kind? == Kind::Postgres && !key.key_type.compares_on_postgres(&column.key_type) && !tied())
+        .then_some("PostgreSQL cannot compare these types")
 }
 
-fn help(schema: &Schema, table: &str, column: &Column, key: &Column) -> String {
-    if schema.kind == Some(Kind::Sqlite) {
-        return format!(
-            "give `{table}.{}` INTEGER affinity (SQLite rebuilds a table to change a column's type)",
-            column.name
-        );
-    }
+fn help(table: &str, column: &Column, key: &Column) -> String {
     format!(
         "give the column the key's type: ALTER TABLE {table} ALTER COLUMN {name} TYPE {key_type} USING \
          {name}::{key_type};",
