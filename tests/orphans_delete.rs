@@ -403,7 +403,9 @@ fn check_one_run_at_a_time(url: &str, data: &Data) {
     let archive = config.path().join("archive");
     let archive = archive.to_str().unwrap();
     let checkpoint = "SELECT position FROM cascade_checkpoint WHERE name = 'orphans:child:parent_id'";
-    let mut args = confirm_args(url, archive, &["--sleep-ms", "300"]);
+    // Long pauses between batches: the run is still at work when it is killed, however slow
+    // the machine.
+    let mut args = confirm_args(url, archive, &["--sleep-ms", "10000"]);
     args.retain(|arg| *arg != "--format" && *arg != "json");
     let mut first = Running::start(config.path(), &args);
     first.expect("clean-up started");

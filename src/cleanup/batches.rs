@@ -128,17 +128,10 @@ pub enum BatchError {
     )]
     AlreadyRunning {
         /// The run that is running.
-        running: LiveRun,
+        running: Box<LiveRun>,
         /// How long a run's heartbeat may be silent before it counts as interrupted.
         lease: Duration,
     },
-}
-
-impl BatchError {
-    /// Whether the clean-up was refused before its first batch, so nothing of it was done.
-    pub fn before_any_batch(&self) -> bool {
-        matches!(self, BatchError::BatchSize { .. } | BatchError::AlreadyRunning { .. })
-    }
 }
 
 /// Whether the run goes on after a batch.
@@ -201,7 +194,7 @@ impl<'a> BatchRun<'a> {
         let lease = engine.config().settings.run_lease();
         let run = tables::start_run_alone(database, &options.actor, &options.command, root_model, targets, lease)
             .await?
-            .map_err(|running| BatchError::AlreadyRunning { running, lease })?;
+            .map_err(|running| BatchError::AlreadyRunning { running: Box::new(running), lease })?;
         info!(run = run.id, resumes = run.resumes, command = %options.command, "clean-up started");
         Ok(Self {
             engine,

@@ -96,9 +96,9 @@ async fn confirmed(url: &str, loaded: &Loaded, search: &Search, args: &Args) -> 
             super::refuse_diagnostics(engine.sources(), &diagnostics);
             return Ok(ExitCode::from(1));
         }
-        Err(DuplicatesError::Cleanup(refused)) if refused.before_any_batch() => {
+        Err(DuplicatesError::Cleanup(running @ BatchError::AlreadyRunning { .. })) => {
             database.close().await;
-            return Ok(super::orphans::refused_before_any_batch(&refused));
+            return Ok(super::orphans::already_running(&running));
         }
         other => other,
     };

@@ -137,9 +137,7 @@ async fn confirmed(url: &str, loaded: &Loaded, options: &OrphanOptions, args: &A
             super::refuse_diagnostics(engine.sources(), &diagnostics);
             return Ok(ExitCode::from(1));
         }
-        Err(OrphanError::Cleanup(refused)) if refused.before_any_batch() => {
-            return Ok(refused_before_any_batch(&refused));
-        }
+        Err(OrphanError::Cleanup(running @ BatchError::AlreadyRunning { .. })) => return Ok(already_running(&running)),
         other => other.map_err(cleanup_failed)?,
     };
     match args.format {
@@ -149,9 +147,9 @@ async fn confirmed(url: &str, loaded: &Loaded, options: &OrphanOptions, args: &A
     Ok(cleanup_exit(&cleaned.summary))
 }
 
-/// A clean-up refused before its first batch (the same clean-up is running): exit code 1, as
-/// for any run refused before it wrote anything.
-pub(super) fn refused_before_any_batch(error: &BatchError) -> ExitCode {
+/// A clean-up refused before its first batch because the same clean-up is running: exit code 1,
+/// as for any run refused before it wrote anything.
+pub(super) fn already_running(error: &BatchError) -> ExitCode {
     eprintln!("error: {error}");
     ExitCode::from(1)
 }

@@ -32,13 +32,17 @@ pub struct LiveRun {
     pub host: Option<String>,
     /// Its process id on that host, where it recorded it.
     pub pid: Option<i64>,
+    /// What tells its process apart from any other of that host's, where the system said.
+    pub process: Option<String>,
 }
 
 impl std::fmt::Display for LiveRun {
     fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(formatter, "run {}, by {} since {} UTC", self.id, self.actor, self.started_at)?;
         match (&self.host, self.pid) {
-            (Some(host), Some(pid)) if host == runner::this_host() => write!(formatter, ", process {pid} on this host"),
+            (Some(_), Some(pid)) if runner::is_local(self.host.as_deref(), self.process.as_deref()) => {
+                write!(formatter, ", process {pid} on this host")
+            }
             (Some(host), Some(pid)) => write!(formatter, ", process {pid} on {host}"),
             _ => Ok(()),
         }
@@ -109,7 +113,7 @@ async fn end_dead_runs(
     let ids = ids_json(root_ids);
     let mut sql = database.sql();
     sql.push("SELECT CAST(id AS TEXT), actor, ").push(&database.backend().timestamp_text("started_at"));
-    sql.push(", host, CAST(pid AS TEXT), CASE WHEN ");
+    sql.push(", host, CAST(pid AS TEXT), process, CASE WHEN ");
     stale(&mut sql, run_lease);
     sql.push(" THEN 'stale' END FROM cascade_run WHERE outcome = 'running' AND root_model = ").bind_text(root_model);
     sql.push(" AND root_ids = ").bind_text(&ids).push(" ORDER BY id");
@@ -122,16 +126,19 @@ async fn end_dead_runs(
             started_at: field(2).unwrap_or_default(),
             host: field(3),
             pid: field(4).and_then(|pid| pid.parse().ok()),
+            process: field(5),
         };
-        if field(5).is_none() && !runner::is_gone(run.host.as_deref(), run.pid) {
+        if field(6).is_none() && !runner::is_gone(run.host.as_deref(), run.pid, run.process.as_deref()) {
             earlier.live.push(run);
             continue;
         }
+        // Only while it is still `running`: a run that finished since it was read keeps its outcome.
         let mut dead = database.sql();
         dead.push("UPDATE cascade_run SET outcome = 'interrupted', finished_at = CURRENT_TIMESTAMP WHERE id = ");
-        dead.bind(Param::integer(run.id));
-        transaction.execute(&dead.finish()).await?;
-        earlier.resumes = Some(run.id);
+        dead.bind(Param::integer(run.id)).push(" AND outcome = 'running' RETURNING CAST(id AS TEXT)");
+        if !transaction.fetch_texts(&dead.finish()).await?.is_empty() {
+            earlier.resumes = Some(run.id);
+        }
     }
     Ok(earlier)
 }
@@ -147,9 +154,15 @@ async fn insert_run(
 ) -> Result<StartedRun, DbError> {
     let ids = ids_json(root_ids);
     let mut sql = database.sql();
-    sql.push("INSERT INTO cascade_run (actor, command, root_model, root_ids, outcome, host, pid, heartbeat, resumes) ");
-    sql.push("VALUES (").binds([actor, command, root_model, &ids, "running", runner::this_host()].map(Param::text));
-    sql.push(", ").bind(Param::integer(runner::this_pid())).push(", ").timestamp(SystemTime::now());
+    sql.push("INSERT INTO cascade_run (actor, command, root_model, root_ids, outcome, host, pid, process, heartbeat, ");
+    sql.push("resumes) VALUES (");
+    sql.binds([actor, command, root_model, &ids, "running", runner::this_host()].map(Param::text));
+    sql.push(", ").bind(Param::integer(runner::this_pid())).push(", ");
+    match runner::this_process() {
+        Some(process) => sql.bind_text(process),
+        None => sql.push("NULL"),
+    };
+    sql.push(", ").timestamp(SystemTime::now());
     match resumes {
         Some(id) => sql.push(", ").bind(Param::integer(id)),
         None => sql.push(", NULL"),
@@ -185,18 +198,18 @@ pub async fn run_alive(
 ) -> Result<bool, DbError> {
     let ids = ids_json(root_ids);
     let mut sql = database.sql();
-    sql.push("SELECT host, CAST(pid AS TEXT) FROM cascade_run WHERE outcome = 'running' AND NOT (");
+    sql.push("SELECT host, CAST(pid AS TEXT), process FROM cascade_run WHERE outcome = 'running' AND NOT (");
     stale(&mut sql, run_lease);
     sql.push(") AND root_model = ").bind_text(root_model).push(" AND root_ids = ").bind_text(&ids);
     let runs = database.fetch_texts(&sql.finish()).await?;
     Ok(runs.iter().any(|row| !process_gone(row, 0)))
 }
 
-/// Whether the run whose `host` and `pid` are the row's fields from `first` on is known to have
-/// lost its process.
+/// Whether the run whose `host`, `pid` and `process` are the row's fields from `first` on is
+/// known to have lost its process.
 fn process_gone(row: &[Option<String>], first: usize) -> bool {
     let field = |index: usize| row.get(first + index).cloned().flatten();
-    runner::is_gone(field(0).as_deref(), field(1).and_then(|pid| pid.parse().ok()))
+    runner::is_gone(field(0).as_deref(), field(1).and_then(|pid| pid.parse().ok()), field(2).as_deref())
 }
 
 /// The run is alive.
@@ -262,7 +275,8 @@ pub async fn list_runs(database: &Database, limit: u64, run_lease: Duration) -> 
     sql.push("SELECT CAST(id AS TEXT), ").push(&backend.timestamp_text("started_at")).push(", ");
     sql.push(&backend.timestamp_text("finished_at")).push(", actor, command, root_model, root_ids, CASE WHEN ");
     stale(&mut sql, run_lease);
-    sql.push(" THEN 'interrupted' ELSE outcome END, rows, error, CAST(resumes AS TEXT), host, CAST(pid AS TEXT) ");
+    sql.push(" THEN 'interrupted' ELSE outcome END, rows, error, CAST(resumes AS TEXT), host, CAST(pid AS TEXT), ");
+    sql.push("process ");
     sql.push("FROM cascade_run ");
     sql.push("ORDER BY id DESC LIMIT ").bind(Param::integer(i64::try_from(limit).unwrap_or(i64::MAX)));
     let rows = database.fetch_texts(&sql.finish()).await?;
