@@ -304,6 +304,44 @@ fn text_columns_under_integer_keys_are_matched_on_sqlite() {
     assert_eq!(steps, expected.map(|(model, action, rows)| (model.to_owned(), action.to_owned(), rows)));
 }
 
+/// A reference that SQLite's `=` matches with a parent's integer key only by converting it
+/// (`'01'` or `' 1'` in a TEXT column, `'1'` in a column without a type or a BLOB one) would be
+/// missed by the lookups by key and left behind: the deletion is refused before it writes
+/// anything, naming the column and the value.
+#[test]
+fn references_sqlite_matches_only_by_converting_them_are_refused() {
+    let cases = [
+        ("p_id TEXT", "' 1'", "INTEGER"),
+        ("p_id VARCHAR(8)", "'01'", "INTEGER"),
+        ("p_id", "'1'", "INTEGER"),
+        ("p_id BLOB", "'1.0'", "INTEGER"),
+    ];
+    for (column, value, key) in cases {
+        let dir = tempfile::tempdir().unwrap();
+        let ddl = format!(
+            "CREATE TABLE p (id {key} PRIMARY KEY);
+             CREATE TABLE c (id INTEGER PRIMARY KEY, {column});
+             CREATE INDEX c_p ON c (p_id);
+             INSERT INTO p VALUES (1);
+             INSERT INTO c VALUES (1, {value});"
+        );
+        let url = sqlite_database(dir.path(), &ddl);
+        assert_eq!(count(&url, "SELECT COUNT(*) FROM c WHERE p_id IN (SELECT id FROM p)"), 1, "SQLite's own `=`");
+        let config = "[models.p]\ntable = \"p\"\nchildren = [{ model = \"c\", column = \"p_id\" }]\n\n\
+                      [models.c]\ntable = \"c\"\nstrategy = \"bulk\"\n";
+        let config = project(&[("cascades/cascade.toml", config)]);
+        let output = cascade(config.path()).args(["delete", "p", "1", "--confirm", "--database-url", &url]).output();
+        let output = output.unwrap();
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(2), "{column} holding {value}: {stderr}");
+        let shown = value.trim_matches('\'');
+        assert!(stderr.contains(&format!("`c.p_id` holds '{shown}', which SQLite takes for")), "{stderr}");
+        assert!(stderr.contains("nothing was deleted"), "{stderr}");
+        let left = (count(&url, "SELECT COUNT(*) FROM p"), count(&url, "SELECT COUNT(*) FROM c"));
+        assert_eq!(left, (1, 1), "{column} holding {value}: nothing deleted");
+    }
+}
+
 /// `cascade delete project 1 --confirm --format json` with `extra`: its summary.
 fn delete_project_1(dir: &Path, url: &str, extra: &[&str]) -> Value {
     let args = ["delete", "project", "1", "--confirm", "--format", "json", "--database-url", url];

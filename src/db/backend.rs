@@ -124,10 +124,19 @@ pub trait Backend: Send + Sync + Debug {
     /// A statement returning 1 when the table `name` exists, else 0.
     fn table_exists(&self, sql: &mut SqlBuilder, name: &str);
 
-    /// A statement returning one value (as text) of `column` of the `table` (already quoted)
-    /// that the column holds as text but that reads exactly as an integer (`'8'`), or no row; for
-    /// a column declared without a type ([`KeyType::Untyped`]), which only SQLite has.
-    fn integer_text_in(&self, sql: &mut SqlBuilder, table: &str, column: &str);
+    /// A statement returning one value (as text) of `column` (of `column_type`) of the `table`
+    /// (already quoted) that lookups by keys of type `keys` would miss although the database
+    /// would take it for such a key, or `false` (nothing written) where there can be none. Only
+    /// SQLite has such values: a column without a type holding `'8'` beside keys that travel as
+    /// text, or a TEXT column holding `'08'`, which its `=` matches with the integer key 8.
+    fn unmatched_keys_in(
+        &self,
+        sql: &mut SqlBuilder,
+        table: &str,
+        column: &str,
+        column_type: &KeyType,
+        keys: &KeyType,
+    ) -> bool;
 
     /// `CREATE UNIQUE INDEX "name" ON table (columns);` for a `table` already quoted, built the
     /// way that keeps the table writable while the index is built where the database can

@@ -160,9 +160,9 @@ impl Backend for Postgres {
         sql.push("SELECT COUNT(*) FROM pg_class WHERE oid = to_regclass(").bind_text(name).push(")");
     }
 
-    fn integer_text_in(&self, sql: &mut SqlBuilder, _table: &str, _column: &str) {
-        // Every PostgreSQL column has a type: no text is ever in an integer key's place.
-        sql.push("SELECT NULL WHERE false");
+    fn unmatched_keys_in(&self, _: &mut SqlBuilder, _: &str, _: &str, _: &KeyType, _: &KeyType) -> bool {
+        // Every PostgreSQL column has a type, and keys are bound in it: `=` finds what it matches.
+        false
     }
 
     fn create_unique_index(

@@ -7,7 +7,7 @@ use std::time::SystemTime;
 use sqlx::sqlite::{SqliteConnectOptions, SqlitePoolOptions};
 
 use super::backend::{Backend, BoxFuture, Failure, Kind, RowSelector, WriterLock, connection_failure};
-use super::sql::{KeyType, Param, SqlBuilder, db_time, quote_literal};
+use super::sql::{KeyType, Param, SqlBuilder, db_time, quote_identifier, quote_literal};
 use super::url::DatabaseUrl;
 use super::{Access, ConnectOptions, Database, DbError, Pool};
 
@@ -165,10 +165,33 @@ impl Backend for Sqlite {
         sql.push("SELECT COUNT(*) FROM sqlite_schema WHERE type = 'table' AND name = ").bind_text(name);
     }
 
-    fn integer_text_in(&self, sql: &mut SqlBuilder, table: &str, column: &str) {
-        sql.push("SELECT ").identifier(column).push(" FROM ").push(table).push(" WHERE typeof(").identifier(column);
-        sql.push(") = 'text' AND CAST(CAST(").identifier(column).push(" AS INTEGER) AS TEXT) = ").identifier(column);
-        sql.push(" LIMIT 1");
+    fn unmatched_keys_in(
+        &self,
+        sql: &mut SqlBuilder,
+        table: &str,
+        column: &str,
+        column_type: &KeyType,
+        keys: &KeyType,
+    ) -> bool {
+        let without_affinity =
+            matches!(column_type, KeyType::Untyped) || matches!(column_type, KeyType::Other(name) if name == "blob");
+        let c = quote_identifier(column);
+        // `c = CAST(c AS INTEGER)` is SQLite's own test: a text it converts to that integer.
+        let condition = match keys {
+            // Keys that read as integers are bound as integers, never equal to such a text.
+            KeyType::Untyped if without_affinity => {
+                format!("typeof({c}) = 'text' AND CAST(CAST({c} AS INTEGER) AS TEXT) = {c}")
+            }
+            KeyType::Integer if without_affinity => format!("typeof({c}) = 'text' AND {c} = CAST({c} AS INTEGER)"),
+            // Compared as text (see `compared_as`), `'1'` is found, `'01'` or `' 1'` not.
+            KeyType::Integer if *column_type == KeyType::Text => format!(
+                "typeof({c}) = 'text' AND {c} = CAST({c} AS INTEGER) AND CAST(CAST({c} AS INTEGER) AS TEXT) <> {c}"
+            ),
+            _ => return false,
+        };
+        sql.push("SELECT CAST(").identifier(column).push(" AS TEXT) FROM ").push(table);
+        sql.push(" WHERE ").push(&condition).push(" LIMIT 1");
+        true
     }
 
     fn create_unique_index(&self, sql: &mut SqlBuilder, name: &str, table: &str, columns: &[String], _: bool) {

@@ -223,6 +223,23 @@ pub enum DeleteError {
         /// One such value.
         value: String,
     },
+    /// A relation column holds a value that SQLite's `=` matches with a parent's key but that
+    /// the deletion's lookups by key would miss.
+    #[error(
+        "`{table}.{column}` holds '{value}', which SQLite takes for one of the parent's {key} keys but cascade \
+         would not find by that key, leaving the row behind: nothing was deleted. Store the column's values as the \
+         key stores its keys (UPDATE it to CAST({column} AS INTEGER) where it reads as an integer)"
+    )]
+    UnmatchedReference {
+        /// The child table.
+        table: String,
+        /// Its relation column.
+        column: String,
+        /// One such value.
+        value: String,
+        /// The parent key's declared type.
+        key: String,
+    },
     /// A root id does not fit the key's type.
     #[error("id `{id}` is not an integer, but the key of `{table}` is")]
     NotAnInteger {
@@ -1171,28 +1188,45 @@ impl PendingRoots {
     }
 }
 
-/// Refuses a deletion through a column declared without a type (SQLite) that holds a key, or a
-/// reference to one, as text reading exactly as an integer (`'8'`): keys travel as text, and
-/// bound as the integer 8 the row `'8'` is never found (its children orphaned, or a loop), while
-/// a row 8 elsewhere is deleted in its place.
+/// Refuses a deletion through a column that holds a value the database takes for a key but that
+/// cascade's lookups by key would miss (SQLite; see [`crate::db::Backend::unmatched_keys_in`]):
+/// a column declared without a type holding a key as text reading exactly as an integer (`'8'`:
+/// bound as the integer 8, the row `'8'` is never found, its children orphaned or a loop, while a
+/// row 8 elsewhere is deleted in its place), or a reference that the parent's integer keys equal
+/// only by SQLite's conversion (`'08'` in a TEXT column): left behind, orphaned.
 async fn refuse_ambiguous_keys(database: &Database, plan: &Plan, schema: &Schema) -> Result<(), DeleteError> {
-    for node in plan.steps() {
+    let key_of =
+        |node: &PlanNode| schema.table(&node.table).and_then(|table| table.column(node.key.as_deref().unwrap_or("id")));
+    // In the order the steps run: children first.
+    fn children_first<'p>(
+        node: &'p PlanNode,
+        parent: Option<&'p PlanNode>,
+        steps: &mut Vec<(&'p PlanNode, Option<&'p PlanNode>)>,
+    ) {
+        node.children.iter().for_each(|child| children_first(child, Some(node), steps));
+        steps.push((node, parent));
+    }
+    let mut steps = Vec::new();
+    children_first(&plan.root, None, &mut steps);
+    for (node, parent) in steps {
         let Some(table) = schema.table(&node.table) else { continue };
-        let names = crate::schema::CatalogNames::of(Some(schema), &node.table);
-        let columns = [Some(node.key.as_deref().unwrap_or("id")), node.column.as_deref()];
-        for column in columns.into_iter().flatten().filter_map(|name| table.column(name)) {
-            if column.key_type != KeyType::Untyped {
+        let reference = node.column.as_deref().and_then(|name| table.column(name)).zip(parent.and_then(key_of));
+        let looked_up = key_of(node).map(|key| (key, key)).into_iter().chain(reference);
+        for (column, key) in looked_up {
+            let mut sql = database.sql();
+            let quoted = crate::schema::CatalogNames::of(Some(schema), &node.table).quoted_table();
+            let backend = database.backend();
+            if !backend.unmatched_keys_in(&mut sql, &quoted, &column.name, &column.key_type, &key.key_type) {
                 continue;
             }
-            let mut sql = database.sql();
-            database.backend().integer_text_in(&mut sql, &names.quoted_table(), &column.name);
-            if let Some(value) = first_text(&database.fetch_texts(&sql.finish()).await?) {
-                return Err(DeleteError::AmbiguousKey {
-                    table: table.name.clone(),
-                    column: column.name.clone(),
-                    value: value.to_owned(),
-                });
-            }
+            let Some(value) = first_text(&database.fetch_texts(&sql.finish()).await?).map(str::to_owned) else {
+                continue;
+            };
+            let (table, column) = (table.name.clone(), column.name.clone());
+            return Err(match key.key_type {
+                KeyType::Untyped => DeleteError::AmbiguousKey { table, column, value },
+                _ => DeleteError::UnmatchedReference { table, column, value, key: key.data_type.clone() },
+            });
         }
     }
     Ok(())

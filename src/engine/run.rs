@@ -122,6 +122,7 @@ impl Engine {
             | DeleteError::Refused { .. }
             | DeleteError::NotAnInteger { .. }
             | DeleteError::AmbiguousKey { .. }
+            | DeleteError::UnmatchedReference { .. }
             | DeleteError::UnregisteredReferences(_) => Failure::Permanent,
         }
     }
