@@ -342,6 +342,40 @@ fn references_sqlite_matches_only_by_converting_them_are_refused() {
     }
 }
 
+/// On PostgreSQL a relation whose column the server cannot compare with its parent's key, of a
+/// pair `relation-type-mismatch` does not name (a `numeric` column under a `text` key), is refused
+/// before anything is written. Found when its step came, it stopped the deletion after the steps
+/// before it (`c` and its `g` rows) had committed.
+#[test]
+fn a_relation_postgres_cannot_compare_is_refused_before_any_write() {
+    let ddl = "CREATE TABLE p (id text PRIMARY KEY);
+               CREATE TABLE c (id bigint PRIMARY KEY, p_id text);
+               CREATE TABLE g (id bigint PRIMARY KEY, c_id bigint);
+               CREATE TABLE n (id bigint PRIMARY KEY, p_ref numeric);
+               CREATE INDEX c_p ON c (p_id);
+               CREATE INDEX g_c ON g (c_id);
+               CREATE INDEX n_p ON n (p_ref);
+               INSERT INTO p VALUES ('7');
+               INSERT INTO c VALUES (1, '7'), (2, '7');
+               INSERT INTO g VALUES (1, 1), (2, 2);
+               INSERT INTO n VALUES (1, 7);";
+    let Some(url) = postgres_database(ddl) else { return };
+    let config = "[models.p]\ntable = \"p\"\n\
+                  children = [{ model = \"c\", column = \"p_id\" }, { model = \"n\", column = \"p_ref\" }]\n\n\
+                  [models.c]\ntable = \"c\"\nchildren = [{ model = \"g\", column = \"c_id\" }]\n\n\
+                  [models.g]\ntable = \"g\"\nstrategy = \"bulk\"\n\n\
+                  [models.n]\ntable = \"n\"\nstrategy = \"bulk\"\n";
+    let config = project(&[("cascades/cascade.toml", config)]);
+    let output = cascade(config.path()).args(["delete", "p", "7", "--confirm", "--database-url", &url]).output();
+    let output = output.unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("`n.p_ref` cannot be looked up by the keys of `p.id`"), "{stderr}");
+    assert!(stderr.contains("operator does not exist") && stderr.contains("Nothing was deleted"), "{stderr}");
+    let rows = ["p", "c", "g", "n"].map(|table| count(&url, &format!("SELECT COUNT(*) FROM {table}")));
+    assert_eq!(rows, [1, 2, 2, 1], "nothing deleted");
+}
+
 /// `cascade delete project 1 --confirm --format json` with `extra`: its summary.
 fn delete_project_1(dir: &Path, url: &str, extra: &[&str]) -> Value {
     let args = ["delete", "project", "1", "--confirm", "--format", "json", "--database-url", url];

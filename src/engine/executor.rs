@@ -240,6 +240,19 @@ pub enum DeleteError {
         /// The parent key's declared type.
         key: String,
     },
+    /// The database cannot compare a relation's column with its parent's keys.
+    #[error(
+        "`{child}` cannot be looked up by the keys of `{parent}`: {reason}. Nothing was deleted: give the column \
+         the key's type"
+    )]
+    UncomparableRelation {
+        /// The child's table and relation column.
+        child: String,
+        /// The parent's table and key.
+        parent: String,
+        /// What the database said.
+        reason: String,
+    },
     /// A root id does not fit the key's type.
     #[error("id `{id}` is not an integer, but the key of `{table}` is")]
     NotAnInteger {
@@ -370,6 +383,7 @@ impl<'a> Deletion<'a> {
             Archive::check(dir)?;
         }
         refuse_ambiguous_keys(database, plan, schema).await?;
+        refuse_uncomparable_relations(database, config, plan, schema).await?;
         crate::db::migrate(database).await?;
         let root = StepSql::new(&plan.root, None, config, database.backend(), Some(schema), options.archive.is_some());
         let ids = table_keys(&plan.root.table, &root.sql.key_type, ids.to_vec())?;
@@ -1197,18 +1211,7 @@ impl PendingRoots {
 async fn refuse_ambiguous_keys(database: &Database, plan: &Plan, schema: &Schema) -> Result<(), DeleteError> {
     let key_of =
         |node: &PlanNode| schema.table(&node.table).and_then(|table| table.column(node.key.as_deref().unwrap_or("id")));
-    // In the order the steps run: children first.
-    fn children_first<'p>(
-        node: &'p PlanNode,
-        parent: Option<&'p PlanNode>,
-        steps: &mut Vec<(&'p PlanNode, Option<&'p PlanNode>)>,
-    ) {
-        node.children.iter().for_each(|child| children_first(child, Some(node), steps));
-        steps.push((node, parent));
-    }
-    let mut steps = Vec::new();
-    children_first(&plan.root, None, &mut steps);
-    for (node, parent) in steps {
+    for (node, parent) in steps_with_parents(plan) {
         let Some(table) = schema.table(&node.table) else { continue };
         let reference = node.column.as_deref().and_then(|name| table.column(name)).zip(parent.and_then(key_of));
         let looked_up = key_of(node).map(|key| (key, key)).into_iter().chain(reference);
@@ -1230,6 +1233,53 @@ async fn refuse_ambiguous_keys(database: &Database, plan: &Plan, schema: &Schema
         }
     }
     Ok(())
+}
+
+/// Refuses a deletion through a relation whose column the database cannot compare with its
+/// parent's keys (PostgreSQL: `text = numeric` has no operator), before anything is written:
+/// each step's lookup of its rows by its parent's keys is run once with no keys, which the
+/// database parses and type-checks as it would every chunk's. Found later, the error would stop
+/// the deletion halfway, after the steps before it had committed. `relation-type-mismatch` names
+/// the common pairs in `validate`; this catches every pair the database itself refuses.
+async fn refuse_uncomparable_relations(
+    database: &Database,
+    config: &Config,
+    plan: &Plan,
+    schema: &Schema,
+) -> Result<(), DeleteError> {
+    for (node, parent) in steps_with_parents(plan) {
+        let Some(parent) = parent else { continue };
+        let step = StepSql::new(node, Some(parent), config, database.backend(), Some(schema), false);
+        let no_keys = super::typed_keys(&step.sql.match_type, Vec::new()).unwrap_or(SqlValue::Texts(Vec::new()));
+        let lookup = step.sql.count_up_to(Param::Value(no_keys), 1);
+        if let Err(error) = database.fetch_texts(&lookup).await {
+            if database.classify(&error) != Failure::Permanent {
+                return Err(error.into());
+            }
+            return Err(DeleteError::UncomparableRelation {
+                child: format!("{}.{}", node.table, node.column.as_deref().unwrap_or_default()),
+                parent: format!("{}.{}", parent.table, parent.key.as_deref().unwrap_or("id")),
+                reason: error.to_string(),
+            });
+        }
+    }
+    Ok(())
+}
+
+/// Every step of `plan` with its parent (none at the root), in the order the steps run:
+/// children first.
+fn steps_with_parents(plan: &Plan) -> Vec<(&PlanNode, Option<&PlanNode>)> {
+    fn children_first<'p>(
+        node: &'p PlanNode,
+        parent: Option<&'p PlanNode>,
+        steps: &mut Vec<(&'p PlanNode, Option<&'p PlanNode>)>,
+    ) {
+        node.children.iter().for_each(|child| children_first(child, Some(node), steps));
+        steps.push((node, parent));
+    }
+    let mut steps = Vec::new();
+    children_first(&plan.root, None, &mut steps);
+    steps
 }
 
 /// How many keys a chunk holds.

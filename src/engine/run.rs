@@ -123,6 +123,7 @@ impl Engine {
             | DeleteError::NotAnInteger { .. }
             | DeleteError::AmbiguousKey { .. }
             | DeleteError::UnmatchedReference { .. }
+            | DeleteError::UncomparableRelation { .. }
             | DeleteError::UnregisteredReferences(_) => Failure::Permanent,
         }
     }
