@@ -305,9 +305,9 @@ fn text_columns_under_integer_keys_are_matched_on_sqlite() {
 }
 
 /// A reference that SQLite's `=` matches with a parent's integer key only by converting it
-/// (`'01'` or `' 1'` in a TEXT column, `'1'` in a column without a type or a BLOB one) would be
-/// missed by the lookups by key and left behind: the deletion is refused before it writes
-/// anything, naming the column and the value.
+/// (`'01'`, `' 1'` or `'.1e1'` in a TEXT column, `'1'` in a column without a type or a BLOB one)
+/// would be missed by the lookups by key and left behind: the deletion is refused before it
+/// writes anything, naming the column and the value.
 #[test]
 fn references_sqlite_matches_only_by_converting_them_are_refused() {
     let cases = [
@@ -315,6 +315,8 @@ fn references_sqlite_matches_only_by_converting_them_are_refused() {
         ("p_id VARCHAR(8)", "'01'", "INTEGER"),
         ("p_id", "'1'", "INTEGER"),
         ("p_id BLOB", "'1.0'", "INTEGER"),
+        ("p_id LONGBLOB", "'1'", "INTEGER"),
+        ("p_id TEXT", "'.1e1'", "INTEGER"),
     ];
     for (column, value, key) in cases {
         let dir = tempfile::tempdir().unwrap();
@@ -374,6 +376,37 @@ fn a_relation_postgres_cannot_compare_is_refused_before_any_write() {
     assert!(stderr.contains("operator does not exist") && stderr.contains("Nothing was deleted"), "{stderr}");
     let rows = ["p", "c", "g", "n"].map(|table| count(&url, &format!("SELECT COUNT(*) FROM {table}")));
     assert_eq!(rows, [1, 2, 2, 1], "nothing deleted");
+}
+
+/// What SQLite's `=` does not match is no child either: an orphan's `'099'` (no parent 99) does
+/// not stop the deletion of parent 1, and under a key column without a type a TEXT column's `'1'`
+/// is no child of the key 1, in the dry run's counts and in the deletion alike.
+#[test]
+fn references_sqlite_does_not_match_are_left_alone() {
+    for (key, column, rows) in [
+        ("INTEGER", "TEXT", "INSERT INTO c VALUES (1, '1'), (2, '099');"),
+        ("", "TEXT", "INSERT INTO c VALUES (1, '1'), (2, '1');"),
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let ddl = format!(
+            "CREATE TABLE p (id {key} PRIMARY KEY);
+             CREATE TABLE c (id INTEGER PRIMARY KEY, p_id {column});
+             INSERT INTO p VALUES (1), (2);
+             {rows}"
+        );
+        let url = sqlite_database(dir.path(), &ddl);
+        let children = count(&url, "SELECT COUNT(*) FROM c WHERE p_id IN (SELECT id FROM p WHERE id = 1)");
+        let config = "[models.p]\ntable = \"p\"\nchildren = [{ model = \"c\", column = \"p_id\" }]\n\n\
+                      [models.c]\ntable = \"c\"\nstrategy = \"bulk\"\n";
+        let config = project(&[("cascades/cascade.toml", config)]);
+        let plan = ["plan", "p", "--id", "1", "--format", "json", "--database-url", &url];
+        let planned = json_output(cascade(config.path()).args(plan));
+        assert_eq!(planned["tree"]["children"][0]["rows"], json!(children), "key {key:?}: {planned:#}");
+        let args = ["delete", "p", "1", "--confirm", "--format", "json", "--database-url", &url];
+        let summary = json_output(cascade(config.path()).args(args));
+        assert_eq!(summary["deleted"]["c"].as_u64().unwrap_or(0), children, "key {key:?}: {summary:#}");
+        assert_eq!(count(&url, "SELECT COUNT(*) FROM c"), 2 - children);
+    }
 }
 
 /// `cascade delete project 1 --confirm --format json` with `extra`: its summary.

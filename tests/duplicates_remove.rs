@@ -114,24 +114,22 @@ fn keep_oldest_deletes_the_duplicates_with_their_children_on_postgres() {
     keep_oldest_deletes_the_duplicates_with_their_children(&url);
 }
 
-/// While the same clean-up is recorded as running on another host (heartbeat fresh), a second
-/// one is refused before it writes anything (exit code 1), naming that run and its process: the
-/// two would share their checkpoints. The duplicate planted since the first run stays, and no run
-/// is recorded.
-fn the_same_clean_up_running_elsewhere_is_refused(url: &str) {
-    let finished = remove(url, &["--max-batches", "1"]);
-    let run = finished["run"].as_i64().unwrap();
-    let roots = texts(url, &format!("SELECT root_model, root_ids FROM cascade_run WHERE id = {run}"));
-    let (model, ids) = (roots[0][0].clone().unwrap(), roots[0][1].clone().unwrap());
+/// While a duplicates clean-up of the same model is recorded as running on another host
+/// (heartbeat fresh), by other columns and keeping the newest, another is refused before it
+/// writes anything (exit code 1), naming that run and its process: each could remove the row the
+/// other keeps, and whole groups went. Nothing is removed and no run is recorded.
+fn a_duplicates_run_of_the_same_model_elsewhere_is_refused(url: &str) {
+    common::block_on(async {
+        let database = cascade::db::Database::connect(url, cascade::db::Access::ReadWrite).await.unwrap();
+        cascade::db::migrate(&database).await.unwrap();
+        database.close().await;
+    });
     texts(
         url,
-        &format!(
-            "INSERT INTO cascade_run (actor, command, root_model, root_ids, outcome, heartbeat, host, pid) \
-             VALUES ('ops', 'cascade duplicates person --by email --confirm', '{model}', '{ids}', 'running', \
-             CURRENT_TIMESTAMP, 'db-cleaner-2', 4242)"
-        ),
+        "INSERT INTO cascade_run (actor, command, root_model, root_ids, outcome, heartbeat, host, pid) \
+         VALUES ('ops', 'cascade duplicates person --by email,created_at --keep newest --confirm', 'person', \
+         '[\"person by email,created_at\"]', 'running', CURRENT_TIMESTAMP, 'db-cleaner-2', 4242)",
     );
-    texts(url, "INSERT INTO person VALUES (10, 'ann@example.com', 70)");
     let (people_before, runs_before) = (people(url), count(url, "SELECT COUNT(*) FROM cascade_run"));
     let dir = project(&[("cascades/people.toml", CONFIG)]);
     let output = cascade(dir.path())
@@ -140,21 +138,22 @@ fn the_same_clean_up_running_elsewhere_is_refused(url: &str) {
         .unwrap();
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert_eq!(output.status.code(), Some(1), "{stderr}");
-    assert!(stderr.contains("the same clean-up is already running (run "), "{stderr}");
-    assert!(stderr.contains(", by ops since ") && stderr.contains("process 4242 on db-cleaner-2)"), "{stderr}");
+    assert!(stderr.contains("a run on the same rows is already running (run 1, by ops since "), "{stderr}");
+    assert!(stderr.contains("process 4242 on db-cleaner-2)"), "{stderr}");
+    assert_eq!(people_before.len(), 9, "the duplicates are all there");
     assert_eq!((people(url), count(url, "SELECT COUNT(*) FROM cascade_run")), (people_before, runs_before));
 }
 
 #[test]
-fn the_same_clean_up_running_elsewhere_is_refused_on_sqlite() {
+fn a_duplicates_run_of_the_same_model_elsewhere_is_refused_on_sqlite() {
     let dir = tempfile::tempdir().unwrap();
-    the_same_clean_up_running_elsewhere_is_refused(&sqlite_database(dir.path(), &schema("INTEGER", ROWS)));
+    a_duplicates_run_of_the_same_model_elsewhere_is_refused(&sqlite_database(dir.path(), &schema("INTEGER", ROWS)));
 }
 
 #[test]
-fn the_same_clean_up_running_elsewhere_is_refused_on_postgres() {
+fn a_duplicates_run_of_the_same_model_elsewhere_is_refused_on_postgres() {
     let Some(url) = postgres_database(&schema("bigint", ROWS)) else { return };
-    the_same_clean_up_running_elsewhere_is_refused(&url);
+    a_duplicates_run_of_the_same_model_elsewhere_is_refused(&url);
 }
 
 fn keep_newest_merges_the_children_into_the_kept_row(url: &str) {
@@ -181,6 +180,26 @@ fn keep_newest_merges_children_held_as_text_on_sqlite() {
     let url = sqlite_database(dir.path(), &schema);
     assert_eq!(count(&url, "SELECT COUNT(*) FROM membership WHERE typeof(person_id) = 'text'"), 4);
     keep_newest_merges_the_children_into_the_kept_row(&url);
+}
+
+/// A merge whose deletion would then be refused (a child column without a type holding `'3'`,
+/// which SQLite's `=` takes for person 3 but no lookup by key finds) changes nothing: it used to
+/// re-point the children and commit before the deletion was refused, half-merged.
+#[test]
+fn a_merge_refused_before_its_deletion_re_points_nothing_on_sqlite() {
+    let dir = tempfile::tempdir().unwrap();
+    let schema = schema("INTEGER", ROWS).replace("person_id INTEGER", "person_id").replace("(100, 3,", "(100, '3',");
+    let url = sqlite_database(dir.path(), &schema);
+    let before = (people(&url), memberships(&url));
+    let config = project(&[("cascades/people.toml", CONFIG)]);
+    let output = cascade(config.path())
+        .args(["--database-url", &url, "duplicates", "person", "--by", "email", "--confirm", "--merge"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("`membership.person_id` holds '3', which SQLite takes for"), "{stderr}");
+    assert_eq!((people(&url), memberships(&url)), before, "nothing re-pointed, nothing removed");
 }
 
 #[test]

@@ -417,7 +417,7 @@ fn check_one_run_at_a_time(url: &str, data: &Data) {
     let stderr = String::from_utf8_lossy(&second.stderr);
     assert_eq!(second.status.code(), Some(1), "{stderr}");
     assert!(
-        stderr.contains(&format!("the same clean-up is already running (run {first_run}, by "))
+        stderr.contains(&format!("a run on the same rows is already running (run {first_run}, by "))
             && stderr.contains("on this host)")
             && stderr.contains("run_lease_seconds (60 s)"),
         "{stderr}"

@@ -16,7 +16,7 @@ use tracing::info;
 
 use crate::db::DbError;
 use crate::db::sql::{KeyType, Param, SqlBuilder, Statement};
-use crate::db::tables::{self, LiveRun};
+use crate::db::tables::{self, Alone, LiveRun};
 use crate::engine::{DeleteError, DeleteOptions, Engine, Pacing, RootGuard, RunOutcome, Summary};
 use crate::planner::Plan;
 
@@ -119,11 +119,13 @@ pub enum BatchError {
         /// The size asked for.
         size: u64,
     },
-    /// The same clean-up is running: its checkpoints are that run's.
+    /// A run on the same rows is running: the same clean-up (its checkpoints are that run's), or
+    /// for duplicates any run on the model (each could remove the row the other keeps).
     #[error(
-        "the same clean-up is already running ({running}), and its checkpoints are that run's: wait for it to \
-         finish, or stop it (Ctrl-C stops it after its batch) and run this again; if it ran on another host and \
-         its process is gone, run this again once its heartbeat is older than [settings] run_lease_seconds ({} s)",
+        "a run on the same rows is already running ({running}): two at once would redo each other's batches or \
+         remove the rows each other keeps. Wait for it to finish, or stop it (Ctrl-C stops it after its batch) and \
+         run this again; if it ran on another host and its process is gone, run this again once its heartbeat is \
+         older than [settings] run_lease_seconds ({} s)",
         lease.as_secs()
     )]
     AlreadyRunning {
@@ -177,8 +179,8 @@ impl<'a> BatchRun<'a> {
     /// recognised as resuming an interrupted one.
     pub async fn start(
         engine: &'a Engine,
-        root_model: &str,
-        targets: &[String],
+        (root_model, targets): (&str, &[String]),
+        alone: Alone,
         options: BatchOptions,
     ) -> Result<Self, BatchError> {
         let first_batch_size = options.batch_size.unwrap_or(DEFAULT_BATCH_SIZE);
@@ -192,9 +194,10 @@ impl<'a> BatchRun<'a> {
         let database = engine.database();
         crate::db::migrate(database).await?;
         let lease = engine.config().settings.run_lease();
-        let run = tables::start_run_alone(database, &options.actor, &options.command, root_model, targets, lease)
-            .await?
-            .map_err(|running| BatchError::AlreadyRunning { running: Box::new(running), lease })?;
+        let run =
+            tables::start_run_alone(database, &options.actor, &options.command, (root_model, targets), alone, lease)
+                .await?
+                .map_err(|running| BatchError::AlreadyRunning { running: Box::new(running), lease })?;
         info!(run = run.id, resumes = run.resumes, command = %options.command, "clean-up started");
         Ok(Self {
             engine,

@@ -13,6 +13,7 @@ use serde::Serialize;
 use super::batches::{self, BatchError, BatchOptions, BatchRun, CleanupSummary};
 use crate::config::{Config, Located, StatusValue};
 use crate::db::sql::{KeyType, Param, SqlBuilder, Statement};
+use crate::db::tables::Alone;
 use crate::db::{Database, DbError, Transaction};
 use crate::diagnostic::did_you_mean;
 use crate::engine::Engine;
@@ -295,8 +296,11 @@ pub async fn remove(
     let merger = merge.then(|| Merger::new(engine, &search.model, &key_type));
     let target = format!("{} by {}", search.model, resolved.by.join(","));
     let name = format!("duplicates:{target}:{}:{}", search.keep.as_str(), resolved.order_by.join(","));
-    let mut run = BatchRun::start(engine, &search.model, &[target], options).await?;
+    let mut run = BatchRun::start(engine, (&search.model, &[target]), Alone::SameModel, options).await?;
     let removed = async {
+        if merger.is_some() {
+            engine.refuse_undeletable(&plan).await.map_err(BatchError::from)?;
+        }
         let mut after = run.resume_from(&name).await?;
         while run.may_start_batch() {
             let statement = queries.removable(

@@ -13,6 +13,7 @@ use serde::Serialize;
 use super::batches::{self, BatchError, BatchOptions, BatchRun, CleanupSummary, Next};
 use crate::config::{Config, Key, OnDelete};
 use crate::db::sql::{Param, SqlBuilder, Statement, quote_identifier, quote_qualified};
+use crate::db::tables::Alone;
 use crate::db::{Backend, Database, DbError, Kind};
 use crate::engine::{self, CountError, Dangling, Engine, RootGuard};
 use crate::planner::{self, Plan};
@@ -788,7 +789,7 @@ pub async fn delete(
         .collect();
     let models: Vec<&str> =
         groups.keys().map(|(model, _)| *model).collect::<indexmap::IndexSet<_>>().into_iter().collect();
-    let mut run = BatchRun::start(engine, &models.join(", "), &targets, batches).await?;
+    let mut run = BatchRun::start(engine, (&models.join(", "), &targets), Alone::SameRoots, batches).await?;
     let (mut cleaned, mut stopped) = (Ok(()), false);
     for ((model, action), relations) in &groups {
         let plan = match action {

@@ -70,6 +70,14 @@ pub fn run(cli: &Cli, args: &Args) -> anyhow::Result<ExitCode> {
                 "{}",
                 view.render(if args.format == SummaryFormat::Json { PlanFormat::Json } else { PlanFormat::Text })?
             );
+            // What --confirm would refuse before its first write, the dry run says too.
+            if let Err(refused) = engine.refuse_undeletable(&plan).await {
+                if let DeleteError::UnregisteredReferences(diagnostics) = &refused {
+                    super::refuse_diagnostics(engine.sources(), diagnostics);
+                }
+                eprintln!("error: with --confirm this deletion would be refused: {refused}");
+                return Ok(ExitCode::from(1));
+            }
             if args.format == SummaryFormat::Human {
                 println!("\ndry run: nothing was deleted; add --confirm to delete these rows");
             }

@@ -158,7 +158,7 @@ pub(super) fn already_running(error: &BatchError) -> ExitCode {
 pub(super) fn cleanup_failed(error: impl Into<anyhow::Error>) -> anyhow::Error {
     error.into().context(
         "the clean-up stopped: the batches before this one stay done (`cascade runs` shows the run's rows); \
-         run the same command again to continue after them",
+         once the cause below is gone, the same command continues after them",
     )
 }
 

@@ -11,7 +11,7 @@ use super::delete::SummaryFormat;
 #[derive(Debug, clap::Args)]
 pub struct Args {
     /// How many runs to list, newest first.
-    #[arg(long, default_value_t = 20, value_name = "N")]
+    #[arg(long, default_value_t = 20, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
     pub limit: u64,
     /// Output format: human, or json (a list of objects).
     #[arg(long, value_enum, default_value_t = SummaryFormat::Human)]

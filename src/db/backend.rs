@@ -126,9 +126,11 @@ pub trait Backend: Send + Sync + Debug {
 
     /// A statement returning one value (as text) of `column` (of `column_type`) of the `table`
     /// (already quoted) that lookups by keys of type `keys` would miss although the database
-    /// would take it for such a key, or `false` (nothing written) where there can be none. Only
-    /// SQLite has such values: a column without a type holding `'8'` beside keys that travel as
-    /// text, or a TEXT column holding `'08'`, which its `=` matches with the integer key 8.
+    /// would take it for such a key (of the `referenced` table and key column, when it is a
+    /// reference: one of whose rows it then matches), or `false` (nothing written) where there
+    /// can be none. Only SQLite has such values: a column without a type holding `'8'` beside
+    /// keys that travel as text, or a TEXT column holding `'08'`, which its `=` matches with the
+    /// integer key 8.
     fn unmatched_keys_in(
         &self,
         sql: &mut SqlBuilder,
@@ -136,6 +138,7 @@ pub trait Backend: Send + Sync + Debug {
         column: &str,
         column_type: &KeyType,
         keys: &KeyType,
+        referenced: Option<(&str, &str)>,
     ) -> bool;
 
     /// `CREATE UNIQUE INDEX "name" ON table (columns);` for a `table` already quoted, built the

@@ -160,7 +160,15 @@ impl Backend for Postgres {
         sql.push("SELECT COUNT(*) FROM pg_class WHERE oid = to_regclass(").bind_text(name).push(")");
     }
 
-    fn unmatched_keys_in(&self, _: &mut SqlBuilder, _: &str, _: &str, _: &KeyType, _: &KeyType) -> bool {
+    fn unmatched_keys_in(
+        &self,
+        _: &mut SqlBuilder,
+        _: &str,
+        _: &str,
+        _: &KeyType,
+        _: &KeyType,
+        _: Option<(&str, &str)>,
+    ) -> bool {
         // Every PostgreSQL column has a type, and keys are bound in it: `=` finds what it matches.
         false
     }

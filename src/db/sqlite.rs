@@ -92,7 +92,8 @@ impl Backend for Sqlite {
     }
 
     fn compared_as(&self, values: &KeyType, column: &KeyType) -> KeyType {
-        if *column == KeyType::Text { KeyType::Text } else { values.clone() }
+        // Only integer keys: SQLite's own `=` matches no untyped key with a TEXT column's text.
+        if *column == KeyType::Text && *values == KeyType::Integer { KeyType::Text } else { values.clone() }
     }
 
     fn key_list(&self, sql: &mut SqlBuilder, column: &str, key_type: &KeyType, list: Param) {
@@ -172,25 +173,37 @@ impl Backend for Sqlite {
         column: &str,
         column_type: &KeyType,
         keys: &KeyType,
+        referenced: Option<(&str, &str)>,
     ) -> bool {
+        // SQLite's affinity rule: no declared type, or one containing BLOB, keeps values as given.
         let without_affinity =
-            matches!(column_type, KeyType::Untyped) || matches!(column_type, KeyType::Other(name) if name == "blob");
+            *column_type == KeyType::Untyped || matches!(column_type, KeyType::Other(name) if name.contains("blob"));
         let c = quote_identifier(column);
-        // `c = CAST(c AS INTEGER)` is SQLite's own test: a text it converts to that integer.
+        // A text SQLite's `=` converts to an integer: `'01'`, `' 1'`, `'1.0'`, `'.1e1'`.
+        let integral = format!(
+            "typeof({c}) = 'text' AND ({c} = CAST({c} AS INTEGER) OR ({c} = CAST({c} AS REAL) \
+             AND CAST({c} AS REAL) = CAST(CAST({c} AS REAL) AS INTEGER)))"
+        );
         let condition = match keys {
             // Keys that read as integers are bound as integers, never equal to such a text.
             KeyType::Untyped if without_affinity => {
                 format!("typeof({c}) = 'text' AND CAST(CAST({c} AS INTEGER) AS TEXT) = {c}")
             }
-            KeyType::Integer if without_affinity => format!("typeof({c}) = 'text' AND {c} = CAST({c} AS INTEGER)"),
+            KeyType::Integer if without_affinity => integral,
             // Compared as text (see `compared_as`), `'1'` is found, `'01'` or `' 1'` not.
-            KeyType::Integer if *column_type == KeyType::Text => format!(
-                "typeof({c}) = 'text' AND {c} = CAST({c} AS INTEGER) AND CAST(CAST({c} AS INTEGER) AS TEXT) <> {c}"
-            ),
+            KeyType::Integer if *column_type == KeyType::Text => {
+                format!("{integral} AND {c} <> CAST(CAST({c} AS INTEGER) AS TEXT)")
+            }
             _ => return false,
         };
-        sql.push("SELECT CAST(").identifier(column).push(" AS TEXT) FROM ").push(table);
-        sql.push(" WHERE ").push(&condition).push(" LIMIT 1");
+        sql.push("SELECT CAST(").identifier(column).push(" AS TEXT) FROM ").push(table).push(" AS cascade_row");
+        sql.push(" WHERE ").push(&condition);
+        if let (KeyType::Integer, Some((parent, key))) = (keys, referenced) {
+            // Only a value that matches a parent row: an orphan's `'099'` is left to `orphans`.
+            sql.push(" AND EXISTS (SELECT 1 FROM ").push(parent).push(" AS cascade_parent WHERE cascade_parent.");
+            sql.identifier(key).push(" = cascade_row.").identifier(column).push(")");
+        }
+        sql.push(" LIMIT 1");
         true
     }
 

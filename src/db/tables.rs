@@ -68,15 +68,25 @@ pub async fn start_run(
     Ok(started)
 }
 
-/// [`start_run`] for a run that must not run beside another run of the same roots (a clean-up,
-/// whose runs share their checkpoints): while one is running, nothing is recorded and that run
-/// is returned instead.
+/// Which runs a run that must run alone may not start beside.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Alone {
+    /// Runs of the same root model and ids (the same orphans clean-up: they share checkpoints).
+    SameRoots,
+    /// Runs of the same root model, whatever their ids (any duplicates clean-up of the model, a
+    /// deletion of some of its rows: each could remove the row another keeps).
+    SameModel,
+}
+
+/// [`start_run`] for a run that must not run beside another run (`alone`: of the same roots, or
+/// of the same model): while one is running, nothing is recorded and that run is returned
+/// instead.
 pub async fn start_run_alone(
     database: &Database,
     actor: &str,
     command: &str,
-    root_model: &str,
-    root_ids: &[String],
+    (root_model, root_ids): (&str, &[String]),
+    alone: Alone,
     run_lease: Duration,
 ) -> Result<Result<StartedRun, LiveRun>, DbError> {
     let mut transaction = database.begin_write().await?;
@@ -84,6 +94,10 @@ pub async fn start_run_alone(
         transaction.execute_script(lock).await?;
     }
     let mut earlier = end_dead_runs(database, &mut transaction, root_model, root_ids, run_lease).await?;
+    if alone == Alone::SameModel {
+        let of_model = running(database, &mut transaction, root_model, None, run_lease).await?;
+        earlier.live.extend(of_model.into_iter().filter(|(_, dead)| !dead).map(|(run, _)| run));
+    }
     if let Some(live) = earlier.live.pop() {
         transaction.commit().await?;
         return Ok(Err(live));
@@ -110,37 +124,59 @@ async fn end_dead_runs(
     root_ids: &[String],
     run_lease: Duration,
 ) -> Result<EarlierRuns, DbError> {
-    let ids = ids_json(root_ids);
+    let mut earlier = EarlierRuns { resumes: None, live: Vec::new() };
+    for (run, dead) in running(database, transaction, root_model, Some(root_ids), run_lease).await? {
+        if !dead {
+            earlier.live.push(run);
+            continue;
+        }
+        // Only while it is still `running`: a run that finished since it was read keeps its outcome.
+        let mut mark = database.sql();
+        mark.push("UPDATE cascade_run SET outcome = 'interrupted', finished_at = CURRENT_TIMESTAMP WHERE id = ");
+        mark.bind(Param::integer(run.id)).push(" AND outcome = 'running' RETURNING CAST(id AS TEXT)");
+        if !transaction.fetch_texts(&mark.finish()).await?.is_empty() {
+            earlier.resumes = Some(run.id);
+        }
+    }
+    Ok(earlier)
+}
+
+/// The runs of `root_model` (of `root_ids` only, when given) still marked `running`, oldest
+/// first, each with whether it is dead: its process gone from this host, or its heartbeat older
+/// than `run_lease`.
+async fn running(
+    database: &Database,
+    transaction: &mut Transaction,
+    root_model: &str,
+    root_ids: Option<&[String]>,
+    run_lease: Duration,
+) -> Result<Vec<(LiveRun, bool)>, DbError> {
     let mut sql = database.sql();
     sql.push("SELECT CAST(id AS TEXT), actor, ").push(&database.backend().timestamp_text("started_at"));
     sql.push(", host, CAST(pid AS TEXT), process, CASE WHEN ");
     stale(&mut sql, run_lease);
     sql.push(" THEN 'stale' END FROM cascade_run WHERE outcome = 'running' AND root_model = ").bind_text(root_model);
-    sql.push(" AND root_ids = ").bind_text(&ids).push(" ORDER BY id");
-    let mut earlier = EarlierRuns { resumes: None, live: Vec::new() };
-    for row in transaction.fetch_texts(&sql.finish()).await? {
-        let field = |index: usize| row.get(index).cloned().flatten();
-        let run = LiveRun {
-            id: first_integer(&row).unwrap_or(0),
-            actor: field(1).unwrap_or_default(),
-            started_at: field(2).unwrap_or_default(),
-            host: field(3),
-            pid: field(4).and_then(|pid| pid.parse().ok()),
-            process: field(5),
-        };
-        if field(6).is_none() && !runner::is_gone(run.host.as_deref(), run.pid, run.process.as_deref()) {
-            earlier.live.push(run);
-            continue;
-        }
-        // Only while it is still `running`: a run that finished since it was read keeps its outcome.
-        let mut dead = database.sql();
-        dead.push("UPDATE cascade_run SET outcome = 'interrupted', finished_at = CURRENT_TIMESTAMP WHERE id = ");
-        dead.bind(Param::integer(run.id)).push(" AND outcome = 'running' RETURNING CAST(id AS TEXT)");
-        if !transaction.fetch_texts(&dead.finish()).await?.is_empty() {
-            earlier.resumes = Some(run.id);
-        }
+    if let Some(root_ids) = root_ids {
+        sql.push(" AND root_ids = ").bind_text(&ids_json(root_ids));
     }
-    Ok(earlier)
+    sql.push(" ORDER BY id");
+    let rows = transaction.fetch_texts(&sql.finish()).await?;
+    Ok(rows
+        .into_iter()
+        .map(|row| {
+            let field = |index: usize| row.get(index).cloned().flatten();
+            let run = LiveRun {
+                id: first_integer(&row).unwrap_or(0),
+                actor: field(1).unwrap_or_default(),
+                started_at: field(2).unwrap_or_default(),
+                host: field(3),
+                pid: field(4).and_then(|pid| pid.parse().ok()),
+                process: field(5),
+            };
+            let dead = field(6).is_some() || runner::is_gone(run.host.as_deref(), run.pid, run.process.as_deref());
+            (run, dead)
+        })
+        .collect())
 }
 
 async fn insert_run(

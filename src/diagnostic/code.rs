@@ -78,7 +78,7 @@ codes! {
     BulkWithChildren = "bulk-with-children", Error, "A bulk model has children: a set-based delete loads no rows, so delete-children would be orphaned and nullify children left pointing at deleted rows.";
     BulkWithRowData = "bulk-with-row-data", Error, "A bulk model uses a status check or outbox payload, which need rows loaded (per_row).";
     CompositeKeyPerRow = "composite-key-per-row", Error, "A model with a composite key is deleted per_row, which fetches and deletes rows by one key column.";
-    InvalidChunkSize = "invalid-chunk-size", Error, "A chunk size is 0 or larger than the allowed maximum.";
+    InvalidChunkSize = "invalid-chunk-size", Error, "A chunk size (or `max_chunk_size`) is 0 or larger than the allowed maximum, or `target_chunk_ms` is 0.";
     UnknownRateLimit = "unknown-rate-limit", Error, "`rate_limit` names an option that is not declared in [options].";
     UnscopedCategory = "unscoped-category", Error, "An outbox category is used by a model but registered in no scope.";
     CategoryInManyScopes = "category-in-many-scopes", Error, "An outbox category is registered in more than one scope.";

@@ -382,8 +382,7 @@ impl<'a> Deletion<'a> {
         if let Some(dir) = &options.archive {
             Archive::check(dir)?;
         }
-        refuse_ambiguous_keys(database, plan, schema).await?;
-        refuse_uncomparable_relations(database, config, plan, schema).await?;
+        refuse_unmatched_lookups(database, config, plan, schema).await?;
         crate::db::migrate(database).await?;
         let root = StepSql::new(&plan.root, None, config, database.backend(), Some(schema), options.archive.is_some());
         let ids = table_keys(&plan.root.table, &root.sql.key_type, ids.to_vec())?;
@@ -1202,6 +1201,18 @@ impl PendingRoots {
     }
 }
 
+/// Refuses, before anything is written, a deletion whose lookups by key would miss rows the
+/// database takes for children or would fail on the database's types.
+pub(super) async fn refuse_unmatched_lookups(
+    database: &Database,
+    config: &Config,
+    plan: &Plan,
+    schema: &Schema,
+) -> Result<(), DeleteError> {
+    refuse_ambiguous_keys(database, plan, schema).await?;
+    refuse_uncomparable_relations(database, config, plan, schema).await
+}
+
 /// Refuses a deletion through a column that holds a value the database takes for a key but that
 /// cascade's lookups by key would miss (SQLite; see [`crate::db::Backend::unmatched_keys_in`]):
 /// a column declared without a type holding a key as text reading exactly as an integer (`'8'`:
@@ -1211,15 +1222,21 @@ impl PendingRoots {
 async fn refuse_ambiguous_keys(database: &Database, plan: &Plan, schema: &Schema) -> Result<(), DeleteError> {
     let key_of =
         |node: &PlanNode| schema.table(&node.table).and_then(|table| table.column(node.key.as_deref().unwrap_or("id")));
+    let quoted = |node: &PlanNode| crate::schema::CatalogNames::of(Some(schema), &node.table).quoted_table();
     for (node, parent) in steps_with_parents(plan) {
         let Some(table) = schema.table(&node.table) else { continue };
-        let reference = node.column.as_deref().and_then(|name| table.column(name)).zip(parent.and_then(key_of));
-        let looked_up = key_of(node).map(|key| (key, key)).into_iter().chain(reference);
-        for (column, key) in looked_up {
+        let own_key = key_of(node).map(|key| (key, key, None));
+        let reference =
+            node.column.as_deref().and_then(|name| table.column(name)).zip(parent).and_then(|(column, parent)| {
+                key_of(parent).map(|key| (column, key, Some(Referenced { table: quoted(parent), key })))
+            });
+        for (column, key, referenced) in own_key.into_iter().chain(reference) {
             let mut sql = database.sql();
-            let quoted = crate::schema::CatalogNames::of(Some(schema), &node.table).quoted_table();
             let backend = database.backend();
-            if !backend.unmatched_keys_in(&mut sql, &quoted, &column.name, &column.key_type, &key.key_type) {
+            let referenced = referenced.as_ref().map(|parent| (parent.table.as_str(), parent.key.name.as_str()));
+            let column_type = &column.key_type;
+            if !backend.unmatched_keys_in(&mut sql, &quoted(node), &column.name, column_type, &key.key_type, referenced)
+            {
                 continue;
             }
             let Some(value) = first_text(&database.fetch_texts(&sql.finish()).await?).map(str::to_owned) else {
@@ -1233,6 +1250,12 @@ async fn refuse_ambiguous_keys(database: &Database, plan: &Plan, schema: &Schema
         }
     }
     Ok(())
+}
+
+/// The parent a relation column references: its table (quoted) and key column.
+struct Referenced<'s> {
+    table: String,
+    key: &'s crate::schema::Column,
 }
 
 /// Refuses a deletion through a relation whose column the database cannot compare with its
@@ -1253,8 +1276,10 @@ async fn refuse_uncomparable_relations(
         let no_keys = super::typed_keys(&step.sql.match_type, Vec::new()).unwrap_or(SqlValue::Texts(Vec::new()));
         let lookup = step.sql.count_up_to(Param::Value(no_keys), 1);
         if let Err(error) = database.fetch_texts(&lookup).await {
+            // A lock held elsewhere or a lost connection is no fault of the relation: the
+            // deletion meets it again where it is recorded and retried.
             if database.classify(&error) != Failure::Permanent {
-                return Err(error.into());
+                return Ok(());
             }
             return Err(DeleteError::UncomparableRelation {
                 child: format!("{}.{}", node.table, node.column.as_deref().unwrap_or_default()),

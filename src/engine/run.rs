@@ -108,6 +108,18 @@ impl Engine {
         })
     }
 
+    /// What [`Engine::start`] refuses before a deletion's first write (a foreign key the config
+    /// does not declare, a lookup by key that would miss rows or fail on the database's types),
+    /// for a caller that writes something of its own before its deletions: a duplicates merge
+    /// re-points children first, which must not happen for a deletion that is then refused.
+    pub async fn refuse_undeletable(&self, plan: &Plan) -> Result<(), DeleteError> {
+        let unregistered = planner::check_references(&self.config, &self.sources, &self.schema, plan);
+        if !unregistered.is_empty() {
+            return Err(DeleteError::UnregisteredReferences(unregistered));
+        }
+        super::executor::refuse_unmatched_lookups(&self.database, &self.config, plan, &self.schema).await
+    }
+
     /// Whether running a deletion again can get past `error` by itself (a lost connection, a
     /// deadlock, a lock timeout, children still being written) or only once its cause is fixed
     /// (a constraint, a missing table or column, a key that does not parse, the archive).
