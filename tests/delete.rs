@@ -338,7 +338,12 @@ fn references_sqlite_matches_only_by_converting_them_are_refused() {
         assert_eq!(output.status.code(), Some(2), "{column} holding {value}: {stderr}");
         let shown = value.trim_matches('\'');
         assert!(stderr.contains(&format!("`c.p_id` holds '{shown}', which SQLite takes for")), "{stderr}");
-        assert!(stderr.contains("nothing was deleted"), "{stderr}");
+        assert!(stderr.contains("the deletion was refused before it wrote anything"), "{stderr}");
+        assert!(!stderr.contains("rows deleted so far"), "{stderr}");
+        let dry_run = cascade(config.path()).args(["delete", "p", "1", "--database-url", &url]).output().unwrap();
+        let dry_stderr = String::from_utf8_lossy(&dry_run.stderr);
+        assert_eq!(dry_run.status.code(), Some(1), "the dry run says so too: {dry_stderr}");
+        assert!(dry_stderr.contains("with --confirm this deletion would be refused: `c.p_id` holds"), "{dry_stderr}");
         let left = (count(&url, "SELECT COUNT(*) FROM p"), count(&url, "SELECT COUNT(*) FROM c"));
         assert_eq!(left, (1, 1), "{column} holding {value}: nothing deleted");
     }

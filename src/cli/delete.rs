@@ -140,6 +140,7 @@ pub(super) async fn delete(
     }
     finished.map(Some).map_err(|error| {
         let advice = match engine.failure(&error) {
+            _ if error.refused_before_any_write() => "the deletion was refused before it wrote anything",
             Failure::Transient => "the deletion stopped; run the same command again to resume",
             _ => "the deletion stopped on an error that does not go away by itself: fix its cause (rows deleted so far stay deleted)",
         };

@@ -263,6 +263,21 @@ pub enum DeleteError {
     },
 }
 
+impl DeleteError {
+    /// Whether the deletion was refused before its first write (a root id or a column's values
+    /// that no lookup could match, a relation the database cannot compare): nothing was deleted.
+    pub fn refused_before_any_write(&self) -> bool {
+        matches!(
+            self,
+            DeleteError::NotAnInteger { .. }
+                | DeleteError::AmbiguousKey { .. }
+                | DeleteError::UnmatchedReference { .. }
+                | DeleteError::UncomparableRelation { .. }
+                | DeleteError::UnregisteredReferences(_)
+        )
+    }
+}
+
 /// One plan node being worked on, for one set of parent rows.
 struct Frame<'a> {
     node: &'a PlanNode,
