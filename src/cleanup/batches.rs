@@ -158,6 +158,8 @@ pub struct BatchRun<'a> {
     heartbeat: tokio::task::JoinHandle<()>,
     /// Rate-limit buckets per plan root, shared by that plan's batches.
     pacing: IndexMap<String, Pacing>,
+    /// The plan roots whose lookups were checked before their first batch.
+    checked: std::collections::HashSet<String>,
     /// The root keys the first batch of a scan takes.
     first_batch_size: u64,
     /// The root keys the next batch of a scan takes, once it differs from the first's: each
@@ -222,6 +224,7 @@ impl<'a> BatchRun<'a> {
             batch_started: Instant::now(),
             batch_longest: Duration::ZERO,
             pacing: IndexMap::new(),
+            checked: Default::default(),
             first_batch_size,
             batch_sizes: IndexMap::new(),
             adaptive,
@@ -298,6 +301,7 @@ impl<'a> BatchRun<'a> {
         root_guard: Option<RootGuard>,
     ) -> Result<Next, BatchError> {
         let pacing = self.pacing.entry(plan.root.model.clone()).or_insert_with(|| Pacing::for_plan(plan)).clone();
+        self.refuse_undeletable(plan).await?;
         let options = DeleteOptions {
             archive: self.options.archive.clone(),
             actor: self.options.actor.clone(),
@@ -308,6 +312,7 @@ impl<'a> BatchRun<'a> {
             pacing: Some(pacing),
             root_chunk_size: Some(self.batch_size(name)),
             roots_read: true,
+            lookups_checked: true,
             root_guard,
             ..DeleteOptions::default()
         };
@@ -320,6 +325,17 @@ impl<'a> BatchRun<'a> {
             return Ok(Next::Stop);
         }
         Ok(self.pause().await)
+    }
+
+    /// Refuses `plan` if a deletion by it would be refused before its first write (see
+    /// [`Engine::refuse_undeletable`]): once per plan and run, not per batch (it can scan a child
+    /// table on SQLite, and runs a statement per step). A caller that writes before a batch's
+    /// deletion (a merge's re-pointing) calls it first.
+    pub async fn refuse_undeletable(&mut self, plan: &Plan) -> Result<(), BatchError> {
+        if self.checked.insert(plan.root.model.clone()) {
+            self.engine.refuse_undeletable(plan).await?;
+        }
+        Ok(())
     }
 
     /// A transaction of the current batch that the caller ran itself took `took`: it counts as

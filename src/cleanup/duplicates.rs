@@ -299,7 +299,7 @@ pub async fn remove(
     let mut run = BatchRun::start(engine, (&search.model, &[target]), Alone::SameModel, options).await?;
     let removed = async {
         if merger.is_some() {
-            engine.refuse_undeletable(&plan).await.map_err(BatchError::from)?;
+            run.refuse_undeletable(&plan).await?;
         }
         let mut after = run.resume_from(&name).await?;
         while run.may_start_batch() {

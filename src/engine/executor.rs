@@ -62,6 +62,9 @@ pub struct DeleteOptions {
     /// The caller read the root ids from the root table right before (a clean-up batch): they
     /// are not looked up again, only their status is.
     pub roots_read: bool,
+    /// The caller has had [`crate::engine::Engine::refuse_undeletable`] check this plan's
+    /// lookups (a clean-up, once for all its batches): they are not checked again.
+    pub lookups_checked: bool,
     /// A condition each root row must still meet to be deleted, where the root has no children
     /// (whose rows would otherwise go first, whether the root then goes or not). A root with a
     /// status is marked in progress before the guard is tested: leave its rows out beforehand.
@@ -81,6 +84,7 @@ impl Default for DeleteOptions {
             pacing: None,
             root_chunk_size: None,
             roots_read: false,
+            lookups_checked: false,
             root_guard: None,
         }
     }
@@ -397,7 +401,9 @@ impl<'a> Deletion<'a> {
         if let Some(dir) = &options.archive {
             Archive::check(dir)?;
         }
-        refuse_unmatched_lookups(database, config, plan, schema).await?;
+        if !options.lookups_checked {
+            refuse_unmatched_lookups(database, config, plan, schema).await?;
+        }
         crate::db::migrate(database).await?;
         let root = StepSql::new(&plan.root, None, config, database.backend(), Some(schema), options.archive.is_some());
         let ids = table_keys(&plan.root.table, &root.sql.key_type, ids.to_vec())?;
