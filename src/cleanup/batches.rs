@@ -312,7 +312,7 @@ impl<'a> BatchRun<'a> {
             pacing: Some(pacing),
             root_chunk_size: Some(self.batch_size(name)),
             roots_read: true,
-            lookups_checked: true,
+            lookups_checked: self.checked.contains(&plan.root.model),
             root_guard,
             ..DeleteOptions::default()
         };
@@ -332,8 +332,8 @@ impl<'a> BatchRun<'a> {
     /// table on SQLite, and runs a statement per step). A caller that writes before a batch's
     /// deletion (a merge's re-pointing) calls it first.
     pub async fn refuse_undeletable(&mut self, plan: &Plan) -> Result<(), BatchError> {
-        if self.checked.insert(plan.root.model.clone()) {
-            self.engine.refuse_undeletable(plan).await?;
+        if !self.checked.contains(&plan.root.model) && self.engine.refuse_undeletable(plan).await? {
+            self.checked.insert(plan.root.model.clone());
         }
         Ok(())
     }

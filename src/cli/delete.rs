@@ -109,7 +109,8 @@ pub fn run(cli: &Cli, args: &Args) -> anyhow::Result<ExitCode> {
 
 /// Runs the deletion to its end or to the first Ctrl-C / SIGTERM, which stop it between chunks,
 /// with a progress bar on a terminal and a log line every few seconds otherwise. `None` (the
-/// diagnostics printed) when undeclared foreign keys refused it before any write.
+/// reason printed) when it was refused before any write: undeclared foreign keys, values or
+/// relations no lookup by key can match.
 pub(super) async fn delete(
     engine: &Engine,
     plan: &planner::Plan,
@@ -134,13 +135,19 @@ pub(super) async fn delete(
         Ok(done) if done.outcome != RunOutcome::Interrupted => bar.finish_and_clear(),
         _ => bar.abandon(),
     }
-    if let Err(DeleteError::UnregisteredReferences(diagnostics)) = &finished {
-        super::refuse_diagnostics(engine.sources(), diagnostics);
-        return Ok(None);
+    match &finished {
+        Err(DeleteError::UnregisteredReferences(diagnostics)) => {
+            super::refuse_diagnostics(engine.sources(), diagnostics);
+            return Ok(None);
+        }
+        Err(refused) if refused.refused_before_any_write() => {
+            eprintln!("error: the deletion was refused before it wrote anything: {refused}");
+            return Ok(None);
+        }
+        _ => {}
     }
     finished.map(Some).map_err(|error| {
         let advice = match engine.failure(&error) {
-            _ if error.refused_before_any_write() => "the deletion was refused before it wrote anything",
             Failure::Transient => "the deletion stopped; run the same command again to resume",
             _ => "the deletion stopped on an error that does not go away by itself: fix its cause (rows deleted so far stay deleted)",
         };

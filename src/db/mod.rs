@@ -99,6 +99,13 @@ pub enum DbError {
 }
 
 impl DbError {
+    /// Whether the statement compared or assigned values of types the database cannot match
+    /// (PostgreSQL's `operator does not exist`, `datatype mismatch`).
+    pub fn is_type_mismatch(&self) -> bool {
+        let DbError::Query(error) = self else { return false };
+        error.as_database_error().and_then(|error| error.code()).is_some_and(|code| matches!(&*code, "42883" | "42804"))
+    }
+
     /// When a unique constraint or index refused the statement: the database's name for it
     /// (`` `name` `` on PostgreSQL, `on t.a, t.b` on SQLite, which names the columns only).
     pub fn unique_violation(&self) -> Option<String> {

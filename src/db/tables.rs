@@ -141,9 +141,9 @@ async fn end_dead_runs(
     Ok(earlier)
 }
 
-/// The runs of `root_model` (of `root_ids` only, when given) still marked `running`, oldest
-/// first, each with whether it is dead: its process gone from this host, or its heartbeat older
-/// than `run_lease`.
+/// The runs of `root_model` (of `root_ids` only, when given; else any run one of whose models it
+/// is) still marked `running`, oldest first, each with whether it is dead: its process gone from
+/// this host, or its heartbeat older than `run_lease`.
 async fn running(
     database: &Database,
     transaction: &mut Transaction,
@@ -155,14 +155,20 @@ async fn running(
     sql.push("SELECT CAST(id AS TEXT), actor, ").push(&database.backend().timestamp_text("started_at"));
     sql.push(", host, CAST(pid AS TEXT), process, CASE WHEN ");
     stale(&mut sql, run_lease);
-    sql.push(" THEN 'stale' END FROM cascade_run WHERE outcome = 'running' AND root_model = ").bind_text(root_model);
+    sql.push(" THEN 'stale' END, root_model FROM cascade_run WHERE outcome = 'running'");
     if let Some(root_ids) = root_ids {
-        sql.push(" AND root_ids = ").bind_text(&ids_json(root_ids));
+        sql.push(" AND root_model = ").bind_text(root_model).push(" AND root_ids = ").bind_text(&ids_json(root_ids));
     }
     sql.push(" ORDER BY id");
     let rows = transaction.fetch_texts(&sql.finish()).await?;
+    // A clean-up of several models records them as `a, b`: any run of the model counts.
+    let of_model = |row: &[Option<String>]| {
+        root_ids.is_some()
+            || row.get(7).cloned().flatten().is_some_and(|models| models.split(", ").any(|model| model == root_model))
+    };
     Ok(rows
         .into_iter()
+        .filter(|row| of_model(row))
         .map(|row| {
             let field = |index: usize| row.get(index).cloned().flatten();
             let run = LiveRun {

@@ -268,13 +268,13 @@ pub enum DeleteError {
 }
 
 impl DeleteError {
-    /// Whether the deletion was refused before its first write (a root id or a column's values
-    /// that no lookup could match, a relation the database cannot compare): nothing was deleted.
+    /// Whether the deletion was refused before its first write (a column's values that no lookup
+    /// could match, a relation the database cannot compare, an undeclared foreign key): nothing
+    /// was deleted. (A key that is not an integer can also be met halfway, in a child's rows.)
     pub fn refused_before_any_write(&self) -> bool {
         matches!(
             self,
-            DeleteError::NotAnInteger { .. }
-                | DeleteError::AmbiguousKey { .. }
+            DeleteError::AmbiguousKey { .. }
                 | DeleteError::UnmatchedReference { .. }
                 | DeleteError::UncomparableRelation { .. }
                 | DeleteError::UnregisteredReferences(_)
@@ -1223,13 +1223,14 @@ impl PendingRoots {
 }
 
 /// Refuses, before anything is written, a deletion whose lookups by key would miss rows the
-/// database takes for children or would fail on the database's types.
+/// database takes for children or would fail on the database's types; whether every lookup was
+/// checked (see [`refuse_uncomparable_relations`]).
 pub(super) async fn refuse_unmatched_lookups(
     database: &Database,
     config: &Config,
     plan: &Plan,
     schema: &Schema,
-) -> Result<(), DeleteError> {
+) -> Result<bool, DeleteError> {
     refuse_ambiguous_keys(database, plan, schema).await?;
     refuse_uncomparable_relations(database, config, plan, schema).await
 }
@@ -1246,7 +1247,9 @@ async fn refuse_ambiguous_keys(database: &Database, plan: &Plan, schema: &Schema
     let quoted = |node: &PlanNode| crate::schema::CatalogNames::of(Some(schema), &node.table).quoted_table();
     for (node, parent) in steps_with_parents(plan) {
         let Some(table) = schema.table(&node.table) else { continue };
-        let own_key = key_of(node).map(|key| (key, key, None));
+        // Set-based steps never look their rows up by their own key, only by their relation.
+        let by_own_key = parent.is_none() || !node.is_set_based();
+        let own_key = key_of(node).filter(|_| by_own_key).map(|key| (key, key, None));
         let reference =
             node.column.as_deref().and_then(|name| table.column(name)).zip(parent).and_then(|(column, parent)| {
                 key_of(parent).map(|key| (column, key, Some(Referenced { table: quoted(parent), key })))
@@ -1284,13 +1287,15 @@ struct Referenced<'s> {
 /// each step's lookup of its rows by its parent's keys is run once with no keys, which the
 /// database parses and type-checks as it would every chunk's. Found later, the error would stop
 /// the deletion halfway, after the steps before it had committed. `relation-type-mismatch` names
-/// the common pairs in `validate`; this catches every pair the database itself refuses.
+/// the common pairs in `validate`; this catches every pair the database itself refuses. Whether
+/// every step was checked: a step whose lookup met a transient error (a lock) is left out.
 async fn refuse_uncomparable_relations(
     database: &Database,
     config: &Config,
     plan: &Plan,
     schema: &Schema,
-) -> Result<(), DeleteError> {
+) -> Result<bool, DeleteError> {
+    let mut all_checked = true;
     for (node, parent) in steps_with_parents(plan) {
         let Some(parent) = parent else { continue };
         let step = StepSql::new(node, Some(parent), config, database.backend(), Some(schema), false);
@@ -1300,7 +1305,11 @@ async fn refuse_uncomparable_relations(
             // A lock held elsewhere or a lost connection is no fault of the relation: the
             // deletion meets it again where it is recorded and retried.
             if database.classify(&error) != Failure::Permanent {
-                return Ok(());
+                all_checked = false;
+                continue;
+            }
+            if !error.is_type_mismatch() {
+                return Err(error.into());
             }
             return Err(DeleteError::UncomparableRelation {
                 child: format!("{}.{}", node.table, node.column.as_deref().unwrap_or_default()),
@@ -1309,7 +1318,7 @@ async fn refuse_uncomparable_relations(
             });
         }
     }
-    Ok(())
+    Ok(all_checked)
 }
 
 /// Every step of `plan` with its parent (none at the root), in the order the steps run:

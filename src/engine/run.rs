@@ -112,7 +112,8 @@ impl Engine {
     /// does not declare, a lookup by key that would miss rows or fail on the database's types),
     /// for a caller that writes something of its own before its deletions: a duplicates merge
     /// re-points children first, which must not happen for a deletion that is then refused.
-    pub async fn refuse_undeletable(&self, plan: &Plan) -> Result<(), DeleteError> {
+    /// Whether every lookup was checked: one that met a transient error (a lock) was not.
+    pub async fn refuse_undeletable(&self, plan: &Plan) -> Result<bool, DeleteError> {
         let unregistered = planner::check_references(&self.config, &self.sources, &self.schema, plan);
         if !unregistered.is_empty() {
             return Err(DeleteError::UnregisteredReferences(unregistered));

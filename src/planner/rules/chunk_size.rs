@@ -3,7 +3,8 @@
 //! to, and a `target_chunk_ms` of 0, which shrinks every chunk to its least.
 
 use crate::config::{
-    DEFAULT_BULK_CHUNK_SIZE, DEFAULT_PER_ROW_CHUNK_SIZE, DEFAULT_TARGET_CHUNK_MS, Located, MAX_CHUNK_SIZE,
+    DEFAULT_BULK_CHUNK_SIZE, DEFAULT_MAX_CHUNK_SIZE, DEFAULT_PER_ROW_CHUNK_SIZE, DEFAULT_TARGET_CHUNK_MS, Located,
+    MAX_CHUNK_SIZE,
 };
 use crate::diagnostic::{Code, Diagnostic};
 use crate::planner::Context;
@@ -26,8 +27,8 @@ pub fn check(context: &Context<'_>, diagnostics: &mut Vec<Diagnostic>) {
                 )
                 .label("invalid chunk size")
                 .help(format!(
-                    "use a chunk size from 1 to {MAX_CHUNK_SIZE}; the defaults are {DEFAULT_PER_ROW_CHUNK_SIZE} (per_row) \
-                     and {DEFAULT_BULK_CHUNK_SIZE} (bulk)"
+                    "use a chunk size from 1 to {MAX_CHUNK_SIZE}; the defaults are {DEFAULT_PER_ROW_CHUNK_SIZE} (per_row), \
+                     {DEFAULT_BULK_CHUNK_SIZE} (bulk) and {DEFAULT_MAX_CHUNK_SIZE} (max_chunk_size)"
                 )),
             );
         }
@@ -45,7 +46,7 @@ fn check_target(context: &Context<'_>, diagnostics: &mut Vec<Diagnostic>) {
             "a target of 0 ms per chunk would shrink every chunk to a single row".to_owned(),
         )
         .label("invalid chunk target")
-        .help(format!("leave it out for the default ({DEFAULT_TARGET_CHUNK_MS} ms), or set `adaptive = false`")),
+        .help(format!("leave it out for the default ({DEFAULT_TARGET_CHUNK_MS} ms)")),
     );
 }
 
