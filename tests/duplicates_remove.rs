@@ -119,11 +119,7 @@ fn keep_oldest_deletes_the_duplicates_with_their_children_on_postgres() {
 /// writes anything (exit code 1), naming that run and its process: each could remove the row the
 /// other keeps, and whole groups went. Nothing is removed and no run is recorded.
 fn a_duplicates_run_of_the_same_model_elsewhere_is_refused(url: &str) {
-    common::block_on(async {
-        let database = cascade::db::Database::connect(url, cascade::db::Access::ReadWrite).await.unwrap();
-        cascade::db::migrate(&database).await.unwrap();
-        database.close().await;
-    });
+    common::create_tool_tables(url);
     texts(
         url,
         "INSERT INTO cascade_run (actor, command, root_model, root_ids, outcome, heartbeat, host, pid) \

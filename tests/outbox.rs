@@ -16,7 +16,8 @@ use common::prometheus::{SERVING, parse, scrape, value};
 use common::random::Random;
 use common::running::Running;
 use common::{
-    block_on, cascade, count, json_output, postgres_database, project, schedule_now, sqlite_database, texts, wait_until,
+    cascade, count, create_tool_tables, json_output, postgres_database, project, schedule_now, sqlite_database, texts,
+    wait_until,
 };
 use serde_json::Value;
 
@@ -102,11 +103,7 @@ fn project_updates(rows: &[(&str, &str)]) -> Vec<(String, &'static str, String)>
 
 /// Creates the tool's tables and writes outbox rows `(shard, category, object)` in order.
 fn write_outbox(url: &str, rows: &[(String, &str, String)]) {
-    block_on(async {
-        let database = Database::connect(url, Access::ReadWrite).await.unwrap();
-        cascade::db::migrate(&database).await.unwrap();
-        database.close().await;
-    });
+    create_tool_tables(url);
     for chunk in rows.chunks(500) {
         let values: Vec<String> = chunk
             .iter()

@@ -14,7 +14,7 @@ use super::batches::{self, BatchError, BatchOptions, BatchRun, CleanupSummary, N
 use crate::config::{Config, Key, OnDelete};
 use crate::db::sql::{Param, SqlBuilder, Statement, quote_identifier, quote_qualified};
 use crate::db::tables::Alone;
-use crate::db::{Backend, Database, DbError, Kind};
+use crate::db::{Backend, Database, DbError};
 use crate::engine::{self, CountError, Dangling, Engine, RootGuard};
 use crate::planner::{self, Plan};
 use crate::schema::{Schema, Table};
@@ -408,8 +408,7 @@ fn candidates<'a>(
                 skip(format!("`{}` has no column `{column}`", child_table.name));
                 continue;
             };
-            if schema.kind == Some(Kind::Postgres) && !key_column.key_type.compares_on_postgres(&child_column.key_type)
-            {
+            if schema.cannot_compare(child_table, child_column, parent_table, key_column) {
                 skip(format!(
                     "`{}.{}` is `{}` and the key it references, `{}.{}`, is `{}`: PostgreSQL cannot compare them",
                     child_table.name,

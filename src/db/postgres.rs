@@ -23,7 +23,6 @@ const MIGRATIONS: &[&str] = &[
 /// How long connecting may take before it is given up.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 
-/// Any number: the tool's own advisory lock, held while its tables are created or upgraded.
 /// The PostgreSQL backend.
 #[derive(Debug)]
 pub struct Postgres;
@@ -232,6 +231,7 @@ impl Backend for Postgres {
     }
 
     fn writer_lock(&self, lock: WriterLock) -> Option<&'static str> {
+        // Any numbers: the tool's own advisory locks, held until the transaction ends.
         Some(match lock {
             WriterLock::Migration => "SELECT pg_advisory_xact_lock(4242424242)",
             WriterLock::RunStart => "SELECT pg_advisory_xact_lock(4242424243)",

@@ -318,8 +318,7 @@ pub async fn list_runs(database: &Database, limit: u64, run_lease: Duration) -> 
     sql.push(&backend.timestamp_text("finished_at")).push(", actor, command, root_model, root_ids, CASE WHEN ");
     stale(&mut sql, run_lease);
     sql.push(" THEN 'interrupted' ELSE outcome END, rows, error, CAST(resumes AS TEXT), host, CAST(pid AS TEXT), ");
-    sql.push("process ");
-    sql.push("FROM cascade_run ");
+    sql.push("process FROM cascade_run ");
     sql.push("ORDER BY id DESC LIMIT ").bind(Param::integer(i64::try_from(limit).unwrap_or(i64::MAX)));
     let rows = database.fetch_texts(&sql.finish()).await?;
     Ok(rows

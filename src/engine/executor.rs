@@ -1245,19 +1245,22 @@ async fn refuse_ambiguous_keys(database: &Database, plan: &Plan, schema: &Schema
     let key_of =
         |node: &PlanNode| schema.table(&node.table).and_then(|table| table.column(node.key.as_deref().unwrap_or("id")));
     let quoted = |node: &PlanNode| crate::schema::CatalogNames::of(Some(schema), &node.table).quoted_table();
-    for (node, parent) in steps_with_parents(plan) {
+    for (node, parent) in plan.steps_with_parents() {
         let Some(table) = schema.table(&node.table) else { continue };
         // Set-based steps never look their rows up by their own key, only by their relation.
         let by_own_key = parent.is_none() || !node.is_set_based();
         let own_key = key_of(node).filter(|_| by_own_key).map(|key| (key, key, None));
-        let reference =
-            node.column.as_deref().and_then(|name| table.column(name)).zip(parent).and_then(|(column, parent)| {
-                key_of(parent).map(|key| (column, key, Some(Referenced { table: quoted(parent), key })))
-            });
-        for (column, key, referenced) in own_key.into_iter().chain(reference) {
+        let reference = node
+            .column
+            .as_deref()
+            .and_then(|name| table.column(name))
+            .zip(parent)
+            .and_then(|(column, parent)| key_of(parent).map(|key| (column, key, Some(quoted(parent)))));
+        // Each column with the key it is looked up by, and for a reference the parent's table.
+        for (column, key, parent_table) in own_key.into_iter().chain(reference) {
             let mut sql = database.sql();
             let backend = database.backend();
-            let referenced = referenced.as_ref().map(|parent| (parent.table.as_str(), parent.key.name.as_str()));
+            let referenced = parent_table.as_deref().map(|table| (table, key.name.as_str()));
             let column_type = &column.key_type;
             if !backend.unmatched_keys_in(&mut sql, &quoted(node), &column.name, column_type, &key.key_type, referenced)
             {
@@ -1276,12 +1279,6 @@ async fn refuse_ambiguous_keys(database: &Database, plan: &Plan, schema: &Schema
     Ok(())
 }
 
-/// The parent a relation column references: its table (quoted) and key column.
-struct Referenced<'s> {
-    table: String,
-    key: &'s crate::schema::Column,
-}
-
 /// Refuses a deletion through a relation whose column the database cannot compare with its
 /// parent's keys (PostgreSQL: `text = numeric` has no operator), before anything is written:
 /// each step's lookup of its rows by its parent's keys is run once with no keys, which the
@@ -1296,7 +1293,7 @@ async fn refuse_uncomparable_relations(
     schema: &Schema,
 ) -> Result<bool, DeleteError> {
     let mut all_checked = true;
-    for (node, parent) in steps_with_parents(plan) {
+    for (node, parent) in plan.steps_with_parents() {
         let Some(parent) = parent else { continue };
         let step = StepSql::new(node, Some(parent), config, database.backend(), Some(schema), false);
         let no_keys = super::typed_keys(&step.sql.match_type, Vec::new()).unwrap_or(SqlValue::Texts(Vec::new()));
@@ -1319,22 +1316,6 @@ async fn refuse_uncomparable_relations(
         }
     }
     Ok(all_checked)
-}
-
-/// Every step of `plan` with its parent (none at the root), in the order the steps run:
-/// children first.
-fn steps_with_parents(plan: &Plan) -> Vec<(&PlanNode, Option<&PlanNode>)> {
-    fn children_first<'p>(
-        node: &'p PlanNode,
-        parent: Option<&'p PlanNode>,
-        steps: &mut Vec<(&'p PlanNode, Option<&'p PlanNode>)>,
-    ) {
-        node.children.iter().for_each(|child| children_first(child, Some(node), steps));
-        steps.push((node, parent));
-    }
-    let mut steps = Vec::new();
-    children_first(&plan.root, None, &mut steps);
-    steps
 }
 
 /// How many keys a chunk holds.

@@ -77,12 +77,21 @@ pub struct Plan {
 impl Plan {
     /// Every node in execution order.
     pub fn steps(&self) -> Vec<&PlanNode> {
-        let mut steps = Vec::new();
-        fn visit<'a>(node: &'a PlanNode, steps: &mut Vec<&'a PlanNode>) {
-            node.children.iter().for_each(|child| visit(child, steps));
-            steps.push(node);
+        self.steps_with_parents().into_iter().map(|(node, _)| node).collect()
+    }
+
+    /// Every node in execution order (children first), with its parent (none at the root).
+    pub fn steps_with_parents(&self) -> Vec<(&PlanNode, Option<&PlanNode>)> {
+        fn visit<'a>(
+            node: &'a PlanNode,
+            parent: Option<&'a PlanNode>,
+            steps: &mut Vec<(&'a PlanNode, Option<&'a PlanNode>)>,
+        ) {
+            node.children.iter().for_each(|child| visit(child, Some(node), steps));
+            steps.push((node, parent));
         }
-        visit(&self.root, &mut steps);
+        let mut steps = Vec::new();
+        visit(&self.root, None, &mut steps);
         steps
     }
 }

@@ -310,6 +310,17 @@ impl Schema {
         })
     }
 
+    /// Whether PostgreSQL has no `=` between `child`'s `column` and the `parent_key` of `parent`
+    /// it references, as far as the tool knows the types ([`KeyType::compares_on_postgres`]).
+    /// Never where a foreign key ties the two: PostgreSQL accepts one only between comparable
+    /// types (a DDL script's types are guessed from their names, and a SQLite script can read as
+    /// PostgreSQL).
+    pub fn cannot_compare(&self, child: &Table, column: &Column, parent: &Table, parent_key: &Column) -> bool {
+        self.kind == Some(Kind::Postgres)
+            && !parent_key.key_type.compares_on_postgres(&column.key_type)
+            && self.foreign_keys_on(&child.name, &column.name, &parent.name, &parent_key.name).next().is_none()
+    }
+
     /// Whether the database itself refuses to delete a `parent` row that a `child` row still
     /// references through `column` (pointing at the parent's `parent_key`): a foreign key on
     /// exactly that column with `NO ACTION` or `RESTRICT`, declared on the table itself (not only

@@ -226,6 +226,15 @@ pub fn block_on<F: std::future::Future>(future: F) -> F::Output {
     tokio::runtime::Builder::new_current_thread().enable_all().build().expect("a runtime").block_on(future)
 }
 
+/// Creates the tool's own tables in the database at `url`, as its first run would.
+pub fn create_tool_tables(url: &str) {
+    block_on(async {
+        let database = cascade::db::Database::connect(url, cascade::db::Access::ReadWrite).await.unwrap();
+        cascade::db::migrate(&database).await.unwrap();
+        database.close().await;
+    });
+}
+
 /// Schedules the deletions of `model` `ids`, due now.
 pub fn schedule_now<I: ToString>(url: &str, model: &str, ids: impl IntoIterator<Item = I>) {
     block_on(async {

@@ -5,11 +5,10 @@
 //! where its affinities would not convert a key to what a column holds (an integer key and a
 //! TEXT column's `'1'`), the deletion compares them as the column does (`Backend::compared_as`).
 
-use crate::db::Kind;
 use crate::db::sql::quote_identifier;
 use crate::diagnostic::{Code, Diagnostic};
 use crate::planner::{Context, SchemaRelation};
-use crate::schema::{Column, Schema};
+use crate::schema::Column;
 
 pub fn check(context: &Context<'_>, diagnostics: &mut Vec<Diagnostic>) {
     let Some(schema) = context.schema else { return };
@@ -20,12 +19,9 @@ pub fn check(context: &Context<'_>, diagnostics: &mut Vec<Diagnostic>) {
         else {
             continue;
         };
-        let tied = || {
-            let mut keys =
-                schema.foreign_keys_on(&child_table.name, &column.name, &parent_table.name, &parent_key.name);
-            keys.next().is_some()
-        };
-        let Some(why) = mismatch(schema, parent_key, column, tied) else { continue };
+        if !schema.cannot_compare(child_table, column, parent_table, parent_key) {
+            continue;
+        }
         diagnostics.push(
             Diagnostic::new(
                 Code::RelationTypeMismatch,
@@ -40,18 +36,10 @@ pub fn check(context: &Context<'_>, diagnostics: &mut Vec<Diagnostic>) {
                     parent_key.data_type
                 ),
             )
-            .label(why)
+            .label("PostgreSQL cannot compare these types")
             .help(help(&child_table.name, column, parent_key)),
         );
     }
-}
-
-/// Why the deletion cannot match the column's values with the parent's keys, if it cannot.
-fn mismatch(schema: &Schema, key: &Column, column: &Column, tied: impl FnOnce() -> bool) -> Option<&'static str> {
-    // A foreign key between the two says PostgreSQL compares them (where a type was guessed
-    // from its name in a DDL script, or the script was SQLite's).
-    (schema.kind? == Kind::Postgres && !key.key_type.compares_on_postgres(&column.key_type) && !tied())
-        .then_some("PostgreSQL cannot compare these types")
 }
 
 fn help(table: &str, column: &Column, key: &Column) -> String {
