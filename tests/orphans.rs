@@ -475,7 +475,8 @@ fn a_relation_postgres_cannot_compare_is_skipped_and_refused_on_postgres() {
 }
 
 /// A parent key that is NULL in some parent row does not hide orphans (as `NOT IN` would: no
-/// value is `NOT IN` a list holding NULL).
+/// value is `NOT IN` a list holding NULL), and a child whose value two parent rows hold (the key
+/// is not unique) is no orphan and counts once as none: the anti-join is a `LEFT JOIN`.
 fn check_a_null_parent_key_hides_nothing(url: &str) {
     let config = r#"
 [models.account]
@@ -501,7 +502,7 @@ CREATE TABLE account (id integer PRIMARY KEY, code text);
 CREATE INDEX account_code ON account (code);
 CREATE TABLE login (id integer PRIMARY KEY, account_code text);
 CREATE INDEX login_account_code ON login (account_code);
-INSERT INTO account VALUES (1, 'a'), (2, NULL), (3, 'c');
+INSERT INTO account VALUES (1, 'a'), (2, NULL), (3, 'c'), (4, 'c');
 INSERT INTO login VALUES (1, 'a'), (2, 'zz'), (3, NULL), (4, 'b'), (5, 'c');
 ";
 

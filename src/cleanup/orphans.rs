@@ -178,6 +178,14 @@ impl Candidate<'_> {
         self.parent_missing().write(sql, CHILD);
     }
 
+    /// ` FROM child AS orphan LEFT JOIN parent ... WHERE ...`: the orphans of this relation
+    /// alone, as the anti-join a statement reading many rows should use (see
+    /// [`ParentMissing::write_join`]).
+    fn orphans_from(&self, sql: &mut SqlBuilder) {
+        sql.push(" FROM ").push(&quoted(self.child_table)).push(" AS ").identifier(CHILD);
+        self.parent_missing().write_join(sql, CHILD);
+    }
+
     fn parent_missing(&self) -> ParentMissing {
         ParentMissing {
             column: self.catalog_column(),
@@ -203,14 +211,27 @@ impl ParentMissing {
         sql.identifier(PARENT).push(".").identifier(&self.parent_key).push(" = ");
         sql.identifier(child).push(".").identifier(&self.column).push(")");
     }
+
+    /// ` LEFT JOIN parent ON ... WHERE "child"."column" IS NOT NULL AND "parent"."key" IS NULL`
+    /// after the child table (aliased `child`): the same anti-join as [`Self::write`], for a
+    /// statement that reads many rows. SQLite runs a correlated `NOT EXISTS` as a subroutine
+    /// per row, three times slower than the join's lookup (50,000 rows: 14 against 5 ms);
+    /// PostgreSQL plans both as the same anti-join. A parent row that matches has the key it
+    /// matched on, never NULL, and a child row matching several parents yields no row either.
+    fn write_join(&self, sql: &mut SqlBuilder, child: &str) {
+        sql.push(" LEFT JOIN ").push(&self.parent_table).push(" AS ").identifier(PARENT).push(" ON ");
+        sql.identifier(PARENT).push(".").identifier(&self.parent_key).push(" = ");
+        sql.identifier(child).push(".").identifier(&self.column);
+        sql.push(" WHERE ").identifier(child).push(".").identifier(&self.column).push(" IS NOT NULL AND ");
+        sql.identifier(PARENT).push(".").identifier(&self.parent_key).push(" IS NULL");
+    }
 }
 
 impl Candidate<'_> {
     fn count(&self, backend: &'static dyn Backend) -> Statement {
         let mut sql = SqlBuilder::new(backend);
-        sql.push("SELECT COUNT(*) FROM ").push(&quoted(self.child_table)).push(" AS ").identifier(CHILD);
-        sql.push(" WHERE ");
-        self.orphan_condition(&mut sql);
+        sql.push("SELECT COUNT(*)");
+        self.orphans_from(&mut sql);
         sql.finish()
     }
 
@@ -220,9 +241,8 @@ impl Candidate<'_> {
         let columns: Vec<String> =
             self.key.iter().map(|key| format!("{}.{}", quote_identifier(CHILD), quote_identifier(key))).collect();
         let texts: Vec<String> = columns.iter().map(|column| format!("CAST({column} AS TEXT)")).collect();
-        sql.push("SELECT ").push(&texts.join(", ")).push(" FROM ").push(&quoted(self.child_table));
-        sql.push(" AS ").identifier(CHILD).push(" WHERE ");
-        self.orphan_condition(&mut sql);
+        sql.push("SELECT ").push(&texts.join(", "));
+        self.orphans_from(&mut sql);
         sql.push(" ORDER BY ").push(&columns.join(", ")).push(" LIMIT ");
         sql.bind(Param::integer(i64::try_from(limit).unwrap_or(i64::MAX)));
         sql.finish()
@@ -892,14 +912,23 @@ impl<'a> Group<'a> {
         sql.push("SELECT ");
         backend.json_array_agg(&mut sql, BATCH_KEY, BATCH_ORDER);
         sql.push(" FROM (SELECT CAST(").push(&key).push(" AS TEXT) AS ").identifier(BATCH_KEY);
-        sql.push(", ").push(&key).push(" AS ").identifier(BATCH_ORDER).push(" FROM ").push(&quoted(self.table));
-        sql.push(" AS ").identifier(CHILD).push(" WHERE (");
-        for (index, relation) in relations.iter().enumerate() {
-            sql.push(if index == 0 { "(" } else { " OR (" });
-            relation.orphan_condition(&mut sql);
-            sql.push(")");
+        sql.push(", ").push(&key).push(" AS ").identifier(BATCH_ORDER);
+        match (relations, &keys) {
+            // A scan reads many rows: the join's anti-join is the faster one. Among given keys,
+            // each row is tested by itself (its key's lookup names the table's column alone).
+            ([relation], Among::Next { .. }) => relation.orphans_from(&mut sql),
+            // A row dangling by any of several relations: joined to each parent, a row matching
+            // two rows of one parent (a key that is not unique) would come back twice.
+            _ => {
+                sql.push(" FROM ").push(&quoted(self.table)).push(" AS ").identifier(CHILD).push(" WHERE (");
+                for (index, relation) in relations.iter().enumerate() {
+                    sql.push(if index == 0 { "(" } else { " OR (" });
+                    relation.orphan_condition(&mut sql);
+                    sql.push(")");
+                }
+                sql.push(")");
+            }
         }
-        sql.push(")");
         match keys {
             Among::Next { after, limit } => {
                 batches::after(&mut sql, &key, &self.key_type, after);
@@ -984,17 +1013,16 @@ impl<'a> Group<'a> {
     /// Sets the relation column of those rows among `keys` that still dangle by it to NULL.
     fn nullify(&self, relation: &Candidate<'_>, keys: &[String]) -> Statement {
         let mut sql = SqlBuilder::new(self.engine.database().backend());
-        sql.push("UPDATE ").push(&quoted(self.table)).push(" SET ").identifier(&relation.catalog_column());
-        sql.push(" = NULL WHERE ").key_list(
+        // The anti-join tests each updated row; an `IN (SELECT ...)` of the table's orphans was
+        // read whole by SQLite for every batch (270 against 19 ms a batch at 1M rows).
+        sql.push("UPDATE ").push(&quoted(self.table)).push(" AS ").identifier(CHILD).push(" SET ");
+        sql.identifier(&relation.catalog_column()).push(" = NULL WHERE ").key_list(
             &self.key,
             &self.key_type,
             batches::key_list(&self.key_type, keys.to_vec()),
         );
-        sql.push(" AND ").identifier(&self.key).push(" IN (SELECT ").identifier(CHILD).push(".");
-        sql.identifier(&self.key).push(" FROM ").push(&quoted(self.table)).push(" AS ").identifier(CHILD);
-        sql.push(" WHERE ");
+        sql.push(" AND ");
         relation.orphan_condition(&mut sql);
-        sql.push(")");
         sql.finish()
     }
 }
@@ -1198,7 +1226,7 @@ strategy = "bulk"
         let count = counted[0].count(Kind::Postgres.backend());
         assert_eq!(
             count.sql,
-            r#"SELECT COUNT(*) FROM "event" AS "orphan" WHERE "orphan"."project_id" IS NOT NULL AND NOT EXISTS (SELECT 1 FROM "project" AS "parent" WHERE "parent"."id" = "orphan"."project_id")"#
+            r#"SELECT COUNT(*) FROM "event" AS "orphan" LEFT JOIN "project" AS "parent" ON "parent"."id" = "orphan"."project_id" WHERE "orphan"."project_id" IS NOT NULL AND "parent"."id" IS NULL"#
         );
         let sample = counted[2].sample(Kind::Sqlite.backend(), 5);
         assert!(sample.sql.ends_with(r#"ORDER BY "orphan"."id" LIMIT ?1"#), "{}", sample.sql);
