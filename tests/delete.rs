@@ -586,6 +586,9 @@ fn kill_9_mid_run_then_rerun(url: &str) {
     let probe = Probe { url: url.to_owned() };
     let expected = expect(&probe);
     let before = common::dump(url);
+    let rows_before = probe.table_rows();
+    let unlinked_audits = "SELECT COUNT(*) FROM audit WHERE member_id IS NULL";
+    let unlinked_before = probe.count(unlinked_audits);
     let config = project(&[("cascades/diamond.toml", &slow_config(None))]);
     let archive = config.path().join("archive");
     let args = delete_args(url, &["--archive", archive.to_str().unwrap()]);
@@ -605,6 +608,27 @@ fn kill_9_mid_run_then_rerun(url: &str) {
     assert_eq!(killed.len(), KILLS, "every kill interrupted a recorded run");
     check_outcome(&probe, &expected, None);
     check_archive(url, &before, &archive, &killed);
+    // Every run, the killed ones included, recorded exactly what its committed transactions did.
+    let deleted: BTreeMap<&str, u64> =
+        probe.table_rows().into_iter().map(|(table, rows)| (table, rows_before[table] - rows)).collect();
+    assert_eq!(recorded_rows(&probe, "deleted"), deleted.into_iter().filter(|(_, rows)| *rows > 0).collect());
+    let nullified = probe.count(unlinked_audits) - unlinked_before;
+    assert_eq!(recorded_rows(&probe, "nullified"), BTreeMap::from([("audit", nullified)]));
+}
+
+/// The rows every run recorded in `cascade_run.rows` under `kind` (`deleted` or `nullified`),
+/// added up per model.
+fn recorded_rows(probe: &Probe, kind: &str) -> BTreeMap<&'static str, u64> {
+    let mut sum = BTreeMap::new();
+    for row in probe.texts("SELECT rows FROM cascade_run") {
+        let rows: Value = serde_json::from_str(row[0].as_deref().expect("every run recorded its rows")).unwrap();
+        for model in ["org", "project", "member", "task", "note", "audit"] {
+            if let Some(count) = rows[kind][model].as_u64() {
+                *sum.entry(model).or_default() += count;
+            }
+        }
+    }
+    sum
 }
 
 #[test]

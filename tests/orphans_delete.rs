@@ -353,6 +353,7 @@ fn check_kill_and_rerun(url: &str, data: &Data) {
         let left = count(url, &format!("SELECT COUNT(*) FROM child WHERE id = {id}"));
         assert_eq!(left, u64::from(*id > position), "orphan {id} with the checkpoint at {position}");
     }
+    check_killed_run_rows(url, data, dir.path());
     // Below the checkpoint, where the rerun does not look again.
     texts(url, "INSERT INTO child VALUES (0, 999999, NULL)");
     let killed: Vec<i64> = texts(url, "SELECT CAST(id AS TEXT) FROM cascade_run")
@@ -378,6 +379,34 @@ fn check_kill_and_rerun(url: &str, data: &Data) {
     let mut before = before;
     before.get_mut("child").unwrap().push(json!({"id": 0, "parent_id": 999999, "copy_of": null}).to_string());
     check_archive(&before, &common::dump(url), &archive, &killed);
+}
+
+/// The killed run's `cascade_run.rows` hold what its committed transactions did: each records
+/// the run's rows so far with its own. Rows deleted are exact; a surviving child whose
+/// `copy_of` went NULL was nullified by it (one nullified, then deleted as an orphan, counts too,
+/// so the record holds at least those).
+fn check_killed_run_rows(url: &str, data: &Data, project: &std::path::Path) {
+    let recorded: Value = serde_json::from_str(texts(url, "SELECT rows FROM cascade_run")[0][0].as_deref().unwrap())
+        .expect("the killed run recorded its rows");
+    let children = children_after(url);
+    let leaves = leaves_after(url).len() as u64;
+    let deleted = |model: &str| recorded["deleted"][model].as_u64().unwrap_or(0);
+    assert_eq!(deleted("child"), data.children.len() as u64 - children.len() as u64, "{recorded}");
+    assert_eq!(deleted("leaf"), data.leaves.len() as u64 - leaves, "{recorded}");
+    assert!(deleted("child") > 0, "the first batch deleted orphans: {recorded}");
+    let nullified_survivors = children
+        .iter()
+        .filter(|row| {
+            let id: u64 = row[0].as_deref().unwrap().parse().unwrap();
+            row[2].is_none() && data.children[&id].1.is_some()
+        })
+        .count() as u64;
+    assert!(recorded["nullified"]["child"].as_u64().unwrap_or(0) >= nullified_survivors, "{recorded}");
+    let listed = cascade(project).args(["runs", "--database-url", url]).output().unwrap();
+    let listed = String::from_utf8_lossy(&listed.stdout);
+    let killed = listed.lines().next().unwrap_or_default();
+    let expected = format!("child {}", deleted("child"));
+    assert!(killed.contains("interrupted") && killed.contains("deleted ") && killed.contains(&expected), "{listed}");
 }
 
 #[test]

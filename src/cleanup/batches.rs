@@ -17,7 +17,7 @@ use tracing::info;
 use crate::db::DbError;
 use crate::db::sql::{KeyType, Param, SqlBuilder, Statement};
 use crate::db::tables::{self, Alone, LiveRun};
-use crate::engine::{DeleteError, DeleteOptions, Engine, Pacing, RootGuard, RunOutcome, Summary};
+use crate::engine::{DeleteError, DeleteOptions, Engine, Pacing, RootGuard, RunOutcome, RunRows, Summary};
 use crate::planner::Plan;
 
 /// The fewest and the most root keys a batch may hold.
@@ -314,6 +314,7 @@ impl<'a> BatchRun<'a> {
             roots_read: true,
             lookups_checked: self.checked.contains(&plan.root.model),
             root_guard,
+            rows_before: self.rows(),
             ..DeleteOptions::default()
         };
         let finished = self.engine.run_to_end(plan, keys, options, |_| {}).await?;
@@ -361,6 +362,10 @@ impl<'a> BatchRun<'a> {
         if let Some(last) = keys.last() {
             tables::save_checkpoint(&mut transaction, name, last).await?;
         }
+        if rows > 0 {
+            let done = self.rows().plus(&IndexMap::new(), &IndexMap::from([(model.to_owned(), rows)]));
+            tables::record_run_rows(&mut transaction, self.summary.run, &done.json()).await?;
+        }
         transaction.commit().await?;
         let took = started.elapsed();
         self.charge_rate_limit(model, rows).await?;
@@ -385,6 +390,11 @@ impl<'a> BatchRun<'a> {
         let pacing = self.pacing.entry(model.to_owned()).or_insert_with(|| Pacing::for_option(&option, least_burst));
         pacing.take(&option, rate, rows, self.options.stop.as_deref()).await;
         Ok(())
+    }
+
+    /// What the run deleted and nullified so far.
+    fn rows(&self) -> RunRows {
+        RunRows::default().plus(&self.summary.deleted, &self.summary.nullified)
     }
 
     fn add(&mut self, summary: &Summary) {
@@ -423,10 +433,10 @@ impl<'a> BatchRun<'a> {
         }
         self.summary.outcome.count();
         self.summary.elapsed_ms = self.started.elapsed().as_secs_f64() * 1e3;
+        let rows = self.rows().json();
         let summary = &self.summary;
-        let rows = serde_json::json!({ "deleted": summary.deleted, "nullified": summary.nullified });
         let outcome = summary.outcome.as_str();
-        tables::finish_run(self.engine.database(), summary.run, &rows.to_string(), outcome, error).await?;
+        tables::finish_run(self.engine.database(), summary.run, &rows, outcome, error).await?;
         info!(
             run = summary.run,
             command = %self.options.command,

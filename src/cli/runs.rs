@@ -38,12 +38,31 @@ pub fn run(cli: &Cli, args: &Args) -> anyhow::Result<ExitCode> {
         println!("no deletions have run");
     }
     for run in &runs {
+        let rows = run.rows.as_deref().map(rows_done).unwrap_or_default();
         let resumes = run.resumes.map(|id| format!("  resumes run {id}")).unwrap_or_default();
         let error = run.error.as_deref().map(|error| format!("  error: {error}")).unwrap_or_default();
         println!(
-            "{:>6}  {:<11} {} {}  started {} UTC by {}{resumes}{error}",
+            "{:>6}  {:<11} {} {}  started {} UTC by {}{rows}{resumes}{error}",
             run.id, run.outcome, run.root_model, run.root_ids, run.started_at, run.actor
         );
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// `  deleted a 3, b 5; nullified c 2` from a run's recorded rows (nothing when it did nothing).
+fn rows_done(rows: &str) -> String {
+    let Ok(rows) = serde_json::from_str::<serde_json::Value>(rows) else { return String::new() };
+    let parts: Vec<String> = ["deleted", "nullified"]
+        .into_iter()
+        .filter_map(|kind| {
+            let models = rows[kind].as_object()?;
+            let counts: Vec<String> = models
+                .iter()
+                .filter(|(_, count)| count.as_u64() != Some(0))
+                .map(|(model, count)| format!("{model} {count}"))
+                .collect();
+            (!counts.is_empty()).then(|| format!("{kind} {}", counts.join(", ")))
+        })
+        .collect();
+    if parts.is_empty() { String::new() } else { format!("  {}", parts.join("; ")) }
 }

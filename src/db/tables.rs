@@ -379,6 +379,15 @@ pub async fn finish_run_in(
     Ok(())
 }
 
+/// Records `rows` (JSON, as [`finish_run`] takes them) as what the run `id` did so far, in the
+/// transaction that did the last of it.
+pub async fn record_run_rows(transaction: &mut Transaction, id: i64, rows: &str) -> Result<(), DbError> {
+    let mut sql = SqlBuilder::new(transaction.backend());
+    sql.push("UPDATE cascade_run SET rows = ").bind_text(rows).push(" WHERE id = ").bind(Param::integer(id));
+    transaction.execute(&sql.finish()).await?;
+    Ok(())
+}
+
 /// Sets the checkpoint `name` to `position` (creating or moving it), in a transaction of its own.
 pub async fn set_checkpoint(database: &Database, name: &str, position: &str) -> Result<(), DbError> {
     migrate(database).await?;

@@ -69,6 +69,9 @@ pub struct DeleteOptions {
     /// (whose rows would otherwise go first, whether the root then goes or not). A root with a
     /// status is marked in progress before the guard is tested: leave its rows out beforehand.
     pub root_guard: Option<RootGuard>,
+    /// What the caller's run (`run`) deleted and nullified before this deletion: each
+    /// transaction records those rows and its own, so far, in `cascade_run.rows`.
+    pub rows_before: RunRows,
 }
 
 impl Default for DeleteOptions {
@@ -86,7 +89,35 @@ impl Default for DeleteOptions {
             roots_read: false,
             lookups_checked: false,
             root_guard: None,
+            rows_before: RunRows::default(),
         }
+    }
+}
+
+/// Rows a run deleted and nullified, per model: what `cascade_run.rows` records.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RunRows {
+    /// Rows deleted per model.
+    pub deleted: IndexMap<String, u64>,
+    /// Rows whose relation column was set to NULL, per model.
+    pub nullified: IndexMap<String, u64>,
+}
+
+impl RunRows {
+    /// `deleted` and `nullified` added to these.
+    pub fn plus(&self, deleted: &IndexMap<String, u64>, nullified: &IndexMap<String, u64>) -> Self {
+        let mut sum = self.clone();
+        for (into, from) in [(&mut sum.deleted, deleted), (&mut sum.nullified, nullified)] {
+            for (model, rows) in from {
+                *into.entry(model.clone()).or_default() += rows;
+            }
+        }
+        sum
+    }
+
+    /// `{"deleted": {MODEL: ROWS}, "nullified": {MODEL: ROWS}}`.
+    pub fn json(&self) -> String {
+        serde_json::json!({ "deleted": self.deleted, "nullified": self.nullified }).to_string()
     }
 }
 
@@ -644,13 +675,13 @@ impl<'a> Deletion<'a> {
         }
         self.summary.elapsed_ms = self.started.elapsed().as_secs_f64() * 1e3;
         self.summary.p99_chunk_ms = nearest_rank(&self.summary.chunk_ms, 0.99);
-        let rows = serde_json::json!({ "deleted": self.summary.deleted, "nullified": self.summary.nullified });
+        let rows = RunRows::default().plus(&self.summary.deleted, &self.summary.nullified).json();
         if outcome == RunOutcome::Succeeded && !self.statuses_before.is_empty() {
             tables::forget_statuses(self.database, &self.root.table, &self.root_keys).await?;
         }
         let outcome = outcome.as_str();
         if self.options.run.is_none() {
-            tables::finish_run(self.database, self.run_id, &rows.to_string(), outcome, error).await?;
+            tables::finish_run(self.database, self.run_id, &rows, outcome, error).await?;
             info!(run = self.run_id, outcome, rows = self.summary.rows(), "deletion finished");
         }
         Ok(std::mem::take(&mut self.summary))
@@ -688,7 +719,7 @@ impl<'a> Deletion<'a> {
             let child_rows = self.delete_children(&mut transaction, child, step, keys).await?;
             steps.push((*child, child_rows.rows));
             if child_rows.some_left {
-                self.commit(transaction).await?;
+                self.commit(transaction, &steps).await?;
                 self.record_transaction(started, &steps);
                 self.sizes.overflowed(frame.node, frame.limit, child_rows.counted, self.sizes.in_parent(child));
                 return Ok(Together::ChildrenLeft(steps));
@@ -716,13 +747,13 @@ impl<'a> Deletion<'a> {
             return Ok(Together::ChildrenLeft(Vec::new()));
         }
         self.advance_checkpoint(&mut transaction, frame.node, keys).await?;
-        self.commit(transaction).await?;
+        steps.push((frame.node, deleted));
+        self.commit(transaction, &steps).await?;
         self.sizes.record(frame.node, frame.limit, key_count(keys), started.elapsed());
-        for (child, rows) in &steps {
+        for (child, rows) in &steps[..steps.len() - 1] {
             let fitting = self.sizes.in_parent(child);
             self.sizes.children_fit(frame.node, key_count(keys), *rows, fitting);
         }
-        steps.push((frame.node, deleted));
         self.record_transaction(started, &steps);
         Ok(Together::Done(steps))
     }
@@ -807,8 +838,18 @@ impl<'a> Deletion<'a> {
         Ok(self.database.begin_key_array_write(self.unpartitioned).await?)
     }
 
-    /// Makes the chunk's archive lines durable, then commits: no row is gone before it is on disk.
-    async fn commit(&mut self, transaction: Transaction) -> Result<(), DeleteError> {
+    /// Records the run's rows with those of `steps` in `cascade_run`, makes the chunk's archive
+    /// lines durable, then commits: no row is gone before it is on disk, and a run killed after
+    /// any commit shows what it did.
+    async fn commit(&mut self, mut transaction: Transaction, steps: &[(&PlanNode, u64)]) -> Result<(), DeleteError> {
+        if steps.iter().any(|(_, rows)| *rows > 0) {
+            let mut rows = self.options.rows_before.plus(&self.summary.deleted, &self.summary.nullified);
+            for (node, count) in steps {
+                let into = if node.action == OnDelete::Delete { &mut rows.deleted } else { &mut rows.nullified };
+                *into.entry(node.model.clone()).or_default() += count;
+            }
+            tables::record_run_rows(&mut transaction, self.run_id, &rows.json()).await?;
+        }
         if let Some(archive) = &mut self.archive {
             archive.sync()?;
         }
@@ -877,8 +918,8 @@ impl<'a> Deletion<'a> {
             return Ok(Outcome::ChildrenAppeared { refused: None });
         }
         self.advance_checkpoint(&mut transaction, frame.node, keys).await?;
-        self.commit(transaction).await?;
         steps.push((frame.node, deleted));
+        self.commit(transaction, &steps).await?;
         self.record_transaction(started, &steps);
         self.sizes.record(frame.node, frame.limit, key_count(keys), started.elapsed());
         Ok(Outcome::Done(steps))
@@ -911,7 +952,7 @@ impl<'a> Deletion<'a> {
         if self.is_last_set_based(frame, limit, rows) {
             self.advance_checkpoint(&mut transaction, frame.node, &frame.matched).await?;
         }
-        self.commit(transaction).await?;
+        self.commit(transaction, &[(frame.node, rows)]).await?;
         if rows > 0 {
             self.record_transaction(started, &[(frame.node, rows)]);
             self.sizes.record(frame.node, limit, rows, started.elapsed());

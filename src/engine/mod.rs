@@ -14,7 +14,7 @@ mod throttle;
 pub use archive::{Archive, ArchiveError};
 pub(crate) use chunk_size::next_size as next_chunk_size;
 pub use count::{CountError, Counts, Dangling, count, count_dangling};
-pub use executor::{DeleteError, DeleteOptions, Deletion, RunOutcome, Summary, default_actor};
+pub use executor::{DeleteError, DeleteOptions, Deletion, RunOutcome, RunRows, Summary, default_actor};
 pub use run::{Engine, Finished, PrepareError};
 pub use sql::RootGuard;
 pub use steps::{ListedStatement, StepStatements, list as list_statements};
