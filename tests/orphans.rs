@@ -530,3 +530,52 @@ fn human_output() {
     insta::assert_snapshot!("human", run(&["--sample", "2"]));
     insta::assert_snapshot!("human_delete", run(&["--delete", "--model", "project"]));
 }
+
+/// A row dangling by two nullify relations has two columns set to NULL: the dry run counts them
+/// as `--confirm` does (two), the run sets exactly those.
+fn check_two_nullified_columns_count_twice(url: &str) {
+    let config = r#"
+[models.a]
+table = "a"
+children = [{ model = "item", column = "a_id", on_delete = "nullify" }]
+
+[models.b]
+table = "b"
+children = [{ model = "item", column = "b_id", on_delete = "nullify" }]
+
+[models.item]
+table = "item"
+"#;
+    let dir = project(&[("cascades/cascade.toml", config)]);
+    let dry = orphans_json(dir.path(), url, &["--delete"]);
+    assert_eq!(dry["delete"]["nullify"], json!({"item": 3}), "{dry:#}");
+    let run = orphans_json(dir.path(), url, &["--delete", "--confirm", "--sleep-ms", "0"]);
+    assert_eq!(run["nullified"], json!({"item": 3}), "{run:#}");
+    let items = texts(url, "SELECT CAST(id AS TEXT), CAST(a_id AS TEXT), CAST(b_id AS TEXT) FROM item ORDER BY id");
+    let some = |value: &str| Some(value.to_owned());
+    assert_eq!(
+        items,
+        [vec![some("1"), None, None], vec![some("2"), some("1"), None], vec![some("3"), some("1"), some("1")]]
+    );
+}
+
+const TWO_NULLIFIED: &str = "
+CREATE TABLE a (id integer PRIMARY KEY);
+CREATE TABLE b (id integer PRIMARY KEY);
+CREATE TABLE item (id integer PRIMARY KEY, a_id integer, b_id integer);
+INSERT INTO a VALUES (1);
+INSERT INTO b VALUES (1);
+INSERT INTO item VALUES (1, 9, 9), (2, 1, 9), (3, 1, 1);
+";
+
+#[test]
+fn sqlite_two_nullified_columns_count_twice() {
+    let dir = tempfile::tempdir().unwrap();
+    check_two_nullified_columns_count_twice(&sqlite_database(dir.path(), TWO_NULLIFIED));
+}
+
+#[test]
+fn postgres_two_nullified_columns_count_twice() {
+    let Some(url) = postgres_database(TWO_NULLIFIED) else { return };
+    check_two_nullified_columns_count_twice(&url);
+}

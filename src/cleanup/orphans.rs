@@ -178,12 +178,19 @@ impl Candidate<'_> {
         self.parent_missing().write(sql, CHILD);
     }
 
-    /// ` FROM child AS orphan LEFT JOIN parent ... WHERE ...`: the orphans of this relation
-    /// alone, as the anti-join a statement reading many rows should use (see
-    /// [`ParentMissing::write_join`]).
+    /// ` FROM child AS orphan ... WHERE ...`: the orphans of this relation alone, as the
+    /// anti-join a statement reading many rows should use: the join of
+    /// [`ParentMissing::write_join`] where the parent key is unique; else `NOT EXISTS`, which
+    /// stops at the first parent row where SQLite's join reads every row holding the value (a
+    /// key held by 10,000 parent rows made a 0.03 s count take 25 s).
     fn orphans_from(&self, sql: &mut SqlBuilder) {
         sql.push(" FROM ").push(&quoted(self.child_table)).push(" AS ").identifier(CHILD);
-        self.parent_missing().write_join(sql, CHILD);
+        if self.parent_table.unique_column(&self.parent_key) {
+            self.parent_missing().write_join(sql, CHILD);
+        } else {
+            sql.push(" WHERE ");
+            self.orphan_condition(sql);
+        }
     }
 
     fn parent_missing(&self) -> ParentMissing {
@@ -217,7 +224,8 @@ impl ParentMissing {
     /// statement that reads many rows. SQLite runs a correlated `NOT EXISTS` as a subroutine
     /// per row, three times slower than the join's lookup (50,000 rows: 14 against 5 ms);
     /// PostgreSQL plans both as the same anti-join. A parent row that matches has the key it
-    /// matched on, never NULL, and a child row matching several parents yields no row either.
+    /// matched on, never NULL, and a child row matching several parents yields no row either
+    /// (but SQLite reads every one of them: see [`Candidate::orphans_from`]).
     fn write_join(&self, sql: &mut SqlBuilder, child: &str) {
         sql.push(" LEFT JOIN ").push(&self.parent_table).push(" AS ").identifier(PARENT).push(" ON ");
         sql.identifier(PARENT).push(".").identifier(&self.parent_key).push(" = ");
@@ -721,7 +729,9 @@ pub async fn preview_delete(
                     orphans: rows,
                     skipped_by_status: 0,
                     totals: IndexMap::new(),
-                    nullify: IndexMap::from([(model.to_owned(), rows)]),
+                    // Each relation's column is set to NULL by an update of its own, and counted
+                    // so by the run: a row dangling by two columns is two.
+                    nullify: IndexMap::from([(model.to_owned(), relations.iter().map(|r| r.orphans).sum())]),
                 }
             }
         };
@@ -1231,5 +1241,20 @@ strategy = "bulk"
         let sample = counted[2].sample(Kind::Sqlite.backend(), 5);
         assert!(sample.sql.ends_with(r#"ORDER BY "orphan"."id" LIMIT ?1"#), "{}", sample.sql);
         assert!(!sample.sql.contains("NOT IN"));
+    }
+
+    /// Under a parent key that is not unique, SQLite's join would read every parent row holding
+    /// the value: the count stays a `NOT EXISTS`, which stops at the first.
+    #[test]
+    fn orphans_of_a_key_that_is_not_unique_are_counted_with_not_exists() {
+        let config = fixture::config(&CONFIG.replace("table = \"project\"", "table = \"project\"\nkey = \"code\""));
+        let schema = parse_ddl(&DDL.replace("id bigint PRIMARY KEY);", "id bigint PRIMARY KEY, code bigint);")).schema;
+        let mut filter = Filter::new(&OrphanOptions::default(), &config, &schema).unwrap();
+        let (counted, _) = candidates(&config, &schema, &mut filter);
+        let count = counted[0].count(Kind::Sqlite.backend());
+        assert_eq!(
+            count.sql,
+            r#"SELECT COUNT(*) FROM "event" AS "orphan" WHERE "orphan"."project_id" IS NOT NULL AND NOT EXISTS (SELECT 1 FROM "project" AS "parent" WHERE "parent"."code" = "orphan"."project_id")"#
+        );
     }
 }

@@ -177,6 +177,13 @@ fn is_false(value: &bool) -> bool {
 }
 
 impl Table {
+    /// Whether `column` alone is unique: the primary key, or a unique index that enforces it on
+    /// the whole table.
+    pub fn unique_column(&self, column: &str) -> bool {
+        let only = |columns: &[String]| matches!(columns, [only] if only.eq_ignore_ascii_case(column));
+        only(&self.primary_key) || self.indexes.iter().any(|index| index.enforces_uniqueness() && only(&index.columns))
+    }
+
     /// The column named `name`, compared case-insensitively when there is no exact match.
     pub fn column(&self, name: &str) -> Option<&Column> {
         self.columns.iter().find(|c| c.name == name).or_else(|| {
@@ -342,10 +349,7 @@ impl Schema {
     /// Whether `column` alone is unique in `table`: its primary key, or a unique index that
     /// enforces it on the whole table.
     pub fn unique_column(&self, table: &str, column: &str) -> bool {
-        let Some(table) = self.table(table) else { return false };
-        let only = |columns: &[String]| matches!(columns, [only] if only.eq_ignore_ascii_case(column));
-        only(&table.primary_key)
-            || table.indexes.iter().any(|index| index.enforces_uniqueness() && only(&index.columns))
+        self.table(table).is_some_and(|table| table.unique_column(column))
     }
 
     /// The table a foreign key points at.
