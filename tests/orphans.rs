@@ -475,8 +475,8 @@ fn a_relation_postgres_cannot_compare_is_skipped_and_refused_on_postgres() {
 }
 
 /// A parent key that is NULL in some parent row does not hide orphans (as `NOT IN` would: no
-/// value is `NOT IN` a list holding NULL), and a child whose value two parent rows hold (the key
-/// is not unique) is no orphan and counts once as none: the anti-join is a `LEFT JOIN`.
+/// value is `NOT IN` a list holding NULL), whether the key is unique (the anti-join is then a
+/// `LEFT JOIN`) or not (`NOT EXISTS`; a child whose value two parent rows hold is no orphan).
 fn check_a_null_parent_key_hides_nothing(url: &str) {
     let config = r#"
 [models.account]
@@ -506,16 +506,27 @@ INSERT INTO account VALUES (1, 'a'), (2, NULL), (3, 'c'), (4, 'c');
 INSERT INTO login VALUES (1, 'a'), (2, 'zz'), (3, NULL), (4, 'b'), (5, 'c');
 ";
 
+/// [`NULL_KEYS`] with the parent key unique (NULLs are not equal, so two NULL keys are allowed).
+fn unique_null_keys() -> String {
+    NULL_KEYS
+        .replace("CREATE INDEX account_code", "CREATE UNIQUE INDEX account_code")
+        .replace(", (4, 'c');", ", (4, NULL);")
+}
+
 #[test]
 fn sqlite_a_null_parent_key_hides_no_orphan() {
-    let dir = tempfile::tempdir().unwrap();
-    check_a_null_parent_key_hides_nothing(&sqlite_database(dir.path(), NULL_KEYS));
+    for schema in [NULL_KEYS.to_owned(), unique_null_keys()] {
+        let dir = tempfile::tempdir().unwrap();
+        check_a_null_parent_key_hides_nothing(&sqlite_database(dir.path(), &schema));
+    }
 }
 
 #[test]
 fn postgres_a_null_parent_key_hides_no_orphan() {
-    let Some(url) = postgres_database(NULL_KEYS) else { return };
-    check_a_null_parent_key_hides_nothing(&url);
+    for schema in [NULL_KEYS.to_owned(), unique_null_keys()] {
+        let Some(url) = postgres_database(&schema) else { return };
+        check_a_null_parent_key_hides_nothing(&url);
+    }
 }
 
 #[test]

@@ -326,7 +326,7 @@ fn postgres_a_parent_appearing_mid_run_keeps_its_orphans_without_children() {
     }
 }
 
-/// kill -9 once the first batch has committed (its checkpoint row is the signal); the
+/// kill -9 once the second batch has committed (its checkpoint row is the signal); the
 /// checkpoint then sits at a key past which orphans remain. An orphan planted below the
 /// checkpoint afterwards is not seen by the rerun, which continues after it (the done range is
 /// not scanned again) and finishes everything else; the run after that, with no checkpoint
@@ -345,6 +345,9 @@ fn check_kill_and_rerun(url: &str, data: &Data) {
     // The tool's tables exist from here on.
     run.expect("clean-up started");
     wait_until("the first batch committed its checkpoint", || !texts(url, checkpoint).is_empty());
+    // A second batch, so that the killed run's rows add up more than one batch's.
+    let first = texts(url, checkpoint);
+    wait_until("the second batch committed its checkpoint", || texts(url, checkpoint) != first);
     run.kill();
     let position: u64 = texts(url, checkpoint)[0][0].as_deref().unwrap().parse().unwrap();
     let orphans = data.orphans();
@@ -577,4 +580,59 @@ fn sqlite_batches_grow_unless_their_size_is_given() {
 #[test]
 fn postgres_batches_grow_unless_their_size_is_given() {
     check_batch_sizes(|| postgres_database(&half_orphans("bigint")));
+}
+
+/// A batch that fails halfway (a trigger refuses one orphan's delete, after the chunks of leaves
+/// below earlier orphans committed) leaves what those chunks did in the run's rows: the run's
+/// end records the failure without taking them back.
+#[test]
+fn a_batch_failing_halfway_keeps_its_committed_rows_in_the_run_on_sqlite() {
+    let config = r#"
+[settings]
+adaptive = false
+
+[models.parent]
+table = "parent"
+children = [{ model = "child", column = "parent_id" }]
+
+[models.child]
+table = "child"
+chunk_size = 3
+children = [{ model = "leaf", column = "child_id" }]
+
+[models.leaf]
+table = "leaf"
+strategy = "bulk"
+chunk_size = 2
+"#;
+    let mut schema = "CREATE TABLE parent (id INTEGER PRIMARY KEY);
+        CREATE TABLE child (id INTEGER PRIMARY KEY, parent_id INTEGER);
+        CREATE INDEX child_parent_id ON child (parent_id);
+        CREATE TABLE leaf (id INTEGER PRIMARY KEY, child_id INTEGER);
+        CREATE INDEX leaf_child_id ON leaf (child_id);
+        CREATE TRIGGER refuse_child_7 BEFORE DELETE ON child WHEN OLD.id = 7 BEGIN SELECT RAISE(ABORT, 'child 7 stays'); END;
+        INSERT INTO parent VALUES (1);\n"
+        .to_owned();
+    for child in 1..=10 {
+        schema += &format!("INSERT INTO child VALUES ({child}, 99);\n");
+        for leaf in 0..5 {
+            schema += &format!("INSERT INTO leaf VALUES ({}, {child});\n", child * 10 + leaf);
+        }
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let url = sqlite_database(dir.path(), &schema);
+    let project = project(&[("cascades/cascade.toml", config)]);
+    let output = cascade(project.path())
+        .args(["orphans", "--delete", "--confirm", "--sleep-ms", "0", "--batch-size", "50", "--database-url", &url])
+        .output()
+        .unwrap();
+    assert!(!output.status.success(), "the trigger stops the run");
+    let run = texts(&url, "SELECT outcome, rows FROM cascade_run");
+    assert_eq!(run[0][0].as_deref(), Some("failed"));
+    let recorded: Value = serde_json::from_str(run[0][1].as_deref().unwrap()).unwrap();
+    let deleted = |model: &str| recorded["deleted"][model].as_u64().unwrap_or(0);
+    let leaves_gone = 50 - count(&url, "SELECT COUNT(*) FROM leaf");
+    assert!(leaves_gone > 0, "leaves went before the refusal");
+    assert_eq!(deleted("leaf"), leaves_gone, "{recorded}");
+    assert_eq!(deleted("child"), 10 - count(&url, "SELECT COUNT(*) FROM child"), "{recorded}");
 }

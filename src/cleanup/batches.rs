@@ -14,6 +14,7 @@ use indexmap::IndexMap;
 use serde::Serialize;
 use tracing::info;
 
+use crate::config::OnDelete;
 use crate::db::DbError;
 use crate::db::sql::{KeyType, Param, SqlBuilder, Statement};
 use crate::db::tables::{self, Alone, LiveRun};
@@ -317,7 +318,17 @@ impl<'a> BatchRun<'a> {
             rows_before: self.rows(),
             ..DeleteOptions::default()
         };
-        let finished = self.engine.run_to_end(plan, keys, options, |_| {}).await?;
+        // What the chunks committed so far did, kept for a batch that fails halfway: they have
+        // recorded it in the run's row, which the run's end must not take back.
+        let mut committed = RunRows::default();
+        let finished = match self.engine.run_to_end(plan, keys, options, |summary| committed = summary.run_rows()).await
+        {
+            Ok(finished) => finished,
+            Err(error) => {
+                self.add_rows(&committed);
+                return Err(error.into());
+            }
+        };
         self.add(&finished.summary);
         let longest = Duration::from_secs_f64(finished.summary.max_chunk_ms / 1e3).max(self.batch_longest);
         self.adapt(name, keys.len(), longest);
@@ -363,7 +374,8 @@ impl<'a> BatchRun<'a> {
             tables::save_checkpoint(&mut transaction, name, last).await?;
         }
         if rows > 0 {
-            let done = self.rows().plus(&IndexMap::new(), &IndexMap::from([(model.to_owned(), rows)]));
+            let mut done = self.rows();
+            *done.of(OnDelete::Nullify, model) += rows;
             tables::record_run_rows(&mut transaction, self.summary.run, &done.json()).await?;
         }
         transaction.commit().await?;
@@ -397,14 +409,15 @@ impl<'a> BatchRun<'a> {
         RunRows::default().plus(&self.summary.deleted, &self.summary.nullified)
     }
 
+    /// Rows deleted and nullified, per model, to the run's.
+    fn add_rows(&mut self, rows: &RunRows) {
+        let sum = self.rows().plus(&rows.deleted, &rows.nullified);
+        (self.summary.deleted, self.summary.nullified) = (sum.deleted, sum.nullified);
+    }
+
     fn add(&mut self, summary: &Summary) {
         let took = self.batch_started.elapsed();
-        for (model, rows) in &summary.deleted {
-            *self.summary.deleted.entry(model.clone()).or_default() += rows;
-        }
-        for (model, rows) in &summary.nullified {
-            *self.summary.nullified.entry(model.clone()).or_default() += rows;
-        }
+        self.add_rows(&summary.run_rows());
         self.summary.outbox_rows += summary.outbox_rows;
         self.summary.skipped.extend(summary.skipped.iter().cloned());
         self.summary.batches += 1;

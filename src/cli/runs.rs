@@ -4,6 +4,7 @@ use std::process::ExitCode;
 
 use cascade::config;
 use cascade::db::{Access, tables};
+use cascade::engine::RunRows;
 
 use super::Cli;
 use super::delete::SummaryFormat;
@@ -38,7 +39,8 @@ pub fn run(cli: &Cli, args: &Args) -> anyhow::Result<ExitCode> {
         println!("no deletions have run");
     }
     for run in &runs {
-        let rows = run.rows.as_deref().map(rows_done).unwrap_or_default();
+        let rows = run.rows.as_deref().and_then(RunRows::from_json).map(|rows| rows.to_string()).unwrap_or_default();
+        let rows = if rows.is_empty() { rows } else { format!("  {rows}") };
         let resumes = run.resumes.map(|id| format!("  resumes run {id}")).unwrap_or_default();
         let error = run.error.as_deref().map(|error| format!("  error: {error}")).unwrap_or_default();
         println!(
@@ -47,22 +49,4 @@ pub fn run(cli: &Cli, args: &Args) -> anyhow::Result<ExitCode> {
         );
     }
     Ok(ExitCode::SUCCESS)
-}
-
-/// `  deleted a 3, b 5; nullified c 2` from a run's recorded rows (nothing when it did nothing).
-fn rows_done(rows: &str) -> String {
-    let Ok(rows) = serde_json::from_str::<serde_json::Value>(rows) else { return String::new() };
-    let parts: Vec<String> = ["deleted", "nullified"]
-        .into_iter()
-        .filter_map(|kind| {
-            let models = rows[kind].as_object()?;
-            let counts: Vec<String> = models
-                .iter()
-                .filter(|(_, count)| count.as_u64() != Some(0))
-                .map(|(model, count)| format!("{model} {count}"))
-                .collect();
-            (!counts.is_empty()).then(|| format!("{kind} {}", counts.join(", ")))
-        })
-        .collect();
-    if parts.is_empty() { String::new() } else { format!("  {}", parts.join("; ")) }
 }

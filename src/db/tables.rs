@@ -298,7 +298,8 @@ pub struct RunRecord {
     /// died: a `running` run whose process is gone from this host, or whose heartbeat is older
     /// than the run lease).
     pub outcome: String,
-    /// Rows per model, as JSON, once finished.
+    /// Rows per model, as JSON: `{"deleted": {...}, "nullified": {...}}` as of the run's last
+    /// commit (a `partitions prune` run: `{MODEL: ROWS}` once its partition is dropped).
     pub rows: Option<String>,
     /// The error a failed run stopped on.
     pub error: Option<String>,

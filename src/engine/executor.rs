@@ -94,12 +94,16 @@ impl Default for DeleteOptions {
     }
 }
 
-/// Rows a run deleted and nullified, per model: what `cascade_run.rows` records.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+/// Rows a run deleted and nullified, per model: what `cascade_run.rows` records, as
+/// `{"deleted": {MODEL: ROWS}, "nullified": {MODEL: ROWS}}`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct RunRows {
     /// Rows deleted per model.
+    #[serde(default)]
     pub deleted: IndexMap<String, u64>,
     /// Rows whose relation column was set to NULL, per model.
+    #[serde(default)]
     pub nullified: IndexMap<String, u64>,
 }
 
@@ -115,9 +119,37 @@ impl RunRows {
         sum
     }
 
-    /// `{"deleted": {MODEL: ROWS}, "nullified": {MODEL: ROWS}}`.
+    /// The counts of `model`'s rows of the step `action`: deleted, or nullified.
+    pub fn of(&mut self, action: OnDelete, model: &str) -> &mut u64 {
+        let counts = if action == OnDelete::Delete { &mut self.deleted } else { &mut self.nullified };
+        counts.entry(model.to_owned()).or_default()
+    }
+
+    /// As `cascade_run.rows` holds them.
     pub fn json(&self) -> String {
-        serde_json::json!({ "deleted": self.deleted, "nullified": self.nullified }).to_string()
+        serde_json::to_string(self).expect("counts serialize")
+    }
+
+    /// `cascade_run.rows` read back; `None` for another shape (a `partitions prune` run records
+    /// the rows it dropped per model, `{MODEL: ROWS}`).
+    pub fn from_json(text: &str) -> Option<Self> {
+        serde_json::from_str(text).ok()
+    }
+}
+
+/// `deleted a 3, b 5; nullified c 2`, leaving out zeros; empty when nothing was done.
+impl std::fmt::Display for RunRows {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let mut separator = "";
+        for (kind, counts) in [("deleted", &self.deleted), ("nullified", &self.nullified)] {
+            let done: Vec<String> =
+                counts.iter().filter(|(_, rows)| **rows > 0).map(|(model, rows)| format!("{model} {rows}")).collect();
+            if !done.is_empty() {
+                write!(formatter, "{separator}{kind} {}", done.join(", "))?;
+                separator = "; ";
+            }
+        }
+        Ok(())
     }
 }
 
@@ -194,6 +226,11 @@ impl Summary {
     /// Rows deleted and nullified so far.
     pub fn rows(&self) -> u64 {
         self.deleted.values().chain(self.nullified.values()).sum()
+    }
+
+    /// Rows deleted and nullified so far, per model.
+    pub fn run_rows(&self) -> RunRows {
+        RunRows::default().plus(&self.deleted, &self.nullified)
     }
 }
 
@@ -675,7 +712,7 @@ impl<'a> Deletion<'a> {
         }
         self.summary.elapsed_ms = self.started.elapsed().as_secs_f64() * 1e3;
         self.summary.p99_chunk_ms = nearest_rank(&self.summary.chunk_ms, 0.99);
-        let rows = RunRows::default().plus(&self.summary.deleted, &self.summary.nullified).json();
+        let rows = self.summary.run_rows().json();
         if outcome == RunOutcome::Succeeded && !self.statuses_before.is_empty() {
             tables::forget_statuses(self.database, &self.root.table, &self.root_keys).await?;
         }
@@ -845,8 +882,7 @@ impl<'a> Deletion<'a> {
         if steps.iter().any(|(_, rows)| *rows > 0) {
             let mut rows = self.options.rows_before.plus(&self.summary.deleted, &self.summary.nullified);
             for (node, count) in steps {
-                let into = if node.action == OnDelete::Delete { &mut rows.deleted } else { &mut rows.nullified };
-                *into.entry(node.model.clone()).or_default() += count;
+                *rows.of(node.action, &node.model) += count;
             }
             tables::record_run_rows(&mut transaction, self.run_id, &rows.json()).await?;
         }

@@ -179,7 +179,7 @@ fn is_false(value: &bool) -> bool {
 impl Table {
     /// Whether `column` alone is unique: the primary key, or a unique index that enforces it on
     /// the whole table.
-    pub fn unique_column(&self, column: &str) -> bool {
+    pub fn column_is_unique(&self, column: &str) -> bool {
         let only = |columns: &[String]| matches!(columns, [only] if only.eq_ignore_ascii_case(column));
         only(&self.primary_key) || self.indexes.iter().any(|index| index.enforces_uniqueness() && only(&index.columns))
     }
@@ -349,7 +349,7 @@ impl Schema {
     /// Whether `column` alone is unique in `table`: its primary key, or a unique index that
     /// enforces it on the whole table.
     pub fn unique_column(&self, table: &str, column: &str) -> bool {
-        self.table(table).is_some_and(|table| table.unique_column(column))
+        self.table(table).is_some_and(|table| table.column_is_unique(column))
     }
 
     /// The table a foreign key points at.
