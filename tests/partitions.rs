@@ -209,7 +209,16 @@ fn prune_drops_exactly_the_partitions_wholly_older_and_archives_every_row() {
         assert_eq!(run[0].as_deref(), Some(format!("[\"public.{name}\"]").as_str()));
         assert_eq!(run[1].as_deref(), Some("succeeded"));
     }
-    assert_eq!(runs[0][2].as_deref(), Some(r#"{"page_view":31}"#));
+    // Each run's rows: the partition's, and the references it set to NULL, which add up to every
+    // click and share nullified.
+    let recorded: Vec<serde_json::Value> =
+        runs.iter().map(|run| serde_json::from_str(run[2].as_deref().unwrap()).unwrap()).collect();
+    assert_eq!(recorded[0]["deleted"], serde_json::json!({"page_view": 31}));
+    let dropped: u64 = recorded.iter().map(|rows| rows["deleted"]["page_view"].as_u64().unwrap()).sum();
+    assert_eq!(dropped, 243);
+    let nullified =
+        |column: &str| -> u64 { recorded.iter().map(|rows| rows["nullified"][column].as_u64().unwrap_or(0)).sum() };
+    assert_eq!((nullified("public.click.page_view_id"), nullified("public.share.page_view_id")), (24, 2));
 
     let again = json_output(cascade(config.path()).args(args(&url, &["prune", "--confirm", "--format", "json"])));
     assert_eq!(again["dropped"], serde_json::json!([]), "a second prune has nothing to drop");
@@ -250,7 +259,7 @@ fn a_prune_killed_between_detach_and_drop_is_finished_by_the_next() {
         count(
             &url,
             "SELECT COUNT(*) FROM cascade_run WHERE root_ids LIKE '%page_view_2025_07%' AND outcome = 'succeeded' \
-             AND rows = '{\"page_view\":31}'"
+             AND rows = '{\"deleted\":{\"page_view\":31},\"nullified\":{}}'"
         ),
         1
     );

@@ -299,7 +299,7 @@ pub struct RunRecord {
     /// than the run lease).
     pub outcome: String,
     /// Rows per model, as JSON: `{"deleted": {...}, "nullified": {...}}` as of the run's last
-    /// commit (a `partitions prune` run: `{MODEL: ROWS}` once its partition is dropped).
+    /// commit.
     pub rows: Option<String>,
     /// The error a failed run stopped on.
     pub error: Option<String>,

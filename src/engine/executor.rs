@@ -130,8 +130,8 @@ impl RunRows {
         serde_json::to_string(self).expect("counts serialize")
     }
 
-    /// `cascade_run.rows` read back; `None` for another shape (a `partitions prune` run records
-    /// the rows it dropped per model, `{MODEL: ROWS}`).
+    /// `cascade_run.rows` read back; `None` for another shape (a `partitions prune` run of an
+    /// earlier version recorded `{MODEL: ROWS}`).
     pub fn from_json(text: &str) -> Option<Self> {
         serde_json::from_str(text).ok()
     }

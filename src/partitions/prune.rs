@@ -15,7 +15,7 @@ use tracing::info;
 use super::{PartitionError, Policy, older_than, quoted};
 use crate::config::{Config, OnDelete};
 use crate::db::{Database, tables};
-use crate::engine::Archive;
+use crate::engine::{Archive, RunRows};
 use crate::schema::partitions::{partitions, server_version};
 use crate::schema::{ForeignKey, Partition, Schema, Table};
 
@@ -179,9 +179,9 @@ pub async fn prune(
         info!(model = %policy.model.name.value, partition = %target.name, "finishing a partition detached earlier");
         let run = start_run(database, policy, &target, options).await?;
         let heartbeat = tables::keep_run_alive(database.clone(), run, options.run_lease);
-        let done = archive_and_drop(database, policy, &target, run, Detach::Earlier).await;
+        let done = archive_and_drop(database, policy, &target, run, Detach::Earlier, RunRows::default()).await;
         heartbeat.abort();
-        dropped.push(failed_run_on_error(database, run, done).await?);
+        dropped.push(failed_run_on_error(database, run, &RunRows::default(), done).await?);
     }
     let version = server_version(database).await?;
     let listed = partitions(database, policy.table, version).await?;
@@ -193,33 +193,35 @@ pub async fn prune(
         let target = Target { name, quoted: partition.quoted(), checkpoint, archive: options.archive.clone() };
         let run = start_run(database, policy, &target, options).await?;
         let heartbeat = tables::keep_run_alive(database.clone(), run, options.run_lease);
+        // What the run committed so far, as its row records it: the references set to NULL.
+        let mut rows = RunRows::default();
         let done = async {
-            let nullified = clean_references(database, config, schema, policy, partition).await?;
+            clean_references(database, config, schema, policy, partition, run, &mut rows).await?;
             remember_detaching(database, &target).await?;
             let detach = detach(database, policy, partition, version, has_default).await?;
             info!(model = %policy.model.name.value, partition = %target.name, ?detach, "partition detached");
             if let Some(file) = &options.pause_after_detach {
                 wait_for(file).await;
             }
-            let mut done = archive_and_drop(database, policy, &target, run, detach).await?;
-            done.nullified = nullified;
-            Ok(done)
+            archive_and_drop(database, policy, &target, run, detach, rows.clone()).await
         };
         let done = done.await;
         heartbeat.abort();
-        dropped.push(failed_run_on_error(database, run, done).await?);
+        dropped.push(failed_run_on_error(database, run, &rows, done).await?);
     }
     Ok(dropped)
 }
 
-/// `result`, with the run recorded as failed (and why) when it is an error.
+/// `result`, with the run recorded as failed (and why, with the `rows` it committed) when it is
+/// an error.
 async fn failed_run_on_error(
     database: &Database,
     run: i64,
+    rows: &RunRows,
     result: Result<Dropped, PartitionError>,
 ) -> Result<Dropped, PartitionError> {
     if let Err(error) = &result {
-        tables::finish_run(database, run, "{}", "failed", Some(&error.to_string())).await?;
+        tables::finish_run(database, run, &rows.json(), "failed", Some(&error.to_string())).await?;
     }
     result
 }
@@ -279,6 +281,7 @@ async fn archive_and_drop(
     target: &Target,
     run: i64,
     detach: Detach,
+    mut done: RunRows,
 ) -> Result<Dropped, PartitionError> {
     let model = &policy.model.name.value;
     let (rows, archive) = match &target.archive {
@@ -296,8 +299,8 @@ async fn archive_and_drop(
     let mut sql = database.sql();
     sql.push("DROP TABLE ").push(&target.quoted);
     transaction.execute(&sql.finish()).await?;
-    let counts = serde_json::json!({ model.as_str(): rows }).to_string();
-    tables::finish_run_in(&mut transaction, run, &counts, "succeeded", None).await?;
+    done.deleted.insert(model.clone(), rows);
+    tables::finish_run_in(&mut transaction, run, &done.json(), "succeeded", None).await?;
     tables::clear_checkpoint_in(&mut transaction, &target.checkpoint).await?;
     transaction.commit().await?;
     info!(model = %model, partition = %target.name, rows, run, "partition dropped");
@@ -306,7 +309,7 @@ async fn archive_and_drop(
         partition: target.name.clone(),
         rows,
         detach,
-        nullified: IndexMap::new(),
+        nullified: done.nullified,
         archive,
         run,
     })
@@ -360,8 +363,9 @@ async fn clean_references(
     schema: &Schema,
     policy: &Policy<'_>,
     partition: &Partition,
-) -> Result<IndexMap<String, u64>, PartitionError> {
-    let mut nullified = IndexMap::new();
+    run: i64,
+    rows: &mut RunRows,
+) -> Result<(), PartitionError> {
     for (child, fk) in references_into(config, schema, policy) {
         let fk = &fk;
         let referenced = if fk.referenced_columns.is_empty() {
@@ -371,7 +375,7 @@ async fn clean_references(
         };
         match nullify_relation(config, schema, policy, child, fk) {
             Some((column, chunk)) => {
-                let mut total = 0;
+                let nullified = format!("{}.{column}", child.qualified_name());
                 loop {
                     let mut sql = database.sql();
                     let selector = database.backend().row_selector(child.partitioned);
@@ -380,13 +384,19 @@ async fn clean_references(
                     sql.push(&quoted(child)).push(" c WHERE ");
                     references(&mut sql, partition, fk, &referenced);
                     sql.push(&format!(" LIMIT {chunk}")).push(selector.close);
-                    let changed = database.execute_alone(&sql.finish()).await?;
-                    total += changed;
+                    let mut transaction = database.begin_write().await?;
+                    let changed = transaction.execute(&sql.finish()).await?;
+                    let mut after = rows.clone();
+                    *after.nullified.entry(nullified.clone()).or_default() += changed;
+                    if changed > 0 {
+                        tables::record_run_rows(&mut transaction, run, &after.json()).await?;
+                    }
+                    transaction.commit().await?;
+                    *rows = after;
                     if changed == 0 {
                         break;
                     }
                 }
-                nullified.insert(format!("{}.{column}", child.qualified_name()), total);
             }
             None => {
                 let mut sql = database.sql();
@@ -405,7 +415,7 @@ async fn clean_references(
             }
         }
     }
-    Ok(nullified)
+    Ok(())
 }
 
 /// Every way rows of another table reference the model's table: its foreign keys, and the
