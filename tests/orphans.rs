@@ -590,3 +590,42 @@ fn postgres_two_nullified_columns_count_twice() {
     let Some(url) = postgres_database(TWO_NULLIFIED) else { return };
     check_two_nullified_columns_count_twice(&url);
 }
+
+/// The dry run says, exit code 1, when `--confirm` would refuse the clean-up before deleting
+/// anything (a table the config does not declare references the orphans), as `delete`'s dry run
+/// does; with no orphans to delete there is nothing to refuse.
+#[test]
+fn the_dry_run_says_when_confirm_would_be_refused() {
+    let config = r#"
+[models.parent]
+table = "parent"
+children = [{ model = "child", column = "parent_id" }]
+
+[models.child]
+table = "child"
+strategy = "bulk"
+"#;
+    let schema = "
+CREATE TABLE parent (id integer PRIMARY KEY);
+CREATE TABLE child (id integer PRIMARY KEY, parent_id integer);
+CREATE TABLE label (id integer PRIMARY KEY, child_id integer REFERENCES child (id));
+INSERT INTO parent VALUES (1);
+INSERT INTO child VALUES (1, 9), (2, 1);
+INSERT INTO label VALUES (1, 1);
+";
+    let dir = tempfile::tempdir().unwrap();
+    let url = sqlite_database(dir.path(), schema);
+    let project = project(&[("cascades/cascade.toml", config)]);
+    let dry = cascade(project.path()).args(["orphans", "--delete", "--database-url", &url]).output().unwrap();
+    let stderr = String::from_utf8_lossy(&dry.stderr);
+    assert_eq!(dry.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("unregistered-reference") && stderr.contains("would be refused"), "{stderr}");
+    assert!(String::from_utf8_lossy(&dry.stdout).contains("child"), "the dry run is printed first");
+    let confirmed =
+        cascade(project.path()).args(["orphans", "--delete", "--confirm", "--database-url", &url]).output().unwrap();
+    assert_eq!(confirmed.status.code(), Some(1));
+    assert_eq!(count(&url, "SELECT COUNT(*) FROM child"), 2, "nothing deleted");
+    texts(&url, "UPDATE child SET parent_id = 1");
+    let clean = cascade(project.path()).args(["orphans", "--delete", "--database-url", &url]).output().unwrap();
+    assert_eq!(clean.status.code(), Some(0), "{}", String::from_utf8_lossy(&clean.stderr));
+}

@@ -636,3 +636,61 @@ chunk_size = 2
     assert_eq!(deleted("leaf"), leaves_gone, "{recorded}");
     assert_eq!(deleted("child"), 10 - count(&url, "SELECT COUNT(*) FROM child"), "{recorded}");
 }
+
+/// A row dangling by a delete relation and by a nullify relation is deleted and archived as it
+/// was, whatever order the config declares them in: every delete relation is cleaned before any
+/// nullify relation, so the clean-up never sets a column to NULL on a row it then deletes.
+fn check_deletes_come_before_nullifies(url: &str) {
+    // The nullify relation first.
+    let config = r#"
+[models.parent]
+table = "parent"
+children = [
+  { model = "child", column = "owner_id", on_delete = "nullify" },
+  { model = "child", column = "parent_id" },
+]
+
+[models.child]
+table = "child"
+strategy = "bulk"
+"#;
+    let dir = project(&[("cascades/cascade.toml", config)]);
+    let archive = dir.path().join("archive");
+    let summary = json_output(cascade(dir.path()).args(confirm_args(url, archive.to_str().unwrap(), &[])));
+    // Child 1 dangles by both, child 2 by its owner only, child 3 by its parent only.
+    assert_eq!(
+        (&summary["deleted"], &summary["nullified"]),
+        (&json!({"child": 2}), &json!({"child": 1})),
+        "{summary:#}"
+    );
+    let rows =
+        texts(url, "SELECT CAST(id AS TEXT), CAST(parent_id AS TEXT), CAST(owner_id AS TEXT) FROM child ORDER BY id");
+    let some = |value: &str| Some(value.to_owned());
+    assert_eq!(rows, [vec![some("2"), some("1"), None], vec![some("4"), some("1"), some("1")]]);
+    let archived: Vec<(u64, Option<u64>)> = common::archive_lines(&archive, &[])["child"]
+        .iter()
+        .map(|line| (line["row"]["id"].as_u64().unwrap(), line["row"]["owner_id"].as_u64()))
+        .collect::<BTreeSet<_>>()
+        .into_iter()
+        .collect();
+    assert_eq!(archived, [(1, Some(9)), (3, Some(1))], "archived as they were");
+}
+
+const DANGLING_TWICE: &str = "
+CREATE TABLE parent (id integer PRIMARY KEY);
+CREATE TABLE child (id integer PRIMARY KEY, parent_id integer, owner_id integer);
+INSERT INTO parent VALUES (1);
+INSERT INTO child VALUES (1, 9, 9), (2, 1, 9), (3, 9, 1), (4, 1, 1);
+";
+
+#[test]
+fn sqlite_deletes_come_before_nullifies() {
+    let dir = tempfile::tempdir().unwrap();
+    check_deletes_come_before_nullifies(&sqlite_database(dir.path(), DANGLING_TWICE));
+}
+
+#[test]
+fn postgres_deletes_come_before_nullifies() {
+    let Some(url) = postgres_database(DANGLING_TWICE) else { return };
+    check_deletes_come_before_nullifies(&url);
+}

@@ -746,6 +746,18 @@ pub async fn preview_delete(
     Ok(preview)
 }
 
+/// What `--confirm` would refuse before deleting anything (see [`Engine::refuse_undeletable`]),
+/// for the models of `preview` with orphans to delete: the dry run says so as `delete`'s does.
+pub async fn refusal(engine: &Engine, preview: &DeletePreview) -> Result<(), engine::DeleteError> {
+    for root in preview.roots.iter().filter(|root| root.action == OnDelete::Delete && root.orphans > 0) {
+        // A model whose plan does not compile is left alone, with the reason, not refused.
+        if let Ok(plan) = planner::compile(engine.config(), &root.model) {
+            engine.refuse_undeletable(&plan).await?;
+        }
+    }
+    Ok(())
+}
+
 /// Why orphans are left alone that the config says how to clean, in the dry run and the real one.
 fn cannot_clean(reason: impl std::fmt::Display) -> String {
     format!("its orphans cannot be cleaned up: {reason}")
@@ -812,6 +824,7 @@ pub async fn delete(
             _ => uncleaned.push((vec![candidate], UNDECLARED.to_owned())),
         }
     }
+    deletes_first(&mut groups);
     let targets: Vec<String> = groups
         .iter()
         .flat_map(|((model, _), relations)| relations.iter().map(move |r| format!("{model}.{}", r.column)))
@@ -1153,7 +1166,15 @@ fn groups(report: &OrphanReport) -> (IndexMap<(&str, OnDelete), Vec<&RelationOrp
             _ => left_alone.push(LeftAlone::of(relation, UNDECLARED)),
         }
     }
+    deletes_first(&mut groups);
     (groups, left_alone)
+}
+
+/// Puts the groups that delete before those that nullify (each kind in report order): a row
+/// dangling by a delete relation and by a nullify relation is then deleted, and archived, as it
+/// was, rather than first having its column set to NULL by the clean-up itself.
+fn deletes_first<R>(groups: &mut IndexMap<(&str, OnDelete), Vec<R>>) {
+    groups.sort_by_key(|(_, action), _| *action == OnDelete::Nullify);
 }
 
 /// The parent's table as the config writes it (the plan resolves it the same way), for a

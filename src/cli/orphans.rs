@@ -90,7 +90,7 @@ pub fn run(cli: &Cli, args: &Args) -> anyhow::Result<ExitCode> {
         let database = super::connect(&url, &loaded.config, Access::ReadOnly).await?;
         let result = report(&database, &loaded, &options, args.delete).await;
         database.close().await;
-        let Some((report, preview)) = result? else { return Ok(ExitCode::from(1)) };
+        let Some((report, preview, refused)) = result? else { return Ok(ExitCode::from(1)) };
         match args.format {
             SummaryFormat::Json => {
                 let mut json = serde_json::to_value(&report)?;
@@ -101,10 +101,21 @@ pub fn run(cli: &Cli, args: &Args) -> anyhow::Result<ExitCode> {
             }
             SummaryFormat::Human => print!("{}", human(&report, preview.as_ref(), args.sample)),
         }
+        // What --confirm would refuse before deleting anything, the dry run says too.
+        if let Some(refused) = refused {
+            if let DeleteError::UnregisteredReferences(diagnostics) = &refused {
+                super::refuse_diagnostics(&loaded.sources, diagnostics);
+            }
+            eprintln!("error: with --confirm this clean-up would be refused: {refused}");
+            return Ok(ExitCode::from(1));
+        }
         // A report: orphans found are not a failure.
         Ok(ExitCode::SUCCESS)
     })
 }
+
+/// The report; with `--delete` its dry run, and what `--confirm` would refuse.
+type Reported = (OrphanReport, Option<DeletePreview>, Option<DeleteError>);
 
 /// The report, and with `--delete` the dry run of deleting. `--delete` checks the config
 /// against the live schema first, as `delete` does (`None`: errors printed); the report alone
@@ -114,16 +125,17 @@ async fn report(
     loaded: &Loaded,
     options: &OrphanOptions,
     delete: bool,
-) -> anyhow::Result<Option<(OrphanReport, Option<DeletePreview>)>> {
+) -> anyhow::Result<Option<Reported>> {
     if delete {
         let Some(engine) = super::prepare(database.clone(), loaded).await? else { return Ok(None) };
         let report = cleanup::report(database, engine.config(), engine.schema(), options).await?;
         let preview = cleanup::preview_delete(database, engine.config(), engine.schema(), &report).await?;
-        return Ok(Some((report, Some(preview))));
+        let refused = cleanup::orphans::refusal(&engine, &preview).await.err();
+        return Ok(Some((report, Some(preview), refused)));
     }
     let schema = cascade::schema::introspect(database).await?;
     let report = cleanup::report(database, &loaded.config, &schema, options).await?;
-    Ok(Some((report, None)))
+    Ok(Some((report, None, None)))
 }
 
 /// `orphans --delete --confirm`: the orphans deleted batch after batch, and what was done.

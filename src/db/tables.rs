@@ -292,14 +292,16 @@ pub struct RunRecord {
     pub command: String,
     /// The root model.
     pub root_model: String,
-    /// The root ids, as a JSON array.
+    /// The root ids, as a JSON array (written out as one).
+    #[serde(serialize_with = "as_json")]
     pub root_ids: String,
     /// `running`, `succeeded`, `failed`, `skipped` or `interrupted` (stopped, or its process
     /// died: a `running` run whose process is gone from this host, or whose heartbeat is older
     /// than the run lease).
     pub outcome: String,
     /// Rows per model, as JSON: `{"deleted": {...}, "nullified": {...}}` as of the run's last
-    /// commit.
+    /// commit (written out as that object).
+    #[serde(serialize_with = "as_json")]
     pub rows: Option<String>,
     /// The error a failed run stopped on.
     pub error: Option<String>,
@@ -378,6 +380,32 @@ pub async fn finish_run_in(
     sql.push(" WHERE id = ").bind(Param::integer(id));
     transaction.execute(&sql.finish()).await?;
     Ok(())
+}
+
+/// A column that holds JSON text written out as the JSON it holds (as a string if it is not).
+fn as_json<S: serde::Serializer, T: AsJsonText>(text: &T, serializer: S) -> Result<S::Ok, S::Error> {
+    match text.json_text().map(|text| serde_json::from_str::<serde_json::Value>(text).map_err(|_| text)) {
+        None => serializer.serialize_none(),
+        Some(Ok(value)) => serde::Serialize::serialize(&value, serializer),
+        Some(Err(text)) => serializer.serialize_str(text),
+    }
+}
+
+/// A column of JSON text, or none.
+trait AsJsonText {
+    fn json_text(&self) -> Option<&str>;
+}
+
+impl AsJsonText for String {
+    fn json_text(&self) -> Option<&str> {
+        Some(self)
+    }
+}
+
+impl AsJsonText for Option<String> {
+    fn json_text(&self) -> Option<&str> {
+        self.as_deref()
+    }
 }
 
 /// Records `rows` (JSON, as [`finish_run`] takes them) as what the run `id` did so far, in the
