@@ -524,6 +524,14 @@ fn max_batches_stops_and_the_next_run_continues() {
     let rest = json_output(cascade(config.path()).args(confirm_args(&url, archive, &[])));
     assert_eq!(rest["deleted"]["child"], json!(data.orphans().len() as u64 - 100), "{rest:#}");
     assert_eq!(children_after(&url), data.surviving_children());
+    // A batch shorter than asked for is the scan's last: a run it ends is done, not stopped
+    // (one relation: a run of several would still have to look at the others).
+    texts(&url, "INSERT INTO child VALUES (100000, 999999, NULL)");
+    let one_batch = ["--max-batches", "1", "--relation", "child.parent_id"];
+    let last = json_output(cascade(config.path()).args(confirm_args(&url, archive, &one_batch)));
+    assert_eq!((&last["deleted"]["child"], &last["outcome"]), (&json!(1), &json!("succeeded")), "{last:#}");
+    assert_eq!(last["stopped_early"], Value::Null);
+    assert_eq!(count(&url, "SELECT COUNT(*) FROM cascade_checkpoint"), 0);
 }
 
 /// Parents 1 to 10; children 1 to 6,000, child `c` of parent `c % 20 + 1`: the 3,000 of parents

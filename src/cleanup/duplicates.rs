@@ -303,13 +303,9 @@ pub async fn remove(
         }
         let mut after = run.resume_from(&name).await?;
         while run.may_start_batch() {
-            let statement = queries.removable(
-                engine.database().sql(),
-                &key_type,
-                may_go.as_ref(),
-                after.as_deref(),
-                run.batch_size(&name),
-            );
+            let size = run.batch_size(&name);
+            let statement =
+                queries.removable(engine.database().sql(), &key_type, may_go.as_ref(), after.as_deref(), size);
             let pairs: Vec<(String, String)> = engine
                 .database()
                 .fetch_texts(&statement)
@@ -332,6 +328,12 @@ pub async fn remove(
             let keys: Vec<String> = pairs.into_iter().map(|(duplicate, _)| duplicate).collect();
             let next = run.delete_batch(&plan, &keys, &name, None).await?;
             after = Some(last);
+            // A batch shorter than asked for was the scan's last: done, without another read
+            // (nor, with `--max-batches`, a run that stops as if some were left).
+            if (keys.len() as u64) < size && next == batches::Next::Continue {
+                run.finished_scan(&name).await?;
+                break;
+            }
             if next == batches::Next::Stop {
                 break;
             }

@@ -1009,6 +1009,12 @@ impl<'a> Group<'a> {
             if next == Next::Stop {
                 return Ok(Next::Stop);
             }
+            // The scan's last batch: done, without another read (nor, with `--max-batches`, a
+            // run that stops as if some were left).
+            if reader.scan_done() {
+                run.finished_scan(&name).await?;
+                return Ok(Next::Continue);
+            }
         }
         Ok(Next::Stop)
     }
@@ -1100,6 +1106,7 @@ impl<'g> OrphanReader<'g> {
         let read_ahead = self.group.engine.database().backend().scan_read_ahead();
         if read_ahead <= size {
             let keys = self.read(Among::Next { after: self.after.as_deref(), limit: size }, false).await?;
+            self.exhausted = (keys.len() as u64) < size;
             self.after = keys.last().cloned().or(self.after.take());
             return Ok((!keys.is_empty()).then_some(Batch { keys, unchecked: false }));
         }
@@ -1117,6 +1124,12 @@ impl<'g> OrphanReader<'g> {
             return Ok(Some(Batch { keys, unchecked: true }));
         }
         Ok(Some(Batch { keys: self.read(Among::These(&keys), false).await?, unchecked: false }))
+    }
+
+    /// Whether every key of the scan has been handed out: its last read found fewer than it asked
+    /// for, and none read ahead are left.
+    fn scan_done(&self) -> bool {
+        self.exhausted && self.ahead.is_empty()
     }
 
     /// Whether the read involves a partitioned table, which a generic plan would not prune.

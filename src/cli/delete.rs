@@ -9,6 +9,7 @@ use indexmap::IndexMap;
 use indicatif::{ProgressBar, ProgressStyle};
 
 use super::Cli;
+use super::table::plural;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum SummaryFormat {
@@ -186,11 +187,11 @@ pub(super) fn render_summary(summary: &Summary, format: SummaryFormat) -> String
     }
     let mut text = rows_by_model(&summary.deleted, &summary.nullified);
     text.push_str(&format!(
-        "{} rows in {} chunks (longest {:.1} ms), {} outbox rows, {:.1} s\n",
-        summary.rows(),
-        summary.chunks,
+        "{} in {} (longest {:.1} ms), {}, {:.1} s\n",
+        plural(summary.rows(), "row", "rows"),
+        plural(summary.chunks, "chunk", "chunks"),
         summary.max_chunk_ms,
-        summary.outbox_rows,
+        plural(summary.outbox_rows, "outbox row", "outbox rows"),
         summary.elapsed_ms / 1e3
     ));
     if !summary.skipped.is_empty() {

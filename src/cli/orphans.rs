@@ -196,12 +196,12 @@ fn human_cleanup(cleaned: &OrphanCleanup) -> String {
 pub(super) fn human_summary(summary: &CleanupSummary) -> String {
     let mut out = super::delete::rows_by_model(&summary.deleted, &summary.nullified);
     out += &format!(
-        "{} rows in {} (slowest {:.1} ms, longest transaction {:.1} ms), {} outbox rows, {:.1} s; run {}\n",
-        summary.rows(),
+        "{} in {} (slowest {:.1} ms, longest transaction {:.1} ms), {}, {:.1} s; run {}\n",
+        plural(summary.rows(), "row", "rows"),
         plural(summary.batches, "batch", "batches"),
         summary.slowest_batch_ms,
         summary.max_transaction_ms,
-        summary.outbox_rows,
+        plural(summary.outbox_rows, "outbox row", "outbox rows"),
         summary.elapsed_ms / 1e3,
         summary.run
     );
