@@ -661,6 +661,10 @@ fn stop_with_sigterm_then_resume(url: &str) {
     assert!(probe.table_rows() != expected.before, "it had deleted something before stopping");
     rerun(config.path(), &delete_args(url, &[]));
     check_outcome(&probe, &expected, None);
+    // The run that finished records the one it resumed, stopped as it was by a signal.
+    let runs = probe.texts("SELECT CAST(id AS TEXT), CAST(resumes AS TEXT) FROM cascade_run ORDER BY id");
+    assert_eq!(runs.len(), 2, "{runs:?}");
+    assert_eq!(runs[1][1], runs[0][0], "{runs:?}");
 }
 
 #[test]

@@ -523,6 +523,7 @@ fn max_batches_stops_and_the_next_run_continues() {
     assert_eq!(first["stopped_early"], "--max-batches 2 reached");
     let rest = json_output(cascade(config.path()).args(confirm_args(&url, archive, &[])));
     assert_eq!(rest["deleted"]["child"], json!(data.orphans().len() as u64 - 100), "{rest:#}");
+    assert_eq!(rest["resumes"], first["run"], "it continues the run --max-batches stopped");
     assert_eq!(children_after(&url), data.surviving_children());
     // A batch shorter than asked for is the scan's last: a run it ends is done, not stopped
     // (one relation: a run of several would still have to look at the others).

@@ -15,7 +15,8 @@ use super::{Database, DbError, Transaction, migrate, runner};
 pub struct StartedRun {
     /// The new run's id.
     pub id: i64,
-    /// The id of the latest earlier run of the same roots whose process died while it ran.
+    /// The id of the latest earlier run of the same roots whose process died while it ran, else
+    /// of the run of the same roots before this one when it was interrupted.
     pub resumes: Option<i64>,
 }
 
@@ -116,7 +117,9 @@ struct EarlierRuns {
 }
 
 /// Marks the runs of `root_model` and `root_ids` still `running` whose process died as
-/// `interrupted`, and returns them and the live ones.
+/// `interrupted`, and returns the live ones and the run a new one resumes: the latest of those,
+/// else the latest run of the same roots when it was interrupted (stopped by a signal or
+/// `--max-batches`).
 async fn end_dead_runs(
     database: &Database,
     transaction: &mut Transaction,
@@ -137,6 +140,14 @@ async fn end_dead_runs(
         if !transaction.fetch_texts(&mark.finish()).await?.is_empty() {
             earlier.resumes = Some(run.id);
         }
+    }
+    if earlier.resumes.is_none() {
+        let mut latest = database.sql();
+        latest.push("SELECT CAST(id AS TEXT) FROM cascade_run WHERE id = (SELECT MAX(id) FROM cascade_run WHERE ");
+        latest.push("root_model = ").bind_text(root_model).push(" AND root_ids = ").bind_text(&ids_json(root_ids));
+        latest.push(") AND outcome = 'interrupted'");
+        let interrupted = transaction.fetch_texts(&latest.finish()).await?;
+        earlier.resumes = interrupted.first().and_then(|row| first_integer(row));
     }
     Ok(earlier)
 }

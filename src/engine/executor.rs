@@ -218,7 +218,8 @@ pub struct Summary {
     pub skipped: Vec<String>,
     /// Root ids that do not exist (already deleted, or never were).
     pub missing: Vec<String>,
-    /// The interrupted run (its process died) of the same roots that this run resumes.
+    /// The interrupted run (stopped, or its process died) of the same roots that this run
+    /// resumes.
     pub resumes: Option<i64>,
 }
 
