@@ -170,6 +170,7 @@ fn keep_newest_merges_the_children_into_the_kept_row(url: &str) {
     let removed = remove(url, &["--keep", "newest", "--order-by", "created_at", "--merge"]);
     assert_eq!(removed["deleted"]["person"], 4, "{removed:#}");
     assert_eq!(removed["deleted"]["membership"].as_u64().unwrap_or(0), 0, "merged, not deleted: {removed:#}");
+    assert_eq!(removed["re_pointed"], json!({"membership": 3}), "100, 101 and 103 moved: {removed:#}");
     // ann keeps 1 (created 30), bob keeps 5 (40), cy keeps 9 (a tie: the highest key).
     assert_eq!(people(url), strings(&["1", "5", "6", "7", "9"]));
     assert_eq!(memberships(url), pairs(&[("100", "1"), ("101", "1"), ("102", "5"), ("103", "5")]));

@@ -78,6 +78,9 @@ pub struct CleanupSummary {
     pub deleted: IndexMap<String, u64>,
     /// Rows whose relation column was set to NULL, per model.
     pub nullified: IndexMap<String, u64>,
+    /// Children of removed duplicates pointed at the kept row (`duplicates --merge`), per model.
+    #[serde(skip_serializing_if = "IndexMap::is_empty")]
+    pub re_pointed: IndexMap<String, u64>,
     /// Outbox tombstones written.
     pub outbox_rows: u64,
     /// Batches done.
@@ -210,6 +213,7 @@ impl<'a> BatchRun<'a> {
                 resumes: run.resumes,
                 deleted: IndexMap::new(),
                 nullified: IndexMap::new(),
+                re_pointed: IndexMap::new(),
                 outbox_rows: 0,
                 batches: 0,
                 slowest_batch_ms: 0.0,
@@ -348,6 +352,13 @@ impl<'a> BatchRun<'a> {
             self.checked.insert(plan.root.model.clone());
         }
         Ok(())
+    }
+
+    /// Children of the current batch's duplicates that the caller pointed at their kept rows.
+    pub fn re_pointed(&mut self, rows: IndexMap<String, u64>) {
+        for (model, count) in rows {
+            *self.summary.re_pointed.entry(model).or_default() += count;
+        }
     }
 
     /// A transaction of the current batch that the caller ran itself took `took`: it counts as

@@ -322,8 +322,9 @@ pub async fn remove(
             };
             if let Some(merger) = &merger {
                 let started = std::time::Instant::now();
-                merger.repoint(&pairs).await?;
+                let re_pointed = merger.repoint(&pairs).await?;
                 run.transaction_done(started.elapsed());
+                run.re_pointed(re_pointed);
             }
             let keys: Vec<String> = pairs.into_iter().map(|(duplicate, _)| duplicate).collect();
             let next = run.delete_batch(&plan, &keys, &name, None).await?;
@@ -377,10 +378,13 @@ impl<'a> Merger<'a> {
 
     /// Re-points the references to each (duplicate, kept) pair's duplicate, in one transaction;
     /// on a unique violation nothing is changed and the first group at fault is named.
-    async fn repoint(&self, pairs: &[(String, String)]) -> Result<(), DuplicatesError> {
+    async fn repoint(&self, pairs: &[(String, String)]) -> Result<IndexMap<String, u64>, DuplicatesError> {
         let mut transaction = self.engine.database().begin_write().await?;
         match self.repoint_in(&mut transaction, pairs).await {
-            Ok(()) => Ok(transaction.commit().await?),
+            Ok(re_pointed) => {
+                transaction.commit().await?;
+                Ok(re_pointed)
+            }
             Err((child, error)) => {
                 transaction.rollback().await?;
                 let Some(constraint) = error.unique_violation() else { return Err(error.into()) };
@@ -393,7 +397,7 @@ impl<'a> Merger<'a> {
         &self,
         transaction: &mut Transaction,
         pairs: &[(String, String)],
-    ) -> Result<(), (String, DbError)> {
+    ) -> Result<IndexMap<String, u64>, (String, DbError)> {
         let records = pairs
             .iter()
             .map(|(duplicate, kept)| {
@@ -404,11 +408,13 @@ impl<'a> Merger<'a> {
             })
             .collect();
         let records = Param::json_records(records);
+        let mut re_pointed = IndexMap::new();
         for (child, table, column) in &self.relations {
             let statement = self.update(table, column, records.clone());
-            transaction.execute(&statement).await.map_err(|error| (child.clone(), error))?;
+            let rows = transaction.execute(&statement).await.map_err(|error| (child.clone(), error))?;
+            *re_pointed.entry(child.clone()).or_default() += rows;
         }
-        Ok(())
+        Ok(re_pointed)
     }
 
     /// `UPDATE child SET column = kept FROM (the pairs) WHERE column = duplicate`, the pairs as

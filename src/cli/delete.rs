@@ -210,9 +210,11 @@ pub(super) fn render_summary(summary: &Summary, format: SummaryFormat) -> String
 pub(super) fn rows_by_model(deleted: &IndexMap<String, u64>, nullified: &IndexMap<String, u64>) -> String {
     let mut text = String::new();
     for (title, rows) in [("deleted", deleted), ("nullified", nullified)] {
-        if !rows.is_empty() {
+        // A step that ran and found nothing says nothing here.
+        let done: Vec<(&String, &u64)> = rows.iter().filter(|(_, count)| **count > 0).collect();
+        if !done.is_empty() {
             text.push_str(&format!("{title}:\n"));
-            for (model, count) in rows {
+            for (model, count) in done {
                 text.push_str(&format!("  {model:<30} {count:>10}\n"));
             }
         }

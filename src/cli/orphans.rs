@@ -195,6 +195,12 @@ fn human_cleanup(cleaned: &OrphanCleanup) -> String {
 /// Rows per model, batches, the slowest batch and transaction, the run, and how it stopped.
 pub(super) fn human_summary(summary: &CleanupSummary) -> String {
     let mut out = super::delete::rows_by_model(&summary.deleted, &summary.nullified);
+    if !summary.re_pointed.is_empty() {
+        out += "re-pointed to the kept rows:\n";
+        for (model, count) in &summary.re_pointed {
+            out += &format!("  {model:<30} {count:>10}\n");
+        }
+    }
     out += &format!(
         "{} in {} (slowest {:.1} ms, longest transaction {:.1} ms), {}, {:.1} s; run {}\n",
         plural(summary.rows(), "row", "rows"),
