@@ -116,6 +116,8 @@ fn planted_duplicates_are_counted_and_kept_as_asked(url: String) {
         ]
     );
     assert_eq!(found["sample"][0]["values"], json!({"email": "ann@example.com", "org_id": "1"}));
+    // Spaces around the names, as a shell list is often written, are dropped.
+    assert_eq!(report(&url, &["person", "--by", "email, org_id"])["groups"], found["groups"]);
 
     let few = report(&url, &["person", "--by", "email", "--sample", "1"]);
     assert_eq!((few["groups"].as_u64(), groups(&few).len()), (Some(3), 1), "the counts cover every group");

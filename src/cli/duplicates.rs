@@ -16,8 +16,8 @@ use super::table::plural;
 pub struct Args {
     /// The model whose table is searched.
     pub model: String,
-    /// Columns rows must be equal on (repeat the flag or separate with commas). A row with a
-    /// NULL in any of them is in no group.
+    /// Columns rows must be equal on (repeat the flag or separate with commas; spaces around a
+    /// name are dropped). A row with a NULL in any of them is in no group.
     #[arg(long, required = true, value_name = "COL", value_delimiter = ',')]
     pub by: Vec<String>,
     /// Which row of each group stays: the oldest (lowest --order-by value) or the newest.
@@ -54,7 +54,7 @@ pub fn run(cli: &Cli, args: &Args) -> anyhow::Result<ExitCode> {
     let Some(loaded) = super::load_valid(cli)? else { return Ok(ExitCode::from(1)) };
     let search = Search {
         model: args.model.clone(),
-        by: args.by.clone(),
+        by: args.by.iter().map(|column| column.trim().to_owned()).collect(),
         keep: match args.keep {
             KeepArg::Oldest => Keep::Oldest,
             KeepArg::Newest => Keep::Newest,
