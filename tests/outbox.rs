@@ -313,6 +313,22 @@ async fn a_failing_shard_backs_off_doubling_while_others_are_delivered_postgres(
     failures_back_off(tokio::task::block_in_place(|| postgres_database(SCHEMA))).await;
 }
 
+/// A sink that exits without reading its body fails the delivery; it does not kill the drainer.
+/// The body (2,000 messages) is larger than a pipe holds, so writing it always meets the closed
+/// pipe: with SIGPIPE's default action the drainer died of the signal, mid-run.
+#[test]
+fn a_sink_that_exits_without_reading_fails_the_delivery_not_the_drainer() {
+    let dir = setup(r#", "fail", "1", "9""#, 5000, "30s");
+    let url = sqlite_database(dir.path(), SCHEMA);
+    let objects: Vec<String> = (0..2000).map(|n| format!("object {n} with a name long enough to fill pipes")).collect();
+    let rows: Vec<(String, &'static str, String)> =
+        objects.iter().map(|object| ("1".to_owned(), "project_update", object.clone())).collect();
+    write_outbox(&url, &rows);
+    let output = drain_once(dir.path(), &url, &[]);
+    assert_eq!(output.status.code(), Some(1), "{}", String::from_utf8_lossy(&output.stderr));
+    assert_eq!(count(&url, "SELECT COUNT(*) FROM cascade_outbox"), 2000, "the failed shard's rows stay");
+}
+
 #[test]
 fn stats_show_the_backlog_and_the_failing_shard_with_its_error() {
     let dir = setup(r#", "fail", "1", "9""#, 10, "30s");

@@ -135,8 +135,10 @@ const EXIT_CODES: &str = "Exit codes:
 pub const EXIT_USAGE: u8 = 2;
 
 pub fn main() -> ExitCode {
-    restore_broken_pipe_exit();
     let cli = Cli::parse();
+    if cli.command.only_reads_and_prints() {
+        restore_broken_pipe_exit();
+    }
     init_logging(&cli);
     let result = match &cli.command {
         Command::Validate(args) => validate::run(&cli, args),
@@ -164,11 +166,31 @@ pub fn main() -> ExitCode {
     })
 }
 
+impl Command {
+    /// Whether the command only reads and prints: one that writes to a database or to a sink's
+    /// stdin keeps SIGPIPE ignored, so that a pipe closed early (a sink that exits without
+    /// reading its body, a reader of the output that went away) is an error it handles rather
+    /// than a signal that kills it mid-run.
+    fn only_reads_and_prints(&self) -> bool {
+        matches!(
+            self,
+            Command::Validate(_)
+                | Command::Schema
+                | Command::Plan(_)
+                | Command::Runs(_)
+                | Command::Scheduled(_)
+                | Command::Completions(_)
+                | Command::Man
+        )
+    }
+}
+
 /// `cascade plan ... | head` should end quietly when `head` stops reading, as other command-line
 /// tools do, instead of panicking on a failed print.
 fn restore_broken_pipe_exit() {
     #[cfg(unix)]
-    // SAFETY: restoring the default disposition of SIGPIPE before any thread is started.
+    // SAFETY: restoring the default disposition of SIGPIPE before any thread is started (the
+    // command line is parsed on the main thread alone).
     unsafe {
         libc::signal(libc::SIGPIPE, libc::SIG_DFL);
     }
