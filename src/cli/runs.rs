@@ -39,7 +39,7 @@ pub fn run(cli: &Cli, args: &Args) -> anyhow::Result<ExitCode> {
         println!("no deletions have run");
     }
     for run in &runs {
-        let rows = run.rows.as_deref().and_then(RunRows::from_json).map(|rows| rows.to_string()).unwrap_or_default();
+        let rows = run.rows.as_ref().and_then(RunRows::from_json).map(|rows| rows.to_string()).unwrap_or_default();
         let rows = if rows.is_empty() { rows } else { format!("  {rows}") };
         let resumes = run.resumes.map(|id| format!("  resumes run {id}")).unwrap_or_default();
         let error = run.error.as_deref().map(|error| format!("  error: {error}")).unwrap_or_default();

@@ -303,21 +303,23 @@ pub struct RunRecord {
     pub command: String,
     /// The root model.
     pub root_model: String,
-    /// The root ids, as a JSON array (written out as one).
-    #[serde(serialize_with = "as_json")]
-    pub root_ids: String,
+    /// The root ids: a JSON array.
+    pub root_ids: serde_json::Value,
     /// `running`, `succeeded`, `failed`, `skipped` or `interrupted` (stopped, or its process
     /// died: a `running` run whose process is gone from this host, or whose heartbeat is older
     /// than the run lease).
     pub outcome: String,
-    /// Rows per model, as JSON: `{"deleted": {...}, "nullified": {...}}` as of the run's last
-    /// commit (written out as that object).
-    #[serde(serialize_with = "as_json")]
-    pub rows: Option<String>,
+    /// Rows per model: `{"deleted": {...}, "nullified": {...}}` as of the run's last commit.
+    pub rows: Option<serde_json::Value>,
     /// The error a failed run stopped on.
     pub error: Option<String>,
     /// The interrupted run this one resumed.
     pub resumes: Option<i64>,
+}
+
+/// A column that holds JSON text, as the JSON it holds (as a string if it is not JSON).
+fn json_column(text: String) -> serde_json::Value {
+    serde_json::from_str(&text).unwrap_or(serde_json::Value::String(text))
 }
 
 /// The latest `limit` runs, newest first, a dead `running` run shown as `interrupted` (left
@@ -346,12 +348,12 @@ pub async fn list_runs(database: &Database, limit: u64, run_lease: Duration) -> 
                 actor: field(3).unwrap_or_default(),
                 command: field(4).unwrap_or_default(),
                 root_model: field(5).unwrap_or_default(),
-                root_ids: field(6).unwrap_or_default(),
+                root_ids: json_column(field(6).unwrap_or_default()),
                 outcome: match field(7).unwrap_or_default() {
                     running if running == "running" && process_gone(&row, 11) => "interrupted".to_owned(),
                     outcome => outcome,
                 },
-                rows: field(8),
+                rows: field(8).map(json_column),
                 error: field(9),
                 resumes: field(10).and_then(|id| id.parse().ok()),
             }
@@ -391,32 +393,6 @@ pub async fn finish_run_in(
     sql.push(" WHERE id = ").bind(Param::integer(id));
     transaction.execute(&sql.finish()).await?;
     Ok(())
-}
-
-/// A column that holds JSON text written out as the JSON it holds (as a string if it is not).
-fn as_json<S: serde::Serializer, T: AsJsonText>(text: &T, serializer: S) -> Result<S::Ok, S::Error> {
-    match text.json_text().map(|text| serde_json::from_str::<serde_json::Value>(text).map_err(|_| text)) {
-        None => serializer.serialize_none(),
-        Some(Ok(value)) => serde::Serialize::serialize(&value, serializer),
-        Some(Err(text)) => serializer.serialize_str(text),
-    }
-}
-
-/// A column of JSON text, or none.
-trait AsJsonText {
-    fn json_text(&self) -> Option<&str>;
-}
-
-impl AsJsonText for String {
-    fn json_text(&self) -> Option<&str> {
-        Some(self)
-    }
-}
-
-impl AsJsonText for Option<String> {
-    fn json_text(&self) -> Option<&str> {
-        self.as_deref()
-    }
 }
 
 /// Records `rows` (JSON, as [`finish_run`] takes them) as what the run `id` did so far, in the

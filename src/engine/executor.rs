@@ -11,7 +11,7 @@ use std::sync::atomic::AtomicBool;
 use std::time::{Duration, Instant};
 
 use indexmap::IndexMap;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use tracing::{debug, info};
 
 use super::archive::Archive;
@@ -96,7 +96,7 @@ impl Default for DeleteOptions {
 
 /// Rows a run deleted and nullified, per model: what `cascade_run.rows` records, as
 /// `{"deleted": {MODEL: ROWS}, "nullified": {MODEL: ROWS}}`.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RunRows {
     /// Rows deleted per model.
@@ -132,8 +132,8 @@ impl RunRows {
 
     /// `cascade_run.rows` read back; `None` for another shape (a `partitions prune` run of an
     /// earlier version recorded `{MODEL: ROWS}`).
-    pub fn from_json(text: &str) -> Option<Self> {
-        serde_json::from_str(text).ok()
+    pub fn from_json(value: &serde_json::Value) -> Option<Self> {
+        Self::deserialize(value).ok()
     }
 }
 
