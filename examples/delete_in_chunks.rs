@@ -3,8 +3,9 @@
 //! bounded unit (one transaction), so the caller can interleave, pause or hand off in between.
 //! Run: `cargo run --example delete_in_chunks` (builds a small demo database in a temp dir).
 
+use cascade::audit::RunOutcome;
 use cascade::db::{Access, Database};
-use cascade::engine::{DeleteOptions, Engine, RunOutcome};
+use cascade::engine::{DeleteOptions, Engine};
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {

@@ -30,6 +30,7 @@
 
 #![warn(missing_docs)]
 
+pub mod audit;
 pub mod cleanup;
 pub mod config;
 pub mod db;

@@ -1,5 +1,5 @@
 //! The library's modules form layers and may only use the layers below them (and themselves):
-//! `db`, `diagnostic`, `telemetry` and `user` at the bottom, `config` and `schema` on them, then `planner`,
+//! `db`, `diagnostic`, `telemetry` and `user` at the bottom, `config` and `schema` on them, then `planner` and `audit`,
 //! `engine`, `render`, `scheduler`, `cleanup` and `partitions`, and the demo on top. The command line lives in the binary and holds
 //! no SQL and no loop over chunks. This test reads the sources, so a new upward `use` fails here.
 
@@ -16,6 +16,7 @@ const LAYERS: &[(&str, u8)] = &[
     ("config", 1),
     ("schema", 1),
     ("planner", 2),
+    ("audit", 2),
     ("engine", 3),
     ("outbox", 3),
     ("render", 4),

@@ -140,3 +140,36 @@ fn two_processes_migrating_at_once_both_succeed_on_postgres() {
         assert_eq!(versions(&a).await, expected);
     });
 }
+
+/// Root statuses an earlier version kept as checkpoints named `status-before-deletion:TABLE:KEY`
+/// move to `cascade_root_status` (a key may hold `:`), and other checkpoints stay.
+async fn root_statuses_move_out_of_the_checkpoints(url: &str) {
+    let database = Database::connect(url, Access::ReadWrite).await.unwrap();
+    let kept = "INSERT INTO cascade_checkpoint (name, position) VALUES
+        ('status-before-deletion:organization:7', '2'),
+        ('status-before-deletion:org:a:b', '\"active\"'),
+        ('orphans:event.project_id', '41')";
+    database.execute(&statement(kept)).await.unwrap();
+    migrate(&database).await.unwrap();
+    let statuses = database
+        .fetch_texts(&statement("SELECT root_table, root_key, status FROM cascade_root_status ORDER BY root_table"))
+        .await
+        .unwrap();
+    let text = |values: [&str; 3]| values.map(|value| Some(value.to_owned())).to_vec();
+    assert_eq!(statuses, vec![text(["org", "a:b", "\"active\""]), text(["organization", "7", "2"])]);
+    let names = database.fetch_texts(&statement("SELECT name FROM cascade_checkpoint")).await.unwrap();
+    assert_eq!(names, vec![vec![Some("orphans:event.project_id".to_owned())]]);
+    database.close().await;
+}
+
+#[test]
+fn root_statuses_move_out_of_the_checkpoints_on_sqlite() {
+    let dir = tempfile::tempdir().unwrap();
+    block_on(root_statuses_move_out_of_the_checkpoints(&sqlite_database(dir.path(), RELEASE_0_1_SQLITE)));
+}
+
+#[test]
+fn root_statuses_move_out_of_the_checkpoints_on_postgres() {
+    let Some(url) = postgres_database(RELEASE_0_1_POSTGRES) else { return };
+    block_on(root_statuses_move_out_of_the_checkpoints(&url));
+}

@@ -8,10 +8,11 @@ mod common;
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use cascade::audit::RunOutcome;
 use cascade::db::sql::Statement;
 use cascade::db::{Access, Database};
 use cascade::diagnostic::Sources;
-use cascade::engine::{DeleteOptions, Engine, RunOutcome};
+use cascade::engine::{DeleteOptions, Engine};
 use cascade::render::{Folding, PlanView};
 use common::random::Random;
 use common::{block_on, postgres_database, sqlite_database};

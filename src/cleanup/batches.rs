@@ -14,11 +14,11 @@ use indexmap::IndexMap;
 use serde::Serialize;
 use tracing::info;
 
+use crate::audit::{self, Alone, LiveRun, Run, RunOutcome, RunRows, RunStart};
 use crate::config::OnDelete;
 use crate::db::DbError;
 use crate::db::sql::{KeyType, Param, SqlBuilder, Statement};
-use crate::db::tables::{self, Alone, LiveRun};
-use crate::engine::{DeleteError, DeleteOptions, Engine, Pacing, RootGuard, RunOutcome, RunRows, Summary};
+use crate::engine::{DeleteError, DeleteOptions, Engine, Pacing, RootGuard, RunBatch, Summary};
 use crate::planner::Plan;
 
 /// The fewest and the most root keys a batch may hold.
@@ -159,7 +159,8 @@ pub struct BatchRun<'a> {
     batch_started: Instant,
     /// The longest transaction of the current batch that the caller ran itself (a merge's).
     batch_longest: Duration,
-    heartbeat: tokio::task::JoinHandle<()>,
+    /// The run's `cascade_run` row, heartbeating while the clean-up runs.
+    run: Run,
     /// Rate-limit buckets per plan root, shared by that plan's batches.
     pacing: IndexMap<String, Pacing>,
     /// The plan roots whose lookups were checked before their first batch.
@@ -171,12 +172,6 @@ pub struct BatchRun<'a> {
     batch_sizes: IndexMap<String, u64>,
     /// Whether batch sizes follow the batches' transaction times.
     adaptive: bool,
-}
-
-impl Drop for BatchRun<'_> {
-    fn drop(&mut self) {
-        self.heartbeat.abort();
-    }
 }
 
 impl<'a> BatchRun<'a> {
@@ -200,17 +195,17 @@ impl<'a> BatchRun<'a> {
         let database = engine.database();
         crate::db::migrate(database).await?;
         let lease = engine.config().settings.run_lease();
-        let run =
-            tables::start_run_alone(database, &options.actor, &options.command, (root_model, targets), alone, lease)
-                .await?
-                .map_err(|running| BatchError::AlreadyRunning { running: Box::new(running), lease })?;
-        info!(run = run.id, resumes = run.resumes, command = %options.command, "clean-up started");
+        let start = RunStart { actor: &options.actor, command: &options.command, root_model, root_ids: targets };
+        let run = Run::start_alone(database, start, alone, lease)
+            .await?
+            .map_err(|running| BatchError::AlreadyRunning { running: Box::new(running), lease })?;
+        info!(run = run.id(), resumes = run.resumes(), command = %options.command, "clean-up started");
         Ok(Self {
             engine,
             summary: CleanupSummary {
-                run: run.id,
+                run: run.id(),
                 outcome: RunOutcome::Succeeded,
-                resumes: run.resumes,
+                resumes: run.resumes(),
                 deleted: IndexMap::new(),
                 nullified: IndexMap::new(),
                 re_pointed: IndexMap::new(),
@@ -223,7 +218,7 @@ impl<'a> BatchRun<'a> {
                 stopped_early: None,
                 continued_after: IndexMap::new(),
             },
-            heartbeat: tables::keep_run_alive(database.clone(), run.id, lease),
+            run,
             options,
             started: Instant::now(),
             batch_started: Instant::now(),
@@ -246,7 +241,7 @@ impl<'a> BatchRun<'a> {
         if self.options.restart {
             return Ok(None);
         }
-        let checkpoint = tables::checkpoint(self.engine.database(), name).await?;
+        let checkpoint = audit::checkpoint::position(self.engine.database(), name).await?;
         if let Some(position) = &checkpoint {
             self.summary.continued_after.insert(name.to_owned(), position.clone());
         }
@@ -255,7 +250,7 @@ impl<'a> BatchRun<'a> {
 
     /// The scan of `name` found nothing more: its checkpoint goes, so the next run scans everything.
     pub async fn finished_scan(&self, name: &str) -> Result<(), BatchError> {
-        Ok(tables::forget_checkpoint(self.engine.database(), name).await?)
+        Ok(audit::checkpoint::remove_alone(self.engine.database(), name).await?)
     }
 
     /// The root keys the next batch of the scan `name` takes.
@@ -307,19 +302,21 @@ impl<'a> BatchRun<'a> {
     ) -> Result<Next, BatchError> {
         let pacing = self.pacing.entry(plan.root.model.clone()).or_insert_with(|| Pacing::for_plan(plan)).clone();
         self.refuse_undeletable(plan).await?;
+        let within = RunBatch {
+            run: self.summary.run,
+            checkpoint: name.to_owned(),
+            pacing,
+            root_chunk_size: self.batch_size(name),
+            lookups_checked: self.checked.contains(&plan.root.model),
+            root_guard,
+            rows_before: self.rows(),
+        };
         let options = DeleteOptions {
             archive: self.options.archive.clone(),
             actor: self.options.actor.clone(),
             command: self.options.command.clone(),
             stop: self.options.stop.clone(),
-            run: Some(self.summary.run),
-            checkpoint: Some(name.to_owned()),
-            pacing: Some(pacing),
-            root_chunk_size: Some(self.batch_size(name)),
-            roots_read: true,
-            lookups_checked: self.checked.contains(&plan.root.model),
-            root_guard,
-            rows_before: self.rows(),
+            within: Some(within),
             ..DeleteOptions::default()
         };
         // What the chunks committed so far did, kept for a batch that fails halfway: they have
@@ -382,12 +379,12 @@ impl<'a> BatchRun<'a> {
         let mut transaction = self.engine.database().begin_write().await?;
         let rows = transaction.execute(update).await?;
         if let Some(last) = keys.last() {
-            tables::save_checkpoint(&mut transaction, name, last).await?;
+            audit::checkpoint::save(&mut transaction, name, last).await?;
         }
         if rows > 0 {
             let mut done = self.rows();
             *done.of(OnDelete::Nullify, model) += rows;
-            tables::record_run_rows(&mut transaction, self.summary.run, &done.json()).await?;
+            audit::record_rows(&mut transaction, self.summary.run, &done).await?;
         }
         transaction.commit().await?;
         let took = started.elapsed();
@@ -457,22 +454,22 @@ impl<'a> BatchRun<'a> {
         }
         self.summary.outcome.count();
         self.summary.elapsed_ms = self.started.elapsed().as_secs_f64() * 1e3;
-        let rows = self.rows().json();
-        let summary = &self.summary;
+        let rows = self.rows();
+        let summary = self.summary;
         let outcome = summary.outcome.as_str();
-        tables::finish_run(self.engine.database(), summary.run, &rows, outcome, error).await?;
+        self.run.finish(summary.outcome, &rows, error).await?;
         info!(
             run = summary.run,
             command = %self.options.command,
             outcome,
             duration_ms = summary.elapsed_ms.round(),
-            rows = %rows,
+            rows = %rows.json(),
             batches = summary.batches,
             slowest_batch_ms = summary.slowest_batch_ms.round(),
             max_transaction_ms = summary.max_transaction_ms.round(),
             "clean-up finished"
         );
-        Ok(self.summary.clone())
+        Ok(summary)
     }
 }
 

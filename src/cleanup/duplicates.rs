@@ -11,9 +11,9 @@ use indexmap::IndexMap;
 use serde::Serialize;
 
 use super::batches::{self, BatchError, BatchOptions, BatchRun, CleanupSummary};
+use crate::audit::Alone;
 use crate::config::{Config, Located, StatusValue};
 use crate::db::sql::{KeyType, Param, SqlBuilder, Statement};
-use crate::db::tables::Alone;
 use crate::db::{Database, DbError, Transaction};
 use crate::diagnostic::did_you_mean;
 use crate::engine::Engine;

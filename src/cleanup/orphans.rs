@@ -11,9 +11,9 @@ use indexmap::IndexMap;
 use serde::Serialize;
 
 use super::batches::{self, BatchError, BatchOptions, BatchRun, CleanupSummary, Next};
+use crate::audit::Alone;
 use crate::config::{Config, Key, OnDelete};
 use crate::db::sql::{Param, SqlBuilder, Statement, quote_identifier, quote_qualified};
-use crate::db::tables::Alone;
 use crate::db::{Backend, Database, DbError};
 use crate::engine::{self, CountError, Dangling, Engine, RootGuard};
 use crate::planner::{self, Plan};

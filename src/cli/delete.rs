@@ -1,8 +1,9 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+use cascade::audit::RunOutcome;
 use cascade::db::{Access, Failure, redact_command_line};
-use cascade::engine::{self, DeleteError, DeleteOptions, Engine, Finished, RunOutcome, Summary};
+use cascade::engine::{self, DeleteError, DeleteOptions, Engine, Finished, Summary};
 use cascade::planner;
 use cascade::render::{Folding, PlanFormat, PlanView};
 use indexmap::IndexMap;

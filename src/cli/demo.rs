@@ -3,9 +3,10 @@ use std::process::ExitCode;
 
 use anyhow::Context as _;
 
+use cascade::audit::RunOutcome;
 use cascade::db::Access;
 use cascade::diagnostic::{Format, Report};
-use cascade::engine::{self, DeleteOptions, RunOutcome};
+use cascade::engine::{self, DeleteOptions};
 use cascade::render::{Folding, PlanFormat, PlanView};
 use cascade::{demo, planner};
 

@@ -3,7 +3,7 @@ use std::process::ExitCode;
 use anyhow::bail;
 
 use cascade::config::{self, Located};
-use cascade::db::{Access, tables};
+use cascade::db::{Access, options};
 use cascade::diagnostic::did_you_mean;
 use indexmap::IndexMap;
 
@@ -44,7 +44,7 @@ pub fn run(cli: &Cli, command: &Command) -> anyhow::Result<ExitCode> {
             }
             super::block_on(async {
                 let database = super::connect(&url, &loaded.config, Access::ReadWrite).await?;
-                let result = tables::set_option(&database, name, *value).await;
+                let result = options::set(&database, name, *value).await;
                 database.close().await;
                 result
             })?;
@@ -54,7 +54,7 @@ pub fn run(cli: &Cli, command: &Command) -> anyhow::Result<ExitCode> {
             check_declared(declared, name)?;
             let removed = super::block_on(async {
                 let database = super::connect(&url, &loaded.config, Access::ReadWrite).await?;
-                let result = tables::unset_option(&database, name).await;
+                let result = options::unset(&database, name).await;
                 database.close().await;
                 result
             })?;
@@ -67,7 +67,7 @@ pub fn run(cli: &Cli, command: &Command) -> anyhow::Result<ExitCode> {
         Command::List { format } => {
             let overrides = super::block_on(async {
                 let database = super::connect(&url, &loaded.config, Access::ReadOnly).await?;
-                let result = tables::option_overrides(&database).await;
+                let result = options::overrides(&database).await;
                 database.close().await;
                 result
             })?;

@@ -2,12 +2,13 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
+use cascade::audit::RunOutcome;
 use cascade::cleanup::batches::{BatchError, BatchOptions, CleanupSummary};
 use cascade::cleanup::orphans::OrphanCleanup;
 use cascade::cleanup::{self, DeletePreview, LeftAlone, OrphanError, OrphanOptions, OrphanReport, RelationOrphans};
 use cascade::config::{Loaded, OnDelete};
 use cascade::db::{Access, Database, redact_command_line};
-use cascade::engine::{DeleteError, RunOutcome};
+use cascade::engine::DeleteError;
 use indexmap::IndexMap;
 
 use super::Cli;

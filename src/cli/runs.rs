@@ -2,9 +2,9 @@
 
 use std::process::ExitCode;
 
+use cascade::audit::{self, RunRows};
 use cascade::config;
-use cascade::db::{Access, tables};
-use cascade::engine::RunRows;
+use cascade::db::Access;
 
 use super::Cli;
 use super::delete::SummaryFormat;
@@ -27,7 +27,7 @@ pub fn run(cli: &Cli, args: &Args) -> anyhow::Result<ExitCode> {
         // Read-write although it only reads: right after a killed run (what this listing is
         // for), SQLite must roll the run's hot journal back before anything can be read.
         let database = super::connect(&url, &loaded.config, Access::ReadWrite).await?;
-        let runs = tables::list_runs(&database, args.limit, run_lease).await;
+        let runs = audit::list_runs(&database, args.limit, run_lease).await;
         database.close().await;
         runs
     })?;

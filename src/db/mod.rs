@@ -4,11 +4,10 @@
 
 mod backend;
 mod migrate;
+pub mod options;
 mod postgres;
-mod runner;
 pub mod sql;
 mod sqlite;
-pub mod tables;
 mod url;
 
 pub use backend::{Backend, BoxFuture, Failure, Kind, RowSelector, WriterLock};

@@ -17,6 +17,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../../schemas/migrations/sqlite/0003_claim_expiry.sql"),
     include_str!("../../schemas/migrations/sqlite/0004_outbox_drain.sql"),
     include_str!("../../schemas/migrations/sqlite/0005_run_process.sql"),
+    include_str!("../../schemas/migrations/sqlite/0006_root_statuses.sql"),
 ];
 
 /// Whether SQLite can create its journal, WAL index and lock files beside the database. Where it

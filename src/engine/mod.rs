@@ -5,7 +5,7 @@
 mod archive;
 mod chunk_size;
 mod count;
-mod executor;
+mod deletion;
 mod run;
 mod sql;
 mod steps;
@@ -14,7 +14,7 @@ mod throttle;
 pub use archive::{Archive, ArchiveError};
 pub(crate) use chunk_size::next_size as next_chunk_size;
 pub use count::{CountError, Counts, Dangling, count, count_dangling};
-pub use executor::{DeleteError, DeleteOptions, Deletion, RunOutcome, RunRows, Summary, default_actor};
+pub use deletion::{DeleteError, DeleteOptions, Deletion, RunBatch, Summary, default_actor};
 pub use run::{Engine, Finished, PrepareError};
 pub use sql::RootGuard;
 pub use steps::{ListedStatement, StepStatements, list as list_statements};
@@ -26,7 +26,7 @@ use indexmap::IndexMap;
 
 use crate::config::Config;
 use crate::db::sql::{KeyType, SqlValue};
-use crate::db::{Database, DbError, TextRows, tables};
+use crate::db::{Database, DbError, TextRows, options};
 use crate::planner::Plan;
 
 /// Keys as the key column wants them bound: integers for an integer key (the first key that is
@@ -81,6 +81,6 @@ pub async fn check_root_ids(database: &Database, plan: &Plan, ids: &[String]) ->
 /// Every option's current value: the config's `[options]`, overridden by `cascade_option`.
 pub async fn current_options(config: &Config, database: &Database) -> Result<IndexMap<String, f64>, DbError> {
     let mut values = config.option_values();
-    values.extend(tables::option_overrides(database).await?);
+    values.extend(options::overrides(database).await?);
     Ok(values)
 }

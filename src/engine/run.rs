@@ -5,7 +5,8 @@
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
-use super::executor::{DeleteError, DeleteOptions, Deletion, RunOutcome, Summary};
+use super::deletion::{DeleteError, DeleteOptions, Deletion, Summary};
+use crate::audit::RunOutcome;
 use crate::config::Config;
 use crate::db::{Database, DbError, Failure};
 use crate::diagnostic::{Diagnostic, Sources};
@@ -94,7 +95,7 @@ impl Engine {
         options: DeleteOptions,
     ) -> Result<Deletion<'a>, DeleteError> {
         let unregistered = planner::check_references(&self.config, &self.sources, &self.schema, plan);
-        let counted_here = options.run.is_none();
+        let counted_here = options.within.is_none();
         let started = if unregistered.is_empty() {
             Deletion::start(&self.database, &self.config, &self.schema, plan, ids, options).await
         } else {
@@ -118,7 +119,7 @@ impl Engine {
         if !unregistered.is_empty() {
             return Err(DeleteError::UnregisteredReferences(unregistered));
         }
-        super::executor::refuse_unmatched_lookups(&self.database, &self.config, plan, &self.schema).await
+        super::deletion::refuse_unmatched_lookups(&self.database, &self.config, plan, &self.schema).await
     }
 
     /// Whether running a deletion again can get past `error` by itself (a lost connection, a

@@ -13,9 +13,11 @@ use serde::Serialize;
 use tracing::info;
 
 use super::{PartitionError, Policy, older_than, quoted};
+use crate::audit::RunRows;
+use crate::audit::{self, Run, RunOutcome, RunStart};
 use crate::config::{Config, OnDelete};
-use crate::db::{Database, tables};
-use crate::engine::{Archive, RunRows};
+use crate::db::Database;
+use crate::engine::Archive;
 use crate::schema::partitions::{partitions, server_version};
 use crate::schema::{ForeignKey, Partition, Schema, Table};
 
@@ -122,7 +124,7 @@ async fn leftovers(
 ) -> Result<Vec<Target>, PartitionError> {
     let prefix = checkpoint_prefix(policy);
     let mut leftovers = Vec::new();
-    for (checkpoint, position) in tables::checkpoints(database, &prefix).await? {
+    for (checkpoint, position) in audit::checkpoint::with_prefix(database, &prefix).await? {
         let Ok(detaching) = serde_json::from_str::<Detaching>(&position) else { continue };
         let mut sql = database.sql();
         sql.push("SELECT COUNT(*) FROM pg_class WHERE oid = to_regclass(").bind_text(&detaching.table);
@@ -130,7 +132,7 @@ async fn leftovers(
         let name = checkpoint[prefix.len()..].to_owned();
         let ids = [name.clone()];
         if database.fetch_count(&sql.finish()).await? > 0
-            && !tables::run_alive(database, &policy.model.name.value, &ids, run_lease).await?
+            && !audit::run_alive(database, &policy.model.name.value, &ids, run_lease).await?
         {
             leftovers.push(Target { name, quoted: detaching.table, checkpoint, archive: detaching.archive });
         }
@@ -147,7 +149,7 @@ async fn remember_detaching(database: &Database, target: &Target) -> Result<(), 
     let detaching =
         Detaching { table: target.quoted.clone(), oid: oid.unwrap_or_default(), archive: target.archive.clone() };
     let position = serde_json::to_string(&detaching).expect("a checkpoint serialises");
-    Ok(tables::set_checkpoint(database, &target.checkpoint, &position).await?)
+    Ok(audit::checkpoint::save_alone(database, &target.checkpoint, &position).await?)
 }
 
 /// The names (`schema.name`) of the partitions an interrupted prune detached but did not drop.
@@ -178,10 +180,8 @@ pub async fn prune(
     for target in leftovers(database, policy, options.run_lease).await? {
         info!(model = %policy.model.name.value, partition = %target.name, "finishing a partition detached earlier");
         let run = start_run(database, policy, &target, options).await?;
-        let heartbeat = tables::keep_run_alive(database.clone(), run, options.run_lease);
-        let done = archive_and_drop(database, policy, &target, run, Detach::Earlier, RunRows::default()).await;
-        heartbeat.abort();
-        dropped.push(failed_run_on_error(database, run, &RunRows::default(), done).await?);
+        let done = archive_and_drop(database, policy, &target, &run, Detach::Earlier, RunRows::default()).await;
+        dropped.push(failed_run_on_error(run, &RunRows::default(), done).await?);
     }
     let version = server_version(database).await?;
     let listed = partitions(database, policy.table, version).await?;
@@ -192,22 +192,20 @@ pub async fn prune(
         let checkpoint = format!("{}{name}", checkpoint_prefix(policy));
         let target = Target { name, quoted: partition.quoted(), checkpoint, archive: options.archive.clone() };
         let run = start_run(database, policy, &target, options).await?;
-        let heartbeat = tables::keep_run_alive(database.clone(), run, options.run_lease);
         // What the run committed so far, as its row records it: the references set to NULL.
         let mut rows = RunRows::default();
         let done = async {
-            clean_references(database, config, schema, policy, partition, run, &mut rows).await?;
+            clean_references(database, config, schema, policy, partition, run.id(), &mut rows).await?;
             remember_detaching(database, &target).await?;
             let detach = detach(database, policy, partition, version, has_default).await?;
             info!(model = %policy.model.name.value, partition = %target.name, ?detach, "partition detached");
             if let Some(file) = &options.pause_after_detach {
                 wait_for(file).await;
             }
-            archive_and_drop(database, policy, &target, run, detach, rows.clone()).await
+            archive_and_drop(database, policy, &target, &run, detach, rows.clone()).await
         };
         let done = done.await;
-        heartbeat.abort();
-        dropped.push(failed_run_on_error(database, run, &rows, done).await?);
+        dropped.push(failed_run_on_error(run, &rows, done).await?);
     }
     Ok(dropped)
 }
@@ -215,13 +213,12 @@ pub async fn prune(
 /// `result`, with the run recorded as failed (and why, with the `rows` it committed) when it is
 /// an error.
 async fn failed_run_on_error(
-    database: &Database,
-    run: i64,
+    run: Run,
     rows: &RunRows,
     result: Result<Dropped, PartitionError>,
 ) -> Result<Dropped, PartitionError> {
     if let Err(error) = &result {
-        tables::finish_run(database, run, &rows.json(), "failed", Some(&error.to_string())).await?;
+        run.finish(RunOutcome::Failed, rows, Some(&error.to_string())).await?;
     }
     result
 }
@@ -231,10 +228,15 @@ async fn start_run(
     policy: &Policy<'_>,
     target: &Target,
     options: &PruneOptions,
-) -> Result<i64, PartitionError> {
-    let model = &policy.model.name.value;
+) -> Result<Run, PartitionError> {
     let ids = [target.name.clone()];
-    Ok(tables::start_run(database, &options.actor, &options.command, model, &ids, options.run_lease).await?.id)
+    let start = RunStart {
+        actor: &options.actor,
+        command: &options.command,
+        root_model: &policy.model.name.value,
+        root_ids: &ids,
+    };
+    Ok(Run::start(database, start, options.run_lease).await?)
 }
 
 /// Detaches `partition`: finalizes an interrupted concurrent detach, detaches concurrently where
@@ -279,11 +281,12 @@ async fn archive_and_drop(
     database: &Database,
     policy: &Policy<'_>,
     target: &Target,
-    run: i64,
+    run: &Run,
     detach: Detach,
     mut done: RunRows,
 ) -> Result<Dropped, PartitionError> {
     let model = &policy.model.name.value;
+    let (run, recording) = (run.id(), run);
     let (rows, archive) = match &target.archive {
         Some(dir) => {
             let rows = archive(database, dir, run, model, target).await?;
@@ -300,8 +303,8 @@ async fn archive_and_drop(
     sql.push("DROP TABLE ").push(&target.quoted);
     transaction.execute(&sql.finish()).await?;
     done.deleted.insert(model.clone(), rows);
-    tables::finish_run_in(&mut transaction, run, &done.json(), "succeeded", None).await?;
-    tables::clear_checkpoint_in(&mut transaction, &target.checkpoint).await?;
+    recording.finish_in(&mut transaction, RunOutcome::Succeeded, &done, None).await?;
+    audit::checkpoint::remove(&mut transaction, &target.checkpoint).await?;
     transaction.commit().await?;
     info!(model = %model, partition = %target.name, rows, run, "partition dropped");
     Ok(Dropped {
@@ -389,7 +392,7 @@ async fn clean_references(
                     let mut after = rows.clone();
                     *after.nullified.entry(nullified.clone()).or_default() += changed;
                     if changed > 0 {
-                        tables::record_run_rows(&mut transaction, run, &after.json()).await?;
+                        audit::record_rows(&mut transaction, run, &after).await?;
                     }
                     transaction.commit().await?;
                     *rows = after;

@@ -10,10 +10,11 @@ use std::time::{Duration, Instant, SystemTime};
 use tracing::{info, warn};
 
 use super::Claim;
+use crate::audit::RunOutcome;
 use crate::config::Settings;
 use crate::db::sql::latest_time;
 use crate::db::{Database, DbError, Failure};
-use crate::engine::{DeleteError, DeleteOptions, Engine, RunOutcome, default_actor};
+use crate::engine::{DeleteError, DeleteOptions, Engine, default_actor};
 use crate::planner;
 use crate::stop::{CHECK_EVERY, pause};
 

@@ -7,19 +7,19 @@
 use std::sync::OnceLock;
 
 /// This host's name.
-pub(super) fn this_host() -> &'static str {
+pub(crate) fn this_host() -> &'static str {
     static HOST: OnceLock<String> = OnceLock::new();
     HOST.get_or_init(host_name)
 }
 
 /// This process's id.
-pub(super) fn this_pid() -> i64 {
+pub(crate) fn this_pid() -> i64 {
     i64::from(std::process::id())
 }
 
 /// What tells this process apart from any other: `boot B pidns N started T`, or `None` where
 /// the system does not say.
-pub(super) fn this_process() -> Option<&'static str> {
+pub(crate) fn this_process() -> Option<&'static str> {
     static PROCESS: OnceLock<Option<String>> = OnceLock::new();
     PROCESS.get_or_init(|| process(this_pid())).as_deref()
 }
@@ -28,7 +28,7 @@ pub(super) fn this_process() -> Option<&'static str> {
 /// them) is known to be gone: it ran on this host, in this boot and PID namespace, and no
 /// process with that id and start time is alive any more (a zombie counts as gone). Anything
 /// else is never known to be gone here.
-pub(super) fn is_gone(host: Option<&str>, pid: Option<i64>, recorded: Option<&str>) -> bool {
+pub(crate) fn is_gone(host: Option<&str>, pid: Option<i64>, recorded: Option<&str>) -> bool {
     let (Some(host), Some(pid), Some(recorded), Some(ours)) = (host, pid, recorded, this_process()) else {
         return false;
     };
@@ -36,7 +36,7 @@ pub(super) fn is_gone(host: Option<&str>, pid: Option<i64>, recorded: Option<&st
 }
 
 /// Whether a run recorded as `host` and `recorded` ran in this host's boot and PID namespace.
-pub(super) fn is_local(host: Option<&str>, recorded: Option<&str>) -> bool {
+pub(crate) fn is_local(host: Option<&str>, recorded: Option<&str>) -> bool {
     match (host, recorded, this_process()) {
         (Some(host), Some(recorded), Some(ours)) => host == this_host() && context(recorded) == context(ours),
         _ => false,

@@ -1,0 +1,16 @@
+//! The audit trail and the state a resumable run keeps: `cascade_run` (one row per run, with
+//! who, when, the command, the roots, the rows it did and how it ended), `cascade_checkpoint`
+//! (positions a run resumes from) and `cascade_root_status` (root statuses from before a
+//! deletion marked them). Deletions, clean-ups and partition prunes record themselves through a
+//! [`Run`] handle, which keeps the run's heartbeat while it exists.
+
+pub mod checkpoint;
+mod outcome;
+mod process;
+mod records;
+mod run;
+pub mod statuses;
+
+pub use outcome::{RunOutcome, RunRows, RunState};
+pub use records::{RunRecord, list_runs, run_alive};
+pub use run::{Alone, LiveRun, Run, RunStart, record_rows};

@@ -1,0 +1,110 @@
+//! Reading the audit trail back: the runs `cascade runs` lists, and whether a run is at work.
+
+use std::time::Duration;
+
+use serde::Serialize;
+
+use super::outcome::{RUNNING, RunOutcome, RunState};
+use super::process;
+use super::run::{first_integer, ids_json, stale};
+use crate::db::sql::Param;
+use crate::db::{Database, DbError};
+
+/// A row of `cascade_run`, as `cascade runs` lists it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RunRecord {
+    /// The run's id (the archive's file names carry it).
+    pub id: i64,
+    /// When it started (UTC).
+    pub started_at: String,
+    /// When it ended (UTC), unless it is running or its process died.
+    pub finished_at: Option<String>,
+    /// Who ran it.
+    pub actor: String,
+    /// The command line, database passwords redacted.
+    pub command: String,
+    /// The root model.
+    pub root_model: String,
+    /// The root ids: a JSON array.
+    pub root_ids: serde_json::Value,
+    /// Running, or how it ended; a `running` run whose process is gone from this host, or whose
+    /// heartbeat is older than the run lease, counts as interrupted.
+    pub outcome: RunState,
+    /// Rows per model: `{"deleted": {...}, "nullified": {...}}` as of the run's last commit.
+    pub rows: Option<serde_json::Value>,
+    /// The error a failed run stopped on.
+    pub error: Option<String>,
+    /// The interrupted run this one resumed.
+    pub resumes: Option<i64>,
+}
+
+/// A column that holds JSON text, as the JSON it holds (as a string if it is not JSON).
+fn json_column(text: String) -> serde_json::Value {
+    serde_json::from_str(&text).unwrap_or(serde_json::Value::String(text))
+}
+
+/// The latest `limit` runs, newest first, a dead `running` run shown as interrupted (left
+/// `running` in the table until a run of the same roots starts). A word in `outcome` that no
+/// version of the tool writes reads as failed.
+pub async fn list_runs(database: &Database, limit: u64, run_lease: Duration) -> Result<Vec<RunRecord>, DbError> {
+    if !database.table_exists("cascade_run").await? {
+        return Ok(Vec::new());
+    }
+    let backend = database.backend();
+    let mut sql = database.sql();
+    sql.push("SELECT CAST(id AS TEXT), ").push(&backend.timestamp_text("started_at")).push(", ");
+    sql.push(&backend.timestamp_text("finished_at")).push(", actor, command, root_model, root_ids, CASE WHEN ");
+    stale(&mut sql, run_lease);
+    sql.push(" THEN ").bind_text(RunOutcome::Interrupted.as_str()).push(" ELSE outcome END, rows, error, ");
+    sql.push("CAST(resumes AS TEXT), host, CAST(pid AS TEXT), process FROM cascade_run ");
+    sql.push("ORDER BY id DESC LIMIT ").bind(Param::integer(i64::try_from(limit).unwrap_or(i64::MAX)));
+    let rows = database.fetch_texts(&sql.finish()).await?;
+    Ok(rows
+        .into_iter()
+        .map(|row| {
+            let field = |index: usize| row.get(index).cloned().flatten();
+            let state = RunState::parse(&field(7).unwrap_or_default()).unwrap_or(RunState::Ended(RunOutcome::Failed));
+            RunRecord {
+                id: first_integer(&row).unwrap_or(0),
+                started_at: field(1).unwrap_or_default(),
+                finished_at: field(2),
+                actor: field(3).unwrap_or_default(),
+                command: field(4).unwrap_or_default(),
+                root_model: field(5).unwrap_or_default(),
+                root_ids: json_column(field(6).unwrap_or_default()),
+                outcome: match state {
+                    RunState::Running if process_gone(&row, 11) => RunState::Ended(RunOutcome::Interrupted),
+                    state => state,
+                },
+                rows: field(8).map(json_column),
+                error: field(9),
+                resumes: field(10).and_then(|id| id.parse().ok()),
+            }
+        })
+        .collect())
+}
+
+/// Whether a run of `root_model` and `root_ids` is `running` with a heartbeat newer than
+/// `run_lease` and a process not known to be gone: its process is still at work.
+pub async fn run_alive(
+    database: &Database,
+    root_model: &str,
+    root_ids: &[String],
+    run_lease: Duration,
+) -> Result<bool, DbError> {
+    let ids = ids_json(root_ids);
+    let mut sql = database.sql();
+    sql.push("SELECT host, CAST(pid AS TEXT), process FROM cascade_run WHERE outcome = ").bind_text(RUNNING);
+    sql.push(" AND NOT (");
+    stale(&mut sql, run_lease);
+    sql.push(") AND root_model = ").bind_text(root_model).push(" AND root_ids = ").bind_text(&ids);
+    let runs = database.fetch_texts(&sql.finish()).await?;
+    Ok(runs.iter().any(|row| !process_gone(row, 0)))
+}
+
+/// Whether the run whose `host`, `pid` and `process` are the row's fields from `first` on is
+/// known to have lost its process.
+fn process_gone(row: &[Option<String>], first: usize) -> bool {
+    let field = |index: usize| row.get(first + index).cloned().flatten();
+    process::is_gone(field(0).as_deref(), field(1).and_then(|pid| pid.parse().ok()), field(2).as_deref())
+}

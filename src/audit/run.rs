@@ -1,0 +1,323 @@
+//! A run's row in `cascade_run`: recorded when it starts, kept alive by a heartbeat while it
+//! runs, given its rows with every transaction that does something, and its outcome at the end.
+//! Deletions, clean-ups and partition prunes all record themselves through a [`Run`].
+
+use std::time::{Duration, SystemTime};
+
+use super::outcome::{RUNNING, RunOutcome, RunRows};
+use super::process;
+use crate::db::sql::{Param, SqlBuilder};
+use crate::db::{Database, DbError, Transaction, WriterLock};
+
+/// What a run is about, as `cascade_run` records it: a rerun of the same roots is recognised as
+/// resuming an interrupted run of them.
+#[derive(Debug, Clone, Copy)]
+pub struct RunStart<'a> {
+    /// Who runs it.
+    pub actor: &'a str,
+    /// The command line, database passwords redacted.
+    pub command: &'a str,
+    /// The root model (a clean-up of several models: `a, b`).
+    pub root_model: &'a str,
+    /// The root ids (a clean-up: what it cleans, such as `event.project_id`).
+    pub root_ids: &'a [String],
+}
+
+/// Which runs a run that must run alone may not start beside.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Alone {
+    /// Runs of the same root model and ids (the same orphans clean-up: they share checkpoints).
+    SameRoots,
+    /// Runs of the same root model, whatever their ids (any duplicates clean-up of the model, a
+    /// deletion of some of its rows: each could remove the row another keeps).
+    SameModel,
+}
+
+/// Another run of the same roots, running now: its process is alive or its heartbeat is fresh.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LiveRun {
+    /// Its id in `cascade_run`.
+    pub id: i64,
+    /// Who runs it.
+    pub actor: String,
+    /// When it started (UTC).
+    pub started_at: String,
+    /// The host it runs on, where it recorded it.
+    pub host: Option<String>,
+    /// Its process id on that host, where it recorded it.
+    pub pid: Option<i64>,
+    /// What tells its process apart from any other of that host's, where the system said.
+    pub process: Option<String>,
+}
+
+impl std::fmt::Display for LiveRun {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(formatter, "run {}, by {} since {} UTC", self.id, self.actor, self.started_at)?;
+        match (&self.host, self.pid) {
+            (Some(_), Some(pid)) if process::is_local(self.host.as_deref(), self.process.as_deref()) => {
+                write!(formatter, ", process {pid} on this host")
+            }
+            (Some(host), Some(pid)) => write!(formatter, ", process {pid} on {host}"),
+            _ => Ok(()),
+        }
+    }
+}
+
+/// A run recorded in `cascade_run` and running: its heartbeat task keeps the row fresh until the
+/// handle is dropped, so that a run whose process died is told from one still at work.
+#[derive(Debug)]
+pub struct Run {
+    database: Database,
+    id: i64,
+    resumes: Option<i64>,
+    heartbeat: tokio::task::JoinHandle<()>,
+}
+
+impl Drop for Run {
+    fn drop(&mut self) {
+        self.heartbeat.abort();
+    }
+}
+
+impl Run {
+    /// Records the start of a run, with a first heartbeat and its process, and starts
+    /// heartbeating it every quarter of `lease`. Earlier runs of the same roots still marked
+    /// `running` whose process died (on this host), or whose heartbeat is older than `lease`, are
+    /// marked `interrupted`, and the new run records that it resumes the latest of them.
+    pub async fn start(database: &Database, start: RunStart<'_>, lease: Duration) -> Result<Self, DbError> {
+        let mut transaction = database.begin_write().await?;
+        let earlier = end_dead_runs(database, &mut transaction, start, lease).await?;
+        let id = insert(database, &mut transaction, start, earlier.resumes).await?;
+        transaction.commit().await?;
+        Ok(Self::alive(database, id, earlier.resumes, lease))
+    }
+
+    /// [`Run::start`] for a run that must not run beside another (`alone`: of the same roots, or
+    /// of the same model): while one is running, nothing is recorded and that run is returned
+    /// instead.
+    pub async fn start_alone(
+        database: &Database,
+        start: RunStart<'_>,
+        alone: Alone,
+        lease: Duration,
+    ) -> Result<Result<Self, LiveRun>, DbError> {
+        let mut transaction = database.begin_write().await?;
+        if let Some(lock) = database.backend().writer_lock(WriterLock::RunStart) {
+            transaction.execute_script(lock).await?;
+        }
+        let mut earlier = end_dead_runs(database, &mut transaction, start, lease).await?;
+        if alone == Alone::SameModel {
+            let of_model = running(database, &mut transaction, start.root_model, None, lease).await?;
+            earlier.live.extend(of_model.into_iter().filter(|(_, dead)| !dead).map(|(run, _)| run));
+        }
+        if let Some(live) = earlier.live.pop() {
+            transaction.commit().await?;
+            return Ok(Err(live));
+        }
+        let id = insert(database, &mut transaction, start, earlier.resumes).await?;
+        transaction.commit().await?;
+        Ok(Ok(Self::alive(database, id, earlier.resumes, lease)))
+    }
+
+    fn alive(database: &Database, id: i64, resumes: Option<i64>, lease: Duration) -> Self {
+        let every = (lease / 4).max(Duration::from_millis(100));
+        let beating = database.clone();
+        let heartbeat = tokio::spawn(async move {
+            loop {
+                tokio::time::sleep(every).await;
+                if let Err(error) = heartbeat(&beating, id).await {
+                    tracing::debug!(%error, run = id, "run heartbeat failed");
+                }
+            }
+        });
+        Self { database: database.clone(), id, resumes, heartbeat }
+    }
+
+    /// The run's id in `cascade_run` (the archive's file names carry it).
+    pub fn id(&self) -> i64 {
+        self.id
+    }
+
+    /// The interrupted run of the same roots that this one resumes.
+    pub fn resumes(&self) -> Option<i64> {
+        self.resumes
+    }
+
+    /// Records how the run ended, with what it did and the error that stopped it.
+    pub async fn finish(self, outcome: RunOutcome, rows: &RunRows, error: Option<&str>) -> Result<(), DbError> {
+        let mut transaction = self.database.begin_write().await?;
+        self.finish_in(&mut transaction, outcome, rows, error).await?;
+        transaction.commit().await
+    }
+
+    /// [`Run::finish`] inside `transaction`, so the run is recorded as ended exactly when what
+    /// it did last commits (a dropped partition).
+    pub async fn finish_in(
+        &self,
+        transaction: &mut Transaction,
+        outcome: RunOutcome,
+        rows: &RunRows,
+        error: Option<&str>,
+    ) -> Result<(), DbError> {
+        let mut sql = SqlBuilder::new(transaction.backend());
+        sql.push("UPDATE cascade_run SET finished_at = CURRENT_TIMESTAMP, rows = ").bind_text(&rows.json());
+        sql.push(", outcome = ").bind_text(outcome.as_str()).push(", error = ");
+        match error {
+            Some(error) => sql.bind_text(error),
+            None => sql.push("NULL"),
+        };
+        sql.push(" WHERE id = ").bind(Param::integer(self.id));
+        transaction.execute(&sql.finish()).await?;
+        Ok(())
+    }
+}
+
+/// Records `rows` as what the run `id` did so far, in the transaction that did the last of it,
+/// so a run killed after any commit shows what it committed. By id: a deletion that is one batch
+/// of a caller's run records into the caller's row.
+pub async fn record_rows(transaction: &mut Transaction, id: i64, rows: &RunRows) -> Result<(), DbError> {
+    let mut sql = SqlBuilder::new(transaction.backend());
+    sql.push("UPDATE cascade_run SET rows = ").bind_text(&rows.json()).push(" WHERE id = ").bind(Param::integer(id));
+    transaction.execute(&sql.finish()).await?;
+    Ok(())
+}
+
+/// The run is alive.
+async fn heartbeat(database: &Database, id: i64) -> Result<(), DbError> {
+    let mut sql = database.sql();
+    sql.push("UPDATE cascade_run SET heartbeat = ").timestamp(SystemTime::now());
+    sql.push(" WHERE id = ").bind(Param::integer(id));
+    database.execute_alone(&sql.finish()).await?;
+    Ok(())
+}
+
+/// The runs of the same roots still marked `running` when a run starts.
+struct EarlierRuns {
+    /// The latest of those whose process died, now marked `interrupted`.
+    resumes: Option<i64>,
+    /// Those still running, oldest first.
+    live: Vec<LiveRun>,
+}
+
+/// Marks the runs of `start`'s roots still `running` whose process died as `interrupted`, and
+/// returns the live ones and the run a new one resumes: the latest of those, else the latest run
+/// of the same roots when it was interrupted (stopped by a signal or `--max-batches`).
+async fn end_dead_runs(
+    database: &Database,
+    transaction: &mut Transaction,
+    start: RunStart<'_>,
+    lease: Duration,
+) -> Result<EarlierRuns, DbError> {
+    let mut earlier = EarlierRuns { resumes: None, live: Vec::new() };
+    for (run, dead) in running(database, transaction, start.root_model, Some(start.root_ids), lease).await? {
+        if !dead {
+            earlier.live.push(run);
+            continue;
+        }
+        // Only while it is still `running`: a run that finished since it was read keeps its outcome.
+        let mut mark = database.sql();
+        mark.push("UPDATE cascade_run SET outcome = ").bind_text(RunOutcome::Interrupted.as_str());
+        mark.push(", finished_at = CURRENT_TIMESTAMP WHERE id = ").bind(Param::integer(run.id));
+        mark.push(" AND outcome = ").bind_text(RUNNING).push(" RETURNING CAST(id AS TEXT)");
+        if !transaction.fetch_texts(&mark.finish()).await?.is_empty() {
+            earlier.resumes = Some(run.id);
+        }
+    }
+    if earlier.resumes.is_none() {
+        let mut latest = database.sql();
+        latest.push("SELECT CAST(id AS TEXT) FROM cascade_run WHERE id = (SELECT MAX(id) FROM cascade_run WHERE ");
+        latest.push("root_model = ").bind_text(start.root_model);
+        latest.push(" AND root_ids = ").bind_text(&ids_json(start.root_ids));
+        latest.push(") AND outcome = ").bind_text(RunOutcome::Interrupted.as_str());
+        let interrupted = transaction.fetch_texts(&latest.finish()).await?;
+        earlier.resumes = interrupted.first().and_then(|row| first_integer(row));
+    }
+    Ok(earlier)
+}
+
+/// The runs of `root_model` (of `root_ids` only, when given; else any run one of whose models it
+/// is) still marked `running`, oldest first, each with whether it is dead: its process gone from
+/// this host, or its heartbeat older than `lease`.
+async fn running(
+    database: &Database,
+    transaction: &mut Transaction,
+    root_model: &str,
+    root_ids: Option<&[String]>,
+    lease: Duration,
+) -> Result<Vec<(LiveRun, bool)>, DbError> {
+    let mut sql = database.sql();
+    sql.push("SELECT CAST(id AS TEXT), actor, ").push(&database.backend().timestamp_text("started_at"));
+    sql.push(", host, CAST(pid AS TEXT), process, CASE WHEN ");
+    stale(&mut sql, lease);
+    sql.push(" THEN 'stale' END, root_model FROM cascade_run WHERE outcome = ").bind_text(RUNNING);
+    if let Some(root_ids) = root_ids {
+        sql.push(" AND root_model = ").bind_text(root_model).push(" AND root_ids = ").bind_text(&ids_json(root_ids));
+    }
+    sql.push(" ORDER BY id");
+    let rows = transaction.fetch_texts(&sql.finish()).await?;
+    // A clean-up of several models records them as `a, b`: any run of the model counts.
+    let of_model = |row: &[Option<String>]| {
+        root_ids.is_some()
+            || row.get(7).cloned().flatten().is_some_and(|models| models.split(", ").any(|model| model == root_model))
+    };
+    Ok(rows
+        .into_iter()
+        .filter(|row| of_model(row))
+        .map(|row| {
+            let field = |index: usize| row.get(index).cloned().flatten();
+            let run = LiveRun {
+                id: first_integer(&row).unwrap_or(0),
+                actor: field(1).unwrap_or_default(),
+                started_at: field(2).unwrap_or_default(),
+                host: field(3),
+                pid: field(4).and_then(|pid| pid.parse().ok()),
+                process: field(5),
+            };
+            let dead = field(6).is_some() || process::is_gone(run.host.as_deref(), run.pid, run.process.as_deref());
+            (run, dead)
+        })
+        .collect())
+}
+
+async fn insert(
+    database: &Database,
+    transaction: &mut Transaction,
+    start: RunStart<'_>,
+    resumes: Option<i64>,
+) -> Result<i64, DbError> {
+    let ids = ids_json(start.root_ids);
+    let mut sql = database.sql();
+    sql.push("INSERT INTO cascade_run (actor, command, root_model, root_ids, outcome, host, pid, process, heartbeat, ");
+    sql.push("resumes) VALUES (");
+    sql.binds([start.actor, start.command, start.root_model, &ids, RUNNING, process::this_host()].map(Param::text));
+    sql.push(", ").bind(Param::integer(process::this_pid())).push(", ");
+    match process::this_process() {
+        Some(process) => sql.bind_text(process),
+        None => sql.push("NULL"),
+    };
+    sql.push(", ").timestamp(SystemTime::now());
+    match resumes {
+        Some(id) => sql.push(", ").bind(Param::integer(id)),
+        None => sql.push(", NULL"),
+    };
+    sql.push(") RETURNING CAST(id AS TEXT)");
+    let rows = transaction.fetch_texts(&sql.finish()).await?;
+    Ok(rows.first().and_then(|row| first_integer(row)).unwrap_or(0))
+}
+
+/// Root ids as `cascade_run.root_ids` holds them: a JSON array of texts.
+pub(super) fn ids_json(root_ids: &[String]) -> String {
+    serde_json::Value::from_iter(root_ids.iter().map(|id| serde_json::json!(id))).to_string()
+}
+
+/// `cascade_run` rows still `running` whose heartbeat is older than `lease` (or that never had
+/// one: runs recorded before heartbeats existed).
+pub(super) fn stale(sql: &mut SqlBuilder, lease: Duration) {
+    let cutoff = SystemTime::now().checked_sub(lease).unwrap_or(SystemTime::UNIX_EPOCH);
+    sql.push("outcome = ").bind_text(RUNNING).push(" AND (heartbeat IS NULL OR heartbeat < ").timestamp(cutoff);
+    sql.push(")");
+}
+
+pub(super) fn first_integer(row: &[Option<String>]) -> Option<i64> {
+    row.first().cloned().flatten().and_then(|value| value.parse().ok())
+}

@@ -1,0 +1,49 @@
+//! `cascade_option`: the runtime values of `[options]` (rate limits), which running deletions
+//! read again while they run.
+
+use indexmap::IndexMap;
+
+use super::sql::Statement;
+use super::{Database, DbError, migrate};
+
+/// The option values stored in `cascade_option`; none when the table does not exist yet (it
+/// is created on first write, and a read-only command never creates it).
+pub async fn overrides(database: &Database) -> Result<IndexMap<String, f64>, DbError> {
+    if !database.table_exists("cascade_option").await? {
+        return Ok(IndexMap::new());
+    }
+    let options = Statement {
+        sql: "SELECT name, CAST(value AS TEXT) AS value FROM cascade_option".to_owned(),
+        params: Vec::new(),
+    };
+    let rows = database.fetch_texts(&options).await?;
+    Ok(rows
+        .into_iter()
+        .filter_map(|row| {
+            let mut fields = row.into_iter();
+            let (name, value) = (fields.next().flatten()?, fields.next().flatten()?);
+            Some((name, value.trim().parse().ok()?))
+        })
+        .collect())
+}
+
+/// Removes an option's runtime value, so the config's applies again; whether there was one.
+pub async fn unset(database: &Database, name: &str) -> Result<bool, DbError> {
+    if !database.table_exists("cascade_option").await? {
+        return Ok(false);
+    }
+    let mut sql = database.sql();
+    sql.push("DELETE FROM cascade_option WHERE name = ").bind_text(name);
+    Ok(database.execute_alone(&sql.finish()).await? > 0)
+}
+
+/// Stores an option's runtime value (creating the tool's tables if needed).
+pub async fn set(database: &Database, name: &str, value: f64) -> Result<(), DbError> {
+    migrate(database).await?;
+    let mut sql = database.sql();
+    sql.push("INSERT INTO cascade_option (name, value) VALUES (").bind_text(name);
+    sql.push(", CAST(").bind_text(&value.to_string());
+    sql.push(" AS DOUBLE PRECISION)) ON CONFLICT (name) DO UPDATE SET value = excluded.value, updated_at = CURRENT_TIMESTAMP");
+    database.execute_alone(&sql.finish()).await?;
+    Ok(())
+}

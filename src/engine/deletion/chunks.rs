@@ -1,0 +1,248 @@
+//! The transactions of a deletion: a chunk of a per_row node (alone, or together with its
+//! set-based children's rows), a set-based statement, and the children's rows under a chunk,
+//! each with the checks that keep a child inserted meanwhile from being orphaned.
+
+use std::time::Instant;
+
+use super::super::key_texts as texts;
+use super::roots::key_count;
+use super::{DeleteError, Deletion, Frame, Outcome, Together};
+use crate::audit;
+use crate::db::sql::{Param, SqlValue};
+use crate::db::{DbError, Failure, Transaction, first_text};
+use crate::engine::steps::StepSql;
+use crate::planner::PlanNode;
+
+impl<'a> Deletion<'a> {
+    /// Deletes the chunk `keys` of `frame` and its set-based children's rows in one transaction,
+    /// when the children's rows fit one chunk of theirs.
+    pub(super) async fn delete_together(
+        &mut self,
+        frame: &Frame<'a>,
+        keys: &SqlValue,
+    ) -> Result<Together<'a>, DeleteError> {
+        let started = Instant::now();
+        let mut transaction = self.begin().await?;
+        let mut steps = Vec::new();
+        for (child, step) in frame.set_based_children_going(false) {
+            let child_rows = self.delete_children(&mut transaction, child, step, keys).await?;
+            steps.push((*child, child_rows.rows));
+            if child_rows.some_left {
+                self.commit(transaction, &steps).await?;
+                self.record_transaction(started, &steps);
+                self.sizes.overflowed(frame.node, frame.limit, child_rows.counted, self.sizes.in_parent(child));
+                return Ok(Together::ChildrenLeft(steps));
+            }
+        }
+        if self.children_exist(&mut transaction, frame, true, keys).await? {
+            transaction.rollback().await?;
+            return Ok(Together::ChildrenAppeared);
+        }
+        let deleted = match self.delete_all(&mut transaction, frame.node, &frame.step, keys, true).await {
+            Err(DeleteError::Database(error)) if self.is_foreign_key_violation(&error) => {
+                transaction.rollback().await?;
+                if !self.database.backend().concurrent_writers() {
+                    return Err(DeleteError::Refused { model: frame.node.model.clone(), reason: error.to_string() });
+                }
+                return Ok(Together::ChildrenAppeared);
+            }
+            result => result?,
+        };
+        if let Some((child, child_rows)) = self.delete_children_after(&mut transaction, frame, keys, &mut steps).await?
+        {
+            // Too many to go with the chunk: they go first, chunk by chunk, as elsewhere.
+            transaction.rollback().await?;
+            self.sizes.overflowed(frame.node, frame.limit, child_rows.counted, self.sizes.in_parent(child));
+            return Ok(Together::ChildrenLeft(Vec::new()));
+        }
+        self.advance_checkpoint(&mut transaction, frame.node, keys).await?;
+        steps.push((frame.node, deleted));
+        self.commit(transaction, &steps).await?;
+        self.sizes.record(frame.node, frame.limit, key_count(keys), started.elapsed());
+        for (child, rows) in &steps[..steps.len() - 1] {
+            let fitting = self.sizes.in_parent(child);
+            self.sizes.children_fit(frame.node, key_count(keys), *rows, fitting);
+        }
+        self.record_transaction(started, &steps);
+        Ok(Together::Done(steps))
+    }
+
+    /// Deletes the rows of `child` under the chunk `keys`: all of them where a count found they
+    /// fit one chunk of the child's (see [`crate::db::Backend::limited_delete_is_slow`]), else up
+    /// to one chunk.
+    pub(super) async fn delete_children(
+        &mut self,
+        transaction: &mut Transaction,
+        child: &PlanNode,
+        step: &StepSql<'_>,
+        keys: &SqlValue,
+    ) -> Result<ChildRows, DeleteError> {
+        let limit = self.sizes.in_parent(child);
+        let matched = || Param::Value(keys.clone());
+        let counted = if self.database.backend().limited_delete_is_slow() {
+            let counted = transaction.fetch_texts(&step.sql.count_up_to(matched(), limit + 1)).await?;
+            first_text(&counted).and_then(|n| n.parse::<u64>().ok())
+        } else {
+            None
+        };
+        let deleted = match counted {
+            Some(rows) if rows <= limit => self.delete_all(transaction, child, step, keys, false).await,
+            _ => {
+                let statement = step.sql.set_based_chunk(matched(), step.returning.as_ref(), limit);
+                self.run_write(transaction, &statement, child, step).await
+            }
+        };
+        let rows = match deleted {
+            Err(DeleteError::Database(error)) if self.is_foreign_key_violation(&error) => {
+                return Err(DeleteError::Refused { model: child.model.clone(), reason: error.to_string() });
+            }
+            result => result?,
+        };
+        Ok(ChildRows { rows, counted, some_left: counted.map_or(rows >= limit, |counted| counted > limit) })
+    }
+
+    /// Deletes, in `transaction` right after the chunk `keys` of `frame`, the rows of each child
+    /// that goes after it (see [`StepSql::child_goes_after`]), adding them to `steps`; the child
+    /// whose rows were more than one chunk of its own, after which the transaction is to be
+    /// rolled back.
+    pub(super) async fn delete_children_after(
+        &mut self,
+        transaction: &mut Transaction,
+        frame: &Frame<'a>,
+        keys: &SqlValue,
+        steps: &mut Vec<(&'a PlanNode, u64)>,
+    ) -> Result<Option<(&'a PlanNode, ChildRows)>, DeleteError> {
+        for (child, step) in frame.set_based_children_going(true) {
+            let child_rows = self.delete_children(transaction, child, step, keys).await?;
+            if child_rows.some_left {
+                return Ok(Some((child, child_rows)));
+            }
+            steps.push((*child, child_rows.rows));
+        }
+        Ok(None)
+    }
+
+    /// Whether rows of `frame`'s children that its transaction checks (see
+    /// [`StepSql::new_children_check`]) reference the chunk `keys`.
+    pub(super) async fn children_exist(
+        &self,
+        transaction: &mut Transaction,
+        frame: &Frame<'a>,
+        together: bool,
+        keys: &SqlValue,
+    ) -> Result<bool, DeleteError> {
+        let Some(check) = frame.step.new_children_check(together, &Param::Value(keys.clone())) else {
+            return Ok(false);
+        };
+        let exists = transaction.fetch_texts(&check).await?;
+        Ok(first_text(&exists) == Some("1"))
+    }
+
+    /// Deletes the chunk `keys` of `frame`, then the rows of its children that go after it,
+    /// unless children appeared under it.
+    pub(super) async fn delete_chunk(
+        &mut self,
+        frame: &Frame<'a>,
+        keys: &SqlValue,
+    ) -> Result<Outcome<'a>, DeleteError> {
+        let started = Instant::now();
+        let step = &frame.step;
+        let mut transaction = self.begin().await?;
+        // Where writers are concurrent, a child that a foreign key ties to the chunk makes the
+        // delete itself fail, and one that goes after the chunk's rows goes with them: the check
+        // looks only at the others.
+        if self.children_exist(&mut transaction, frame, false, keys).await? {
+            transaction.rollback().await?;
+            return Ok(Outcome::ChildrenAppeared { refused: None });
+        }
+        let deleted = match self.delete_all(&mut transaction, frame.node, step, keys, true).await {
+            Ok(rows) => rows,
+            // A child inserted after the check: the database's foreign key caught it.
+            Err(DeleteError::Database(error)) if self.is_foreign_key_violation(&error) => {
+                transaction.rollback().await?;
+                // Without concurrent writers, no child was inserted meanwhile: the reference is
+                // undeclared.
+                if !self.database.backend().concurrent_writers() {
+                    return Err(DeleteError::Refused { model: frame.node.model.clone(), reason: error.to_string() });
+                }
+                return Ok(Outcome::ChildrenAppeared { refused: Some(error.to_string()) });
+            }
+            Err(error) => return Err(error),
+        };
+        let mut steps = Vec::new();
+        // More rows than a chunk of theirs, written since they went first.
+        if self.delete_children_after(&mut transaction, frame, keys, &mut steps).await?.is_some() {
+            transaction.rollback().await?;
+            return Ok(Outcome::ChildrenAppeared { refused: None });
+        }
+        self.advance_checkpoint(&mut transaction, frame.node, keys).await?;
+        steps.push((frame.node, deleted));
+        self.commit(transaction, &steps).await?;
+        self.record_transaction(started, &steps);
+        self.sizes.record(frame.node, frame.limit, key_count(keys), started.elapsed());
+        Ok(Outcome::Done(steps))
+    }
+
+    /// Whether a set-based statement of `frame` that touched `rows` of at most `limit` was its
+    /// last: it came back short, or at the root, matched by a unique key, it deleted a row for
+    /// every root id (without this, a chunk of exactly `limit` roots took a second, empty
+    /// transaction).
+    pub(super) fn is_last_set_based(&self, frame: &Frame<'a>, limit: u64, rows: u64) -> bool {
+        rows < limit
+            || (std::ptr::eq(frame.node, self.root) && frame.step.key_unique && rows >= key_count(&frame.matched))
+    }
+
+    /// One set-based statement of up to `limit` rows of `frame`; the rows it touched.
+    pub(super) async fn set_based_chunk(&mut self, frame: &Frame<'a>, limit: u64) -> Result<u64, DeleteError> {
+        let started = Instant::now();
+        let statement =
+            frame.step.sql.set_based_chunk(Param::Value(frame.matched.clone()), frame.step.returning.as_ref(), limit);
+        let mut transaction = self.begin().await?;
+        let rows = match self.run_write(&mut transaction, &statement, frame.node, &frame.step).await {
+            Ok(rows) => rows,
+            Err(DeleteError::Database(error)) if self.is_foreign_key_violation(&error) => {
+                transaction.rollback().await?;
+                return Err(DeleteError::Refused { model: frame.node.model.clone(), reason: error.to_string() });
+            }
+            Err(error) => return Err(error),
+        };
+        // The frame's last statement: every root it matched is gone.
+        if self.is_last_set_based(frame, limit, rows) {
+            self.advance_checkpoint(&mut transaction, frame.node, &frame.matched).await?;
+        }
+        self.commit(transaction, &[(frame.node, rows)]).await?;
+        if rows > 0 {
+            self.record_transaction(started, &[(frame.node, rows)]);
+            self.sizes.record(frame.node, limit, rows, started.elapsed());
+        }
+        Ok(rows)
+    }
+
+    pub(super) fn is_foreign_key_violation(&self, error: &DbError) -> bool {
+        self.database.classify(error) == Failure::ForeignKeyViolation
+    }
+
+    /// Advances the caller's checkpoint to the last of `keys` when they are root rows just
+    /// deleted in `transaction`.
+    pub(super) async fn advance_checkpoint(
+        &self,
+        transaction: &mut Transaction,
+        node: &PlanNode,
+        keys: &SqlValue,
+    ) -> Result<(), DeleteError> {
+        let (Some(batch), true) = (&self.options.within, std::ptr::eq(node, self.root)) else { return Ok(()) };
+        match texts(keys).last() {
+            Some(last) => Ok(audit::checkpoint::save(transaction, &batch.checkpoint, last).await?),
+            None => Ok(()),
+        }
+    }
+}
+
+/// What deleting one child's rows under a chunk did.
+pub(super) struct ChildRows {
+    rows: u64,
+    /// The rows counted before, where they were.
+    counted: Option<u64>,
+    /// Whether rows of the child may be left under the chunk.
+    some_left: bool,
+}

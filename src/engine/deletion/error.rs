@@ -1,0 +1,111 @@
+//! Why a deletion stopped or was refused.
+
+use crate::db::DbError;
+
+/// Why a deletion stopped.
+#[derive(Debug, thiserror::Error)]
+pub enum DeleteError {
+    /// A statement failed.
+    #[error(transparent)]
+    Database(#[from] DbError),
+    /// The archive could not be written.
+    #[error(transparent)]
+    Archive(#[from] crate::engine::ArchiveError),
+    /// The database refused to delete a chunk, probably for an undeclared foreign key.
+    #[error(
+        "the database refused to delete a chunk of `{model}`: {reason}. A table that references it is probably not \
+         declared as its child: `cascade validate --database-url ...` with `require_all_references = true` finds it"
+    )]
+    Refused {
+        /// The model whose rows were refused.
+        model: String,
+        /// The database's words.
+        reason: String,
+    },
+    /// New child rows kept appearing under a chunk, however often it was retried.
+    #[error(
+        "rows keep appearing under a chunk of `{model}` (tried {attempts} times): something is still writing \
+         children of the rows being deleted; stop it and run the deletion again"
+    )]
+    ChildrenKeepAppearing {
+        /// The parent model.
+        model: String,
+        /// How often the chunk was tried.
+        attempts: u32,
+    },
+    /// Foreign keys into tables the deletion deletes from that the config does not declare: the
+    /// database would refuse the parents after their children were gone, so nothing is deleted.
+    #[error(
+        "{} foreign key(s) into the tables of this deletion are not declared in the config; nothing was deleted",
+        .0.len()
+    )]
+    UnregisteredReferences(Vec<crate::diagnostic::Diagnostic>),
+    /// A column declared without a type holds a key as text that reads as an integer: keys travel
+    /// as text, so that row could not be told from the integer's.
+    #[error(
+        "`{table}.{column}` has no declared type and holds the text '{value}', which cascade cannot tell from the \
+         integer {value}: nothing was deleted. Declare the column's type (INTEGER or TEXT) in a copy of the table, \
+         or store its keys as one type"
+    )]
+    AmbiguousKey {
+        /// The table.
+        table: String,
+        /// The column (a key or a relation column).
+        column: String,
+        /// One such value.
+        value: String,
+    },
+    /// A relation column holds a value that SQLite's `=` matches with a parent's key but that
+    /// the deletion's lookups by key would miss.
+    #[error(
+        "`{table}.{column}` holds '{value}', which SQLite takes for one of the parent's {key} keys but cascade \
+         would not find by that key, leaving the row behind: nothing was deleted. Store the column's values as the \
+         key stores its keys (UPDATE it to CAST({column} AS INTEGER) where it reads as an integer)"
+    )]
+    UnmatchedReference {
+        /// The child table.
+        table: String,
+        /// Its relation column.
+        column: String,
+        /// One such value.
+        value: String,
+        /// The parent key's declared type.
+        key: String,
+    },
+    /// The database cannot compare a relation's column with its parent's keys.
+    #[error(
+        "`{child}` cannot be looked up by the keys of `{parent}`: {reason}. Nothing was deleted: give the column \
+         the key's type"
+    )]
+    UncomparableRelation {
+        /// The child's table and relation column.
+        child: String,
+        /// The parent's table and key.
+        parent: String,
+        /// What the database said.
+        reason: String,
+    },
+    /// A root id does not fit the key's type.
+    #[error("id `{id}` is not an integer, but the key of `{table}` is")]
+    NotAnInteger {
+        /// The id as given.
+        id: String,
+        /// The root's table.
+        table: String,
+    },
+}
+
+impl DeleteError {
+    /// Whether the deletion was refused before its first write (a column's values that no lookup
+    /// could match, a relation the database cannot compare, an undeclared foreign key): nothing
+    /// was deleted. (A key that is not an integer can also be met halfway, in a child's rows.)
+    pub fn refused_before_any_write(&self) -> bool {
+        matches!(
+            self,
+            DeleteError::AmbiguousKey { .. }
+                | DeleteError::UnmatchedReference { .. }
+                | DeleteError::UncomparableRelation { .. }
+                | DeleteError::UnregisteredReferences(_)
+        )
+    }
+}

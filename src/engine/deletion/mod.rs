@@ -1,0 +1,417 @@
+//! The executor: deletes a plan's rows children first, one chunk of one table per transaction.
+//!
+//! Its state is a stack of frames, one per plan node being worked on; `chunk()` advances it
+//! until one transaction has committed (or the work is done), so a caller can interleave, pause
+//! or stop between chunks. Nothing needs saving between runs: every step finds the rows that
+//! are still there, so running the same deletion again after an interruption finishes it.
+
+mod chunks;
+mod error;
+mod limits;
+mod options;
+mod preflight;
+mod roots;
+mod summary;
+mod writes;
+
+use std::time::Instant;
+
+use indexmap::IndexMap;
+use tracing::{debug, info};
+
+pub use error::DeleteError;
+pub use options::{DeleteOptions, RunBatch, default_actor};
+pub(crate) use preflight::refuse_unmatched_lookups;
+pub use summary::Summary;
+
+use super::archive::Archive;
+use super::chunk_size::ChunkSizes;
+use super::steps::StepSql;
+use super::throttle::Pacing;
+use super::{key_texts as texts, table_keys};
+use crate::audit::{self, Run, RunOutcome, RunStart};
+use crate::config::Config;
+use crate::db::Database;
+use crate::db::sql::{Param, SqlValue};
+use crate::planner::{Plan, PlanNode};
+use crate::schema::Schema;
+use roots::{PendingRoots, key_count, sort_roots};
+use summary::nearest_rank;
+
+/// One plan node being worked on, for one set of parent rows.
+struct Frame<'a> {
+    node: &'a PlanNode,
+    step: StepSql<'a>,
+    /// The statements of the node's children when every one is set-based (bulk or nullify): a
+    /// chunk then goes with its children's rows in one transaction when they fit.
+    set_based_children: Option<Vec<(&'a PlanNode, StepSql<'a>)>>,
+    /// The parent chunk's keys (or the root ids) this node's rows are found by.
+    matched: SqlValue,
+    /// The rows the last fetch asked for.
+    limit: u64,
+    /// The last fetch found fewer rows than it asked for: once its chunk is done, nothing is left
+    /// (a child inserted meanwhile is caught by the parent's check or foreign key).
+    last_chunk: bool,
+    state: State,
+}
+
+impl<'a> Frame<'a> {
+    /// The set-based children whose rows go after the chunk's own in its transaction (`after`,
+    /// see [`StepSql::child_goes_after`]), or those whose rows go before them.
+    fn set_based_children_going(&self, after: bool) -> impl Iterator<Item = &(&'a PlanNode, StepSql<'a>)> {
+        let children = self.set_based_children.iter().flatten().enumerate();
+        children.filter(move |(index, _)| self.step.child_goes_after(*index) == after).map(|(_, child)| child)
+    }
+}
+
+enum State {
+    /// per_row: the next chunk of keys is to be read.
+    Fetch,
+    /// per_row: the chunk `keys` and its set-based children's rows, in one transaction.
+    Together { keys: SqlValue },
+    /// per_row: the children of the chunk `keys` are being deleted, `next` is the next one.
+    Children { keys: SqlValue, next: usize, attempts: u32 },
+    /// per_row: the chunk `keys` is deleted once its children are gone.
+    Delete { keys: SqlValue, attempts: u32 },
+    /// bulk or nullify: one set-based statement per chunk until none is left.
+    SetBased,
+}
+
+/// What the transaction of a chunk together with its children did.
+enum Together<'a> {
+    /// Committed: the rows of each step.
+    Done(Vec<(&'a PlanNode, u64)>),
+    /// The children had more rows than one chunk of theirs: those deleted are committed (their
+    /// rows; none where children that go after the chunk overflowed, which rolls it all back),
+    /// the rest go chunk by chunk.
+    ChildrenLeft(Vec<(&'a PlanNode, u64)>),
+    /// Rows appeared under the chunk after its children were deleted: nothing was committed.
+    ChildrenAppeared,
+}
+
+/// What one transaction did.
+enum Outcome<'a> {
+    /// Committed: the rows of the chunk's node and of each child deleted after them.
+    Done(Vec<(&'a PlanNode, u64)>),
+    /// Children appeared under the chunk meanwhile (or, with `refused`, a foreign key refused
+    /// the delete): nothing was deleted.
+    ChildrenAppeared { refused: Option<String> },
+}
+
+/// One deletion in progress: call [`Deletion::chunk`] until it returns `false`, then
+/// [`Deletion::finish`]. Made by [`Engine::start`](super::Engine::start), which checks the
+/// schema first.
+pub struct Deletion<'a> {
+    database: &'a Database,
+    config: &'a Config,
+    schema: &'a Schema,
+    stack: Vec<Frame<'a>>,
+    /// The root ids not yet handed to a root frame.
+    pending_roots: PendingRoots,
+    options: DeleteOptions,
+    archive: Option<Archive>,
+    pacing: Pacing,
+    sizes: ChunkSizes,
+    rates: IndexMap<String, f64>,
+    rates_read: Option<Instant>,
+    summary: Summary,
+    /// Tombstones written in the open transaction: counted in `summary` once it commits.
+    uncommitted_outbox_rows: u64,
+    started: Instant,
+    /// The `cascade_run` row the deletion records into: its own, or its caller's.
+    run_id: i64,
+    /// The deletion's own run, unless it is a batch of the caller's.
+    run: Option<Run>,
+    root: &'a PlanNode,
+    /// No table of the plan is partitioned: its chunks' statements may skip planning for each
+    /// key array ([`Database::begin_key_array_write`]), which would also skip pruning partitions.
+    unpartitioned: bool,
+    /// The root rows' keys.
+    root_keys: Vec<String>,
+    /// The statuses root rows had before this deletion (or an interrupted earlier run of it)
+    /// marked them, as JSON: what the archive holds.
+    statuses_before: IndexMap<String, String>,
+}
+
+impl<'a> Deletion<'a> {
+    /// Prepares the deletion of the root rows `ids`: creates the tool's tables if needed, skips
+    /// roots whose status does not allow it, marks the others in progress, and records the run.
+    pub(super) async fn start(
+        database: &'a Database,
+        config: &'a Config,
+        schema: &'a Schema,
+        plan: &'a Plan,
+        ids: &[String],
+        options: DeleteOptions,
+    ) -> Result<Self, DeleteError> {
+        let started = Instant::now();
+        // An archive that cannot be written stops the deletion before anything is recorded.
+        if let Some(dir) = &options.archive {
+            Archive::check(dir)?;
+        }
+        if !options.within.as_ref().is_some_and(|batch| batch.lookups_checked) {
+            refuse_unmatched_lookups(database, config, plan, schema).await?;
+        }
+        crate::db::migrate(database).await?;
+        let root = StepSql::new(&plan.root, None, config, database.backend(), Some(schema), options.archive.is_some());
+        let ids = table_keys(&plan.root.table, &root.sql.key_type, ids.to_vec())?;
+
+        let mut summary = Summary::default();
+        let (proceeding, skipped, missing) = sort_roots(database, &root, &ids, options.within.is_some()).await?;
+        (summary.skipped, summary.missing) = (skipped, missing);
+        let proceeding = table_keys(&plan.root.table, &root.sql.key_type, proceeding)?;
+        let statuses_before = roots::mark_in_progress(database, &root, &proceeding).await?;
+        let (run_id, run) = match &options.within {
+            Some(batch) => (batch.run, None),
+            None => {
+                let start = RunStart {
+                    actor: &options.actor,
+                    command: &options.command,
+                    root_model: &plan.root.model,
+                    root_ids: &texts(&ids),
+                };
+                let run = Run::start(database, start, config.settings.run_lease()).await?;
+                summary.resumes = run.resumes();
+                // A batch of the caller's run is the caller's to report.
+                info!(run = run.id(), resumes = summary.resumes, model = %plan.root.model, roots = key_count(&proceeding), skipped = summary.skipped.len(), "deletion started");
+                (run.id(), Some(run))
+            }
+        };
+        let root_keys = texts(&proceeding);
+        let pacing = options.within.as_ref().map_or_else(|| Pacing::for_plan(plan), |batch| batch.pacing.clone());
+        Ok(Self {
+            database,
+            config,
+            schema,
+            stack: Vec::new(),
+            pending_roots: PendingRoots::new(proceeding),
+            archive: options.archive.as_deref().map(|dir| Archive::open(dir, run_id)).transpose()?,
+            options,
+            pacing,
+            sizes: ChunkSizes::new(&config.settings),
+            rates: config.option_values(),
+            rates_read: None,
+            summary,
+            uncommitted_outbox_rows: 0,
+            started,
+            run_id,
+            run,
+            root: &plan.root,
+            unpartitioned: plan.steps().iter().all(|node| schema.table(&node.table).is_some_and(|t| !t.partitioned)),
+            root_keys,
+            statuses_before,
+        })
+    }
+
+    /// What was done so far.
+    pub fn summary(&self) -> &Summary {
+        &self.summary
+    }
+
+    /// Runs until one chunk's transaction has committed. `Ok(false)` when nothing is left.
+    pub async fn chunk(&mut self) -> Result<bool, DeleteError> {
+        loop {
+            if self.stack.is_empty() {
+                // Each root chunk binds only its own ids: binding all of them to every fetch made
+                // 100,000 ids quadratic. The ids were read when the deletion started, so a per_row
+                // root chunk needs no fetch: its keys are the ids.
+                let Some(matched) = self.pending_roots.take(self.size_of(self.root)) else { return Ok(false) };
+                let mut frame = self.frame_of(self.root, None, matched.clone());
+                if !self.root.is_set_based() {
+                    frame.limit = key_count(&matched);
+                    frame.last_chunk = true;
+                    frame.state = chunk_state(&frame, matched);
+                }
+                self.stack.push(frame);
+            }
+            let frame = self.stack.last_mut().expect("a frame was pushed");
+            match &mut frame.state {
+                State::Fetch => {
+                    frame.limit = self.sizes.of(frame.node);
+                    let statement = frame.step.sql.select_chunk(
+                        Param::Value(frame.matched.clone()),
+                        frame.step.status,
+                        frame.limit,
+                    );
+                    let keys = self.database.fetch_array(&statement).await?;
+                    if keys.is_empty() {
+                        self.stack.pop();
+                        continue;
+                    }
+                    frame.last_chunk = (keys.len() as u64) < frame.limit;
+                    let keys = table_keys(&frame.node.table, &frame.step.sql.key_type, keys)?;
+                    frame.state = chunk_state(frame, keys);
+                }
+                State::Together { keys } => {
+                    let (keys, node) = (keys.clone(), frame.node);
+                    let frame = self.stack.pop().expect("the frame being worked on");
+                    let together = self.delete_together(&frame, &keys).await;
+                    self.stack.push(frame);
+                    let top = self.stack.last_mut().expect("the frame being worked on");
+                    match together? {
+                        Together::Done(steps) => {
+                            self.charge_rate_limits(&steps).await;
+                            self.chunk_done();
+                            return Ok(true);
+                        }
+                        Together::ChildrenLeft(steps) => {
+                            top.state = State::Children { keys, next: 0, attempts: 0 };
+                            if steps.is_empty() {
+                                continue;
+                            }
+                            self.charge_rate_limits(&steps).await;
+                            return Ok(true);
+                        }
+                        Together::ChildrenAppeared => {
+                            debug!(model = %node.model, "children appeared under a chunk; draining them again");
+                            top.state = State::Children { keys, next: 0, attempts: 1 };
+                        }
+                    }
+                }
+                State::Children { keys, next, attempts } => {
+                    let Some(child) = frame.node.children.get(*next) else {
+                        frame.state = State::Delete { keys: keys.clone(), attempts: *attempts };
+                        continue;
+                    };
+                    *next += 1;
+                    let (parent, keys) = (frame.node, keys.clone());
+                    let child_frame = self.frame_of(child, Some(parent), keys);
+                    self.stack.push(child_frame);
+                }
+                State::Delete { keys, attempts } => {
+                    let (keys, attempts) = (keys.clone(), *attempts);
+                    let frame = self.stack.pop().expect("the frame being worked on");
+                    let (outcome, node) = (self.delete_chunk(&frame, &keys).await, frame.node);
+                    self.stack.push(frame);
+                    match outcome? {
+                        Outcome::Done(steps) => {
+                            self.charge_rate_limits(&steps).await;
+                            self.chunk_done();
+                            return Ok(true);
+                        }
+                        Outcome::ChildrenAppeared { .. } if attempts < self.options.orphan_retries => {
+                            debug!(model = %node.model, attempts, "children appeared under a chunk; draining them again");
+                            let frame = self.stack.last_mut().expect("the frame being worked on");
+                            frame.state = State::Children { keys, next: 0, attempts: attempts + 1 };
+                        }
+                        Outcome::ChildrenAppeared { refused } => {
+                            let model = node.model.clone();
+                            return Err(match refused {
+                                Some(reason) => DeleteError::Refused { model, reason },
+                                None => DeleteError::ChildrenKeepAppearing { model, attempts: attempts + 1 },
+                            });
+                        }
+                    }
+                }
+                State::SetBased => {
+                    let node = frame.node;
+                    let limit = self.size_of(node);
+                    let frame = self.stack.pop().expect("the frame being worked on");
+                    let rows = self.set_based_chunk(&frame, limit).await;
+                    self.stack.push(frame);
+                    let rows = rows?;
+                    if rows > 0 {
+                        self.charge_rate_limits(&[(node, rows)]).await;
+                    }
+                    if self.is_last_set_based(self.stack.last().expect("the frame being worked on"), limit, rows) {
+                        self.stack.pop();
+                    }
+                    if rows > 0 {
+                        return Ok(true);
+                    }
+                }
+            }
+        }
+    }
+
+    /// Rows per transaction of `node` now.
+    fn size_of(&self, node: &PlanNode) -> u64 {
+        match &self.options.within {
+            Some(batch) if std::ptr::eq(node, self.root) => batch.root_chunk_size,
+            _ => self.sizes.of(node),
+        }
+    }
+
+    /// The top frame's chunk is deleted: fetch the next, or, after its last, go back to its parent.
+    fn chunk_done(&mut self) {
+        let frame = self.stack.last_mut().expect("the frame being worked on");
+        if frame.last_chunk {
+            self.stack.pop();
+        } else {
+            frame.state = State::Fetch;
+        }
+    }
+
+    /// Whether no requested root row exists.
+    pub fn none_found(&self) -> bool {
+        self.pending_roots.is_empty()
+            && self.stack.is_empty()
+            && self.summary.skipped.is_empty()
+            && !self.summary.missing.is_empty()
+    }
+
+    /// Whether every requested root exists and was skipped by its status, so nothing is
+    /// deleted (a scheduled deletion cancelled through its status).
+    pub fn all_skipped(&self) -> bool {
+        self.pending_roots.is_empty()
+            && self.stack.is_empty()
+            && self.summary.missing.is_empty()
+            && !self.summary.skipped.is_empty()
+    }
+
+    /// Records how the run ended in `cascade_run` and closes the archive.
+    pub async fn finish(mut self, outcome: RunOutcome, error: Option<&str>) -> Result<Summary, DeleteError> {
+        // Counted even when recording the run fails below: the deletion ended all the same. A
+        // batch of a caller's run is counted as part of that run, by the caller.
+        if self.run.is_some() {
+            outcome.count();
+        }
+        self.summary.elapsed_ms = self.started.elapsed().as_secs_f64() * 1e3;
+        self.summary.p99_chunk_ms = nearest_rank(&self.summary.chunk_ms, 0.99);
+        if outcome == RunOutcome::Succeeded && !self.statuses_before.is_empty() {
+            audit::statuses::forget(self.database, &self.root.table, &self.root_keys).await?;
+        }
+        if let Some(run) = self.run.take() {
+            run.finish(outcome, &self.summary.run_rows(), error).await?;
+            info!(run = self.run_id, outcome = outcome.as_str(), rows = self.summary.rows(), "deletion finished");
+        }
+        Ok(self.summary)
+    }
+
+    fn frame_of(&self, node: &'a PlanNode, parent: Option<&'a PlanNode>, matched: SqlValue) -> Frame<'a> {
+        let step_of = |node, parent| {
+            StepSql::new(node, parent, self.config, self.database.backend(), Some(self.schema), self.archive.is_some())
+        };
+        let mut step = step_of(node, parent);
+        if std::ptr::eq(node, self.root) && node.children.is_empty() {
+            step.sql.guard = self.options.within.as_ref().and_then(|batch| batch.root_guard.clone());
+        }
+        let set_based_children = node
+            .has_only_set_based_children()
+            .then(|| node.children.iter().map(|child| (child, step_of(child, Some(node)))).collect());
+        Frame {
+            node,
+            step,
+            set_based_children,
+            matched,
+            limit: node.chunk_size,
+            last_chunk: false,
+            state: initial_state(node),
+        }
+    }
+}
+
+fn initial_state(node: &PlanNode) -> State {
+    if node.is_set_based() { State::SetBased } else { State::Fetch }
+}
+
+/// What a per_row frame does with a chunk of `keys` it has read.
+fn chunk_state(frame: &Frame<'_>, keys: SqlValue) -> State {
+    if frame.node.children.is_empty() {
+        State::Delete { keys, attempts: 0 }
+    } else if frame.set_based_children.is_some() {
+        State::Together { keys }
+    } else {
+        State::Children { keys, next: 0, attempts: 0 }
+    }
+}

@@ -1,0 +1,108 @@
+//! The checks a deletion passes before its first write: every lookup by key finds the rows the
+//! database takes for children, and the database can compare every relation with its parent's
+//! keys.
+
+use super::DeleteError;
+use crate::config::Config;
+use crate::db::sql::{KeyType, Param, SqlValue};
+use crate::db::{Database, Failure, first_text};
+use crate::engine::steps::StepSql;
+use crate::planner::{Plan, PlanNode};
+use crate::schema::Schema;
+
+/// Refuses, before anything is written, a deletion whose lookups by key would miss rows the
+/// database takes for children or would fail on the database's types; whether every lookup was
+/// checked (see [`refuse_uncomparable_relations`]).
+pub(crate) async fn refuse_unmatched_lookups(
+    database: &Database,
+    config: &Config,
+    plan: &Plan,
+    schema: &Schema,
+) -> Result<bool, DeleteError> {
+    refuse_ambiguous_keys(database, plan, schema).await?;
+    refuse_uncomparable_relations(database, config, plan, schema).await
+}
+
+/// Refuses a deletion through a column that holds a value the database takes for a key but that
+/// cascade's lookups by key would miss (SQLite; see [`crate::db::Backend::unmatched_keys_in`]):
+/// a column declared without a type holding a key as text reading exactly as an integer (`'8'`:
+/// bound as the integer 8, the row `'8'` is never found, its children orphaned or a loop, while a
+/// row 8 elsewhere is deleted in its place), or a reference that the parent's integer keys equal
+/// only by SQLite's conversion (`'08'` in a TEXT column): left behind, orphaned.
+async fn refuse_ambiguous_keys(database: &Database, plan: &Plan, schema: &Schema) -> Result<(), DeleteError> {
+    let key_of =
+        |node: &PlanNode| schema.table(&node.table).and_then(|table| table.column(node.key.as_deref().unwrap_or("id")));
+    let quoted = |node: &PlanNode| crate::schema::CatalogNames::of(Some(schema), &node.table).quoted_table();
+    for (node, parent) in plan.steps_with_parents() {
+        let Some(table) = schema.table(&node.table) else { continue };
+        // Set-based steps never look their rows up by their own key, only by their relation.
+        let by_own_key = parent.is_none() || !node.is_set_based();
+        let own_key = key_of(node).filter(|_| by_own_key).map(|key| (key, key, None));
+        let reference = node
+            .column
+            .as_deref()
+            .and_then(|name| table.column(name))
+            .zip(parent)
+            .and_then(|(column, parent)| key_of(parent).map(|key| (column, key, Some(quoted(parent)))));
+        // Each column with the key it is looked up by, and for a reference the parent's table.
+        for (column, key, parent_table) in own_key.into_iter().chain(reference) {
+            let mut sql = database.sql();
+            let backend = database.backend();
+            let referenced = parent_table.as_deref().map(|table| (table, key.name.as_str()));
+            let column_type = &column.key_type;
+            if !backend.unmatched_keys_in(&mut sql, &quoted(node), &column.name, column_type, &key.key_type, referenced)
+            {
+                continue;
+            }
+            let Some(value) = first_text(&database.fetch_texts(&sql.finish()).await?).map(str::to_owned) else {
+                continue;
+            };
+            let (table, column) = (table.name.clone(), column.name.clone());
+            return Err(match key.key_type {
+                KeyType::Untyped => DeleteError::AmbiguousKey { table, column, value },
+                _ => DeleteError::UnmatchedReference { table, column, value, key: key.data_type.clone() },
+            });
+        }
+    }
+    Ok(())
+}
+
+/// Refuses a deletion through a relation whose column the database cannot compare with its
+/// parent's keys (PostgreSQL: `text = numeric` has no operator), before anything is written:
+/// each step's lookup of its rows by its parent's keys is run once with no keys, which the
+/// database parses and type-checks as it would every chunk's. Found later, the error would stop
+/// the deletion halfway, after the steps before it had committed. `relation-type-mismatch` names
+/// the common pairs in `validate`; this catches every pair the database itself refuses. Whether
+/// every step was checked: a step whose lookup met a transient error (a lock) is left out.
+async fn refuse_uncomparable_relations(
+    database: &Database,
+    config: &Config,
+    plan: &Plan,
+    schema: &Schema,
+) -> Result<bool, DeleteError> {
+    let mut all_checked = true;
+    for (node, parent) in plan.steps_with_parents() {
+        let Some(parent) = parent else { continue };
+        let step = StepSql::new(node, Some(parent), config, database.backend(), Some(schema), false);
+        let no_keys =
+            crate::engine::typed_keys(&step.sql.match_type, Vec::new()).unwrap_or(SqlValue::Texts(Vec::new()));
+        let lookup = step.sql.count_up_to(Param::Value(no_keys), 1);
+        if let Err(error) = database.fetch_texts(&lookup).await {
+            // A lock held elsewhere or a lost connection is no fault of the relation: the
+            // deletion meets it again where it is recorded and retried.
+            if database.classify(&error) != Failure::Permanent {
+                all_checked = false;
+                continue;
+            }
+            if !error.is_type_mismatch() {
+                return Err(error.into());
+            }
+            return Err(DeleteError::UncomparableRelation {
+                child: format!("{}.{}", node.table, node.column.as_deref().unwrap_or_default()),
+                parent: format!("{}.{}", parent.table, parent.key.as_deref().unwrap_or("id")),
+                reason: error.to_string(),
+            });
+        }
+    }
+    Ok(all_checked)
+}

@@ -1,0 +1,204 @@
+//! What a chunk's transaction writes besides its deletes, and in which order it makes it
+//! durable: the tombstones, the archive's lines (synced before the commit), the run's rows in
+//! `cascade_run`; and what a committed transaction counts (summary, metrics).
+
+use std::time::Instant;
+
+use tracing::debug;
+
+use super::roots::with_status_before;
+use super::{DeleteError, Deletion};
+use crate::audit;
+use crate::config::OnDelete;
+use crate::db::sql::{Param, SqlValue, Statement};
+use crate::db::{TextRows, Transaction};
+use crate::engine::steps::StepSql;
+use crate::planner::PlanNode;
+use crate::telemetry;
+
+impl<'a> Deletion<'a> {
+    /// A chunk's transaction (see [`Database::begin_key_array_write`]).
+    pub(super) async fn begin(&mut self) -> Result<Transaction, DeleteError> {
+        // Those of a transaction rolled back never counted, and its rows were never archived.
+        self.uncommitted_outbox_rows = 0;
+        if let Some(archive) = &mut self.archive {
+            archive.discard();
+        }
+        Ok(self.database.begin_key_array_write(self.unpartitioned).await?)
+    }
+
+    /// Records the run's rows with those of `steps` in `cascade_run`, makes the chunk's archive
+    /// lines durable, then commits: no row is gone before it is on disk, and a run killed after
+    /// any commit shows what it did.
+    pub(super) async fn commit(
+        &mut self,
+        mut transaction: Transaction,
+        steps: &[(&PlanNode, u64)],
+    ) -> Result<(), DeleteError> {
+        if steps.iter().any(|(_, rows)| *rows > 0) {
+            let before = self.options.within.as_ref().map(|batch| &batch.rows_before);
+            let mut rows = before.cloned().unwrap_or_default().plus(&self.summary.deleted, &self.summary.nullified);
+            for (node, count) in steps {
+                *rows.of(node.action, &node.model) += count;
+            }
+            audit::record_rows(&mut transaction, self.run_id, &rows).await?;
+        }
+        if let Some(archive) = &mut self.archive {
+            archive.sync()?;
+        }
+        transaction.commit().await?;
+        self.summary.outbox_rows += std::mem::take(&mut self.uncommitted_outbox_rows);
+        Ok(())
+    }
+
+    /// Deletes (or nullifies) every row of `node` whose key (`by_key`) or relation column is in
+    /// `keys`. Where one writer at a time is the rule, the tombstones and the archive's rows are
+    /// read straight from the table first ([`StepSql::row_data_from_table`]), without carrying
+    /// the rows through the tool one by one.
+    pub(super) async fn delete_all(
+        &mut self,
+        transaction: &mut Transaction,
+        node: &PlanNode,
+        step: &StepSql<'_>,
+        keys: &SqlValue,
+        by_key: bool,
+    ) -> Result<u64, DeleteError> {
+        let keys = || Param::Value(keys.clone());
+        let Some(returning) = step.row_data_from_table() else {
+            let statement = step.sql.delete_matching(keys(), step.returning.as_ref(), by_key);
+            return self.run_write(transaction, &statement, node, step).await;
+        };
+        if let Some(target) = step.outbox {
+            let tombstones = step.sql.insert_tombstones(&target.scope, &target.category, returning, keys(), by_key);
+            self.uncommitted_outbox_rows += transaction.execute(&tombstones).await?;
+        }
+        let archived = match (&self.archive, &returning.row) {
+            (Some(_), Some(columns)) => {
+                Some(transaction.fetch_texts(&step.sql.archived_rows(columns, keys(), by_key)).await?)
+            }
+            _ => None,
+        };
+        let deleted = transaction.execute(&step.sql.delete_matching(keys(), None, by_key)).await?;
+        // Archived once the delete went through: a refused delete leaves no lines behind.
+        if let Some(archived) = archived {
+            self.archive_lines(node, step, counted_lines(archived).1)?;
+        }
+        Ok(deleted)
+    }
+
+    /// Runs `node`'s delete or update; with `RETURNING`, archives the deleted rows and writes
+    /// their tombstones in the same transaction. The number of rows touched.
+    pub(super) async fn run_write(
+        &mut self,
+        transaction: &mut Transaction,
+        statement: &Statement,
+        node: &PlanNode,
+        step: &StepSql<'_>,
+    ) -> Result<u64, DeleteError> {
+        if step.row_data().is_none() {
+            return Ok(transaction.execute(statement).await?);
+        }
+        // The database writes the tombstones itself, and hands over the archive's rows in one
+        // result row: deleted rows do not travel one by one.
+        if let Some(in_with) = step.deleting_in_with(statement, self.archive.is_some()) {
+            let rows = if self.archive.is_some() {
+                let (rows, lines) = counted_lines(transaction.fetch_texts(&in_with).await?);
+                self.archive_lines(node, step, lines)?;
+                rows
+            } else {
+                transaction.execute(&in_with).await?
+            };
+            if step.outbox.is_some() {
+                self.uncommitted_outbox_rows += rows;
+            }
+            return Ok(rows);
+        }
+        let rows = transaction.fetch_texts(statement).await?;
+        self.write_row_data(transaction, rows, node, step).await
+    }
+
+    /// Archives the deleted rows of `node` (JSON objects), the root's with their status as it
+    /// was before the deletion marked them.
+    pub(super) fn archive_lines(
+        &mut self,
+        node: &PlanNode,
+        step: &StepSql<'_>,
+        lines: Vec<String>,
+    ) -> Result<(), DeleteError> {
+        let Some(archive) = &mut self.archive else { return Ok(()) };
+        let status = step.status.map(|s| step.sql.names.column(&s.column.value));
+        let lines = match status {
+            Some(status) if std::ptr::eq(node, self.root) && !self.statuses_before.is_empty() => {
+                let key = step.sql.key();
+                lines.into_iter().map(|line| with_status_before(line, &key, &status, &self.statuses_before)).collect()
+            }
+            _ => lines,
+        };
+        Ok(archive.write(&node.model, &node.table, &lines)?)
+    }
+
+    /// Archives the deleted rows and writes their tombstones, inside the chunk's transaction;
+    /// the number of rows.
+    pub(super) async fn write_row_data(
+        &mut self,
+        transaction: &mut Transaction,
+        rows: Vec<Vec<Option<String>>>,
+        node: &PlanNode,
+        step: &StepSql<'_>,
+    ) -> Result<u64, DeleteError> {
+        if self.archive.is_some() {
+            let lines = rows.iter().filter_map(|row| row.get(3).cloned().flatten()).collect();
+            self.archive_lines(node, step, lines)?;
+        }
+        let composite = node.identity.len() > 1;
+        let tombstones: Vec<serde_json::Value> = rows
+            .iter()
+            .map(|row| {
+                let key = if composite { row[0].as_deref().map(compact_json) } else { row[0].clone() };
+                serde_json::json!({ "key": key, "shard": row.get(1).cloned().flatten(), "payload": row.get(2).cloned().flatten() })
+            })
+            .collect();
+        let count = tombstones.len() as u64;
+        if let (Some(statement), true) = (step.tombstones(Param::json_records(tombstones)), count > 0) {
+            transaction.execute(&statement).await?;
+            self.uncommitted_outbox_rows += count;
+        }
+        Ok(rows.len() as u64)
+    }
+
+    /// Counts a committed transaction that touched the rows of `steps`.
+    pub(super) fn record_transaction(&mut self, started: Instant, steps: &[(&PlanNode, u64)]) {
+        let elapsed_ms = started.elapsed().as_secs_f64() * 1e3;
+        self.summary.chunks += 1;
+        self.summary.max_chunk_ms = self.summary.max_chunk_ms.max(elapsed_ms);
+        self.summary.chunk_ms.push(elapsed_ms);
+        metrics::histogram!(telemetry::CHUNK_DURATION).record(elapsed_ms / 1e3);
+        for (node, rows) in steps {
+            let (counts, metric) = if node.action == OnDelete::Delete {
+                (&mut self.summary.deleted, telemetry::ROWS_DELETED)
+            } else {
+                (&mut self.summary.nullified, telemetry::ROWS_NULLIFIED)
+            };
+            *counts.entry(node.model.clone()).or_default() += rows;
+            metrics::counter!(metric, telemetry::MODEL => node.model.clone()).increment(*rows);
+        }
+        let models: Vec<&str> = steps.iter().map(|(node, _)| node.model.as_str()).collect();
+        let rows: u64 = steps.iter().map(|(_, rows)| rows).sum();
+        debug!(models = ?models, rows, ms = elapsed_ms, "chunk committed");
+    }
+}
+
+/// The one row of an archive read (`archived_rows`, `delete_archived`): the number
+/// of rows and their JSON objects, one per line (JSON text holds no raw line break).
+fn counted_lines(rows: TextRows) -> (u64, Vec<String>) {
+    let mut row = rows.into_iter().next().unwrap_or_default().into_iter();
+    let count = row.next().flatten().and_then(|count| count.parse().ok()).unwrap_or(0);
+    let lines = row.next().flatten().map(|text| text.split('\n').map(str::to_owned).collect()).unwrap_or_default();
+    (count, lines)
+}
+
+/// A composite key's JSON array as one spelling on every database (`[1,3]`: PostgreSQL writes
+/// `[1, 3]`).
+fn compact_json(text: &str) -> String {
+    serde_json::from_str::<serde_json::Value>(text).map_or_else(|_| text.to_owned(), |value| value.to_string())
+}
