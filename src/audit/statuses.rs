@@ -4,7 +4,8 @@
 
 use indexmap::IndexMap;
 
-use crate::db::sql::{KeyType, Param, SqlBuilder, SqlValue};
+use crate::db::Keys;
+use crate::db::sql::{KeyType, Param, SqlBuilder};
 use crate::db::{Database, DbError, Transaction};
 
 /// Keeps the statuses root rows of `table` had before the deletion marked them in progress
@@ -38,7 +39,7 @@ pub async fn remembered(
 ) -> Result<IndexMap<String, String>, DbError> {
     let mut sql = database.sql();
     sql.push("SELECT root_key, status FROM cascade_root_status WHERE root_table = ").bind_text(table);
-    sql.push(" AND ").key_list("root_key", &KeyType::Text, Param::Value(SqlValue::Texts(keys.to_vec())));
+    sql.push(" AND ").key_list("root_key", &KeyType::Text, Param::Keys(Keys::Texts(keys.to_vec())));
     Ok(database
         .fetch_texts(&sql.finish())
         .await?
@@ -54,7 +55,7 @@ pub async fn remembered(
 pub async fn forget(database: &Database, table: &str, keys: &[String]) -> Result<(), DbError> {
     let mut sql = database.sql();
     sql.push("DELETE FROM cascade_root_status WHERE root_table = ").bind_text(table);
-    sql.push(" AND ").key_list("root_key", &KeyType::Text, Param::Value(SqlValue::Texts(keys.to_vec())));
+    sql.push(" AND ").key_list("root_key", &KeyType::Text, Param::Keys(Keys::Texts(keys.to_vec())));
     database.execute_alone(&sql.finish()).await?;
     Ok(())
 }

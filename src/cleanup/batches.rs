@@ -16,8 +16,8 @@ use tracing::info;
 
 use crate::audit::{self, Alone, LiveRun, Run, RunOutcome, RunRows, RunStart};
 use crate::config::OnDelete;
-use crate::db::DbError;
 use crate::db::sql::{KeyType, Param, SqlBuilder, Statement};
+use crate::db::{DbError, key_value};
 use crate::engine::{DeleteError, DeleteOptions, Engine, Pacing, RootGuard, RunBatch, Summary};
 use crate::planner::Plan;
 
@@ -476,38 +476,6 @@ impl<'a> BatchRun<'a> {
 /// `AND "alias"."key" > CHECKPOINT` when there is a checkpoint: the scan goes on after it.
 pub fn after(sql: &mut SqlBuilder, column: &str, key_type: &KeyType, checkpoint: Option<&str>) {
     if let Some(position) = checkpoint {
-        sql.push(" AND ").push(column).push(" > ").key_value(key_type, key_param(key_type, position));
+        sql.push(" AND ").push(column).push(" > ").key_value(key_type, Param::Value(key_value(key_type, position)));
     }
-}
-
-/// A key as a parameter: an integer when it is one and the key column is integer.
-pub fn key_param(key_type: &KeyType, key: &str) -> Param {
-    match integer_key(key_type, key) {
-        Some(number) => Param::integer(number),
-        None => Param::text(key),
-    }
-}
-
-/// A key (read from the database, as text) as a JSON value of a record that
-/// [`crate::db::Backend::json_key_field`] reads.
-pub fn key_json(key_type: &KeyType, key: &str) -> serde_json::Value {
-    match key_type {
-        KeyType::Integer | KeyType::Untyped => crate::db::sql::key_json(key),
-        _ => key.into(),
-    }
-}
-
-/// A key that is an integer as the database spells one: an untyped SQLite column's text `007`
-/// stays text.
-fn integer_key(key_type: &KeyType, key: &str) -> Option<i64> {
-    match key_type {
-        KeyType::Integer | KeyType::Untyped => crate::db::sql::exact_integer(key),
-        _ => None,
-    }
-}
-
-/// Keys (read from the database, as text) bound as one list parameter of their column's type.
-pub fn key_list(key_type: &KeyType, keys: Vec<String>) -> Param {
-    // A key the type refuses cannot come from the key column; bound as text, it matches nothing.
-    Param::Value(crate::engine::typed_keys(key_type, keys.clone()).unwrap_or(crate::db::sql::SqlValue::Texts(keys)))
 }

@@ -14,7 +14,7 @@ use super::batches::{self, BatchError, BatchOptions, BatchRun, CleanupSummary};
 use crate::audit::Alone;
 use crate::config::{Config, Located, StatusValue};
 use crate::db::sql::{KeyType, Param, SqlBuilder, Statement};
-use crate::db::{Database, DbError, Transaction};
+use crate::db::{Database, DbError, Transaction, typed_key_json};
 use crate::diagnostic::did_you_mean;
 use crate::engine::Engine;
 use crate::schema::{CatalogNames, Schema, Table};
@@ -402,8 +402,8 @@ impl<'a> Merger<'a> {
             .iter()
             .map(|(duplicate, kept)| {
                 serde_json::json!({
-                    "duplicate": batches::key_json(self.key_type, duplicate),
-                    "kept": batches::key_json(self.key_type, kept),
+                    "duplicate": typed_key_json(self.key_type, duplicate),
+                    "kept": typed_key_json(self.key_type, kept),
                 })
             })
             .collect();

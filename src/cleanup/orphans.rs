@@ -14,7 +14,7 @@ use super::batches::{self, BatchError, BatchOptions, BatchRun, CleanupSummary, N
 use crate::audit::Alone;
 use crate::config::{Config, Key, OnDelete};
 use crate::db::sql::{Param, SqlBuilder, Statement, quote_identifier, quote_qualified};
-use crate::db::{Backend, Database, DbError};
+use crate::db::{Backend, Database, DbError, Keys};
 use crate::engine::{self, CountError, Dangling, Engine, RootGuard};
 use crate::planner::{self, Plan};
 use crate::schema::{Schema, Table};
@@ -959,7 +959,11 @@ impl<'a> Group<'a> {
                 sql.bind(Param::integer(i64::try_from(limit).unwrap_or(i64::MAX)));
             }
             Among::These(keys) => {
-                sql.push(" AND ").key_list(&self.key, &self.key_type, batches::key_list(&self.key_type, keys.to_vec()));
+                sql.push(" AND ").key_list(
+                    &self.key,
+                    &self.key_type,
+                    Param::Keys(Keys::read(&self.key_type, keys.to_vec())),
+                );
             }
         }
         sql.push(") AS cascade_batch");
@@ -1048,7 +1052,7 @@ impl<'a> Group<'a> {
         sql.identifier(&relation.catalog_column()).push(" = NULL WHERE ").key_list(
             &self.key,
             &self.key_type,
-            batches::key_list(&self.key_type, keys.to_vec()),
+            Param::Keys(Keys::read(&self.key_type, keys.to_vec())),
         );
         sql.push(" AND ");
         relation.orphan_condition(&mut sql);

@@ -3,6 +3,7 @@
 //! [`Backend`]; nothing here knows of configs or plans.
 
 mod backend;
+mod keys;
 mod migrate;
 pub mod options;
 mod postgres;
@@ -18,6 +19,8 @@ use sqlx::postgres::PgPool;
 use sqlx::sqlite::SqlitePool;
 
 use sql::{Param, SqlValue, Statement};
+
+pub use keys::{Keys, exact_integer, key_json, key_value, typed_key_json};
 
 /// A pool of connections to one database, with the backend that speaks to it.
 #[derive(Debug, Clone)]
@@ -151,28 +154,22 @@ type SqliteQuery<'q> = sqlx::query::Query<'q, sqlx::Sqlite, sqlx::sqlite::Sqlite
 type PgQuery<'q> = sqlx::query::Query<'q, sqlx::Postgres, sqlx::postgres::PgArguments>;
 
 fn bind_sqlite<'q>(query: SqliteQuery<'q>, param: &Param) -> SqliteQuery<'q> {
-    match value_of(param) {
-        SqlValue::Integer(value) => query.bind(*value),
-        SqlValue::Text(value) => query.bind(value.clone()),
-        // Lists travel as one JSON array, read back with json_each.
-        SqlValue::Integers(values) => query.bind(json_array(values)),
-        SqlValue::Texts(values) => query.bind(json_array(values)),
-        SqlValue::UntypedKeys(keys) => query.bind(sql::untyped_keys_json(keys)),
+    match bound(param) {
+        Bound::Value(SqlValue::Integer(value)) => query.bind(*value),
+        Bound::Value(SqlValue::Text(value)) => query.bind(value.clone()),
+        // Keys travel as one JSON array, read back with json_each.
+        Bound::Keys(keys) => query.bind(keys.json()),
     }
 }
 
 fn bind_postgres<'q>(query: PgQuery<'q>, param: &Param) -> PgQuery<'q> {
-    match value_of(param) {
-        SqlValue::Integer(value) => query.bind(*value),
-        SqlValue::Text(value) => query.bind(value.clone()),
-        SqlValue::Integers(values) => query.bind(values.clone()),
-        // PostgreSQL columns always have a type: this is only ever text.
-        SqlValue::Texts(values) | SqlValue::UntypedKeys(values) => query.bind(values.clone()),
+    match bound(param) {
+        Bound::Value(SqlValue::Integer(value)) => query.bind(*value),
+        Bound::Value(SqlValue::Text(value)) => query.bind(value.clone()),
+        Bound::Keys(Keys::Integers(values)) => query.bind(values.clone()),
+        // PostgreSQL columns always have a type: untyped keys are only ever text.
+        Bound::Keys(Keys::Texts(values) | Keys::Untyped(values)) => query.bind(values.clone()),
     }
-}
-
-fn json_array<T: serde::Serialize>(values: &[T]) -> String {
-    serde_json::Value::from_iter(values.iter().map(|value| serde_json::json!(value))).to_string()
 }
 
 /// Every column of every row as text.
@@ -276,10 +273,17 @@ impl Transaction {
     }
 }
 
+/// What a parameter binds.
+enum Bound<'a> {
+    Value(&'a SqlValue),
+    Keys(&'a Keys),
+}
+
 /// Statements with described parameters are listings for people (`plan --sql`), never run.
-fn value_of(param: &Param) -> &SqlValue {
+fn bound(param: &Param) -> Bound<'_> {
     match param {
-        Param::Value(value) => value,
+        Param::Value(value) => Bound::Value(value),
+        Param::Keys(keys) => Bound::Keys(keys),
         Param::Described(what) => panic!("a statement with an unbound parameter ({what}) was executed"),
     }
 }

@@ -5,6 +5,7 @@
 use std::time::SystemTime;
 
 use super::backend::Backend;
+use super::keys::Keys;
 
 /// How a key column's values are bound.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -51,45 +52,24 @@ impl KeyType {
     }
 }
 
-/// A bound value.
+/// A bound scalar value.
 #[derive(Debug, Clone, PartialEq)]
 pub enum SqlValue {
     /// One integer.
     Integer(i64),
     /// One text.
     Text(String),
-    /// A list of integers, bound as one parameter.
-    Integers(Vec<i64>),
-    /// A list of texts, bound as one parameter.
-    Texts(Vec<String>),
-    /// Keys of a SQLite column without a declared type, which holds each value as it was
-    /// inserted: bound as one list in which a key that reads exactly as an integer (`7`, not
-    /// `007`) is an integer and any other is text, so that each matches only its own row.
-    UntypedKeys(Vec<String>),
 }
 
 /// A parameter: a value to bind now, or (for `--sql` listings) what the executor binds there.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Param {
-    /// Bound when the statement runs.
+    /// One value, bound when the statement runs.
     Value(SqlValue),
+    /// A list of keys, bound as one parameter when the statement runs.
+    Keys(Keys),
     /// A description for people; a statement holding one is never run.
     Described(String),
-}
-
-/// `key` as an integer when it reads exactly as one: `7`, not `007` or `+7`.
-pub fn exact_integer(key: &str) -> Option<i64> {
-    key.parse().ok().filter(|number: &i64| number.to_string() == key)
-}
-
-/// A key as a JSON value: a number when it reads exactly as an integer, else a string.
-pub fn key_json(key: &str) -> serde_json::Value {
-    exact_integer(key).map_or_else(|| key.into(), serde_json::Value::from)
-}
-
-/// Keys of a column without a declared type as one JSON array (see [`key_json`]).
-pub fn untyped_keys_json(keys: &[String]) -> String {
-    serde_json::Value::from_iter(keys.iter().map(|key| key_json(key))).to_string()
 }
 
 impl Param {

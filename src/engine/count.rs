@@ -7,11 +7,12 @@ use serde::Serialize;
 
 use crate::config::Config;
 use crate::config::OnDelete;
-use crate::db::sql::{KeyType, Param, SqlBuilder, SqlValue, Statement};
+use crate::db::Keys;
+use crate::db::sql::{KeyType, Param, SqlBuilder, Statement};
 use crate::db::{Backend, Database, DbError};
 use crate::planner::{Plan, PlanNode};
 
-use super::{not_found, typed_keys};
+use super::not_found;
 use crate::schema::{CatalogNames, Schema};
 
 /// How many rows a plan would delete or nullify for some root ids.
@@ -62,7 +63,7 @@ pub struct Dangling {
 /// Which root rows the counts start from.
 enum Roots<'a> {
     /// Rows whose key is among the ids, bound as one list.
-    Ids { key_type: KeyType, ids: SqlValue },
+    Ids { key_type: KeyType, ids: Keys },
     /// Rows that dangle by any of these relations.
     Dangling(&'a [Dangling]),
 }
@@ -87,12 +88,12 @@ pub async fn count(
     ids: &[String],
 ) -> Result<Counts, CountError> {
     let root = super::steps::node_sql(&plan.root, None, database.backend(), Some(schema));
-    let ids = typed_keys(&root.key_type, ids.to_vec()).map_err(|id| CountError::NotAnInteger {
+    let ids = Keys::parse(&root.key_type, ids.to_vec()).map_err(|id| CountError::NotAnInteger {
         id,
         key: root.key().to_owned(),
         table: plan.root.table.clone(),
     })?;
-    let found = database.fetch_texts(&root.select_roots(Param::Value(ids.clone()), None)).await?;
+    let found = database.fetch_texts(&root.select_roots(Param::Keys(ids.clone()), None)).await?;
     let not_found = not_found(&ids, &found, &root.key_type);
     let roots = Roots::Ids { key_type: root.key_type.clone(), ids };
     let counter = Counter { backend: database.backend(), config, schema, roots };
@@ -223,7 +224,7 @@ impl Counter<'_> {
         let names = self.names(root);
         match &self.roots {
             Roots::Ids { key_type, ids } => {
-                sql.key_list(&names.column(root.key.as_deref().unwrap_or("id")), key_type, Param::Value(ids.clone()));
+                sql.key_list(&names.column(root.key.as_deref().unwrap_or("id")), key_type, Param::Keys(ids.clone()));
             }
             Roots::Dangling(dangling) => {
                 sql.push("(");

@@ -25,49 +25,27 @@ pub(crate) use sql::status_in;
 use indexmap::IndexMap;
 
 use crate::config::Config;
-use crate::db::sql::{KeyType, SqlValue};
+use crate::db::Keys;
+use crate::db::sql::KeyType;
 use crate::db::{Database, DbError, TextRows, options};
 use crate::planner::Plan;
 
-/// Keys as the key column wants them bound: integers for an integer key (the first key that is
-/// not one is the error), text otherwise.
-pub(crate) fn typed_keys(key_type: &KeyType, keys: Vec<String>) -> Result<SqlValue, String> {
-    let integers = |keys: Vec<String>| {
-        keys.into_iter().map(|key| key.trim().parse::<i64>().map_err(|_| key)).collect::<Result<Vec<_>, _>>()
-    };
-    match key_type {
-        KeyType::Integer => integers(keys).map(SqlValue::Integers),
-        KeyType::Untyped => Ok(SqlValue::UntypedKeys(keys)),
-        KeyType::Text | KeyType::Other(_) => Ok(SqlValue::Texts(keys)),
-    }
-}
-
-/// Keys as text, whatever their bound type.
-pub(crate) fn key_texts(keys: &SqlValue) -> Vec<String> {
-    match keys {
-        SqlValue::Integers(list) => list.iter().map(i64::to_string).collect(),
-        SqlValue::Texts(list) | SqlValue::UntypedKeys(list) => list.clone(),
-        SqlValue::Integer(i) => vec![i.to_string()],
-        SqlValue::Text(t) => vec![t.clone()],
-    }
-}
-
-/// `typed_keys` for the keys of `table`, a key that does not fit being a [`DeleteError`].
-pub(crate) fn table_keys(table: &str, key_type: &KeyType, keys: Vec<String>) -> Result<SqlValue, DeleteError> {
-    typed_keys(key_type, keys).map_err(|id| DeleteError::NotAnInteger { id, table: table.to_owned() })
+/// [`Keys::parse`] for the keys of `table`, a key that does not fit being a [`DeleteError`].
+pub(crate) fn table_keys(table: &str, key_type: &KeyType, keys: Vec<String>) -> Result<Keys, DeleteError> {
+    Keys::parse(key_type, keys).map_err(|id| DeleteError::NotAnInteger { id, table: table.to_owned() })
 }
 
 /// The requested `ids` that no row of `found` (rows whose first column is a key, as the
 /// database writes it) has. Keys of other types than integer and text (uuid, ...) compare
 /// without regard to ASCII case: the database writes `A1B2...` as `a1b2...`.
-pub(crate) fn not_found(ids: &SqlValue, found: &TextRows, key_type: &KeyType) -> Vec<String> {
+pub(crate) fn not_found(ids: &Keys, found: &TextRows, key_type: &KeyType) -> Vec<String> {
     let fold = |key: &str| match key_type {
         KeyType::Other(_) => key.to_ascii_lowercase(),
         KeyType::Integer | KeyType::Text | KeyType::Untyped => key.to_owned(),
     };
     let found: std::collections::HashSet<String> =
         found.iter().filter_map(|row| row.first().and_then(Option::as_deref)).map(fold).collect();
-    key_texts(ids).into_iter().filter(|id| !found.contains(&fold(id))).collect()
+    ids.texts().into_iter().filter(|id| !found.contains(&fold(id))).collect()
 }
 
 /// Checks that `ids` fit the key of `plan`'s root table in the live schema, so that a

@@ -5,8 +5,8 @@ use serde::Serialize;
 
 use super::sql::{NodeSql, Returning, delete_archived, delete_with_tombstones, outbox_insert};
 use crate::config::{Config, OnDelete, StatusCheck};
-use crate::db::Backend;
 use crate::db::sql::{KeyType, Param, SqlValue, Statement, quote_literal};
+use crate::db::{Backend, Keys};
 use crate::planner::{OutboxTarget, Plan, PlanNode};
 use crate::schema::{CatalogNames, Schema, Table};
 
@@ -337,9 +337,9 @@ fn listed(statement: Statement) -> ListedStatement {
             Param::Described(what) => what.clone(),
             Param::Value(SqlValue::Integer(i)) => i.to_string(),
             Param::Value(SqlValue::Text(t)) => quote_literal(t),
-            Param::Value(SqlValue::Integers(list)) => format!("{list:?}"),
-            Param::Value(SqlValue::Texts(list)) => format!("{list:?}"),
-            Param::Value(SqlValue::UntypedKeys(list)) => crate::db::sql::untyped_keys_json(list),
+            Param::Keys(Keys::Integers(list)) => format!("{list:?}"),
+            Param::Keys(Keys::Texts(list)) => format!("{list:?}"),
+            Param::Keys(untyped @ Keys::Untyped(_)) => untyped.json(),
         })
         .collect();
     ListedStatement { sql: statement.sql, params }

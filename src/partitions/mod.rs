@@ -15,7 +15,8 @@ pub use prune::{Detach, Dropped, PruneOptions, prune};
 pub use schedule::{RetentionReport, run_retention};
 
 use crate::config::{Config, Model, OnDelete};
-use crate::db::sql::{Param, SqlValue, quote_identifier};
+use crate::db::Keys;
+use crate::db::sql::{Param, quote_identifier};
 use crate::db::{Database, DbError, Kind};
 use crate::engine::ArchiveError;
 use crate::schema::partitions::{partitions, server_version};
@@ -292,7 +293,7 @@ pub(super) async fn bounds_against(
     sql.push("SELECT CASE WHEN u.bound = '' THEN 'false' WHEN CAST(u.bound AS ").push(&policy.column_type);
     sql.push(operator);
     cutoff_as_column(&mut sql, policy, time);
-    sql.push(" THEN 'true' ELSE 'false' END FROM unnest(CAST(").bind(Param::Value(SqlValue::Texts(bounds)));
+    sql.push(" THEN 'true' ELSE 'false' END FROM unnest(CAST(").bind(Param::Keys(Keys::Texts(bounds)));
     sql.push(" AS text[])) WITH ORDINALITY u(bound, ord) ORDER BY u.ord");
     let rows = database.fetch_texts(&sql.finish()).await?;
     Ok(rows.iter().map(|row| row.first().cloned().flatten().as_deref() == Some("true")).collect())

@@ -4,11 +4,10 @@
 
 use std::time::Instant;
 
-use super::super::key_texts as texts;
-use super::roots::key_count;
 use super::{DeleteError, Deletion, Frame, Outcome, Together};
 use crate::audit;
-use crate::db::sql::{Param, SqlValue};
+use crate::db::Keys;
+use crate::db::sql::Param;
 use crate::db::{DbError, Failure, Transaction, first_text};
 use crate::engine::steps::StepSql;
 use crate::planner::PlanNode;
@@ -19,7 +18,7 @@ impl<'a> Deletion<'a> {
     pub(super) async fn delete_together(
         &mut self,
         frame: &Frame<'a>,
-        keys: &SqlValue,
+        keys: &Keys,
     ) -> Result<Together<'a>, DeleteError> {
         let started = Instant::now();
         let mut transaction = self.begin().await?;
@@ -58,10 +57,10 @@ impl<'a> Deletion<'a> {
         self.advance_checkpoint(&mut transaction, frame.node, keys).await?;
         steps.push((frame.node, deleted));
         self.commit(transaction, &steps).await?;
-        self.sizes.record(frame.node, frame.limit, key_count(keys), started.elapsed());
+        self.sizes.record(frame.node, frame.limit, keys.len() as u64, started.elapsed());
         for (child, rows) in &steps[..steps.len() - 1] {
             let fitting = self.sizes.in_parent(child);
-            self.sizes.children_fit(frame.node, key_count(keys), *rows, fitting);
+            self.sizes.children_fit(frame.node, keys.len() as u64, *rows, fitting);
         }
         self.record_transaction(started, &steps);
         Ok(Together::Done(steps))
@@ -75,10 +74,10 @@ impl<'a> Deletion<'a> {
         transaction: &mut Transaction,
         child: &PlanNode,
         step: &StepSql<'_>,
-        keys: &SqlValue,
+        keys: &Keys,
     ) -> Result<ChildRows, DeleteError> {
         let limit = self.sizes.in_parent(child);
-        let matched = || Param::Value(keys.clone());
+        let matched = || Param::Keys(keys.clone());
         let counted = if self.database.backend().limited_delete_is_slow() {
             let counted = transaction.fetch_texts(&step.sql.count_up_to(matched(), limit + 1)).await?;
             first_text(&counted).and_then(|n| n.parse::<u64>().ok())
@@ -109,7 +108,7 @@ impl<'a> Deletion<'a> {
         &mut self,
         transaction: &mut Transaction,
         frame: &Frame<'a>,
-        keys: &SqlValue,
+        keys: &Keys,
         steps: &mut Vec<(&'a PlanNode, u64)>,
     ) -> Result<Option<(&'a PlanNode, ChildRows)>, DeleteError> {
         for (child, step) in frame.set_based_children_going(true) {
@@ -129,9 +128,9 @@ impl<'a> Deletion<'a> {
         transaction: &mut Transaction,
         frame: &Frame<'a>,
         together: bool,
-        keys: &SqlValue,
+        keys: &Keys,
     ) -> Result<bool, DeleteError> {
-        let Some(check) = frame.step.new_children_check(together, &Param::Value(keys.clone())) else {
+        let Some(check) = frame.step.new_children_check(together, &Param::Keys(keys.clone())) else {
             return Ok(false);
         };
         let exists = transaction.fetch_texts(&check).await?;
@@ -140,11 +139,7 @@ impl<'a> Deletion<'a> {
 
     /// Deletes the chunk `keys` of `frame`, then the rows of its children that go after it,
     /// unless children appeared under it.
-    pub(super) async fn delete_chunk(
-        &mut self,
-        frame: &Frame<'a>,
-        keys: &SqlValue,
-    ) -> Result<Outcome<'a>, DeleteError> {
+    pub(super) async fn delete_chunk(&mut self, frame: &Frame<'a>, keys: &Keys) -> Result<Outcome<'a>, DeleteError> {
         let started = Instant::now();
         let step = &frame.step;
         let mut transaction = self.begin().await?;
@@ -179,7 +174,7 @@ impl<'a> Deletion<'a> {
         steps.push((frame.node, deleted));
         self.commit(transaction, &steps).await?;
         self.record_transaction(started, &steps);
-        self.sizes.record(frame.node, frame.limit, key_count(keys), started.elapsed());
+        self.sizes.record(frame.node, frame.limit, keys.len() as u64, started.elapsed());
         Ok(Outcome::Done(steps))
     }
 
@@ -189,14 +184,14 @@ impl<'a> Deletion<'a> {
     /// transaction).
     pub(super) fn is_last_set_based(&self, frame: &Frame<'a>, limit: u64, rows: u64) -> bool {
         rows < limit
-            || (std::ptr::eq(frame.node, self.root) && frame.step.key_unique && rows >= key_count(&frame.matched))
+            || (std::ptr::eq(frame.node, self.root) && frame.step.key_unique && rows >= frame.matched.len() as u64)
     }
 
     /// One set-based statement of up to `limit` rows of `frame`; the rows it touched.
     pub(super) async fn set_based_chunk(&mut self, frame: &Frame<'a>, limit: u64) -> Result<u64, DeleteError> {
         let started = Instant::now();
         let statement =
-            frame.step.sql.set_based_chunk(Param::Value(frame.matched.clone()), frame.step.returning.as_ref(), limit);
+            frame.step.sql.set_based_chunk(Param::Keys(frame.matched.clone()), frame.step.returning.as_ref(), limit);
         let mut transaction = self.begin().await?;
         let rows = match self.run_write(&mut transaction, &statement, frame.node, &frame.step).await {
             Ok(rows) => rows,
@@ -228,10 +223,10 @@ impl<'a> Deletion<'a> {
         &self,
         transaction: &mut Transaction,
         node: &PlanNode,
-        keys: &SqlValue,
+        keys: &Keys,
     ) -> Result<(), DeleteError> {
         let (Some(batch), true) = (&self.options.within, std::ptr::eq(node, self.root)) else { return Ok(()) };
-        match texts(keys).last() {
+        match keys.texts().last() {
             Some(last) => Ok(audit::checkpoint::save(transaction, &batch.checkpoint, last).await?),
             None => Ok(()),
         }

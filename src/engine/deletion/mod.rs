@@ -27,15 +27,16 @@ pub use summary::Summary;
 use super::archive::Archive;
 use super::chunk_size::ChunkSizes;
 use super::steps::StepSql;
+use super::table_keys;
 use super::throttle::Pacing;
-use super::{key_texts as texts, table_keys};
 use crate::audit::{self, Run, RunOutcome, RunStart};
 use crate::config::Config;
 use crate::db::Database;
-use crate::db::sql::{Param, SqlValue};
+use crate::db::Keys;
+use crate::db::sql::Param;
 use crate::planner::{Plan, PlanNode};
 use crate::schema::Schema;
-use roots::{PendingRoots, key_count, sort_roots};
+use roots::{PendingRoots, sort_roots};
 use summary::nearest_rank;
 
 /// One plan node being worked on, for one set of parent rows.
@@ -46,7 +47,7 @@ struct Frame<'a> {
     /// chunk then goes with its children's rows in one transaction when they fit.
     set_based_children: Option<Vec<(&'a PlanNode, StepSql<'a>)>>,
     /// The parent chunk's keys (or the root ids) this node's rows are found by.
-    matched: SqlValue,
+    matched: Keys,
     /// The rows the last fetch asked for.
     limit: u64,
     /// The last fetch found fewer rows than it asked for: once its chunk is done, nothing is left
@@ -68,11 +69,11 @@ enum State {
     /// per_row: the next chunk of keys is to be read.
     Fetch,
     /// per_row: the chunk `keys` and its set-based children's rows, in one transaction.
-    Together { keys: SqlValue },
+    Together { keys: Keys },
     /// per_row: the children of the chunk `keys` are being deleted, `next` is the next one.
-    Children { keys: SqlValue, next: usize, attempts: u32 },
+    Children { keys: Keys, next: usize, attempts: u32 },
     /// per_row: the chunk `keys` is deleted once its children are gone.
-    Delete { keys: SqlValue, attempts: u32 },
+    Delete { keys: Keys, attempts: u32 },
     /// bulk or nullify: one set-based statement per chunk until none is left.
     SetBased,
 }
@@ -168,16 +169,16 @@ impl<'a> Deletion<'a> {
                     actor: &options.actor,
                     command: &options.command,
                     root_model: &plan.root.model,
-                    root_ids: &texts(&ids),
+                    root_ids: &ids.texts(),
                 };
                 let run = Run::start(database, start, config.settings.run_lease()).await?;
                 summary.resumes = run.resumes();
                 // A batch of the caller's run is the caller's to report.
-                info!(run = run.id(), resumes = summary.resumes, model = %plan.root.model, roots = key_count(&proceeding), skipped = summary.skipped.len(), "deletion started");
+                info!(run = run.id(), resumes = summary.resumes, model = %plan.root.model, roots = proceeding.len() as u64, skipped = summary.skipped.len(), "deletion started");
                 (run.id(), Some(run))
             }
         };
-        let root_keys = texts(&proceeding);
+        let root_keys = proceeding.texts();
         let pacing = options.within.as_ref().map_or_else(|| Pacing::for_plan(plan), |batch| batch.pacing.clone());
         Ok(Self {
             database,
@@ -218,7 +219,7 @@ impl<'a> Deletion<'a> {
                 let Some(matched) = self.pending_roots.take(self.size_of(self.root)) else { return Ok(false) };
                 let mut frame = self.frame_of(self.root, None, matched.clone());
                 if !self.root.is_set_based() {
-                    frame.limit = key_count(&matched);
+                    frame.limit = matched.len() as u64;
                     frame.last_chunk = true;
                     frame.state = chunk_state(&frame, matched);
                 }
@@ -228,11 +229,8 @@ impl<'a> Deletion<'a> {
             match &mut frame.state {
                 State::Fetch => {
                     frame.limit = self.sizes.of(frame.node);
-                    let statement = frame.step.sql.select_chunk(
-                        Param::Value(frame.matched.clone()),
-                        frame.step.status,
-                        frame.limit,
-                    );
+                    let statement =
+                        frame.step.sql.select_chunk(Param::Keys(frame.matched.clone()), frame.step.status, frame.limit);
                     let keys = self.database.fetch_array(&statement).await?;
                     if keys.is_empty() {
                         self.stack.pop();
@@ -378,7 +376,7 @@ impl<'a> Deletion<'a> {
         Ok(self.summary)
     }
 
-    fn frame_of(&self, node: &'a PlanNode, parent: Option<&'a PlanNode>, matched: SqlValue) -> Frame<'a> {
+    fn frame_of(&self, node: &'a PlanNode, parent: Option<&'a PlanNode>, matched: Keys) -> Frame<'a> {
         let step_of = |node, parent| {
             StepSql::new(node, parent, self.config, self.database.backend(), Some(self.schema), self.archive.is_some())
         };
@@ -406,7 +404,7 @@ fn initial_state(node: &PlanNode) -> State {
 }
 
 /// What a per_row frame does with a chunk of `keys` it has read.
-fn chunk_state(frame: &Frame<'_>, keys: SqlValue) -> State {
+fn chunk_state(frame: &Frame<'_>, keys: Keys) -> State {
     if frame.node.children.is_empty() {
         State::Delete { keys, attempts: 0 }
     } else if frame.set_based_children.is_some() {

@@ -4,7 +4,8 @@
 
 use super::DeleteError;
 use crate::config::Config;
-use crate::db::sql::{KeyType, Param, SqlValue};
+use crate::db::Keys;
+use crate::db::sql::{KeyType, Param};
 use crate::db::{Database, Failure, first_text};
 use crate::engine::steps::StepSql;
 use crate::planner::{Plan, PlanNode};
@@ -84,9 +85,8 @@ async fn refuse_uncomparable_relations(
     for (node, parent) in plan.steps_with_parents() {
         let Some(parent) = parent else { continue };
         let step = StepSql::new(node, Some(parent), config, database.backend(), Some(schema), false);
-        let no_keys =
-            crate::engine::typed_keys(&step.sql.match_type, Vec::new()).unwrap_or(SqlValue::Texts(Vec::new()));
-        let lookup = step.sql.count_up_to(Param::Value(no_keys), 1);
+        let no_keys = Keys::none(&step.sql.match_type);
+        let lookup = step.sql.count_up_to(Param::Keys(no_keys), 1);
         if let Err(error) = database.fetch_texts(&lookup).await {
             // A lock held elsewhere or a lost connection is no fault of the relation: the
             // deletion meets it again where it is recorded and retried.

@@ -3,12 +3,13 @@
 
 use indexmap::IndexMap;
 
+use super::super::not_found;
 use super::super::steps::StepSql;
-use super::super::{key_texts as texts, not_found};
 use super::DeleteError;
 use crate::audit;
 use crate::db::Database;
-use crate::db::sql::{KeyType, Param, SqlValue};
+use crate::db::Keys;
+use crate::db::sql::{KeyType, Param};
 
 /// A status read back as text, as the JSON value the config's status values have.
 fn status_json(text: String, status: &crate::config::StatusCheck) -> String {
@@ -41,18 +42,18 @@ pub(super) fn with_status_before(line: String, key: &str, status: &str, before: 
 pub(super) async fn sort_roots(
     database: &Database,
     root: &StepSql<'_>,
-    ids: &SqlValue,
+    ids: &Keys,
     read: bool,
 ) -> Result<(Vec<String>, Vec<String>, Vec<String>), DeleteError> {
-    let requested = texts(ids);
+    let requested = ids.texts();
     let spelled_as_given = !matches!(root.sql.key_type, KeyType::Other(_));
     if read
         || spelled_as_given
-            && database.fetch_count(&root.sql.count_roots(Param::Value(ids.clone()))).await? == requested.len() as u64
+            && database.fetch_count(&root.sql.count_roots(Param::Keys(ids.clone()))).await? == requested.len() as u64
     {
         let skipped: Vec<String> = match root.status {
             Some(status) => database
-                .fetch_texts(&root.sql.skipped_roots(Param::Value(ids.clone()), status))
+                .fetch_texts(&root.sql.skipped_roots(Param::Keys(ids.clone()), status))
                 .await?
                 .into_iter()
                 .filter_map(|row| row.into_iter().next().flatten())
@@ -63,7 +64,7 @@ pub(super) async fn sort_roots(
         let proceeding = requested.into_iter().filter(|id| !left_out.contains(id.as_str())).collect();
         return Ok((proceeding, skipped, Vec::new()));
     }
-    let found = database.fetch_texts(&root.sql.select_roots(Param::Value(ids.clone()), root.status)).await?;
+    let found = database.fetch_texts(&root.sql.select_roots(Param::Keys(ids.clone()), root.status)).await?;
     let (mut proceeding, mut skipped) = (Vec::new(), Vec::new());
     for row in &found {
         let (Some(key), Some(decision)) = (row.first().cloned().flatten(), row.get(1).cloned().flatten()) else {
@@ -85,70 +86,43 @@ pub(super) async fn sort_roots(
 pub(super) async fn mark_in_progress(
     database: &Database,
     root: &StepSql<'_>,
-    proceeding: &SqlValue,
+    proceeding: &Keys,
 ) -> Result<IndexMap<String, String>, DeleteError> {
-    let Some(status) = root.status.filter(|_| !is_empty(proceeding)) else { return Ok(IndexMap::new()) };
+    let Some(status) = root.status.filter(|_| !proceeding.is_empty()) else { return Ok(IndexMap::new()) };
     let table = &root.sql.node.table;
     let mut transaction = database.begin_write().await?;
     let before =
-        transaction.fetch_texts(&root.sql.statuses_before_marking(Param::Value(proceeding.clone()), status)).await?;
+        transaction.fetch_texts(&root.sql.statuses_before_marking(Param::Keys(proceeding.clone()), status)).await?;
     let before: Vec<(String, String)> = before
         .into_iter()
         .filter_map(|row| Some((row.first().cloned().flatten()?, status_json(row.get(1).cloned().flatten()?, status))))
         .collect();
     audit::statuses::remember(&mut transaction, table, &before).await?;
-    transaction.execute(&root.sql.mark_in_progress(Param::Value(proceeding.clone()), status)).await?;
+    transaction.execute(&root.sql.mark_in_progress(Param::Keys(proceeding.clone()), status)).await?;
     transaction.commit().await?;
-    Ok(audit::statuses::remembered(database, table, &texts(proceeding)).await?)
+    Ok(audit::statuses::remembered(database, table, &proceeding.texts()).await?)
 }
 
 /// Root ids not yet handed to a root frame.
 pub(super) struct PendingRoots {
-    keys: SqlValue,
+    keys: Keys,
     next: usize,
 }
 
 impl PendingRoots {
-    pub(super) fn new(keys: SqlValue) -> Self {
+    pub(super) fn new(keys: Keys) -> Self {
         Self { keys, next: 0 }
     }
 
     pub(super) fn is_empty(&self) -> bool {
-        self.next >= key_count(&self.keys) as usize
+        self.next >= self.keys.len()
     }
 
     /// The next `count` ids; `None` when none are left.
-    pub(super) fn take(&mut self, count: u64) -> Option<SqlValue> {
-        let start = self.next;
-        let end = start.saturating_add(usize::try_from(count).unwrap_or(usize::MAX).max(1));
-        let batch = match &self.keys {
-            SqlValue::Integers(list) => {
-                list.get(start..end.min(list.len())).map(|batch| SqlValue::Integers(batch.to_vec()))
-            }
-            SqlValue::Texts(list) => list.get(start..end.min(list.len())).map(|batch| SqlValue::Texts(batch.to_vec())),
-            SqlValue::UntypedKeys(list) => {
-                list.get(start..end.min(list.len())).map(|batch| SqlValue::UntypedKeys(batch.to_vec()))
-            }
-            single => (start == 0).then(|| single.clone()),
-        };
-        self.next = end;
-        batch.filter(|batch| !is_empty(batch))
-    }
-}
-
-/// How many keys a chunk holds.
-pub(super) fn key_count(keys: &SqlValue) -> u64 {
-    match keys {
-        SqlValue::Integers(list) => list.len() as u64,
-        SqlValue::Texts(list) | SqlValue::UntypedKeys(list) => list.len() as u64,
-        _ => 1,
-    }
-}
-
-pub(super) fn is_empty(keys: &SqlValue) -> bool {
-    match keys {
-        SqlValue::Integers(list) => list.is_empty(),
-        SqlValue::Texts(list) | SqlValue::UntypedKeys(list) => list.is_empty(),
-        _ => false,
+    pub(super) fn take(&mut self, count: u64) -> Option<Keys> {
+        let count = usize::try_from(count).unwrap_or(usize::MAX).max(1);
+        let batch = self.keys.slice(self.next, count);
+        self.next = self.next.saturating_add(count);
+        (!batch.is_empty()).then_some(batch)
     }
 }

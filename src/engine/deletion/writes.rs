@@ -10,7 +10,8 @@ use super::roots::with_status_before;
 use super::{DeleteError, Deletion};
 use crate::audit;
 use crate::config::OnDelete;
-use crate::db::sql::{Param, SqlValue, Statement};
+use crate::db::Keys;
+use crate::db::sql::{Param, Statement};
 use crate::db::{TextRows, Transaction};
 use crate::engine::steps::StepSql;
 use crate::planner::PlanNode;
@@ -60,10 +61,10 @@ impl<'a> Deletion<'a> {
         transaction: &mut Transaction,
         node: &PlanNode,
         step: &StepSql<'_>,
-        keys: &SqlValue,
+        keys: &Keys,
         by_key: bool,
     ) -> Result<u64, DeleteError> {
-        let keys = || Param::Value(keys.clone());
+        let keys = || Param::Keys(keys.clone());
         let Some(returning) = step.row_data_from_table() else {
             let statement = step.sql.delete_matching(keys(), step.returning.as_ref(), by_key);
             return self.run_write(transaction, &statement, node, step).await;
