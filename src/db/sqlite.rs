@@ -221,6 +221,10 @@ impl Backend for Sqlite {
         false
     }
 
+    fn range_partitions(&self) -> bool {
+        false
+    }
+
     fn deletes_in_with(&self) -> bool {
         false
     }
