@@ -43,6 +43,7 @@ pub mod planner;
 pub mod render;
 pub mod scheduler;
 pub mod schema;
+pub mod service;
 pub mod stop;
 pub mod telemetry;
 pub mod user;

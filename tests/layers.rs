@@ -1,7 +1,8 @@
 //! The library's modules form layers and may only use the layers below them (and themselves):
-//! `db`, `diagnostic`, `telemetry` and `user` at the bottom, `config` and `schema` on them, then `planner` and `audit`,
-//! `engine`, `render`, `scheduler`, `cleanup` and `partitions`, and the demo on top. The command line lives in the binary and holds
-//! no SQL and no loop over chunks. This test reads the sources, so a new upward `use` fails here.
+//! `db`, `diagnostic`, `telemetry` and `user` at the bottom, `config` and `schema` on them, then `planner` and
+//! `audit`, `engine`, `render`, `scheduler`, `cleanup` and `partitions`, and the demo and the worker service on
+//! top. The command line lives in the binary and holds no SQL and no loop over chunks. This test reads the
+//! sources, so a new upward `use` fails here.
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -24,6 +25,7 @@ const LAYERS: &[(&str, u8)] = &[
     ("cleanup", 4),
     ("partitions", 4),
     ("demo", 5),
+    ("service", 5),
 ];
 
 fn layer(module: &str) -> Option<u8> {

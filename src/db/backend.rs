@@ -154,6 +154,10 @@ pub trait Backend: Send + Sync + Debug {
     /// may be a row inserted meanwhile, not an undeclared reference).
     fn concurrent_writers(&self) -> bool;
 
+    /// Whether a table can be partitioned by range (PostgreSQL's declarative partitioning),
+    /// which partition retention needs.
+    fn range_partitions(&self) -> bool;
+
     /// Whether a `WITH` query may hold a `DELETE ... RETURNING` whose rows the main statement
     /// inserts elsewhere (PostgreSQL's data-modifying `WITH`).
     fn deletes_in_with(&self) -> bool;

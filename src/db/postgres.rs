@@ -197,6 +197,10 @@ impl Backend for Postgres {
         true
     }
 
+    fn range_partitions(&self) -> bool {
+        true
+    }
+
     fn deletes_in_with(&self) -> bool {
         true
     }

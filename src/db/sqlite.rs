@@ -222,6 +222,10 @@ impl Backend for Sqlite {
         false
     }
 
+    fn range_partitions(&self) -> bool {
+        false
+    }
+
     fn deletes_in_with(&self) -> bool {
         false
     }

@@ -17,7 +17,7 @@ pub use schedule::{RetentionReport, run_retention};
 use crate::config::{Config, Model, OnDelete};
 use crate::db::Keys;
 use crate::db::sql::{Param, quote_identifier};
-use crate::db::{Database, DbError, Kind};
+use crate::db::{Database, DbError};
 use crate::engine::ArchiveError;
 use crate::schema::partitions::{partitions, server_version};
 use crate::schema::{Partition, Schema, Table};
@@ -134,7 +134,7 @@ pub fn policies<'a>(
     database: &Database,
     model: Option<&str>,
 ) -> Result<Vec<Policy<'a>>, PartitionError> {
-    if database.backend().kind() != Kind::Postgres {
+    if !database.backend().range_partitions() {
         return Err(PartitionError::NotPostgres);
     }
     let mut models: Vec<&Model> = match model {
