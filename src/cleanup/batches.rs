@@ -4,6 +4,10 @@
 //! `cascade_checkpoint` in the transaction that deletes its roots, so a rerun after kill -9
 //! continues after the last committed root instead of scanning the done range again. Batches
 //! share the rate-limit buckets of their plan, and a pause (`sleep`) separates them.
+//!
+//! `BatchRun::scan` is the one loop over a scan's batches (from its checkpoint, batch after
+//! batch, until it is through, stopped or at `--max-batches`); a `Scan` says how its rows are
+//! read and what a batch of them gets.
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -149,6 +153,44 @@ pub enum Next {
     Stop,
 }
 
+/// What the read of a scan's next batch found.
+pub(crate) enum Read<B> {
+    /// Rows to clean.
+    Batch(B),
+    /// None this time, though more may follow (rows read ahead that need no cleaning any more).
+    Nothing,
+    /// None: the scan is through.
+    Through,
+}
+
+/// One scan of a confirmed clean-up, such as a relation's orphans or a model's duplicates: its
+/// rows, read in key order a batch at a time, and what a batch of them gets. [`BatchRun::scan`]
+/// runs it.
+pub(crate) trait Scan {
+    /// The rows of one batch, as a read finds them.
+    type Batch;
+    /// Why a read or a batch fails.
+    type Error: From<BatchError>;
+
+    /// The name of its checkpoint (the last key a committed batch cleaned), in
+    /// `cascade_checkpoint`.
+    fn checkpoint(&self) -> &str;
+
+    /// The first read starts after the key `after` (from the lowest key without it).
+    fn start_after(&mut self, after: Option<String>);
+
+    /// The next batch of at most `size` keys, after those read before.
+    async fn read(&mut self, size: u64) -> Result<Read<Self::Batch>, Self::Error>;
+
+    /// Whether the last read was the scan's last: it found every key left, and none of them
+    /// waits to be handed out.
+    fn through(&self) -> bool;
+
+    /// Cleans `batch` in `run` (with [`BatchRun::delete_batch`] or [`BatchRun::nullify_batch`],
+    /// which advance the checkpoint and pause after it).
+    async fn clean(&self, run: &mut BatchRun<'_>, batch: Self::Batch) -> Result<Next, Self::Error>;
+}
+
 /// One confirmed clean-up in progress: its run row, its heartbeat and what it did so far.
 pub struct BatchRun<'a> {
     engine: &'a Engine,
@@ -236,8 +278,36 @@ impl<'a> BatchRun<'a> {
         &self.options
     }
 
+    /// Runs `scan` from its checkpoint, batch after batch, until it is through (its checkpoint
+    /// then goes, so the next run scans everything: [`Next::Continue`]) or the run stops
+    /// ([`Next::Stop`]: by the caller's flag, or by `--max-batches`).
+    pub(crate) async fn scan<S: Scan>(&mut self, scan: &mut S) -> Result<Next, S::Error> {
+        let name = scan.checkpoint().to_owned();
+        scan.start_after(self.resume_from(&name).await?);
+        while self.may_start_batch() {
+            let batch = match scan.read(self.batch_size(&name)).await? {
+                Read::Batch(batch) => batch,
+                Read::Nothing => continue,
+                Read::Through => {
+                    self.finished_scan(&name).await?;
+                    return Ok(Next::Continue);
+                }
+            };
+            if scan.clean(self, batch).await? == Next::Stop {
+                return Ok(Next::Stop);
+            }
+            // The scan's last batch: done, without another read (nor, with `--max-batches`, a
+            // run that stops as if some were left).
+            if scan.through() {
+                self.finished_scan(&name).await?;
+                return Ok(Next::Continue);
+            }
+        }
+        Ok(Next::Stop)
+    }
+
     /// Where a scan of `name` starts: after its checkpoint, unless `restart` asks to forget it.
-    pub async fn resume_from(&mut self, name: &str) -> Result<Option<String>, BatchError> {
+    async fn resume_from(&mut self, name: &str) -> Result<Option<String>, BatchError> {
         if self.options.restart {
             return Ok(None);
         }
@@ -249,12 +319,12 @@ impl<'a> BatchRun<'a> {
     }
 
     /// The scan of `name` found nothing more: its checkpoint goes, so the next run scans everything.
-    pub async fn finished_scan(&self, name: &str) -> Result<(), BatchError> {
+    async fn finished_scan(&self, name: &str) -> Result<(), BatchError> {
         Ok(audit::checkpoint::remove_alone(self.engine.database(), name).await?)
     }
 
     /// The root keys the next batch of the scan `name` takes.
-    pub fn batch_size(&self, name: &str) -> u64 {
+    fn batch_size(&self, name: &str) -> u64 {
         self.batch_sizes.get(name).copied().unwrap_or(self.first_batch_size)
     }
 
@@ -276,7 +346,7 @@ impl<'a> BatchRun<'a> {
 
     /// Whether another batch may start: not after a stop, nor past `--max-batches`. The batch's
     /// time counts from here, the query that picks its rows included.
-    pub fn may_start_batch(&mut self) -> bool {
+    fn may_start_batch(&mut self) -> bool {
         self.batch_started = Instant::now();
         self.batch_longest = Duration::ZERO;
         if self.stopping() {

@@ -1,0 +1,56 @@
+//! The report: per selected relation, its orphans counted, the first keys listed, and the index
+//! its anti-join wants when the child table has none.
+
+use super::filter::selected;
+use super::relations::table_label;
+use super::{OrphanError, OrphanOptions, OrphanReport, RelationOrphans};
+use crate::config::Config;
+use crate::db::Database;
+use crate::schema::Schema;
+
+/// Counts the orphans of every relation `options` selects, on `database` with its live
+/// `schema`, and lists a sample of their keys. Read only; a relation the schema cannot support
+/// (a missing table or column, a composite key) is listed in `skipped` rather than failing the
+/// report.
+pub async fn report(
+    database: &Database,
+    config: &Config,
+    schema: &Schema,
+    options: &OrphanOptions,
+) -> Result<OrphanReport, OrphanError> {
+    let (candidates, skipped) = selected(config, schema, options)?;
+    let backend = database.backend();
+    let mut report = OrphanReport { skipped, ..OrphanReport::default() };
+    for candidate in &candidates {
+        let failed = |source| OrphanError::Database { relation: candidate.label(), source };
+        let orphans = database.fetch_count(&candidate.count(backend)).await.map_err(failed)?;
+        let sample = if options.sample > 0 && orphans > 0 && !candidate.key.is_empty() {
+            let rows = database.fetch_texts(&candidate.sample(backend, options.sample)).await.map_err(failed)?;
+            rows.into_iter()
+                .map(|row| {
+                    let mut values: Vec<serde_json::Value> =
+                        row.into_iter().map(|value| value.map_or(serde_json::Value::Null, Into::into)).collect();
+                    if values.len() == 1 { values.remove(0) } else { serde_json::Value::Array(values) }
+                })
+                .collect()
+        } else {
+            Vec::new()
+        };
+        report.total += orphans;
+        report.relations.push(RelationOrphans {
+            parent: candidate.parent.map(str::to_owned),
+            child: candidate.child.map(str::to_owned),
+            column: candidate.column.clone(),
+            declared: candidate.declared,
+            orphans,
+            sample,
+            index: candidate.child_table.index_advice(&candidate.column, &candidate.index_table),
+            parent_table: table_label(candidate.parent_table),
+            parent_key: candidate.parent_key.clone(),
+            child_table: table_label(candidate.child_table),
+            key: candidate.key.clone(),
+            on_delete: candidate.on_delete,
+        });
+    }
+    Ok(report)
+}
