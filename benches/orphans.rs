@@ -68,7 +68,7 @@ const HAND_LOOP_BATCHES: [u64; 2] = [500, 5_000];
 /// In the second data set, child `10 g` has grandchild `g`.
 const GRANDCHILD_EVERY: u64 = 10;
 
-/// The targets.
+/// The targets each result is judged against ("met" or "MISSED").
 const REPORT_RATIO: f64 = 1.2;
 const DELETE_RATIO: f64 = 0.7;
 const LONGEST_TRANSACTION_MS: f64 = 100.0;

@@ -351,8 +351,8 @@ fn references_sqlite_matches_only_by_converting_them_are_refused() {
 
 /// On PostgreSQL a relation whose column the server cannot compare with its parent's key, of a
 /// pair `relation-type-mismatch` does not name (a `numeric` column under a `text` key), is refused
-/// before anything is written. Found when its step came, it stopped the deletion after the steps
-/// before it (`c` and its `g` rows) had committed.
+/// before anything is written. Found only when its step came, it would stop the deletion after the
+/// steps before it (`c` and its `g` rows) had committed.
 #[test]
 fn a_relation_postgres_cannot_compare_is_refused_before_any_write() {
     let ddl = "CREATE TABLE p (id text PRIMARY KEY);
@@ -918,7 +918,7 @@ fn bad_targets_fail_before_anything_is_recorded() {
 
 /// `task` is not declared under `project`, but a foreign key points from it at `project`: the
 /// deletion is refused before its first write, with the relation to add, and nothing changes
-/// (before, the tasks' own children went and the projects were then refused: a half-done run).
+/// (refused at the projects' step, the tasks' own children would already be gone: a half-done run).
 fn an_undeclared_reference_refuses_the_deletion_before_any_write(url: String) {
     let probe = Probe { url: url.clone() };
     let before = probe.table_rows();

@@ -194,8 +194,8 @@ fn keep_newest_merges_children_held_as_text_on_sqlite() {
 }
 
 /// A merge whose deletion would then be refused (a child column without a type holding `'3'`,
-/// which SQLite's `=` takes for person 3 but no lookup by key finds) changes nothing: it used to
-/// re-point the children and commit before the deletion was refused, half-merged.
+/// which SQLite's `=` takes for person 3 but no lookup by key finds) changes nothing: it does not
+/// re-point the children and commit before the deletion is refused, half-merged.
 #[test]
 fn a_merge_refused_before_its_deletion_re_points_nothing_on_sqlite() {
     let dir = tempfile::tempdir().unwrap();

@@ -168,7 +168,7 @@ fn expected_deliveries(rows: &[(String, &str, String)]) -> BTreeMap<String, Vec<
 }
 
 fn coalescing_and_order(url: impl Fn() -> Option<String>) {
-    // The example first: three updates of one object and one of another in one shard.
+    // A hand-written case first: three updates of one object and one of another in one shard.
     let example = [("7", "a"), ("7", "a"), ("7", "b"), ("7", "a")];
     let mut cases: Vec<Vec<(String, &str, String)>> = vec![project_updates(&example)];
     for seed in 0..6 {

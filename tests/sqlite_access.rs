@@ -120,8 +120,8 @@ fn delete_box(dir: &tempfile::TempDir, url: &str, id: &str) -> serde_json::Value
 }
 
 /// A key column declared without a type keeps integers as integers: ids given on the command line
-/// are bound as integers, so the rows are found (they were bound as text, matched nothing, and
-/// the roots were reported missing).
+/// are bound as integers, so the rows are found (bound as text, they would match nothing and the
+/// roots would be reported missing).
 #[test]
 fn keys_of_untyped_columns_are_found() {
     let (dir, url) = untyped_boxes(
@@ -137,8 +137,8 @@ fn keys_of_untyped_columns_are_found() {
 }
 
 /// An untyped key column holding both the text `007` and the integer 7: deleting box 1 deletes
-/// its item `007` and nothing else. Bound as integers because every key of the chunk read as
-/// one, `007` was deleted as 7: the item of box 2.
+/// its item `007` and nothing else. Bound as integers because every key of the chunk reads as
+/// one, `007` would be deleted as 7: the item of box 2.
 #[test]
 fn an_untyped_key_is_bound_as_the_database_spells_it() {
     let (dir, url) = untyped_boxes("INSERT INTO box VALUES (1), (2);\nINSERT INTO item VALUES ('007', 1), (7, 2);\n");
@@ -150,8 +150,8 @@ fn an_untyped_key_is_bound_as_the_database_spells_it() {
 
 /// A text that reads as an integer (`'8'`) in a column without a declared type cannot be told
 /// from the integer 8 (keys travel as text): the deletion is refused before anything is written,
-/// naming the column, whether it is a key (box 1's item `'8'` beside box 8's item 8, which was
-/// deleted in its place) or a reference (item 5 of box `'8'`).
+/// naming the column, whether it is a key (box 1's item `'8'` beside box 8's item 8, which would
+/// be deleted in its place) or a reference (item 5 of box `'8'`).
 #[test]
 fn an_untyped_column_holding_an_integer_as_text_is_refused() {
     for (rows, root, column) in [

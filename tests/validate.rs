@@ -5,7 +5,7 @@ mod common;
 use common::{cascade, project, repository};
 use serde_json::{Value, json};
 
-/// A config with one of each kind of problem the issue names, to be reported in one run.
+/// A config with one of each kind of config problem, to be reported in one run.
 const EVERYTHING_WRONG: &str = r#"[models.organization]
 table = "organization"
 children = [{ model = "project", column = "organization_id" }]

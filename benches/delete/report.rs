@@ -147,7 +147,7 @@ fn targets(results: &[Measured], ratios: &[RatioTarget], rss_mib: u64) {
     }
 }
 
-/// The realistic tree: every method side by side, the targets of the throughput issue.
+/// The realistic tree: every method side by side, against the throughput targets.
 pub fn realistic(results: &[Measured], durability: &[(&str, String)], repeat: u64) {
     println!("## Realistic tree: org → 20 project → grp → 1 hash + 8 event per group\n");
     table(results);

@@ -122,7 +122,7 @@ impl Report<'_> {
             .with_notes(notes)
     }
 
-    /// The stable JSON shape of DESIGN.md.
+    /// The stable JSON shape the README documents.
     pub fn json(&self) -> String {
         let report = JsonReport {
             errors: self.errors(),

@@ -162,8 +162,8 @@ impl<'a> PlanView<'a> {
         }
     }
 
-    /// The stable JSON shape of DESIGN.md (the whole tree, never folded), plus estimates and
-    /// the statements when asked.
+    /// The stable JSON shape the README documents (the whole tree, never folded), plus estimates
+    /// and the statements when asked.
     pub fn json(&self) -> String {
         #[derive(Serialize)]
         struct Json<'a> {
