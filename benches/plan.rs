@@ -24,8 +24,8 @@ fn main() {
     sources.add("bench.toml", config_text);
     let start = Instant::now();
     let mut loaded = cascade::config::load_sources(sources);
-    cascade::planner::check(&mut loaded, None);
-    let plan = cascade::planner::compile(&loaded.config, "t0").expect("the plan compiles");
+    let checked = cascade::planner::check(&mut loaded, None).expect("the config checks");
+    let plan = cascade::planner::compile(&checked, "t0").expect("the plan compiles");
     let compiled = start.elapsed();
     let nodes = plan.steps().len();
 

@@ -14,13 +14,13 @@ async fn main() -> anyhow::Result<()> {
     let demo = cascade::demo::build(&path, 5_000).await?;
     println!("demo database with {} rows", demo.rows);
 
-    let loaded = cascade::config::load(std::path::Path::new("cascades"))?;
-    anyhow::ensure!(loaded.diagnostics.iter().all(|d| !d.is_error()), "the config has errors");
+    let mut loaded = cascade::config::load(std::path::Path::new("cascades"))?;
+    let checked = cascade::planner::check(&mut loaded, None).ok_or_else(|| anyhow::anyhow!("the config has errors"))?;
     let database = Database::connect(&format!("sqlite://{}", path.display()), Access::ReadWrite).await?;
     // Reads the live schema and checks the config against it before anything is written.
-    let engine = Engine::prepare(database, &loaded.config, &loaded.sources).await?;
+    let engine = Engine::prepare(database, &checked).await?;
 
-    let plan = cascade::planner::compile(&loaded.config, "organization")?;
+    let plan = cascade::planner::compile(engine.config(), "organization")?;
     let ids = [demo.organizations[0].to_string()];
     let mut deletion = engine.start(&plan, &ids, DeleteOptions::default()).await?;
     let mut units = 0;

@@ -11,14 +11,12 @@ fn main() -> anyhow::Result<()> {
     let root = args.next().unwrap_or_else(|| "organization".to_owned());
 
     let mut loaded = cascade::config::load(&dir)?;
-    cascade::planner::check(&mut loaded, None);
+    let checked = cascade::planner::check(&mut loaded, None);
     let report = Report { sources: &loaded.sources, diagnostics: &loaded.diagnostics };
     print!("{}", report.render(Format::Human, false));
-    if report.errors() > 0 {
-        std::process::exit(1);
-    }
+    let Some(checked) = checked else { std::process::exit(1) };
 
-    let plan = cascade::planner::compile(&loaded.config, &root)?;
+    let plan = cascade::planner::compile(&checked, &root)?;
     println!("\nplan for `{root}`, in execution order:");
     for step in plan.steps() {
         println!(

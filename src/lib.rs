@@ -20,10 +20,10 @@
 //!     "#,
 //! );
 //! let mut loaded = cascade::config::load_sources(sources);
-//! cascade::planner::check(&mut loaded, None);
+//! let checked = cascade::planner::check(&mut loaded, None).expect("no errors");
 //! assert!(loaded.diagnostics.is_empty());
 //!
-//! let plan = cascade::planner::compile(&loaded.config, "organization").unwrap();
+//! let plan = cascade::planner::compile(&checked, "organization").unwrap();
 //! let order: Vec<&str> = plan.steps().iter().map(|step| step.model.as_str()).collect();
 //! assert_eq!(order, ["project", "organization"]); // children before parents
 //! ```

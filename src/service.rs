@@ -185,8 +185,9 @@ mod tests {
         database.execute(&statement("INSERT INTO item VALUES (1), (2)")).await.unwrap();
         let mut sources = Sources::default();
         sources.add("cascade.toml", "[models.item]\ntable = \"item\"\n");
-        let loaded = crate::config::load_sources(sources);
-        let engine = Engine::prepare(database.clone(), &loaded.config, &loaded.sources).await.unwrap();
+        let mut loaded = crate::config::load_sources(sources);
+        let checked = crate::planner::check(&mut loaded, None).unwrap();
+        let engine = Engine::prepare(database.clone(), &checked).await.unwrap();
         let due = SystemTime::now() - Duration::from_secs(1);
         crate::scheduler::schedule(&database, "item", "1", due, None, None).await.unwrap();
 

@@ -227,7 +227,7 @@ async fn run_case(number: u64, url: &str, case: &Case, coverage: &mut Coverage) 
     let mut sources = Sources::default();
     sources.add("cascade.toml", case.config());
     let mut loaded = cascade::config::load_sources(sources);
-    cascade::planner::check(&mut loaded, None);
+    let checked = cascade::planner::check(&mut loaded, None);
     assert!(
         loaded.diagnostics.iter().all(|d| !d.is_error()),
         "case {number}: {:?}\n{}",
@@ -235,11 +235,11 @@ async fn run_case(number: u64, url: &str, case: &Case, coverage: &mut Coverage) 
         case.config()
     );
     let database = Database::connect(url, Access::ReadWrite).await.unwrap();
-    let engine = match Engine::prepare(database.clone(), &loaded.config, &loaded.sources).await {
+    let engine = match Engine::prepare(database.clone(), &checked.unwrap()).await {
         Ok(engine) => engine,
         Err(error) => panic!("case {number}: {error}\n{}", case.config()),
     };
-    let plan = cascade::planner::compile(&loaded.config, "m0").unwrap();
+    let plan = cascade::planner::compile(engine.config(), "m0").unwrap();
     let ids: Vec<String> = case.roots.iter().map(i64::to_string).collect();
     let counts = cascade::engine::count(&database, engine.config(), engine.schema(), &plan, &ids).await.unwrap();
     let view = PlanView::new(&plan, &ids, Some(&counts), &Default::default(), &Folding::default(), None);

@@ -53,20 +53,20 @@ const PROGRESS_EVERY: std::time::Duration = std::time::Duration::from_secs(5);
 pub fn run(cli: &Cli, args: &Args) -> anyhow::Result<ExitCode> {
     let Some(loaded) = super::load_valid(cli)? else { return Ok(ExitCode::from(1)) };
     if args.confirm {
-        cascade::config::check_allowed_user(&loaded, "delete --confirm")?;
+        cascade::config::check_allowed_user(&loaded, loaded.sources(), "delete --confirm")?;
     }
-    let plan = planner::compile(&loaded.config, &args.model)?;
+    let plan = planner::compile(&loaded, &args.model)?;
     let ids = super::root_ids(&args.ids, args.ids_from.as_deref())?;
-    let url = super::database_url(cli, &loaded.config);
+    let url = super::database_url(cli, &loaded);
     let access = if args.confirm { Access::ReadWrite } else { Access::ReadOnly };
     super::block_on(async {
-        let database = super::connect(&url, &loaded.config, access).await?;
+        let database = super::connect(&url, &loaded, access).await?;
         let Some(engine) = super::prepare(database.clone(), &loaded).await? else {
             return Ok(ExitCode::from(1));
         };
         if !args.confirm {
             let counts = engine::count(&database, engine.config(), engine.schema(), &plan, &ids).await?;
-            let rates = engine::current_options(&loaded.config, &database).await?;
+            let rates = engine::current_options(&loaded, &database).await?;
             let view = PlanView::new(&plan, &ids, Some(&counts), &rates, &Folding::default(), None);
             print!(
                 "{}",

@@ -49,10 +49,9 @@ pub struct Args {
 pub fn run(cli: &Cli, args: &Args) -> anyhow::Result<ExitCode> {
     let config_dir = if cli.config.exists() { cli.config.clone() } else { write_demo_config(&args.db)? };
     let mut loaded = cascade::config::load(&config_dir)?;
-    planner::check(&mut loaded, None);
-    if super::refuse_diagnostics(&loaded.sources, &loaded.diagnostics) {
-        return Ok(ExitCode::from(1));
-    }
+    let checked = planner::check(&mut loaded, None);
+    super::refuse_diagnostics(&loaded.sources, &loaded.diagnostics);
+    let Some(checked) = checked else { return Ok(ExitCode::from(1)) };
     super::block_on(async {
         println!("== building {} with about {} rows", args.db.display(), args.rows);
         let built = demo::build(&args.db, args.rows).await?;
@@ -74,9 +73,9 @@ pub fn run(cli: &Cli, args: &Args) -> anyhow::Result<ExitCode> {
 
         let root = built.organizations[0].to_string();
         println!("\n== cascade plan organization --id {root} --depth 2");
-        let plan = planner::compile(&loaded.config, "organization")?;
+        let plan = planner::compile(&checked, "organization")?;
         let ids = [root.clone()];
-        let Some(engine) = super::prepare(database.clone(), &loaded).await? else {
+        let Some(engine) = super::prepare(database.clone(), &checked).await? else {
             return Ok(ExitCode::from(1));
         };
         let counts = engine::count(&database, &loaded.config, &schema, &plan, &ids).await?;

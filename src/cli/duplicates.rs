@@ -3,10 +3,10 @@ use std::process::ExitCode;
 
 use cascade::cleanup::batches::BatchError;
 use cascade::cleanup::duplicates::{self, DEFAULT_SAMPLE, Duplicates, DuplicatesError, Keep, Search, Uniqueness};
-use cascade::config::Loaded;
 use cascade::db::Access;
 use cascade::db::sql::quote_literal;
 use cascade::engine::DeleteError;
+use cascade::planner::CheckedConfig;
 
 use super::Cli;
 use super::delete::SummaryFormat;
@@ -62,16 +62,16 @@ pub fn run(cli: &Cli, args: &Args) -> anyhow::Result<ExitCode> {
         order_by: args.order_by.clone(),
         sample: args.sample,
     };
-    let url = super::database_url(cli, &loaded.config);
+    let url = super::database_url(cli, &loaded);
     if args.confirm {
-        cascade::config::check_allowed_user(&loaded, "duplicates --confirm")?;
+        cascade::config::check_allowed_user(&loaded, loaded.sources(), "duplicates --confirm")?;
         return super::block_on(confirmed(&url, &loaded, &search, args));
     }
     let found = super::block_on(async {
-        let database = super::connect(&url, &loaded.config, Access::ReadOnly).await?;
+        let database = super::connect(&url, &loaded, Access::ReadOnly).await?;
         let schema = cascade::schema::introspect(&database).await;
         let found = match schema {
-            Ok(schema) => duplicates::find(&database, &loaded.config, &schema, &search).await.map_err(Into::into),
+            Ok(schema) => duplicates::find(&database, &loaded, &schema, &search).await.map_err(Into::into),
             Err(error) => Err(anyhow::Error::new(error)),
         };
         database.close().await;
@@ -86,8 +86,8 @@ pub fn run(cli: &Cli, args: &Args) -> anyhow::Result<ExitCode> {
 
 /// `duplicates --confirm`: the duplicates removed batch after batch, then what is left and the
 /// index that keeps it that way.
-async fn confirmed(url: &str, loaded: &Loaded, search: &Search, args: &Args) -> anyhow::Result<ExitCode> {
-    let database = super::connect(url, &loaded.config, Access::ReadWrite).await?;
+async fn confirmed(url: &str, loaded: &CheckedConfig, search: &Search, args: &Args) -> anyhow::Result<ExitCode> {
+    let database = super::connect(url, loaded, Access::ReadWrite).await?;
     let Some(engine) = super::prepare(database.clone(), loaded).await? else { return Ok(ExitCode::from(1)) };
     let removed = duplicates::remove(&engine, search, args.merge, args.batches.options()).await;
     let removed = match removed {

@@ -22,10 +22,10 @@ use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use cascade::config::Loaded;
 use cascade::db::Database;
 use cascade::diagnostic::{Diagnostic, Format, Report, Sources};
 use cascade::engine::{Engine, PrepareError};
+use cascade::planner::CheckedConfig;
 use clap::{Parser, Subcommand, ValueEnum};
 
 /// Declarative, resumable, throttled deletion of large, deeply linked relational data.
@@ -217,20 +217,21 @@ fn init_logging(cli: &Cli) {
     }
 }
 
-/// The config, with the config-only rules run; `None` (errors printed) when it has errors.
-fn load_valid(cli: &Cli) -> anyhow::Result<Option<Loaded>> {
+/// The config, checked by the config-only rules; `None` (errors printed) when it has errors.
+fn load_valid(cli: &Cli) -> anyhow::Result<Option<CheckedConfig>> {
     let mut loaded = cascade::config::load(&cli.config)?;
-    cascade::planner::check(&mut loaded, None);
-    Ok((!refuse_diagnostics(&loaded.sources, &loaded.diagnostics)).then_some(loaded))
+    let checked = cascade::planner::check(&mut loaded, None);
+    refuse_diagnostics(&loaded.sources, &loaded.diagnostics);
+    Ok(checked)
 }
 
 /// The engine for `database`, with the config checked against its live schema; `None` (errors
 /// printed) when the config does not match the database.
-async fn prepare(database: Database, loaded: &Loaded) -> anyhow::Result<Option<Engine>> {
-    match Engine::prepare(database, &loaded.config, &loaded.sources).await {
+async fn prepare(database: Database, config: &CheckedConfig) -> anyhow::Result<Option<Engine>> {
+    match Engine::prepare(database, config).await {
         Ok(engine) => Ok(Some(engine)),
         Err(PrepareError::Invalid(diagnostics)) => {
-            refuse_diagnostics(&loaded.sources, &diagnostics);
+            refuse_diagnostics(config.sources(), &diagnostics);
             Ok(None)
         }
         Err(error) => Err(error.into()),

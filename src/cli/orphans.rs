@@ -6,9 +6,10 @@ use cascade::audit::RunOutcome;
 use cascade::cleanup::batches::{BatchError, BatchOptions, CleanupSummary};
 use cascade::cleanup::orphans::OrphanCleanup;
 use cascade::cleanup::{self, DeletePreview, LeftAlone, OrphanError, OrphanOptions, OrphanReport, RelationOrphans};
-use cascade::config::{Loaded, OnDelete};
+use cascade::config::OnDelete;
 use cascade::db::{Access, Database, redact_command_line};
 use cascade::engine::DeleteError;
+use cascade::planner::CheckedConfig;
 use indexmap::IndexMap;
 
 use super::Cli;
@@ -81,14 +82,14 @@ impl BatchArgs {
 
 pub fn run(cli: &Cli, args: &Args) -> anyhow::Result<ExitCode> {
     let Some(loaded) = super::load_valid(cli)? else { return Ok(ExitCode::from(1)) };
-    let url = super::database_url(cli, &loaded.config);
+    let url = super::database_url(cli, &loaded);
     let options = OrphanOptions { models: args.models.clone(), relations: args.relations.clone(), sample: args.sample };
     if args.confirm {
-        cascade::config::check_allowed_user(&loaded, "orphans --delete --confirm")?;
+        cascade::config::check_allowed_user(&loaded, loaded.sources(), "orphans --delete --confirm")?;
         return super::block_on(confirmed(&url, &loaded, &options, args));
     }
     super::block_on(async {
-        let database = super::connect(&url, &loaded.config, Access::ReadOnly).await?;
+        let database = super::connect(&url, &loaded, Access::ReadOnly).await?;
         let result = report(&database, &loaded, &options, args.delete).await;
         database.close().await;
         let Some((report, preview, refused)) = result? else { return Ok(ExitCode::from(1)) };
@@ -105,7 +106,7 @@ pub fn run(cli: &Cli, args: &Args) -> anyhow::Result<ExitCode> {
         // What --confirm would refuse before deleting anything, the dry run says too.
         if let Some(refused) = refused {
             if let DeleteError::UnregisteredReferences(diagnostics) = &refused {
-                super::refuse_diagnostics(&loaded.sources, diagnostics);
+                super::refuse_diagnostics(&loaded.sources(), diagnostics);
             }
             eprintln!("error: with --confirm this clean-up would be refused: {refused}");
             return Ok(ExitCode::from(1));
@@ -123,7 +124,7 @@ type Reported = (OrphanReport, Option<DeletePreview>, Option<DeleteError>);
 /// lists what it cannot count instead.
 async fn report(
     database: &Database,
-    loaded: &Loaded,
+    loaded: &CheckedConfig,
     options: &OrphanOptions,
     delete: bool,
 ) -> anyhow::Result<Option<Reported>> {
@@ -135,13 +136,18 @@ async fn report(
         return Ok(Some((report, Some(preview), refused)));
     }
     let schema = cascade::schema::introspect(database).await?;
-    let report = cleanup::report(database, &loaded.config, &schema, options).await?;
+    let report = cleanup::report(database, loaded, &schema, options).await?;
     Ok(Some((report, None, None)))
 }
 
 /// `orphans --delete --confirm`: the orphans deleted batch after batch, and what was done.
-async fn confirmed(url: &str, loaded: &Loaded, options: &OrphanOptions, args: &Args) -> anyhow::Result<ExitCode> {
-    let database = super::connect(url, &loaded.config, Access::ReadWrite).await?;
+async fn confirmed(
+    url: &str,
+    loaded: &CheckedConfig,
+    options: &OrphanOptions,
+    args: &Args,
+) -> anyhow::Result<ExitCode> {
+    let database = super::connect(url, loaded, Access::ReadWrite).await?;
     let Some(engine) = super::prepare(database.clone(), loaded).await? else { return Ok(ExitCode::from(1)) };
     let cleaned = cleanup::orphans::delete(&engine, options, args.batches.options()).await;
     database.close().await;

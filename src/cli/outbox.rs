@@ -71,14 +71,14 @@ pub fn run(cli: &Cli, command: &Command) -> anyhow::Result<ExitCode> {
 
 fn drain(cli: &Cli, args: &DrainArgs) -> anyhow::Result<ExitCode> {
     let Some(loaded) = super::load_valid(cli)? else { return Ok(ExitCode::from(1)) };
-    cascade::config::check_allowed_user(&loaded, "outbox drain")?;
+    cascade::config::check_allowed_user(&loaded, loaded.sources(), "outbox drain")?;
     if let Some(addr) = args.metrics_addr {
         super::metrics::serve(addr)?;
     }
-    let url = super::database_url(cli, &loaded.config);
+    let url = super::database_url(cli, &loaded);
     super::block_on(async {
-        let database = super::connect(&url, &loaded.config, Access::ReadWrite).await?;
-        let drainer = Drainer::new(database.clone(), &loaded.config, args.options(), Arc::new(SystemClock))?;
+        let database = super::connect(&url, &loaded, Access::ReadWrite).await?;
+        let drainer = Drainer::new(database.clone(), &loaded, args.options(), Arc::new(SystemClock))?;
         let stop = super::stop_on_signals();
         let progress = show_progress(drainer.clone());
         let report = drainer.run(stop.clone()).await;

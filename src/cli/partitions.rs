@@ -79,20 +79,20 @@ pub fn run(cli: &Cli, args: &Args) -> anyhow::Result<ExitCode> {
     };
     let confirm = matches!(&args.command, Some(Command::Prune(prune)) if prune.confirm);
     if confirm {
-        cascade::config::check_allowed_user(&loaded, "partitions prune --confirm")?;
+        cascade::config::check_allowed_user(&loaded, loaded.sources(), "partitions prune --confirm")?;
     }
     if matches!(args.command, Some(Command::Create(_))) {
-        cascade::config::check_allowed_user(&loaded, "partitions create")?;
+        cascade::config::check_allowed_user(&loaded, loaded.sources(), "partitions create")?;
     }
-    let url = super::database_url(cli, &loaded.config);
+    let url = super::database_url(cli, &loaded);
     let now = common.now.unwrap_or_else(SystemTime::now);
     let access =
         if confirm || matches!(args.command, Some(Command::Create(_))) { Access::ReadWrite } else { Access::ReadOnly };
     super::block_on(async {
-        let database = super::connect(&url, &loaded.config, access).await?;
+        let database = super::connect(&url, &loaded, access).await?;
         let result = async {
             let schema = cascade::schema::introspect(&database).await?;
-            let policies = partitions::policies(&loaded.config, &schema, &database, common.model.as_deref())?;
+            let policies = partitions::policies(&loaded, &schema, &database, common.model.as_deref())?;
             match &args.command {
                 None => list(&database, &policies, now, common.format, false).await,
                 Some(Command::Prune(prune)) if prune.confirm => {
@@ -100,14 +100,12 @@ pub fn run(cli: &Cli, args: &Args) -> anyhow::Result<ExitCode> {
                         archive: prune.archive.clone(),
                         actor: default_actor(),
                         command: redact_command_line(std::env::args()),
-                        run_lease: loaded.config.settings.run_lease(),
+                        run_lease: loaded.settings.run_lease(),
                         pause_after_detach: prune.pause_after_detach.clone(),
                     };
                     let mut dropped = Vec::new();
                     for policy in &policies {
-                        dropped.extend(
-                            partitions::prune(&database, &loaded.config, &schema, policy, now, &options).await?,
-                        );
+                        dropped.extend(partitions::prune(&database, &loaded, &schema, policy, now, &options).await?);
                     }
                     print_dropped(&dropped, common.format)
                 }

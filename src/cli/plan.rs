@@ -4,10 +4,10 @@ use std::process::ExitCode;
 use anyhow::Context as _;
 use indexmap::IndexMap;
 
-use cascade::config::Loaded;
 use cascade::db::{Access, Database, DatabaseUrl};
 use cascade::engine;
 use cascade::planner;
+use cascade::planner::CheckedConfig;
 use cascade::render::{Folding, PlanFormat, PlanView};
 use cascade::schema::Schema;
 
@@ -44,22 +44,22 @@ pub struct Args {
 
 pub fn run(cli: &Cli, args: &Args) -> anyhow::Result<ExitCode> {
     let Some(loaded) = super::load_valid(cli)? else { return Ok(ExitCode::from(1)) };
-    let plan = planner::compile(&loaded.config, &args.model)?;
+    let plan = planner::compile(&loaded, &args.model)?;
     for model in &args.collapse {
-        if loaded.config.model(model).is_none() {
-            let hint = cascade::diagnostic::did_you_mean(model, loaded.config.models.keys().map(String::as_str));
+        if loaded.model(model).is_none() {
+            let hint = cascade::diagnostic::did_you_mean(model, loaded.models.keys().map(String::as_str));
             anyhow::bail!("--collapse: unknown model `{model}`{}", hint.map(|h| format!(" ({h})")).unwrap_or_default());
         }
     }
-    let url = super::database_url(cli, &loaded.config);
-    let mut rates = loaded.config.option_values();
+    let url = super::database_url(cli, &loaded);
+    let mut rates = loaded.option_values();
 
     let ids = super::root_ids(&args.ids, args.ids_from.as_deref())?;
     let (counts, schema) = if ids.is_empty() {
         (None, None)
     } else {
         let counted = super::block_on(async {
-            let database = super::connect(&url, &loaded.config, Access::ReadOnly).await?;
+            let database = super::connect(&url, &loaded, Access::ReadOnly).await?;
             let result = count(&database, &loaded, &plan, &ids, &mut rates).await;
             database.close().await;
             result
@@ -71,7 +71,7 @@ pub fn run(cli: &Cli, args: &Args) -> anyhow::Result<ExitCode> {
     };
 
     let backend = DatabaseUrl::parse(&url)?.backend();
-    let sql = args.sql.then(|| engine::list_statements(&plan, &loaded.config, backend, schema.as_ref()));
+    let sql = args.sql.then(|| engine::list_statements(&plan, &loaded, backend, schema.as_ref()));
     let folding = Folding { depth: args.depth, collapse: args.collapse.clone() };
     let view = PlanView::new(&plan, &ids, counts.as_ref(), &rates, &folding, sql);
     let output = match &args.template {
@@ -89,7 +89,7 @@ pub fn run(cli: &Cli, args: &Args) -> anyhow::Result<ExitCode> {
 /// config does not match the database (the diagnostics are printed).
 async fn count(
     database: &Database,
-    loaded: &Loaded,
+    loaded: &CheckedConfig,
     plan: &planner::Plan,
     ids: &[String],
     rates: &mut IndexMap<String, f64>,
@@ -97,8 +97,8 @@ async fn count(
     let Some(engine) = super::prepare(database.clone(), loaded).await? else {
         return Ok(None);
     };
-    *rates = engine::current_options(&loaded.config, database).await?;
-    let counts = engine::count(database, &loaded.config, engine.schema(), plan, ids).await?;
+    *rates = engine::current_options(loaded, database).await?;
+    let counts = engine::count(database, loaded, engine.schema(), plan, ids).await?;
     Ok(Some((counts, engine.schema().clone())))
 }
 

@@ -35,12 +35,12 @@ pub struct Args {
 
 pub fn run(cli: &Cli, args: &Args) -> anyhow::Result<ExitCode> {
     let Some(loaded) = super::load_valid(cli)? else { return Ok(ExitCode::from(1)) };
-    cascade::config::check_allowed_user(&loaded, "worker")?;
+    cascade::config::check_allowed_user(&loaded, loaded.sources(), "worker")?;
     if let Some(addr) = args.metrics_addr {
         super::metrics::serve(addr)?;
     }
-    let url = super::database_url(cli, &loaded.config);
-    let defaults = ServiceOptions::from_settings(&loaded.config.settings);
+    let url = super::database_url(cli, &loaded);
+    let defaults = ServiceOptions::from_settings(&loaded.settings);
     let options = ServiceOptions {
         worker: WorkerOptions {
             concurrency: args.concurrency,
@@ -53,7 +53,7 @@ pub fn run(cli: &Cli, args: &Args) -> anyhow::Result<ExitCode> {
         command: redact_command_line(std::env::args()),
     };
     super::block_on(async {
-        let database = super::connect(&url, &loaded.config, Access::ReadWrite).await?;
+        let database = super::connect(&url, &loaded, Access::ReadWrite).await?;
         let Some(engine) = super::prepare(database.clone(), &loaded).await? else {
             return Ok(ExitCode::from(1));
         };

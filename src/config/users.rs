@@ -1,6 +1,6 @@
 //! `[settings] allowed_users`: who may run the destructive commands.
 
-use super::{Config, Loaded};
+use super::Config;
 use crate::diagnostic::Sources;
 use crate::user::OsUser;
 
@@ -25,8 +25,8 @@ pub struct UserNotAllowed {
 /// Refuses the destructive `command` (for messages: `delete --confirm`, `worker`, ...) unless
 /// the operating-system user running this process is in `[settings] allowed_users`, or the
 /// setting is absent. Every destructive command calls this before it connects to the database.
-pub fn check_allowed_user(loaded: &Loaded, command: &str) -> Result<(), UserNotAllowed> {
-    allow_user(&loaded.config, &loaded.sources, &crate::user::current(), command)
+pub fn check_allowed_user(config: &Config, sources: &Sources, command: &str) -> Result<(), UserNotAllowed> {
+    allow_user(config, sources, &crate::user::current(), command)
 }
 
 /// [`check_allowed_user`] for a given `user`.

@@ -23,10 +23,12 @@ impl Severity {
     }
 }
 
-/// Declares the `Code` enum with, for each code, its stable name, its severity and a one-line
-/// description, so the three can never drift apart.
+/// The registry of every diagnostic code: declares the `Code` enum with, for each code, its stable
+/// name, its severity, the rule that reports it (a file of `src/planner/rules/`, for the codes of
+/// rules) and a one-line description, so none can drift from the others. A new rule is its file
+/// and its line here: `planner::rules` registers every rule named here.
 macro_rules! codes {
-    ($($variant:ident = $name:literal, $severity:ident, $description:literal;)*) => {
+    ($d:tt $($variant:ident = $name:literal, $severity:ident, $(rule $rule:ident,)? $description:literal;)*) => {
         /// Every diagnostic the tool can emit. The names are stable: CI scripts may match on them.
         // Each variant's doc is its description, plain text shared with the README: `[options]`
         // there is no link.
@@ -61,10 +63,19 @@ macro_rules! codes {
                 }
             }
         }
+
+        /// Calls `$callback! { rule_module ... }` with the rule file of every code that has one,
+        /// in the registry's order: how `planner::rules` declares and runs them.
+        macro_rules! with_rules {
+            ($d callback:ident) => {
+                $d callback! { $($($rule)?)* }
+            };
+        }
+        pub(crate) use with_rules;
     };
 }
 
-codes! {
+codes! { $
     TomlSyntax = "toml-syntax", Error, "The file is not valid TOML.";
     InvalidUtf8 = "invalid-utf8", Error, "The file is not valid UTF-8; the rest of it is still checked, with each invalid byte sequence read as U+FFFD.";
     UnknownKey = "unknown-key", Error, "A key that the config format does not have.";
@@ -72,37 +83,37 @@ codes! {
     InvalidValue = "invalid-value", Error, "A value of the right type that the key does not accept.";
     MissingKey = "missing-key", Error, "A required key is absent.";
     DuplicateDeclaration = "duplicate-declaration", Error, "A model, scope, option or setting is declared in more than one place.";
-    UnknownModel = "unknown-model", Error, "A relation names a model that is not declared.";
-    DuplicateRelation = "duplicate-relation", Error, "A model declares the same child model and column twice.";
-    DeleteCycle = "delete-cycle", Error, "Delete relations form a cycle, so no order deletes children before parents.";
-    BulkWithChildren = "bulk-with-children", Error, "A bulk model has children: a set-based delete loads no rows, so delete-children would be orphaned and nullify children left pointing at deleted rows.";
-    BulkWithRowData = "bulk-with-row-data", Error, "A bulk model uses a status check or outbox payload, which need rows loaded (per_row).";
-    CompositeKeyPerRow = "composite-key-per-row", Error, "A model with a composite key is deleted per_row, which fetches and deletes rows by one key column.";
-    InvalidChunkSize = "invalid-chunk-size", Error, "A chunk size (or `max_chunk_size`) is 0 or larger than the allowed maximum, or `target_chunk_ms` is 0.";
-    UnknownRateLimit = "unknown-rate-limit", Error, "`rate_limit` names an option that is not declared in [options].";
-    UnscopedCategory = "unscoped-category", Error, "An outbox category is used by a model but registered in no scope.";
-    CategoryInManyScopes = "category-in-many-scopes", Error, "An outbox category is registered in more than one scope.";
-    EmptyScope = "empty-scope", Warning, "An outbox scope registers no categories.";
-    PayloadWithoutOutbox = "payload-without-outbox", Warning, "`outbox_payload` is set on a model that writes no outbox category.";
-    UnknownSink = "unknown-sink", Error, "A scope's `sink` or a `category_sinks` value names a sink that is not declared under [outbox.sinks].";
-    CategorySinkOutsideScope = "category-sink-outside-scope", Error, "A `category_sinks` entry names a category that is not one of its scope's `categories`.";
-    UnusedSink = "unused-sink", Warning, "A sink is named by no scope's `sink` and no `category_sinks` entry, so it receives nothing.";
-    UndeliveredCategory = "undelivered-category", Warning, "Sinks are declared, but a scope has no `sink` and some of its categories have no `category_sinks` entry either.";
-    SinkTarget = "sink-target", Error, "A sink needs exactly one of `command` and `url`; `headers` belong to a `url` sink only, since a command sends no HTTP request.";
-    LiteralSecret = "literal-secret", Warning, "A header that looks like a credential (Authorization, Cookie, or a name with token, secret, key, password or auth) has a literal value instead of `env:NAME`.";
-    HeaderEnvName = "header-env-name", Error, "A header value `env:NAME` has an empty or invalid variable name (letters, digits and `_`, not starting with a digit).";
-    MissingTable = "missing-table", Error, "A model's table is not in the schema.";
-    IdentifierCase = "identifier-case", Warning, "A table or column name matches the database's only when case is ignored; the database's spelling is used.";
-    MissingColumn = "missing-column", Error, "A key, relation, status or payload column is not in its table.";
-    UnregisteredReference = "unregistered-reference", Error, "A foreign key points at a `require_all_references` model but is neither a child relation nor ignored.";
-    NullifyNotNull = "nullify-not-null", Error, "A nullify relation's column is NOT NULL, so it cannot be set to NULL.";
-    RelationTypeMismatch = "relation-type-mismatch", Error, "A relation's column and its parent's key have types the deletion cannot match: on PostgreSQL with no `=` between them (an integer and a text, a uuid and either, unless a foreign key ties them). SQLite compares any two: a TEXT column under an INTEGER key (holding `'1'`) is matched as text.";
-    UnindexedRelation = "unindexed-relation", Warning, "No index leads with a relation's column, so every chunk scans the child table.";
-    MissingShardKey = "missing-shard-key", Error, "A model writes an outbox category whose scope's shard key is not a column of its table.";
-    RetentionOnReferenced = "retention-on-referenced", Error, "A model with `retention` has a delete relation: dropping a partition would orphan those child rows (nullify them, or give the child the same retention).";
-    RetentionOnSqlite = "retention-on-sqlite", Error, "A model has `retention` on SQLite, which has no partitions: retention needs a PostgreSQL table partitioned by range.";
-    RetentionNotPartitioned = "retention-not-partitioned", Error, "A model's `retention.column` is not the range partition key of its table (checked with a schema).";
-    DatabaseCascade = "database-cascade", Note, "The database itself cascades (ON DELETE CASCADE or SET NULL) along a declared relation, inside each chunk.";
+    UnknownModel = "unknown-model", Error, rule unknown_model, "A relation names a model that is not declared.";
+    DuplicateRelation = "duplicate-relation", Error, rule duplicate_relation, "A model declares the same child model and column twice.";
+    DeleteCycle = "delete-cycle", Error, rule delete_cycle, "Delete relations form a cycle, so no order deletes children before parents.";
+    BulkWithChildren = "bulk-with-children", Error, rule bulk_with_children, "A bulk model has children: a set-based delete loads no rows, so delete-children would be orphaned and nullify children left pointing at deleted rows.";
+    BulkWithRowData = "bulk-with-row-data", Error, rule bulk_with_row_data, "A bulk model uses a status check or outbox payload, which need rows loaded (per_row).";
+    CompositeKeyPerRow = "composite-key-per-row", Error, rule composite_key_per_row, "A model with a composite key is deleted per_row, which fetches and deletes rows by one key column.";
+    InvalidChunkSize = "invalid-chunk-size", Error, rule chunk_size, "A chunk size (or `max_chunk_size`) is 0 or larger than the allowed maximum, or `target_chunk_ms` is 0.";
+    UnknownRateLimit = "unknown-rate-limit", Error, rule unknown_rate_limit, "`rate_limit` names an option that is not declared in [options].";
+    UnscopedCategory = "unscoped-category", Error, rule unscoped_category, "An outbox category is used by a model but registered in no scope.";
+    CategoryInManyScopes = "category-in-many-scopes", Error, rule category_in_many_scopes, "An outbox category is registered in more than one scope.";
+    EmptyScope = "empty-scope", Warning, rule empty_scope, "An outbox scope registers no categories.";
+    PayloadWithoutOutbox = "payload-without-outbox", Warning, rule payload_without_outbox, "`outbox_payload` is set on a model that writes no outbox category.";
+    UnknownSink = "unknown-sink", Error, rule unknown_sink, "A scope's `sink` or a `category_sinks` value names a sink that is not declared under [outbox.sinks].";
+    CategorySinkOutsideScope = "category-sink-outside-scope", Error, rule category_sink_outside_scope, "A `category_sinks` entry names a category that is not one of its scope's `categories`.";
+    UnusedSink = "unused-sink", Warning, rule unused_sink, "A sink is named by no scope's `sink` and no `category_sinks` entry, so it receives nothing.";
+    UndeliveredCategory = "undelivered-category", Warning, rule undelivered_category, "Sinks are declared, but a scope has no `sink` and some of its categories have no `category_sinks` entry either.";
+    SinkTarget = "sink-target", Error, rule sink_target, "A sink needs exactly one of `command` and `url`; `headers` belong to a `url` sink only, since a command sends no HTTP request.";
+    LiteralSecret = "literal-secret", Warning, rule literal_secret, "A header that looks like a credential (Authorization, Cookie, or a name with token, secret, key, password or auth) has a literal value instead of `env:NAME`.";
+    HeaderEnvName = "header-env-name", Error, rule header_env_name, "A header value `env:NAME` has an empty or invalid variable name (letters, digits and `_`, not starting with a digit).";
+    MissingTable = "missing-table", Error, rule missing_table, "A model's table is not in the schema.";
+    IdentifierCase = "identifier-case", Warning, rule identifier_case, "A table or column name matches the database's only when case is ignored; the database's spelling is used.";
+    MissingColumn = "missing-column", Error, rule missing_column, "A key, relation, status or payload column is not in its table.";
+    UnregisteredReference = "unregistered-reference", Error, rule unregistered_reference, "A foreign key points at a `require_all_references` model but is neither a child relation nor ignored.";
+    NullifyNotNull = "nullify-not-null", Error, rule nullify_not_null, "A nullify relation's column is NOT NULL, so it cannot be set to NULL.";
+    RelationTypeMismatch = "relation-type-mismatch", Error, rule relation_type_mismatch, "A relation's column and its parent's key have types the deletion cannot match: on PostgreSQL with no `=` between them (an integer and a text, a uuid and either, unless a foreign key ties them). SQLite compares any two: a TEXT column under an INTEGER key (holding `'1'`) is matched as text.";
+    UnindexedRelation = "unindexed-relation", Warning, rule unindexed_relation, "No index leads with a relation's column, so every chunk scans the child table.";
+    MissingShardKey = "missing-shard-key", Error, rule missing_shard_key, "A model writes an outbox category whose scope's shard key is not a column of its table.";
+    RetentionOnReferenced = "retention-on-referenced", Error, rule retention_on_referenced, "A model with `retention` has a delete relation: dropping a partition would orphan those child rows (nullify them, or give the child the same retention).";
+    RetentionOnSqlite = "retention-on-sqlite", Error, rule retention_on_sqlite, "A model has `retention` on SQLite, which has no partitions: retention needs a PostgreSQL table partitioned by range.";
+    RetentionNotPartitioned = "retention-not-partitioned", Error, rule retention_not_partitioned, "A model's `retention.column` is not the range partition key of its table (checked with a schema).";
+    DatabaseCascade = "database-cascade", Note, rule database_cascade, "The database itself cascades (ON DELETE CASCADE or SET NULL) along a declared relation, inside each chunk.";
 }
 
 impl std::fmt::Display for Code {

@@ -7,6 +7,7 @@ mod sources;
 
 use std::ops::Range;
 
+pub(crate) use code::with_rules;
 pub use code::{Code, Severity};
 pub use report::{Format, Report};
 pub use sources::{FileId, Sources};

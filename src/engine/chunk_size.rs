@@ -129,7 +129,7 @@ mod tests {
     const MODEL: &str = "[models.a]\ntable = \"a\"\nchunk_size = 100\n";
 
     fn node() -> PlanNode {
-        crate::planner::compile(&fixture::config(MODEL), "a").unwrap().root
+        crate::planner::compile(&fixture::checked(MODEL), "a").unwrap().root
     }
 
     const MS: fn(u64) -> Duration = Duration::from_millis;

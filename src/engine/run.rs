@@ -7,10 +7,9 @@ use std::sync::atomic::Ordering;
 
 use super::deletion::{DeleteError, DeleteOptions, Deletion, Summary};
 use crate::audit::RunOutcome;
-use crate::config::Config;
 use crate::db::{Database, DbError, Failure};
 use crate::diagnostic::{Diagnostic, Sources};
-use crate::planner::{self, Plan};
+use crate::planner::{self, CheckedConfig, Plan};
 use crate::schema::Schema;
 
 /// A database whose live schema the config was checked against: what deletions run on.
@@ -18,8 +17,8 @@ use crate::schema::Schema;
 #[derive(Debug, Clone)]
 pub struct Engine {
     database: Database,
-    config: Arc<Config>,
-    sources: Arc<Sources>,
+    /// The config, checked against `schema`.
+    config: CheckedConfig,
     schema: Arc<Schema>,
 }
 
@@ -47,20 +46,11 @@ pub struct Finished {
 impl Engine {
     /// Reads the live schema of `database` and runs every rule against it, so a foreign key the
     /// config does not declare, a missing table or a missing column stops the deletion before
-    /// its first write. `sources` are the config's files, for the diagnostics' locations.
-    pub async fn prepare(database: Database, config: &Config, sources: &Sources) -> Result<Self, PrepareError> {
+    /// its first write.
+    pub async fn prepare(database: Database, config: &CheckedConfig) -> Result<Self, PrepareError> {
         let schema = crate::schema::introspect(&database).await?;
-        let mut diagnostics = planner::validate(config, sources, Some(&schema));
-        if diagnostics.iter().any(Diagnostic::is_error) {
-            planner::sort(&mut diagnostics);
-            return Err(PrepareError::Invalid(diagnostics));
-        }
-        Ok(Self {
-            database,
-            config: Arc::new(config.clone()),
-            sources: Arc::new(sources.clone()),
-            schema: Arc::new(schema),
-        })
+        let config = config.against(&schema).map_err(PrepareError::Invalid)?;
+        Ok(Self { database, config, schema: Arc::new(schema) })
     }
 
     /// The database deletions run on.
@@ -68,14 +58,14 @@ impl Engine {
         &self.database
     }
 
-    /// The config the engine was prepared with.
-    pub fn config(&self) -> &Config {
+    /// The config the engine was prepared with, checked against the live schema.
+    pub fn config(&self) -> &CheckedConfig {
         &self.config
     }
 
     /// The config's files, which the diagnostics' locations point into.
     pub fn sources(&self) -> &Sources {
-        &self.sources
+        self.config.sources()
     }
 
     /// The live schema, as read when the engine was prepared.
@@ -94,7 +84,7 @@ impl Engine {
         ids: &[String],
         options: DeleteOptions,
     ) -> Result<Deletion<'a>, DeleteError> {
-        let unregistered = planner::check_references(&self.config, &self.sources, &self.schema, plan);
+        let unregistered = planner::check_references(&self.config, self.config.sources(), &self.schema, plan);
         let counted_here = options.within.is_none();
         let started = if unregistered.is_empty() {
             Deletion::start(&self.database, &self.config, &self.schema, plan, ids, options).await
@@ -115,7 +105,7 @@ impl Engine {
     /// re-points children first, which must not happen for a deletion that is then refused.
     /// Whether every lookup was checked: one that met a transient error (a lock) was not.
     pub async fn refuse_undeletable(&self, plan: &Plan) -> Result<bool, DeleteError> {
-        let unregistered = planner::check_references(&self.config, &self.sources, &self.schema, plan);
+        let unregistered = planner::check_references(&self.config, self.config.sources(), &self.schema, plan);
         if !unregistered.is_empty() {
             return Err(DeleteError::UnregisteredReferences(unregistered));
         }

@@ -277,7 +277,7 @@ chunk_size = 500
 
     #[test]
     fn rows_below_a_limited_model_count_against_its_limit() {
-        let config = crate::planner::fixture::config(CONFIG);
+        let config = crate::planner::fixture::checked(CONFIG);
         let plan = crate::planner::compile(&config, "organization").unwrap();
         let project = &plan.root.children[0];
         let task = &project.children[0];

@@ -4,6 +4,7 @@
 
 use serde::Serialize;
 
+use super::CheckedConfig;
 use crate::config::{Config, Key, Model, OnDelete, Relation, Strategy};
 
 /// Above this many nodes a plan is refused: a config whose diamonds multiply paths this much
@@ -126,10 +127,10 @@ pub enum CompileError {
     TooLarge,
 }
 
-/// Compiles the deletion of `root` rows. Expects a config that validated without errors, but
-/// reports an unknown model or a cycle as an error rather than looping.
-pub fn compile(config: &Config, root: &str) -> Result<Plan, CompileError> {
-    let model = model(config, root)?;
+/// Compiles the deletion of `root` rows of a checked config; an unknown root model is an error
+/// (and a cycle, which a checked config cannot hold, one rather than a loop).
+pub fn compile(config: &CheckedConfig, root: &str) -> Result<Plan, CompileError> {
+    let model = declared_model(config, root)?;
     if let Some(Key::Composite(columns)) = model.key.as_ref().map(|key| &key.value) {
         return Err(CompileError::CompositeRoot { model: root.to_owned(), columns: columns.join(", ") });
     }
@@ -138,7 +139,8 @@ pub fn compile(config: &Config, root: &str) -> Result<Plan, CompileError> {
     Ok(Plan { root })
 }
 
-fn model<'a>(config: &'a Config, name: &str) -> Result<&'a Model, CompileError> {
+/// The declared model `name`; an unknown one is an error with the nearest name suggested.
+pub fn declared_model<'a>(config: &'a Config, name: &str) -> Result<&'a Model, CompileError> {
     config.model(name).ok_or_else(|| CompileError::UnknownModel {
         name: name.to_owned(),
         suggestion: super::suggest_model(config, name),
@@ -167,7 +169,7 @@ impl<'a> Compiler<'a> {
             }
             self.path.push(&model.name.value);
             for relation in &model.children {
-                let child = self::model(self.config, &relation.model.value)?;
+                let child = declared_model(self.config, &relation.model.value)?;
                 children.push(self.node(child, Some(relation))?);
             }
             self.path.pop();
@@ -221,7 +223,7 @@ fn outbox_target(config: &Config, model: &Model) -> Option<OutboxTarget> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::planner::fixture::config;
+    use crate::planner::fixture::{checked, config};
 
     const DIAMOND: &str = r#"
 [settings]
@@ -263,7 +265,7 @@ categories = ["organization_update"]
 
     #[test]
     fn a_diamond_appears_under_both_paths_in_execution_order() {
-        let plan = compile(&config(DIAMOND), "organization").unwrap();
+        let plan = compile(&checked(DIAMOND), "organization").unwrap();
         let order: Vec<(usize, &str, Option<&str>)> =
             plan.steps().iter().map(|n| (n.step, n.model.as_str(), n.column.as_deref())).collect();
         assert_eq!(
@@ -281,7 +283,7 @@ categories = ["organization_update"]
 
     #[test]
     fn nodes_carry_effective_settings() {
-        let plan = compile(&config(DIAMOND), "organization").unwrap();
+        let plan = compile(&checked(DIAMOND), "organization").unwrap();
         let root = &plan.root;
         assert_eq!(root.chunk_size, crate::config::DEFAULT_PER_ROW_CHUNK_SIZE);
         assert_eq!(root.rate_limit.as_deref(), Some("org.rows_per_second"));
@@ -302,13 +304,13 @@ categories = ["organization_update"]
 
     #[test]
     fn unknown_root_suggests_a_model() {
-        let error = compile(&config(DIAMOND), "projects").unwrap_err();
+        let error = compile(&checked(DIAMOND), "projects").unwrap_err();
         assert_eq!(error.to_string(), "unknown model `projects` (did you mean `project`?)");
     }
 
     #[test]
     fn a_cycle_is_an_error_not_a_loop() {
         let config = config("[models.a]\ntable = \"a\"\nchildren = [{ model = \"a\", column = \"parent_id\" }]\n");
-        assert_eq!(compile(&config, "a").unwrap_err(), CompileError::Cycle("a".into()));
+        assert_eq!(compile(&CheckedConfig::assume(config), "a").unwrap_err(), CompileError::Cycle("a".into()));
     }
 }

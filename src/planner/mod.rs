@@ -6,9 +6,11 @@ mod generate;
 mod graph;
 mod rules;
 
-pub use compile::{CompileError, OutboxTarget, Plan, PlanNode, compile};
+pub use compile::{CompileError, OutboxTarget, Plan, PlanNode, compile, declared_model};
 pub use generate::starting_config;
 pub(crate) use graph::ModelGraph;
+
+use std::sync::Arc;
 
 use crate::config::{Config, Loaded, Model, OnDelete, Relation};
 use crate::diagnostic::{Diagnostic, Sources};
@@ -86,11 +88,57 @@ pub fn check_references(config: &Config, sources: &Sources, schema: &Schema, pla
     diagnostics
 }
 
-/// Adds the planner's diagnostics to those of loading and puts them all in source order.
-pub fn check(loaded: &mut Loaded, schema: Option<&Schema>) {
+/// A config that every rule passed without an error (warnings allowed), with the files it was
+/// read from. Only [`check`] (and [`crate::engine::Engine::prepare`], against the live schema)
+/// makes one, and only a checked config compiles into plans and runs deletions, so a program
+/// cannot run a config that was never checked. Cloning it is cheap.
+#[derive(Debug, Clone)]
+pub struct CheckedConfig {
+    config: Arc<Config>,
+    sources: Arc<Sources>,
+}
+
+impl CheckedConfig {
+    /// The config's files, which the diagnostics' locations point into.
+    pub fn sources(&self) -> &Sources {
+        &self.sources
+    }
+
+    /// A config that passed the rules against `schema` too, or every diagnostic (errors first
+    /// among equals, in source order) when it did not.
+    pub(crate) fn against(&self, schema: &Schema) -> Result<Self, Vec<Diagnostic>> {
+        let mut diagnostics = validate(&self.config, &self.sources, Some(schema));
+        if diagnostics.iter().any(Diagnostic::is_error) {
+            sort(&mut diagnostics);
+            return Err(diagnostics);
+        }
+        Ok(self.clone())
+    }
+
+    /// A config taken as checked, for tests of what compiling does with a config the rules
+    /// would refuse.
+    #[cfg(test)]
+    pub(crate) fn assume(config: Config) -> Self {
+        Self { config: Arc::new(config), sources: Arc::default() }
+    }
+}
+
+impl std::ops::Deref for CheckedConfig {
+    type Target = Config;
+
+    fn deref(&self) -> &Config {
+        &self.config
+    }
+}
+
+/// Adds the planner's diagnostics to those of loading and puts them all in source order; the
+/// checked config when none of them is an error.
+pub fn check(loaded: &mut Loaded, schema: Option<&Schema>) -> Option<CheckedConfig> {
     let found = validate(&loaded.config, &loaded.sources, schema);
     loaded.diagnostics.extend(found);
     sort(&mut loaded.diagnostics);
+    (!loaded.diagnostics.iter().any(Diagnostic::is_error))
+        .then(|| CheckedConfig { config: Arc::new(loaded.config.clone()), sources: Arc::new(loaded.sources.clone()) })
 }
 
 /// Source order: by file, then position, then code, so output is stable between runs.
@@ -129,6 +177,16 @@ pub(crate) mod fixture {
         let mut loaded = load_sources(sources);
         check(&mut loaded, schema.as_ref());
         (loaded.diagnostics, loaded.sources)
+    }
+
+    /// A one-file config that every rule passes without any diagnostic.
+    pub fn checked(toml: &str) -> CheckedConfig {
+        let mut sources = Sources::default();
+        sources.add("cascade.toml", toml);
+        let mut loaded = load_sources(sources);
+        let checked = check(&mut loaded, None);
+        assert_eq!(loaded.diagnostics, vec![]);
+        checked.expect("a config without diagnostics is checked")
     }
 
     /// A one-file config that reads without any diagnostic.

@@ -10,7 +10,7 @@ use super::{LeftAlone, OrphanError, OrphanReport, RelationOrphans, UNDECLARED, c
 use crate::config::{Config, OnDelete};
 use crate::db::Database;
 use crate::engine::{self, Dangling, Engine};
-use crate::planner;
+use crate::planner::{self, CheckedConfig};
 use crate::schema::{Schema, Table};
 
 /// What deleting the orphans of a report would remove, counted without changing anything.
@@ -54,7 +54,7 @@ pub struct RootPreview {
 /// keys are left alone: only the config says what a row's children are.
 pub async fn preview_delete(
     database: &Database,
-    config: &Config,
+    config: &CheckedConfig,
     schema: &Schema,
     report: &OrphanReport,
 ) -> Result<DeletePreview, OrphanError> {
