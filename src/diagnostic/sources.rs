@@ -83,7 +83,7 @@ impl Sources {
     }
 }
 
-/// What the snippet printer reads: lines as [`line_starts`] finds them.
+/// What the snippet printer reads: lines as `line_starts` finds them.
 impl<'a> Files<'a> for Sources {
     type FileId = FileId;
     type Name = &'a str;

@@ -212,7 +212,7 @@ pub struct StepStatements {
     /// The step's model.
     pub model: String,
     /// The parent model whose chunk's transaction this step's rows go in, right after the
-    /// chunk's own rows (see [`StepSql::child_goes_after`]); the step is listed after the parent's.
+    /// chunk's own rows (see `StepSql::child_goes_after`); the step is listed after the parent's.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub after: Option<String>,
     /// The parent's step, where `after` is set.
