@@ -128,6 +128,7 @@ impl Databases {
         }
     }
 
+    /// For a check only SQLite makes (`PRAGMA foreign_key_check`).
     pub fn is_sqlite(&self) -> bool {
         matches!(self, Self::Sqlite(_))
     }
@@ -147,7 +148,7 @@ impl Databases {
 /// `postgres_server`).
 #[allow(unused_macros)] // each test binary uses its own subset
 macro_rules! on_each_database {
-    ($sqlite:ident, $postgres:ident, |$databases:ident| $body:expr) => {
+    ($sqlite:ident, $postgres:ident, |$databases:ident| $body:expr $(,)?) => {
         $crate::common::on_each_database!($sqlite(), $postgres(), |$databases| $body);
     };
     (
