@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::{cascade, postgres_database, project, sqlite_database};
+use common::{cascade, on_each_database, project, sqlite_database};
 
 const SCHEMA: &str = "
 CREATE TABLE org (id INTEGER PRIMARY KEY);
@@ -86,19 +86,14 @@ fn an_allowed_user_deletes_and_is_the_actor(url: &str, dir: &std::path::Path) {
     cascade(dir).args(["--database-url", url, "worker", "--once"]).assert().success();
 }
 
-#[test]
-fn an_allowed_user_deletes_and_is_the_actor_on_sqlite() {
-    let dir = project(&[("cascades/cascade.toml", &config(&["deploy", &current_user()]))]);
-    let url = sqlite_database(dir.path(), SCHEMA);
-    an_allowed_user_deletes_and_is_the_actor(&url, dir.path());
-}
-
-#[test]
-fn an_allowed_user_deletes_and_is_the_actor_on_postgres() {
-    let Some(url) = postgres_database(SCHEMA) else { return };
-    let dir = project(&[("cascades/cascade.toml", &config(&[&current_user()]))]);
-    an_allowed_user_deletes_and_is_the_actor(&url, dir.path());
-}
+on_each_database!(
+    an_allowed_user_deletes_and_is_the_actor_on_sqlite(config(&["deploy", &current_user()])),
+    an_allowed_user_deletes_and_is_the_actor_on_postgres(config(&[&current_user()])),
+    |databases, settings| {
+        let dir = project(&[("cascades/cascade.toml", &settings)]);
+        an_allowed_user_deletes_and_is_the_actor(&databases.create(SCHEMA), dir.path());
+    }
+);
 
 #[test]
 fn an_empty_list_is_a_config_error() {

@@ -7,7 +7,7 @@ mod common;
 use std::collections::BTreeSet;
 use std::io::Read as _;
 
-use common::{cascade, postgres_database, project, sqlite_database, texts};
+use common::{cascade, on_each_database, project, sqlite_database, texts};
 
 const SCHEMA: &str = "
 CREATE TABLE playlist (id INTEGER PRIMARY KEY);
@@ -104,29 +104,17 @@ fn composite_key_tombstones_without_archive(url: &str) {
     check_tombstones(url);
 }
 
-#[test]
-fn composite_key_tombstones_without_archive_on_sqlite() {
-    let dir = tempfile::tempdir().unwrap();
-    composite_key_tombstones_without_archive(&sqlite_database(dir.path(), SCHEMA));
-}
+on_each_database!(
+    composite_key_tombstones_without_archive_on_sqlite,
+    composite_key_tombstones_without_archive_on_postgres,
+    |databases| {
+        composite_key_tombstones_without_archive(&databases.create(SCHEMA));
+    }
+);
 
-#[test]
-fn composite_key_tombstones_without_archive_on_postgres() {
-    let Some(url) = postgres_database(SCHEMA) else { return };
-    composite_key_tombstones_without_archive(&url);
-}
-
-#[test]
-fn composite_keys_on_sqlite() {
-    let dir = tempfile::tempdir().unwrap();
-    composite_keys_end_to_end(&sqlite_database(dir.path(), SCHEMA));
-}
-
-#[test]
-fn composite_keys_on_postgres() {
-    let Some(url) = postgres_database(SCHEMA) else { return };
-    composite_keys_end_to_end(&url);
-}
+on_each_database!(composite_keys_on_sqlite, composite_keys_on_postgres, |databases| {
+    composite_keys_end_to_end(&databases.create(SCHEMA));
+});
 
 /// `init` writes the composite key, the JSON Schema its first line points at, and the next
 /// commands; what it writes validates.

@@ -10,7 +10,10 @@ use std::time::Duration;
 
 use common::diamond::{DIAMOND_CONFIG, DIAMOND_SCHEMA, EXPECTED, diamond_rows};
 use common::running::{CHUNK_COMMITTED, DELETION_STARTED, RATE_LIMIT_CHANGED, Running};
-use common::{block_on, cascade, count, json_output, postgres_database, project, sqlite_database, texts, wait_until};
+use common::{
+    block_on, cascade, count, json_output, on_each_database, postgres_database, project, sqlite_database, texts,
+    wait_until,
+};
 use serde_json::{Value, json};
 
 /// Runs hand-written SQL against the test database (any dialect) through the library.
@@ -188,20 +191,18 @@ fn delete_with_config_and_check(url: &str, config: &str) {
     assert_eq!(again["missing"], serde_json::json!(["1", "2"]));
 }
 
-#[test]
-fn deletes_exactly_the_planned_rows_on_sqlite() {
-    let dir = tempfile::tempdir().unwrap();
-    let url = sqlite_database(dir.path(), &format!("{DIAMOND_SCHEMA}{}", diamond_rows(1)));
-    delete_and_check(&url);
-    let probe = Probe { url };
-    assert_eq!(probe.texts("PRAGMA foreign_key_check"), Vec::<Vec<Option<String>>>::new());
-}
-
-#[test]
-fn deletes_exactly_the_planned_rows_on_postgres() {
-    let Some(url) = postgres_database(&format!("{DIAMOND_SCHEMA}{}", diamond_rows(1))) else { return };
-    delete_and_check(&url);
-}
+on_each_database!(
+    deletes_exactly_the_planned_rows_on_sqlite,
+    deletes_exactly_the_planned_rows_on_postgres,
+    |databases| {
+        let url = databases.create(&format!("{DIAMOND_SCHEMA}{}", diamond_rows(1)));
+        delete_and_check(&url);
+        if databases.is_sqlite() {
+            let probe = Probe { url };
+            assert_eq!(probe.texts("PRAGMA foreign_key_check"), Vec::<Vec<Option<String>>>::new());
+        }
+    }
+);
 
 #[test]
 fn deletes_exactly_the_planned_rows_on_postgres_without_foreign_keys() {
@@ -631,19 +632,17 @@ fn recorded_rows(probe: &Probe, kind: &str) -> BTreeMap<&'static str, u64> {
     sum
 }
 
-#[test]
-fn kill_9_mid_run_then_rerun_finishes_without_loss_or_duplicates_on_sqlite() {
-    let dir = tempfile::tempdir().unwrap();
-    let url = sqlite_database(dir.path(), &format!("{DIAMOND_SCHEMA}{}", diamond_rows(10)));
-    kill_9_mid_run_then_rerun(&url);
-    assert_eq!(Probe { url }.texts("PRAGMA foreign_key_check"), Vec::<Vec<Option<String>>>::new());
-}
-
-#[test]
-fn kill_9_mid_run_then_rerun_finishes_without_loss_or_duplicates_on_postgres() {
-    let Some(url) = postgres_database(&format!("{DIAMOND_SCHEMA}{}", diamond_rows(10))) else { return };
-    kill_9_mid_run_then_rerun(&url);
-}
+on_each_database!(
+    kill_9_mid_run_then_rerun_finishes_without_loss_or_duplicates_on_sqlite,
+    kill_9_mid_run_then_rerun_finishes_without_loss_or_duplicates_on_postgres,
+    |databases| {
+        let url = databases.create(&format!("{DIAMOND_SCHEMA}{}", diamond_rows(10)));
+        kill_9_mid_run_then_rerun(&url);
+        if databases.is_sqlite() {
+            assert_eq!(Probe { url }.texts("PRAGMA foreign_key_check"), Vec::<Vec<Option<String>>>::new());
+        }
+    }
+);
 
 /// Sends SIGTERM to a running deletion once a chunk has committed: it stops after the current
 /// chunk with exit code 130 and an `interrupted` run; the same command then finishes.
@@ -667,17 +666,13 @@ fn stop_with_sigterm_then_resume(url: &str) {
     assert_eq!(runs[1][1], runs[0][0], "{runs:?}");
 }
 
-#[test]
-fn sigterm_stops_between_chunks_and_the_rerun_finishes_on_sqlite() {
-    let dir = tempfile::tempdir().unwrap();
-    stop_with_sigterm_then_resume(&sqlite_database(dir.path(), &format!("{DIAMOND_SCHEMA}{}", diamond_rows(1))));
-}
-
-#[test]
-fn sigterm_stops_between_chunks_and_the_rerun_finishes_on_postgres() {
-    let Some(url) = postgres_database(&format!("{DIAMOND_SCHEMA}{}", diamond_rows(1))) else { return };
-    stop_with_sigterm_then_resume(&url);
-}
+on_each_database!(
+    sigterm_stops_between_chunks_and_the_rerun_finishes_on_sqlite,
+    sigterm_stops_between_chunks_and_the_rerun_finishes_on_postgres,
+    |databases| {
+        stop_with_sigterm_then_resume(&databases.create(&format!("{DIAMOND_SCHEMA}{}", diamond_rows(1))));
+    }
+);
 
 /// How long, by the run's own clock, a rate set while the deletion runs is watched.
 const THROTTLED_WINDOW: Duration = Duration::from_secs(2);
@@ -722,21 +717,14 @@ fn option_set_throttles_a_running_deletion(url: &str) {
     check_outcome(&probe, &expected, Some(&summary));
 }
 
-#[test]
-fn option_set_throttles_a_running_deletion_on_sqlite() {
-    let dir = tempfile::tempdir().unwrap();
-    // 2,500 rows to delete: over 6 s at 400 rows per second.
-    option_set_throttles_a_running_deletion(&sqlite_database(
-        dir.path(),
-        &format!("{DIAMOND_SCHEMA}{}", diamond_rows(10)),
-    ));
-}
-
-#[test]
-fn option_set_throttles_a_running_deletion_on_postgres() {
-    let Some(url) = postgres_database(&format!("{DIAMOND_SCHEMA}{}", diamond_rows(10))) else { return };
-    option_set_throttles_a_running_deletion(&url);
-}
+on_each_database!(
+    option_set_throttles_a_running_deletion_on_sqlite,
+    option_set_throttles_a_running_deletion_on_postgres,
+    |databases| {
+        // 2,500 rows to delete: over 6 s at 400 rows per second.
+        option_set_throttles_a_running_deletion(&databases.create(&format!("{DIAMOND_SCHEMA}{}", diamond_rows(10))));
+    }
+);
 
 /// While a slow deletion runs (from its first committed chunk on), another connection keeps
 /// adding tasks to the projects being deleted, each only if its project still exists. No task
@@ -804,19 +792,15 @@ fn insert_task(id: u64) -> String {
     format!("INSERT INTO task (id, project_id, assignee_id) SELECT {id}, id, NULL FROM project WHERE id = {project}")
 }
 
-#[test]
-fn a_child_inserted_during_the_deletion_is_not_orphaned_on_sqlite() {
-    // No foreign keys at all: only the tool's check before each parent chunk protects.
-    let dir = tempfile::tempdir().unwrap();
-    let url = sqlite_database(dir.path(), &format!("{}{}", diamond_without_foreign_keys(), diamond_rows(1)));
-    concurrent_inserts_leave_no_orphans(&url, insert_task);
-}
-
-#[test]
-fn a_child_inserted_during_the_deletion_is_not_orphaned_on_postgres() {
-    let Some(url) = postgres_database(&format!("{DIAMOND_SCHEMA}{}", diamond_rows(1))) else { return };
-    concurrent_inserts_leave_no_orphans(&url, insert_task);
-}
+on_each_database!(
+    // On SQLite no foreign keys at all: only the tool's check before each parent chunk protects.
+    a_child_inserted_during_the_deletion_is_not_orphaned_on_sqlite(diamond_without_foreign_keys()),
+    a_child_inserted_during_the_deletion_is_not_orphaned_on_postgres(DIAMOND_SCHEMA.to_owned()),
+    |databases, schema| {
+        let url = databases.create(&format!("{schema}{}", diamond_rows(1)));
+        concurrent_inserts_leave_no_orphans(&url, insert_task);
+    }
+);
 
 /// The diamond schema with every `REFERENCES` clause taken out.
 fn diamond_without_foreign_keys() -> String {
@@ -937,20 +921,15 @@ fn an_undeclared_reference_refuses_the_deletion_before_any_write(url: String) {
     assert_eq!(probe.count("SELECT COUNT(*) FROM org WHERE status = 1"), 0, "no root was marked in progress");
 }
 
-#[test]
-fn an_undeclared_reference_refuses_the_deletion_on_sqlite() {
-    let dir = tempfile::tempdir().unwrap();
-    an_undeclared_reference_refuses_the_deletion_before_any_write(sqlite_database(
-        dir.path(),
-        &format!("{DIAMOND_SCHEMA}{}", diamond_rows(1)),
-    ));
-}
-
-#[test]
-fn an_undeclared_reference_refuses_the_deletion_on_postgres() {
-    let Some(url) = postgres_database(&format!("{DIAMOND_SCHEMA}{}", diamond_rows(1))) else { return };
-    an_undeclared_reference_refuses_the_deletion_before_any_write(url);
-}
+on_each_database!(
+    an_undeclared_reference_refuses_the_deletion_on_sqlite,
+    an_undeclared_reference_refuses_the_deletion_on_postgres,
+    |databases| {
+        an_undeclared_reference_refuses_the_deletion_before_any_write(
+            databases.create(&format!("{DIAMOND_SCHEMA}{}", diamond_rows(1))),
+        );
+    }
+);
 
 /// A password in the database URL (even with an unencoded `@`, even as a `password=` query
 /// parameter) never reaches the audit table.
@@ -990,23 +969,20 @@ fn a_permanent_error_does_not_ask_for_a_rerun(url: String) {
     assert_eq!(Probe { url }.orphans(), 0);
 }
 
-#[test]
-fn a_permanent_error_does_not_ask_for_a_rerun_on_sqlite() {
-    let dir = tempfile::tempdir().unwrap();
-    let trigger = "CREATE TRIGGER refuse BEFORE DELETE ON note BEGIN SELECT RAISE(ABORT, 'refused by trigger'); END;";
-    a_permanent_error_does_not_ask_for_a_rerun(sqlite_database(
-        dir.path(),
-        &format!("{DIAMOND_SCHEMA}{}{trigger}", diamond_rows(1)),
-    ));
-}
-
-#[test]
-fn a_permanent_error_does_not_ask_for_a_rerun_on_postgres() {
-    let trigger = "CREATE FUNCTION refuse() RETURNS trigger AS $$ BEGIN RAISE EXCEPTION 'refused by trigger'; END $$ \
-                   LANGUAGE plpgsql; CREATE TRIGGER refuse BEFORE DELETE ON note FOR EACH ROW EXECUTE FUNCTION refuse();";
-    let Some(url) = postgres_database(&format!("{DIAMOND_SCHEMA}{}{trigger}", diamond_rows(1))) else { return };
-    a_permanent_error_does_not_ask_for_a_rerun(url);
-}
+on_each_database!(
+    a_permanent_error_does_not_ask_for_a_rerun_on_sqlite(
+        "CREATE TRIGGER refuse BEFORE DELETE ON note BEGIN SELECT RAISE(ABORT, 'refused by trigger'); END;"
+    ),
+    a_permanent_error_does_not_ask_for_a_rerun_on_postgres(
+        "CREATE FUNCTION refuse() RETURNS trigger AS $$ BEGIN RAISE EXCEPTION 'refused by trigger'; END $$ \
+         LANGUAGE plpgsql; CREATE TRIGGER refuse BEFORE DELETE ON note FOR EACH ROW EXECUTE FUNCTION refuse();"
+    ),
+    |databases, trigger| {
+        a_permanent_error_does_not_ask_for_a_rerun(
+            databases.create(&format!("{DIAMOND_SCHEMA}{}{trigger}", diamond_rows(1))),
+        );
+    }
+);
 
 /// A run whose process was killed shows as `interrupted` in `cascade runs` once its heartbeat
 /// is older than the run lease, and the next run of the same roots records that it resumes it.
@@ -1043,20 +1019,13 @@ fn a_killed_run_is_interrupted_and_resumed(url: String) {
     assert_eq!(probe.orphans(), 0);
 }
 
-#[test]
-fn a_killed_run_is_interrupted_and_resumed_on_sqlite() {
-    let dir = tempfile::tempdir().unwrap();
-    a_killed_run_is_interrupted_and_resumed(sqlite_database(
-        dir.path(),
-        &format!("{DIAMOND_SCHEMA}{}", diamond_rows(3)),
-    ));
-}
-
-#[test]
-fn a_killed_run_is_interrupted_and_resumed_on_postgres() {
-    let Some(url) = postgres_database(&format!("{DIAMOND_SCHEMA}{}", diamond_rows(3))) else { return };
-    a_killed_run_is_interrupted_and_resumed(url);
-}
+on_each_database!(
+    a_killed_run_is_interrupted_and_resumed_on_sqlite,
+    a_killed_run_is_interrupted_and_resumed_on_postgres,
+    |databases| {
+        a_killed_run_is_interrupted_and_resumed(databases.create(&format!("{DIAMOND_SCHEMA}{}", diamond_rows(3))));
+    }
+);
 
 /// Key types come from the catalog, domains resolved: a domain over `uuid` whose name contains
 /// "int" binds its keys as uuids, and a mixed-case domain over text as text.
@@ -1162,17 +1131,13 @@ fn archived_roots_keep_their_status(url: String) {
     assert_eq!(probe.count("SELECT COUNT(*) FROM cascade_checkpoint"), 0, "the kept statuses are forgotten");
 }
 
-#[test]
-fn archived_roots_keep_their_status_on_sqlite() {
-    let dir = tempfile::tempdir().unwrap();
-    archived_roots_keep_their_status(sqlite_database(dir.path(), &format!("{DIAMOND_SCHEMA}{}", diamond_rows(3))));
-}
-
-#[test]
-fn archived_roots_keep_their_status_on_postgres() {
-    let Some(url) = postgres_database(&format!("{DIAMOND_SCHEMA}{}", diamond_rows(3))) else { return };
-    archived_roots_keep_their_status(url);
-}
+on_each_database!(
+    archived_roots_keep_their_status_on_sqlite,
+    archived_roots_keep_their_status_on_postgres,
+    |databases| {
+        archived_roots_keep_their_status(databases.create(&format!("{DIAMOND_SCHEMA}{}", diamond_rows(3))));
+    }
+);
 
 /// The chunk fetch of a per_row step stops at its `LIMIT` without sorting the table: a sort over
 /// the key as text would read and sort every remaining row on each fetch (quadratic over a
@@ -1229,17 +1194,13 @@ INSERT INTO task VALUES (1, 1);
 INSERT INTO comment VALUES (1, 1);
 ";
 
-#[test]
-fn a_reference_below_a_database_cascade_refuses_the_deletion_on_sqlite() {
-    let dir = tempfile::tempdir().unwrap();
-    a_reference_below_a_database_cascade_refuses_the_deletion(sqlite_database(dir.path(), CASCADE_SCHEMA));
-}
-
-#[test]
-fn a_reference_below_a_database_cascade_refuses_the_deletion_on_postgres() {
-    let Some(url) = postgres_database(CASCADE_SCHEMA) else { return };
-    a_reference_below_a_database_cascade_refuses_the_deletion(url);
-}
+on_each_database!(
+    a_reference_below_a_database_cascade_refuses_the_deletion_on_sqlite,
+    a_reference_below_a_database_cascade_refuses_the_deletion_on_postgres,
+    |databases| {
+        a_reference_below_a_database_cascade_refuses_the_deletion(databases.create(CASCADE_SCHEMA));
+    }
+);
 
 /// Without `$USER` (a container, cron), the audit trail still names the operating-system user
 /// (as `id -un` does, or `uid N` for an id without a name), never "unknown".
@@ -1276,22 +1237,18 @@ fn a_refused_delete_leaves_no_archive_lines(url: &str) {
     assert_eq!(common::archive_lines(&archive, &[]).get("task"), None, "no line for a task that is still there");
 }
 
-#[test]
-fn a_refused_delete_leaves_no_archive_lines_on_sqlite() {
-    let dir = tempfile::tempdir().unwrap();
-    let refusing =
-        "CREATE TRIGGER tasks_are_kept BEFORE DELETE ON task BEGIN SELECT RAISE(ABORT, 'tasks are kept'); END;";
-    a_refused_delete_leaves_no_archive_lines(&sqlite_database(
-        dir.path(),
-        &format!("{DIAMOND_SCHEMA}{}{refusing}", diamond_rows(1)),
-    ));
-}
-
-#[test]
-fn a_refused_delete_leaves_no_archive_lines_on_postgres() {
-    let refusing = "CREATE FUNCTION keep_tasks() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION \
-                    'tasks are kept'; END $$; CREATE TRIGGER tasks_are_kept BEFORE DELETE ON task FOR EACH ROW \
-                    EXECUTE FUNCTION keep_tasks();";
-    let Some(url) = postgres_database(&format!("{DIAMOND_SCHEMA}{}{refusing}", diamond_rows(1))) else { return };
-    a_refused_delete_leaves_no_archive_lines(&url);
-}
+on_each_database!(
+    a_refused_delete_leaves_no_archive_lines_on_sqlite(
+        "CREATE TRIGGER tasks_are_kept BEFORE DELETE ON task BEGIN SELECT RAISE(ABORT, 'tasks are kept'); END;"
+    ),
+    a_refused_delete_leaves_no_archive_lines_on_postgres(
+        "CREATE FUNCTION keep_tasks() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION \
+         'tasks are kept'; END $$; CREATE TRIGGER tasks_are_kept BEFORE DELETE ON task FOR EACH ROW \
+         EXECUTE FUNCTION keep_tasks();"
+    ),
+    |databases, refusing| {
+        a_refused_delete_leaves_no_archive_lines(
+            &databases.create(&format!("{DIAMOND_SCHEMA}{}{refusing}", diamond_rows(1))),
+        );
+    }
+);

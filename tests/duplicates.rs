@@ -8,7 +8,7 @@ mod common;
 use std::collections::BTreeMap;
 
 use common::random::Random;
-use common::{block_on, cascade, json_output, postgres_database, project, sqlite_database};
+use common::{block_on, cascade, json_output, on_each_database, postgres_database, project, sqlite_database};
 use serde_json::{Value, json};
 
 const CONFIG: &str = "[models.person]\ntable = \"person\"\n";
@@ -124,17 +124,13 @@ fn planted_duplicates_are_counted_and_kept_as_asked(url: String) {
     assert_eq!(report(&url, &["person", "--by", "email", "--sample", "0"])["sample"], json!([]));
 }
 
-#[test]
-fn planted_duplicates_are_counted_and_kept_as_asked_on_sqlite() {
-    let dir = tempfile::tempdir().unwrap();
-    planted_duplicates_are_counted_and_kept_as_asked(sqlite_database(dir.path(), &planted()));
-}
-
-#[test]
-fn planted_duplicates_are_counted_and_kept_as_asked_on_postgres() {
-    let Some(url) = postgres_database(&planted()) else { return };
-    planted_duplicates_are_counted_and_kept_as_asked(url);
-}
+on_each_database!(
+    planted_duplicates_are_counted_and_kept_as_asked_on_sqlite,
+    planted_duplicates_are_counted_and_kept_as_asked_on_postgres,
+    |databases| {
+        planted_duplicates_are_counted_and_kept_as_asked(databases.create(&planted()));
+    }
+);
 
 /// Runs one statement through the library; the database's complaint when it fails.
 fn execute(url: &str, sql: &str) -> Result<(), String> {
@@ -199,25 +195,23 @@ fn the_printed_index_fails_on_duplicates_and_holds_once_they_are_removed(
     assert!(execute(&url, "INSERT INTO person VALUES (11, NULL, 1, 70)").is_ok(), "NULL equals nothing");
 }
 
-#[test]
-fn the_printed_index_fails_on_duplicates_and_holds_once_they_are_removed_on_sqlite() {
-    let dir = tempfile::tempdir().unwrap();
-    the_printed_index_fails_on_duplicates_and_holds_once_they_are_removed(
-        sqlite_database(dir.path(), &planted()),
+on_each_database!(
+    the_printed_index_fails_on_duplicates_and_holds_once_they_are_removed_on_sqlite(
         r#"CREATE UNIQUE INDEX "person_email_key" ON "person" ("email");"#,
-        false,
-    );
-}
-
-#[test]
-fn the_printed_index_fails_on_duplicates_and_holds_once_they_are_removed_on_postgres() {
-    let Some(url) = postgres_database(&planted()) else { return };
-    the_printed_index_fails_on_duplicates_and_holds_once_they_are_removed(
-        url,
+        false
+    ),
+    the_printed_index_fails_on_duplicates_and_holds_once_they_are_removed_on_postgres(
         r#"CREATE UNIQUE INDEX CONCURRENTLY "person_email_key" ON "public"."person" ("email");"#,
-        true,
-    );
-}
+        true
+    ),
+    |databases, statement, leaves_invalid| {
+        the_printed_index_fails_on_duplicates_and_holds_once_they_are_removed(
+            databases.create(&planted()),
+            statement,
+            leaves_invalid,
+        );
+    }
+);
 
 /// Unique indexes, constraints and the primary key count when they cover exactly the columns
 /// or some of them; partial and expression indexes do not. A name in use gets a number.
@@ -250,17 +244,13 @@ CREATE UNIQUE INDEX person_nickname_key ON person (nickname) WHERE org_id = 1;
 CREATE UNIQUE INDEX person_email_lower ON person (lower(email));
 ";
 
-#[test]
-fn existing_uniqueness_is_recognised_on_sqlite() {
-    let dir = tempfile::tempdir().unwrap();
-    existing_uniqueness_is_recognised(sqlite_database(dir.path(), UNIQUE_SCHEMA));
-}
-
-#[test]
-fn existing_uniqueness_is_recognised_on_postgres() {
-    let Some(url) = postgres_database(UNIQUE_SCHEMA) else { return };
-    existing_uniqueness_is_recognised(url);
-}
+on_each_database!(
+    existing_uniqueness_is_recognised_on_sqlite,
+    existing_uniqueness_is_recognised_on_postgres,
+    |databases| {
+        existing_uniqueness_is_recognised(databases.create(UNIQUE_SCHEMA));
+    }
+);
 
 #[test]
 fn a_unique_constraint_is_recognised_on_postgres() {
@@ -402,23 +392,16 @@ fn a_random_table_matches_the_model(url: &str, rows: &[Row]) {
 
 const SEEDS: [u64; 3] = [1, 2, 3];
 
-#[test]
-fn a_random_table_matches_the_model_on_sqlite() {
-    let dir = tempfile::tempdir().unwrap();
-    for seed in SEEDS {
-        let rows = random_rows(seed);
-        a_random_table_matches_the_model(&sqlite_database(dir.path(), &random_schema(&rows)), &rows);
+on_each_database!(
+    a_random_table_matches_the_model_on_sqlite,
+    a_random_table_matches_the_model_on_postgres,
+    |databases| {
+        for seed in SEEDS {
+            let rows = random_rows(seed);
+            a_random_table_matches_the_model(&databases.create(&random_schema(&rows)), &rows);
+        }
     }
-}
-
-#[test]
-fn a_random_table_matches_the_model_on_postgres() {
-    for seed in SEEDS {
-        let rows = random_rows(seed);
-        let Some(url) = postgres_database(&random_schema(&rows)) else { return };
-        a_random_table_matches_the_model(&url, &rows);
-    }
-}
+);
 
 #[test]
 fn a_composite_key_names_rows_as_json_arrays() {

@@ -9,7 +9,7 @@ mod common;
 use std::collections::BTreeMap;
 
 use common::random::Random;
-use common::{cascade, count, json_output, postgres_database, project, sqlite_database, texts};
+use common::{cascade, count, json_output, on_each_database, postgres_database, project, sqlite_database, texts};
 use serde_json::{Value, json};
 
 /// person → membership (bulk); membership is unique on (person_id, value), its org: a column named
@@ -105,17 +105,13 @@ fn keep_oldest_deletes_the_duplicates_with_their_children(url: &str) {
     assert!(runs[0][0].as_deref().unwrap().contains("duplicates person"), "{runs:?}");
 }
 
-#[test]
-fn keep_oldest_deletes_the_duplicates_with_their_children_on_sqlite() {
-    let dir = tempfile::tempdir().unwrap();
-    keep_oldest_deletes_the_duplicates_with_their_children(&sqlite_database(dir.path(), &schema("INTEGER", ROWS)));
-}
-
-#[test]
-fn keep_oldest_deletes_the_duplicates_with_their_children_on_postgres() {
-    let Some(url) = postgres_database(&schema("bigint", ROWS)) else { return };
-    keep_oldest_deletes_the_duplicates_with_their_children(&url);
-}
+on_each_database!(
+    keep_oldest_deletes_the_duplicates_with_their_children_on_sqlite("INTEGER"),
+    keep_oldest_deletes_the_duplicates_with_their_children_on_postgres("bigint"),
+    |databases, int| {
+        keep_oldest_deletes_the_duplicates_with_their_children(&databases.create(&schema(int, ROWS)));
+    }
+);
 
 /// While a duplicates clean-up of the same model is recorded as running on another host
 /// (heartbeat fresh), by other columns and keeping the newest, another is refused before it
@@ -154,17 +150,13 @@ fn a_duplicates_run_of_the_same_model_elsewhere_is_refused(url: &str) {
     assert_eq!(people(url), people_before);
 }
 
-#[test]
-fn a_duplicates_run_of_the_same_model_elsewhere_is_refused_on_sqlite() {
-    let dir = tempfile::tempdir().unwrap();
-    a_duplicates_run_of_the_same_model_elsewhere_is_refused(&sqlite_database(dir.path(), &schema("INTEGER", ROWS)));
-}
-
-#[test]
-fn a_duplicates_run_of_the_same_model_elsewhere_is_refused_on_postgres() {
-    let Some(url) = postgres_database(&schema("bigint", ROWS)) else { return };
-    a_duplicates_run_of_the_same_model_elsewhere_is_refused(&url);
-}
+on_each_database!(
+    a_duplicates_run_of_the_same_model_elsewhere_is_refused_on_sqlite("INTEGER"),
+    a_duplicates_run_of_the_same_model_elsewhere_is_refused_on_postgres("bigint"),
+    |databases, int| {
+        a_duplicates_run_of_the_same_model_elsewhere_is_refused(&databases.create(&schema(int, ROWS)));
+    }
+);
 
 fn keep_newest_merges_the_children_into_the_kept_row(url: &str) {
     let removed = remove(url, &["--keep", "newest", "--order-by", "created_at", "--merge"]);
@@ -176,11 +168,13 @@ fn keep_newest_merges_the_children_into_the_kept_row(url: &str) {
     assert_eq!(memberships(url), pairs(&[("100", "1"), ("101", "1"), ("102", "5"), ("103", "5")]));
 }
 
-#[test]
-fn keep_newest_merges_the_children_into_the_kept_row_on_sqlite() {
-    let dir = tempfile::tempdir().unwrap();
-    keep_newest_merges_the_children_into_the_kept_row(&sqlite_database(dir.path(), &schema("INTEGER", ROWS)));
-}
+on_each_database!(
+    keep_newest_merges_the_children_into_the_kept_row_on_sqlite("INTEGER"),
+    keep_newest_merges_the_children_into_the_kept_row_on_postgres("bigint"),
+    |databases, int| {
+        keep_newest_merges_the_children_into_the_kept_row(&databases.create(&schema(int, ROWS)));
+    }
+);
 
 /// The children's column is TEXT under the INTEGER key (it holds `'3'`): they are re-pointed all
 /// the same, not deleted with the duplicates they still point at.
@@ -211,12 +205,6 @@ fn a_merge_refused_before_its_deletion_re_points_nothing_on_sqlite() {
     assert_eq!(output.status.code(), Some(2), "{stderr}");
     assert!(stderr.contains("`membership.person_id` holds '3', which SQLite takes for"), "{stderr}");
     assert_eq!((people(&url), memberships(&url)), before, "nothing re-pointed, nothing removed");
-}
-
-#[test]
-fn keep_newest_merges_the_children_into_the_kept_row_on_postgres() {
-    let Some(url) = postgres_database(&schema("bigint", ROWS)) else { return };
-    keep_newest_merges_the_children_into_the_kept_row(&url);
 }
 
 /// A uuid key: the merge's (duplicate, kept) pairs are cast to the key's own type on PostgreSQL,
@@ -284,23 +272,19 @@ fn a_merge_that_breaks_a_unique_constraint_is_refused(url: &str) {
     assert_eq!(outcome[0][0].as_deref(), Some("failed"), "{outcome:?}");
 }
 
-#[test]
-fn a_merge_that_breaks_a_unique_constraint_is_refused_on_sqlite() {
-    let dir = tempfile::tempdir().unwrap();
-    a_merge_that_breaks_a_unique_constraint_is_refused(&sqlite_database(dir.path(), &schema("INTEGER", ROWS)));
-}
-
-#[test]
-fn a_merge_that_breaks_a_unique_constraint_is_refused_on_postgres() {
-    let Some(url) = postgres_database(&schema("bigint", ROWS)) else { return };
-    a_merge_that_breaks_a_unique_constraint_is_refused(&url);
-}
+on_each_database!(
+    a_merge_that_breaks_a_unique_constraint_is_refused_on_sqlite("INTEGER"),
+    a_merge_that_breaks_a_unique_constraint_is_refused_on_postgres("bigint"),
+    |databases, int| {
+        a_merge_that_breaks_a_unique_constraint_is_refused(&databases.create(&schema(int, ROWS)));
+    }
+);
 
 /// Random people (a few emails, some NULL, ages with ties) and memberships; the survivors of
 /// keep oldest and keep newest, and where the memberships of merged rows went, against a model
 /// computed here: per email, the kept row is the first by (age, NULL last; then key) ascending
 /// or descending.
-fn random_tables_match_the_model(url_for: impl Fn(&str) -> Option<String>) {
+fn random_tables_match_the_model(url_for: impl Fn(&str) -> String) {
     for seed in 1..=4 {
         let mut random = Random::seeded(seed);
         let mut generated: BTreeMap<u64, (Option<u64>, Option<u64>)> = BTreeMap::new();
@@ -324,7 +308,7 @@ fn random_tables_match_the_model(url_for: impl Fn(&str) -> Option<String>) {
             members.join(", ")
         );
         for (keep, merge) in [("oldest", false), ("newest", true)] {
-            let Some(url) = url_for(&sql) else { return };
+            let url = url_for(&sql);
             let newest = keep == "newest";
             let mut kept: BTreeMap<u64, u64> = BTreeMap::new();
             for (id, (email, age)) in &generated {
@@ -369,16 +353,13 @@ fn random_tables_match_the_model(url_for: impl Fn(&str) -> Option<String>) {
     }
 }
 
-#[test]
-fn random_tables_match_the_model_on_sqlite() {
-    let dir = tempfile::tempdir().unwrap();
-    random_tables_match_the_model(|rows| Some(sqlite_database(dir.path(), &schema("INTEGER", rows))));
-}
-
-#[test]
-fn random_tables_match_the_model_on_postgres() {
-    random_tables_match_the_model(|rows| postgres_database(&schema("bigint", rows)));
-}
+on_each_database!(
+    random_tables_match_the_model_on_sqlite("INTEGER"),
+    random_tables_match_the_model_on_postgres("bigint"),
+    |databases, int| {
+        random_tables_match_the_model(|rows| databases.create(&schema(int, rows)));
+    }
+);
 
 /// A duplicate whose status does not allow a deletion is left with its children: --merge does
 /// not move them off a row that stays.
@@ -402,18 +383,14 @@ INSERT INTO person VALUES (1, 'a@x', 10, 0), (2, 'a@x', 20, 5), (3, 'a@x', 30, 0
 INSERT INTO membership VALUES (10, 2, 'o'), (11, 3, 'o');
 ";
 
-#[test]
-fn a_duplicate_kept_by_its_status_keeps_its_children_on_sqlite() {
-    let dir = tempfile::tempdir().unwrap();
-    let url = sqlite_database(dir.path(), &schema("INTEGER", &STATUS_ROWS.replace("{int}", "INTEGER")));
-    a_duplicate_kept_by_its_status_keeps_its_children(&url);
-}
-
-#[test]
-fn a_duplicate_kept_by_its_status_keeps_its_children_on_postgres() {
-    let Some(url) = postgres_database(&schema("bigint", &STATUS_ROWS.replace("{int}", "bigint"))) else { return };
-    a_duplicate_kept_by_its_status_keeps_its_children(&url);
-}
+on_each_database!(
+    a_duplicate_kept_by_its_status_keeps_its_children_on_sqlite("INTEGER"),
+    a_duplicate_kept_by_its_status_keeps_its_children_on_postgres("bigint"),
+    |databases, int| {
+        let url = databases.create(&schema(int, &STATUS_ROWS.replace("{int}", int)));
+        a_duplicate_kept_by_its_status_keeps_its_children(&url);
+    }
+);
 
 /// The transaction that re-points a batch's children (`--merge`) is one of the run's: a trigger
 /// makes it take at least 300 ms, and the longest transaction reported is at least that.

@@ -7,7 +7,7 @@ mod common;
 
 use cascade::db::sql::Statement;
 use cascade::db::{Access, Database, DbError, SCHEMA_VERSION_TABLE, migrate, schema_version};
-use common::{block_on, postgres_database, sqlite_database};
+use common::{block_on, on_each_database, postgres_database};
 
 /// The tables 0.1.0 created on first use: its scripts became migration 1 unchanged (applied
 /// migrations are never edited), so they stand for that release here.
@@ -90,41 +90,29 @@ async fn newer_release_is_refused(url: &str) {
     database.close().await;
 }
 
-#[test]
-fn an_empty_sqlite_database_reaches_the_newest_version() {
-    let dir = tempfile::tempdir().unwrap();
-    block_on(from_empty(&sqlite_database(dir.path(), "")));
-}
+on_each_database!(
+    an_empty_sqlite_database_reaches_the_newest_version,
+    an_empty_postgres_database_reaches_the_newest_version,
+    |databases| {
+        block_on(from_empty(&databases.create("")));
+    }
+);
 
-#[test]
-fn a_sqlite_database_made_by_0_1_upgrades_and_keeps_its_rows() {
-    let dir = tempfile::tempdir().unwrap();
-    block_on(from_release_0_1(&sqlite_database(dir.path(), &format!("{RELEASE_0_1_SQLITE}{RELEASE_0_1_ROWS}"))));
-}
+on_each_database!(
+    a_sqlite_database_made_by_0_1_upgrades_and_keeps_its_rows(RELEASE_0_1_SQLITE),
+    a_postgres_database_made_by_0_1_upgrades_and_keeps_its_rows(RELEASE_0_1_POSTGRES),
+    |databases, release_0_1| {
+        block_on(from_release_0_1(&databases.create(&format!("{release_0_1}{RELEASE_0_1_ROWS}"))));
+    }
+);
 
-#[test]
-fn a_sqlite_database_from_a_newer_release_is_refused() {
-    let dir = tempfile::tempdir().unwrap();
-    block_on(newer_release_is_refused(&sqlite_database(dir.path(), "")));
-}
-
-#[test]
-fn an_empty_postgres_database_reaches_the_newest_version() {
-    let Some(url) = postgres_database("") else { return };
-    block_on(from_empty(&url));
-}
-
-#[test]
-fn a_postgres_database_made_by_0_1_upgrades_and_keeps_its_rows() {
-    let Some(url) = postgres_database(&format!("{RELEASE_0_1_POSTGRES}{RELEASE_0_1_ROWS}")) else { return };
-    block_on(from_release_0_1(&url));
-}
-
-#[test]
-fn a_postgres_database_from_a_newer_release_is_refused() {
-    let Some(url) = postgres_database("") else { return };
-    block_on(newer_release_is_refused(&url));
-}
+on_each_database!(
+    a_sqlite_database_from_a_newer_release_is_refused,
+    a_postgres_database_from_a_newer_release_is_refused,
+    |databases| {
+        block_on(newer_release_is_refused(&databases.create("")));
+    }
+);
 
 #[test]
 fn two_processes_migrating_at_once_both_succeed_on_postgres() {
@@ -162,14 +150,10 @@ async fn root_statuses_move_out_of_the_checkpoints(url: &str) {
     database.close().await;
 }
 
-#[test]
-fn root_statuses_move_out_of_the_checkpoints_on_sqlite() {
-    let dir = tempfile::tempdir().unwrap();
-    block_on(root_statuses_move_out_of_the_checkpoints(&sqlite_database(dir.path(), RELEASE_0_1_SQLITE)));
-}
-
-#[test]
-fn root_statuses_move_out_of_the_checkpoints_on_postgres() {
-    let Some(url) = postgres_database(RELEASE_0_1_POSTGRES) else { return };
-    block_on(root_statuses_move_out_of_the_checkpoints(&url));
-}
+on_each_database!(
+    root_statuses_move_out_of_the_checkpoints_on_sqlite(RELEASE_0_1_SQLITE),
+    root_statuses_move_out_of_the_checkpoints_on_postgres(RELEASE_0_1_POSTGRES),
+    |databases, release_0_1| {
+        block_on(root_statuses_move_out_of_the_checkpoints(&databases.create(release_0_1)));
+    }
+);

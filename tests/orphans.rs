@@ -6,7 +6,7 @@
 
 mod common;
 
-use common::{cascade, count, postgres_database, project, sqlite_database, texts};
+use common::{cascade, count, on_each_database, postgres_database, project, sqlite_database, texts};
 use serde_json::{Value, json};
 
 /// Declared: organization → project, project → event, event → comment, and event → event
@@ -279,32 +279,23 @@ fn run_everything(url: &str) {
     }
 }
 
-#[test]
-fn sqlite_report_counts_exactly_the_planted_orphans() {
-    let dir = tempfile::tempdir().unwrap();
-    let url = sqlite_database(dir.path(), &sqlite_schema(ROWS));
-    check_report(&url);
-    check_filters(&url);
-}
+on_each_database!(
+    sqlite_report_counts_exactly_the_planted_orphans(sqlite_schema),
+    postgres_report_counts_exactly_the_planted_orphans(postgres_schema),
+    |databases, schema| {
+        let url = databases.create(&schema(ROWS));
+        check_report(&url);
+        check_filters(&url);
+    }
+);
 
-#[test]
-fn postgres_report_counts_exactly_the_planted_orphans() {
-    let Some(url) = postgres_database(&postgres_schema(ROWS)) else { return };
-    check_report(&url);
-    check_filters(&url);
-}
-
-#[test]
-fn sqlite_delete_dry_run_counts_each_orphan_with_its_cascade() {
-    let dir = tempfile::tempdir().unwrap();
-    check_delete_preview(&sqlite_database(dir.path(), &sqlite_schema(ROWS)));
-}
-
-#[test]
-fn postgres_delete_dry_run_counts_each_orphan_with_its_cascade() {
-    let Some(url) = postgres_database(&postgres_schema(ROWS)) else { return };
-    check_delete_preview(&url);
-}
+on_each_database!(
+    sqlite_delete_dry_run_counts_each_orphan_with_its_cascade(sqlite_schema),
+    postgres_delete_dry_run_counts_each_orphan_with_its_cascade(postgres_schema),
+    |databases, schema| {
+        check_delete_preview(&databases.create(&schema(ROWS)));
+    }
+);
 
 /// The SQLite file is opened read only: its bytes, and the files beside it, stay as they were.
 #[test]
@@ -513,21 +504,11 @@ fn unique_null_keys() -> String {
         .replace(", (4, 'c');", ", (4, NULL);")
 }
 
-#[test]
-fn sqlite_a_null_parent_key_hides_no_orphan() {
+on_each_database!(sqlite_a_null_parent_key_hides_no_orphan, postgres_a_null_parent_key_hides_no_orphan, |databases| {
     for schema in [NULL_KEYS.to_owned(), unique_null_keys()] {
-        let dir = tempfile::tempdir().unwrap();
-        check_a_null_parent_key_hides_nothing(&sqlite_database(dir.path(), &schema));
+        check_a_null_parent_key_hides_nothing(&databases.create(&schema));
     }
-}
-
-#[test]
-fn postgres_a_null_parent_key_hides_no_orphan() {
-    for schema in [NULL_KEYS.to_owned(), unique_null_keys()] {
-        let Some(url) = postgres_database(&schema) else { return };
-        check_a_null_parent_key_hides_nothing(&url);
-    }
-}
+});
 
 #[test]
 fn human_output() {
@@ -579,17 +560,9 @@ INSERT INTO b VALUES (1);
 INSERT INTO item VALUES (1, 9, 9), (2, 1, 9), (3, 1, 1);
 ";
 
-#[test]
-fn sqlite_two_nullified_columns_count_twice() {
-    let dir = tempfile::tempdir().unwrap();
-    check_two_nullified_columns_count_twice(&sqlite_database(dir.path(), TWO_NULLIFIED));
-}
-
-#[test]
-fn postgres_two_nullified_columns_count_twice() {
-    let Some(url) = postgres_database(TWO_NULLIFIED) else { return };
-    check_two_nullified_columns_count_twice(&url);
-}
+on_each_database!(sqlite_two_nullified_columns_count_twice, postgres_two_nullified_columns_count_twice, |databases| {
+    check_two_nullified_columns_count_twice(&databases.create(TWO_NULLIFIED));
+});
 
 /// The dry run says, exit code 1, when `--confirm` would refuse the clean-up before deleting
 /// anything (a table the config does not declare references the orphans), as `delete`'s dry run

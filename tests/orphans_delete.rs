@@ -10,7 +10,9 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use common::random::Random;
 use common::running::Running;
-use common::{cascade, count, json_output, postgres_database, project, sqlite_database, texts, wait_until};
+use common::{
+    cascade, count, json_output, on_each_database, postgres_database, project, sqlite_database, texts, wait_until,
+};
 use serde_json::{Value, json};
 
 /// parent → child (per_row, chunks of 20) → leaf (bulk); child → child (`copy_of`, nullified).
@@ -227,28 +229,25 @@ fn check_confirmed(url: &str, data: &Data) {
     assert_eq!(count(url, "SELECT COUNT(*) FROM cascade_checkpoint"), 0, "a finished scan keeps no checkpoint");
 }
 
-#[test]
-fn sqlite_confirm_deletes_exactly_the_orphans_with_their_children() {
-    let dir = tempfile::tempdir().unwrap();
-    let data = generate(400, 7);
-    let url = sqlite_database(dir.path(), &schema("INTEGER", &data));
-    check_confirmed(&url, &data);
-    assert_eq!(texts(&url, "PRAGMA foreign_key_check"), Vec::<Vec<Option<String>>>::new());
-}
-
-#[test]
-fn postgres_confirm_deletes_exactly_the_orphans_with_their_children() {
-    let data = generate(400, 7);
-    let Some(url) = postgres_database(&schema("bigint", &data)) else { return };
-    check_confirmed(&url, &data);
-}
+on_each_database!(
+    sqlite_confirm_deletes_exactly_the_orphans_with_their_children("INTEGER"),
+    postgres_confirm_deletes_exactly_the_orphans_with_their_children("bigint"),
+    |databases, int| {
+        let data = generate(400, 7);
+        let url = databases.create(&schema(int, &data));
+        check_confirmed(&url, &data);
+        if databases.is_sqlite() {
+            assert_eq!(texts(&url, "PRAGMA foreign_key_check"), Vec::<Vec<Option<String>>>::new());
+        }
+    }
+);
 
 /// A parent that appears while the clean-up runs (a trigger inserts it when the first batch
 /// deletes the first orphan) keeps its children of later batches: every batch's orphans are
 /// looked at again right before the batch runs, also where they were read many batches ahead
 /// (PostgreSQL). Only the orphans still dangling go; everything else is as in
 /// `check_confirmed`.
-fn check_a_parent_appearing_mid_run(data: &mut Data, url_with: impl FnOnce(&str) -> Option<String>, trigger: &str) {
+fn check_a_parent_appearing_mid_run(data: &mut Data, url_with: impl FnOnce(&str) -> String, trigger: &str) {
     let orphans = data.orphans();
     let parent_of = |child: &u64| data.children[child].0.unwrap();
     let (first_batch, later) = orphans.split_at(50);
@@ -257,33 +256,32 @@ fn check_a_parent_appearing_mid_run(data: &mut Data, url_with: impl FnOnce(&str)
     let appearing = appearing.expect("a missing parent of orphans of later batches only");
     let saved = later.iter().filter(|child| parent_of(child) == appearing).count();
     let trigger = trigger.replace("{first}", &orphans[0].to_string()).replace("{parent}", &appearing.to_string());
-    let Some(url) = url_with(&trigger) else { return };
+    let url = url_with(&trigger);
     data.appearing.insert(appearing);
     assert_eq!(data.orphans().len(), orphans.len() - saved);
     check_confirmed(&url, data);
     assert_eq!(count(&url, &format!("SELECT COUNT(*) FROM parent WHERE id = {appearing}")), 1, "the trigger ran");
 }
 
-#[test]
-fn sqlite_a_parent_appearing_mid_run_keeps_its_children() {
-    let dir = tempfile::tempdir().unwrap();
-    let mut data = generate(800, 11);
-    let ddl = schema("INTEGER", &data);
-    let trigger = "CREATE TRIGGER parent_appears AFTER DELETE ON child WHEN OLD.id = {first} \
-                   BEGIN INSERT INTO parent VALUES ({parent}); END;";
-    check_a_parent_appearing_mid_run(&mut data, |trigger| Some(sqlite_database(dir.path(), &(ddl + trigger))), trigger);
-}
-
-#[test]
-fn postgres_a_parent_appearing_mid_run_keeps_its_children() {
-    let mut data = generate(800, 11);
-    let ddl = schema("bigint", &data);
-    let trigger = "CREATE FUNCTION parent_appears() RETURNS trigger LANGUAGE plpgsql AS \
-                   $$ BEGIN INSERT INTO parent VALUES ({parent}); RETURN NULL; END $$;
-                   CREATE TRIGGER parent_appears AFTER DELETE ON child FOR EACH ROW WHEN (OLD.id = {first}) \
-                   EXECUTE FUNCTION parent_appears();";
-    check_a_parent_appearing_mid_run(&mut data, |trigger| postgres_database(&(ddl + trigger)), trigger);
-}
+on_each_database!(
+    sqlite_a_parent_appearing_mid_run_keeps_its_children(
+        "INTEGER",
+        "CREATE TRIGGER parent_appears AFTER DELETE ON child WHEN OLD.id = {first} \
+         BEGIN INSERT INTO parent VALUES ({parent}); END;"
+    ),
+    postgres_a_parent_appearing_mid_run_keeps_its_children(
+        "bigint",
+        "CREATE FUNCTION parent_appears() RETURNS trigger LANGUAGE plpgsql AS \
+         $$ BEGIN INSERT INTO parent VALUES ({parent}); RETURN NULL; END $$;
+         CREATE TRIGGER parent_appears AFTER DELETE ON child FOR EACH ROW WHEN (OLD.id = {first}) \
+         EXECUTE FUNCTION parent_appears();"
+    ),
+    |databases, int, trigger| {
+        let mut data = generate(800, 11);
+        let ddl = schema(int, &data);
+        check_a_parent_appearing_mid_run(&mut data, |trigger| databases.create(&(ddl + trigger)), trigger);
+    }
+);
 
 /// Where the orphans have no children of their own, PostgreSQL's batches read ahead are not read
 /// again: each orphan is deleted only while it still dangles. Parents 10, 20, ..., 1000 are
@@ -412,19 +410,14 @@ fn check_killed_run_rows(url: &str, data: &Data, project: &std::path::Path) {
     assert!(killed.contains("interrupted") && killed.contains("deleted ") && killed.contains(&expected), "{listed}");
 }
 
-#[test]
-fn sqlite_kill_9_after_a_batch_then_rerun_continues_after_the_checkpoint() {
-    let dir = tempfile::tempdir().unwrap();
-    let data = generate(1_200, 11);
-    check_kill_and_rerun(&sqlite_database(dir.path(), &schema("INTEGER", &data)), &data);
-}
-
-#[test]
-fn postgres_kill_9_after_a_batch_then_rerun_continues_after_the_checkpoint() {
-    let data = generate(1_200, 11);
-    let Some(url) = postgres_database(&schema("bigint", &data)) else { return };
-    check_kill_and_rerun(&url, &data);
-}
+on_each_database!(
+    sqlite_kill_9_after_a_batch_then_rerun_continues_after_the_checkpoint("INTEGER"),
+    postgres_kill_9_after_a_batch_then_rerun_continues_after_the_checkpoint("bigint"),
+    |databases, int| {
+        let data = generate(1_200, 11);
+        check_kill_and_rerun(&databases.create(&schema(int, &data)), &data);
+    }
+);
 
 /// While a clean-up runs, the same clean-up started again is refused: it would take batches from
 /// the first one's checkpoints. The refused run records nothing. Once the first is killed, the
@@ -468,19 +461,14 @@ fn check_one_run_at_a_time(url: &str, data: &Data) {
     assert_eq!(outcomes, ["interrupted", "succeeded"]);
 }
 
-#[test]
-fn sqlite_the_same_clean_up_runs_once_at_a_time() {
-    let dir = tempfile::tempdir().unwrap();
-    let data = generate(1_200, 13);
-    check_one_run_at_a_time(&sqlite_database(dir.path(), &schema("INTEGER", &data)), &data);
-}
-
-#[test]
-fn postgres_the_same_clean_up_runs_once_at_a_time() {
-    let data = generate(1_200, 13);
-    let Some(url) = postgres_database(&schema("bigint", &data)) else { return };
-    check_one_run_at_a_time(&url, &data);
-}
+on_each_database!(
+    sqlite_the_same_clean_up_runs_once_at_a_time("INTEGER"),
+    postgres_the_same_clean_up_runs_once_at_a_time("bigint"),
+    |databases, int| {
+        let data = generate(1_200, 13);
+        check_one_run_at_a_time(&databases.create(&schema(int, &data)), &data);
+    }
+);
 
 /// Nothing changes without --confirm, and --confirm needs --delete.
 #[test]
@@ -555,14 +543,14 @@ fn half_orphans(int: &str) -> String {
 /// they start at 500 and grow fourfold (up to 5,000) while transactions are well under
 /// `target_chunk_ms` (a minute here, so they always are): 500 + 2,000 + the last 500. Given
 /// `--batch-size`, or with `adaptive = false`, every batch is the same size.
-fn check_batch_sizes(url: impl Fn() -> Option<String>) {
+fn check_batch_sizes(url: impl Fn() -> String) {
     let cases: [(&str, &[&str], u64); 3] = [
         ("target_chunk_ms = 60000", &[], 3),
         ("target_chunk_ms = 60000", &["--batch-size", "500"], 6),
         ("target_chunk_ms = 60000\nadaptive = false", &[], 6),
     ];
     for (settings, extra, batches) in cases {
-        let Some(url) = url() else { return };
+        let url = url();
         let config = format!(
             "[settings]\n{settings}\n\n[models.parent]\ntable = \"parent\"\n\
              children = [{{ model = \"child\", column = \"parent_id\" }}]\n\n\
@@ -580,16 +568,13 @@ fn check_batch_sizes(url: impl Fn() -> Option<String>) {
     }
 }
 
-#[test]
-fn sqlite_batches_grow_unless_their_size_is_given() {
-    let dir = tempfile::tempdir().unwrap();
-    check_batch_sizes(|| Some(sqlite_database(dir.path(), &half_orphans("INTEGER"))));
-}
-
-#[test]
-fn postgres_batches_grow_unless_their_size_is_given() {
-    check_batch_sizes(|| postgres_database(&half_orphans("bigint")));
-}
+on_each_database!(
+    sqlite_batches_grow_unless_their_size_is_given("INTEGER"),
+    postgres_batches_grow_unless_their_size_is_given("bigint"),
+    |databases, int| {
+        check_batch_sizes(|| databases.create(&half_orphans(int)));
+    }
+);
 
 /// A batch that fails halfway (a trigger refuses one orphan's delete, after the chunks of leaves
 /// below earlier orphans committed) leaves what those chunks did in the run's rows: the run's
@@ -692,14 +677,6 @@ INSERT INTO parent VALUES (1);
 INSERT INTO child VALUES (1, 9, 9), (2, 1, 9), (3, 9, 1), (4, 1, 1);
 ";
 
-#[test]
-fn sqlite_deletes_come_before_nullifies() {
-    let dir = tempfile::tempdir().unwrap();
-    check_deletes_come_before_nullifies(&sqlite_database(dir.path(), DANGLING_TWICE));
-}
-
-#[test]
-fn postgres_deletes_come_before_nullifies() {
-    let Some(url) = postgres_database(DANGLING_TWICE) else { return };
-    check_deletes_come_before_nullifies(&url);
-}
+on_each_database!(sqlite_deletes_come_before_nullifies, postgres_deletes_come_before_nullifies, |databases| {
+    check_deletes_come_before_nullifies(&databases.create(DANGLING_TWICE));
+});

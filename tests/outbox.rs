@@ -16,8 +16,8 @@ use common::prometheus::{SERVING, parse, scrape, value};
 use common::random::Random;
 use common::running::Running;
 use common::{
-    cascade, count, create_tool_tables, json_output, postgres_database, project, schedule_now, sqlite_database, texts,
-    wait_until,
+    cascade, count, create_tool_tables, json_output, on_each_database, postgres_database, project, schedule_now,
+    sqlite_database, texts, wait_until,
 };
 use serde_json::Value;
 
@@ -167,7 +167,7 @@ fn expected_deliveries(rows: &[(String, &str, String)]) -> BTreeMap<String, Vec<
     expected
 }
 
-fn coalescing_and_order(url: impl Fn() -> Option<String>) {
+fn coalescing_and_order(url: impl Fn() -> String) {
     // A hand-written case first: three updates of one object and one of another in one shard.
     let example = [("7", "a"), ("7", "a"), ("7", "b"), ("7", "a")];
     let mut cases: Vec<Vec<(String, &str, String)>> = vec![project_updates(&example)];
@@ -184,7 +184,7 @@ fn coalescing_and_order(url: impl Fn() -> Option<String>) {
         );
     }
     for (case, rows) in cases.iter().enumerate() {
-        let Some(url) = url() else { return };
+        let url = url();
         let dir = setup("", 1 + case as u64 % 4, "30s");
         write_outbox(&url, rows);
         let output = drain_once(dir.path(), &url, &[]);
@@ -205,16 +205,13 @@ fn coalescing_and_order(url: impl Fn() -> Option<String>) {
     }
 }
 
-#[test]
-fn coalesced_messages_are_delivered_once_each_in_id_order_sqlite() {
-    let dir = tempfile::tempdir().unwrap();
-    coalescing_and_order(|| Some(sqlite_database(dir.path(), SCHEMA)));
-}
-
-#[test]
-fn coalesced_messages_are_delivered_once_each_in_id_order_postgres() {
-    coalescing_and_order(|| postgres_database(SCHEMA));
-}
+on_each_database!(
+    coalesced_messages_are_delivered_once_each_in_id_order_sqlite,
+    coalesced_messages_are_delivered_once_each_in_id_order_postgres,
+    |databases| {
+        coalescing_and_order(|| databases.create(SCHEMA));
+    }
+);
 
 /// A clock the test moves by hand.
 struct ManualClock(Mutex<SystemTime>);
@@ -262,8 +259,7 @@ fn db_time(clock: &ManualClock, after: Duration) -> String {
     cascade::db::sql::db_time(clock.now() + after)
 }
 
-async fn failures_back_off(url: Option<String>) {
-    let Some(url) = url else { return };
+async fn failures_back_off(url: String) {
     let dir = setup(r#", "fail", "1", "2""#, 10, "30s");
     let rows = project_updates(&[("1", "a"), ("1", "b"), ("2", "c")]);
     tokio::task::block_in_place(|| write_outbox(&url, &rows));
@@ -302,16 +298,14 @@ async fn failures_back_off(url: Option<String>) {
     database.close().await;
 }
 
-#[tokio::test(flavor = "multi_thread")]
-async fn a_failing_shard_backs_off_doubling_while_others_are_delivered_sqlite() {
-    let dir = tempfile::tempdir().unwrap();
-    failures_back_off(Some(tokio::task::block_in_place(|| sqlite_database(dir.path(), SCHEMA)))).await;
-}
-
-#[tokio::test(flavor = "multi_thread")]
-async fn a_failing_shard_backs_off_doubling_while_others_are_delivered_postgres() {
-    failures_back_off(tokio::task::block_in_place(|| postgres_database(SCHEMA))).await;
-}
+on_each_database!(
+    a_failing_shard_backs_off_doubling_while_others_are_delivered_sqlite,
+    a_failing_shard_backs_off_doubling_while_others_are_delivered_postgres,
+    |databases| {
+        // Multi-threaded: `failures_back_off` reads and writes the database in `block_in_place`.
+        tokio::runtime::Runtime::new().unwrap().block_on(failures_back_off(databases.create(SCHEMA)));
+    }
+);
 
 /// A sink that exits without reading its body fails the delivery; it does not kill the drainer.
 /// The body (2,000 messages) is larger than a pipe holds, so writing it always meets the closed
@@ -496,8 +490,7 @@ fn four_drainer_processes_never_deliver_one_shard_at_once_postgres() {
     assert_eq!(count(&url, "SELECT COUNT(*) FROM cascade_outbox"), 0);
 }
 
-fn killed_mid_delivery(url: Option<String>) {
-    let Some(url) = url else { return };
+fn killed_mid_delivery(url: String) {
     let dir = setup(r#", "block""#, 10, "3s");
     let rows = project_updates(&[("1", "a"), ("1", "b")]);
     write_outbox(&url, &rows);
@@ -526,19 +519,15 @@ fn killed_mid_delivery(url: Option<String>) {
     assert_eq!(redelivered, &vec![lost], "the interrupted batch is delivered again, whole");
 }
 
-#[test]
-fn a_drainer_killed_mid_delivery_loses_nothing_sqlite() {
-    let dir = tempfile::tempdir().unwrap();
-    killed_mid_delivery(Some(sqlite_database(dir.path(), SCHEMA)));
-}
+on_each_database!(
+    a_drainer_killed_mid_delivery_loses_nothing_sqlite,
+    a_drainer_killed_mid_delivery_loses_nothing_postgres,
+    |databases| {
+        killed_mid_delivery(databases.create(SCHEMA));
+    }
+);
 
-#[test]
-fn a_drainer_killed_mid_delivery_loses_nothing_postgres() {
-    killed_mid_delivery(postgres_database(SCHEMA));
-}
-
-fn delete_while_draining(url: Option<String>) {
-    let Some(url) = url else { return };
+fn delete_while_draining(url: String) {
     let dir = setup("", 50, "30s");
     let mut data = String::new();
     for org in 1..=20 {
@@ -570,16 +559,13 @@ fn delete_while_draining(url: Option<String>) {
     assert_eq!(overlaps(dir.path()), "");
 }
 
-#[test]
-fn every_tombstone_of_a_deletion_running_while_draining_is_delivered_sqlite() {
-    let dir = tempfile::tempdir().unwrap();
-    delete_while_draining(Some(sqlite_database(dir.path(), SCHEMA)));
-}
-
-#[test]
-fn every_tombstone_of_a_deletion_running_while_draining_is_delivered_postgres() {
-    delete_while_draining(postgres_database(SCHEMA));
-}
+on_each_database!(
+    every_tombstone_of_a_deletion_running_while_draining_is_delivered_sqlite,
+    every_tombstone_of_a_deletion_running_while_draining_is_delivered_postgres,
+    |databases| {
+        delete_while_draining(databases.create(SCHEMA));
+    }
+);
 
 #[test]
 fn the_drainer_serves_its_deliveries_failures_and_backlog_as_metrics() {

@@ -15,7 +15,7 @@ use cascade::diagnostic::Sources;
 use cascade::engine::{DeleteOptions, Engine};
 use cascade::render::{Folding, PlanView};
 use common::random::Random;
-use common::{block_on, postgres_database, sqlite_database};
+use common::{block_on, on_each_database};
 
 /// A table's rows: id → value of each parent column (by parent model).
 type Rows = BTreeMap<i64, BTreeMap<usize, Option<i64>>>;
@@ -280,32 +280,23 @@ async fn run_case(number: u64, url: &str, case: &Case, coverage: &mut Coverage) 
     database.close().await;
 }
 
-#[test]
-fn random_cascades_on_sqlite_match_the_model() {
-    let dir = tempfile::tempdir().unwrap();
-    let mut coverage = Coverage::default();
-    for number in 0..300 {
-        let case = generate(number);
-        let url = sqlite_database(dir.path(), &case.schema());
-        block_on(run_case(number, &url, &case, &mut coverage));
+on_each_database!(
+    random_cascades_on_sqlite_match_the_model(0..300),
+    random_cascades_on_postgres_match_the_model(10_000..10_025),
+    |databases, numbers| {
+        let mut coverage = Coverage::default();
+        for number in numbers {
+            let case = generate(number);
+            let url = databases.create(&case.schema());
+            block_on(run_case(number, &url, &case, &mut coverage));
+        }
+        assert_covered(&coverage);
     }
-    assert_covered(&coverage);
-}
+);
 
 fn assert_covered(coverage: &Coverage) {
     assert!(coverage.deleted_below_root > 0, "{coverage:?}");
     assert!(coverage.nullified > 0, "{coverage:?}");
     assert!(coverage.deleted_by_bulk > 0, "{coverage:?}");
     assert!(coverage.diamonds > 0, "{coverage:?}");
-}
-
-#[test]
-fn random_cascades_on_postgres_match_the_model() {
-    let mut coverage = Coverage::default();
-    for number in 0..25 {
-        let case = generate(10_000 + number);
-        let Some(url) = postgres_database(&case.schema()) else { return };
-        block_on(run_case(10_000 + number, &url, &case, &mut coverage));
-    }
-    assert_covered(&coverage);
 }

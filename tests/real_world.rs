@@ -8,7 +8,7 @@ mod common;
 
 use std::collections::BTreeMap;
 
-use common::{cascade, count, postgres_database, sqlite_database};
+use common::{cascade, count, on_each_database};
 use serde_json::Value;
 
 const CHINOOK_SQLITE: &str = include_str!("fixtures/chinook/Chinook_Sqlite.sql");
@@ -78,20 +78,26 @@ fn readme_figures_hold(url: &str, name: fn(&str) -> String) {
     }
 }
 
-#[test]
-fn the_readme_figures_hold_on_sqlite() {
-    let dir = tempfile::tempdir().unwrap();
-    // One transaction: the script alone commits each of its 15,000 inserts.
-    let url = sqlite_database(dir.path(), &format!("BEGIN;\n{CHINOOK_SQLITE}\nCOMMIT;"));
-    readme_figures_hold(&url, pascal_case);
-    assert_eq!(common::texts(&url, "PRAGMA foreign_key_check"), Vec::<Vec<Option<String>>>::new());
+/// The SQLite script in one transaction: alone it commits each of its 15,000 inserts.
+fn chinook_sqlite() -> String {
+    format!("BEGIN;\n{CHINOOK_SQLITE}\nCOMMIT;")
 }
 
-#[test]
-fn the_readme_figures_hold_on_postgres() {
-    // The script creates a database `chinook` and connects to it (psql's `\c`): only what follows
-    // is applied, to a test database.
+/// The PostgreSQL script creates a database `chinook` and connects to it (psql's `\c`): only
+/// what follows is applied, to a test database.
+fn chinook_postgres() -> String {
     let (_, schema_and_data) = CHINOOK_POSTGRES.split_once("\\c chinook;").expect("the script connects to chinook");
-    let Some(url) = postgres_database(schema_and_data) else { return };
-    readme_figures_hold(&url, str::to_owned);
+    schema_and_data.to_owned()
 }
+
+on_each_database!(
+    the_readme_figures_hold_on_sqlite(chinook_sqlite(), pascal_case),
+    the_readme_figures_hold_on_postgres(chinook_postgres(), str::to_owned),
+    |databases, chinook, name| {
+        let url = databases.create(&chinook);
+        readme_figures_hold(&url, name);
+        if databases.is_sqlite() {
+            assert_eq!(common::texts(&url, "PRAGMA foreign_key_check"), Vec::<Vec<Option<String>>>::new());
+        }
+    }
+);

@@ -2,7 +2,7 @@
 
 mod common;
 
-use common::{cascade, count, json_output, postgres_database, project, sqlite_database};
+use common::{cascade, count, json_output, on_each_database, project, sqlite_database};
 
 const CONFIG: &str = "[settings]\nadaptive = false\n\n[models.author]\ntable = \"author\"\nchunk_size = 7\n\
                       children = [{ model = \"book\", column = \"author_id\" }]\n\n\
@@ -55,17 +55,9 @@ fn many_ids_from_a_file_and_stdin(url: &str) {
     assert_eq!(count(url, "SELECT COUNT(*) FROM book WHERE author_id <= 300"), 0);
 }
 
-#[test]
-fn many_ids_from_a_file_and_stdin_on_sqlite() {
-    let dir = tempfile::tempdir().unwrap();
-    many_ids_from_a_file_and_stdin(&sqlite_database(dir.path(), &schema()));
-}
-
-#[test]
-fn many_ids_from_a_file_and_stdin_on_postgres() {
-    let Some(url) = postgres_database(&schema()) else { return };
-    many_ids_from_a_file_and_stdin(&url);
-}
+on_each_database!(many_ids_from_a_file_and_stdin_on_sqlite, many_ids_from_a_file_and_stdin_on_postgres, |databases| {
+    many_ids_from_a_file_and_stdin(&databases.create(&schema()));
+});
 
 #[test]
 fn an_ids_file_that_is_missing_or_empty_is_an_error() {

@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::{block_on, cascade, postgres_database, project, repository, sqlite_database};
+use common::{block_on, cascade, on_each_database, postgres_database, project, repository, sqlite_database};
 use serde_json::Value;
 
 /// A `group` table referenced by 26 tables, each with an index on its reference.
@@ -75,20 +75,10 @@ fn group_references_against_a_ddl_file() {
     check_group_references(&["--schema", path.to_str().unwrap()]);
 }
 
-#[test]
-fn group_references_against_live_sqlite() {
-    let dir = tempfile::tempdir().unwrap();
-    let url = sqlite_database(dir.path(), &group_schema());
+on_each_database!(group_references_against_live_sqlite, group_references_against_live_postgres, |databases| {
+    let url = databases.create(&group_schema());
     check_group_references(&["--database-url", &url]);
-}
-
-#[test]
-fn group_references_against_live_postgres() {
-    let Some(url) = postgres_database(&group_schema()) else {
-        return;
-    };
-    check_group_references(&["--database-url", &url]);
-}
+});
 
 #[test]
 fn the_demo_config_matches_the_demo_schema_everywhere() {
@@ -218,23 +208,20 @@ CREATE TABLE staff (staff_id INTEGER PRIMARY KEY, store_id INTEGER NOT NULL REFE
 CREATE TABLE rental (rental_id INTEGER PRIMARY KEY, staff_id INTEGER NOT NULL REFERENCES staff (staff_id));
 ";
 
-#[test]
-fn init_then_validate_on_sqlite() {
-    let dir = tempfile::tempdir().unwrap();
-    let url = sqlite_database(dir.path(), CYCLIC);
-    let config = init_then_validate(&url);
-    assert!(config.contains("{ model = \"staff\", column = \"reports_to\", on_delete = \"nullify\" }"), "{config}");
-}
-
-#[test]
-fn init_then_validate_on_postgres() {
-    let ddl = format!("{CYCLIC}\nALTER TABLE store ADD FOREIGN KEY (manager_staff_id) REFERENCES staff (staff_id);");
-    let Some(url) = postgres_database(&ddl) else {
-        return;
-    };
-    let config = init_then_validate(&url);
-    assert!(config.contains("is NOT NULL and closes the delete cycle staff → store → staff"), "{config}");
-}
+on_each_database!(
+    init_then_validate_on_sqlite(
+        CYCLIC.to_owned(),
+        "{ model = \"staff\", column = \"reports_to\", on_delete = \"nullify\" }"
+    ),
+    init_then_validate_on_postgres(
+        format!("{CYCLIC}\nALTER TABLE store ADD FOREIGN KEY (manager_staff_id) REFERENCES staff (staff_id);"),
+        "is NOT NULL and closes the delete cycle staff → store → staff"
+    ),
+    |databases, ddl, expected| {
+        let config = init_then_validate(&databases.create(&ddl));
+        assert!(config.contains(expected), "{config}");
+    }
+);
 
 #[test]
 fn a_missing_database_is_a_usage_error_and_is_not_created() {

@@ -9,7 +9,10 @@ use std::time::{Duration, Instant, SystemTime};
 use cascade::db::sql::Statement;
 use cascade::db::{Access, Database};
 use common::running::{CHUNK_COMMITTED, Running};
-use common::{block_on, cascade, count, postgres_database, project, schedule_now, sqlite_database, texts, wait_until};
+use common::{
+    block_on, cascade, count, on_each_database, postgres_database, project, schedule_now, sqlite_database, texts,
+    wait_until,
+};
 use serde_json::Value;
 
 const SCHEMA: &str = "
@@ -80,17 +83,13 @@ fn exactly_once(url: &str) {
     assert_eq!(count(url, "SELECT COUNT(*) FROM cascade_scheduled_deletion"), 0);
 }
 
-#[test]
-fn four_workers_run_each_deletion_exactly_once_on_postgres() {
-    let Some(url) = postgres_database(&format!("{SCHEMA}{}", rows(210, 5))) else { return };
-    exactly_once(&url);
-}
-
-#[test]
-fn four_workers_run_each_deletion_exactly_once_on_sqlite() {
-    let dir = tempfile::tempdir().unwrap();
-    exactly_once(&sqlite_database(dir.path(), &format!("{SCHEMA}{}", rows(210, 5))));
-}
+on_each_database!(
+    four_workers_run_each_deletion_exactly_once_on_sqlite,
+    four_workers_run_each_deletion_exactly_once_on_postgres,
+    |databases| {
+        exactly_once(&databases.create(&format!("{SCHEMA}{}", rows(210, 5))));
+    }
+);
 
 /// A worker killed with kill -9 in the middle of a deletion leaves its claim; once the lease
 /// has passed, another worker releases it and finishes the deletion.
@@ -150,17 +149,13 @@ fn last_heartbeat(url: &str) -> SystemTime {
     humantime::parse_rfc3339_weak(rows[0][0].as_deref().unwrap()).unwrap()
 }
 
-#[test]
-fn a_killed_worker_is_recovered_after_the_lease_on_postgres() {
-    let Some(url) = postgres_database(&format!("{SCHEMA}{}", rows(2, 400))) else { return };
-    lease_recovery(&url);
-}
-
-#[test]
-fn a_killed_worker_is_recovered_after_the_lease_on_sqlite() {
-    let dir = tempfile::tempdir().unwrap();
-    lease_recovery(&sqlite_database(dir.path(), &format!("{SCHEMA}{}", rows(2, 400))));
-}
+on_each_database!(
+    a_killed_worker_is_recovered_after_the_lease_on_sqlite,
+    a_killed_worker_is_recovered_after_the_lease_on_postgres,
+    |databases| {
+        lease_recovery(&databases.create(&format!("{SCHEMA}{}", rows(2, 400))));
+    }
+);
 
 /// A deletion a trigger refuses fails the same way every time: it is kept as failed at once,
 /// with its error, instead of being retried.
@@ -181,28 +176,20 @@ fn permanent_failure_is_not_retried(url: &str, trigger: &str) {
     assert_eq!(count(url, "SELECT COUNT(*) FROM item WHERE id = 1"), 1, "nothing of the item was lost");
 }
 
-#[test]
-fn a_permanent_failure_is_kept_as_failed_at_once_on_postgres() {
-    let Some(url) = postgres_database(&format!("{SCHEMA}{}", rows(1, 3))) else { return };
-    texts(
-        &url,
-        "CREATE FUNCTION refuse() RETURNS trigger AS $$ BEGIN RAISE EXCEPTION 'refused by trigger'; END $$ LANGUAGE plpgsql",
-    );
-    permanent_failure_is_not_retried(
-        &url,
-        "CREATE TRIGGER refuse BEFORE DELETE ON part FOR EACH ROW EXECUTE FUNCTION refuse()",
-    );
-}
-
-#[test]
-fn a_permanent_failure_is_kept_as_failed_at_once_on_sqlite() {
-    let dir = tempfile::tempdir().unwrap();
-    let url = sqlite_database(dir.path(), &format!("{SCHEMA}{}", rows(1, 3)));
-    permanent_failure_is_not_retried(
-        &url,
-        "CREATE TRIGGER refuse BEFORE DELETE ON part BEGIN SELECT RAISE(ABORT, 'refused by trigger'); END",
-    );
-}
+on_each_database!(
+    a_permanent_failure_is_kept_as_failed_at_once_on_sqlite(
+        "",
+        "CREATE TRIGGER refuse BEFORE DELETE ON part BEGIN SELECT RAISE(ABORT, 'refused by trigger'); END"
+    ),
+    a_permanent_failure_is_kept_as_failed_at_once_on_postgres(
+        "CREATE FUNCTION refuse() RETURNS trigger AS $$ BEGIN RAISE EXCEPTION 'refused by trigger'; END $$ LANGUAGE plpgsql;",
+        "CREATE TRIGGER refuse BEFORE DELETE ON part FOR EACH ROW EXECUTE FUNCTION refuse()"
+    ),
+    |databases, function, trigger| {
+        let url = databases.create(&format!("{SCHEMA}{}{function}", rows(1, 3)));
+        permanent_failure_is_not_retried(&url, trigger);
+    }
+);
 
 fn terminate(mut worker: Running) {
     worker.terminate();
@@ -227,29 +214,21 @@ fn a_live_claim_is_never_taken_over(url: &str, first_lease: &str) {
     assert_eq!(count(url, "SELECT COUNT(*) FROM part WHERE item_id = 1"), 0);
 }
 
-#[test]
-fn a_live_claim_is_never_taken_over_on_sqlite() {
-    let dir = tempfile::tempdir().unwrap();
-    a_live_claim_is_never_taken_over(&sqlite_database(dir.path(), &format!("{SCHEMA}{}", rows(1, 60))), "2s");
-}
+on_each_database!(
+    a_live_claim_is_never_taken_over_on_sqlite,
+    a_live_claim_is_never_taken_over_on_postgres,
+    |databases| {
+        a_live_claim_is_never_taken_over(&databases.create(&format!("{SCHEMA}{}", rows(1, 60))), "2s");
+    }
+);
 
-#[test]
-fn a_claim_lives_by_its_own_workers_lease_on_sqlite() {
-    let dir = tempfile::tempdir().unwrap();
-    a_live_claim_is_never_taken_over(&sqlite_database(dir.path(), &format!("{SCHEMA}{}", rows(1, 60))), "10min");
-}
-
-#[test]
-fn a_claim_lives_by_its_own_workers_lease_on_postgres() {
-    let Some(url) = postgres_database(&format!("{SCHEMA}{}", rows(1, 60))) else { return };
-    a_live_claim_is_never_taken_over(&url, "10min");
-}
-
-#[test]
-fn a_live_claim_is_never_taken_over_on_postgres() {
-    let Some(url) = postgres_database(&format!("{SCHEMA}{}", rows(1, 60))) else { return };
-    a_live_claim_is_never_taken_over(&url, "2s");
-}
+on_each_database!(
+    a_claim_lives_by_its_own_workers_lease_on_sqlite,
+    a_claim_lives_by_its_own_workers_lease_on_postgres,
+    |databases| {
+        a_live_claim_is_never_taken_over(&databases.create(&format!("{SCHEMA}{}", rows(1, 60))), "10min");
+    }
+);
 
 /// A worker whose claim went to another worker (here: the claim's token changed under it, as
 /// when its lease ran out and the row was claimed again) stops before its next chunk and leaves
@@ -274,17 +253,13 @@ fn a_lost_claim_stops_the_deletion(url: &str) {
     );
 }
 
-#[test]
-fn a_lost_claim_stops_the_deletion_on_sqlite() {
-    let dir = tempfile::tempdir().unwrap();
-    a_lost_claim_stops_the_deletion(&sqlite_database(dir.path(), &format!("{SCHEMA}{}", rows(1, 60))));
-}
-
-#[test]
-fn a_lost_claim_stops_the_deletion_on_postgres() {
-    let Some(url) = postgres_database(&format!("{SCHEMA}{}", rows(1, 60))) else { return };
-    a_lost_claim_stops_the_deletion(&url);
-}
+on_each_database!(
+    a_lost_claim_stops_the_deletion_on_sqlite,
+    a_lost_claim_stops_the_deletion_on_postgres,
+    |databases| {
+        a_lost_claim_stops_the_deletion(&databases.create(&format!("{SCHEMA}{}", rows(1, 60))));
+    }
+);
 
 /// A lock held by another session makes the delete time out (`lock_timeout`): a transient
 /// failure, retried until the lock is gone, then the deletion succeeds.

@@ -2,6 +2,7 @@
 
 #![allow(dead_code)] // each test binary uses its own subset
 
+pub mod databases;
 pub mod diamond;
 pub mod prometheus;
 pub mod random;
@@ -14,6 +15,9 @@ use std::time::{Duration, Instant};
 
 use assert_cmd::Command;
 use tempfile::TempDir;
+
+#[allow(unused_imports)] // each test binary uses its own subset
+pub(crate) use databases::{on_each_database, postgres_database, sqlite_database};
 
 /// The `cascade` binary, run inside `dir` with a clean environment for its settings.
 pub fn cascade(dir: &Path) -> Command {
@@ -44,69 +48,6 @@ pub fn project(files: &[(&str, &str)]) -> TempDir {
 /// The repository root, where `cascades/`, `schemas/` and the README live.
 pub fn repository() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))
-}
-
-static DATABASES: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
-
-/// The PostgreSQL server for tests, from `CASCADE_TEST_POSTGRES_URL`. Without it the test is
-/// skipped locally, but fails in CI (`CI` set), where a missing server must never pass silently.
-pub fn postgres_server() -> Option<String> {
-    match std::env::var("CASCADE_TEST_POSTGRES_URL") {
-        Ok(url) => Some(url),
-        Err(_) if std::env::var_os("CI").is_some() => {
-            panic!("CI is set but CASCADE_TEST_POSTGRES_URL is not: .ci/run starts PostgreSQL with scripts/pg-start")
-        }
-        Err(_) => {
-            eprintln!("skipped: run `export CASCADE_TEST_POSTGRES_URL=$(scripts/pg-start)` for the PostgreSQL tests");
-            None
-        }
-    }
-}
-
-/// A new, empty PostgreSQL database with `ddl` applied; its URL. `None` when skipped.
-pub fn postgres_database(ddl: &str) -> Option<String> {
-    let server = postgres_server()?;
-    let number = DATABASES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    // The clock too: a process id comes back (one process per test), and with it a name an
-    // earlier test's database still has.
-    let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos());
-    let name = format!("cascade_test_{}_{nanos}_{number}", std::process::id());
-    let url = with_database(&server, &name);
-    block_on(async {
-        let admin = sqlx::PgPool::connect(&server).await.expect("connect to the test server");
-        sqlx::raw_sql(sqlx::AssertSqlSafe(format!("CREATE DATABASE {name}")))
-            .execute(&admin)
-            .await
-            .expect("create a test database");
-        admin.close().await;
-        let pool = sqlx::PgPool::connect(&url).await.expect("connect to the test database");
-        sqlx::raw_sql(sqlx::AssertSqlSafe(ddl.to_owned())).execute(&pool).await.expect("apply the test schema");
-        pool.close().await;
-    });
-    Some(url)
-}
-
-/// The server URL with another database name (keeping `?host=...` for a Unix socket).
-fn with_database(server: &str, name: &str) -> String {
-    let (base, query) = server.split_once('?').map_or((server, None), |(b, q)| (b, Some(q)));
-    let (authority, _) = base.rsplit_once('/').expect("a postgres URL has a database path");
-    match query {
-        Some(query) => format!("{authority}/{name}?{query}"),
-        None => format!("{authority}/{name}"),
-    }
-}
-
-/// A new SQLite database file in `dir` with `ddl` applied; its URL.
-pub fn sqlite_database(dir: &Path, ddl: &str) -> String {
-    let path = dir.join(format!("test_{}.db", DATABASES.fetch_add(1, std::sync::atomic::Ordering::Relaxed)));
-    let url = format!("sqlite://{}", path.display());
-    block_on(async {
-        let options: sqlx::sqlite::SqliteConnectOptions = url.parse().expect("a sqlite URL");
-        let pool = sqlx::SqlitePool::connect_with(options.create_if_missing(true)).await.expect("create the database");
-        sqlx::raw_sql(sqlx::AssertSqlSafe(ddl.to_owned())).execute(&pool).await.expect("apply the test schema");
-        pool.close().await;
-    });
-    url
 }
 
 /// Runs hand-written SQL against a test database (any dialect) through the library; every
