@@ -106,7 +106,7 @@ impl WorkerService {
     /// Whether the retention schedule runs: the database partitions by range and some model has
     /// `retention`.
     pub fn runs_retention(&self) -> bool {
-        self.engine.database().backend().range_partitions()
+        self.engine.database().backend().tuning().range_partitions
             && self.engine.config().models.values().any(|model| model.retention.is_some())
     }
 

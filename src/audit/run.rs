@@ -102,9 +102,7 @@ impl Run {
         lease: Duration,
     ) -> Result<Result<Self, LiveRun>, DbError> {
         let mut transaction = database.begin_write().await?;
-        if let Some(lock) = database.backend().writer_lock(WriterLock::RunStart) {
-            transaction.execute_script(lock).await?;
-        }
+        transaction.lock_writers(WriterLock::RunStart).await?;
         let mut earlier = end_dead_runs(database, &mut transaction, start, lease).await?;
         if alone == Alone::SameModel {
             let of_model = running(database, &mut transaction, start.root_model, None, lease).await?;

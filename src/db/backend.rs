@@ -22,11 +22,21 @@ pub enum Kind {
 impl Kind {
     /// The backend of this kind of database.
     pub fn backend(self) -> &'static dyn Backend {
+        self.driver()
+    }
+
+    /// How the tool connects to this kind of database and reads its errors.
+    pub(super) fn driver(self) -> &'static dyn Driver {
         match self {
             Kind::Sqlite => &super::sqlite::Sqlite,
             Kind::Postgres => &super::postgres::Postgres,
         }
     }
+}
+
+/// Only `db` implements [`Backend`]: every dialect difference lives there.
+pub(super) mod sealed {
+    pub trait Sealed {}
 }
 
 /// A boxed future, so that the trait stays usable as `dyn Backend`.
@@ -58,14 +68,11 @@ pub enum Failure {
     Permanent,
 }
 
-/// The SQLite or PostgreSQL side of every statement and connection the tool makes.
-pub trait Backend: Send + Sync + Debug {
+/// How statements are written for SQLite or PostgreSQL: placeholders, key lists, JSON, timestamps,
+/// and the database's [`Tuning`]. Sealed: only `db` implements it.
+pub trait Backend: sealed::Sealed + Send + Sync + Debug {
     /// Which database this backend speaks to.
     fn kind(&self) -> Kind;
-
-    /// Opens a pool of connections to `url`.
-    fn connect<'a>(&'a self, url: &'a DatabaseUrl, options: ConnectOptions)
-    -> BoxFuture<'a, Result<Database, DbError>>;
 
     /// The placeholder of the `number`-th parameter, from 1.
     fn placeholder(&self, number: usize) -> String;
@@ -146,40 +153,48 @@ pub trait Backend: Send + Sync + Debug {
     /// (PostgreSQL: `CONCURRENTLY`, which a `partitioned` table does not allow).
     fn create_unique_index(&self, sql: &mut SqlBuilder, name: &str, table: &str, columns: &[String], partitioned: bool);
 
+    /// How the tool runs its statements on this database.
+    fn tuning(&self) -> &'static Tuning;
+}
+
+/// What differs in how the tool runs its statements on a database, beyond how they are
+/// written: plain facts, one value per database.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Tuning {
     /// The most bytes of an identifier the database keeps (PostgreSQL cuts longer names to 63),
     /// if it has a limit.
-    fn identifier_limit(&self) -> Option<usize>;
-
+    pub identifier_limit: Option<usize>,
     /// Whether another writer can commit while a transaction is open (so a foreign-key refusal
     /// may be a row inserted meanwhile, not an undeclared reference).
-    fn concurrent_writers(&self) -> bool;
-
+    pub concurrent_writers: bool,
     /// Whether a table can be partitioned by range (PostgreSQL's declarative partitioning),
     /// which partition retention needs.
-    fn range_partitions(&self) -> bool;
-
+    pub range_partitions: bool,
     /// Whether a `WITH` query may hold a `DELETE ... RETURNING` whose rows the main statement
     /// inserts elsewhere (PostgreSQL's data-modifying `WITH`).
-    fn deletes_in_with(&self) -> bool;
-
+    pub deletes_in_with: bool,
     /// Whether deleting "up to N rows" through the row selector's sub-select costs clearly more
     /// than deleting all matching rows straight from an index, so that counting the rows first
     /// (and deleting them all when they fit) pays off.
-    fn limited_delete_is_slow(&self) -> bool;
-
+    pub limited_delete_is_slow: bool,
     /// How many keys a scan for rows in key order (a clean-up's orphans) reads in one query
     /// ahead of its batches, each batch's keys then checked again right before it runs; 0 reads
     /// one batch at a time.
-    fn scan_read_ahead(&self) -> u64;
-
+    pub scan_read_ahead: u64,
     /// The statement that, first in a transaction, gives a read of many rows back what a
     /// writer's connection turns off for its chunk-sized statements; `None` when nothing is.
-    fn wide_read_setting(&self) -> Option<&'static str>;
-
+    pub wide_read_setting: Option<&'static str>,
     /// The statement that, first in a transaction whose statements all look rows up by key
     /// arrays of one chunk, makes them skip planning for each array's values; `None` when
     /// nothing does.
-    fn key_array_setting(&self) -> Option<&'static str>;
+    pub key_array_setting: Option<&'static str>,
+}
+
+/// How the tool connects to a database and reads its errors: `db`'s own side of a backend.
+pub(super) trait Driver: Backend {
+    /// Opens a pool of connections to `url`.
+    fn connect<'a>(&'a self, url: &'a DatabaseUrl, options: ConnectOptions)
+    -> BoxFuture<'a, Result<Database, DbError>>;
 
     /// The scripts that create and upgrade the tool's tables, in order; script N brings the
     /// tables to version N.
@@ -191,6 +206,12 @@ pub trait Backend: Send + Sync + Debug {
 
     /// What kind of failure `error` is.
     fn classify(&self, error: &sqlx::Error) -> Failure;
+
+    /// Whether the statement compared or assigned values of types the database cannot match.
+    fn type_mismatch(&self, error: &sqlx::Error) -> bool;
+
+    /// When a unique constraint or index refused the statement: the database's name for it.
+    fn unique_violation(&self, error: &sqlx::Error) -> Option<String>;
 }
 
 /// Failures every backend classifies alike: the connection, the pool, the network.

@@ -18,16 +18,13 @@ const CREATE_VERSION_TABLE: &str = "CREATE TABLE IF NOT EXISTS cascade_schema_ve
 /// Creates or upgrades the tool's tables, in one transaction (others wait for it). Idempotent.
 /// Returns the version the tables are at.
 pub async fn migrate(database: &Database) -> Result<i64, DbError> {
-    let backend = database.backend();
-    let migrations = backend.migrations();
+    let migrations = database.driver.migrations();
     let known = migrations.len() as i64;
     if database.migrated.load(Ordering::SeqCst) {
         return Ok(known);
     }
     let mut transaction = database.begin_write().await?;
-    if let Some(lock) = backend.writer_lock(WriterLock::Migration) {
-        transaction.execute_script(lock).await?;
-    }
+    transaction.lock_writers(WriterLock::Migration).await?;
     transaction.execute_script(CREATE_VERSION_TABLE).await?;
     let current = parse_version(&transaction.fetch_texts(&max_version()).await?);
     if current > known {

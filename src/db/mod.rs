@@ -11,7 +11,8 @@ pub mod sql;
 mod sqlite;
 mod url;
 
-pub use backend::{Backend, BoxFuture, Failure, Kind, RowSelector, WriterLock};
+use backend::Driver;
+pub use backend::{Backend, BoxFuture, Failure, Kind, RowSelector, Tuning, WriterLock};
 pub use migrate::{SCHEMA_VERSION_TABLE, migrate, schema_version};
 pub use url::{DEFAULT_DATABASE_URL, DatabaseUrl, redact, redact_command_line};
 
@@ -25,7 +26,7 @@ pub use keys::{Keys, exact_integer, key_json, key_value, typed_key_json};
 /// A pool of connections to one database, with the backend that speaks to it.
 #[derive(Debug, Clone)]
 pub struct Database {
-    backend: &'static dyn Backend,
+    driver: &'static dyn Driver,
     pool: Pool,
     /// Set once the tool's tables are known to be at this build's version: every later
     /// [`migrate`] of the pool (a clean-up runs one deletion per batch) is free.
@@ -100,32 +101,6 @@ pub enum DbError {
     Query(sqlx::Error),
 }
 
-impl DbError {
-    /// Whether the statement compared or assigned values of types the database cannot match
-    /// (PostgreSQL's `operator does not exist`, `datatype mismatch`).
-    pub fn is_type_mismatch(&self) -> bool {
-        let DbError::Query(error) = self else { return false };
-        error.as_database_error().and_then(|error| error.code()).is_some_and(|code| matches!(&*code, "42883" | "42804"))
-    }
-
-    /// When a unique constraint or index refused the statement: the database's name for it
-    /// (`` `name` `` on PostgreSQL, `on t.a, t.b` on SQLite, which names the columns only).
-    pub fn unique_violation(&self) -> Option<String> {
-        let DbError::Query(error) = self else { return None };
-        let error = error.as_database_error().filter(|error| error.is_unique_violation())?;
-        Some(match error.constraint() {
-            Some(constraint) => format!("`{constraint}`"),
-            // SQLite names the columns only: `UNIQUE constraint failed: t.a, t.b`.
-            None => {
-                let message = error.message();
-                message
-                    .strip_prefix("UNIQUE constraint failed: ")
-                    .map_or_else(|| message.to_owned(), |on| format!("on {on}"))
-            }
-        })
-    }
-}
-
 /// What the database said, without sqlx's "error returned from database:" prefix or the server's
 /// source position: the message, and its SQLSTATE or SQLite code.
 fn describe(error: &sqlx::Error) -> String {
@@ -197,9 +172,28 @@ fn json_array_texts(rows: &TextRows) -> Result<Vec<String>, DbError> {
         .map_err(|error| DbError::Query(sqlx::Error::Decode(Box::new(error))))
 }
 
+/// `$run` with `$query` (the statement with its parameters bound) run on `$executor`, whichever
+/// database `$on` (a [`Pool`] or a `TransactionInner`) speaks to: the text of each arm is the same,
+/// the types differ.
+macro_rules! on_either {
+    ($on:expr, $kind:ident, $statement:expr, |$query:ident, $executor:ident| $run:expr) => {{
+        let sql = sqlx::AssertSqlSafe($statement.sql.clone());
+        match $on {
+            $kind::Sqlite($executor) => {
+                let $query = $statement.params.iter().fold(sqlx::query(sql), bind_sqlite);
+                $run
+            }
+            $kind::Postgres($executor) => {
+                let $query = $statement.params.iter().fold(sqlx::query(sql), bind_postgres);
+                $run
+            }
+        }
+    }};
+}
+
 /// A write transaction on either database.
 pub struct Transaction {
-    backend: &'static dyn Backend,
+    driver: &'static dyn Driver,
     inner: TransactionInner,
 }
 
@@ -211,28 +205,17 @@ enum TransactionInner {
 impl Transaction {
     /// Runs a statement; the number of rows it changed.
     pub async fn execute(&mut self, statement: &Statement) -> Result<u64, DbError> {
-        let sql = sqlx::AssertSqlSafe(statement.sql.clone());
-        Ok(match &mut self.inner {
-            TransactionInner::Sqlite(tx) => {
-                statement.params.iter().fold(sqlx::query(sql), bind_sqlite).execute(&mut **tx).await?.rows_affected()
-            }
-            TransactionInner::Postgres(tx) => {
-                statement.params.iter().fold(sqlx::query(sql), bind_postgres).execute(&mut **tx).await?.rows_affected()
-            }
-        })
+        Ok(on_either!(&mut self.inner, TransactionInner, statement, |query, tx| query
+            .execute(&mut **tx)
+            .await?
+            .rows_affected()))
     }
 
     /// Runs a statement whose columns are all text (or NULL), such as `... RETURNING`.
     pub async fn fetch_texts(&mut self, statement: &Statement) -> Result<TextRows, DbError> {
-        let sql = sqlx::AssertSqlSafe(statement.sql.clone());
-        Ok(match &mut self.inner {
-            TransactionInner::Sqlite(tx) => {
-                texts(&statement.params.iter().fold(sqlx::query(sql), bind_sqlite).fetch_all(&mut **tx).await?)?
-            }
-            TransactionInner::Postgres(tx) => {
-                texts(&statement.params.iter().fold(sqlx::query(sql), bind_postgres).fetch_all(&mut **tx).await?)?
-            }
-        })
+        Ok(on_either!(&mut self.inner, TransactionInner, statement, |query, tx| texts(
+            &query.fetch_all(&mut **tx).await?
+        )?))
     }
 
     /// Runs a script of `;`-separated statements without parameters (DDL).
@@ -249,9 +232,18 @@ impl Transaction {
         Ok(())
     }
 
-    /// The backend of the transaction's database.
+    /// How statements are written for the transaction's database.
     pub fn backend(&self) -> &'static dyn Backend {
-        self.backend
+        self.driver
+    }
+
+    /// Makes every other process wait, until this transaction ends, before it runs a transaction
+    /// that takes `lock` too (nothing where a write transaction already excludes the others).
+    pub(crate) async fn lock_writers(&mut self, lock: WriterLock) -> Result<(), DbError> {
+        match self.driver.writer_lock(lock) {
+            Some(statement) => self.execute_script(statement).await,
+            None => Ok(()),
+        }
     }
 
     /// Commits.
@@ -289,19 +281,19 @@ fn bound(param: &Param) -> Bound<'_> {
 }
 
 impl Database {
-    fn new(backend: &'static dyn Backend, pool: Pool) -> Self {
-        Self { backend, pool, migrated: std::sync::Arc::default() }
+    fn new(driver: &'static dyn Driver, pool: Pool) -> Self {
+        Self { driver, pool, migrated: std::sync::Arc::default() }
     }
 
     /// Connects to `url` (`sqlite://PATH` or `postgres://...`). A SQLite file is never created.
     pub async fn connect(url: &str, options: impl Into<ConnectOptions>) -> Result<Self, DbError> {
         let url = DatabaseUrl::parse(url)?;
-        url.backend().connect(&url, options.into()).await
+        url.kind().driver().connect(&url, options.into()).await
     }
 
-    /// The backend that speaks to this database.
+    /// How statements are written for this database.
     pub fn backend(&self) -> &'static dyn Backend {
-        self.backend
+        self.driver
     }
 
     /// The connections, for the schema readers of each backend.
@@ -311,22 +303,15 @@ impl Database {
 
     /// A new statement for this database.
     pub fn sql(&self) -> sql::SqlBuilder {
-        sql::SqlBuilder::new(self.backend)
+        sql::SqlBuilder::new(self.driver)
     }
 
     /// Runs a `SELECT COUNT(*) ...` (or any statement returning one integer).
     pub async fn fetch_count(&self, statement: &Statement) -> Result<u64, DbError> {
-        let sql = sqlx::AssertSqlSafe(statement.sql.clone());
-        let count: i64 = match &self.pool {
-            Pool::Sqlite(pool) => {
-                let query = statement.params.iter().fold(sqlx::query(sql), bind_sqlite);
-                sqlx::Row::try_get(&query.fetch_one(pool).await?, 0)?
-            }
-            Pool::Postgres(pool) => {
-                let query = statement.params.iter().fold(sqlx::query(sql), bind_postgres);
-                sqlx::Row::try_get(&query.fetch_one(pool).await?, 0)?
-            }
-        };
+        let count: i64 = on_either!(&self.pool, Pool, statement, |query, pool| sqlx::Row::try_get(
+            &query.fetch_one(pool).await?,
+            0
+        )?);
         Ok(u64::try_from(count).unwrap_or(0))
     }
 
@@ -339,13 +324,13 @@ impl Database {
     /// connection turns off for chunk-sized statements turned back on
     /// ([`Backend::wide_read_setting`]).
     pub async fn fetch_wide_array(&self, statement: &Statement) -> Result<Vec<String>, DbError> {
-        self.fetch_array_with(statement, self.backend.wide_read_setting()).await
+        self.fetch_array_with(statement, self.driver.tuning().wide_read_setting).await
     }
 
     /// Like [`Self::fetch_array`], for a statement that picks rows by a bound key array, planned
     /// as the chunks of a deletion are ([`Self::begin_key_array_write`]).
     pub async fn fetch_key_array(&self, statement: &Statement, unpartitioned: bool) -> Result<Vec<String>, DbError> {
-        self.fetch_array_with(statement, self.backend.key_array_setting().filter(|_| unpartitioned)).await
+        self.fetch_array_with(statement, self.driver.tuning().key_array_setting.filter(|_| unpartitioned)).await
     }
 
     async fn fetch_array_with(&self, statement: &Statement, setting: Option<&str>) -> Result<Vec<String>, DbError> {
@@ -358,36 +343,20 @@ impl Database {
 
     /// Runs a query whose columns are all text (or NULL), outside any transaction.
     pub async fn fetch_texts(&self, statement: &Statement) -> Result<TextRows, DbError> {
-        let sql = sqlx::AssertSqlSafe(statement.sql.clone());
-        Ok(match &self.pool {
-            Pool::Sqlite(pool) => {
-                texts(&statement.params.iter().fold(sqlx::query(sql), bind_sqlite).fetch_all(pool).await?)?
-            }
-            Pool::Postgres(pool) => {
-                texts(&statement.params.iter().fold(sqlx::query(sql), bind_postgres).fetch_all(pool).await?)?
-            }
-        })
+        Ok(on_either!(&self.pool, Pool, statement, |query, pool| texts(&query.fetch_all(pool).await?)?))
     }
 
     /// Whether the table `name` exists.
     pub async fn table_exists(&self, name: &str) -> Result<bool, DbError> {
         let mut sql = self.sql();
-        self.backend.table_exists(&mut sql, name);
+        self.driver.table_exists(&mut sql, name);
         Ok(self.fetch_count(&sql.finish()).await? > 0)
     }
 
     /// Runs one statement outside any transaction (it commits by itself); the number of rows it
     /// changed.
     pub async fn execute(&self, statement: &Statement) -> Result<u64, DbError> {
-        let sql = sqlx::AssertSqlSafe(statement.sql.clone());
-        Ok(match &self.pool {
-            Pool::Sqlite(pool) => {
-                statement.params.iter().fold(sqlx::query(sql), bind_sqlite).execute(pool).await?.rows_affected()
-            }
-            Pool::Postgres(pool) => {
-                statement.params.iter().fold(sqlx::query(sql), bind_postgres).execute(pool).await?.rows_affected()
-            }
-        })
+        Ok(on_either!(&self.pool, Pool, statement, |query, pool| query.execute(pool).await?.rows_affected()))
     }
 
     /// Runs one statement in a transaction of its own; the number of rows it changed.
@@ -413,14 +382,14 @@ impl Database {
             Pool::Sqlite(pool) => TransactionInner::Sqlite(pool.begin_with("BEGIN IMMEDIATE").await?),
             Pool::Postgres(pool) => TransactionInner::Postgres(pool.begin().await?),
         };
-        Ok(Transaction { backend: self.backend, inner })
+        Ok(Transaction { driver: self.driver, inner })
     }
 
     /// [`Self::begin_write`] for a transaction whose statements all look rows up by key arrays
     /// (a deletion's chunk), with [`Backend::key_array_setting`] when `unpartitioned`: no table it
     /// touches is partitioned (a plan made for any key array cannot leave partitions out).
     pub async fn begin_key_array_write(&self, unpartitioned: bool) -> Result<Transaction, DbError> {
-        self.begin_write_with(self.backend.key_array_setting().filter(|_| unpartitioned)).await
+        self.begin_write_with(self.driver.tuning().key_array_setting.filter(|_| unpartitioned)).await
     }
 
     /// [`Self::begin_write`], then the `setting` statement first in the transaction.
@@ -432,12 +401,25 @@ impl Database {
         Ok(transaction)
     }
 
-    /// What kind of failure `error` is, by this backend's rules.
+    /// What kind of failure `error` is, by this database's rules.
     pub fn classify(&self, error: &DbError) -> Failure {
         match error {
-            DbError::Query(error) | DbError::Connect { reason: error, .. } => self.backend.classify(error),
+            DbError::Query(error) | DbError::Connect { reason: error, .. } => self.driver.classify(error),
             DbError::UnsupportedUrl(_) | DbError::NoSuchFile(_) | DbError::NewerTables { .. } => Failure::Permanent,
         }
+    }
+
+    /// Whether `error` is a statement that compared or assigned values of types this database
+    /// cannot match (PostgreSQL's `operator does not exist`, `datatype mismatch`).
+    pub fn is_type_mismatch(&self, error: &DbError) -> bool {
+        matches!(error, DbError::Query(error) if self.driver.type_mismatch(error))
+    }
+
+    /// When a unique constraint or index refused the statement of `error`: the database's name
+    /// for it (`` `name` `` on PostgreSQL, `on t.a, t.b` on SQLite, which names the columns only).
+    pub fn unique_violation(&self, error: &DbError) -> Option<String> {
+        let DbError::Query(error) = error else { return None };
+        self.driver.unique_violation(error)
     }
 
     /// Closes every connection.

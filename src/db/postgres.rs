@@ -7,7 +7,8 @@ use std::time::{Duration, SystemTime};
 use sqlx::Connection as _;
 use sqlx::postgres::{PgConnectOptions, PgConnection, PgPoolOptions};
 
-use super::backend::{Backend, BoxFuture, Failure, Kind, RowSelector, WriterLock, connection_failure};
+use super::backend::sealed::Sealed;
+use super::backend::{Backend, BoxFuture, Driver, Failure, Kind, RowSelector, Tuning, WriterLock, connection_failure};
 use super::sql::{KeyType, Param, SqlBuilder, db_time};
 use super::url::DatabaseUrl;
 use super::{Access, ConnectOptions, Database, DbError, Pool};
@@ -28,60 +29,11 @@ const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 #[derive(Debug)]
 pub struct Postgres;
 
+impl Sealed for Postgres {}
+
 impl Backend for Postgres {
     fn kind(&self) -> Kind {
         Kind::Postgres
-    }
-
-    fn connect<'a>(
-        &'a self,
-        url: &'a DatabaseUrl,
-        connect: ConnectOptions,
-    ) -> BoxFuture<'a, Result<Database, DbError>> {
-        Box::pin(async move {
-            let failed = |reason| DbError::Connect { url: url.redacted(), reason };
-            let mut options = PgConnectOptions::from_str(url.as_str()).map_err(failed)?;
-            options = match connect.access {
-                // Every transaction of a read-only connection is read only: a write the tool
-                // never means to make fails instead of happening.
-                Access::ReadOnly => options.options([("default_transaction_read_only", "on")]),
-                // A writer's statements each touch a chunk (`... LIMIT 500`): parallel workers
-                // only add their start-up, which made picking a batch of orphans 4× slower.
-                Access::ReadWrite => options.options([("max_parallel_workers_per_gather", "0")]),
-            };
-            // No ping before each use: a chunk is a handful of statements, and a ping per acquire
-            // was a round trip each; a connection that died fails its statement, which is a
-            // transient failure like any other.
-            let pool = PgPoolOptions::new()
-                .max_connections(4)
-                .test_before_acquire(false)
-                .acquire_timeout(CONNECT_TIMEOUT)
-                .connect_lazy_with(options.clone());
-            // The pool's first connection, while a connection of its own is made beside it: a
-            // refused or failed connection is reported by the latter as what it is at once,
-            // where the pool would retry it until its timeout and say only that it timed out.
-            let warming = tokio::spawn({
-                let pool = pool.clone();
-                async move { pool.acquire().await.map(drop) }
-            });
-            let checked = tokio::time::timeout(CONNECT_TIMEOUT, PgConnection::connect_with(&options))
-                .await
-                .map_err(|_| sqlx::Error::PoolTimedOut)
-                .and_then(|connected| connected);
-            let first = match checked {
-                Ok(first) => first,
-                Err(error) => {
-                    warming.abort();
-                    return Err(failed(error));
-                }
-            };
-            let _ = first.close().await;
-            match warming.await {
-                Ok(warmed) => warmed.map_err(failed)?,
-                Err(_) => return Err(failed(sqlx::Error::PoolClosed)),
-            }
-            Ok(Database::new(&Postgres, Pool::Postgres(pool)))
-        })
     }
 
     fn placeholder(&self, number: usize) -> String {
@@ -188,47 +140,83 @@ impl Backend for Postgres {
         sql.push(" (").identifiers(columns).push(");");
     }
 
-    fn identifier_limit(&self) -> Option<usize> {
-        // NAMEDATALEN - 1.
-        Some(63)
+    fn tuning(&self) -> &'static Tuning {
+        &TUNING
     }
+}
 
-    fn concurrent_writers(&self) -> bool {
-        true
-    }
+const TUNING: Tuning = Tuning {
+    // NAMEDATALEN - 1.
+    identifier_limit: Some(63),
+    concurrent_writers: true,
+    range_partitions: true,
+    deletes_in_with: true,
+    // `ctid = ANY(ARRAY(SELECT ctid ... LIMIT n))` visits each row once, like the index.
+    limited_delete_is_slow: false,
+    // A read of a batch is a nested-loop anti-join probing the parent's index for every
+    // child row (80 ms of a 100 ms batch of 5,000 orphans at 1M rows); for this many keys the
+    // planner hashes the parent table once instead (about a fifth of the time per key).
+    scan_read_ahead: 100_000,
+    // PostgreSQL's default number of parallel workers per query (`connect` sets none; `TO
+    // DEFAULT` would restore that connection's 0), within the server's `max_parallel_workers`:
+    // a read-ahead of 100,000 orphans took 440-580 ms without them, about 300 ms with two.
+    wide_read_setting: Some("SET LOCAL max_parallel_workers_per_gather = 2"),
+    // A custom plan of `col = ANY($1)` estimates the selectivity key by key at every
+    // execution (1-3 ms per statement of a 2,000-key chunk, about 10 % of a deletion), and
+    // lands on the same index scan.
+    key_array_setting: Some("SET LOCAL plan_cache_mode = force_generic_plan"),
+};
 
-    fn range_partitions(&self) -> bool {
-        true
-    }
-
-    fn deletes_in_with(&self) -> bool {
-        true
-    }
-
-    fn limited_delete_is_slow(&self) -> bool {
-        // `ctid = ANY(ARRAY(SELECT ctid ... LIMIT n))` visits each row once, like the index.
-        false
-    }
-
-    fn scan_read_ahead(&self) -> u64 {
-        // A read of a batch is a nested-loop anti-join probing the parent's index for every
-        // child row (80 ms of a 100 ms batch of 5,000 orphans at 1M rows); for this many keys the
-        // planner hashes the parent table once instead (about a fifth of the time per key).
-        100_000
-    }
-
-    fn wide_read_setting(&self) -> Option<&'static str> {
-        // PostgreSQL's default number of parallel workers per query (`connect` sets none; `TO
-        // DEFAULT` would restore that connection's 0), within the server's `max_parallel_workers`:
-        // a read-ahead of 100,000 orphans took 440-580 ms without them, about 300 ms with two.
-        Some("SET LOCAL max_parallel_workers_per_gather = 2")
-    }
-
-    fn key_array_setting(&self) -> Option<&'static str> {
-        // A custom plan of `col = ANY($1)` estimates the selectivity key by key at every
-        // execution (1-3 ms per statement of a 2,000-key chunk, about 10 % of a deletion), and
-        // lands on the same index scan.
-        Some("SET LOCAL plan_cache_mode = force_generic_plan")
+impl Driver for Postgres {
+    fn connect<'a>(
+        &'a self,
+        url: &'a DatabaseUrl,
+        connect: ConnectOptions,
+    ) -> BoxFuture<'a, Result<Database, DbError>> {
+        Box::pin(async move {
+            let failed = |reason| DbError::Connect { url: url.redacted(), reason };
+            let mut options = PgConnectOptions::from_str(url.as_str()).map_err(failed)?;
+            options = match connect.access {
+                // Every transaction of a read-only connection is read only: a write the tool
+                // never means to make fails instead of happening.
+                Access::ReadOnly => options.options([("default_transaction_read_only", "on")]),
+                // A writer's statements each touch a chunk (`... LIMIT 500`): parallel workers
+                // only add their start-up, which made picking a batch of orphans 4× slower.
+                Access::ReadWrite => options.options([("max_parallel_workers_per_gather", "0")]),
+            };
+            // No ping before each use: a chunk is a handful of statements, and a ping per acquire
+            // was a round trip each; a connection that died fails its statement, which is a
+            // transient failure like any other.
+            let pool = PgPoolOptions::new()
+                .max_connections(4)
+                .test_before_acquire(false)
+                .acquire_timeout(CONNECT_TIMEOUT)
+                .connect_lazy_with(options.clone());
+            // The pool's first connection, while a connection of its own is made beside it: a
+            // refused or failed connection is reported by the latter as what it is at once,
+            // where the pool would retry it until its timeout and say only that it timed out.
+            let warming = tokio::spawn({
+                let pool = pool.clone();
+                async move { pool.acquire().await.map(drop) }
+            });
+            let checked = tokio::time::timeout(CONNECT_TIMEOUT, PgConnection::connect_with(&options))
+                .await
+                .map_err(|_| sqlx::Error::PoolTimedOut)
+                .and_then(|connected| connected);
+            let first = match checked {
+                Ok(first) => first,
+                Err(error) => {
+                    warming.abort();
+                    return Err(failed(error));
+                }
+            };
+            let _ = first.close().await;
+            match warming.await {
+                Ok(warmed) => warmed.map_err(failed)?,
+                Err(_) => return Err(failed(sqlx::Error::PoolClosed)),
+            }
+            Ok(Database::new(&Postgres, Pool::Postgres(pool)))
+        })
     }
 
     fn migrations(&self) -> &'static [&'static str] {
@@ -264,6 +252,16 @@ impl Backend for Postgres {
             || matches!(state.as_str(), "40001" | "40P01" | "55P03" | "57014")
             || (state == "55000" && message.contains("not currently accepting connections"));
         if transient { Failure::Transient } else { Failure::Permanent }
+    }
+
+    fn type_mismatch(&self, error: &sqlx::Error) -> bool {
+        // 42883 undefined function (`operator does not exist`), 42804 datatype mismatch.
+        error.as_database_error().and_then(|error| error.code()).is_some_and(|code| matches!(&*code, "42883" | "42804"))
+    }
+
+    fn unique_violation(&self, error: &sqlx::Error) -> Option<String> {
+        let error = error.as_database_error().filter(|error| error.is_unique_violation())?;
+        Some(error.constraint().map_or_else(|| error.message().to_owned(), |constraint| format!("`{constraint}`")))
     }
 }
 

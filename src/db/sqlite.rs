@@ -6,7 +6,8 @@ use std::time::SystemTime;
 
 use sqlx::sqlite::{SqliteConnectOptions, SqlitePoolOptions};
 
-use super::backend::{Backend, BoxFuture, Failure, Kind, RowSelector, WriterLock, connection_failure};
+use super::backend::sealed::Sealed;
+use super::backend::{Backend, BoxFuture, Driver, Failure, Kind, RowSelector, Tuning, WriterLock, connection_failure};
 use super::sql::{KeyType, Param, SqlBuilder, db_time, quote_identifier, quote_literal};
 use super::url::DatabaseUrl;
 use super::{Access, ConnectOptions, Database, DbError, Pool};
@@ -50,42 +51,11 @@ pub(super) fn is_busy(code: &str) -> bool {
 #[derive(Debug)]
 pub struct Sqlite;
 
+impl Sealed for Sqlite {}
+
 impl Backend for Sqlite {
     fn kind(&self) -> Kind {
         Kind::Sqlite
-    }
-
-    fn connect<'a>(
-        &'a self,
-        url: &'a DatabaseUrl,
-        options: ConnectOptions,
-    ) -> BoxFuture<'a, Result<Database, DbError>> {
-        Box::pin(async move {
-            let connect_error = |reason| DbError::Connect { url: url.redacted(), reason };
-            // A mistyped path must not become a new, empty database.
-            let path = url.sqlite_path();
-            if !path.is_empty() && path != ":memory:" && !std::path::Path::new(path).exists() {
-                return Err(DbError::NoSuchFile(path.to_owned()));
-            }
-            let read_only = options.access == Access::ReadOnly;
-            let connect_options = SqliteConnectOptions::from_str(url.as_str())
-                .map_err(connect_error)?
-                .read_only(read_only)
-                .immutable(read_only && !writable_directory(path))
-                .create_if_missing(false)
-                .foreign_keys(true)
-                // 16 MiB of page cache (SQLite's default is 2 MiB): a chunk's dirty pages then stay
-                // in memory until its commit instead of spilling to the journal part-way.
-                .pragma("cache_size", "-16384")
-                .busy_timeout(options.busy_timeout);
-            let pool = SqlitePoolOptions::new()
-                .max_connections(4)
-                .test_before_acquire(false)
-                .connect_with(connect_options)
-                .await
-                .map_err(connect_error)?;
-            Ok(Database::new(&Sqlite, Pool::Sqlite(pool)))
-        })
     }
 
     fn placeholder(&self, number: usize) -> String {
@@ -214,39 +184,57 @@ impl Backend for Sqlite {
         sql.push(" (").identifiers(columns).push(");");
     }
 
-    fn identifier_limit(&self) -> Option<usize> {
-        None
+    fn tuning(&self) -> &'static Tuning {
+        &TUNING
     }
+}
 
-    fn concurrent_writers(&self) -> bool {
-        false
-    }
+const TUNING: Tuning = Tuning {
+    identifier_limit: None,
+    concurrent_writers: false,
+    range_partitions: false,
+    deletes_in_with: false,
+    // `rowid IN (SELECT rowid ... LIMIT n)` builds a temporary b-tree of rowids first.
+    limited_delete_is_slow: true,
+    // SQLite joins by probing an index per row however many rows it reads: a larger read
+    // would only add the check again.
+    scan_read_ahead: 0,
+    wide_read_setting: None,
+    key_array_setting: None,
+};
 
-    fn range_partitions(&self) -> bool {
-        false
-    }
-
-    fn deletes_in_with(&self) -> bool {
-        false
-    }
-
-    fn limited_delete_is_slow(&self) -> bool {
-        // `rowid IN (SELECT rowid ... LIMIT n)` builds a temporary b-tree of rowids first.
-        true
-    }
-
-    fn scan_read_ahead(&self) -> u64 {
-        // SQLite joins by probing an index per row however many rows it reads: a larger read
-        // would only add the check again.
-        0
-    }
-
-    fn wide_read_setting(&self) -> Option<&'static str> {
-        None
-    }
-
-    fn key_array_setting(&self) -> Option<&'static str> {
-        None
+impl Driver for Sqlite {
+    fn connect<'a>(
+        &'a self,
+        url: &'a DatabaseUrl,
+        options: ConnectOptions,
+    ) -> BoxFuture<'a, Result<Database, DbError>> {
+        Box::pin(async move {
+            let connect_error = |reason| DbError::Connect { url: url.redacted(), reason };
+            // A mistyped path must not become a new, empty database.
+            let path = url.sqlite_path();
+            if !path.is_empty() && path != ":memory:" && !std::path::Path::new(path).exists() {
+                return Err(DbError::NoSuchFile(path.to_owned()));
+            }
+            let read_only = options.access == Access::ReadOnly;
+            let connect_options = SqliteConnectOptions::from_str(url.as_str())
+                .map_err(connect_error)?
+                .read_only(read_only)
+                .immutable(read_only && !writable_directory(path))
+                .create_if_missing(false)
+                .foreign_keys(true)
+                // 16 MiB of page cache (SQLite's default is 2 MiB): a chunk's dirty pages then stay
+                // in memory until its commit instead of spilling to the journal part-way.
+                .pragma("cache_size", "-16384")
+                .busy_timeout(options.busy_timeout);
+            let pool = SqlitePoolOptions::new()
+                .max_connections(4)
+                .test_before_acquire(false)
+                .connect_with(connect_options)
+                .await
+                .map_err(connect_error)?;
+            Ok(Database::new(&Sqlite, Pool::Sqlite(pool)))
+        })
     }
 
     fn migrations(&self) -> &'static [&'static str] {
@@ -267,5 +255,21 @@ impl Backend for Sqlite {
             _ => None,
         };
         if matches!(primary, Some(5 | 6)) { Failure::Transient } else { Failure::Permanent }
+    }
+
+    fn type_mismatch(&self, _error: &sqlx::Error) -> bool {
+        // SQLite compares values of any two types.
+        false
+    }
+
+    fn unique_violation(&self, error: &sqlx::Error) -> Option<String> {
+        let error = error.as_database_error().filter(|error| error.is_unique_violation())?;
+        // SQLite names the columns only: `UNIQUE constraint failed: t.a, t.b`.
+        let message = error.message();
+        Some(
+            message
+                .strip_prefix("UNIQUE constraint failed: ")
+                .map_or_else(|| message.to_owned(), |on| format!("on {on}")),
+        )
     }
 }

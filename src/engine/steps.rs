@@ -81,7 +81,7 @@ impl<'a> StepSql<'a> {
     /// inserted after it.
     pub fn child_goes_after(&self, index: usize) -> bool {
         self.sql.node.has_only_set_based_children()
-            && self.sql.backend.concurrent_writers()
+            && self.sql.backend.tuning().concurrent_writers
             && self.child_ties[index] == Tie::None
     }
 
@@ -91,7 +91,7 @@ impl<'a> StepSql<'a> {
     /// that deletes the children too; with concurrent writers, a child its foreign key refuses to
     /// orphan, or one deleted after the chunk's rows, needs none.
     pub fn new_children_check(&self, together: bool, keys: &Param) -> Option<Statement> {
-        let checked: Vec<&NodeSql<'a>> = if self.sql.backend.concurrent_writers() {
+        let checked: Vec<&NodeSql<'a>> = if self.sql.backend.tuning().concurrent_writers {
             (self.children.iter().enumerate())
                 .filter(|(index, _)| !self.child_goes_after(*index) && self.child_ties[*index] != Tie::Refusing)
                 .map(|(_, child)| child)
@@ -113,7 +113,7 @@ impl<'a> StepSql<'a> {
     /// Where one writer at a time is the rule, a delete of every matching row has its tombstones
     /// and archive rows read from the table right before it, and returns nothing: what is read.
     pub fn row_data_from_table(&self) -> Option<&Returning> {
-        self.row_data().filter(|_| !self.sql.backend.concurrent_writers())
+        self.row_data().filter(|_| !self.sql.backend.tuning().concurrent_writers)
     }
 
     /// The tombstones of a chunk; `rows` is the JSON array of the deleted rows' key, shard and
@@ -129,7 +129,7 @@ impl<'a> StepSql<'a> {
     /// A composite key is left to the tool, which writes its JSON array compactly (`[1,3]`) as
     /// on every database; PostgreSQL's own text of it is `[1, 3]`.
     pub fn deleting_in_with(&self, delete: &Statement, archived: bool) -> Option<Statement> {
-        let returning = self.returning.as_ref().filter(|_| self.sql.backend.deletes_in_with())?;
+        let returning = self.returning.as_ref().filter(|_| self.sql.backend.tuning().deletes_in_with)?;
         if returning.identity.len() > 1 {
             return None;
         }
@@ -276,7 +276,7 @@ fn list_node(
         statements.extend(children_checks(&step, node, &keys));
         statements.extend(deleting_all(&step, keys, true));
     } else {
-        if parent.is_some_and(PlanNode::has_only_set_based_children) && backend.limited_delete_is_slow() {
+        if parent.is_some_and(PlanNode::has_only_set_based_children) && backend.tuning().limited_delete_is_slow {
             // In the parent chunk's transaction: all its rows when they fit one chunk, else a chunk.
             statements.push(step.sql.count_up_to(matched.clone(), node.chunk_size + 1));
             statements.extend(deleting_all(&step, matched.clone(), false));

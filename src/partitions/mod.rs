@@ -134,7 +134,7 @@ pub fn policies<'a>(
     database: &Database,
     model: Option<&str>,
 ) -> Result<Vec<Policy<'a>>, PartitionError> {
-    if !database.backend().range_partitions() {
+    if !database.backend().tuning().range_partitions {
         return Err(PartitionError::NotPostgres);
     }
     let mut models: Vec<&Model> = match model {

@@ -48,7 +48,9 @@ impl<'a> Merger<'a> {
             }
             Err((child, error)) => {
                 transaction.rollback().await?;
-                let Some(constraint) = error.unique_violation() else { return Err(error.into()) };
+                let Some(constraint) = self.engine.database().unique_violation(&error) else {
+                    return Err(error.into());
+                };
                 Err(self.conflict(pairs, child, constraint).await)
             }
         }

@@ -72,7 +72,7 @@ fn index_name(database: &Database, schema: &Schema, table: &Table, by: &[String]
             })
     };
     let base = format!("{}_{}", table.name, by.join("_"));
-    let limit = database.backend().identifier_limit().unwrap_or(usize::MAX);
+    let limit = database.backend().tuning().identifier_limit.unwrap_or(usize::MAX);
     (0..)
         .map(|number: u32| {
             let suffix = if number == 0 { "_key".to_owned() } else { format!("_key{number}") };

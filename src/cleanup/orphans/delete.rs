@@ -269,7 +269,7 @@ impl Scan for OrphanScan<'_> {
     }
 
     async fn read(&mut self, size: u64) -> Result<Read<Batch>, OrphanError> {
-        let read_ahead = self.group.engine.database().backend().scan_read_ahead();
+        let read_ahead = self.group.engine.database().backend().tuning().scan_read_ahead;
         if read_ahead <= size {
             let keys = self.orphans(Among::Next { after: self.after.as_deref(), limit: size }, false).await?;
             self.exhausted = (keys.len() as u64) < size;

@@ -40,7 +40,7 @@ impl<'a> Deletion<'a> {
         let deleted = match self.delete_all(&mut transaction, frame.node, &frame.step, keys, true).await {
             Err(DeleteError::Database(error)) if self.is_foreign_key_violation(&error) => {
                 transaction.rollback().await?;
-                if !self.database.backend().concurrent_writers() {
+                if !self.database.backend().tuning().concurrent_writers {
                     return Err(DeleteError::Refused { model: frame.node.model.clone(), reason: error.to_string() });
                 }
                 return Ok(Together::ChildrenAppeared);
@@ -78,7 +78,7 @@ impl<'a> Deletion<'a> {
     ) -> Result<ChildRows, DeleteError> {
         let limit = self.sizes.in_parent(child);
         let matched = || Param::Keys(keys.clone());
-        let counted = if self.database.backend().limited_delete_is_slow() {
+        let counted = if self.database.backend().tuning().limited_delete_is_slow {
             let counted = transaction.fetch_texts(&step.sql.count_up_to(matched(), limit + 1)).await?;
             first_text(&counted).and_then(|n| n.parse::<u64>().ok())
         } else {
@@ -157,7 +157,7 @@ impl<'a> Deletion<'a> {
                 transaction.rollback().await?;
                 // Without concurrent writers, no child was inserted meanwhile: the reference is
                 // undeclared.
-                if !self.database.backend().concurrent_writers() {
+                if !self.database.backend().tuning().concurrent_writers {
                     return Err(DeleteError::Refused { model: frame.node.model.clone(), reason: error.to_string() });
                 }
                 return Ok(Outcome::ChildrenAppeared { refused: Some(error.to_string()) });

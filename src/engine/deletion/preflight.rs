@@ -94,7 +94,7 @@ async fn refuse_uncomparable_relations(
                 all_checked = false;
                 continue;
             }
-            if !error.is_type_mismatch() {
+            if !database.is_type_mismatch(&error) {
                 return Err(error.into());
             }
             return Err(DeleteError::UncomparableRelation {
