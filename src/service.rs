@@ -119,7 +119,10 @@ impl WorkerService {
         let drained = async {
             let Some(drainer) = &self.drainer else { return Ok(None) };
             let drained = drainer.run(stop.clone()).await;
-            stop.store(true, Ordering::SeqCst);
+            // With `once` the retention round runs after the drain, and must not see a stop.
+            if !once {
+                stop.store(true, Ordering::SeqCst);
+            }
             drained.map(Some)
         };
         let deleted = async {

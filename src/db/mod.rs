@@ -322,7 +322,7 @@ impl Database {
 
     /// Like [`Self::fetch_array`], for a statement that reads many rows: with what a writer's
     /// connection turns off for chunk-sized statements turned back on
-    /// ([`Backend::wide_read_setting`]).
+    /// ([`Tuning::wide_read_setting`]).
     pub async fn fetch_wide_array(&self, statement: &Statement) -> Result<Vec<String>, DbError> {
         self.fetch_array_with(statement, self.driver.tuning().wide_read_setting).await
     }
@@ -386,7 +386,7 @@ impl Database {
     }
 
     /// [`Self::begin_write`] for a transaction whose statements all look rows up by key arrays
-    /// (a deletion's chunk), with [`Backend::key_array_setting`] when `unpartitioned`: no table it
+    /// (a deletion's chunk), with [`Tuning::key_array_setting`] when `unpartitioned`: no table it
     /// touches is partitioned (a plan made for any key array cannot leave partitions out).
     pub async fn begin_key_array_write(&self, unpartitioned: bool) -> Result<Transaction, DbError> {
         self.begin_write_with(self.driver.tuning().key_array_setting.filter(|_| unpartitioned)).await

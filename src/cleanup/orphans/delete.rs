@@ -191,7 +191,7 @@ struct Batch {
 
 /// One scan of the run: the orphans of some of a group's relations in key order, and what they
 /// get. Read a batch at a time, or many batches ahead where the database reads many keys much
-/// faster per key ([`crate::db::Backend::scan_read_ahead`]), each batch then read again among
+/// faster per key ([`crate::db::Tuning::scan_read_ahead`]), each batch then read again among
 /// its own keys so that rows which found their parent since are left alone, unless cleaning
 /// them tests that itself.
 struct OrphanScan<'g> {

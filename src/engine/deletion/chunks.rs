@@ -67,7 +67,7 @@ impl<'a> Deletion<'a> {
     }
 
     /// Deletes the rows of `child` under the chunk `keys`: all of them where a count found they
-    /// fit one chunk of the child's (see [`crate::db::Backend::limited_delete_is_slow`]), else up
+    /// fit one chunk of the child's (see [`crate::db::Tuning::limited_delete_is_slow`]), else up
     /// to one chunk.
     pub(super) async fn delete_children(
         &mut self,
