@@ -34,6 +34,8 @@ pub mod audit;
 pub mod cleanup;
 pub mod config;
 pub mod db;
+// The demo database behind `cascade demo` and the examples; not an interface for programs.
+#[doc(hidden)]
 pub mod demo;
 pub mod diagnostic;
 pub mod engine;
@@ -44,6 +46,16 @@ pub mod render;
 pub mod scheduler;
 pub mod schema;
 pub mod service;
-pub mod stop;
+pub(crate) mod stop;
 pub mod telemetry;
-pub mod user;
+pub(crate) mod user;
+
+pub use audit::{RunOutcome, RunRows};
+pub use config::{Config, Loaded, load, load_sources};
+pub use db::{Access, Database, DbError};
+pub use diagnostic::{Code, Diagnostic, Severity, Sources};
+pub use engine::{DeleteError, DeleteOptions, Deletion, Engine, Finished, PrepareError, Summary};
+pub use outbox::{DrainOptions, Drainer};
+pub use planner::{CheckedConfig, Plan, check, compile};
+pub use schema::{Schema, introspect, introspect_url, parse_ddl};
+pub use service::{ServiceOptions, WorkerService};

@@ -4,13 +4,15 @@
 //! deletion marked them). Deletions, clean-ups and partition prunes record themselves through a
 //! [`Run`] handle, which keeps the run's heartbeat while it exists.
 
-pub mod checkpoint;
+pub(crate) mod checkpoint;
 mod outcome;
 mod process;
 mod records;
 mod run;
-pub mod statuses;
+pub(crate) mod statuses;
 
 pub use outcome::{RunOutcome, RunRows, RunState};
-pub use records::{RunRecord, list_runs, run_alive};
-pub use run::{Alone, LiveRun, Run, RunStart, record_rows};
+pub(crate) use records::run_alive;
+pub use records::{RunRecord, list_runs};
+pub use run::LiveRun;
+pub(crate) use run::{Alone, Run, RunStart, record_rows};

@@ -273,11 +273,6 @@ impl<'a> BatchRun<'a> {
         })
     }
 
-    /// The options it runs with.
-    pub fn options(&self) -> &BatchOptions {
-        &self.options
-    }
-
     /// Runs `scan` from its checkpoint, batch after batch, until it is through (its checkpoint
     /// then goes, so the next run scans everything: [`Next::Continue`]) or the run stops
     /// ([`Next::Stop`]: by the caller's flag, or by `--max-batches`).

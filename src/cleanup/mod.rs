@@ -3,9 +3,11 @@
 //! what deleting them would remove); `duplicates` finds groups of rows that are equal on some
 //! columns.
 
-pub mod batches;
+pub(crate) mod batches;
 pub mod duplicates;
 pub mod orphans;
+
+pub use batches::{BATCH_SIZES, BatchError, BatchOptions, CleanupSummary};
 
 pub use orphans::{
     DeletePreview, LeftAlone, OrphanError, OrphanOptions, OrphanReport, RelationOrphans, RootPreview, SkippedRelation,

@@ -85,11 +85,8 @@ pub fn run(cli: &Cli, args: &Args) -> anyhow::Result<ExitCode> {
             }
             return Ok(ExitCode::SUCCESS);
         }
-        let options = DeleteOptions {
-            archive: args.archive.clone(),
-            command: redact_command_line(std::env::args()),
-            ..DeleteOptions::default()
-        };
+        let mut options = DeleteOptions::for_command(redact_command_line(std::env::args()));
+        options.archive = args.archive.clone();
         // A full count before deleting only pays off where a progress bar shows it.
         let total = if args.count || stderr_is_terminal() {
             let counts = engine::count(&database, engine.config(), engine.schema(), &plan, &ids).await?;
@@ -117,10 +114,10 @@ pub(super) async fn delete(
     engine: &Engine,
     plan: &planner::Plan,
     ids: &[String],
-    options: DeleteOptions,
+    mut options: DeleteOptions,
     total_rows: Option<u64>,
 ) -> anyhow::Result<Option<Finished>> {
-    let options = DeleteOptions { stop: Some(super::stop_on_signals()), ..options };
+    options.stop = Some(super::stop_on_signals());
     let bar = progress_bar(total_rows);
     let mut last_line = std::time::Instant::now();
     let finished = engine

@@ -84,8 +84,7 @@ pub fn run(cli: &Cli, args: &Args) -> anyhow::Result<ExitCode> {
         print!("{}", PlanView::new(&plan, &ids, Some(&counts), &rates, &folding, None).render(PlanFormat::Text)?);
 
         println!("\n== cascade delete organization {root} --confirm");
-        let options =
-            DeleteOptions { command: format!("cascade demo --rows {}", args.rows), ..DeleteOptions::default() };
+        let options = DeleteOptions::for_command(format!("cascade demo --rows {}", args.rows));
         let total = Some(counts.totals.values().sum());
         let Some(finished) = super::delete::delete(&engine, &plan, &ids, options, total).await? else {
             return Ok(ExitCode::from(1));

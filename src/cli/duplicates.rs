@@ -1,7 +1,7 @@
 use std::fmt::Write as _;
 use std::process::ExitCode;
 
-use cascade::cleanup::batches::BatchError;
+use cascade::cleanup::BatchError;
 use cascade::cleanup::duplicates::{self, DEFAULT_SAMPLE, Duplicates, DuplicatesError, Keep, Search, Uniqueness};
 use cascade::db::Access;
 use cascade::db::sql::quote_literal;

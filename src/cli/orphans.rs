@@ -3,7 +3,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use cascade::audit::RunOutcome;
-use cascade::cleanup::batches::{BatchError, BatchOptions, CleanupSummary};
+use cascade::cleanup::{BatchError, BatchOptions, CleanupSummary};
 use cascade::cleanup::orphans::OrphanCleanup;
 use cascade::cleanup::{self, DeletePreview, LeftAlone, OrphanError, OrphanOptions, OrphanReport, RelationOrphans};
 use cascade::config::OnDelete;

@@ -11,14 +11,17 @@ mod sql;
 mod steps;
 mod throttle;
 
-pub use archive::{Archive, ArchiveError};
+pub(crate) use archive::Archive;
+pub use archive::ArchiveError;
 pub(crate) use chunk_size::next_size as next_chunk_size;
-pub use count::{CountError, Counts, Dangling, count, count_dangling};
-pub use deletion::{DeleteError, DeleteOptions, Deletion, RunBatch, Summary, default_actor};
+pub(crate) use count::{Dangling, count_dangling};
+pub use count::{CountError, Counts, count};
+pub(crate) use deletion::RunBatch;
+pub use deletion::{DeleteError, DeleteOptions, Deletion, Summary, default_actor};
 pub use run::{Engine, Finished, PrepareError};
-pub use sql::RootGuard;
+pub(crate) use sql::RootGuard;
 pub use steps::{ListedStatement, StepStatements, list as list_statements};
-pub use throttle::Pacing;
+pub(crate) use throttle::Pacing;
 
 pub(crate) use sql::status_in;
 

@@ -23,7 +23,7 @@ pub struct DeleteOptions {
     pub stop: Option<Arc<AtomicBool>>,
     /// The deletion is one batch of a run the caller recorded (a clean-up deleting batch after
     /// batch); `None` for a deletion that is a run of its own.
-    pub within: Option<RunBatch>,
+    pub(crate) within: Option<RunBatch>,
 }
 
 impl Default for DeleteOptions {
@@ -36,6 +36,14 @@ impl Default for DeleteOptions {
             stop: None,
             within: None,
         }
+    }
+}
+
+impl DeleteOptions {
+    /// The options of a deletion run by `command` (the command line as `cascade_run` records it,
+    /// passwords redacted), the others at their defaults.
+    pub fn for_command(command: impl Into<String>) -> Self {
+        Self { command: command.into(), ..Self::default() }
     }
 }
 
