@@ -106,7 +106,7 @@ pub fn run(cli: &Cli, args: &Args) -> anyhow::Result<ExitCode> {
         // What --confirm would refuse before deleting anything, the dry run says too.
         if let Some(refused) = refused {
             if let DeleteError::UnregisteredReferences(diagnostics) = &refused {
-                super::refuse_diagnostics(&loaded.sources(), diagnostics);
+                super::refuse_diagnostics(loaded.sources(), diagnostics);
             }
             eprintln!("error: with --confirm this clean-up would be refused: {refused}");
             return Ok(ExitCode::from(1));

@@ -89,7 +89,7 @@ pub fn check_references(config: &Config, sources: &Sources, schema: &Schema, pla
 }
 
 /// A config that every rule passed without an error (warnings allowed), with the files it was
-/// read from. Only [`check`] (and [`crate::engine::Engine::prepare`], against the live schema)
+/// read from. Only [`check`] (and `Engine::prepare` in `engine`, against the live schema)
 /// makes one, and only a checked config compiles into plans and runs deletions, so a program
 /// cannot run a config that was never checked. Cloning it is cheap.
 #[derive(Debug, Clone)]

@@ -17,7 +17,7 @@ pub struct Summary {
     /// The longest of them, in milliseconds.
     pub max_chunk_ms: f64,
     /// The 99th percentile of their times (nearest rank), in milliseconds; set by
-    /// [`Deletion::finish`].
+    /// [`Deletion::finish`](super::Deletion::finish).
     pub p99_chunk_ms: f64,
     /// How long each transaction took, in milliseconds, in commit order.
     #[serde(skip)]
