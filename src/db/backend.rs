@@ -1,5 +1,7 @@
-//! One trait for everything that differs between SQLite and PostgreSQL; `sqlite.rs` and
-//! `postgres.rs` implement it. Code above `db` asks the backend instead of matching on a dialect.
+//! One trait for everything that differs between SQLite and PostgreSQL in statements and
+//! connections; `sqlite.rs` and `postgres.rs` implement it. How each dialect's SQL text reads
+//! (names, the parser's dialect) is `Kind`'s, in `dialect.rs`. Code above `db` asks the backend
+//! or the kind instead of matching on a dialect.
 
 use std::fmt::Debug;
 use std::future::Future;
@@ -81,6 +83,10 @@ pub trait Backend: sealed::Sealed + Send + Sync + Debug {
     /// that references them: their own, except where the database would not convert them to what
     /// the column holds (SQLite: integer keys never equal the text a TEXT column holds, `'1'`).
     fn compared_as(&self, values: &KeyType, column: &KeyType) -> KeyType;
+
+    /// Whether the database compares values of the two key types with `=`: SQLite compares any
+    /// two values; PostgreSQL refuses the pairs [`KeyType::compares_on_postgres`] knows of.
+    fn can_compare(&self, left: &KeyType, right: &KeyType) -> bool;
 
     /// `column` is one of the keys bound as the single parameter `list`, typed as `key_type`
     /// (compared as that type: see [`Backend::compared_as`]).

@@ -3,6 +3,7 @@
 //! [`Backend`]; nothing here knows of configs or plans.
 
 mod backend;
+mod dialect;
 mod keys;
 mod migrate;
 pub mod options;

@@ -45,6 +45,10 @@ impl Backend for Postgres {
         values.clone()
     }
 
+    fn can_compare(&self, left: &KeyType, right: &KeyType) -> bool {
+        left.compares_on_postgres(right)
+    }
+
     fn key_list(&self, sql: &mut SqlBuilder, column: &str, key_type: &KeyType, list: Param) {
         sql.identifier(column).push(" = ANY(").bind(list).push("::").push(key_cast(key_type)).push("[])");
     }

@@ -67,6 +67,10 @@ impl Backend for Sqlite {
         if *column == KeyType::Text && *values == KeyType::Integer { KeyType::Text } else { values.clone() }
     }
 
+    fn can_compare(&self, _left: &KeyType, _right: &KeyType) -> bool {
+        true
+    }
+
     fn key_list(&self, sql: &mut SqlBuilder, column: &str, key_type: &KeyType, list: Param) {
         // `json_each` gives a JSON number as an integer, and SQLite converts it to no column's
         // affinity in `IN (SELECT ...)`: a TEXT column's `'1'` is found as text only.

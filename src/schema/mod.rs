@@ -317,14 +317,13 @@ impl Schema {
         })
     }
 
-    /// Whether PostgreSQL has no `=` between `child`'s `column` and the `parent_key` of `parent`
-    /// it references, as far as the tool knows the types ([`KeyType::compares_on_postgres`]).
-    /// Never where a foreign key ties the two: PostgreSQL accepts one only between comparable
-    /// types (a DDL script's types are guessed from their names, and a SQLite script can read as
-    /// PostgreSQL).
+    /// Whether the schema's database (PostgreSQL) has no `=` between `child`'s `column` and the
+    /// `parent_key` of `parent` it references, as far as the tool knows the types
+    /// ([`crate::db::Backend::can_compare`]). Never where a foreign key ties the two: PostgreSQL
+    /// accepts one only between comparable types (a DDL script's types are guessed from their
+    /// names, and a SQLite script can read as PostgreSQL).
     pub fn cannot_compare(&self, child: &Table, column: &Column, parent: &Table, parent_key: &Column) -> bool {
-        self.kind == Some(Kind::Postgres)
-            && !parent_key.key_type.compares_on_postgres(&column.key_type)
+        self.kind.is_some_and(|kind| !kind.backend().can_compare(&parent_key.key_type, &column.key_type))
             && self.foreign_keys_on(&child.name, &column.name, &parent.name, &parent_key.name).next().is_none()
     }
 

@@ -2,13 +2,12 @@
 //! partitioned by range on the retention column alone; otherwise no partition is "wholly older"
 //! than the policy, and dropping one would remove rows of any age.
 
-use crate::db::Kind;
 use crate::diagnostic::{Code, Diagnostic};
 use crate::planner::Context;
 
 pub fn check(context: &Context<'_>, diagnostics: &mut Vec<Diagnostic>) {
-    // SQLite has its own rule (`retention-on-sqlite`).
-    if context.schema.is_some_and(|schema| schema.kind == Some(Kind::Sqlite)) {
+    // A database without range partitions (SQLite) has its own rule (`retention-on-sqlite`).
+    if context.schema.and_then(|schema| schema.kind).is_some_and(|kind| !kind.backend().range_partitions()) {
         return;
     }
     for model in context.config.models.values() {

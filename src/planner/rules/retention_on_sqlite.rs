@@ -1,15 +1,17 @@
 //! `retention-on-sqlite`: `retention` drops whole partitions of a PostgreSQL table partitioned by
 //! range; SQLite has no partitions, so the policy could never run there.
 
-use crate::db::{DatabaseUrl, Kind};
+use crate::db::DatabaseUrl;
 use crate::diagnostic::{Code, Diagnostic};
 use crate::planner::Context;
 
 pub fn check(context: &Context<'_>, diagnostics: &mut Vec<Diagnostic>) {
     let settings_url = context.config.settings.database_url.as_ref();
     let settings_kind = settings_url.and_then(|url| DatabaseUrl::parse(&url.value).ok()).map(|url| url.kind());
-    let on_sqlite = context.schema.and_then(|schema| schema.kind).or(settings_kind) == Some(Kind::Sqlite);
-    if !on_sqlite {
+    let kind = context.schema.and_then(|schema| schema.kind).or(settings_kind);
+    // The messages call it SQLite: the one database without range partitions.
+    let without_range_partitions = kind.is_some_and(|kind| !kind.backend().range_partitions());
+    if !without_range_partitions {
         return;
     }
     for model in context.config.models.values() {

@@ -6,22 +6,26 @@
 //! is parsed on its own so that one statement sqlparser cannot read (a PL/pgSQL function, a
 //! vendor extension, plain garbage) costs only that statement.
 
-use std::collections::HashMap;
+mod flavor;
+mod statements;
+mod tables;
 
-use sqlparser::ast::ReferentialAction as SqlAction;
-use sqlparser::ast::{
-    AlterTable, AlterTableOperation, ColumnDef, ColumnOption, CreateIndex, CreateTable, Expr, ForeignKeyConstraint,
-    Ident, IndexColumn, ObjectName, Statement, TableConstraint,
-};
-use sqlparser::dialect::{Dialect, PostgreSqlDialect, SQLiteDialect};
+use sqlparser::ast::{AlterTable, AlterTableOperation, CreateIndex, CreateTable, Statement};
 use sqlparser::keywords::Keyword;
 use sqlparser::parser::Parser;
-use sqlparser::tokenizer::{Location, Token, TokenWithSpan, Tokenizer, Whitespace, Word};
+use sqlparser::tokenizer::{Token, TokenWithSpan, Tokenizer};
 
 use crate::db::Kind;
-use crate::db::sql::KeyType;
 
-use super::{Column, ForeignKey, Index, OWN_TABLE_PREFIX, PartitionKey, ReferentialAction, Schema, Table};
+use super::{Index, Schema, Table};
+use flavor::{Flavor, TableRef};
+use statements::{
+    byte_offset, leading_keywords, pieces_ending_lines_with_semicolon, split_statements, strip_keywords,
+    without_only_in_create_index,
+};
+use tables::{
+    DeclaredTables, Partition, add_column, add_constraint, add_index, has_expression, is_own_table, partition_key,
+};
 
 /// The result of parsing a DDL script.
 #[derive(Debug, Clone, PartialEq)]
@@ -57,345 +61,14 @@ pub fn parse_ddl(sql: &str) -> ParsedDdl {
     // `CREATE TABLE` inside one would count as a table: syntax only PostgreSQL has settles it.
     let sqlite_wins = !postgres.saw_postgres_only_syntax && sqlite.tables_read > postgres.tables_read;
     let best = if sqlite_wins { sqlite } else { postgres };
-    let flavor = best.flavor;
+    let kind = best.flavor.kind();
     let skipped = best.skipped;
-    ParsedDdl { schema: Schema { tables: best.finish(), kind: Some(flavor) }, dialect: flavor.name(), skipped }
-}
-
-/// The SQL dialect a script is read in, and the identifier rules that come with it.
-impl Kind {
-    fn name(self) -> &'static str {
-        match self {
-            Kind::Postgres => "postgresql",
-            Kind::Sqlite => "sqlite",
-        }
-    }
-
-    fn dialect(self) -> &'static dyn Dialect {
-        match self {
-            Kind::Postgres => &PostgreSqlDialect {},
-            Kind::Sqlite => &SQLiteDialect {},
-        }
-    }
-
-    /// An identifier as the database stores it: PostgreSQL folds unquoted names to lower case
-    /// (ASCII only, as it does for UTF-8 databases); SQLite keeps them as written.
-    fn identifier(self, value: &str, quote_style: Option<char>) -> String {
-        match (self, quote_style) {
-            (Kind::Postgres, None) => value.to_ascii_lowercase(),
-            _ => value.to_string(),
-        }
-    }
-
-    fn ident(self, ident: &Ident) -> String {
-        self.identifier(&ident.value, ident.quote_style)
-    }
-
-    fn word(self, word: &Word) -> String {
-        self.identifier(&word.value, word.quote_style)
-    }
-
-    /// `schema.name` or `name`; `None` when a part is not a plain identifier.
-    fn table_ref(self, name: &ObjectName) -> Option<TableRef> {
-        let mut parts = name.0.iter().rev().map(|part| part.as_ident().map(|ident| self.ident(ident)));
-        let name = parts.next()??;
-        let schema = match parts.next() {
-            Some(schema) => Some(schema?),
-            None => None,
-        };
-        Some(self.table_ref_from(schema, name))
-    }
-
-    fn table_ref_from(self, schema: Option<String>, name: String) -> TableRef {
-        // A SQLite qualifier names an attached database, not a schema in the model's sense.
-        let schema = if self == Kind::Sqlite { None } else { schema };
-        TableRef { schema, name }
-    }
-
-    /// Column names of an index or key, in order, up to the first expression: what follows an
-    /// expression cannot be used as a leading column, so the list stays a correct prefix.
-    /// The plain columns of an index, up to its first expression (see [`has_expression`]).
-    fn index_columns(self, columns: &[IndexColumn]) -> Vec<String> {
-        columns
-            .iter()
-            .map_while(|column| match &column.column.expr {
-                Expr::Identifier(ident) => Some(self.ident(ident)),
-                _ => None,
-            })
-            .collect()
-    }
-
-    fn idents(self, idents: &[Ident]) -> Vec<String> {
-        idents.iter().map(|ident| self.ident(ident)).collect()
-    }
-
-    fn foreign_key(self, columns: Vec<String>, fk: &ForeignKeyConstraint) -> Option<ForeignKey> {
-        let target = self.table_ref(&fk.foreign_table)?;
-        Some(ForeignKey {
-            columns,
-            referenced_schema: target.schema,
-            referenced_table: target.name,
-            referenced_columns: self.idents(&fk.referred_columns),
-            on_delete: fk.on_delete.map_or(ReferentialAction::NoAction, referential_action),
-        })
-    }
-}
-
-fn referential_action(action: SqlAction) -> ReferentialAction {
-    match action {
-        SqlAction::NoAction => ReferentialAction::NoAction,
-        SqlAction::Restrict => ReferentialAction::Restrict,
-        SqlAction::Cascade => ReferentialAction::Cascade,
-        SqlAction::SetNull => ReferentialAction::SetNull,
-        SqlAction::SetDefault => ReferentialAction::SetDefault,
-    }
-}
-
-/// A table as a statement names it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-struct TableRef {
-    schema: Option<String>,
-    name: String,
-}
-
-/// A partition and the table it belongs to, as declared.
-#[derive(Debug, Clone)]
-struct Partition {
-    child: TableRef,
-    parent: TableRef,
-}
-
-/// The tables read so far, in declared order, with their positions by name: a script declares
-/// thousands of tables and each statement looks its table up, so a scan per lookup made reading
-/// a script quadratic.
-struct DeclaredTables {
-    flavor: Kind,
-    tables: Vec<Table>,
-    /// The position of each table by its schema and name as declared (unique: a table declared
-    /// again replaces the one it names).
-    by_qualified_name: HashMap<(Option<String>, String), usize>,
-    /// The positions of the tables with a name, in declared order; SQLite's names folded to
-    /// ASCII lower case.
-    by_name: HashMap<String, Vec<usize>>,
-}
-
-impl DeclaredTables {
-    fn new(flavor: Kind) -> Self {
-        Self { flavor, tables: Vec::new(), by_qualified_name: HashMap::new(), by_name: HashMap::new() }
-    }
-
-    /// A name as `by_name` keys it: SQLite compares names ignoring ASCII case; PostgreSQL has
-    /// folded unquoted names already, and quoted ones are case-sensitive there.
-    fn name_key(&self, name: &str) -> String {
-        match self.flavor {
-            Kind::Postgres => name.to_owned(),
-            Kind::Sqlite => name.to_ascii_lowercase(),
-        }
-    }
-
-    /// The position of the table a statement names: the exact name, else the first table of the
-    /// same name where one side leaves the schema out (`ALTER TABLE x` after `CREATE TABLE
-    /// public.x`).
-    fn find(&self, target: &TableRef) -> Option<usize> {
-        if let Some(&position) = self.by_qualified_name.get(&(target.schema.clone(), target.name.clone())) {
-            return Some(position);
-        }
-        self.by_name.get(&self.name_key(&target.name))?.iter().copied().find(|&position| {
-            let schema = &self.tables[position].schema;
-            schema.is_none() || target.schema.is_none() || *schema == target.schema
-        })
-    }
-
-    /// Adds `table` at the end, or in place of the table at `existing`, which [`Self::find`]
-    /// found by this table's name: the name keeps its key, only the exact entry changes.
-    fn put(&mut self, existing: Option<usize>, table: Table) {
-        let qualified_name = (table.schema.clone(), table.name.clone());
-        match existing {
-            Some(position) => {
-                let replaced = std::mem::replace(&mut self.tables[position], table);
-                self.by_qualified_name.remove(&(replaced.schema, replaced.name));
-                self.by_qualified_name.insert(qualified_name, position);
-            }
-            None => {
-                let position = self.tables.len();
-                self.by_name.entry(self.name_key(&table.name)).or_default().push(position);
-                self.by_qualified_name.insert(qualified_name, position);
-                self.tables.push(table);
-            }
-        }
-    }
-}
-
-/// The tables are read and changed in place as a slice: only [`DeclaredTables::put`] adds one,
-/// and nothing renames one, so the positions by name stay true.
-impl std::ops::Deref for DeclaredTables {
-    type Target = [Table];
-
-    fn deref(&self) -> &[Table] {
-        &self.tables
-    }
-}
-
-impl std::ops::DerefMut for DeclaredTables {
-    fn deref_mut(&mut self) -> &mut [Table] {
-        &mut self.tables
-    }
-}
-
-/// The key of `PARTITION BY RANGE (entered_at)` from the clause as the parser prints it
-/// (`RANGE(entered_at)`): a quoted name as written, an unquoted one folded to lowercase (as
-/// PostgreSQL does), anything else an expression.
-fn partition_key(clause: &str) -> Option<PartitionKey> {
-    let (strategy, rest) = clause.split_once('(')?;
-    let inner = rest.strip_suffix(')')?;
-    let column = |part: &str| {
-        let part = part.trim();
-        if let Some(quoted) = part.strip_prefix('"').and_then(|p| p.strip_suffix('"')) {
-            return Some(quoted.replace("\"\"", "\""));
-        }
-        let simple = part.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_')
-            && part.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '$');
-        simple.then(|| part.to_ascii_lowercase())
-    };
-    Some(PartitionKey {
-        strategy: strategy.trim().to_ascii_lowercase(),
-        columns: inner.split(',').map(column).collect(),
-    })
-}
-
-fn is_own_table(name: &str) -> bool {
-    name.get(..OWN_TABLE_PREFIX.len()).is_some_and(|prefix| prefix.eq_ignore_ascii_case(OWN_TABLE_PREFIX))
-}
-
-/// Adds an index unless the very same one is already there (`CREATE INDEX IF NOT EXISTS`, a
-/// constraint repeated by hand).
-/// Whether some key part of an index is an expression rather than a column.
-fn has_expression(columns: &[IndexColumn]) -> bool {
-    columns.iter().any(|column| !matches!(column.column.expr, Expr::Identifier(_)))
-}
-
-fn add_index(table: &mut Table, index: Index) {
-    if !table.indexes.contains(&index) {
-        table.indexes.push(index);
-    }
-}
-
-/// Whether two foreign keys are the same reference, whatever their actions or names.
-fn same_reference(a: &ForeignKey, b: &ForeignKey) -> bool {
-    a.columns == b.columns
-        && a.referenced_schema == b.referenced_schema
-        && a.referenced_table == b.referenced_table
-        && a.referenced_columns == b.referenced_columns
-}
-
-fn add_foreign_key(table: &mut Table, fk: ForeignKey) {
-    if !table.foreign_keys.iter().any(|existing| same_reference(existing, &fk)) {
-        table.foreign_keys.push(fk);
-    }
-}
-
-fn set_primary_key(table: &mut Table, columns: Vec<String>) {
-    for column in &mut table.columns {
-        if columns.iter().any(|key| key == &column.name) {
-            column.nullable = false;
-        }
-    }
-    table.primary_key = columns;
-}
-
-/// The first name among those a constraint may carry (`CONSTRAINT name`, MySQL's index name).
-fn constraint_name(flavor: Kind, names: &[Option<&Ident>]) -> Option<String> {
-    names.iter().flatten().next().map(|ident| flavor.ident(ident))
-}
-
-/// Applies a table-level constraint (from `CREATE TABLE` or `ALTER TABLE ... ADD`); `false` when
-/// it is of a kind the schema does not record (CHECK, EXCLUDE, ...).
-fn add_constraint(flavor: Kind, table: &mut Table, constraint: &TableConstraint) -> bool {
-    match constraint {
-        TableConstraint::PrimaryKey(pk) => {
-            let columns = flavor.index_columns(&pk.columns);
-            let name = constraint_name(flavor, &[pk.name.as_ref(), pk.index_name.as_ref()]);
-            add_index(table, Index::new(name, columns.clone(), true));
-            set_primary_key(table, columns);
-        }
-        TableConstraint::Unique(unique) => {
-            let name = constraint_name(flavor, &[unique.name.as_ref(), unique.index_name.as_ref()]);
-            add_index(
-                table,
-                Index {
-                    expression: has_expression(&unique.columns),
-                    ..Index::new(name, flavor.index_columns(&unique.columns), true)
-                },
-            );
-        }
-        TableConstraint::ForeignKey(fk) => {
-            let Some(fk) = flavor.foreign_key(flavor.idents(&fk.columns), fk) else {
-                return false;
-            };
-            add_foreign_key(table, fk);
-        }
-        TableConstraint::Index(index) => {
-            let name = constraint_name(flavor, &[index.name.as_ref()]);
-            add_index(
-                table,
-                Index {
-                    expression: has_expression(&index.columns),
-                    ..Index::new(name, flavor.index_columns(&index.columns), false)
-                },
-            );
-        }
-        TableConstraint::PrimaryKeyUsingIndex(using) | TableConstraint::UniqueUsingIndex(using) => {
-            // `ADD CONSTRAINT c PRIMARY KEY USING INDEX i` promotes an index declared earlier:
-            // its columns are only known from that index.
-            let index_name = flavor.ident(&using.index_name);
-            let Some(index) = table.indexes.iter_mut().find(|index| index.name.as_deref() == Some(index_name.as_str()))
-            else {
-                return false;
-            };
-            index.unique = true;
-            let columns = index.columns.clone();
-            if matches!(constraint, TableConstraint::PrimaryKeyUsingIndex(_)) {
-                set_primary_key(table, columns);
-            }
-        }
-        _ => return false,
-    }
-    true
-}
-
-/// One column, and what its inline constraints add to the table.
-fn add_column(flavor: Kind, table: &mut Table, column: &ColumnDef) {
-    let name = flavor.ident(&column.name);
-    let mut nullable = true;
-    for option in &column.options {
-        let option_name = option.name.as_ref();
-        match &option.option {
-            ColumnOption::NotNull => nullable = false,
-            ColumnOption::PrimaryKey(pk) => {
-                nullable = false;
-                let index_name = constraint_name(flavor, &[option_name, pk.name.as_ref()]);
-                add_index(table, Index::new(index_name, vec![name.clone()], true));
-                table.primary_key = vec![name.clone()];
-            }
-            ColumnOption::Unique(unique) => {
-                let index_name = constraint_name(flavor, &[option_name, unique.name.as_ref()]);
-                add_index(table, Index::new(index_name, vec![name.clone()], true));
-            }
-            ColumnOption::ForeignKey(fk) => {
-                if let Some(fk) = flavor.foreign_key(vec![name.clone()], fk) {
-                    add_foreign_key(table, fk);
-                }
-            }
-            _ => {}
-        }
-    }
-    let data_type = lowercase_outside_quotes(&column.data_type.to_string());
-    table.columns.push(Column { name, key_type: KeyType::of_declared(&data_type), data_type, nullable });
+    ParsedDdl { schema: Schema { tables: best.finish(), kind: Some(kind) }, dialect: kind.name(), skipped }
 }
 
 /// The schema as one dialect reads a script.
 struct Reader {
-    flavor: Kind,
+    flavor: Flavor,
     tables: DeclaredTables,
     partitions: Vec<Partition>,
     /// `CREATE TABLE` statements used: what decides between the dialects.
@@ -406,19 +79,19 @@ struct Reader {
 }
 
 impl Reader {
-    fn read(flavor: Kind, sql: &str) -> Reader {
+    fn read(kind: Kind, sql: &str) -> Reader {
         let mut reader = Reader {
-            flavor,
-            tables: DeclaredTables::new(flavor),
+            flavor: Flavor::new(kind),
+            tables: DeclaredTables::new(kind),
             partitions: Vec::new(),
             tables_read: 0,
             saw_postgres_only_syntax: false,
             skipped: 0,
         };
-        match Tokenizer::new(flavor.dialect(), sql).tokenize_with_location() {
+        match Tokenizer::new(kind.parser_dialect(), sql).tokenize_with_location() {
             Ok(tokens) => reader.read_tokens(tokens),
             Err(error) => {
-                let dialect = flavor.name();
+                let dialect = kind.name();
                 tracing::debug!(dialect, %error, "cannot tokenize; reading the script piecewise");
                 reader.read_piecewise(sql);
             }
@@ -436,7 +109,7 @@ impl Reader {
     }
 
     fn read_piece(&mut self, piece: &str) {
-        let dialect = self.flavor.dialect();
+        let dialect = self.flavor.kind().parser_dialect();
         match Tokenizer::new(dialect, piece).tokenize_with_location() {
             Ok(tokens) => self.read_tokens(tokens),
             Err(error) => {
@@ -468,8 +141,8 @@ impl Reader {
             self.skipped += 1;
             return;
         }
-        let mut parser =
-            Parser::new(self.flavor.dialect()).with_tokens_with_locations(without_only_in_create_index(tokens));
+        let mut parser = Parser::new(self.flavor.kind().parser_dialect())
+            .with_tokens_with_locations(without_only_in_create_index(tokens));
         // A chunk normally holds one statement; more when a `;` was missing between them.
         let error = loop {
             while parser.consume_token(&Token::SemiColon) {}
@@ -493,7 +166,7 @@ impl Reader {
         if let Some(error) = error
             && !self.apply_attach_partition_tokens(&parser.into_tokens())
         {
-            let dialect = self.flavor.name();
+            let dialect = self.flavor.kind().name();
             tracing::debug!(dialect, %error, "skipping a statement");
             self.skipped += 1;
         }
@@ -630,257 +303,16 @@ impl Reader {
     }
 
     /// The tables, with each partition folded into the table it belongs to.
-    fn finish(mut self) -> Vec<Table> {
-        let roots = self.partition_roots();
-        // Before merging, so that references to two partitions of one table merge as well.
-        self.point_references_at_roots(&roots);
-        for (child, root) in roots.iter().enumerate() {
-            let Some(root) = *root else { continue };
-            let foreign_keys = std::mem::take(&mut self.tables[child].foreign_keys);
-            let indexes = std::mem::take(&mut self.tables[child].indexes);
-            let parent = &mut self.tables[root];
-            parent.partitioned = true;
-            for fk in foreign_keys {
-                add_foreign_key(parent, fk);
-            }
-            for index in indexes {
-                // Every partition carries its own copy of an index under its own name.
-                if !parent.indexes.iter().any(|known| known.columns == index.columns && known.unique == index.unique) {
-                    parent.indexes.push(index);
-                }
-            }
-        }
-        self.tables.tables.into_iter().zip(&roots).filter(|(_, root)| root.is_none()).map(|(table, _)| table).collect()
+    fn finish(self) -> Vec<Table> {
+        self.tables.fold_partitions(&self.partitions)
     }
-
-    /// For each table, the partitioned table at the top of its partition chain (a partition may
-    /// be partitioned further); `None` for a table that is not a known partition, or is caught in
-    /// a cycle.
-    fn partition_roots(&self) -> Vec<Option<usize>> {
-        let mut parent_of = vec![None; self.tables.len()];
-        for partition in &self.partitions {
-            let child = self.tables.find(&partition.child);
-            let parent = self.tables.find(&partition.parent);
-            if let (Some(child), Some(parent)) = (child, parent)
-                && child != parent
-            {
-                parent_of[child] = Some(parent);
-            }
-        }
-        (0..self.tables.len())
-            .map(|table| {
-                let mut current = parent_of[table]?;
-                for _ in 0..self.tables.len() {
-                    match parent_of[current] {
-                        Some(parent) => current = parent,
-                        None => return Some(current),
-                    }
-                }
-                None
-            })
-            .collect()
-    }
-
-    /// A foreign key that references a partition directly references its partitioned table once
-    /// the partitions are gone.
-    fn point_references_at_roots(&mut self, roots: &[Option<usize>]) {
-        let mut retargets = Vec::new();
-        for (table, fks) in self.tables.iter().map(|table| &table.foreign_keys).enumerate() {
-            for (position, fk) in fks.iter().enumerate() {
-                let target = TableRef { schema: fk.referenced_schema.clone(), name: fk.referenced_table.clone() };
-                if let Some(root) = self.tables.find(&target).and_then(|found| roots[found]) {
-                    let root = &self.tables[root];
-                    retargets.push((table, position, root.schema.clone(), root.name.clone()));
-                }
-            }
-        }
-        for (table, position, schema, name) in retargets {
-            let fk = &mut self.tables[table].foreign_keys[position];
-            fk.referenced_schema = schema;
-            fk.referenced_table = name;
-        }
-    }
-}
-
-/// A declared type in lower case (`VARCHAR(20)` → `varchar(20)`), except quoted type names,
-/// which are case-sensitive.
-fn lowercase_outside_quotes(text: &str) -> String {
-    let mut quoted = false;
-    text.chars()
-        .map(|ch| {
-            if ch == '"' {
-                quoted = !quoted;
-            }
-            if quoted { ch } else { ch.to_ascii_lowercase() }
-        })
-        .collect()
-}
-
-/// Splits a script at top-level semicolons. Strings, comments and dollar-quoted bodies are
-/// single tokens already; what remains are the `BEGIN ... END` bodies of SQLite triggers and
-/// `BEGIN ATOMIC` functions, whose semicolons do not end the statement. psql meta-commands
-/// (`\connect db`, `\restrict key`) end at the end of their line, with or without a `;`.
-///
-/// Each statement goes to `read` as soon as it ends, so that a large script's tokens are held
-/// once, not a second time as statements; returns how many psql meta-commands were dropped.
-fn split_statements(tokens: Vec<TokenWithSpan>, mut read: impl FnMut(Vec<TokenWithSpan>)) -> usize {
-    let mut read_unless_empty = |statement: Vec<TokenWithSpan>| {
-        if statement.iter().any(|token| !matches!(token.token, Token::Whitespace(_))) {
-            read(statement);
-        }
-    };
-    let mut meta_commands = 0;
-    let mut current: Vec<TokenWithSpan> = Vec::new();
-    let mut block_depth = 0usize;
-    let mut at_line_start = true;
-    let mut in_meta_command = false;
-    for token in tokens {
-        let ends_line =
-            matches!(token.token, Token::Whitespace(Whitespace::Newline | Whitespace::SingleLineComment { .. }));
-        if in_meta_command {
-            in_meta_command = !ends_line;
-            at_line_start = ends_line;
-            continue;
-        }
-        match &token.token {
-            Token::EOF => continue,
-            Token::Backslash if at_line_start => {
-                meta_commands += 1;
-                in_meta_command = true;
-                at_line_start = false;
-                continue;
-            }
-            Token::SemiColon if block_depth == 0 => {
-                read_unless_empty(std::mem::take(&mut current));
-                at_line_start = false;
-                continue;
-            }
-            Token::Word(word) if word.quote_style.is_none() => match word.keyword {
-                Keyword::BEGIN if block_depth > 0 || has_body(&current) => block_depth += 1,
-                Keyword::CASE if block_depth > 0 => block_depth += 1,
-                Keyword::END if block_depth > 0 => block_depth -= 1,
-                _ => {}
-            },
-            _ => {}
-        }
-        if ends_line {
-            at_line_start = true;
-        } else if !matches!(token.token, Token::Whitespace(Whitespace::Space | Whitespace::Tab)) {
-            at_line_start = false;
-        }
-        current.push(token);
-    }
-    if block_depth == 0 {
-        read_unless_empty(current);
-    } else {
-        // A body that never ends was no body: split the rest at every semicolon rather than
-        // lose it.
-        let mut rest = current.into_iter().peekable();
-        while rest.peek().is_some() {
-            read_unless_empty(rest.by_ref().take_while(|token| token.token != Token::SemiColon).collect());
-        }
-    }
-    meta_commands
-}
-
-/// Whether a statement is `CREATE [OR REPLACE] [TEMP] TRIGGER|FUNCTION|PROCEDURE`, whose body may
-/// hold semicolons between `BEGIN` and `END`.
-fn has_body(tokens: &[TokenWithSpan]) -> bool {
-    let keywords = leading_keywords(tokens, 5);
-    keywords.first() == Some(&Keyword::CREATE)
-        && keywords.iter().any(|k| matches!(k, Keyword::TRIGGER | Keyword::FUNCTION | Keyword::PROCEDURE))
-}
-
-/// The keywords of the first `count` words of a statement (`NoKeyword` for other words).
-fn leading_keywords(tokens: &[TokenWithSpan], count: usize) -> Vec<Keyword> {
-    tokens
-        .iter()
-        .filter(|token| !matches!(token.token, Token::Whitespace(_)))
-        .take(count)
-        .map(|token| match &token.token {
-            Token::Word(word) if word.quote_style.is_none() => word.keyword,
-            _ => Keyword::NoKeyword,
-        })
-        .collect()
-}
-
-/// Whether a token is the keyword, unquoted (`"on"` is an identifier).
-fn is_keyword(token: &Token, keyword: Keyword) -> bool {
-    matches!(token, Token::Word(word) if word.quote_style.is_none() && word.keyword == keyword)
-}
-
-/// `tokens` after the given keywords, when it starts with them.
-fn strip_keywords<'t>(tokens: &'t [&'t Token], keywords: &[Keyword]) -> Option<&'t [&'t Token]> {
-    let mut rest = tokens;
-    for keyword in keywords {
-        match rest {
-            [first, after @ ..] if is_keyword(first, *keyword) => rest = after,
-            _ => return None,
-        }
-    }
-    Some(rest)
-}
-
-/// Drops the `ONLY` of `CREATE INDEX ... ON ONLY t` (pg_dump writes it for partitioned tables),
-/// which sqlparser 0.64 does not accept; for the schema it makes no difference.
-fn without_only_in_create_index(mut tokens: Vec<TokenWithSpan>) -> Vec<TokenWithSpan> {
-    let keywords = leading_keywords(&tokens, 3);
-    if !matches!(
-        keywords.as_slice(),
-        [Keyword::CREATE, Keyword::INDEX, ..] | [Keyword::CREATE, Keyword::UNIQUE, Keyword::INDEX]
-    ) {
-        return tokens;
-    }
-    let words: Vec<usize> = (0..tokens.len()).filter(|&i| !matches!(tokens[i].token, Token::Whitespace(_))).collect();
-    let only = words
-        .windows(2)
-        .find(|pair| is_keyword(&tokens[pair[0]].token, Keyword::ON))
-        .filter(|pair| is_keyword(&tokens[pair[1]].token, Keyword::ONLY))
-        .map(|pair| pair[1]);
-    if let Some(only) = only {
-        tokens.remove(only);
-    }
-    tokens
-}
-
-/// The script cut after each `;` that ends a line.
-fn pieces_ending_lines_with_semicolon(sql: &str) -> Vec<&str> {
-    let mut pieces = Vec::new();
-    let (mut start, mut end) = (0, 0);
-    for line in sql.split_inclusive('\n') {
-        end += line.len();
-        if line.trim_end().ends_with(';') {
-            pieces.push(&sql[start..end]);
-            start = end;
-        }
-    }
-    if start < sql.len() {
-        pieces.push(&sql[start..]);
-    }
-    pieces
-}
-
-/// The byte offset of a tokenizer location (1-based line and character column); the end of
-/// `sql` when the location lies beyond it.
-fn byte_offset(sql: &str, location: Location) -> usize {
-    let (mut line, mut column) = (1, 1);
-    for (offset, ch) in sql.char_indices() {
-        if line == location.line && column == location.column {
-            return offset;
-        }
-        if ch == '\n' {
-            line += 1;
-            column = 1;
-        } else {
-            column += 1;
-        }
-    }
-    sql.len()
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::db::sql::KeyType;
+    use crate::schema::{Column, ForeignKey, PartitionKey, ReferentialAction};
 
     fn column(name: &str, data_type: &str, nullable: bool) -> Column {
         Column { name: name.into(), data_type: data_type.into(), nullable, key_type: KeyType::of_declared(data_type) }
