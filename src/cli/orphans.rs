@@ -3,9 +3,9 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use cascade::audit::RunOutcome;
-use cascade::cleanup::{BatchError, BatchOptions, CleanupSummary};
 use cascade::cleanup::orphans::OrphanCleanup;
 use cascade::cleanup::{self, DeletePreview, LeftAlone, OrphanError, OrphanOptions, OrphanReport, RelationOrphans};
+use cascade::cleanup::{BatchError, BatchOptions, CleanupSummary};
 use cascade::config::OnDelete;
 use cascade::db::{Access, Database, redact_command_line};
 use cascade::engine::DeleteError;

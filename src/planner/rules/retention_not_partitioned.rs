@@ -7,7 +7,7 @@ use crate::planner::Context;
 
 pub fn check(context: &Context<'_>, diagnostics: &mut Vec<Diagnostic>) {
     // A database without range partitions (SQLite) has its own rule (`retention-on-sqlite`).
-    if context.schema.and_then(|schema| schema.kind).is_some_and(|kind| !kind.backend().range_partitions()) {
+    if context.schema.and_then(|schema| schema.kind).is_some_and(|kind| !kind.backend().tuning().range_partitions) {
         return;
     }
     for model in context.config.models.values() {

@@ -10,7 +10,7 @@ pub fn check(context: &Context<'_>, diagnostics: &mut Vec<Diagnostic>) {
     let settings_kind = settings_url.and_then(|url| DatabaseUrl::parse(&url.value).ok()).map(|url| url.kind());
     let kind = context.schema.and_then(|schema| schema.kind).or(settings_kind);
     // The messages call it SQLite: the one database without range partitions.
-    let without_range_partitions = kind.is_some_and(|kind| !kind.backend().range_partitions());
+    let without_range_partitions = kind.is_some_and(|kind| !kind.backend().tuning().range_partitions);
     if !without_range_partitions {
         return;
     }
