@@ -29,6 +29,7 @@
 //! ```
 
 #![warn(missing_docs)]
+#![warn(unreachable_pub)]
 
 pub mod audit;
 pub mod cleanup;

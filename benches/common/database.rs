@@ -23,7 +23,7 @@ pub async fn fresh_database(server: &str, name: &str) -> String {
 /// server's version, `fsync` and `synchronous_commit` on PostgreSQL; `journal_mode` and
 /// `synchronous` on SQLite.
 pub async fn durability(database: &Database) -> String {
-    let (queries, names): (&[&str], &[&str]) = match database.backend().kind() {
+    let (queries, names): (&[&str], &[&str]) = match database.kind() {
         Kind::Postgres => (
             &[
                 "SELECT current_setting('server_version')",

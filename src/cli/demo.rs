@@ -49,9 +49,10 @@ pub struct Args {
 pub fn run(cli: &Cli, args: &Args) -> anyhow::Result<ExitCode> {
     let config_dir = if cli.config.exists() { cli.config.clone() } else { write_demo_config(&args.db)? };
     let mut loaded = cascade::config::load(&config_dir)?;
-    let checked = planner::check(&mut loaded, None);
-    super::refuse_diagnostics(&loaded.sources, &loaded.diagnostics);
-    let Some(checked) = checked else { return Ok(ExitCode::from(1)) };
+    if planner::check(&mut loaded, None).is_none() {
+        super::refuse_diagnostics(&loaded.sources, &loaded.diagnostics);
+        return Ok(ExitCode::from(1));
+    }
     super::block_on(async {
         println!("== building {} with about {} rows", args.db.display(), args.rows);
         let built = demo::build(&args.db, args.rows).await?;
@@ -63,13 +64,11 @@ pub fn run(cli: &Cli, args: &Args) -> anyhow::Result<ExitCode> {
         let schema = cascade::schema::introspect(&database).await?;
 
         println!("== cascade validate --database-url {url}");
-        let mut diagnostics = planner::validate(&loaded.config, &loaded.sources, Some(&schema));
-        planner::sort(&mut diagnostics);
-        let report = Report { sources: &loaded.sources, diagnostics: &diagnostics };
+        let mut validated = cascade::config::load(&config_dir)?;
+        let checked = planner::check(&mut validated, Some(&schema));
+        let report = Report { sources: &validated.sources, diagnostics: &validated.diagnostics };
         print!("{}", report.render(Format::Human, super::color_stdout()));
-        if report.errors() > 0 {
-            return Ok(ExitCode::from(1));
-        }
+        let Some(checked) = checked else { return Ok(ExitCode::from(1)) };
 
         let root = built.organizations[0].to_string();
         println!("\n== cascade plan organization --id {root} --depth 2");

@@ -70,8 +70,8 @@ pub fn run(cli: &Cli, args: &Args) -> anyhow::Result<ExitCode> {
         }
     };
 
-    let backend = DatabaseUrl::parse(&url)?.backend();
-    let sql = args.sql.then(|| engine::list_statements(&plan, &loaded, backend, schema.as_ref()));
+    let kind = DatabaseUrl::parse(&url)?.kind();
+    let sql = args.sql.then(|| engine::list_statements(&plan, &loaded, kind, schema.as_ref()));
     let folding = Folding { depth: args.depth, collapse: args.collapse.clone() };
     let view = PlanView::new(&plan, &ids, counts.as_ref(), &rates, &folding, sql);
     let output = match &args.template {

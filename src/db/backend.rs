@@ -23,7 +23,7 @@ pub enum Kind {
 
 impl Kind {
     /// The backend of this kind of database.
-    pub fn backend(self) -> &'static dyn Backend {
+    pub(crate) fn backend(self) -> &'static dyn Backend {
         self.driver()
     }
 

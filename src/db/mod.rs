@@ -13,7 +13,8 @@ mod sqlite;
 mod url;
 
 use backend::Driver;
-pub use backend::{Backend, BoxFuture, Failure, Kind, RowSelector, Tuning, WriterLock};
+pub use backend::{Failure, Kind};
+pub(crate) use backend::{Backend, WriterLock};
 pub use migrate::{SCHEMA_VERSION_TABLE, migrate, schema_version};
 pub use url::{DEFAULT_DATABASE_URL, DatabaseUrl, redact, redact_command_line};
 
@@ -22,7 +23,8 @@ use sqlx::sqlite::SqlitePool;
 
 use sql::{Param, SqlValue, Statement};
 
-pub use keys::{Keys, exact_integer, key_json, key_value, typed_key_json};
+pub use keys::Keys;
+pub(crate) use keys::{key_value, typed_key_json};
 
 /// A pool of connections to one database, with the backend that speaks to it.
 #[derive(Debug, Clone)]
@@ -234,7 +236,7 @@ impl Transaction {
     }
 
     /// How statements are written for the transaction's database.
-    pub fn backend(&self) -> &'static dyn Backend {
+    pub(crate) fn backend(&self) -> &'static dyn Backend {
         self.driver
     }
 
@@ -293,8 +295,13 @@ impl Database {
     }
 
     /// How statements are written for this database.
-    pub fn backend(&self) -> &'static dyn Backend {
+    pub(crate) fn backend(&self) -> &'static dyn Backend {
         self.driver
+    }
+
+    /// Which database this is.
+    pub fn kind(&self) -> Kind {
+        self.driver.kind()
     }
 
     /// The connections, for the schema readers of each backend.
@@ -303,7 +310,7 @@ impl Database {
     }
 
     /// A new statement for this database.
-    pub fn sql(&self) -> sql::SqlBuilder {
+    pub(crate) fn sql(&self) -> sql::SqlBuilder {
         sql::SqlBuilder::new(self.driver)
     }
 

@@ -1,7 +1,7 @@
 //! Database URLs: parsed once into the backend they name, and redacted wherever they are shown.
 
 use super::DbError;
-use super::backend::{Backend, Kind};
+use super::backend::Kind;
 
 /// The database URL used when neither `--database-url` nor `CASCADE_DATABASE_URL` is given.
 pub const DEFAULT_DATABASE_URL: &str = "sqlite://cascade.db";
@@ -29,11 +29,6 @@ impl DatabaseUrl {
     /// Which database this is.
     pub fn kind(&self) -> Kind {
         self.kind
-    }
-
-    /// The backend that speaks to it.
-    pub fn backend(&self) -> &'static dyn Backend {
-        self.kind.backend()
     }
 
     /// The URL as given, password included: for connecting only, never for showing.

@@ -6,7 +6,7 @@ use serde::Serialize;
 use super::sql::{NodeSql, Returning, delete_archived, delete_with_tombstones, outbox_insert};
 use crate::config::{Config, OnDelete, StatusCheck};
 use crate::db::sql::{KeyType, Param, SqlValue, Statement, quote_literal};
-use crate::db::{Backend, Keys};
+use crate::db::{Backend, Keys, Kind};
 use crate::planner::{OutboxTarget, Plan, PlanNode};
 use crate::schema::{CatalogNames, Schema, Table};
 
@@ -233,12 +233,8 @@ pub struct ListedStatement {
 
 /// Every step's statements in execution order, for a database of `backend` (with `schema`,
 /// when known, for key types and partitioned tables).
-pub fn list(
-    plan: &Plan,
-    config: &Config,
-    backend: &'static dyn Backend,
-    schema: Option<&Schema>,
-) -> Vec<StepStatements> {
+pub fn list(plan: &Plan, config: &Config, kind: Kind, schema: Option<&Schema>) -> Vec<StepStatements> {
+    let backend = kind.backend();
     let mut steps = Vec::new();
     list_node(&plan.root, None, config, backend, schema, &mut steps);
     steps.sort_by_key(|s| (s.after_step.unwrap_or(s.step), s.after_step.is_some(), s.step));

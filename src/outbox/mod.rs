@@ -57,7 +57,7 @@ impl Clock for SystemClock {
 
 /// How long a shard waits after its `attempts`-th failed delivery in a row: 2 s, doubling, at
 /// most an hour.
-pub fn backoff(attempts: u64) -> Duration {
+pub(crate) fn backoff(attempts: u64) -> Duration {
     const FIRST: Duration = Duration::from_secs(2);
     const LONGEST: Duration = Duration::from_secs(3600);
     let doublings = u32::try_from(attempts.saturating_sub(1)).unwrap_or(u32::MAX).min(12);

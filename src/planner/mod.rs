@@ -59,7 +59,7 @@ impl<'a> Context<'a> {
 
 /// Runs every rule (those that need a schema only when one is given) and returns all
 /// diagnostics they raise.
-pub fn validate(config: &Config, sources: &Sources, schema: Option<&Schema>) -> Vec<Diagnostic> {
+pub(crate) fn validate(config: &Config, sources: &Sources, schema: Option<&Schema>) -> Vec<Diagnostic> {
     let graph = ModelGraph::build(config);
     let context = Context { config, graph: &graph, sources, schema };
     let mut diagnostics = Vec::new();
@@ -73,7 +73,7 @@ pub fn validate(config: &Config, sources: &Sources, schema: Option<&Schema>) -> 
 /// into a table it deletes from that the database enforces (`ON DELETE NO ACTION` or
 /// `RESTRICT`) is a declared relation or an `ignore_references` entry, whether or not
 /// `require_all_references` is set. Each one that is not is an `unregistered-reference` error.
-pub fn check_references(config: &Config, sources: &Sources, schema: &Schema, plan: &Plan) -> Vec<Diagnostic> {
+pub(crate) fn check_references(config: &Config, sources: &Sources, schema: &Schema, plan: &Plan) -> Vec<Diagnostic> {
     let graph = ModelGraph::build(config);
     let context = Context { config, graph: &graph, sources, schema: Some(schema) };
     let mut deleted: Vec<&Model> = Vec::new();
@@ -142,7 +142,7 @@ pub fn check(loaded: &mut Loaded, schema: Option<&Schema>) -> Option<CheckedConf
 }
 
 /// Source order: by file, then position, then code, so output is stable between runs.
-pub fn sort(diagnostics: &mut [Diagnostic]) {
+pub(crate) fn sort(diagnostics: &mut [Diagnostic]) {
     diagnostics.sort_by(|a, b| {
         (a.location.file, a.location.span.start, a.code).cmp(&(b.location.file, b.location.span.start, b.code))
     });
