@@ -5,10 +5,10 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 /// How often the stop flag is looked at while waiting.
-pub const CHECK_EVERY: Duration = Duration::from_millis(100);
+pub(crate) const CHECK_EVERY: Duration = Duration::from_millis(100);
 
 /// Waits `duration`, or less when `stop` is set meanwhile.
-pub async fn pause(duration: Duration, stop: &AtomicBool) {
+pub(crate) async fn pause(duration: Duration, stop: &AtomicBool) {
     let started = Instant::now();
     while started.elapsed() < duration && !stop.load(Ordering::SeqCst) {
         tokio::time::sleep(CHECK_EVERY.min(duration.saturating_sub(started.elapsed()))).await;

@@ -9,7 +9,7 @@ use std::fmt;
 
 /// Who runs this process.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct OsUser {
+pub(crate) struct OsUser {
     /// The real user id (`None` where the system has none).
     pub uid: Option<u32>,
     /// The user id's name, when the password database has one.
@@ -19,7 +19,7 @@ pub struct OsUser {
 impl OsUser {
     /// The name written in the audit trail and compared with `allowed_users`: the user's name,
     /// else `uid N`.
-    pub fn display_name(&self) -> String {
+    pub(crate) fn display_name(&self) -> String {
         match (&self.name, self.uid) {
             (Some(name), _) => name.clone(),
             (None, Some(uid)) => format!("uid {uid}"),
@@ -36,7 +36,7 @@ impl fmt::Display for OsUser {
 
 /// The user running this process (its real user id and that id's name).
 #[cfg(unix)]
-pub fn current() -> OsUser {
+pub(crate) fn current() -> OsUser {
     // SAFETY: getuid has no preconditions and cannot fail.
     let uid = unsafe { libc::getuid() };
     OsUser { uid: Some(uid), name: name_of(uid) }
@@ -50,7 +50,7 @@ pub fn current() -> OsUser {
 
 /// The name of `uid` in the password database, if it has one.
 #[cfg(unix)]
-pub fn name_of(uid: u32) -> Option<String> {
+pub(crate) fn name_of(uid: u32) -> Option<String> {
     let mut buffer = vec![0 as libc::c_char; 4096];
     loop {
         // SAFETY: an all-zero `passwd` is a valid value (null pointers, zero ids); getpwuid_r

@@ -7,7 +7,7 @@ use crate::db::{Database, DbError, Transaction, migrate};
 
 /// Sets the checkpoint `name` to `position` (creating or moving it), in the transaction whose
 /// work it records.
-pub async fn save(transaction: &mut Transaction, name: &str, position: &str) -> Result<(), DbError> {
+pub(crate) async fn save(transaction: &mut Transaction, name: &str, position: &str) -> Result<(), DbError> {
     let mut sql = SqlBuilder::new(transaction.backend());
     sql.push("INSERT INTO cascade_checkpoint (name, position) VALUES (")
         .binds([Param::text(name), Param::text(position)]);
@@ -17,7 +17,7 @@ pub async fn save(transaction: &mut Transaction, name: &str, position: &str) -> 
 }
 
 /// [`save`] in a transaction of its own (creating the tool's tables if needed).
-pub async fn save_alone(database: &Database, name: &str, position: &str) -> Result<(), DbError> {
+pub(crate) async fn save_alone(database: &Database, name: &str, position: &str) -> Result<(), DbError> {
     migrate(database).await?;
     let mut transaction = database.begin_write().await?;
     save(&mut transaction, name, position).await?;
@@ -25,14 +25,14 @@ pub async fn save_alone(database: &Database, name: &str, position: &str) -> Resu
 }
 
 /// The position of the checkpoint `name`, if one is kept.
-pub async fn position(database: &Database, name: &str) -> Result<Option<String>, DbError> {
+pub(crate) async fn position(database: &Database, name: &str) -> Result<Option<String>, DbError> {
     let mut sql = database.sql();
     sql.push("SELECT position FROM cascade_checkpoint WHERE name = ").bind_text(name);
     Ok(database.fetch_texts(&sql.finish()).await?.into_iter().next().and_then(|row| row.into_iter().next().flatten()))
 }
 
 /// Every checkpoint whose name starts with `prefix`: (name, position), by name.
-pub async fn with_prefix(database: &Database, prefix: &str) -> Result<Vec<(String, String)>, DbError> {
+pub(crate) async fn with_prefix(database: &Database, prefix: &str) -> Result<Vec<(String, String)>, DbError> {
     if !database.table_exists("cascade_checkpoint").await? {
         return Ok(Vec::new());
     }
@@ -52,7 +52,7 @@ pub async fn with_prefix(database: &Database, prefix: &str) -> Result<Vec<(Strin
 }
 
 /// Removes the checkpoint `name` inside `transaction`.
-pub async fn remove(transaction: &mut Transaction, name: &str) -> Result<(), DbError> {
+pub(crate) async fn remove(transaction: &mut Transaction, name: &str) -> Result<(), DbError> {
     let mut sql = SqlBuilder::new(transaction.backend());
     sql.push("DELETE FROM cascade_checkpoint WHERE name = ").bind_text(name);
     transaction.execute(&sql.finish()).await?;
@@ -60,7 +60,7 @@ pub async fn remove(transaction: &mut Transaction, name: &str) -> Result<(), DbE
 }
 
 /// [`remove`] in a transaction of its own.
-pub async fn remove_alone(database: &Database, name: &str) -> Result<(), DbError> {
+pub(crate) async fn remove_alone(database: &Database, name: &str) -> Result<(), DbError> {
     let mut transaction = database.begin_write().await?;
     remove(&mut transaction, name).await?;
     transaction.commit().await

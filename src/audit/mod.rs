@@ -2,7 +2,7 @@
 //! who, when, the command, the roots, the rows it did and how it ended), `cascade_checkpoint`
 //! (positions a run resumes from) and `cascade_root_status` (root statuses from before a
 //! deletion marked them). Deletions, clean-ups and partition prunes record themselves through a
-//! [`Run`] handle, which keeps the run's heartbeat while it exists.
+//! `Run` handle, which keeps the run's heartbeat while it exists.
 
 pub(crate) mod checkpoint;
 mod outcome;

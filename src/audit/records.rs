@@ -86,7 +86,7 @@ pub async fn list_runs(database: &Database, limit: u64, run_lease: Duration) -> 
 
 /// Whether a run of `root_model` and `root_ids` is `running` with a heartbeat newer than
 /// `run_lease` and a process not known to be gone: its process is still at work.
-pub async fn run_alive(
+pub(crate) async fn run_alive(
     database: &Database,
     root_model: &str,
     root_ids: &[String],

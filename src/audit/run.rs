@@ -12,7 +12,7 @@ use crate::db::{Database, DbError, Transaction, WriterLock};
 /// What a run is about, as `cascade_run` records it: a rerun of the same roots is recognised as
 /// resuming an interrupted run of them.
 #[derive(Debug, Clone, Copy)]
-pub struct RunStart<'a> {
+pub(crate) struct RunStart<'a> {
     /// Who runs it.
     pub actor: &'a str,
     /// The command line, database passwords redacted.
@@ -25,7 +25,7 @@ pub struct RunStart<'a> {
 
 /// Which runs a run that must run alone may not start beside.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Alone {
+pub(crate) enum Alone {
     /// Runs of the same root model and ids (the same orphans clean-up: they share checkpoints).
     SameRoots,
     /// Runs of the same root model, whatever their ids (any duplicates clean-up of the model, a
@@ -66,7 +66,7 @@ impl std::fmt::Display for LiveRun {
 /// A run recorded in `cascade_run` and running: its heartbeat task keeps the row fresh until the
 /// handle is dropped, so that a run whose process died is told from one still at work.
 #[derive(Debug)]
-pub struct Run {
+pub(crate) struct Run {
     database: Database,
     id: i64,
     resumes: Option<i64>,
@@ -84,7 +84,7 @@ impl Run {
     /// heartbeating it every quarter of `lease`. Earlier runs of the same roots still marked
     /// `running` whose process died (on this host), or whose heartbeat is older than `lease`, are
     /// marked `interrupted`, and the new run records that it resumes the latest of them.
-    pub async fn start(database: &Database, start: RunStart<'_>, lease: Duration) -> Result<Self, DbError> {
+    pub(crate) async fn start(database: &Database, start: RunStart<'_>, lease: Duration) -> Result<Self, DbError> {
         let mut transaction = database.begin_write().await?;
         let earlier = end_dead_runs(database, &mut transaction, start, lease).await?;
         let id = insert(database, &mut transaction, start, earlier.resumes).await?;
@@ -95,7 +95,7 @@ impl Run {
     /// [`Run::start`] for a run that must not run beside another (`alone`: of the same roots, or
     /// of the same model): while one is running, nothing is recorded and that run is returned
     /// instead.
-    pub async fn start_alone(
+    pub(crate) async fn start_alone(
         database: &Database,
         start: RunStart<'_>,
         alone: Alone,
@@ -132,17 +132,17 @@ impl Run {
     }
 
     /// The run's id in `cascade_run` (the archive's file names carry it).
-    pub fn id(&self) -> i64 {
+    pub(crate) fn id(&self) -> i64 {
         self.id
     }
 
     /// The interrupted run of the same roots that this one resumes.
-    pub fn resumes(&self) -> Option<i64> {
+    pub(crate) fn resumes(&self) -> Option<i64> {
         self.resumes
     }
 
     /// Records how the run ended, with what it did and the error that stopped it.
-    pub async fn finish(self, outcome: RunOutcome, rows: &RunRows, error: Option<&str>) -> Result<(), DbError> {
+    pub(crate) async fn finish(self, outcome: RunOutcome, rows: &RunRows, error: Option<&str>) -> Result<(), DbError> {
         let mut transaction = self.database.begin_write().await?;
         self.finish_in(&mut transaction, outcome, rows, error).await?;
         transaction.commit().await
@@ -150,7 +150,7 @@ impl Run {
 
     /// [`Run::finish`] inside `transaction`, so the run is recorded as ended exactly when what
     /// it did last commits (a dropped partition).
-    pub async fn finish_in(
+    pub(crate) async fn finish_in(
         &self,
         transaction: &mut Transaction,
         outcome: RunOutcome,
@@ -173,7 +173,7 @@ impl Run {
 /// Records `rows` as what the run `id` did so far, in the transaction that did the last of it,
 /// so a run killed after any commit shows what it committed. By id: a deletion that is one batch
 /// of a caller's run records into the caller's row.
-pub async fn record_rows(transaction: &mut Transaction, id: i64, rows: &RunRows) -> Result<(), DbError> {
+pub(crate) async fn record_rows(transaction: &mut Transaction, id: i64, rows: &RunRows) -> Result<(), DbError> {
     let mut sql = SqlBuilder::new(transaction.backend());
     sql.push("UPDATE cascade_run SET rows = ").bind_text(&rows.json()).push(" WHERE id = ").bind(Param::integer(id));
     transaction.execute(&sql.finish()).await?;

@@ -11,7 +11,7 @@ use crate::db::{Database, DbError, Transaction};
 /// Keeps the statuses root rows of `table` had before the deletion marked them in progress
 /// (key → status as JSON), in the marking transaction; a status kept by an earlier, interrupted
 /// run of the same rows stays.
-pub async fn remember(
+pub(crate) async fn remember(
     transaction: &mut Transaction,
     table: &str,
     statuses: &[(String, String)],
@@ -32,7 +32,7 @@ pub async fn remember(
 }
 
 /// The statuses kept for root rows `keys` of `table` (key → status as JSON).
-pub async fn remembered(
+pub(crate) async fn remembered(
     database: &Database,
     table: &str,
     keys: &[String],
@@ -52,7 +52,7 @@ pub async fn remembered(
 }
 
 /// Forgets the statuses kept for root rows `keys` of `table` once they are deleted.
-pub async fn forget(database: &Database, table: &str, keys: &[String]) -> Result<(), DbError> {
+pub(crate) async fn forget(database: &Database, table: &str, keys: &[String]) -> Result<(), DbError> {
     let mut sql = database.sql();
     sql.push("DELETE FROM cascade_root_status WHERE root_table = ").bind_text(table);
     sql.push(" AND ").key_list("root_key", &KeyType::Text, Param::Keys(Keys::Texts(keys.to_vec())));

@@ -29,13 +29,13 @@ use crate::planner::Plan;
 pub const BATCH_SIZES: std::ops::RangeInclusive<u64> = 50..=5_000;
 
 /// The first batch's size when none is given.
-pub const DEFAULT_BATCH_SIZE: u64 = 500;
+pub(crate) const DEFAULT_BATCH_SIZE: u64 = 500;
 
 /// How a confirmed clean-up runs.
 #[derive(Debug, Clone)]
 pub struct BatchOptions {
     /// Root keys per batch (see [`BATCH_SIZES`]). `None`: batches start at
-    /// [`DEFAULT_BATCH_SIZE`] and, like chunks, grow or shrink so that each batch's longest
+    /// `DEFAULT_BATCH_SIZE` and, like chunks, grow or shrink so that each batch's longest
     /// transaction takes about `[settings] target_chunk_ms` (unless `adaptive = false`).
     pub batch_size: Option<u64>,
     /// The pause between two batches.
@@ -146,7 +146,7 @@ pub enum BatchError {
 
 /// Whether the run goes on after a batch.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Next {
+pub(crate) enum Next {
     /// Take the next batch.
     Continue,
     /// Stopped: by the caller's flag, or by `--max-batches`.
@@ -192,7 +192,7 @@ pub(crate) trait Scan {
 }
 
 /// One confirmed clean-up in progress: its run row, its heartbeat and what it did so far.
-pub struct BatchRun<'a> {
+pub(crate) struct BatchRun<'a> {
     engine: &'a Engine,
     options: BatchOptions,
     summary: CleanupSummary,
@@ -220,7 +220,7 @@ impl<'a> BatchRun<'a> {
     /// Records the run: `root_model` and `targets` (what it cleans, such as `event.project_id`)
     /// stand in `cascade_run` for the root model and ids, so a rerun of the same command is
     /// recognised as resuming an interrupted one.
-    pub async fn start(
+    pub(crate) async fn start(
         engine: &'a Engine,
         (root_model, targets): (&str, &[String]),
         alone: Alone,
@@ -358,7 +358,7 @@ impl<'a> BatchRun<'a> {
 
     /// Deletes the roots `keys` (ascending) of `plan`, each with everything below it, advancing
     /// the checkpoint `name` with every transaction that deletes roots; then pauses.
-    pub async fn delete_batch(
+    pub(crate) async fn delete_batch(
         &mut self,
         plan: &Plan,
         keys: &[String],
@@ -409,7 +409,7 @@ impl<'a> BatchRun<'a> {
     /// [`Engine::refuse_undeletable`]): once per plan and run, not per batch (it can scan a child
     /// table on SQLite, and runs a statement per step). A caller that writes before a batch's
     /// deletion (a merge's re-pointing) calls it first.
-    pub async fn refuse_undeletable(&mut self, plan: &Plan) -> Result<(), BatchError> {
+    pub(crate) async fn refuse_undeletable(&mut self, plan: &Plan) -> Result<(), BatchError> {
         if !self.checked.contains(&plan.root.model) && self.engine.refuse_undeletable(plan).await? {
             self.checked.insert(plan.root.model.clone());
         }
@@ -417,7 +417,7 @@ impl<'a> BatchRun<'a> {
     }
 
     /// Children of the current batch's duplicates that the caller pointed at their kept rows.
-    pub fn re_pointed(&mut self, rows: IndexMap<String, u64>) {
+    pub(crate) fn re_pointed(&mut self, rows: IndexMap<String, u64>) {
         for (model, count) in rows {
             *self.summary.re_pointed.entry(model).or_default() += count;
         }
@@ -425,7 +425,7 @@ impl<'a> BatchRun<'a> {
 
     /// A transaction of the current batch that the caller ran itself took `took`: it counts as
     /// the batch's, for the longest transaction and the next batch's size.
-    pub fn transaction_done(&mut self, took: Duration) {
+    pub(crate) fn transaction_done(&mut self, took: Duration) {
         self.batch_longest = self.batch_longest.max(took);
         self.summary.max_transaction_ms = self.summary.max_transaction_ms.max(took.as_secs_f64() * 1e3);
     }
@@ -433,7 +433,7 @@ impl<'a> BatchRun<'a> {
     /// Runs `update`, which nullifies the rows of `model` among `keys` (ascending, in the
     /// database's order), with the checkpoint `name` advanced to the last key in the same
     /// transaction; then pauses.
-    pub async fn nullify_batch(
+    pub(crate) async fn nullify_batch(
         &mut self,
         update: &Statement,
         keys: &[String],
@@ -513,7 +513,7 @@ impl<'a> BatchRun<'a> {
 
     /// Records how the run ended (`error`: the failure that stopped it) with its rows per model,
     /// and logs the summary line.
-    pub async fn finish(mut self, error: Option<&str>) -> Result<CleanupSummary, BatchError> {
+    pub(crate) async fn finish(mut self, error: Option<&str>) -> Result<CleanupSummary, BatchError> {
         if error.is_some() {
             self.summary.outcome = RunOutcome::Failed;
         }
@@ -539,7 +539,7 @@ impl<'a> BatchRun<'a> {
 }
 
 /// `AND "alias"."key" > CHECKPOINT` when there is a checkpoint: the scan goes on after it.
-pub fn after(sql: &mut SqlBuilder, column: &str, key_type: &KeyType, checkpoint: Option<&str>) {
+pub(crate) fn after(sql: &mut SqlBuilder, column: &str, key_type: &KeyType, checkpoint: Option<&str>) {
     if let Some(position) = checkpoint {
         sql.push(" AND ").push(column).push(" > ").key_value(key_type, Param::Value(key_value(key_type, position)));
     }

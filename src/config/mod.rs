@@ -13,10 +13,10 @@ use std::path::{Path, PathBuf};
 
 use toml::de::DeTable;
 
-pub use read::is_identifier;
+pub(crate) use read::is_identifier;
 pub use schema::json_schema;
 pub use types::*;
-pub use users::{UserNotAllowed, allow_user, check_allowed_user};
+pub use users::{UserNotAllowed, check_allowed_user};
 
 use crate::diagnostic::{Code, Diagnostic, FileId, Location, Sources};
 

@@ -20,7 +20,7 @@ pub(crate) struct Node<'a> {
 }
 
 impl<'a> Node<'a> {
-    pub fn location(&self) -> Location {
+    pub(super) fn location(&self) -> Location {
         Location::new(self.file, self.value.span())
     }
 
@@ -48,11 +48,11 @@ impl<'a> Node<'a> {
         );
     }
 
-    pub fn invalid(&self, message: impl Into<String>, label: impl Into<String>, d: &mut Diagnostics) {
+    pub(super) fn invalid(&self, message: impl Into<String>, label: impl Into<String>, d: &mut Diagnostics) {
         d.push(Diagnostic::new(Code::InvalidValue, self.location(), message).label(label));
     }
 
-    pub fn string(&self, d: &mut Diagnostics) -> Option<Located<String>> {
+    pub(super) fn string(&self, d: &mut Diagnostics) -> Option<Located<String>> {
         match self.value.get_ref() {
             DeValue::String(s) => Some(self.located(s.to_string())),
             _ => {
@@ -62,7 +62,7 @@ impl<'a> Node<'a> {
         }
     }
 
-    pub fn integer(&self, d: &mut Diagnostics) -> Option<Located<i64>> {
+    pub(super) fn integer(&self, d: &mut Diagnostics) -> Option<Located<i64>> {
         match self.value.get_ref() {
             DeValue::Integer(i) => match i64::from_str_radix(i.as_str(), i.radix()) {
                 Ok(value) => Some(self.located(value)),
@@ -78,7 +78,7 @@ impl<'a> Node<'a> {
         }
     }
 
-    pub fn unsigned(&self, d: &mut Diagnostics) -> Option<Located<u64>> {
+    pub(super) fn unsigned(&self, d: &mut Diagnostics) -> Option<Located<u64>> {
         let value = self.integer(d)?;
         match u64::try_from(value.value) {
             Ok(unsigned) => Some(self.located(unsigned)),
@@ -90,7 +90,7 @@ impl<'a> Node<'a> {
     }
 
     /// A non-negative number, integer or float.
-    pub fn number(&self, d: &mut Diagnostics) -> Option<Located<f64>> {
+    pub(super) fn number(&self, d: &mut Diagnostics) -> Option<Located<f64>> {
         let number = match self.value.get_ref() {
             DeValue::Integer(_) => self.integer(d)?.value as f64,
             DeValue::Float(f) => match f.as_str().parse::<f64>() {
@@ -112,7 +112,7 @@ impl<'a> Node<'a> {
         Some(self.located(number))
     }
 
-    pub fn boolean(&self, d: &mut Diagnostics) -> Option<Located<bool>> {
+    pub(super) fn boolean(&self, d: &mut Diagnostics) -> Option<Located<bool>> {
         match self.value.get_ref() {
             DeValue::Boolean(b) => Some(self.located(*b)),
             _ => {
@@ -123,7 +123,7 @@ impl<'a> Node<'a> {
     }
 
     /// A name from a fixed set, such as a strategy.
-    pub fn keyword<T>(
+    pub(super) fn keyword<T>(
         &self,
         names: &[&str],
         parse: impl Fn(&str) -> Option<T>,
@@ -151,7 +151,7 @@ impl<'a> Node<'a> {
 
     /// A table or column name, optionally `schema.`-qualified. Names are always quoted in SQL;
     /// refusing empty parts, quotes and control characters keeps that quoting trivially sound.
-    pub fn identifier(&self, d: &mut Diagnostics) -> Option<Located<String>> {
+    pub(super) fn identifier(&self, d: &mut Diagnostics) -> Option<Located<String>> {
         let name = self.string(d)?;
         let parts: Vec<&str> = name.value.split('.').collect();
         if parts.len() <= 2 && parts.iter().all(|part| is_identifier(part)) {
@@ -166,7 +166,7 @@ impl<'a> Node<'a> {
         }
     }
 
-    pub fn array(&self, d: &mut Diagnostics) -> Option<Vec<Node<'a>>> {
+    pub(super) fn array(&self, d: &mut Diagnostics) -> Option<Vec<Node<'a>>> {
         match self.value.get_ref() {
             DeValue::Array(items) => {
                 Some(items.iter().map(|value| Node { file: self.file, key: self.key, value, item: true }).collect())
@@ -179,17 +179,21 @@ impl<'a> Node<'a> {
     }
 
     /// An array whose items are each read by `item`; bad items are reported and left out.
-    pub fn array_of<T>(&self, d: &mut Diagnostics, item: impl Fn(&Node<'a>, &mut Diagnostics) -> Option<T>) -> Vec<T> {
+    pub(super) fn array_of<T>(
+        &self,
+        d: &mut Diagnostics,
+        item: impl Fn(&Node<'a>, &mut Diagnostics) -> Option<T>,
+    ) -> Vec<T> {
         self.array(d).unwrap_or_default().iter().filter_map(|node| item(node, d)).collect()
     }
 
     /// The table under this key; messages about its keys call it `described` (or by its key).
-    pub fn table(&self, d: &mut Diagnostics) -> Option<Fields<'a>> {
+    pub(super) fn table(&self, d: &mut Diagnostics) -> Option<Fields<'a>> {
         let described = if self.item { format!("a `{}` entry", self.key) } else { format!("`{}`", self.key) };
         self.table_described(described, d)
     }
 
-    pub fn table_described(&self, described: String, d: &mut Diagnostics) -> Option<Fields<'a>> {
+    pub(super) fn table_described(&self, described: String, d: &mut Diagnostics) -> Option<Fields<'a>> {
         match self.value.get_ref() {
             DeValue::Table(table) => Some(Fields::new(self.location(), described, [(self.file, table)])),
             _ => {
@@ -203,7 +207,7 @@ impl<'a> Node<'a> {
 /// A name that quoting keeps sound and that reads the same in every message: not empty, not
 /// only spaces, and without quotes, backticks, control characters, line or paragraph
 /// separators, or the bidirectional controls that make text display differently from what it is.
-pub fn is_identifier(name: &str) -> bool {
+pub(crate) fn is_identifier(name: &str) -> bool {
     let invisible = |c: char| matches!(c, '\u{2028}' | '\u{2029}' | '\u{200e}' | '\u{200f}' | '\u{061c}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}');
     !name.trim().is_empty() && !name.chars().any(|c| c.is_control() || c == '"' || c == '`' || invisible(c))
 }
@@ -230,7 +234,7 @@ pub(crate) struct Fields<'a> {
 }
 
 impl<'a> Fields<'a> {
-    pub fn new(
+    pub(super) fn new(
         owner: Location,
         described: String,
         tables: impl IntoIterator<Item = (FileId, &'a DeTable<'a>)>,
@@ -248,7 +252,7 @@ impl<'a> Fields<'a> {
 
     /// Like `new`, but a key written in more than one table is a `duplicate-declaration` of a
     /// `noun` (model, scope, ...) naming both places; the first one is kept.
-    pub fn merged(
+    pub(super) fn merged(
         owner: Location,
         described: &str,
         noun: &str,
@@ -288,13 +292,13 @@ impl<'a> Fields<'a> {
     }
 
     /// Takes `key` if present; either way `key` becomes a known key of this table.
-    pub fn optional(&mut self, key: &'static str) -> Option<Node<'a>> {
+    pub(super) fn optional(&mut self, key: &'static str) -> Option<Node<'a>> {
         self.known.push(key);
         let index = self.entries.iter().position(|f| f.key.get_ref() == key)?;
         Some(self.entries.remove(index).node)
     }
 
-    pub fn required(&mut self, key: &'static str, d: &mut Diagnostics) -> Option<Node<'a>> {
+    pub(super) fn required(&mut self, key: &'static str, d: &mut Diagnostics) -> Option<Node<'a>> {
         let node = self.optional(key);
         if node.is_none() {
             d.push(
@@ -306,7 +310,7 @@ impl<'a> Fields<'a> {
     }
 
     /// Takes every remaining entry, for tables keyed by user-chosen names (models, scopes).
-    pub fn take_all(&mut self) -> Vec<(Located<String>, Node<'a>)> {
+    pub(super) fn take_all(&mut self) -> Vec<(Located<String>, Node<'a>)> {
         self.entries
             .drain(..)
             .map(|field| (Located::new(field.key.get_ref().to_string(), field.key_location()), field.node))
@@ -314,7 +318,7 @@ impl<'a> Fields<'a> {
     }
 
     /// Reports every key that was not taken as `unknown-key`, with the nearest known key.
-    pub fn finish(self, d: &mut Diagnostics) {
+    pub(super) fn finish(self, d: &mut Diagnostics) {
         for field in self.entries {
             let key = field.key.get_ref();
             let mut diagnostic = Diagnostic::new(

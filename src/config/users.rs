@@ -12,7 +12,7 @@ use crate::user::OsUser;
     allowed.iter().map(|name| format!("`{name}`")).collect::<Vec<_>>().join(", ")
 )]
 pub struct UserNotAllowed {
-    /// Who runs the process (as [`OsUser::display_name`] writes it).
+    /// Who runs the process (as `OsUser::display_name` writes it).
     pub user: String,
     /// The command refused, such as `delete --confirm`.
     pub command: String,
@@ -30,7 +30,12 @@ pub fn check_allowed_user(config: &Config, sources: &Sources, command: &str) -> 
 }
 
 /// [`check_allowed_user`] for a given `user`.
-pub fn allow_user(config: &Config, sources: &Sources, user: &OsUser, command: &str) -> Result<(), UserNotAllowed> {
+pub(crate) fn allow_user(
+    config: &Config,
+    sources: &Sources,
+    user: &OsUser,
+    command: &str,
+) -> Result<(), UserNotAllowed> {
     let Some(allowed) = &config.settings.allowed_users else { return Ok(()) };
     let name = user.display_name();
     if allowed.value.iter().any(|allowed| allowed.value == name) {

@@ -38,15 +38,15 @@ impl Kind {
 
 /// Only `db` implements [`Backend`]: every dialect difference lives there.
 pub(super) mod sealed {
-    pub trait Sealed {}
+    pub(crate) trait Sealed {}
 }
 
 /// A boxed future, so that the trait stays usable as `dyn Backend`.
-pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+pub(super) type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 
 /// How a set-based statement addresses the rows it picks in a `LIMIT`ed sub-select.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct RowSelector {
+pub(crate) struct RowSelector {
     /// What the sub-select returns (`rowid`, `ctid`, `tableoid, ctid`).
     pub select: &'static str,
     /// What the outer statement compares with it (`rowid`, `ctid`, `(tableoid, ctid)`).
@@ -72,7 +72,7 @@ pub enum Failure {
 
 /// How statements are written for SQLite or PostgreSQL: placeholders, key lists, JSON, timestamps,
 /// and the database's [`Tuning`]. Sealed: only `db` implements it.
-pub trait Backend: sealed::Sealed + Send + Sync + Debug {
+pub(crate) trait Backend: sealed::Sealed + Send + Sync + Debug {
     /// Which database this backend speaks to.
     fn kind(&self) -> Kind;
 
@@ -166,7 +166,7 @@ pub trait Backend: sealed::Sealed + Send + Sync + Debug {
 /// What differs in how the tool runs its statements on a database, beyond how they are
 /// written: plain facts, one value per database.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Tuning {
+pub(crate) struct Tuning {
     /// The most bytes of an identifier the database keeps (PostgreSQL cuts longer names to 63),
     /// if it has a limit.
     pub identifier_limit: Option<usize>,
@@ -237,7 +237,7 @@ pub(super) fn connection_failure(error: &sqlx::Error) -> Option<Failure> {
 
 /// Transactions that two processes must never run at once.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum WriterLock {
+pub(crate) enum WriterLock {
     /// Creating or upgrading the tool's tables.
     Migration,
     /// Recording the start of a run that must run alone (a clean-up).

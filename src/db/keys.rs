@@ -96,7 +96,7 @@ impl Keys {
 
 /// One key as a column of `key_type` binds it, by the module's rule; one an integer column
 /// refuses is bound as text, and matches nothing.
-pub fn key_value(key_type: &KeyType, key: &str) -> SqlValue {
+pub(crate) fn key_value(key_type: &KeyType, key: &str) -> SqlValue {
     match integer_key(key_type, key) {
         Some(number) => SqlValue::Integer(number),
         None => SqlValue::Text(key.to_owned()),
@@ -105,7 +105,7 @@ pub fn key_value(key_type: &KeyType, key: &str) -> SqlValue {
 
 /// One key as a JSON value of a record that [`crate::db::Backend::json_key_field`] reads as a
 /// key of `key_type`: a number where [`key_value`] binds an integer.
-pub fn typed_key_json(key_type: &KeyType, key: &str) -> serde_json::Value {
+pub(crate) fn typed_key_json(key_type: &KeyType, key: &str) -> serde_json::Value {
     match integer_key(key_type, key) {
         Some(number) => number.into(),
         None => key.into(),
@@ -121,12 +121,12 @@ fn integer_key(key_type: &KeyType, key: &str) -> Option<i64> {
 }
 
 /// `key` as an integer when it reads exactly as one: `7`, not `007` or `+7`.
-pub fn exact_integer(key: &str) -> Option<i64> {
+pub(super) fn exact_integer(key: &str) -> Option<i64> {
     key.parse().ok().filter(|number: &i64| number.to_string() == key)
 }
 
 /// A key as a JSON value: a number when it reads exactly as an integer, else a string.
-pub fn key_json(key: &str) -> serde_json::Value {
+pub(super) fn key_json(key: &str) -> serde_json::Value {
     exact_integer(key).map_or_else(|| key.into(), serde_json::Value::from)
 }
 

@@ -1,6 +1,6 @@
 //! The database leaf: connections, statements and the tool's own tables, for SQLite (the
 //! embedded default) and PostgreSQL. Every difference between the two lives behind
-//! [`Backend`]; nothing here knows of configs or plans.
+//! `Backend`; nothing here knows of configs or plans.
 
 mod backend;
 mod dialect;
@@ -13,8 +13,8 @@ mod sqlite;
 mod url;
 
 use backend::Driver;
-pub use backend::{Failure, Kind};
 pub(crate) use backend::{Backend, WriterLock};
+pub use backend::{Failure, Kind};
 pub use migrate::{SCHEMA_VERSION_TABLE, migrate, schema_version};
 pub use url::{DEFAULT_DATABASE_URL, DatabaseUrl, redact, redact_command_line};
 
@@ -330,7 +330,7 @@ impl Database {
 
     /// Like [`Self::fetch_array`], for a statement that reads many rows: with what a writer's
     /// connection turns off for chunk-sized statements turned back on
-    /// ([`Tuning::wide_read_setting`]).
+    /// (`Tuning::wide_read_setting`).
     pub async fn fetch_wide_array(&self, statement: &Statement) -> Result<Vec<String>, DbError> {
         self.fetch_array_with(statement, self.driver.tuning().wide_read_setting).await
     }
@@ -394,7 +394,7 @@ impl Database {
     }
 
     /// [`Self::begin_write`] for a transaction whose statements all look rows up by key arrays
-    /// (a deletion's chunk), with [`Tuning::key_array_setting`] when `unpartitioned`: no table it
+    /// (a deletion's chunk), with `Tuning::key_array_setting` when `unpartitioned`: no table it
     /// touches is partitioned (a plan made for any key array cannot leave partitions out).
     pub async fn begin_key_array_write(&self, unpartitioned: bool) -> Result<Transaction, DbError> {
         self.begin_write_with(self.driver.tuning().key_array_setting.filter(|_| unpartitioned)).await

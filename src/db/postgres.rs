@@ -27,7 +27,7 @@ const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// The PostgreSQL backend.
 #[derive(Debug)]
-pub struct Postgres;
+pub(super) struct Postgres;
 
 impl Sealed for Postgres {}
 

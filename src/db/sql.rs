@@ -83,7 +83,7 @@ impl Param {
         Param::Value(SqlValue::Integer(value))
     }
 
-    /// JSON records, as text, for [`crate::db::Backend::json_records`].
+    /// JSON records, as text, for `crate::db::Backend::json_records`.
     pub fn json_records(records: Vec<serde_json::Value>) -> Self {
         Param::text(&serde_json::Value::from(records).to_string())
     }
@@ -99,35 +99,35 @@ pub struct Statement {
 }
 
 /// Builds one statement for a backend, numbering placeholders as it wants them.
-pub struct SqlBuilder {
+pub(crate) struct SqlBuilder {
     backend: &'static dyn Backend,
     statement: Statement,
 }
 
 impl SqlBuilder {
     /// An empty statement for `backend`.
-    pub fn new(backend: &'static dyn Backend) -> Self {
+    pub(crate) fn new(backend: &'static dyn Backend) -> Self {
         Self { backend, statement: Statement::default() }
     }
 
     /// The backend the statement is built for.
-    pub fn backend(&self) -> &'static dyn Backend {
+    pub(crate) fn backend(&self) -> &'static dyn Backend {
         self.backend
     }
 
     /// Appends SQL text as it is.
-    pub fn push(&mut self, sql: &str) -> &mut Self {
+    pub(crate) fn push(&mut self, sql: &str) -> &mut Self {
         self.statement.sql.push_str(sql);
         self
     }
 
     /// Appends a quoted identifier.
-    pub fn identifier(&mut self, name: &str) -> &mut Self {
+    pub(crate) fn identifier(&mut self, name: &str) -> &mut Self {
         self.push(&quote_identifier(name))
     }
 
     /// One placeholder for `param`.
-    pub fn bind(&mut self, param: Param) -> &mut Self {
+    pub(crate) fn bind(&mut self, param: Param) -> &mut Self {
         self.statement.params.push(param);
         let placeholder = self.backend.placeholder(self.statement.params.len());
         self.push(&placeholder)
@@ -135,19 +135,19 @@ impl SqlBuilder {
 
     /// Appends a whole statement built on its own (its placeholders numbered from 1), so it
     /// must come before any parameter of this one.
-    pub fn nest(&mut self, statement: Statement) -> &mut Self {
+    pub(crate) fn nest(&mut self, statement: Statement) -> &mut Self {
         assert!(self.statement.params.is_empty(), "a nested statement comes before any parameter");
         self.statement.params = statement.params;
         self.push(&statement.sql)
     }
 
     /// One placeholder for a text value.
-    pub fn bind_text(&mut self, value: &str) -> &mut Self {
+    pub(crate) fn bind_text(&mut self, value: &str) -> &mut Self {
         self.bind(Param::text(value))
     }
 
     /// Comma-separated placeholders, one per parameter.
-    pub fn binds(&mut self, params: impl IntoIterator<Item = Param>) -> &mut Self {
+    pub(crate) fn binds(&mut self, params: impl IntoIterator<Item = Param>) -> &mut Self {
         for (index, param) in params.into_iter().enumerate() {
             if index > 0 {
                 self.push(", ");
@@ -158,13 +158,13 @@ impl SqlBuilder {
     }
 
     /// Comma-separated quoted column names.
-    pub fn identifiers(&mut self, names: &[String]) -> &mut Self {
+    pub(crate) fn identifiers(&mut self, names: &[String]) -> &mut Self {
         let quoted: Vec<String> = names.iter().map(|name| quote_identifier(name)).collect();
         self.push(&quoted.join(", "))
     }
 
     /// `'name', "name", ...`: the arguments of a JSON object constructor.
-    pub fn named_columns(&mut self, columns: &[String]) -> &mut Self {
+    pub(crate) fn named_columns(&mut self, columns: &[String]) -> &mut Self {
         for (index, column) in columns.iter().enumerate() {
             if index > 0 {
                 self.push(", ");
@@ -175,42 +175,42 @@ impl SqlBuilder {
     }
 
     /// `"column" IN (values...)`, each value its own parameter.
-    pub fn one_of(&mut self, column: &str, values: impl IntoIterator<Item = Param>) -> &mut Self {
+    pub(crate) fn one_of(&mut self, column: &str, values: impl IntoIterator<Item = Param>) -> &mut Self {
         self.identifier(column).push(" IN (");
         self.binds(values).push(")")
     }
 
     /// `column` is one of the keys bound as the single parameter `list`.
-    pub fn key_list(&mut self, column: &str, key_type: &KeyType, list: Param) -> &mut Self {
+    pub(crate) fn key_list(&mut self, column: &str, key_type: &KeyType, list: Param) -> &mut Self {
         self.backend.key_list(self, column, key_type, list);
         self
     }
 
     /// One key bound as `value`, typed as the key column `key_type` wants it for a comparison.
-    pub fn key_value(&mut self, key_type: &KeyType, value: Param) -> &mut Self {
+    pub(crate) fn key_value(&mut self, key_type: &KeyType, value: Param) -> &mut Self {
         self.backend.key_value(self, key_type, value);
         self
     }
 
     /// A timestamp parameter.
-    pub fn timestamp(&mut self, time: SystemTime) -> &mut Self {
+    pub(crate) fn timestamp(&mut self, time: SystemTime) -> &mut Self {
         self.backend.timestamp(self, time);
         self
     }
 
     /// The statement built.
-    pub fn finish(self) -> Statement {
+    pub(crate) fn finish(self) -> Statement {
         self.statement
     }
 }
 
 /// `"name"`, with embedded quotes doubled: valid on SQLite and PostgreSQL alike.
-pub fn quote_identifier(name: &str) -> String {
+pub(crate) fn quote_identifier(name: &str) -> String {
     format!("\"{}\"", name.replace('"', "\"\""))
 }
 
 /// A possibly `schema.`-qualified name from the config, each part quoted.
-pub fn quote_qualified(name: &str) -> String {
+pub(crate) fn quote_qualified(name: &str) -> String {
     name.split('.').map(quote_identifier).collect::<Vec<_>>().join(".")
 }
 

@@ -49,7 +49,7 @@ pub(super) fn is_busy(code: &str) -> bool {
 
 /// The SQLite backend.
 #[derive(Debug)]
-pub struct Sqlite;
+pub(super) struct Sqlite;
 
 impl Sealed for Sqlite {}
 

@@ -17,7 +17,7 @@ use flate2::Compression;
 use flate2::write::GzEncoder;
 
 /// The archive files of one run.
-pub struct Archive {
+pub(crate) struct Archive {
     dir: PathBuf,
     run: i64,
     files: HashMap<String, File>,
@@ -39,7 +39,7 @@ pub struct ArchiveError {
 
 impl Archive {
     /// Opens (creating) the archive directory; fails early when it cannot be written.
-    pub fn open(dir: &Path, run: i64) -> Result<Self, ArchiveError> {
+    pub(crate) fn open(dir: &Path, run: i64) -> Result<Self, ArchiveError> {
         let failed = |reason| ArchiveError { path: dir.to_owned(), reason };
         std::fs::create_dir_all(dir).map_err(failed)?;
         let probe = dir.join(".cascade-archive-probe");
@@ -48,13 +48,13 @@ impl Archive {
     }
 
     /// Fails when the archive directory cannot be created or written, before anything is.
-    pub fn check(dir: &Path) -> Result<(), ArchiveError> {
+    pub(crate) fn check(dir: &Path) -> Result<(), ArchiveError> {
         Self::open(dir, 0).map(drop)
     }
 
     /// The file of a model in a run: `DIR/MODEL.RUN.jsonl.gz`, every character of the model
     /// name other than ASCII letters, digits, `_` and `-` percent-encoded (`a.b` → `a%2Eb`).
-    pub fn path(dir: &Path, model: &str, run: i64) -> PathBuf {
+    pub(crate) fn path(dir: &Path, model: &str, run: i64) -> PathBuf {
         let mut safe = String::new();
         for byte in model.bytes() {
             if byte.is_ascii_alphanumeric() || byte == b'_' || byte == b'-' {
@@ -68,7 +68,7 @@ impl Archive {
 
     /// Keeps the rows (JSON objects) of a chunk of `model` (deleted from `table`) as one gzip
     /// member, for [`Archive::flush`] or [`Archive::sync`] to write.
-    pub fn write(&mut self, model: &str, table: &str, rows: &[String]) -> Result<(), ArchiveError> {
+    pub(crate) fn write(&mut self, model: &str, table: &str, rows: &[String]) -> Result<(), ArchiveError> {
         if rows.is_empty() {
             return Ok(());
         }
@@ -80,13 +80,13 @@ impl Archive {
 
     /// Forgets the members kept since the last write to the files: their transaction was rolled
     /// back, and its rows are still in the database.
-    pub fn discard(&mut self) {
+    pub(crate) fn discard(&mut self) {
         self.pending.clear();
     }
 
     /// Appends the members kept since the last call to their files, without waiting for the
     /// disk. On failure a file is cut back to its earlier members.
-    pub fn flush(&mut self) -> Result<(), ArchiveError> {
+    pub(crate) fn flush(&mut self) -> Result<(), ArchiveError> {
         for (model, member) in std::mem::take(&mut self.pending) {
             let path = Self::path(&self.dir, &model, self.run);
             let failed = |reason| ArchiveError { path: path.clone(), reason };
@@ -106,7 +106,7 @@ impl Archive {
 
     /// Writes what is kept and makes every member written since the last call durable: once
     /// per chunk, right before its transaction commits.
-    pub fn sync(&mut self) -> Result<(), ArchiveError> {
+    pub(crate) fn sync(&mut self) -> Result<(), ArchiveError> {
         self.flush()?;
         for model in std::mem::take(&mut self.unsynced) {
             let path = Self::path(&self.dir, &model, self.run);

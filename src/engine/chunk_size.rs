@@ -34,7 +34,7 @@ pub(crate) struct ChunkSizes {
 }
 
 impl ChunkSizes {
-    pub fn new(settings: &Settings) -> Self {
+    pub(super) fn new(settings: &Settings) -> Self {
         Self {
             adaptive: settings.adaptive(),
             target: settings.target_chunk(),
@@ -45,12 +45,12 @@ impl ChunkSizes {
     }
 
     /// The rows the next chunk of `node` asks for.
-    pub fn of(&self, node: &PlanNode) -> u64 {
+    pub(super) fn of(&self, node: &PlanNode) -> u64 {
         self.sizes.get(&node.step).copied().unwrap_or(node.chunk_size)
     }
 
     /// After a transaction of `node` that asked for `limit` rows, found `rows` and took `elapsed`.
-    pub fn record(&mut self, node: &PlanNode, limit: u64, rows: u64, elapsed: Duration) {
+    pub(super) fn record(&mut self, node: &PlanNode, limit: u64, rows: u64, elapsed: Duration) {
         if !self.adaptive {
             return;
         }
@@ -63,7 +63,7 @@ impl ChunkSizes {
     /// The most rows one statement of `node` takes when it runs in its parent chunk's
     /// transaction, whose time the parent's adaptive size bounds: with adaptive sizing the
     /// largest chunk allowed, else its `chunk_size`.
-    pub fn in_parent(&self, node: &PlanNode) -> u64 {
+    pub(super) fn in_parent(&self, node: &PlanNode) -> u64 {
         if self.adaptive { self.max.max(node.chunk_size) } else { node.chunk_size }
     }
 
@@ -71,7 +71,7 @@ impl ChunkSizes {
     /// one statement of at most `fitting` rows, came to `rows`: the next chunk grows no further
     /// than the keys whose children are expected to fit, since a chunk whose children overflow
     /// costs its transaction and two more.
-    pub fn children_fit(&mut self, node: &PlanNode, keys: u64, rows: u64, fitting: u64) {
+    pub(super) fn children_fit(&mut self, node: &PlanNode, keys: u64, rows: u64, fitting: u64) {
         if !self.adaptive || rows == 0 {
             return;
         }
@@ -84,7 +84,7 @@ impl ChunkSizes {
     /// A chunk of `limit` rows of `node` had more child rows than one transaction takes: `rows`
     /// (when counted) against the `fitting` rows one takes. Its chunks shrink to the share that
     /// fits (half, when not counted), and never grow past that again.
-    pub fn overflowed(&mut self, node: &PlanNode, limit: u64, rows: Option<u64>, fitting: u64) {
+    pub(super) fn overflowed(&mut self, node: &PlanNode, limit: u64, rows: Option<u64>, fitting: u64) {
         if !self.adaptive {
             return;
         }

@@ -51,7 +51,7 @@ pub enum CountError {
 /// Root rows picked by what they point at rather than by id: the rows whose `column` is not
 /// NULL and holds a value that no row of `parent_table` has in `parent_key` (orphans).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Dangling {
+pub(crate) struct Dangling {
     /// The root table's relation column, as the config spells it.
     pub column: String,
     /// The parent's table, as the config spells it.
@@ -104,7 +104,7 @@ pub async fn count(
 /// relation column points at no parent row): what deleting those orphans, each with its own
 /// cascade, would remove. Nothing is loaded: the roots are picked by an anti-join in each count.
 /// `not_found` is always empty.
-pub async fn count_dangling(
+pub(crate) async fn count_dangling(
     database: &Database,
     config: &Config,
     schema: &Schema,

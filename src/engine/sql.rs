@@ -44,11 +44,11 @@ pub(crate) fn status_in(sql: &mut SqlBuilder, column: &str, values: &[Located<St
 /// A condition every root row must still meet as it is deleted (a clean-up's orphan must still
 /// point at no parent), as SQL over the row under a given alias, without parameters.
 #[derive(Clone)]
-pub struct RootGuard(Arc<dyn Fn(&str) -> String + Send + Sync>);
+pub(crate) struct RootGuard(Arc<dyn Fn(&str) -> String + Send + Sync>);
 
 impl RootGuard {
     /// The guard that `condition(alias)` writes.
-    pub fn new(condition: impl Fn(&str) -> String + Send + Sync + 'static) -> Self {
+    pub(crate) fn new(condition: impl Fn(&str) -> String + Send + Sync + 'static) -> Self {
         Self(Arc::new(condition))
     }
 
@@ -80,7 +80,7 @@ pub(crate) struct NodeSql<'a> {
 
 impl NodeSql<'_> {
     /// The single key column, as the catalog spells it.
-    pub fn key(&self) -> String {
+    pub(super) fn key(&self) -> String {
         self.names.column(self.node.key.as_deref().unwrap_or("id"))
     }
 
@@ -103,7 +103,7 @@ impl NodeSql<'_> {
     /// per_row: the next chunk of up to `limit` keys (as text) among the rows matching `matched`
     /// (the parent chunk's keys, or the root ids), at the root only those whose status allows
     /// deletion.
-    pub fn select_chunk(&self, matched: Param, status: Option<&StatusCheck>, limit: u64) -> Statement {
+    pub(super) fn select_chunk(&self, matched: Param, status: Option<&StatusCheck>, limit: u64) -> Statement {
         let mut sql = self.builder();
         // No ORDER BY: the rows fetched are deleted before the next fetch, so any order finishes,
         // and without a sort the database stops reading at the LIMIT instead of reading and
@@ -123,7 +123,7 @@ impl NodeSql<'_> {
     }
 
     /// per_row: deletes one chunk by key, returning what the outbox and archive need.
-    pub fn delete_by_keys(&self, keys: Param, returning: Option<&Returning>) -> Statement {
+    pub(super) fn delete_by_keys(&self, keys: Param, returning: Option<&Returning>) -> Statement {
         let mut sql = self.builder();
         sql.push("DELETE FROM ").push(&self.table()).push(" AS ").identifier(ROW_ALIAS).push(" WHERE ");
         self.matching(&mut sql, keys, true);
@@ -133,7 +133,7 @@ impl NodeSql<'_> {
 
     /// bulk and nullify: one set-based statement over up to `limit` of the rows matching
     /// `matched`; a delete returns what the outbox and archive need.
-    pub fn set_based_chunk(&self, matched: Param, returning: Option<&Returning>, limit: u64) -> Statement {
+    pub(super) fn set_based_chunk(&self, matched: Param, returning: Option<&Returning>, limit: u64) -> Statement {
         let rows = self.backend.row_selector(self.partitioned);
         let mut sql = self.builder();
         self.set_based_head(&mut sql);
@@ -153,7 +153,7 @@ impl NodeSql<'_> {
     /// bulk and nullify: every row matching `matched` in one statement, for a parent chunk whose
     /// rows of this node were counted ([`Self::count_up_to`]) and fit one chunk. Without the
     /// `LIMIT` sub-select the database deletes straight from the relation's index.
-    pub fn set_based_all(&self, matched: Param, returning: Option<&Returning>) -> Statement {
+    pub(super) fn set_based_all(&self, matched: Param, returning: Option<&Returning>) -> Statement {
         let mut sql = self.builder();
         self.set_based_head(&mut sql);
         sql.push(" WHERE ").key_list(&self.match_column(), &self.match_type, matched);
@@ -163,13 +163,13 @@ impl NodeSql<'_> {
 
     /// Every row whose key (`by_key`: [`Self::delete_by_keys`]) or relation column
     /// ([`Self::set_based_all`]) is in `keys`.
-    pub fn delete_matching(&self, keys: Param, returning: Option<&Returning>, by_key: bool) -> Statement {
+    pub(super) fn delete_matching(&self, keys: Param, returning: Option<&Returning>, by_key: bool) -> Statement {
         if by_key { self.delete_by_keys(keys, returning) } else { self.set_based_all(keys, returning) }
     }
 
     /// How many rows match `matched`, counting no further than `limit` (an index-only scan of the
     /// relation's index).
-    pub fn count_up_to(&self, matched: Param, limit: u64) -> Statement {
+    pub(super) fn count_up_to(&self, matched: Param, limit: u64) -> Statement {
         let mut sql = self.builder();
         sql.push("SELECT CAST(COUNT(*) AS TEXT) FROM (SELECT 1 FROM ").push(&self.table()).push(" WHERE ");
         sql.key_list(&self.match_column(), &self.match_type, matched);
@@ -242,7 +242,7 @@ impl NodeSql<'_> {
     /// The tombstones of the rows whose key (`by_key`) or relation column is in `keys`, written
     /// straight from the table: for a database with one writer at a time, where the same rows
     /// are then deleted in the same transaction, so none is added or lost in between.
-    pub fn insert_tombstones(
+    pub(super) fn insert_tombstones(
         &self,
         scope: &str,
         category: &str,
@@ -270,7 +270,7 @@ impl NodeSql<'_> {
     /// result row: their number and their row objects (of `columns`) as JSON lines. For a
     /// database with one writer at a time, which then deletes the same rows in the same
     /// transaction; one row instead of one per deleted row.
-    pub fn archived_rows(&self, columns: &[String], keys: Param, by_key: bool) -> Statement {
+    pub(super) fn archived_rows(&self, columns: &[String], keys: Param, by_key: bool) -> Statement {
         let mut sql = self.builder();
         sql.push("SELECT CAST(COUNT(*) AS TEXT), string_agg(");
         self.backend.row_json(&mut sql, ROW_ALIAS, columns);
@@ -295,7 +295,7 @@ impl NodeSql<'_> {
 
     /// Whether any row of `child` (by its relation column) still references the keys: checked
     /// in the delete's own transaction, so a child inserted meanwhile is never orphaned.
-    pub fn children_exist(&self, children: &[&NodeSql<'_>], keys: &Param) -> Statement {
+    pub(super) fn children_exist(&self, children: &[&NodeSql<'_>], keys: &Param) -> Statement {
         let mut sql = self.builder();
         sql.push("SELECT CAST(CASE WHEN ");
         for (index, child) in children.iter().enumerate() {
@@ -310,12 +310,12 @@ impl NodeSql<'_> {
     }
 
     /// Whether this node deletes chunk by chunk through its keys (loading them) or set-based.
-    pub fn loads_rows(&self) -> bool {
+    pub(super) fn loads_rows(&self) -> bool {
         self.node.action == OnDelete::Delete && self.node.strategy == Strategy::PerRow
     }
 
     /// Root rows whose status allows the deletion are marked in progress before anything else.
-    pub fn mark_in_progress(&self, ids: Param, status: &StatusCheck) -> Statement {
+    pub(super) fn mark_in_progress(&self, ids: Param, status: &StatusCheck) -> Statement {
         let column = &self.names.column(&status.column.value);
         let mut sql = self.builder();
         sql.push("UPDATE ").push(&self.table()).push(" SET ").identifier(column).push(" = ");
@@ -327,7 +327,7 @@ impl NodeSql<'_> {
 
     /// The key and status (as text) of the root rows among `ids` that are about to be marked in
     /// progress: those whose status allows the deletion and is not already `in_progress`.
-    pub fn statuses_before_marking(&self, ids: Param, status: &StatusCheck) -> Statement {
+    pub(super) fn statuses_before_marking(&self, ids: Param, status: &StatusCheck) -> Statement {
         let column = self.names.column(&status.column.value);
         let unmarked: Vec<Located<StatusValue>> =
             status.proceed.iter().filter(|value| value.value != status.in_progress.value).cloned().collect();
@@ -342,7 +342,7 @@ impl NodeSql<'_> {
     /// The keys (as text) of the root rows among `ids` that exist, with their status when the
     /// model has one: `status` is NULL without.
     /// How many root rows have one of the ids.
-    pub fn count_roots(&self, ids: Param) -> Statement {
+    pub(super) fn count_roots(&self, ids: Param) -> Statement {
         let mut sql = self.builder();
         sql.push("SELECT COUNT(*) FROM ").push(&self.table()).push(" WHERE ");
         sql.key_list(&self.key(), &self.key_type, ids);
@@ -351,7 +351,7 @@ impl NodeSql<'_> {
 
     /// The keys (as text) of the root rows with one of the ids whose status does not allow the
     /// deletion.
-    pub fn skipped_roots(&self, ids: Param, status: &StatusCheck) -> Statement {
+    pub(super) fn skipped_roots(&self, ids: Param, status: &StatusCheck) -> Statement {
         let mut sql = self.builder();
         let column = self.names.column(&status.column.value);
         sql.push("SELECT CAST(").identifier(&self.key()).push(" AS TEXT) FROM ").push(&self.table());
@@ -362,7 +362,7 @@ impl NodeSql<'_> {
         sql.finish()
     }
 
-    pub fn select_roots(&self, ids: Param, status: Option<&StatusCheck>) -> Statement {
+    pub(super) fn select_roots(&self, ids: Param, status: Option<&StatusCheck>) -> Statement {
         let mut sql = self.builder();
         sql.push("SELECT CAST(").identifier(&self.key()).push(" AS TEXT), ");
         match status {

@@ -32,7 +32,7 @@ pub(crate) struct StepSql<'a> {
 impl<'a> StepSql<'a> {
     /// The statements of `node` (whose parent in the plan is `parent`). `archive`: return whole
     /// rows for the archive.
-    pub fn new(
+    pub(super) fn new(
         node: &'a PlanNode,
         parent: Option<&PlanNode>,
         config: &'a Config,
@@ -79,7 +79,7 @@ impl<'a> StepSql<'a> {
     /// are set-based and no foreign key ties this one to the node, a child inserted before that
     /// delete goes with the others, where a check before the parent delete could not see one
     /// inserted after it.
-    pub fn child_goes_after(&self, index: usize) -> bool {
+    pub(super) fn child_goes_after(&self, index: usize) -> bool {
         self.sql.node.has_only_set_based_children()
             && self.sql.backend.tuning().concurrent_writers
             && self.child_ties[index] == Tie::None
@@ -90,7 +90,7 @@ impl<'a> StepSql<'a> {
     /// where none is needed: with one writer at a time, no child can appear inside a transaction
     /// that deletes the children too; with concurrent writers, a child its foreign key refuses to
     /// orphan, or one deleted after the chunk's rows, needs none.
-    pub fn new_children_check(&self, together: bool, keys: &Param) -> Option<Statement> {
+    pub(super) fn new_children_check(&self, together: bool, keys: &Param) -> Option<Statement> {
         let checked: Vec<&NodeSql<'a>> = if self.sql.backend.tuning().concurrent_writers {
             (self.children.iter().enumerate())
                 .filter(|(index, _)| !self.child_goes_after(*index) && self.child_ties[*index] != Tie::Refusing)
@@ -106,19 +106,19 @@ impl<'a> StepSql<'a> {
 
     /// What a delete returns for the tombstones and the archive; none for a nullify, whose
     /// updated rows stay.
-    pub fn row_data(&self) -> Option<&Returning> {
+    pub(super) fn row_data(&self) -> Option<&Returning> {
         self.returning.as_ref().filter(|_| self.deletes)
     }
 
     /// Where one writer at a time is the rule, a delete of every matching row has its tombstones
     /// and archive rows read from the table right before it, and returns nothing: what is read.
-    pub fn row_data_from_table(&self) -> Option<&Returning> {
+    pub(super) fn row_data_from_table(&self) -> Option<&Returning> {
         self.row_data().filter(|_| !self.sql.backend.tuning().concurrent_writers)
     }
 
     /// The tombstones of a chunk; `rows` is the JSON array of the deleted rows' key, shard and
     /// payload.
-    pub fn tombstones(&self, rows: Param) -> Option<Statement> {
+    pub(super) fn tombstones(&self, rows: Param) -> Option<Statement> {
         let target = self.outbox?;
         Some(outbox_insert(self.sql.backend, &target.scope, &target.category, rows))
     }
@@ -128,7 +128,7 @@ impl<'a> StepSql<'a> {
     /// the rows for the archive in one result row (see [`delete_archived`]).
     /// A composite key is left to the tool, which writes its JSON array compactly (`[1,3]`) as
     /// on every database; PostgreSQL's own text of it is `[1, 3]`.
-    pub fn deleting_in_with(&self, delete: &Statement, archived: bool) -> Option<Statement> {
+    pub(super) fn deleting_in_with(&self, delete: &Statement, archived: bool) -> Option<Statement> {
         let returning = self.returning.as_ref().filter(|_| self.sql.backend.tuning().deletes_in_with)?;
         if returning.identity.len() > 1 {
             return None;

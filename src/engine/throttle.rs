@@ -21,7 +21,7 @@ use crate::telemetry;
 
 type Bucket<C> = RateLimiter<NotKeyed, InMemoryState, C, NoOpMiddleware<<C as Clock>::Instant>>;
 
-pub struct Throttle<C: Clock + Clone = DefaultClock> {
+pub(super) struct Throttle<C: Clock + Clone = DefaultClock> {
     clock: C,
     /// Per option: the rate its bucket was built for, and the bucket.
     buckets: HashMap<String, (f64, Bucket<C>)>,
@@ -31,20 +31,20 @@ pub struct Throttle<C: Clock + Clone = DefaultClock> {
 
 impl Throttle<DefaultClock> {
     /// A throttle on the wall clock for the rate limits of `plan`.
-    pub fn for_plan(plan: &Plan) -> Self {
+    pub(super) fn for_plan(plan: &Plan) -> Self {
         Self::new(DefaultClock::default(), least_bursts(plan))
     }
 }
 
 impl<C: Clock + Clone> Throttle<C> {
-    pub fn new(clock: C, least_bursts: HashMap<String, u64>) -> Self {
+    pub(super) fn new(clock: C, least_bursts: HashMap<String, u64>) -> Self {
         Self { clock, buckets: HashMap::new(), least_bursts }
     }
 
     /// Takes up to `rows` from `option`'s bucket at `rate` rows per second: how many it took (at
     /// least one), or how long to wait before any fits. A rate of 0 (or less) is unthrottled. A
     /// new rate replaces the option's bucket, so an operator's change applies from the next chunk.
-    pub fn try_take(&mut self, option: &str, rate: f64, rows: u64) -> Result<u64, Duration> {
+    pub(super) fn try_take(&mut self, option: &str, rate: f64, rows: u64) -> Result<u64, Duration> {
         if rate <= 0.0 || !rate.is_finite() || rows == 0 {
             return Ok(rows);
         }
@@ -72,17 +72,17 @@ impl<C: Clock + Clone> Throttle<C> {
 /// The rate-limit buckets of one plan, shared by every deletion that is handed a clone: the
 /// batches of a clean-up command keep to the limits together, not each afresh.
 #[derive(Clone)]
-pub struct Pacing(Arc<Mutex<Throttle>>);
+pub(crate) struct Pacing(Arc<Mutex<Throttle>>);
 
 impl Pacing {
     /// Empty buckets for the rate limits of `plan`.
-    pub fn for_plan(plan: &Plan) -> Self {
+    pub(crate) fn for_plan(plan: &Plan) -> Self {
         Self(Arc::new(Mutex::new(Throttle::for_plan(plan))))
     }
 
     /// An empty bucket for `option` alone, holding at least `least_burst` rows (the most one
     /// step charges at once).
-    pub fn for_option(option: &str, least_burst: u64) -> Self {
+    pub(crate) fn for_option(option: &str, least_burst: u64) -> Self {
         let throttle = Throttle::new(DefaultClock::default(), HashMap::from([(option.to_owned(), least_burst)]));
         Self(Arc::new(Mutex::new(throttle)))
     }
@@ -94,7 +94,7 @@ impl Pacing {
 
     /// Charges `rows` to `option`'s bucket at `rate` rows per second, waiting while it is empty
     /// (a wait is counted in the metrics); `false` when `stop` was set meanwhile.
-    pub async fn take(&self, option: &str, rate: f64, rows: u64, stop: Option<&AtomicBool>) -> bool {
+    pub(crate) async fn take(&self, option: &str, rate: f64, rows: u64, stop: Option<&AtomicBool>) -> bool {
         let mut left = rows;
         let mut waited = Duration::ZERO;
         let mut go_on = true;
@@ -137,7 +137,7 @@ impl std::fmt::Debug for Pacing {
 
 /// Per option, the largest configured chunk of the steps it paces: the steps of the models that
 /// name it and every step below them.
-pub fn least_bursts(plan: &Plan) -> HashMap<String, u64> {
+pub(super) fn least_bursts(plan: &Plan) -> HashMap<String, u64> {
     fn visit<'a>(node: &'a PlanNode, above: &mut Vec<&'a str>, bursts: &mut HashMap<String, u64>) {
         let own = node.rate_limit.as_deref();
         above.extend(own);
@@ -157,7 +157,7 @@ pub fn least_bursts(plan: &Plan) -> HashMap<String, u64> {
 
 /// The rate limits a chunk of `path`'s last node is charged to: its own and its ancestors', each
 /// once, nearest first.
-pub fn limits_on_path<'a>(path: impl DoubleEndedIterator<Item = &'a PlanNode>) -> Vec<&'a str> {
+pub(super) fn limits_on_path<'a>(path: impl DoubleEndedIterator<Item = &'a PlanNode>) -> Vec<&'a str> {
     let mut limits: Vec<&str> = Vec::new();
     for node in path.rev() {
         if let Some(limit) = node.rate_limit.as_deref().filter(|limit| !limits.contains(limit)) {

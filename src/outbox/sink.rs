@@ -60,7 +60,7 @@ const OUTPUT_KEPT: usize = 500;
 impl ReadySink {
     /// Reads the `env:NAME` header values and checks every header; a variable that is not set or
     /// a header HTTP cannot carry is an error now, not at the first delivery.
-    pub fn new(sink: &Sink) -> Result<Self, OutboxError> {
+    pub(super) fn new(sink: &Sink) -> Result<Self, OutboxError> {
         let name = sink.name.value.clone();
         let command = sink.command.as_ref().and_then(|command| command.value.split_first());
         let target = match (command, &sink.url) {
@@ -94,7 +94,7 @@ impl ReadySink {
     }
 
     /// Delivers `messages` (one shard's, in id order) as one JSON array.
-    pub async fn deliver(&self, messages: &[Message]) -> Result<(), DeliveryError> {
+    pub(super) async fn deliver(&self, messages: &[Message]) -> Result<(), DeliveryError> {
         let body = serde_json::to_vec(messages).map_err(|error| DeliveryError(error.to_string()))?;
         let batch_key = batch_key(messages);
         match &self.target {

@@ -9,7 +9,7 @@ use crate::config::{Config, Key, Model, OnDelete, Relation, Strategy};
 
 /// Above this many nodes a plan is refused: a config whose diamonds multiply paths this much
 /// needs restructuring, not a tree of millions of steps.
-pub const MAX_PLAN_NODES: usize = 100_000;
+pub(super) const MAX_PLAN_NODES: usize = 100_000;
 
 /// The outbox category a node writes for each deleted row, and the scope it is registered in.
 #[derive(Debug, Clone, PartialEq, Serialize)]

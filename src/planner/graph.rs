@@ -15,7 +15,7 @@ pub(crate) struct ModelGraph {
 }
 
 impl ModelGraph {
-    pub fn build(config: &Config) -> Self {
+    pub(crate) fn build(config: &Config) -> Self {
         let mut graph = DiGraph::with_capacity(config.models.len(), config.models.len() * 4);
         for index in 0..config.models.len() {
             graph.add_node(index);

@@ -36,12 +36,12 @@ pub(crate) struct SchemaRelation<'a> {
 
 impl<'a> Context<'a> {
     /// The schema table of a model, when a schema is given and has it.
-    pub fn table_of(&self, model: &Model) -> Option<&'a Table> {
+    pub(crate) fn table_of(&self, model: &Model) -> Option<&'a Table> {
         self.schema?.table(&model.table.value)
     }
 
     /// Every relation that can be checked against the schema (none without a schema).
-    pub fn schema_relations(&self) -> impl Iterator<Item = SchemaRelation<'a>> + '_ {
+    pub(crate) fn schema_relations(&self) -> impl Iterator<Item = SchemaRelation<'a>> + '_ {
         self.config.models.values().flat_map(move |parent| {
             parent.children.iter().filter_map(move |relation| {
                 let child = self.config.model(&relation.model.value)?;
@@ -164,11 +164,11 @@ pub(crate) mod fixture {
 
     use super::*;
 
-    pub fn check_files(files: &[(&str, &str)]) -> (Vec<Diagnostic>, Sources) {
+    pub(crate) fn check_files(files: &[(&str, &str)]) -> (Vec<Diagnostic>, Sources) {
         check_files_against(files, None)
     }
 
-    pub fn check_files_against(files: &[(&str, &str)], ddl: Option<&str>) -> (Vec<Diagnostic>, Sources) {
+    pub(crate) fn check_files_against(files: &[(&str, &str)], ddl: Option<&str>) -> (Vec<Diagnostic>, Sources) {
         let mut sources = Sources::default();
         for (name, text) in files {
             sources.add(*name, *text);
@@ -180,7 +180,7 @@ pub(crate) mod fixture {
     }
 
     /// A one-file config that every rule passes without any diagnostic.
-    pub fn checked(toml: &str) -> CheckedConfig {
+    pub(crate) fn checked(toml: &str) -> CheckedConfig {
         let mut sources = Sources::default();
         sources.add("cascade.toml", toml);
         let mut loaded = load_sources(sources);
@@ -190,7 +190,7 @@ pub(crate) mod fixture {
     }
 
     /// A one-file config that reads without any diagnostic.
-    pub fn config(toml: &str) -> crate::config::Config {
+    pub(crate) fn config(toml: &str) -> crate::config::Config {
         let mut sources = Sources::default();
         sources.add("cascade.toml", toml);
         let loaded = load_sources(sources);
@@ -199,22 +199,22 @@ pub(crate) mod fixture {
     }
 
     /// `(code, line)` of every diagnostic of a one-file config.
-    pub fn codes(toml: &str) -> Vec<(Code, usize)> {
+    pub(crate) fn codes(toml: &str) -> Vec<(Code, usize)> {
         codes_against(toml, None)
     }
 
     /// `(code, line)` of every diagnostic of a one-file config checked against a DDL schema.
-    pub fn codes_against(toml: &str, ddl: Option<&str>) -> Vec<(Code, usize)> {
+    pub(crate) fn codes_against(toml: &str, ddl: Option<&str>) -> Vec<(Code, usize)> {
         let (diagnostics, sources) = check_files_against(&[("cascade.toml", toml)], ddl);
         diagnostics.iter().map(|d| (d.code, sources.line_column(&d.location).0)).collect()
     }
 
     /// The human report of a one-file config, for snapshots.
-    pub fn human(toml: &str) -> String {
+    pub(crate) fn human(toml: &str) -> String {
         human_against(toml, None)
     }
 
-    pub fn human_against(toml: &str, ddl: Option<&str>) -> String {
+    pub(crate) fn human_against(toml: &str, ddl: Option<&str>) -> String {
         let (diagnostics, sources) = check_files_against(&[("cascade.toml", toml)], ddl);
         Report { sources: &sources, diagnostics: &diagnostics }.render(Format::Human, false)
     }

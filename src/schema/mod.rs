@@ -3,7 +3,7 @@
 //! from SQL DDL files without any database.
 
 pub mod ddl;
-pub mod partitions;
+pub(crate) mod partitions;
 mod postgres;
 mod sqlite;
 
@@ -16,7 +16,7 @@ pub use ddl::parse_ddl;
 pub use partitions::Partition;
 
 /// Tables of the tool itself, never part of a user's schema.
-pub const OWN_TABLE_PREFIX: &str = "cascade_";
+pub(crate) const OWN_TABLE_PREFIX: &str = "cascade_";
 
 /// A database schema: its tables.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
@@ -222,24 +222,24 @@ impl Table {
 /// What a config names (a table, its columns), spelled as the catalog spells it when the schema
 /// knows the table, as written otherwise: validation and the executor resolve names the same way.
 #[derive(Debug, Clone, Copy)]
-pub struct CatalogNames<'a> {
+pub(crate) struct CatalogNames<'a> {
     config_table: &'a str,
     table: Option<&'a Table>,
 }
 
 impl<'a> CatalogNames<'a> {
     /// The names of the table a config calls `config_table`, looked up in `schema`.
-    pub fn of(schema: Option<&'a Schema>, config_table: &'a str) -> Self {
+    pub(crate) fn of(schema: Option<&'a Schema>, config_table: &'a str) -> Self {
         Self { config_table, table: schema.and_then(|schema| schema.table(config_table)) }
     }
 
     /// The table itself, when the schema has it.
-    pub fn table(&self) -> Option<&'a Table> {
+    pub(crate) fn table(&self) -> Option<&'a Table> {
         self.table
     }
 
     /// The table's name, quoted: `"schema"."name"` as the catalog has it, or the config's name.
-    pub fn quoted_table(&self) -> String {
+    pub(crate) fn quoted_table(&self) -> String {
         match self.table {
             Some(table) => match &table.schema {
                 Some(schema) => format!("{}.{}", quote_identifier(schema), quote_identifier(&table.name)),
@@ -250,7 +250,7 @@ impl<'a> CatalogNames<'a> {
     }
 
     /// A column's name as the catalog spells it (or as written).
-    pub fn column(&self, name: &str) -> String {
+    pub(crate) fn column(&self, name: &str) -> String {
         self.table.and_then(|table| table.column(name)).map_or_else(|| name.to_owned(), |column| column.name.clone())
     }
 }
@@ -319,7 +319,7 @@ impl Schema {
 
     /// Whether the schema's database (PostgreSQL) has no `=` between `child`'s `column` and the
     /// `parent_key` of `parent` it references, as far as the tool knows the types
-    /// ([`crate::db::Backend::can_compare`]). Never where a foreign key ties the two: PostgreSQL
+    /// (`crate::db::Backend::can_compare`). Never where a foreign key ties the two: PostgreSQL
     /// accepts one only between comparable types (a DDL script's types are guessed from their
     /// names, and a SQLite script can read as PostgreSQL).
     pub fn cannot_compare(&self, child: &Table, column: &Column, parent: &Table, parent_key: &Column) -> bool {

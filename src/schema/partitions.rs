@@ -44,7 +44,7 @@ impl Partition {
 }
 
 /// The server's version as a number (`150004` for 15.4).
-pub async fn server_version(database: &Database) -> Result<u32, DbError> {
+pub(crate) async fn server_version(database: &Database) -> Result<u32, DbError> {
     let mut sql = database.sql();
     sql.push("SELECT current_setting('server_version_num')");
     let rows = database.fetch_texts(&sql.finish()).await?;
@@ -54,7 +54,7 @@ pub async fn server_version(database: &Database) -> Result<u32, DbError> {
 /// The partitions of `table` (a partitioned table of the live schema), range partitions by
 /// bound, the default partition last. `version` is the server's ([`server_version`]):
 /// `inhdetachpending` exists from 14 on.
-pub async fn partitions(database: &Database, table: &Table, version: u32) -> Result<Vec<Partition>, DbError> {
+pub(crate) async fn partitions(database: &Database, table: &Table, version: u32) -> Result<Vec<Partition>, DbError> {
     let schema = table.schema.as_deref().unwrap_or("public");
     let parent = format!("{}.{}", quote_identifier(schema), quote_identifier(&table.name));
     let pending = if version >= 140000 { "i.inhdetachpending" } else { "false" };

@@ -83,7 +83,7 @@ const INDEXES: &str = "
     WHERE COALESCE(pg_partition_root(i.indrelid), i.indrelid)::int8 = ANY ($1)
     ORDER BY i.indrelid, ic.relname";
 
-pub async fn introspect(pool: &PgPool) -> Result<Schema, DbError> {
+pub(super) async fn introspect(pool: &PgPool) -> Result<Schema, DbError> {
     // One connection for all four reads: a connection goes back to the pool in the background, so
     // the next read through the pool would often open a second one (a new server process, whose
     // catalog caches start cold).

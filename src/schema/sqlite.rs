@@ -8,7 +8,7 @@ use super::{Column, ForeignKey, Index, OWN_TABLE_PREFIX, ReferentialAction, Sche
 use crate::db::sql::KeyType;
 use crate::db::{DbError, Kind};
 
-pub async fn introspect(pool: &SqlitePool) -> Result<Schema, DbError> {
+pub(super) async fn introspect(pool: &SqlitePool) -> Result<Schema, DbError> {
     let names: Vec<String> = sqlx::query_scalar(
         "SELECT name FROM sqlite_schema WHERE type = 'table' AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\' ORDER BY name",
     )

@@ -11,7 +11,7 @@ use crate::db::sql::KeyType;
 use crate::engine::Engine;
 use crate::planner::Plan;
 
-/// Removes the duplicates of `search` in batches (see [`batches`](crate::cleanup::batches)): all
+/// Removes the duplicates of `search` in batches (see `batches`): all
 /// but the kept row of each group, in key order, each as the root of its own cascade through
 /// the model's plan. With `merge`, the rows that reference a batch's duplicates through a
 /// declared relation are first re-pointed at their group's kept row, in one transaction per

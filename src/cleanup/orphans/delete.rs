@@ -28,7 +28,7 @@ pub struct OrphanCleanup {
 }
 
 /// Deletes the orphans of `report`'s declared relations in batches (see
-/// [`batches`](crate::cleanup::batches)): per child model, the orphans of its delete relations as
+/// `batches`): per child model, the orphans of its delete relations as
 /// the roots of their own cascades, in key order; the orphans of its nullify relations get the
 /// relation column set to NULL. Each batch is picked by the anti-join again right before it
 /// runs, so a row whose parent came back meanwhile is no orphan and stays. One `cascade_run` row

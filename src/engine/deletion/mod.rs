@@ -20,7 +20,8 @@ use indexmap::IndexMap;
 use tracing::{debug, info};
 
 pub use error::DeleteError;
-pub use options::{DeleteOptions, RunBatch, default_actor};
+pub(crate) use options::RunBatch;
+pub use options::{DeleteOptions, default_actor};
 pub(crate) use preflight::refuse_unmatched_lookups;
 pub use summary::Summary;
 

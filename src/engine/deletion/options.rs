@@ -51,7 +51,7 @@ impl DeleteOptions {
 /// table right before (they are not looked up again, only their status is), in ascending key
 /// order, and the deletion records its rows and progress in the caller's run.
 #[derive(Debug, Clone)]
-pub struct RunBatch {
+pub(crate) struct RunBatch {
     /// The caller's `cascade_run` row, which it keeps alive: the deletion records no run of its
     /// own, and its archive files carry that run's id.
     pub run: i64,
@@ -78,7 +78,7 @@ pub struct RunBatch {
 }
 
 /// The user running the tool, for the audit trail: the operating-system user's name (see
-/// [`crate::user`]), else `uid N`; never "unknown" and never taken from `$USER`.
+/// `crate::user`), else `uid N`; never "unknown" and never taken from `$USER`.
 pub fn default_actor() -> String {
     crate::user::current().display_name()
 }

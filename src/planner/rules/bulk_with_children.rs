@@ -6,7 +6,7 @@ use crate::config::{Located, Model, OnDelete, Relation, Strategy};
 use crate::diagnostic::{Code, Diagnostic};
 use crate::planner::Context;
 
-pub fn check(context: &Context<'_>, diagnostics: &mut Vec<Diagnostic>) {
+pub(super) fn check(context: &Context<'_>, diagnostics: &mut Vec<Diagnostic>) {
     let config = context.config;
     for model in config.models.values() {
         if let Some(strategy) = bulk(&model.strategy)

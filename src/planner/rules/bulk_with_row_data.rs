@@ -5,7 +5,7 @@ use crate::config::Strategy;
 use crate::diagnostic::{Code, Diagnostic};
 use crate::planner::Context;
 
-pub fn check(context: &Context<'_>, diagnostics: &mut Vec<Diagnostic>) {
+pub(super) fn check(context: &Context<'_>, diagnostics: &mut Vec<Diagnostic>) {
     for model in context.config.models.values() {
         let Some(strategy) = model.strategy.as_ref().filter(|s| s.value == Strategy::Bulk) else {
             continue;

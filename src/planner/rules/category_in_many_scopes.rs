@@ -7,7 +7,7 @@ use crate::config::Located;
 use crate::diagnostic::{Code, Diagnostic};
 use crate::planner::Context;
 
-pub fn check(context: &Context<'_>, diagnostics: &mut Vec<Diagnostic>) {
+pub(super) fn check(context: &Context<'_>, diagnostics: &mut Vec<Diagnostic>) {
     let mut first: HashMap<&str, (&str, &Located<String>)> = HashMap::new();
     for scope in context.config.outbox.scopes.values() {
         for category in &scope.categories {

@@ -6,7 +6,7 @@
 use crate::diagnostic::{Code, Diagnostic, did_you_mean};
 use crate::planner::Context;
 
-pub fn check(context: &Context<'_>, diagnostics: &mut Vec<Diagnostic>) {
+pub(super) fn check(context: &Context<'_>, diagnostics: &mut Vec<Diagnostic>) {
     let config = context.config;
     for scope in config.outbox.scopes.values() {
         for (category, sink) in &scope.category_sinks {

@@ -9,7 +9,7 @@ use crate::config::{
 use crate::diagnostic::{Code, Diagnostic};
 use crate::planner::Context;
 
-pub fn check(context: &Context<'_>, diagnostics: &mut Vec<Diagnostic>) {
+pub(super) fn check(context: &Context<'_>, diagnostics: &mut Vec<Diagnostic>) {
     check_target(context, diagnostics);
     let config = context.config;
     let settings =

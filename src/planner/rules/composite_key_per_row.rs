@@ -6,7 +6,7 @@ use crate::config::{Key, Strategy};
 use crate::diagnostic::{Code, Diagnostic};
 use crate::planner::Context;
 
-pub fn check(context: &Context<'_>, diagnostics: &mut Vec<Diagnostic>) {
+pub(super) fn check(context: &Context<'_>, diagnostics: &mut Vec<Diagnostic>) {
     let config = context.config;
     for model in config.models.values() {
         let Some(key) = model.key.as_ref().filter(|key| matches!(key.value, Key::Composite(_))) else {

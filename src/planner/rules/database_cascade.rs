@@ -7,7 +7,7 @@ use crate::diagnostic::{Code, Diagnostic};
 use crate::planner::{Context, SchemaRelation};
 use crate::schema::{ReferentialAction, Table};
 
-pub fn check(context: &Context<'_>, diagnostics: &mut Vec<Diagnostic>) {
+pub(super) fn check(context: &Context<'_>, diagnostics: &mut Vec<Diagnostic>) {
     let Some(schema) = context.schema else { return };
     for SchemaRelation { parent, parent_table, relation, child_table, .. } in context.schema_relations() {
         let Some(parent_table) = parent_table else {

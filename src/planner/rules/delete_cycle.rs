@@ -10,7 +10,7 @@ use crate::config::OnDelete;
 use crate::diagnostic::{Code, Diagnostic, Location};
 use crate::planner::Context;
 
-pub fn check(context: &Context<'_>, diagnostics: &mut Vec<Diagnostic>) {
+pub(super) fn check(context: &Context<'_>, diagnostics: &mut Vec<Diagnostic>) {
     let deletes = EdgeFiltered::from_fn(&context.graph.graph, |edge| edge.weight().action == OnDelete::Delete);
     for component in tarjan_scc(&deletes) {
         let mut members: Vec<usize> = component.iter().map(|node| node.index()).collect();

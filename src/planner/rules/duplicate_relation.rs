@@ -5,7 +5,7 @@ use std::collections::HashMap;
 use crate::diagnostic::{Code, Diagnostic};
 use crate::planner::Context;
 
-pub fn check(context: &Context<'_>, diagnostics: &mut Vec<Diagnostic>) {
+pub(super) fn check(context: &Context<'_>, diagnostics: &mut Vec<Diagnostic>) {
     for model in context.config.models.values() {
         let mut seen = HashMap::new();
         for relation in &model.children {

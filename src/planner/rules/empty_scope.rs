@@ -4,7 +4,7 @@
 use crate::diagnostic::{Code, Diagnostic};
 use crate::planner::Context;
 
-pub fn check(context: &Context<'_>, diagnostics: &mut Vec<Diagnostic>) {
+pub(super) fn check(context: &Context<'_>, diagnostics: &mut Vec<Diagnostic>) {
     for scope in context.config.outbox.scopes.values().filter(|scope| scope.categories.is_empty()) {
         diagnostics.push(
             Diagnostic::new(

@@ -7,7 +7,7 @@ use super::literal_secret::variable_name;
 use crate::diagnostic::{Code, Diagnostic};
 use crate::planner::Context;
 
-pub fn check(context: &Context<'_>, diagnostics: &mut Vec<Diagnostic>) {
+pub(super) fn check(context: &Context<'_>, diagnostics: &mut Vec<Diagnostic>) {
     for sink in context.config.outbox.sinks.values() {
         for (header, value) in &sink.headers {
             let Some(variable) = value.value.strip_prefix("env:") else {

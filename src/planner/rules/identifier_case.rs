@@ -8,7 +8,7 @@ use crate::diagnostic::{Code, Diagnostic};
 use crate::planner::{Context, SchemaRelation};
 use crate::schema::Table;
 
-pub fn check(context: &Context<'_>, diagnostics: &mut Vec<Diagnostic>) {
+pub(super) fn check(context: &Context<'_>, diagnostics: &mut Vec<Diagnostic>) {
     for model in context.config.models.values() {
         let Some(table) = context.table_of(model) else { continue };
         let written = model.table.value.rsplit('.').next().unwrap_or(&model.table.value);

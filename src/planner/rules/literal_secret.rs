@@ -6,7 +6,7 @@
 use crate::diagnostic::{Code, Diagnostic};
 use crate::planner::Context;
 
-pub fn check(context: &Context<'_>, diagnostics: &mut Vec<Diagnostic>) {
+pub(super) fn check(context: &Context<'_>, diagnostics: &mut Vec<Diagnostic>) {
     for sink in context.config.outbox.sinks.values() {
         for (header, value) in &sink.headers {
             if value.value.is_empty() || value.value.starts_with("env:") || !looks_secret(header) {

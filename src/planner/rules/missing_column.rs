@@ -7,7 +7,7 @@ use crate::diagnostic::{Code, Diagnostic, Location, did_you_mean};
 use crate::planner::{Context, SchemaRelation};
 use crate::schema::Table;
 
-pub fn check(context: &Context<'_>, diagnostics: &mut Vec<Diagnostic>) {
+pub(super) fn check(context: &Context<'_>, diagnostics: &mut Vec<Diagnostic>) {
     for model in context.config.models.values() {
         let Some(table) = context.table_of(model) else {
             continue;

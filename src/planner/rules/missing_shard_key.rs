@@ -4,7 +4,7 @@
 use crate::diagnostic::{Code, Diagnostic};
 use crate::planner::Context;
 
-pub fn check(context: &Context<'_>, diagnostics: &mut Vec<Diagnostic>) {
+pub(super) fn check(context: &Context<'_>, diagnostics: &mut Vec<Diagnostic>) {
     let config = context.config;
     for model in config.models.values() {
         let Some(category) = &model.outbox else {

@@ -3,7 +3,7 @@
 use crate::diagnostic::{Code, Diagnostic, did_you_mean};
 use crate::planner::Context;
 
-pub fn check(context: &Context<'_>, diagnostics: &mut Vec<Diagnostic>) {
+pub(super) fn check(context: &Context<'_>, diagnostics: &mut Vec<Diagnostic>) {
     let Some(schema) = context.schema else { return };
     for model in context.config.models.values() {
         if context.table_of(model).is_some() {

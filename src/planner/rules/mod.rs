@@ -7,7 +7,7 @@ pub(crate) use unregistered_reference::check_deleted_tables;
 use super::Context;
 use crate::diagnostic::Diagnostic;
 
-pub type Rule = fn(&Context<'_>, &mut Vec<Diagnostic>);
+pub(super) type Rule = fn(&Context<'_>, &mut Vec<Diagnostic>);
 
 /// Declares every rule's module and lists the rules in the order of the code registry
 /// (`diagnostic::code`), which names each rule's file.
@@ -16,7 +16,7 @@ macro_rules! register {
         $(mod $rule;)*
 
         /// Every rule; those that need the real schema do nothing without one.
-        pub const ALL: &[Rule] = &[$($rule::check,)*];
+        pub(super) const ALL: &[Rule] = &[$($rule::check,)*];
     };
 }
 

@@ -5,7 +5,7 @@ use crate::config::OnDelete;
 use crate::diagnostic::{Code, Diagnostic};
 use crate::planner::{Context, SchemaRelation};
 
-pub fn check(context: &Context<'_>, diagnostics: &mut Vec<Diagnostic>) {
+pub(super) fn check(context: &Context<'_>, diagnostics: &mut Vec<Diagnostic>) {
     for SchemaRelation { relation, child_table, .. } in context.schema_relations() {
         let Some(on_delete) = relation.on_delete.as_ref().filter(|a| a.value == OnDelete::Nullify) else {
             continue;

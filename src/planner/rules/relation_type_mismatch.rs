@@ -10,7 +10,7 @@ use crate::diagnostic::{Code, Diagnostic};
 use crate::planner::{Context, SchemaRelation};
 use crate::schema::Column;
 
-pub fn check(context: &Context<'_>, diagnostics: &mut Vec<Diagnostic>) {
+pub(super) fn check(context: &Context<'_>, diagnostics: &mut Vec<Diagnostic>) {
     let Some(schema) = context.schema else { return };
     for SchemaRelation { parent, parent_table, relation, child_table, .. } in context.schema_relations() {
         let key = parent.key.as_ref().map_or(Some("id"), |key| key.value.single());

@@ -5,7 +5,7 @@
 use crate::diagnostic::{Code, Diagnostic};
 use crate::planner::Context;
 
-pub fn check(context: &Context<'_>, diagnostics: &mut Vec<Diagnostic>) {
+pub(super) fn check(context: &Context<'_>, diagnostics: &mut Vec<Diagnostic>) {
     // A database without range partitions (SQLite) has its own rule (`retention-on-sqlite`).
     if context.schema.and_then(|schema| schema.kind).is_some_and(|kind| !kind.backend().tuning().range_partitions) {
         return;

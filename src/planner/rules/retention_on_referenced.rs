@@ -7,7 +7,7 @@ use crate::config::{Model, OnDelete, Relation};
 use crate::diagnostic::{Code, Diagnostic};
 use crate::planner::Context;
 
-pub fn check(context: &Context<'_>, diagnostics: &mut Vec<Diagnostic>) {
+pub(super) fn check(context: &Context<'_>, diagnostics: &mut Vec<Diagnostic>) {
     for model in context.config.models.values() {
         let Some(retention) = &model.retention else { continue };
         for relation in model.children.iter().filter(|relation| relation.action() == OnDelete::Delete) {

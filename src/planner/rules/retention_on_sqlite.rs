@@ -5,7 +5,7 @@ use crate::db::DatabaseUrl;
 use crate::diagnostic::{Code, Diagnostic};
 use crate::planner::Context;
 
-pub fn check(context: &Context<'_>, diagnostics: &mut Vec<Diagnostic>) {
+pub(super) fn check(context: &Context<'_>, diagnostics: &mut Vec<Diagnostic>) {
     let settings_url = context.config.settings.database_url.as_ref();
     let settings_kind = settings_url.and_then(|url| DatabaseUrl::parse(&url.value).ok()).map(|url| url.kind());
     let kind = context.schema.and_then(|schema| schema.kind).or(settings_kind);

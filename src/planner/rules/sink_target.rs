@@ -6,7 +6,7 @@
 use crate::diagnostic::{Code, Diagnostic};
 use crate::planner::Context;
 
-pub fn check(context: &Context<'_>, diagnostics: &mut Vec<Diagnostic>) {
+pub(super) fn check(context: &Context<'_>, diagnostics: &mut Vec<Diagnostic>) {
     for sink in context.config.outbox.sinks.values() {
         let name = &sink.name.value;
         match (&sink.command, &sink.url) {

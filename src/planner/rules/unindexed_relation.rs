@@ -5,7 +5,7 @@ use crate::db::sql::quote_qualified;
 use crate::diagnostic::{Code, Diagnostic};
 use crate::planner::{Context, SchemaRelation};
 
-pub fn check(context: &Context<'_>, diagnostics: &mut Vec<Diagnostic>) {
+pub(super) fn check(context: &Context<'_>, diagnostics: &mut Vec<Diagnostic>) {
     for SchemaRelation { parent, relation, child, child_table, .. } in context.schema_relations() {
         let column = &relation.column;
         if child_table.column(&column.value).is_none() {

@@ -3,7 +3,7 @@
 use crate::diagnostic::{Code, Diagnostic};
 use crate::planner::{Context, suggest_model};
 
-pub fn check(context: &Context<'_>, diagnostics: &mut Vec<Diagnostic>) {
+pub(super) fn check(context: &Context<'_>, diagnostics: &mut Vec<Diagnostic>) {
     let config = context.config;
     for model in config.models.values() {
         for relation in &model.children {

@@ -4,7 +4,7 @@
 use crate::diagnostic::{Code, Diagnostic, did_you_mean};
 use crate::planner::Context;
 
-pub fn check(context: &Context<'_>, diagnostics: &mut Vec<Diagnostic>) {
+pub(super) fn check(context: &Context<'_>, diagnostics: &mut Vec<Diagnostic>) {
     let options = &context.config.options;
     for model in context.config.models.values() {
         let Some(rate_limit) = &model.rate_limit else {

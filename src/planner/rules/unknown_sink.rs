@@ -6,7 +6,7 @@ use crate::config::{Located, Scope};
 use crate::diagnostic::{Code, Diagnostic, did_you_mean};
 use crate::planner::Context;
 
-pub fn check(context: &Context<'_>, diagnostics: &mut Vec<Diagnostic>) {
+pub(super) fn check(context: &Context<'_>, diagnostics: &mut Vec<Diagnostic>) {
     let sinks = &context.config.outbox.sinks;
     for scope in context.config.outbox.scopes.values() {
         let named = scope.sink.iter().map(|sink| (None, sink));

@@ -8,7 +8,7 @@ use crate::diagnostic::{Code, Diagnostic};
 use crate::planner::Context;
 use crate::schema::{ForeignKey, ReferentialAction, Table};
 
-pub fn check(context: &Context<'_>, diagnostics: &mut Vec<Diagnostic>) {
+pub(super) fn check(context: &Context<'_>, diagnostics: &mut Vec<Diagnostic>) {
     for model in context.config.models.values() {
         if let Some(required) = model.require_all_references.as_ref().filter(|r| r.value) {
             report(context, model, |_| true, required, "every reference must be registered", diagnostics);
@@ -20,7 +20,7 @@ pub fn check(context: &Context<'_>, diagnostics: &mut Vec<Diagnostic>) {
 /// (`models`) that the database would enforce against it (`ON DELETE NO ACTION` or `RESTRICT`)
 /// must be declared or ignored, whether or not `require_all_references` is set; otherwise the
 /// children would be deleted and the parents refused, a half-done deletion.
-pub fn check_deleted_tables<'a>(
+pub(crate) fn check_deleted_tables<'a>(
     context: &Context<'_>,
     models: impl IntoIterator<Item = &'a Model>,
     diagnostics: &mut Vec<Diagnostic>,

@@ -4,7 +4,7 @@
 use crate::diagnostic::{Code, Diagnostic, did_you_mean};
 use crate::planner::Context;
 
-pub fn check(context: &Context<'_>, diagnostics: &mut Vec<Diagnostic>) {
+pub(super) fn check(context: &Context<'_>, diagnostics: &mut Vec<Diagnostic>) {
     let config = context.config;
     let registered = || config.outbox.scopes.values().flat_map(|s| s.categories.iter().map(|c| c.value.as_str()));
     for model in config.models.values() {

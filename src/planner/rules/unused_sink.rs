@@ -6,7 +6,7 @@ use std::collections::HashSet;
 use crate::diagnostic::{Code, Diagnostic};
 use crate::planner::Context;
 
-pub fn check(context: &Context<'_>, diagnostics: &mut Vec<Diagnostic>) {
+pub(super) fn check(context: &Context<'_>, diagnostics: &mut Vec<Diagnostic>) {
     let outbox = &context.config.outbox;
     let named: HashSet<&str> = outbox
         .scopes
