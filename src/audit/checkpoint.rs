@@ -40,15 +40,7 @@ pub(crate) async fn with_prefix(database: &Database, prefix: &str) -> Result<Vec
     sql.push("SELECT name, position FROM cascade_checkpoint WHERE substr(name, 1, CAST(");
     sql.bind(Param::integer(i64::try_from(prefix.chars().count()).unwrap_or(i64::MAX))).push(" AS INTEGER)) = ");
     sql.bind_text(prefix).push(" ORDER BY name");
-    Ok(database
-        .fetch_texts(&sql.finish())
-        .await?
-        .into_iter()
-        .filter_map(|row| {
-            let mut fields = row.into_iter();
-            Some((fields.next().flatten()?, fields.next().flatten()?))
-        })
-        .collect())
+    database.fetch_pairs(&sql.finish()).await
 }
 
 /// Removes the checkpoint `name` inside `transaction`.

@@ -40,15 +40,7 @@ pub(crate) async fn remembered(
     let mut sql = database.sql();
     sql.push("SELECT root_key, status FROM cascade_root_status WHERE root_table = ").bind_text(table);
     sql.push(" AND ").key_list("root_key", &KeyType::Text, Param::Keys(Keys::Texts(keys.to_vec())));
-    Ok(database
-        .fetch_texts(&sql.finish())
-        .await?
-        .into_iter()
-        .filter_map(|row| {
-            let mut fields = row.into_iter();
-            Some((fields.next().flatten()?, fields.next().flatten()?))
-        })
-        .collect())
+    Ok(database.fetch_pairs(&sql.finish()).await?.into_iter().collect())
 }
 
 /// Forgets the statuses kept for root rows `keys` of `table` once they are deleted.

@@ -354,6 +354,18 @@ impl Database {
         Ok(on_either!(&self.pool, Pool, statement, |query, pool| texts(&query.fetch_all(pool).await?)?))
     }
 
+    /// The rows of a query of two text columns, as pairs; a row with a NULL in either is left
+    /// out.
+    pub(crate) async fn fetch_pairs(&self, statement: &Statement) -> Result<Vec<(String, String)>, DbError> {
+        let rows = self.fetch_texts(statement).await?.into_iter();
+        Ok(rows
+            .filter_map(|row| {
+                let mut fields = row.into_iter();
+                Some((fields.next().flatten()?, fields.next().flatten()?))
+            })
+            .collect())
+    }
+
     /// Whether the table `name` exists.
     pub async fn table_exists(&self, name: &str) -> Result<bool, DbError> {
         let mut sql = self.sql();

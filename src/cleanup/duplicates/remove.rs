@@ -102,15 +102,7 @@ impl Scan for DuplicateScan<'_> {
     async fn read(&mut self, size: u64) -> Result<Read<Self::Batch>, DuplicatesError> {
         let database = self.engine.database();
         let statement = self.queries.removable(database.sql(), self.key_type, self.may_go, self.after.as_deref(), size);
-        let pairs: Vec<(String, String)> = database
-            .fetch_texts(&statement)
-            .await?
-            .into_iter()
-            .filter_map(|row| {
-                let mut fields = row.into_iter();
-                Some((fields.next().flatten()?, fields.next().flatten()?))
-            })
-            .collect();
+        let pairs = database.fetch_pairs(&statement).await?;
         self.exhausted = (pairs.len() as u64) < size;
         let Some((last, _)) = pairs.last() else { return Ok(Read::Through) };
         self.after = Some(last.clone());
