@@ -24,7 +24,7 @@ fn main() -> anyhow::Result<()> {
             step.step,
             format!("{:?}", step.action).to_lowercase(),
             step.model,
-            step.column.as_deref().unwrap_or("(root)"),
+            if step.columns.is_empty() { "(root)".to_owned() } else { step.columns.join(", ") },
             step.strategy.as_str(),
             step.chunk_size
         );

@@ -11,7 +11,7 @@ use super::types::{
     Config, IgnoredReference, Key, Located, MAX_SINK_BATCH_SIZE, MAX_SINK_TIMEOUT, Model, OnDelete, Outbox, Relation,
     Retention, Scope, Settings, Sink, StatusCheck, StatusValue, Strategy,
 };
-use crate::diagnostic::{FileId, Location, Sources};
+use crate::diagnostic::{Code, Diagnostic, FileId, Location, Sources};
 
 /// Merges the parsed files (in order) into one config.
 pub(crate) fn config(files: &[(FileId, &Spanned<DeTable<'_>>)], sources: &Sources, d: &mut Diagnostics) -> Config {
@@ -231,12 +231,81 @@ fn strategy(node: &Node<'_>, d: &mut Diagnostics) -> Option<Located<Strategy>> {
 fn read_relation(node: &Node<'_>, d: &mut Diagnostics) -> Option<Relation> {
     let mut fields = node.table(d)?;
     let model = fields.required("model", d).and_then(|n| n.string(d));
-    let column = fields.required("column", d).and_then(|n| n.identifier(d));
+    let read = read_columns(&mut fields, d);
+    let references = fields.optional("references").and_then(|n| read_key(&n, d));
     let on_delete = fields.optional("on_delete").and_then(|n| n.keyword(OnDelete::NAMES, OnDelete::parse, d));
     let strategy = fields.optional("strategy").and_then(|n| strategy(&n, d));
     let chunk_size = fields.optional("chunk_size").and_then(|n| n.unsigned(d));
     fields.finish(d);
-    Some(Relation { location: node.location(), model: model?, column: column?, on_delete, strategy, chunk_size })
+    let (column, columns) = read?;
+    let count = column.as_ref().map_or_else(|| columns.as_ref().map_or(0, Vec::len), |_| 1);
+    if let Some(references) = references.as_ref().filter(|references| references.value.columns().len() != count) {
+        d.push(
+            Diagnostic::new(
+                Code::InvalidValue,
+                references.location.clone(),
+                format!(
+                    "`references` names {} column(s) for the relation's {count}: each column of the relation \
+                     references one column of the parent",
+                    references.value.columns().len()
+                ),
+            )
+            .label("not as many columns as the relation's"),
+        );
+        return None;
+    }
+    Some(Relation {
+        location: node.location(),
+        model: model?,
+        column,
+        columns,
+        references,
+        on_delete,
+        strategy,
+        chunk_size,
+    })
+}
+
+/// `column = "a"` or `columns = ["a", "b"]` (one of them, the columns different and at least
+/// one), for a relation or an ignored reference; `None` when neither reads.
+#[allow(clippy::type_complexity)]
+fn read_columns(
+    fields: &mut Fields<'_>,
+    d: &mut Diagnostics,
+) -> Option<(Option<Located<String>>, Option<Vec<Located<String>>>)> {
+    let column = fields.optional("column");
+    let columns = fields.optional("columns");
+    match (column, columns) {
+        (Some(column), None) => Some((Some(column.identifier(d)?), None)),
+        (None, Some(node)) => {
+            let columns = node.array_of(d, Node::identifier);
+            let mut seen = std::collections::HashSet::new();
+            if let Some(again) = columns.iter().find(|column| !seen.insert(column.value.as_str())) {
+                d.push(
+                    Diagnostic::new(
+                        Code::InvalidValue,
+                        again.location.clone(),
+                        format!("`{}` is named twice", again.value),
+                    )
+                    .label("named twice in `columns`"),
+                );
+                return None;
+            }
+            if columns.is_empty() {
+                node.invalid("`columns` must name at least one column", "no column", d);
+                return None;
+            }
+            Some((None, Some(columns)))
+        }
+        (Some(_), Some(node)) => {
+            node.invalid("a relation names `column` or `columns`, not both", "`column` is given too", d);
+            None
+        }
+        (None, None) => {
+            fields.missing_one_of(&["column", "columns"], d);
+            None
+        }
+    }
 }
 
 fn read_status(mut fields: Fields<'_>, d: &mut Diagnostics) -> Option<StatusCheck> {
@@ -272,10 +341,11 @@ fn status_value(node: &Node<'_>, d: &mut Diagnostics) -> Option<Located<StatusVa
 fn read_ignored_reference(node: &Node<'_>, d: &mut Diagnostics) -> Option<IgnoredReference> {
     let mut fields = node.table(d)?;
     let table = fields.required("table", d).and_then(|n| n.identifier(d));
-    let column = fields.required("column", d).and_then(|n| n.identifier(d));
+    let read = read_columns(&mut fields, d);
     let reason = fields.required("reason", d).and_then(|n| n.string(d));
     fields.finish(d);
-    Some(IgnoredReference { table: table?, column: column?, reason: reason? })
+    let (column, columns) = read?;
+    Some(IgnoredReference { table: table?, column, columns, reason: reason? })
 }
 
 fn read_scope(name: Located<String>, mut fields: Fields<'_>, d: &mut Diagnostics) -> Option<Scope> {

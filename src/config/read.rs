@@ -291,6 +291,19 @@ impl<'a> Fields<'a> {
         fields
     }
 
+    /// Reports that the table has none of `keys`, one of which it needs.
+    pub(super) fn missing_one_of(&self, keys: &[&str], d: &mut Diagnostics) {
+        let names: Vec<String> = keys.iter().map(|key| format!("`{key}`")).collect();
+        d.push(
+            Diagnostic::new(
+                Code::MissingKey,
+                self.owner.clone(),
+                format!("{} has no {}", self.described, names.join(" or ")),
+            )
+            .label(format!("{} is required here", names.join(" or "))),
+        );
+    }
+
     /// Takes `key` if present; either way `key` becomes a known key of this table.
     pub(super) fn optional(&mut self, key: &'static str) -> Option<Node<'a>> {
         self.known.push(key);

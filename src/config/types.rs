@@ -358,7 +358,8 @@ impl Strategy {
     }
 }
 
-/// A child relation: rows of `model` whose `column` holds the parent's key.
+/// A child relation: rows of `model` whose `column` (or `columns`) holds the parent's key, or
+/// the parent's `references` column(s).
 #[derive(Debug, Clone, Serialize, JsonSchema)]
 #[schemars(deny_unknown_fields)]
 pub struct Relation {
@@ -367,8 +368,15 @@ pub struct Relation {
     pub location: Location,
     /// The child model.
     pub model: Located<String>,
-    /// Column of the child table that references the parent's key.
-    pub column: Located<String>,
+    /// Column of the child table that references the parent's key (or `references`). A
+    /// relation names `column` or `columns`, not both.
+    pub column: Option<Located<String>>,
+    /// Columns of the child table that together reference the parent (a composite foreign key),
+    /// in the order of the parent's key columns (or of `references`).
+    pub columns: Option<Vec<Located<String>>>,
+    /// The parent's column (or columns, as many as `columns`) that the relation's columns
+    /// reference, when not its key: a unique column (set) of the parent, such as `"login_id"`.
+    pub references: Option<Located<Key>>,
     /// `delete` (default) deletes the child rows; `nullify` sets the column to NULL instead
     /// (this breaks cycles such as `employee.reports_to`).
     pub on_delete: Option<Located<OnDelete>>,
@@ -383,6 +391,55 @@ impl Relation {
     /// What happens to the child rows: `on_delete`, or `delete` if unset.
     pub fn action(&self) -> OnDelete {
         self.on_delete.as_ref().map_or(OnDelete::Delete, |a| a.value)
+    }
+
+    /// The child's columns that reference the parent, as written (`column`, or `columns`); the
+    /// reader makes sure there is at least one.
+    pub fn columns(&self) -> Vec<&Located<String>> {
+        match (&self.column, &self.columns) {
+            (Some(column), _) => vec![column],
+            (None, Some(columns)) => columns.iter().collect(),
+            (None, None) => Vec::new(),
+        }
+    }
+
+    /// The names of [`Relation::columns`].
+    pub fn column_names(&self) -> Vec<String> {
+        self.columns().into_iter().map(|column| column.value.clone()).collect()
+    }
+
+    /// The columns as people read them: `a`, or `(a, b)`.
+    pub fn describe_columns(&self) -> String {
+        describe_columns(&self.column_names())
+    }
+
+    /// Where the columns are written: the first one's place.
+    pub fn columns_location(&self) -> Location {
+        self.columns().first().map_or_else(|| self.location.clone(), |column| column.location.clone())
+    }
+
+    /// The parent's columns the relation's columns reference: `references`, else `parent`'s key
+    /// (`id` when it declares none).
+    pub fn referenced(&self, parent: &Model) -> Vec<String> {
+        match (&self.references, &parent.key) {
+            (Some(references), _) => references.value.columns(),
+            (None, Some(key)) => key.value.columns(),
+            (None, None) => vec!["id".to_owned()],
+        }
+    }
+
+    /// Whether the relation names `references` other than `parent`'s key.
+    pub fn references_other_than_key(&self, parent: &Model) -> bool {
+        let key = parent.key.as_ref().map_or_else(|| vec!["id".to_owned()], |key| key.value.columns());
+        self.references.as_ref().is_some_and(|references| references.value.columns() != key)
+    }
+}
+
+/// Columns as people read them: `a`, or `(a, b)`.
+pub fn describe_columns(columns: &[String]) -> String {
+    match columns {
+        [one] => one.clone(),
+        several => format!("({})", several.join(", ")),
     }
 }
 
@@ -459,10 +516,23 @@ pub enum StatusValue {
 pub struct IgnoredReference {
     /// The referencing table.
     pub table: Located<String>,
-    /// The referencing column.
-    pub column: Located<String>,
+    /// The referencing column (or `columns`).
+    pub column: Option<Located<String>>,
+    /// The referencing columns of a composite foreign key.
+    pub columns: Option<Vec<Located<String>>>,
     /// Why this reference is not deleted with the model.
     pub reason: Located<String>,
+}
+
+impl IgnoredReference {
+    /// The referencing columns, as written (`column`, or `columns`).
+    pub fn column_names(&self) -> Vec<String> {
+        match (&self.column, &self.columns) {
+            (Some(column), _) => vec![column.value.clone()],
+            (None, Some(columns)) => columns.iter().map(|column| column.value.clone()).collect(),
+            (None, None) => Vec::new(),
+        }
+    }
 }
 
 /// The transactional-outbox registry.

@@ -92,6 +92,14 @@ pub(crate) trait Backend: sealed::Sealed + Send + Sync + Debug {
     /// (compared as that type: see [`Backend::compared_as`]).
     fn key_list(&self, sql: &mut SqlBuilder, column: &str, key_type: &KeyType, list: Param);
 
+    /// `(columns)` is one of the composite keys bound as the single parameter `list`
+    /// ([`crate::db::Keys::Tuples`]), each part compared as its column's `key_types` entry.
+    fn key_tuples(&self, sql: &mut SqlBuilder, columns: &[String], key_types: &[KeyType], list: Param);
+
+    /// A key read back as one text: a column's value as text; for several columns, the JSON
+    /// array (as text) of their values as texts, which [`crate::db::Keys::parse_for`] reads.
+    fn key_text(&self, sql: &mut SqlBuilder, columns: &[String]);
+
     /// One key bound as `value`, typed as `key_type` for a comparison with a key column.
     fn key_value(&self, sql: &mut SqlBuilder, key_type: &KeyType, value: Param);
 

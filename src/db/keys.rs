@@ -10,6 +10,9 @@
 //!   exactly as an integer (`7`, not `007` or `+7`) is bound as the integer, any other as text, so
 //!   that each matches only its own row;
 //! - any other column takes the text as it is.
+//!
+//! A key of several columns (a composite key) is read back as one text, the JSON array of its
+//! columns' values as texts (`["7","a"]`), and each part follows the rule of its column's type.
 
 use super::sql::{KeyType, SqlValue};
 
@@ -23,6 +26,13 @@ pub enum Keys {
     Texts(Vec<String>),
     /// Keys of a SQLite column without a declared type (see the module's rule).
     Untyped(Vec<String>),
+    /// Keys of several columns of the `types`: each key the texts of its parts, in column order.
+    Tuples {
+        /// The type of each column.
+        types: Vec<KeyType>,
+        /// The keys.
+        keys: Vec<Vec<String>>,
+    },
 }
 
 impl Keys {
@@ -40,15 +50,32 @@ impl Keys {
         }
     }
 
+    /// Keys of the columns of `types`: [`Keys::parse`] for one column; for several, each key the
+    /// JSON array of its parts as texts (`["7","a"]`), each part a key of its column's type. The
+    /// first key that does not fit is the error.
+    pub fn parse_for(types: &[KeyType], keys: Vec<String>) -> Result<Self, String> {
+        let [key_type] = types else {
+            let keys = keys
+                .into_iter()
+                .map(|key| match serde_json::from_str::<Vec<String>>(&key) {
+                    Ok(parts) if parts.len() == types.len() && parts_fit(types, &parts) => Ok(parts),
+                    _ => Err(key),
+                })
+                .collect::<Result<Vec<_>, _>>()?;
+            return Ok(Keys::Tuples { types: types.to_vec(), keys });
+        };
+        Self::parse(key_type, keys)
+    }
+
     /// [`Keys::parse`] for keys read back from the column: a key the type refuses cannot come
     /// from it, and bound as text (with the others) it matches nothing.
     pub fn read(key_type: &KeyType, keys: Vec<String>) -> Self {
         Self::parse(key_type, keys.clone()).unwrap_or(Keys::Texts(keys))
     }
 
-    /// No keys, as a column of `key_type` binds them.
-    pub fn none(key_type: &KeyType) -> Self {
-        Self::parse(key_type, Vec::new()).unwrap_or(Keys::Texts(Vec::new()))
+    /// No keys, as the columns of `types` bind them.
+    pub fn none(types: &[KeyType]) -> Self {
+        Self::parse_for(types, Vec::new()).unwrap_or(Keys::Texts(Vec::new()))
     }
 
     /// How many keys there are.
@@ -56,6 +83,7 @@ impl Keys {
         match self {
             Keys::Integers(list) => list.len(),
             Keys::Texts(list) | Keys::Untyped(list) => list.len(),
+            Keys::Tuples { keys, .. } => keys.len(),
         }
     }
 
@@ -71,14 +99,19 @@ impl Keys {
             Keys::Integers(list) => Keys::Integers(list[range(list.len())].to_vec()),
             Keys::Texts(list) => Keys::Texts(list[range(list.len())].to_vec()),
             Keys::Untyped(list) => Keys::Untyped(list[range(list.len())].to_vec()),
+            Keys::Tuples { types, keys } => {
+                Keys::Tuples { types: types.clone(), keys: keys[range(keys.len())].to_vec() }
+            }
         }
     }
 
-    /// The keys as text, as the database writes them.
+    /// The keys as text, as the database writes them (a composite key as its JSON array of
+    /// texts).
     pub fn texts(&self) -> Vec<String> {
         match self {
             Keys::Integers(list) => list.iter().map(i64::to_string).collect(),
             Keys::Texts(list) | Keys::Untyped(list) => list.clone(),
+            Keys::Tuples { keys, .. } => keys.iter().map(|parts| serde_json::json!(parts).to_string()).collect(),
         }
     }
 
@@ -89,6 +122,10 @@ impl Keys {
             Keys::Integers(list) => list.iter().map(|key| (*key).into()).collect(),
             Keys::Texts(list) => list.iter().map(|key| key.as_str().into()).collect(),
             Keys::Untyped(list) => list.iter().map(|key| key_json(key)).collect(),
+            Keys::Tuples { types, keys } => keys
+                .iter()
+                .map(|parts| types.iter().zip(parts).map(|(key_type, part)| typed_key_json(key_type, part)).collect())
+                .collect(),
         };
         serde_json::Value::from(values).to_string()
     }
@@ -110,6 +147,11 @@ pub(crate) fn typed_key_json(key_type: &KeyType, key: &str) -> serde_json::Value
         Some(number) => number.into(),
         None => key.into(),
     }
+}
+
+/// Whether each part fits its column's type (an integer column's part reads as an integer).
+fn parts_fit(types: &[KeyType], parts: &[String]) -> bool {
+    types.iter().zip(parts).all(|(key_type, part)| *key_type != KeyType::Integer || part.trim().parse::<i64>().is_ok())
 }
 
 fn integer_key(key_type: &KeyType, key: &str) -> Option<i64> {
@@ -141,6 +183,16 @@ mod tests {
         assert_eq!(Keys::parse(&KeyType::Integer, keys(&["7", "x"])), Err("x".to_owned()));
         assert_eq!(Keys::parse(&KeyType::Untyped, keys(&["007", "7"])).unwrap().json(), r#"["007",7]"#);
         assert_eq!(Keys::parse(&KeyType::Text, keys(&[" 7"])), Ok(Keys::Texts(keys(&[" 7"]))));
+    }
+
+    #[test]
+    fn composite_keys_are_json_arrays_of_their_parts() {
+        let types = [KeyType::Integer, KeyType::Text];
+        let keys = Keys::parse_for(&types, vec![r#"["7","a"]"#.to_owned()]).unwrap();
+        assert_eq!(keys.json(), r#"[[7,"a"]]"#);
+        assert_eq!(keys.texts(), vec![r#"["7","a"]"#.to_owned()]);
+        assert_eq!(Keys::parse_for(&types, vec![r#"["x","a"]"#.to_owned()]), Err(r#"["x","a"]"#.to_owned()));
+        assert_eq!(Keys::parse_for(&types, vec!["7".to_owned()]), Err("7".to_owned()));
     }
 
     #[test]

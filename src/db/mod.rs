@@ -147,6 +147,8 @@ fn bind_postgres<'q>(query: PgQuery<'q>, param: &Param) -> PgQuery<'q> {
         Bound::Keys(Keys::Integers(values)) => query.bind(values.clone()),
         // PostgreSQL columns always have a type: untyped keys are only ever text.
         Bound::Keys(Keys::Texts(values) | Keys::Untyped(values)) => query.bind(values.clone()),
+        // Each key's parts are cast to their columns' types where the keys are read.
+        Bound::Keys(tuples @ Keys::Tuples { .. }) => query.bind(tuples.json()),
     }
 }
 

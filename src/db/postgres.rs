@@ -9,7 +9,7 @@ use sqlx::postgres::{PgConnectOptions, PgConnection, PgPoolOptions};
 
 use super::backend::sealed::Sealed;
 use super::backend::{Backend, BoxFuture, Driver, Failure, Kind, RowSelector, Tuning, WriterLock, connection_failure};
-use super::sql::{KeyType, Param, SqlBuilder, db_time};
+use super::sql::{KeyType, Param, SqlBuilder, db_time, quote_identifier};
 use super::url::DatabaseUrl;
 use super::{Access, ConnectOptions, Database, DbError, Pool};
 
@@ -51,6 +51,24 @@ impl Backend for Postgres {
 
     fn key_list(&self, sql: &mut SqlBuilder, column: &str, key_type: &KeyType, list: Param) {
         sql.identifier(column).push(" = ANY(").bind(list).push("::").push(key_cast(key_type)).push("[])");
+    }
+
+    fn key_tuples(&self, sql: &mut SqlBuilder, columns: &[String], key_types: &[KeyType], list: Param) {
+        sql.push("(").identifiers(columns).push(") IN (SELECT ");
+        for (index, key_type) in key_types.iter().enumerate() {
+            let part = format!("CAST(cascade_key ->> {index} AS {})", key_cast(key_type));
+            sql.push(if index == 0 { "" } else { ", " }).push(&part);
+        }
+        sql.push(" FROM jsonb_array_elements(CAST(").bind(list).push(" AS jsonb)) AS cascade_keys(cascade_key))");
+    }
+
+    fn key_text(&self, sql: &mut SqlBuilder, columns: &[String]) {
+        let parts: Vec<String> =
+            columns.iter().map(|column| format!("CAST({} AS TEXT)", quote_identifier(column))).collect();
+        match parts.as_slice() {
+            [one] => sql.push(one),
+            several => sql.push("CAST(json_build_array(").push(&several.join(", ")).push(") AS TEXT)"),
+        };
     }
 
     fn key_value(&self, sql: &mut SqlBuilder, key_type: &KeyType, value: Param) {

@@ -186,6 +186,16 @@ impl SqlBuilder {
         self
     }
 
+    /// `columns` hold one of the keys bound as the single parameter `list`, each column compared
+    /// as its `key_types` entry: [`Self::key_list`] for one column, a row value for several.
+    pub(crate) fn keys_in(&mut self, columns: &[String], key_types: &[KeyType], list: Param) -> &mut Self {
+        match (columns, key_types) {
+            ([column], [key_type]) => self.backend.key_list(self, column, key_type, list),
+            _ => self.backend.key_tuples(self, columns, key_types, list),
+        }
+        self
+    }
+
     /// One key bound as `value`, typed as the key column `key_type` wants it for a comparison.
     pub(crate) fn key_value(&mut self, key_type: &KeyType, value: Param) -> &mut Self {
         self.backend.key_value(self, key_type, value);

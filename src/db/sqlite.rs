@@ -78,6 +78,25 @@ impl Backend for Sqlite {
         sql.identifier(column).push(" IN (SELECT ").push(value).push(" FROM json_each(").bind(list).push("))");
     }
 
+    fn key_tuples(&self, sql: &mut SqlBuilder, columns: &[String], key_types: &[KeyType], list: Param) {
+        sql.push("(").identifiers(columns).push(") IN (SELECT ");
+        for (index, key_type) in key_types.iter().enumerate() {
+            let part = format!("json_extract(value, '$[{index}]')");
+            let part = if *key_type == KeyType::Text { format!("CAST({part} AS TEXT)") } else { part };
+            sql.push(if index == 0 { "" } else { ", " }).push(&part);
+        }
+        sql.push(" FROM json_each(").bind(list).push("))");
+    }
+
+    fn key_text(&self, sql: &mut SqlBuilder, columns: &[String]) {
+        let parts: Vec<String> =
+            columns.iter().map(|column| format!("CAST({} AS TEXT)", quote_identifier(column))).collect();
+        match parts.as_slice() {
+            [one] => sql.push(one),
+            several => sql.push("json_array(").push(&several.join(", ")).push(")"),
+        };
+    }
+
     fn key_value(&self, sql: &mut SqlBuilder, _key_type: &KeyType, value: Param) {
         // The key column's affinity converts the bound value for the comparison.
         sql.bind(value);

@@ -8,7 +8,7 @@ use serde::Serialize;
 use crate::config::Config;
 use crate::config::OnDelete;
 use crate::db::Keys;
-use crate::db::sql::{KeyType, Param, SqlBuilder, Statement};
+use crate::db::sql::{KeyType, Param, SqlBuilder, quote_identifier};
 use crate::db::{Backend, Database, DbError};
 use crate::planner::{Plan, PlanNode};
 
@@ -48,22 +48,22 @@ pub enum CountError {
     Database(#[from] DbError),
 }
 
-/// Root rows picked by what they point at rather than by id: the rows whose `column` is not
-/// NULL and holds a value that no row of `parent_table` has in `parent_key` (orphans).
+/// Root rows picked by what they point at rather than by id: the rows whose `columns` are not
+/// NULL and hold values that no row of `parent_table` has in `parent_key` (orphans).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Dangling {
-    /// The root table's relation column, as the config spells it.
-    pub column: String,
+    /// The root table's relation columns, as the config spells them.
+    pub columns: Vec<String>,
     /// The parent's table, as the config spells it.
     pub parent_table: String,
-    /// The parent's single-column key.
-    pub parent_key: String,
+    /// The parent's columns they reference, in the same order.
+    pub parent_key: Vec<String>,
 }
 
 /// Which root rows the counts start from.
 enum Roots<'a> {
     /// Rows whose key is among the ids, bound as one list.
-    Ids { key_type: KeyType, ids: Keys },
+    Ids { key_types: Vec<KeyType>, ids: Keys },
     /// Rows that dangle by any of these relations.
     Dangling(&'a [Dangling]),
 }
@@ -79,6 +79,9 @@ struct Counter<'a> {
 /// The alias of the parent table in the anti-join of [`Dangling`] roots.
 const DANGLING_PARENT: &str = "cascade_parent";
 
+/// The most counts one statement reads (one column each; SQLite allows 2,000 columns).
+const COUNTS_PER_STATEMENT: usize = 500;
+
 /// Counts every node of `plan` for the root rows `ids`.
 pub async fn count(
     database: &Database,
@@ -88,20 +91,20 @@ pub async fn count(
     ids: &[String],
 ) -> Result<Counts, CountError> {
     let root = super::steps::node_sql(&plan.root, None, database.backend(), Some(schema));
-    let ids = Keys::parse(&root.key_type, ids.to_vec()).map_err(|id| CountError::NotAnInteger {
+    let ids = Keys::parse_for(&root.key_types, ids.to_vec()).map_err(|id| CountError::NotAnInteger {
         id,
         key: root.key().to_owned(),
         table: plan.root.table.clone(),
     })?;
     let found = database.fetch_texts(&root.select_roots(Param::Keys(ids.clone()), None)).await?;
-    let not_found = not_found(&ids, &found, &root.key_type);
-    let roots = Roots::Ids { key_type: root.key_type.clone(), ids };
+    let not_found = not_found(&ids, &found, &root.key_types);
+    let roots = Roots::Ids { key_types: root.key_types.clone(), ids };
     let counter = Counter { backend: database.backend(), config, schema, roots };
-    count_from(database, config, plan, &counter, Counts { not_found, ..Counts::default() }).await
+    count_from(database, plan, &counter, Counts { not_found, ..Counts::default() }).await
 }
 
 /// Counts every node of `plan` for the root rows that dangle by any of `dangling` (whose
-/// relation column points at no parent row): what deleting those orphans, each with its own
+/// relation columns point at no parent row): what deleting those orphans, each with its own
 /// cascade, would remove. Nothing is loaded: the roots are picked by an anti-join in each count.
 /// `not_found` is always empty.
 pub(crate) async fn count_dangling(
@@ -112,119 +115,279 @@ pub(crate) async fn count_dangling(
     dangling: &[Dangling],
 ) -> Result<Counts, CountError> {
     let counter = Counter { backend: database.backend(), config, schema, roots: Roots::Dangling(dangling) };
-    count_from(database, config, plan, &counter, Counts::default()).await
+    count_from(database, plan, &counter, Counts::default()).await
 }
 
+/// What one count is of.
+enum Counted<'a> {
+    /// The rows of this node.
+    Node(&'a PlanNode),
+    /// The rows of this model that are deleted.
+    Deleted(&'a str),
+    /// The rows of this model that are nullified and not deleted.
+    Nullified(&'a str),
+    /// The root rows found, whatever their status.
+    AllRoots(&'a PlanNode),
+}
+
+/// Every count is read through one `WITH`: each deleted model with children gets the rows it
+/// loses (the columns its children reference) once, as a materialized table that its children's
+/// counts read, so a model reached by many paths is counted from its parents' rows, never once
+/// per path.
 async fn count_from(
     database: &Database,
-    config: &Config,
     plan: &Plan,
     counter: &Counter<'_>,
     mut counts: Counts,
 ) -> Result<Counts, CountError> {
-    let mut paths: IndexMap<(String, OnDelete), Vec<Vec<&PlanNode>>> = IndexMap::new();
-    for path in paths_of(&plan.root) {
-        let node = *path.last().expect("a path ends at its node");
-        let rows = database.fetch_count(&counter.count(std::slice::from_ref(&path), true)).await?;
-        counts.rows.insert(node.step, rows);
-        paths.entry((node.model.clone(), node.action)).or_default().push(path);
+    let graph = PlanGraph::of(plan);
+    let mut wanted: Vec<Counted<'_>> =
+        plan.steps_with_parents().into_iter().map(|(node, _)| Counted::Node(node)).collect();
+    for model in graph.models() {
+        if graph.deletes(model) {
+            wanted.push(Counted::Deleted(model));
+        }
+        if graph.nullifies(model) {
+            wanted.push(Counted::Nullified(model));
+        }
+    }
+    if counter.config.model(&plan.root.model).is_some_and(|m| m.status.is_some()) {
+        wanted.push(Counted::AllRoots(&plan.root));
+    }
+    let mut all_roots = 0;
+    for batch in wanted.chunks(COUNTS_PER_STATEMENT) {
+        let mut sql = SqlBuilder::new(counter.backend);
+        counter.with_deleted_rows(&mut sql, &graph);
+        sql.push("SELECT ");
+        for (index, counted) in batch.iter().enumerate() {
+            sql.push(if index == 0 { "CAST((" } else { ", CAST((" });
+            counter.count(&mut sql, &graph, counted);
+            sql.push(") AS TEXT)");
+        }
+        let rows = database.fetch_texts(&sql.finish()).await?;
+        let values = rows.into_iter().next().unwrap_or_default();
+        for (counted, value) in batch.iter().zip(values) {
+            let value = value.and_then(|value| value.parse::<u64>().ok()).unwrap_or(0);
+            match counted {
+                Counted::Node(node) => {
+                    counts.rows.insert(node.step, value);
+                }
+                Counted::Deleted(model) => {
+                    counts.totals.insert((*model).to_owned(), value);
+                }
+                Counted::Nullified(model) => {
+                    counts.nullify.insert((*model).to_owned(), value);
+                }
+                Counted::AllRoots(_) => all_roots = value,
+            }
+        }
     }
     counts.rows.sort_keys();
-    for ((model, action), model_paths) in &paths {
-        // A row that is deleted is not also nullified.
-        let deleted_paths = match action {
-            OnDelete::Nullify => paths.get(&(model.clone(), OnDelete::Delete)).map_or(&[][..], Vec::as_slice),
-            OnDelete::Delete => &[],
-        };
-        let rows = database.fetch_count(&counter.count_except(model_paths, deleted_paths)).await?;
-        match action {
-            OnDelete::Delete => counts.totals.insert(model.clone(), rows),
-            OnDelete::Nullify => counts.nullify.insert(model.clone(), rows),
-        };
-    }
-    if config.model(&plan.root.model).is_some_and(|m| m.status.is_some()) {
-        let all = database.fetch_count(&counter.count(&[vec![&plan.root]], false)).await?;
-        counts.skipped_by_status = all.saturating_sub(counts.totals.get(&plan.root.model).copied().unwrap_or(0));
+    if counter.config.model(&plan.root.model).is_some_and(|m| m.status.is_some()) {
+        counts.skipped_by_status = all_roots.saturating_sub(counts.totals.get(&plan.root.model).copied().unwrap_or(0));
     }
     Ok(counts)
 }
 
-/// Every root-to-node path of the tree, in execution order of the nodes.
-fn paths_of(root: &PlanNode) -> Vec<Vec<&PlanNode>> {
-    fn visit<'a>(node: &'a PlanNode, path: &mut Vec<&'a PlanNode>, out: &mut Vec<Vec<&'a PlanNode>>) {
-        path.push(node);
-        for child in &node.children {
-            visit(child, path, out);
+/// A plan's nodes by model: each model's nodes, and the first node of each model that has
+/// children (whose rows the children's counts read), in an order that puts parents first.
+struct PlanGraph<'a> {
+    /// Every node of each model, by model, parents' models first.
+    nodes: IndexMap<&'a str, Vec<(&'a PlanNode, Option<&'a PlanNode>)>>,
+    /// The alias of each deleted model with children's rows in the `WITH`.
+    aliases: IndexMap<&'a str, String>,
+}
+
+impl<'a> PlanGraph<'a> {
+    fn of(plan: &'a Plan) -> Self {
+        // Every node with each of its parents (a shared subtree's node has several).
+        let mut edges: Vec<(&'a PlanNode, Option<&'a PlanNode>)> = vec![(&plan.root, None)];
+        let mut expanded = std::collections::HashSet::new();
+        let mut stack = vec![&plan.root];
+        while let Some(node) = stack.pop() {
+            for child in node.children.iter() {
+                edges.push((child, Some(node)));
+            }
+            if expanded.insert(std::sync::Arc::as_ptr(&node.children)) {
+                stack.extend(node.children.iter());
+            }
         }
-        out.push(path.clone());
-        path.pop();
+        // The same node under several parents of one model is one lookup: keep one of them.
+        let mut seen = std::collections::HashSet::new();
+        edges.retain(|(node, parent)| seen.insert((*node as *const PlanNode, parent.map(|p| p.model.as_str()))));
+        // Parents first: a model comes after every model that has a child node of it.
+        let mut order: Vec<&'a str> = Vec::new();
+        let mut placed = std::collections::HashSet::new();
+        let models: Vec<&'a str> = {
+            let mut models: Vec<&'a str> = edges.iter().map(|(node, _)| node.model.as_str()).collect();
+            let mut unique = std::collections::HashSet::new();
+            models.retain(|model| unique.insert(*model));
+            models
+        };
+        while order.len() < models.len() {
+            let before = order.len();
+            for model in &models {
+                let ready = !placed.contains(model)
+                    && edges.iter().filter(|(node, _)| node.model == *model).all(|(node, parent)| {
+                        node.action == OnDelete::Nullify || parent.is_none_or(|p| placed.contains(p.model.as_str()))
+                    });
+                if ready {
+                    placed.insert(*model);
+                    order.push(model);
+                }
+            }
+            if order.len() == before {
+                // A checked config has no delete cycle; place the rest as they come.
+                order.extend(models.iter().filter(|model| placed.insert(**model)));
+            }
+        }
+        let mut nodes: IndexMap<&'a str, Vec<(&'a PlanNode, Option<&'a PlanNode>)>> =
+            order.iter().map(|model| (*model, Vec::new())).collect();
+        for edge in edges {
+            nodes.entry(edge.0.model.as_str()).or_default().push(edge);
+        }
+        let aliases = nodes
+            .iter()
+            .filter(|(_, nodes)| {
+                nodes.iter().any(|(node, _)| node.action == OnDelete::Delete && !node.children.is_empty())
+            })
+            .enumerate()
+            .map(|(index, (model, _))| (*model, format!("cascade_deleted_{index}")))
+            .collect();
+        Self { nodes, aliases }
     }
-    let mut out = Vec::new();
-    visit(root, &mut Vec::new(), &mut out);
-    out
+
+    fn models(&self) -> impl Iterator<Item = &'a str> + '_ {
+        self.nodes.keys().copied()
+    }
+
+    fn deletes(&self, model: &str) -> bool {
+        self.nodes[model].iter().any(|(node, _)| node.action == OnDelete::Delete)
+    }
+
+    fn nullifies(&self, model: &str) -> bool {
+        self.nodes[model].iter().any(|(node, _)| node.action == OnDelete::Nullify)
+    }
+
+    /// The nodes of `model` that do `action`, each with the parent it is reached from.
+    fn nodes_of(&self, model: &str, action: OnDelete) -> impl Iterator<Item = &(&'a PlanNode, Option<&'a PlanNode>)> {
+        self.nodes[model].iter().filter(move |(node, _)| node.action == action)
+    }
+
+    /// The columns of `model`'s rows that its children's relations reference.
+    fn referenced_columns(&self, model: &str) -> Vec<String> {
+        let mut columns: Vec<String> = Vec::new();
+        for (node, parent) in self.nodes.values().flatten() {
+            let Some(parent) = parent.filter(|parent| parent.model == model) else { continue };
+            for column in node.references.clone().unwrap_or_else(|| key_of(parent)) {
+                if !columns.contains(&column) {
+                    columns.push(column);
+                }
+            }
+        }
+        columns
+    }
+}
+
+fn key_of(node: &PlanNode) -> Vec<String> {
+    if node.key.is_empty() { vec!["id".to_owned()] } else { node.key.clone() }
 }
 
 impl Counter<'_> {
-    /// `SELECT COUNT(*)` of the rows of the last node of the paths (all of one model) reached by
-    /// any of them, so a row reached twice counts once.
-    fn count(&self, paths: &[Vec<&PlanNode>], with_status: bool) -> Statement {
-        let node = paths[0].last().expect("a path ends at its node");
-        let mut sql = SqlBuilder::new(self.backend);
-        sql.push("SELECT COUNT(*) FROM ").push(&self.names(node).quoted_table()).push(" WHERE ");
-        self.any_path(&mut sql, paths, with_status);
-        sql.finish()
-    }
-
-    /// Like `count`, leaving out the rows that any of `except` reaches.
-    fn count_except(&self, paths: &[Vec<&PlanNode>], except: &[Vec<&PlanNode>]) -> Statement {
-        if except.is_empty() {
-            return self.count(paths, true);
-        }
-        let node = paths[0].last().expect("a path ends at its node");
-        let mut sql = SqlBuilder::new(self.backend);
-        sql.push("SELECT COUNT(*) FROM ").push(&self.names(node).quoted_table()).push(" WHERE (");
-        self.any_path(&mut sql, paths, true);
-        // COALESCE: a NULL relation column reaches nothing, so it must not hide the row.
-        sql.push(") AND NOT COALESCE((");
-        self.any_path(&mut sql, except, true);
-        sql.push("), FALSE)");
-        sql.finish()
-    }
-
-    fn any_path(&self, sql: &mut SqlBuilder, paths: &[Vec<&PlanNode>], with_status: bool) {
-        for (index, path) in paths.iter().enumerate() {
-            if index > 0 {
-                sql.push(" OR ");
-            }
-            sql.push("(");
-            self.predicate(sql, path, with_status);
+    /// `WITH name AS MATERIALIZED (SELECT referenced columns FROM table WHERE deleted), ...` for
+    /// every deleted model with children, parents first.
+    fn with_deleted_rows(&self, sql: &mut SqlBuilder, graph: &PlanGraph<'_>) {
+        for (index, (model, alias)) in graph.aliases.iter().enumerate() {
+            let (node, _) = graph.nodes_of(model, OnDelete::Delete).next().expect("a deleted model has a delete node");
+            let names = self.names(node);
+            let columns: Vec<String> =
+                graph.referenced_columns(model).iter().map(|column| quote_identifier(&names.column(column))).collect();
+            sql.push(if index == 0 { "WITH " } else { ", " }).identifier(alias).push(" AS MATERIALIZED (SELECT ");
+            sql.push(&columns.join(", ")).push(" FROM ").push(&names.quoted_table()).push(" WHERE ");
+            self.membership(sql, graph, model, OnDelete::Delete);
             sql.push(")");
         }
+        if !graph.aliases.is_empty() {
+            sql.push(" ");
+        }
     }
 
-    /// The condition on the last node's rows: its column among the keys of the parent's rows,
-    /// recursively, down to the root's key among the ids.
-    fn predicate(&self, sql: &mut SqlBuilder, path: &[&PlanNode], with_status: bool) {
-        let (node, parents) = path.split_last().expect("a path ends at its node");
-        let Some(parent) = parents.last() else {
-            self.root_predicate(sql, node, with_status);
+    /// The rows of `model` that any of its nodes doing `action` reaches.
+    fn membership(&self, sql: &mut SqlBuilder, graph: &PlanGraph<'_>, model: &str, action: OnDelete) {
+        sql.push("(");
+        for (index, (node, parent)) in graph.nodes_of(model, action).enumerate() {
+            sql.push(if index == 0 { "(" } else { " OR (" });
+            self.reached(sql, graph, node, *parent);
+            sql.push(")");
+        }
+        sql.push(")");
+    }
+
+    /// The rows of `node` (reached from `parent`) among the rows its parent's model loses.
+    fn reached(&self, sql: &mut SqlBuilder, graph: &PlanGraph<'_>, node: &PlanNode, parent: Option<&PlanNode>) {
+        let Some(parent) = parent else {
+            self.root_predicate(sql, node, true);
             return;
         };
-        let column = self.names(node).column(node.column.as_deref().expect("a child node has a relation column"));
+        let names = self.names(node);
+        let columns: Vec<String> = node.columns.iter().map(|column| quote_identifier(&names.column(column))).collect();
         let parent_names = self.names(parent);
-        sql.identifier(&column)
-            .push(" IN (SELECT ")
-            .identifier(&parent_names.column(parent.key.as_deref().unwrap_or("id")));
-        sql.push(" FROM ").push(&parent_names.quoted_table()).push(" WHERE ");
-        self.predicate(sql, parents, with_status);
+        let referenced: Vec<String> = node
+            .references
+            .clone()
+            .unwrap_or_else(|| key_of(parent))
+            .iter()
+            .map(|column| quote_identifier(&parent_names.column(column)))
+            .collect();
+        match columns.as_slice() {
+            [one] => sql.push(one),
+            several => sql.push("(").push(&several.join(", ")).push(")"),
+        };
+        sql.push(" IN (SELECT ").push(&referenced.join(", ")).push(" FROM ");
+        sql.identifier(graph.aliases.get(parent.model.as_str()).expect("a parent with children has its rows"));
         sql.push(")");
+    }
+
+    /// `SELECT COUNT(*)` of what `counted` is of.
+    fn count(&self, sql: &mut SqlBuilder, graph: &PlanGraph<'_>, counted: &Counted<'_>) {
+        match counted {
+            Counted::Node(node) => {
+                let parent = graph.nodes[node.model.as_str()]
+                    .iter()
+                    .find(|(candidate, _)| std::ptr::eq(*candidate, *node))
+                    .and_then(|(_, parent)| *parent);
+                sql.push("SELECT COUNT(*) FROM ").push(&self.names(node).quoted_table()).push(" WHERE ");
+                self.reached(sql, graph, node, parent);
+            }
+            Counted::Deleted(model) => self.model_count(sql, graph, model, OnDelete::Delete),
+            Counted::Nullified(model) => self.model_count(sql, graph, model, OnDelete::Nullify),
+            Counted::AllRoots(root) => {
+                sql.push("SELECT COUNT(*) FROM ").push(&self.names(root).quoted_table()).push(" WHERE ");
+                self.root_predicate(sql, root, false);
+            }
+        }
+    }
+
+    /// `SELECT COUNT(*)` of the rows of `model` deleted, or nullified and not deleted.
+    fn model_count(&self, sql: &mut SqlBuilder, graph: &PlanGraph<'_>, model: &str, action: OnDelete) {
+        let (node, _) = graph.nodes_of(model, action).next().expect("a model counted has a node doing it");
+        sql.push("SELECT COUNT(*) FROM ").push(&self.names(node).quoted_table()).push(" WHERE ");
+        self.membership(sql, graph, model, action);
+        if action == OnDelete::Nullify && graph.deletes(model) {
+            // A row that is deleted is not also nullified. COALESCE: a NULL relation column
+            // reaches nothing, so it must not hide the row.
+            sql.push(" AND NOT COALESCE(");
+            self.membership(sql, graph, model, OnDelete::Delete);
+            sql.push(", FALSE)");
+        }
     }
 
     fn root_predicate(&self, sql: &mut SqlBuilder, root: &PlanNode, with_status: bool) {
         let names = self.names(root);
         match &self.roots {
-            Roots::Ids { key_type, ids } => {
-                sql.key_list(&names.column(root.key.as_deref().unwrap_or("id")), key_type, Param::Keys(ids.clone()));
+            Roots::Ids { key_types, ids } => {
+                let key: Vec<String> = key_of(root).iter().map(|column| names.column(column)).collect();
+                sql.keys_in(&key, key_types, Param::Keys(ids.clone()));
             }
             Roots::Dangling(dangling) => {
                 sql.push("(");
@@ -233,13 +396,20 @@ impl Counter<'_> {
                         sql.push(" OR ");
                     }
                     // The root table is the innermost unaliased one here, so its name qualifies
-                    // the column inside the sub-select, whose table is aliased.
-                    let column = names.column(&relation.column);
+                    // the columns inside the sub-select, whose table is aliased.
                     let parent = CatalogNames::of(Some(self.schema), &relation.parent_table);
-                    sql.push("(").identifier(&column).push(" IS NOT NULL AND NOT EXISTS (SELECT 1 FROM ");
-                    sql.push(&parent.quoted_table()).push(" AS ").identifier(DANGLING_PARENT).push(" WHERE ");
-                    sql.identifier(DANGLING_PARENT).push(".").identifier(&parent.column(&relation.parent_key));
-                    sql.push(" = ").push(&names.quoted_table()).push(".").identifier(&column).push("))");
+                    sql.push("(");
+                    for column in &relation.columns {
+                        sql.identifier(&names.column(column)).push(" IS NOT NULL AND ");
+                    }
+                    sql.push("NOT EXISTS (SELECT 1 FROM ").push(&parent.quoted_table()).push(" AS ");
+                    sql.identifier(DANGLING_PARENT).push(" WHERE ");
+                    for (part, (column, key)) in relation.columns.iter().zip(&relation.parent_key).enumerate() {
+                        sql.push(if part == 0 { "" } else { " AND " });
+                        sql.identifier(DANGLING_PARENT).push(".").identifier(&parent.column(key)).push(" = ");
+                        sql.push(&names.quoted_table()).push(".").identifier(&names.column(column));
+                    }
+                    sql.push("))");
                 }
                 sql.push(")");
             }

@@ -34,15 +34,15 @@ use crate::db::{Database, DbError, TextRows, options};
 use crate::planner::Plan;
 
 /// [`Keys::parse`] for the keys of `table`, a key that does not fit being a [`DeleteError`].
-pub(crate) fn table_keys(table: &str, key_type: &KeyType, keys: Vec<String>) -> Result<Keys, DeleteError> {
-    Keys::parse(key_type, keys).map_err(|id| DeleteError::NotAnInteger { id, table: table.to_owned() })
+pub(crate) fn table_keys(table: &str, key_types: &[KeyType], keys: Vec<String>) -> Result<Keys, DeleteError> {
+    Keys::parse_for(key_types, keys).map_err(|id| DeleteError::NotAnInteger { id, table: table.to_owned() })
 }
 
 /// The requested `ids` that no row of `found` (rows whose first column is a key, as the
 /// database writes it) has. Keys of other types than integer and text (uuid, ...) compare
 /// without regard to ASCII case: the database writes `A1B2...` as `a1b2...`.
-pub(crate) fn not_found(ids: &Keys, found: &TextRows, key_type: &KeyType) -> Vec<String> {
-    let fold = |key: &str| match key_type {
+pub(crate) fn not_found(ids: &Keys, found: &TextRows, key_types: &[KeyType]) -> Vec<String> {
+    let fold = |key: &str| match key_types.first().unwrap_or(&KeyType::Integer) {
         KeyType::Other(_) => key.to_ascii_lowercase(),
         KeyType::Integer | KeyType::Text | KeyType::Untyped => key.to_owned(),
     };
@@ -56,7 +56,7 @@ pub(crate) fn not_found(ids: &Keys, found: &TextRows, key_type: &KeyType) -> Vec
 pub async fn check_root_ids(database: &Database, plan: &Plan, ids: &[String]) -> Result<(), DeleteError> {
     let schema = crate::schema::introspect(database).await?;
     let root = steps::node_sql(&plan.root, None, database.backend(), Some(&schema));
-    table_keys(&plan.root.table, &root.key_type, ids.to_vec()).map(|_| ())
+    table_keys(&plan.root.table, &root.key_types, ids.to_vec()).map(|_| ())
 }
 
 /// Every option's current value: the config's `[options]`, overridden by `cascade_option`.

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use crate::config::OnDelete;
 use crate::config::{Located, StatusCheck, StatusValue, Strategy};
 use crate::db::Backend;
-use crate::db::sql::{KeyType, Param, SqlBuilder, SqlValue, Statement};
+use crate::db::sql::{KeyType, Param, SqlBuilder, SqlValue, Statement, quote_identifier};
 use crate::planner::PlanNode;
 use crate::schema::CatalogNames;
 
@@ -69,27 +69,78 @@ pub(crate) struct NodeSql<'a> {
     pub node: &'a PlanNode,
     /// The catalog's spelling of the node's table and columns.
     pub names: CatalogNames<'a>,
-    /// Key type of this node's key column (for deleting a chunk by key).
-    pub key_type: KeyType,
-    /// Type of the values this node is matched on: the parent's key type, or the ids' at the root.
-    pub match_type: KeyType,
+    /// Types of this node's key columns (for deleting a chunk by key).
+    pub key_types: Vec<KeyType>,
+    /// Types of the keys this node is matched by: the parent's key's (each compared as the
+    /// relation column it meets), or the ids' at the root.
+    pub match_types: Vec<KeyType>,
+    /// Where the relation references parent columns other than the parent's key: the parent's
+    /// rows of those keys, through which the node's rows are found.
+    pub through_parent: Option<ParentRows>,
     pub partitioned: bool,
     /// At the root: a condition each row must still meet to be deleted by key.
     pub guard: Option<RootGuard>,
 }
 
+/// The parent rows a relation to parent columns other than the key finds its rows through.
+pub(crate) struct ParentRows {
+    /// The parent's table, quoted.
+    pub table: String,
+    /// The parent's key columns, as the catalog spells them.
+    pub key: Vec<String>,
+    /// Their types.
+    pub key_types: Vec<KeyType>,
+    /// The parent's columns the relation's columns reference, as the catalog spells them.
+    pub referenced: Vec<String>,
+}
+
+/// The alias of the parent table in a lookup through the parent's rows.
+const PARENT_ALIAS: &str = "cascade_parent";
+
 impl NodeSql<'_> {
-    /// The single key column, as the catalog spells it.
-    pub(super) fn key(&self) -> String {
-        self.names.column(self.node.key.as_deref().unwrap_or("id"))
+    /// The key columns, as the catalog spells them (`id` when the node has none).
+    pub(super) fn key_columns(&self) -> Vec<String> {
+        match self.node.key.as_slice() {
+            [] => vec![self.names.column("id")],
+            key => key.iter().map(|column| self.names.column(column)).collect(),
+        }
     }
 
-    /// The column this node's rows are found by: the relation column, or the key at the root.
-    fn match_column(&self) -> String {
-        match &self.node.column {
-            Some(column) => self.names.column(column),
-            None => self.key(),
+    /// The first key column: the root's key (a root's key is a single column).
+    pub(super) fn key(&self) -> String {
+        self.key_columns().swap_remove(0)
+    }
+
+    /// The columns this node's rows are found by: the relation's, or the key at the root.
+    pub(super) fn match_columns(&self) -> Vec<String> {
+        if self.node.columns.is_empty() {
+            self.key_columns()
+        } else {
+            self.node.columns.iter().map(|column| self.names.column(column)).collect()
         }
+    }
+
+    /// The rows (of the node's table, unaliased or aliased by the caller) that the keys `matched`
+    /// (the parent chunk's, or the root ids) reach.
+    pub(super) fn write_match(&self, sql: &mut SqlBuilder, matched: Param) {
+        let Some(parent) = &self.through_parent else {
+            sql.keys_in(&self.match_columns(), &self.match_types, matched);
+            return;
+        };
+        match self.match_columns().as_slice() {
+            [one] => sql.identifier(one),
+            several => sql.push("(").identifiers(several).push(")"),
+        };
+        sql.push(" IN (SELECT ");
+        let referenced: Vec<String> =
+            parent.referenced.iter().map(|column| format!("{PARENT_ALIAS}.{}", quote_identifier(column))).collect();
+        sql.push(&referenced.join(", ")).push(" FROM ").push(&parent.table).push(" AS ").identifier(PARENT_ALIAS);
+        sql.push(" WHERE ").keys_in(&parent.key, &parent.key_types, matched).push(")");
+    }
+
+    /// The node's key, read back as one text (see `Backend::key_text`).
+    fn key_text(&self, sql: &mut SqlBuilder) {
+        self.backend.key_text(sql, &self.key_columns());
     }
 
     fn table(&self) -> String {
@@ -111,9 +162,10 @@ impl NodeSql<'_> {
         // The keys come back as one JSON array (see `Backend::json_array_agg`).
         sql.push("SELECT ");
         self.backend.json_array_agg(&mut sql, KEY_ALIAS, KEY_ALIAS);
-        sql.push(" FROM (SELECT CAST(").identifier(&self.key()).push(" AS TEXT) AS ").identifier(KEY_ALIAS);
-        sql.push(" FROM ").push(&self.table());
-        sql.push(" WHERE ").key_list(&self.match_column(), &self.match_type, matched);
+        sql.push(" FROM (SELECT ");
+        self.key_text(&mut sql);
+        sql.push(" AS ").identifier(KEY_ALIAS).push(" FROM ").push(&self.table()).push(" WHERE ");
+        self.write_match(&mut sql, matched);
         if let Some(status) = status {
             sql.push(" AND ");
             status_in(&mut sql, &self.names.column(&status.column.value), &status.proceed_or_in_progress());
@@ -139,11 +191,12 @@ impl NodeSql<'_> {
         self.set_based_head(&mut sql);
         sql.push(" WHERE ").push(rows.matched).push(rows.open).push(rows.select).push(" FROM ").push(&self.table());
         if let Some(guard) = &self.guard {
-            sql.push(" AS ").identifier(ROW_ALIAS);
-            sql.push(" WHERE ").key_list(&self.match_column(), &self.match_type, matched);
+            sql.push(" AS ").identifier(ROW_ALIAS).push(" WHERE ");
+            self.write_match(&mut sql, matched);
             guard.write(&mut sql, ROW_ALIAS);
         } else {
-            sql.push(" WHERE ").key_list(&self.match_column(), &self.match_type, matched);
+            sql.push(" WHERE ");
+            self.write_match(&mut sql, matched);
         }
         sql.push(" LIMIT ").push(&limit.to_string()).push(rows.close);
         self.set_based_tail(&mut sql, returning);
@@ -156,7 +209,8 @@ impl NodeSql<'_> {
     pub(super) fn set_based_all(&self, matched: Param, returning: Option<&Returning>) -> Statement {
         let mut sql = self.builder();
         self.set_based_head(&mut sql);
-        sql.push(" WHERE ").key_list(&self.match_column(), &self.match_type, matched);
+        sql.push(" WHERE ");
+        self.write_match(&mut sql, matched);
         self.set_based_tail(&mut sql, returning);
         sql.finish()
     }
@@ -172,7 +226,7 @@ impl NodeSql<'_> {
     pub(super) fn count_up_to(&self, matched: Param, limit: u64) -> Statement {
         let mut sql = self.builder();
         sql.push("SELECT CAST(COUNT(*) AS TEXT) FROM (SELECT 1 FROM ").push(&self.table()).push(" WHERE ");
-        sql.key_list(&self.match_column(), &self.match_type, matched);
+        self.write_match(&mut sql, matched);
         sql.push(" LIMIT ").push(&limit.to_string()).push(") AS matched_rows");
         sql.finish()
     }
@@ -181,7 +235,11 @@ impl NodeSql<'_> {
         match self.node.action {
             OnDelete::Delete => sql.push("DELETE FROM ").push(&self.table()).push(" AS ").identifier(ROW_ALIAS),
             OnDelete::Nullify => {
-                sql.push("UPDATE ").push(&self.table()).push(" SET ").identifier(&self.match_column()).push(" = NULL")
+                sql.push("UPDATE ").push(&self.table()).push(" SET ");
+                for (index, column) in self.match_columns().iter().enumerate() {
+                    sql.push(if index == 0 { "" } else { ", " }).identifier(column).push(" = NULL");
+                }
+                sql
             }
         };
     }
@@ -284,12 +342,12 @@ impl NodeSql<'_> {
     /// column is in `keys`.
     fn matching(&self, sql: &mut SqlBuilder, keys: Param, by_key: bool) {
         if by_key {
-            sql.key_list(&self.key(), &self.key_type, keys);
+            sql.keys_in(&self.key_columns(), &self.key_types, keys);
             if let Some(guard) = &self.guard {
                 guard.write(sql, ROW_ALIAS);
             }
         } else {
-            sql.key_list(&self.match_column(), &self.match_type, keys);
+            self.write_match(sql, keys);
         }
     }
 
@@ -303,7 +361,8 @@ impl NodeSql<'_> {
                 sql.push(" OR ");
             }
             sql.push("EXISTS (SELECT 1 FROM ").push(&child.table()).push(" WHERE ");
-            sql.key_list(&child.match_column(), &child.match_type, keys.clone()).push(")");
+            child.write_match(&mut sql, keys.clone());
+            sql.push(")");
         }
         sql.push(" THEN '1' ELSE '0' END AS TEXT)");
         sql.finish()
@@ -320,7 +379,7 @@ impl NodeSql<'_> {
         let mut sql = self.builder();
         sql.push("UPDATE ").push(&self.table()).push(" SET ").identifier(column).push(" = ");
         sql.bind(status_value(&status.in_progress.value)).push(" WHERE ");
-        sql.key_list(&self.key(), &self.key_type, ids).push(" AND ");
+        sql.keys_in(&self.key_columns(), &self.key_types, ids).push(" AND ");
         status_in(&mut sql, column, &status.proceed_or_in_progress());
         sql.finish()
     }
@@ -332,9 +391,10 @@ impl NodeSql<'_> {
         let unmarked: Vec<Located<StatusValue>> =
             status.proceed.iter().filter(|value| value.value != status.in_progress.value).cloned().collect();
         let mut sql = self.builder();
-        sql.push("SELECT CAST(").identifier(&self.key()).push(" AS TEXT), CAST(").identifier(&column);
-        sql.push(" AS TEXT) FROM ").push(&self.table()).push(" WHERE ");
-        sql.key_list(&self.key(), &self.key_type, ids).push(" AND ");
+        sql.push("SELECT ");
+        self.key_text(&mut sql);
+        sql.push(", CAST(").identifier(&column).push(" AS TEXT) FROM ").push(&self.table()).push(" WHERE ");
+        sql.keys_in(&self.key_columns(), &self.key_types, ids).push(" AND ");
         status_in(&mut sql, &column, &unmarked);
         sql.finish()
     }
@@ -345,7 +405,7 @@ impl NodeSql<'_> {
     pub(super) fn count_roots(&self, ids: Param) -> Statement {
         let mut sql = self.builder();
         sql.push("SELECT COUNT(*) FROM ").push(&self.table()).push(" WHERE ");
-        sql.key_list(&self.key(), &self.key_type, ids);
+        sql.keys_in(&self.key_columns(), &self.key_types, ids);
         sql.finish()
     }
 
@@ -354,8 +414,9 @@ impl NodeSql<'_> {
     pub(super) fn skipped_roots(&self, ids: Param, status: &StatusCheck) -> Statement {
         let mut sql = self.builder();
         let column = self.names.column(&status.column.value);
-        sql.push("SELECT CAST(").identifier(&self.key()).push(" AS TEXT) FROM ").push(&self.table());
-        sql.push(" WHERE ").key_list(&self.key(), &self.key_type, ids);
+        sql.push("SELECT ");
+        self.key_text(&mut sql);
+        sql.push(" FROM ").push(&self.table()).push(" WHERE ").keys_in(&self.key_columns(), &self.key_types, ids);
         sql.push(" AND (").identifier(&column).push(" IS NULL OR NOT ");
         status_in(&mut sql, &column, &status.proceed_or_in_progress());
         sql.push(")");
@@ -364,7 +425,9 @@ impl NodeSql<'_> {
 
     pub(super) fn select_roots(&self, ids: Param, status: Option<&StatusCheck>) -> Statement {
         let mut sql = self.builder();
-        sql.push("SELECT CAST(").identifier(&self.key()).push(" AS TEXT), ");
+        sql.push("SELECT ");
+        self.key_text(&mut sql);
+        sql.push(", ");
         match status {
             Some(status) => {
                 sql.push("CASE WHEN ");
@@ -374,7 +437,7 @@ impl NodeSql<'_> {
             None => sql.push("'proceed'"),
         };
         sql.push(" FROM ").push(&self.table()).push(" WHERE ");
-        sql.key_list(&self.key(), &self.key_type, ids);
+        sql.keys_in(&self.key_columns(), &self.key_types, ids);
         sql.finish()
     }
 }

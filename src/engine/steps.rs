@@ -3,7 +3,7 @@
 
 use serde::Serialize;
 
-use super::sql::{NodeSql, Returning, delete_archived, delete_with_tombstones, outbox_insert};
+use super::sql::{NodeSql, ParentRows, Returning, delete_archived, delete_with_tombstones, outbox_insert};
 use crate::config::{Config, OnDelete, StatusCheck};
 use crate::db::sql::{KeyType, Param, SqlValue, Statement, quote_literal};
 use crate::db::{Backend, Keys, Kind};
@@ -67,9 +67,7 @@ impl<'a> StepSql<'a> {
             outbox,
             children: node.children.iter().map(|child| node_sql(child, Some(node), backend, schema)).collect(),
             child_ties: node.children.iter().map(|child| tie(schema, node, child)).collect(),
-            key_unique: schema.is_some_and(
-                |schema| matches!(node.identity.as_slice(), [key] if schema.unique_column(&node.table, key)),
-            ),
+            key_unique: schema.is_some_and(|schema| schema.unique_columns(&node.table, &node.identity)),
             deletes: node.action == OnDelete::Delete,
         }
     }
@@ -159,11 +157,8 @@ enum Tie {
 
 fn tie(schema: Option<&Schema>, node: &PlanNode, child: &PlanNode) -> Tie {
     let Some(schema) = schema else { return Tie::Other };
-    let refusing = node
-        .key
-        .as_deref()
-        .zip(child.column.as_deref())
-        .is_some_and(|(key, column)| schema.refuses_orphans(&child.table, column, &node.table, key));
+    let referenced = child.references.as_ref().unwrap_or(&node.identity);
+    let refusing = schema.refuses_orphans(&child.table, &child.columns, &node.table, referenced);
     if refusing {
         Tie::Refusing
     } else if schema.unreferenced_by(&child.table, &node.table) {
@@ -181,24 +176,49 @@ pub(crate) fn node_sql<'a>(
     schema: Option<&'a Schema>,
 ) -> NodeSql<'a> {
     let table_of = |node: &PlanNode| schema.and_then(|s| s.table(&node.table));
-    let key_type = |table: Option<&Table>, column: Option<&str>| {
-        table.zip(column.or(Some("id"))).and_then(|(t, c)| t.column(c)).map_or(KeyType::Integer, |c| c.key_type.clone())
+    let types_of = |table: Option<&Table>, columns: &[String]| -> Vec<KeyType> {
+        columns
+            .iter()
+            .map(|column| table.and_then(|t| t.column(column)).map_or(KeyType::Integer, |c| c.key_type.clone()))
+            .collect()
     };
     let names = CatalogNames::of(schema, &node.table);
     let table = names.table();
-    let own_key = key_type(table, node.key.as_deref());
+    let own_key = if node.key.is_empty() { vec!["id".to_owned()] } else { node.key.clone() };
+    let key_types = types_of(table, &own_key);
+    let parent_key = |parent: &PlanNode| if parent.key.is_empty() { vec!["id".to_owned()] } else { parent.key.clone() };
+    let (match_types, through_parent) = match parent {
+        None => (key_types.clone(), None),
+        Some(parent) => {
+            let parent_names = CatalogNames::of(schema, &parent.table);
+            let parent_key = parent_key(parent);
+            let parent_types = types_of(table_of(parent), &parent_key);
+            match &node.references {
+                None => {
+                    let column_types = types_of(table, &node.columns);
+                    let compared =
+                        parent_types.iter().zip(&column_types).map(|(key, column)| backend.compared_as(key, column));
+                    (compared.collect(), None)
+                }
+                Some(referenced) => {
+                    let through = ParentRows {
+                        table: parent_names.quoted_table(),
+                        key: parent_key.iter().map(|column| parent_names.column(column)).collect(),
+                        key_types: parent_types.clone(),
+                        referenced: referenced.iter().map(|column| parent_names.column(column)).collect(),
+                    };
+                    (parent_types, Some(through))
+                }
+            }
+        }
+    };
     NodeSql {
         backend,
         node,
         names,
-        match_type: match parent {
-            Some(parent) => backend.compared_as(
-                &key_type(table_of(parent), parent.key.as_deref()),
-                &key_type(table, node.column.as_deref()),
-            ),
-            None => own_key.clone(),
-        },
-        key_type: own_key,
+        key_types,
+        match_types,
+        through_parent,
         partitioned: table.is_some_and(|t| t.partitioned),
         guard: None,
     }
@@ -335,7 +355,7 @@ fn listed(statement: Statement) -> ListedStatement {
             Param::Value(SqlValue::Text(t)) => quote_literal(t),
             Param::Keys(Keys::Integers(list)) => format!("{list:?}"),
             Param::Keys(Keys::Texts(list)) => format!("{list:?}"),
-            Param::Keys(untyped @ Keys::Untyped(_)) => untyped.json(),
+            Param::Keys(keys @ (Keys::Untyped(_) | Keys::Tuples { .. })) => keys.json(),
         })
         .collect();
     ListedStatement { sql: statement.sql, params }

@@ -15,7 +15,7 @@ use tracing::info;
 use super::{PartitionError, Policy, older_than, quoted};
 use crate::audit::RunRows;
 use crate::audit::{self, Run, RunOutcome, RunStart};
-use crate::config::{Config, OnDelete};
+use crate::config::{Config, OnDelete, describe_columns};
 use crate::db::Database;
 use crate::engine::Archive;
 use crate::schema::partitions::{partitions, server_version};
@@ -377,12 +377,16 @@ async fn clean_references(
             fk.referenced_columns.clone()
         };
         match nullify_relation(config, schema, policy, child, fk) {
-            Some((column, chunk)) => {
-                let nullified = format!("{}.{column}", child.qualified_name());
+            Some((columns, chunk)) => {
+                let nullified = format!("{}.{}", child.qualified_name(), describe_columns(&columns));
                 loop {
                     let mut sql = database.sql();
                     let selector = database.backend().row_selector(child.partitioned);
-                    sql.push("UPDATE ").push(&quoted(child)).push(" SET ").identifier(&column).push(" = NULL WHERE ");
+                    sql.push("UPDATE ").push(&quoted(child)).push(" SET ");
+                    for (index, column) in columns.iter().enumerate() {
+                        sql.push(if index > 0 { ", " } else { "" }).identifier(column).push(" = NULL");
+                    }
+                    sql.push(" WHERE ");
                     sql.push(selector.matched).push(selector.open).push(selector.select).push(" FROM ");
                     sql.push(&quoted(child)).push(" c WHERE ");
                     references(&mut sql, partition, fk, &referenced);
@@ -428,24 +432,29 @@ async fn clean_references(
 fn references_into<'a>(config: &Config, schema: &'a Schema, policy: &Policy<'a>) -> Vec<(&'a Table, ForeignKey)> {
     let mut found: Vec<(&Table, ForeignKey)> =
         schema.references_to(policy.table).map(|(child, fk)| (child, fk.clone())).collect();
-    let key = policy.model.key.as_ref().and_then(|key| key.value.single().map(str::to_owned));
     for relation in &policy.model.children {
         let Some(child) = config.model(&relation.model.value).and_then(|model| schema.table(&model.table.value)) else {
             continue;
         };
-        let column = &relation.column.value;
-        let backed = found.iter().any(|(table, fk)| {
-            std::ptr::eq(*table, child) && fk.columns.iter().any(|fk_column| fk_column.eq_ignore_ascii_case(column))
-        });
+        let columns = relation.column_names();
+        let backed =
+            found.iter().any(|(table, fk)| std::ptr::eq(*table, child) && within(&columns, &fk.columns).is_some());
         if !backed {
-            let column = child.column(column).map_or_else(|| column.clone(), |c| c.name.clone());
+            let catalog = |table: &Table, column: &String| {
+                table.column(column).map_or_else(|| column.clone(), |c| c.name.clone())
+            };
             found.push((
                 child,
                 ForeignKey {
-                    columns: vec![column],
+                    name: None,
+                    columns: columns.iter().map(|column| catalog(child, column)).collect(),
                     referenced_schema: policy.table.schema.clone(),
                     referenced_table: policy.table.name.clone(),
-                    referenced_columns: vec![key.clone().unwrap_or_else(|| "id".to_owned())],
+                    referenced_columns: relation
+                        .referenced(policy.model)
+                        .iter()
+                        .map(|column| catalog(policy.table, column))
+                        .collect(),
                     on_delete: crate::schema::ReferentialAction::NoAction,
                 },
             ));
@@ -467,7 +476,7 @@ fn references(sql: &mut crate::db::sql::SqlBuilder, partition: &Partition, fk: &
     sql.push(")");
 }
 
-/// The column to set to NULL, and the chunk size, when the model declares the foreign key `fk`
+/// The columns to set to NULL, and the chunk size, when the model declares the foreign key `fk`
 /// of `child` as a nullify relation.
 fn nullify_relation(
     config: &Config,
@@ -475,11 +484,11 @@ fn nullify_relation(
     policy: &Policy<'_>,
     child: &Table,
     fk: &ForeignKey,
-) -> Option<(String, u64)> {
+) -> Option<(Vec<String>, u64)> {
     policy.model.children.iter().filter(|relation| relation.action() == OnDelete::Nullify).find_map(|relation| {
         let model = config.model(&relation.model.value)?;
         schema.table(&model.table.value).filter(|table| std::ptr::eq(*table, child))?;
-        let column = fk.columns.iter().find(|column| column.eq_ignore_ascii_case(&relation.column.value))?;
+        let columns = within(&relation.column_names(), &fk.columns)?;
         let strategy = relation.strategy.as_ref().or(model.strategy.as_ref()).map(|s| s.value);
         let chunk = relation
             .chunk_size
@@ -487,8 +496,17 @@ fn nullify_relation(
             .or(model.chunk_size.as_ref())
             .map(|c| c.value)
             .unwrap_or_else(|| config.settings.chunk_size(strategy.unwrap_or(crate::config::Strategy::PerRow)));
-        Some((column.clone(), chunk.max(1)))
+        Some((columns, chunk.max(1)))
     })
+}
+
+/// `columns` as `fk_columns` spell them, when each of them is one of `fk_columns`: a relation
+/// over some columns of a foreign key is backed by it (a NULL in any of them releases the row).
+fn within(columns: &[String], fk_columns: &[String]) -> Option<Vec<String>> {
+    columns
+        .iter()
+        .map(|column| fk_columns.iter().find(|fk_column| fk_column.eq_ignore_ascii_case(column)).cloned())
+        .collect()
 }
 
 /// Waits until `file` exists (the test hook of [`PruneOptions::pause_after_detach`]).

@@ -1,14 +1,19 @@
-//! Compiling a root model into a plan: a tree in which a model reached by two paths appears
-//! under both, each node carrying everything the executor needs, numbered in execution order
-//! (children before parents, relations in declared order).
+//! Compiling a root model into a plan: a tree of plan nodes (a model reached by a relation),
+//! each carrying everything the executor needs, numbered in execution order (children before
+//! parents, relations in declared order). What is below a deleted model is the same whatever
+//! path reaches it, so a model's children are compiled once and shared by every node of that
+//! model: a plan grows with the relations, not with the paths.
 
-use serde::Serialize;
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+
+use serde::{Serialize, Serializer};
 
 use super::CheckedConfig;
 use crate::config::{Config, Key, Model, OnDelete, Relation, Strategy};
 
-/// Above this many nodes a plan is refused: a config whose diamonds multiply paths this much
-/// needs restructuring, not a tree of millions of steps.
+/// Above this many distinct nodes a plan is refused (it has about as many as the relations it
+/// reaches).
 pub(super) const MAX_PLAN_NODES: usize = 100_000;
 
 /// The outbox category a node writes for each deleted row, and the scope it is registered in.
@@ -29,16 +34,23 @@ pub struct PlanNode {
     pub model: String,
     /// The model's table.
     pub table: String,
-    /// The single-column key a per_row step fetches and deletes by (`None` for a bulk model
-    /// that declares none or a composite one).
-    pub key: Option<String>,
+    /// The key columns a per_row step fetches and deletes by (several for a composite key;
+    /// none for a bulk model that declares no key). In JSON, comma-separated or `null`.
+    #[serde(serialize_with = "joined")]
+    pub key: Vec<String>,
     /// The key columns that identify a deleted row in outbox tombstones: the declared key
     /// (several columns for a composite key), else `id`. Left out of the plan's JSON, whose
     /// shape is fixed.
     #[serde(skip)]
     pub identity: Vec<String>,
-    /// Column of this node's table that references the parent (`None` at the root).
-    pub column: Option<String>,
+    /// Columns of this node's table that reference the parent (several for a composite foreign
+    /// key; none at the root). In JSON, `column`: comma-separated, or `null` at the root.
+    #[serde(rename = "column", serialize_with = "joined")]
+    pub columns: Vec<String>,
+    /// The parent's columns that `columns` reference, when they are not the parent's key (a
+    /// unique column of the parent); left out of JSON otherwise.
+    #[serde(skip_serializing_if = "Option::is_none", serialize_with = "joined_some")]
+    pub references: Option<Vec<String>>,
     /// What happens to the rows: deleted, or their column set to NULL (always `delete` at the root).
     pub action: OnDelete,
     /// How the rows are deleted: the relation's strategy, else the model's, else `per_row`.
@@ -49,9 +61,18 @@ pub struct PlanNode {
     pub rate_limit: Option<String>,
     /// Where an outbox entry is written for each deleted row (`None` for nullified rows).
     pub outbox: Option<OutboxTarget>,
-    /// Left out of serialisation: views of a plan serialise their own tree.
+    /// The model's children, shared by every node of the model. Left out of serialisation:
+    /// views of a plan serialise their own tree.
     #[serde(skip)]
-    pub children: Vec<PlanNode>,
+    pub children: Arc<Vec<PlanNode>>,
+}
+
+fn joined<S: Serializer>(columns: &[String], serializer: S) -> Result<S::Ok, S::Error> {
+    if columns.is_empty() { serializer.serialize_none() } else { serializer.serialize_str(&columns.join(", ")) }
+}
+
+fn joined_some<S: Serializer>(columns: &Option<Vec<String>>, serializer: S) -> Result<S::Ok, S::Error> {
+    joined(columns.as_deref().unwrap_or_default(), serializer)
 }
 
 impl PlanNode {
@@ -66,6 +87,17 @@ impl PlanNode {
     pub fn has_only_set_based_children(&self) -> bool {
         !self.children.is_empty() && self.children.iter().all(PlanNode::is_set_based)
     }
+
+    /// Whether this node's children are the ones `other` has (the same model's, compiled once).
+    pub fn shares_children_with(&self, other: &PlanNode) -> bool {
+        !self.children.is_empty() && Arc::ptr_eq(&self.children, &other.children)
+    }
+
+    /// Whether the node is the relation of `parent` by `columns` that matches the parent's key
+    /// (no `references` of its own).
+    pub fn matches_parent_key(&self) -> bool {
+        self.references.is_none()
+    }
 }
 
 /// A compiled deletion: a tree of plan nodes under the root model.
@@ -76,23 +108,28 @@ pub struct Plan {
 }
 
 impl Plan {
-    /// Every node in execution order.
+    /// Every node in execution order, each once (a shared subtree's nodes once).
     pub fn steps(&self) -> Vec<&PlanNode> {
         self.steps_with_parents().into_iter().map(|(node, _)| node).collect()
     }
 
-    /// Every node in execution order (children first), with its parent (none at the root).
+    /// Every node in execution order (children first), each once, with its parent (none at the
+    /// root; for a node of a shared subtree, the first node of the model whose children it is:
+    /// every one of them is of the same model and table).
     pub fn steps_with_parents(&self) -> Vec<(&PlanNode, Option<&PlanNode>)> {
-        fn visit<'a>(
-            node: &'a PlanNode,
-            parent: Option<&'a PlanNode>,
-            steps: &mut Vec<(&'a PlanNode, Option<&'a PlanNode>)>,
-        ) {
-            node.children.iter().for_each(|child| visit(child, Some(node), steps));
-            steps.push((node, parent));
-        }
         let mut steps = Vec::new();
-        visit(&self.root, None, &mut steps);
+        let mut seen: HashSet<*const Vec<PlanNode>> = HashSet::new();
+        // Depth first without recursion: a plan may be as deep as the config's longest chain.
+        let mut stack: Vec<(&PlanNode, Option<&PlanNode>, bool)> = vec![(&self.root, None, false)];
+        while let Some((node, parent, expanded)) = stack.pop() {
+            if expanded || node.children.is_empty() || !seen.insert(Arc::as_ptr(&node.children)) {
+                steps.push((node, parent));
+                continue;
+            }
+            stack.push((node, parent, true));
+            stack.extend(node.children.iter().rev().map(|child| (child, Some(node), false)));
+        }
+        steps.sort_by_key(|(node, _)| node.step);
         steps
     }
 }
@@ -134,7 +171,7 @@ pub fn compile(config: &CheckedConfig, root: &str) -> Result<Plan, CompileError>
     if let Some(Key::Composite(columns)) = model.key.as_ref().map(|key| &key.value) {
         return Err(CompileError::CompositeRoot { model: root.to_owned(), columns: columns.join(", ") });
     }
-    let mut compiler = Compiler { config, path: Vec::new(), nodes: 0, next_step: 1 };
+    let mut compiler = Compiler { config, path: Vec::new(), nodes: 0, next_step: 1, subtrees: HashMap::new() };
     let root = compiler.node(model, None)?;
     Ok(Plan { root })
 }
@@ -149,48 +186,65 @@ pub fn declared_model<'a>(config: &'a Config, name: &str) -> Result<&'a Model, C
 
 struct Compiler<'a> {
     config: &'a Config,
-    /// Models on the way from the root to the node being compiled, to refuse cycles.
+    /// Models whose children are being compiled, from the root down, to refuse cycles.
     path: Vec<&'a str>,
     nodes: usize,
     next_step: usize,
+    /// Each deleted model's children, compiled once.
+    subtrees: HashMap<&'a str, Arc<Vec<PlanNode>>>,
 }
 
 impl<'a> Compiler<'a> {
-    fn node(&mut self, model: &'a Model, via: Option<&'a Relation>) -> Result<PlanNode, CompileError> {
+    /// The node of `model`, reached from `via`'s parent model by its relation (none at the root).
+    fn node(&mut self, model: &'a Model, via: Option<(&'a Model, &'a Relation)>) -> Result<PlanNode, CompileError> {
         self.nodes += 1;
         if self.nodes > MAX_PLAN_NODES {
             return Err(CompileError::TooLarge);
         }
-        let action = via.map_or(OnDelete::Delete, Relation::action);
-        let mut children = Vec::new();
-        if action == OnDelete::Delete {
-            if self.path.contains(&model.name.value.as_str()) {
-                return Err(CompileError::Cycle(model.name.value.clone()));
-            }
-            self.path.push(&model.name.value);
-            for relation in &model.children {
-                let child = declared_model(self.config, &relation.model.value)?;
-                children.push(self.node(child, Some(relation))?);
-            }
-            self.path.pop();
-        }
-        let strategy = effective_strategy(model, via);
+        let relation = via.map(|(_, relation)| relation);
+        let action = relation.map_or(OnDelete::Delete, Relation::action);
+        let children = if action == OnDelete::Delete { self.subtree(model)? } else { Arc::default() };
+        let strategy = effective_strategy(model, relation);
         let step = self.next_step;
         self.next_step += 1;
         Ok(PlanNode {
             step,
             model: model.name.value.clone(),
             table: model.table.value.clone(),
-            key: key_column(model, strategy),
+            key: key_columns(model, strategy),
             identity: model.key.as_ref().map_or_else(|| vec!["id".to_owned()], |key| key.value.columns()),
-            column: via.map(|relation| relation.column.value.clone()),
+            columns: relation.map(Relation::column_names).unwrap_or_default(),
+            references: via
+                .filter(|(parent, relation)| relation.references_other_than_key(parent))
+                .map(|(parent, relation)| relation.referenced(parent)),
             action,
             strategy,
-            chunk_size: effective_chunk_size(self.config, model, via, strategy),
+            chunk_size: effective_chunk_size(self.config, model, relation, strategy),
             rate_limit: model.rate_limit.as_ref().map(|r| r.value.clone()),
             outbox: (action == OnDelete::Delete).then(|| outbox_target(self.config, model)).flatten(),
             children,
         })
+    }
+
+    /// The children of the deleted `model`: compiled the first time, shared afterwards.
+    fn subtree(&mut self, model: &'a Model) -> Result<Arc<Vec<PlanNode>>, CompileError> {
+        let name = model.name.value.as_str();
+        if let Some(children) = self.subtrees.get(name) {
+            return Ok(children.clone());
+        }
+        if self.path.contains(&name) {
+            return Err(CompileError::Cycle(name.to_owned()));
+        }
+        self.path.push(name);
+        let mut children = Vec::new();
+        for relation in &model.children {
+            let child = declared_model(self.config, &relation.model.value)?;
+            children.push(self.node(child, Some((model, relation)))?);
+        }
+        self.path.pop();
+        let children = Arc::new(children);
+        self.subtrees.insert(name, children.clone());
+        Ok(children)
     }
 }
 
@@ -200,12 +254,12 @@ fn effective_strategy(model: &Model, via: Option<&Relation>) -> Strategy {
         .map_or(Strategy::PerRow, |strategy| strategy.value)
 }
 
-/// The single key column; bulk models only have one when they declare it.
-fn key_column(model: &Model, strategy: Strategy) -> Option<String> {
+/// The key columns; bulk models only have them when they declare a key.
+fn key_columns(model: &Model, strategy: Strategy) -> Vec<String> {
     match (&model.key, strategy) {
-        (Some(key), _) => key.value.single().map(str::to_owned),
-        (None, Strategy::PerRow) => Some("id".to_owned()),
-        (None, Strategy::Bulk) => None,
+        (Some(key), _) => key.value.columns(),
+        (None, Strategy::PerRow) => vec!["id".to_owned()],
+        (None, Strategy::Bulk) => Vec::new(),
     }
 }
 
@@ -267,7 +321,7 @@ categories = ["organization_update"]
     fn a_diamond_appears_under_both_paths_in_execution_order() {
         let plan = compile(&checked(DIAMOND), "organization").unwrap();
         let order: Vec<(usize, &str, Option<&str>)> =
-            plan.steps().iter().map(|n| (n.step, n.model.as_str(), n.column.as_deref())).collect();
+            plan.steps().iter().map(|n| (n.step, n.model.as_str(), n.columns.first().map(String::as_str))).collect();
         assert_eq!(
             order,
             vec![
@@ -293,8 +347,8 @@ categories = ["organization_update"]
         );
         let via_project = &root.children[0].children[0];
         assert_eq!(
-            (via_project.strategy, via_project.chunk_size, via_project.key.as_deref()),
-            (Strategy::Bulk, 50, None)
+            (via_project.strategy, via_project.chunk_size, via_project.key.is_empty()),
+            (Strategy::Bulk, 50, true)
         );
         let via_member = &root.children[1].children[0];
         assert_eq!(via_member.chunk_size, 5000);

@@ -12,9 +12,9 @@ pub(crate) use graph::ModelGraph;
 
 use std::sync::Arc;
 
-use crate::config::{Config, Loaded, Model, OnDelete, Relation};
+use crate::config::{Config, Loaded, Located, Model, OnDelete, Relation};
 use crate::diagnostic::{Diagnostic, Sources};
-use crate::schema::{Schema, Table};
+use crate::schema::{Column, ForeignKey, Schema, Table};
 
 /// What every rule gets to look at.
 pub(crate) struct Context<'a> {
@@ -32,6 +32,38 @@ pub(crate) struct SchemaRelation<'a> {
     pub relation: &'a Relation,
     pub child: &'a Model,
     pub child_table: &'a Table,
+}
+
+impl<'a> SchemaRelation<'a> {
+    /// The parent's columns the relation references (`references`, else the parent's key).
+    pub(crate) fn referenced(&self) -> Vec<String> {
+        self.relation.referenced(self.parent)
+    }
+
+    /// Each of the relation's columns (as written, with its place) and the child table's column
+    /// of that name, with the parent table's column it references, where both tables have them.
+    pub(crate) fn pairs(&self) -> Vec<(&'a Located<String>, &'a Column, &'a Column)> {
+        let Some(parent_table) = self.parent_table else { return Vec::new() };
+        let referenced = self.referenced();
+        self.relation
+            .columns()
+            .into_iter()
+            .zip(referenced)
+            .filter_map(|(written, target)| {
+                Some((written, self.child_table.column(&written.value)?, parent_table.column(&target)?))
+            })
+            .collect()
+    }
+
+    /// The foreign keys of the child table on exactly the relation's columns that reference the
+    /// parent's referenced columns.
+    pub(crate) fn foreign_keys(&self, schema: &'a Schema) -> Vec<&'a ForeignKey> {
+        let Some(parent_table) = self.parent_table else { return Vec::new() };
+        let columns = self.relation.column_names();
+        let referenced = self.referenced();
+        let (child, parent) = (self.child_table.qualified_name(), parent_table.qualified_name());
+        schema.foreign_keys_on(&child, &columns, &parent, &referenced)
+    }
 }
 
 impl<'a> Context<'a> {

@@ -95,6 +95,10 @@ pub struct Column {
 /// A foreign key declared on a table.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ForeignKey {
+    /// The constraint's name, where the database or the script gives one (SQLite's catalog
+    /// does not).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
     /// Referencing columns of this table.
     pub columns: Vec<String>,
     /// PostgreSQL schema of the referenced table; `None` for SQLite and unqualified DDL.
@@ -176,12 +180,58 @@ fn is_false(value: &bool) -> bool {
     !*value
 }
 
+impl ForeignKey {
+    /// Each referencing column with the column of `parent` (the table it points at) it
+    /// references: the referenced columns, or the parent's primary key where they are implicit.
+    pub fn pairs<'a>(&'a self, parent: &'a Table) -> impl Iterator<Item = (&'a str, &'a str)> + 'a {
+        let referenced =
+            if self.referenced_columns.is_empty() { &parent.primary_key } else { &self.referenced_columns };
+        self.columns.iter().map(String::as_str).zip(referenced.iter().map(String::as_str))
+    }
+
+    /// Whether `other` is the same reference (columns, table and referenced columns), whatever
+    /// its name and action.
+    pub fn same_reference(&self, other: &ForeignKey) -> bool {
+        self.columns == other.columns
+            && self.referenced_schema == other.referenced_schema
+            && self.referenced_table == other.referenced_table
+            && self.referenced_columns == other.referenced_columns
+    }
+
+    /// The key as people read it: its name, or `table(columns) -> parent(columns)`.
+    pub fn describe(&self, table: &str) -> String {
+        match &self.name {
+            Some(name) => format!("`{name}`"),
+            None => format!(
+                "`{table}({}) -> {}({})`",
+                self.columns.join(", "),
+                self.referenced_table,
+                self.referenced_columns.join(", ")
+            ),
+        }
+    }
+}
+
+/// Whether the names `a` and `b` are the same set of column names (ignoring ASCII case).
+fn same_columns(a: &[String], b: &[String]) -> bool {
+    a.len() == b.len() && a.iter().all(|column| b.iter().any(|other| other.eq_ignore_ascii_case(column)))
+}
+
 impl Table {
     /// Whether `column` alone is unique: the primary key, or a unique index that enforces it on
     /// the whole table.
     pub fn column_is_unique(&self, column: &str) -> bool {
-        let only = |columns: &[String]| matches!(columns, [only] if only.eq_ignore_ascii_case(column));
-        only(&self.primary_key) || self.indexes.iter().any(|index| index.enforces_uniqueness() && only(&index.columns))
+        self.columns_are_unique(&[column.to_owned()])
+    }
+
+    /// Whether the combination of `columns` is unique: the primary key or a unique index that
+    /// enforces uniqueness on the whole table covers some of them and no other column.
+    pub fn columns_are_unique(&self, columns: &[String]) -> bool {
+        let within = |key: &[String]| {
+            !key.is_empty() && key.iter().all(|part| columns.iter().any(|column| column.eq_ignore_ascii_case(part)))
+        };
+        within(&self.primary_key)
+            || self.indexes.iter().any(|index| index.enforces_uniqueness() && within(&index.columns))
     }
 
     /// The column named `name`, compared case-insensitively when there is no exact match.
@@ -192,21 +242,22 @@ impl Table {
         })
     }
 
-    /// Whether some index (or the primary key) starts with `column`, so finding a parent's
-    /// children by that column does not scan the whole table.
-    pub fn has_index_leading_with(&self, column: &str) -> bool {
-        let leads = |columns: &[String]| columns.first().is_some_and(|c| c.eq_ignore_ascii_case(column));
+    /// Whether some index (or the primary key) starts with `columns` (in any order), so
+    /// finding a parent's children by them does not scan the whole table.
+    pub fn has_index_leading_with(&self, columns: &[String]) -> bool {
+        let leads = |key: &[String]| key.len() >= columns.len() && same_columns(&key[..columns.len()], columns);
         leads(&self.primary_key) || self.indexes.iter().any(|index| leads(&index.columns))
     }
 
-    /// The statement that creates an index leading with `column` (as a config spells it), or
+    /// The statement that creates an index leading with `columns` (as a config spells them), or
     /// `None` when the table already has one. `quoted_table` is the table as the statement
-    /// should name it; the index is called `TABLE_COLUMN_idx`. `validate` (the
+    /// should name it; the index is called `TABLE_COLUMNS_idx`. `validate` (the
     /// `unindexed-relation` warning) and `cascade orphans` give the same advice.
-    pub fn index_advice(&self, column: &str, quoted_table: &str) -> Option<String> {
-        (!self.has_index_leading_with(column)).then(|| {
-            let index = format!("{}_{column}_idx", self.name);
-            format!("CREATE INDEX {} ON {quoted_table} ({});", quote_identifier(&index), quote_identifier(column))
+    pub fn index_advice(&self, columns: &[String], quoted_table: &str) -> Option<String> {
+        (!self.has_index_leading_with(columns)).then(|| {
+            let index = format!("{}_{}_idx", self.name, columns.join("_"));
+            let quoted: Vec<String> = columns.iter().map(|column| quote_identifier(column)).collect();
+            format!("CREATE INDEX {} ON {quoted_table} ({});", quote_identifier(&index), quoted.join(", "))
         })
     }
 
@@ -294,47 +345,55 @@ impl Schema {
         })
     }
 
-    /// The foreign keys of `child` on exactly `column` that reference `parent`'s `parent_key`.
-    pub fn foreign_keys_on<'s>(
-        &'s self,
-        child: &'s str,
-        column: &'s str,
-        parent: &'s str,
-        parent_key: &'s str,
-    ) -> impl Iterator<Item = &'s ForeignKey> + 's {
-        let same = |a: &str, b: &str| a.eq_ignore_ascii_case(b);
-        let tables = self.table(child).zip(self.table(parent));
-        tables.into_iter().flat_map(move |(child, parent)| {
-            child.foreign_keys.iter().filter(move |fk| {
-                matches!(&fk.columns[..], [only] if same(only, column))
-                    && match &fk.referenced_columns[..] {
-                        [] => matches!(&parent.primary_key[..], [only] if same(only, parent_key)),
-                        [only] => same(only, parent_key),
-                        _ => false,
-                    }
+    /// The foreign keys of `child` on exactly `columns` that reference `parent`'s `referenced`
+    /// columns, each column of `columns` the one of `referenced` at the same place (in the
+    /// foreign key's own order, whatever it is).
+    pub fn foreign_keys_on(
+        &self,
+        child: &str,
+        columns: &[String],
+        parent: &str,
+        referenced: &[String],
+    ) -> Vec<&ForeignKey> {
+        let Some((child, parent)) = self.table(child).zip(self.table(parent)) else { return Vec::new() };
+        child
+            .foreign_keys
+            .iter()
+            .filter(|fk| {
+                fk.columns.len() == columns.len()
                     && self.resolve(fk).is_some_and(|target| std::ptr::eq(target, parent))
+                    && fk.pairs(parent).all(|(column, target)| {
+                        let at = columns.iter().position(|c| c.eq_ignore_ascii_case(column));
+                        at.is_some_and(|at| referenced.get(at).is_some_and(|r| r.eq_ignore_ascii_case(target)))
+                    })
             })
-        })
+            .collect()
     }
 
     /// Whether the schema's database (PostgreSQL) has no `=` between `child`'s `column` and the
-    /// `parent_key` of `parent` it references, as far as the tool knows the types
+    /// `referenced` column of `parent` it references, as far as the tool knows the types
     /// (`crate::db::Backend::can_compare`). Never where a foreign key ties the two: PostgreSQL
     /// accepts one only between comparable types (a DDL script's types are guessed from their
     /// names, and a SQLite script can read as PostgreSQL).
-    pub fn cannot_compare(&self, child: &Table, column: &Column, parent: &Table, parent_key: &Column) -> bool {
-        self.kind.is_some_and(|kind| !kind.backend().can_compare(&parent_key.key_type, &column.key_type))
-            && self.foreign_keys_on(&child.name, &column.name, &parent.name, &parent_key.name).next().is_none()
+    pub fn cannot_compare(&self, child: &Table, column: &Column, parent: &Table, referenced: &Column) -> bool {
+        self.kind.is_some_and(|kind| !kind.backend().can_compare(&referenced.key_type, &column.key_type))
+            && !child.foreign_keys.iter().any(|fk| {
+                self.resolve(fk).is_some_and(|target| std::ptr::eq(target, parent))
+                    && fk.pairs(parent).any(|(from, to)| {
+                        from.eq_ignore_ascii_case(&column.name) && to.eq_ignore_ascii_case(&referenced.name)
+                    })
+            })
     }
 
     /// Whether the database itself refuses to delete a `parent` row that a `child` row still
-    /// references through `column` (pointing at the parent's `parent_key`): a foreign key on
-    /// exactly that column with `NO ACTION` or `RESTRICT`, declared on the table itself (not only
-    /// on some partitions of it).
-    pub fn refuses_orphans(&self, child: &str, column: &str, parent: &str, parent_key: &str) -> bool {
+    /// references through `columns` (pointing at the parent's `referenced` columns): a foreign
+    /// key on exactly those columns with `NO ACTION` or `RESTRICT`, declared on the table itself
+    /// (not only on some partitions of it).
+    pub fn refuses_orphans(&self, child: &str, columns: &[String], parent: &str, referenced: &[String]) -> bool {
         !self.table(child).is_some_and(|table| table.partitioned)
             && self
-                .foreign_keys_on(child, column, parent, parent_key)
+                .foreign_keys_on(child, columns, parent, referenced)
+                .iter()
                 .any(|fk| matches!(fk.on_delete, ReferentialAction::NoAction | ReferentialAction::Restrict))
     }
 
@@ -345,10 +404,10 @@ impl Schema {
         !child.foreign_keys.iter().any(|fk| self.resolve(fk).is_some_and(|target| std::ptr::eq(target, parent)))
     }
 
-    /// Whether `column` alone is unique in `table`: its primary key, or a unique index that
-    /// enforces it on the whole table.
-    pub fn unique_column(&self, table: &str, column: &str) -> bool {
-        self.table(table).is_some_and(|table| table.column_is_unique(column))
+    /// Whether the combination of `columns` is unique in `table` (see
+    /// [`Table::columns_are_unique`]).
+    pub fn unique_columns(&self, table: &str, columns: &[String]) -> bool {
+        self.table(table).is_some_and(|table| table.columns_are_unique(columns))
     }
 
     /// The table a foreign key points at.
@@ -388,12 +447,15 @@ mod tests {
     #[test]
     fn only_no_action_and_restrict_keys_refuse_orphans() {
         let schema = crate::schema::parse_ddl(DDL).schema;
-        assert!(schema.refuses_orphans("event", "grp_id", "grp", "id"));
-        assert!(schema.refuses_orphans("hash", "GRP_ID", "grp", "id"), "an implicit key, names in any case");
-        assert!(!schema.refuses_orphans("note", "grp_id", "grp", "id"), "the database would delete new rows");
-        assert!(!schema.refuses_orphans("tag", "grp_id", "grp", "id"), "the database would keep new rows");
-        assert!(!schema.refuses_orphans("loose", "grp_id", "grp", "id"), "no foreign key");
-        assert!(!schema.refuses_orphans("event", "grp_id", "grp", "uuid"), "another parent column");
-        assert!(!schema.refuses_orphans("event", "id", "grp", "id"), "another child column");
+        let refuses = |child: &str, column: &str, key: &str| {
+            schema.refuses_orphans(child, &[column.to_owned()], "grp", &[key.to_owned()])
+        };
+        assert!(refuses("event", "grp_id", "id"));
+        assert!(refuses("hash", "GRP_ID", "id"), "an implicit key, names in any case");
+        assert!(!refuses("note", "grp_id", "id"), "the database would delete new rows");
+        assert!(!refuses("tag", "grp_id", "id"), "the database would keep new rows");
+        assert!(!refuses("loose", "grp_id", "id"), "no foreign key");
+        assert!(!refuses("event", "grp_id", "uuid"), "another parent column");
+        assert!(!refuses("event", "id", "id"), "another child column");
     }
 }

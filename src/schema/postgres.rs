@@ -134,13 +134,15 @@ pub(super) async fn introspect(pool: &PgPool) -> Result<Schema, DbError> {
             "u" => add_index(table, Index::new(Some(row.get("name")), columns, true)),
             _ => {
                 let key = ForeignKey {
+                    name: Some(row.get("name")),
                     columns,
                     referenced_schema: row.get("referenced_schema"),
                     referenced_table: row.get::<Option<String>, _>("referenced_table").unwrap_or_default(),
                     referenced_columns: row.get("referenced_columns"),
                     on_delete: referential_action(&row.get::<String, _>("on_delete")),
                 };
-                if !table.foreign_keys.contains(&key) {
+                // A partitioned table's key stands on each partition too (under other names).
+                if !table.foreign_keys.iter().any(|known| known.same_reference(&key)) {
                     table.foreign_keys.push(key);
                 }
             }

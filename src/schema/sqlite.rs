@@ -77,6 +77,7 @@ async fn foreign_keys(pool: &SqlitePool, table: &str) -> Result<Vec<ForeignKey>,
 
 fn new_foreign_key(row: &SqliteRow) -> ForeignKey {
     ForeignKey {
+        name: None,
         columns: Vec::new(),
         referenced_schema: None,
         referenced_table: row.get("table"),

@@ -30,7 +30,8 @@ impl<'a> Merger<'a> {
             .filter_map(|relation| {
                 let child = config.model(&relation.model.value)?;
                 let names = CatalogNames::of(Some(schema), &child.table.value);
-                let column = names.table()?.column(&relation.column.value)?.name.clone();
+                let [column] = &relation.column_names()[..] else { return None };
+                let column = names.table()?.column(column)?.name.clone();
                 Some((relation.model.value.clone(), names.quoted_table(), column))
             })
             .collect();

@@ -6,7 +6,7 @@ use super::queries::Queries;
 use super::{DuplicatesError, Resolved, Search};
 use crate::audit::Alone;
 use crate::cleanup::batches::{BatchOptions, BatchRun, CleanupSummary, Next, Read, Scan};
-use crate::config::{Located, StatusValue};
+use crate::config::{Located, StatusValue, describe_columns};
 use crate::db::sql::KeyType;
 use crate::engine::Engine;
 use crate::planner::Plan;
@@ -30,6 +30,20 @@ pub async fn remove(
         return Err(not_removable("its key is composite: a clean-up deletes rows by a single-column key".to_owned()));
     };
     let key_type = resolved.table.column(key).map_or(KeyType::Integer, |column| column.key_type.clone());
+    if merge && let Some(model) = config.model(&search.model) {
+        let unmergeable = model
+            .children
+            .iter()
+            .find(|relation| relation.columns().len() > 1 || relation.references_other_than_key(model));
+        if let Some(relation) = unmergeable {
+            return Err(not_removable(format!(
+                "`--merge` re-points references to the key, and `{}.{}` references {}",
+                relation.model.value,
+                relation.describe_columns(),
+                describe_columns(&relation.referenced(model))
+            )));
+        }
+    }
     let plan = crate::planner::compile(config, &search.model).map_err(|error| not_removable(error.to_string()))?;
     let queries = Queries {
         table: resolved.names.quoted_table(),

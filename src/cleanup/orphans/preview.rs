@@ -65,9 +65,9 @@ pub async fn preview_delete(
         let dangling: Vec<Dangling> = relations
             .iter()
             .map(|relation| Dangling {
-                column: relation.column.clone(),
+                columns: vec![relation.column.clone()],
                 parent_table: parent_config_table(config, relation),
-                parent_key: relation.parent_key.clone(),
+                parent_key: vec![relation.parent_key.clone()],
             })
             .collect();
         let columns = relations.iter().map(|relation| relation.column.clone()).collect();

@@ -4,7 +4,7 @@
 
 use super::SkippedRelation;
 use super::filter::Filter;
-use crate::config::{Config, Key, OnDelete};
+use crate::config::{Config, Key, OnDelete, describe_columns};
 use crate::db::sql::quote_qualified;
 use crate::schema::{Schema, Table};
 
@@ -87,7 +87,7 @@ pub(super) fn candidates<'a>(
             let Some((child_name, child)) = config.models.get_key_value(&relation.model.value) else { continue };
             let parent_table = schema.table(&parent.table.value);
             let child_table = schema.table(&child.table.value);
-            let column = &relation.column.value;
+            let column = &relation.describe_columns();
             if let (Some(p), Some(c)) = (parent_table, child_table) {
                 declared.push((c, column.to_ascii_lowercase(), p));
             }
@@ -103,17 +103,13 @@ pub(super) fn candidates<'a>(
                     reason,
                 })
             };
-            let parent_key = match parent.key.as_ref().map(|key| &key.value) {
-                None => "id",
-                Some(Key::Column(key)) => key.as_str(),
-                Some(Key::Composite(columns)) => {
-                    skip(format!(
-                        "the key of `{parent_name}` is composite ({}): a relation is one column referencing a \
-                         single-column key",
-                        columns.join(", ")
-                    ));
-                    continue;
-                }
+            let referenced = relation.referenced(parent);
+            let [parent_key] = &referenced[..] else {
+                skip(format!(
+                    "the relation is over several columns ({column} → {}): orphans are counted over one column",
+                    describe_columns(&referenced)
+                ));
+                continue;
             };
             let (Some(parent_table), Some(child_table)) = (parent_table, child_table) else {
                 let missing = if parent_table.is_none() { &parent.table.value } else { &child.table.value };
@@ -121,7 +117,7 @@ pub(super) fn candidates<'a>(
                 continue;
             };
             let Some(key_column) = parent_table.column(parent_key) else {
-                skip(format!("`{}` has no column `{parent_key}`, the key of `{parent_name}`", parent_table.name));
+                skip(format!("`{}` has no column `{parent_key}`, which `{column}` references", parent_table.name));
                 continue;
             };
             let Some(child_column) = child_table.column(column) else {

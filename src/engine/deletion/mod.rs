@@ -156,12 +156,12 @@ impl<'a> Deletion<'a> {
         }
         crate::db::migrate(database).await?;
         let root = StepSql::new(&plan.root, None, config, database.backend(), Some(schema), options.archive.is_some());
-        let ids = table_keys(&plan.root.table, &root.sql.key_type, ids.to_vec())?;
+        let ids = table_keys(&plan.root.table, &root.sql.key_types, ids.to_vec())?;
 
         let mut summary = Summary::default();
         let (proceeding, skipped, missing) = sort_roots(database, &root, &ids, options.within.is_some()).await?;
         (summary.skipped, summary.missing) = (skipped, missing);
-        let proceeding = table_keys(&plan.root.table, &root.sql.key_type, proceeding)?;
+        let proceeding = table_keys(&plan.root.table, &root.sql.key_types, proceeding)?;
         let statuses_before = roots::mark_in_progress(database, &root, &proceeding).await?;
         let (run_id, run) = match &options.within {
             Some(batch) => (batch.run, None),
@@ -238,7 +238,7 @@ impl<'a> Deletion<'a> {
                         continue;
                     }
                     frame.last_chunk = (keys.len() as u64) < frame.limit;
-                    let keys = table_keys(&frame.node.table, &frame.step.sql.key_type, keys)?;
+                    let keys = table_keys(&frame.node.table, &frame.step.sql.key_types, keys)?;
                     frame.state = chunk_state(frame, keys);
                 }
                 State::Together { keys } => {

@@ -31,22 +31,30 @@ pub(crate) async fn refuse_unmatched_lookups(
 /// row 8 elsewhere is deleted in its place), or a reference that the parent's integer keys equal
 /// only by SQLite's conversion (`'08'` in a TEXT column): left behind, orphaned.
 async fn refuse_ambiguous_keys(database: &Database, plan: &Plan, schema: &Schema) -> Result<(), DeleteError> {
-    let key_of =
-        |node: &PlanNode| schema.table(&node.table).and_then(|table| table.column(node.key.as_deref().unwrap_or("id")));
     let quoted = |node: &PlanNode| crate::schema::CatalogNames::of(Some(schema), &node.table).quoted_table();
+    let key_of = |node: &PlanNode| if node.key.is_empty() { vec!["id".to_owned()] } else { node.key.clone() };
     for (node, parent) in plan.steps_with_parents() {
         let Some(table) = schema.table(&node.table) else { continue };
         // Set-based steps never look their rows up by their own key, only by their relation.
         let by_own_key = parent.is_none() || !node.is_set_based();
-        let own_key = key_of(node).filter(|_| by_own_key).map(|key| (key, key, None));
-        let reference = node
-            .column
-            .as_deref()
-            .and_then(|name| table.column(name))
-            .zip(parent)
-            .and_then(|(column, parent)| key_of(parent).map(|key| (column, key, Some(quoted(parent)))));
+        let own_key: Vec<_> = key_of(node)
+            .iter()
+            .filter(|_| by_own_key)
+            .filter_map(|name| table.column(name))
+            .map(|key| (key, key, None))
+            .collect();
+        let mut references = Vec::new();
+        if let Some(parent_table) = parent.and_then(|parent| schema.table(&parent.table)) {
+            let parent = parent.expect("a parent table is a parent's");
+            let referenced = node.references.clone().unwrap_or_else(|| key_of(parent));
+            for (name, target) in node.columns.iter().zip(&referenced) {
+                if let (Some(column), Some(key)) = (table.column(name), parent_table.column(target)) {
+                    references.push((column, key, Some(quoted(parent))));
+                }
+            }
+        }
         // Each column with the key it is looked up by, and for a reference the parent's table.
-        for (column, key, parent_table) in own_key.into_iter().chain(reference) {
+        for (column, key, parent_table) in own_key.into_iter().chain(references) {
             let mut sql = database.sql();
             let backend = database.backend();
             let referenced = parent_table.as_deref().map(|table| (table, key.name.as_str()));
@@ -85,7 +93,7 @@ async fn refuse_uncomparable_relations(
     for (node, parent) in plan.steps_with_parents() {
         let Some(parent) = parent else { continue };
         let step = StepSql::new(node, Some(parent), config, database.backend(), Some(schema), false);
-        let no_keys = Keys::none(&step.sql.match_type);
+        let no_keys = Keys::none(&step.sql.match_types);
         let lookup = step.sql.count_up_to(Param::Keys(no_keys), 1);
         if let Err(error) = database.fetch_texts(&lookup).await {
             // A lock held elsewhere or a lost connection is no fault of the relation: the
@@ -97,9 +105,10 @@ async fn refuse_uncomparable_relations(
             if !database.is_type_mismatch(&error) {
                 return Err(error.into());
             }
+            let referenced = node.references.clone().unwrap_or_else(|| parent.key.clone());
             return Err(DeleteError::UncomparableRelation {
-                child: format!("{}.{}", node.table, node.column.as_deref().unwrap_or_default()),
-                parent: format!("{}.{}", parent.table, parent.key.as_deref().unwrap_or("id")),
+                child: format!("{}.{}", node.table, node.columns.join(", ")),
+                parent: format!("{}.{}", parent.table, referenced.join(", ")),
                 reason: error.to_string(),
             });
         }

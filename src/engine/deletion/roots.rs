@@ -46,7 +46,7 @@ pub(super) async fn sort_roots(
     read: bool,
 ) -> Result<(Vec<String>, Vec<String>, Vec<String>), DeleteError> {
     let requested = ids.texts();
-    let spelled_as_given = !matches!(root.sql.key_type, KeyType::Other(_));
+    let spelled_as_given = !root.sql.key_types.iter().any(|key_type| matches!(key_type, KeyType::Other(_)));
     if read
         || spelled_as_given
             && database.fetch_count(&root.sql.count_roots(Param::Keys(ids.clone()))).await? == requested.len() as u64
@@ -77,7 +77,7 @@ pub(super) async fn sort_roots(
     let position: std::collections::HashMap<String, usize> =
         requested.iter().enumerate().map(|(index, id)| (id.to_ascii_lowercase(), index)).collect();
     proceeding.sort_by_key(|key| position.get(&key.to_ascii_lowercase()).copied().unwrap_or(usize::MAX));
-    Ok((proceeding, skipped, not_found(ids, &found, &root.sql.key_type)))
+    Ok((proceeding, skipped, not_found(ids, &found, &root.sql.key_types)))
 }
 
 /// Marks the root rows `proceeding` whose status allows the deletion in progress, remembering

@@ -9,19 +9,15 @@ use crate::schema::{ReferentialAction, Table};
 
 pub(super) fn check(context: &Context<'_>, diagnostics: &mut Vec<Diagnostic>) {
     let Some(schema) = context.schema else { return };
-    for SchemaRelation { parent, parent_table, relation, child_table, .. } in context.schema_relations() {
-        let Some(parent_table) = parent_table else {
-            continue;
-        };
-        let action = child_table
-            .foreign_keys
-            .iter()
-            .filter(|key| matches!(key.columns.as_slice(), [c] if c.eq_ignore_ascii_case(&relation.column.value)))
-            .filter(|key| schema.resolve(key).is_some_and(|target| std::ptr::eq(target, parent_table)))
+    for found in context.schema_relations() {
+        let action = found
+            .foreign_keys(schema)
+            .into_iter()
             .map(|key| key.on_delete)
             .find(|action| matches!(action, ReferentialAction::Cascade | ReferentialAction::SetNull));
         if let Some(action) = action {
-            diagnostics.push(note(parent, child_table, &relation.column.value, action, &relation.location));
+            let SchemaRelation { parent, relation, child_table, .. } = found;
+            diagnostics.push(note(parent, child_table, &relation.describe_columns(), action, &relation.location));
         }
     }
 }

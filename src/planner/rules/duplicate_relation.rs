@@ -9,7 +9,7 @@ pub(super) fn check(context: &Context<'_>, diagnostics: &mut Vec<Diagnostic>) {
     for model in context.config.models.values() {
         let mut seen = HashMap::new();
         for relation in &model.children {
-            let key = (relation.model.value.as_str(), relation.column.value.as_str());
+            let key = (relation.model.value.as_str(), relation.describe_columns());
             let Some(first) = seen.get(&key) else {
                 seen.insert(key, &relation.location);
                 continue;

@@ -27,8 +27,9 @@ pub(super) fn check(context: &Context<'_>, diagnostics: &mut Vec<Diagnostic>) {
         }
     }
     for SchemaRelation { relation, child_table, .. } in context.schema_relations() {
-        let column = &relation.column;
-        column_case(child_table, &column.location, &column.value, "relation column", diagnostics);
+        for column in relation.columns() {
+            column_case(child_table, &column.location, &column.value, "relation column", diagnostics);
+        }
     }
 }
 

@@ -25,10 +25,19 @@ pub(super) fn check(context: &Context<'_>, diagnostics: &mut Vec<Diagnostic>) {
             missing(&column.value, &column.location, "outbox payload");
         }
     }
-    for SchemaRelation { parent, relation, child_table, .. } in context.schema_relations() {
-        if child_table.column(&relation.column.value).is_none() {
-            let role = format!("relation from `{}`", parent.name.value);
-            diagnostics.push(diagnostic(child_table, &relation.column.value, &relation.column.location, &role));
+    for SchemaRelation { parent, parent_table, relation, child_table, .. } in context.schema_relations() {
+        for column in relation.columns() {
+            if child_table.column(&column.value).is_none() {
+                let role = format!("relation from `{}`", parent.name.value);
+                diagnostics.push(diagnostic(child_table, &column.value, &column.location, &role));
+            }
+        }
+        let (Some(references), Some(parent_table)) = (&relation.references, parent_table) else { continue };
+        for column in references.value.columns() {
+            if parent_table.column(&column).is_none() {
+                let role = format!("column of `{}` that `references` names", parent.name.value);
+                diagnostics.push(diagnostic(parent_table, &column, &references.location, &role));
+            }
         }
     }
 }

@@ -10,7 +10,8 @@ pub(super) fn check(context: &Context<'_>, diagnostics: &mut Vec<Diagnostic>) {
         let Some(on_delete) = relation.on_delete.as_ref().filter(|a| a.value == OnDelete::Nullify) else {
             continue;
         };
-        let Some(column) = child_table.column(&relation.column.value).filter(|c| !c.nullable) else {
+        let columns = relation.columns();
+        let Some(column) = columns.iter().find_map(|c| child_table.column(&c.value).filter(|c| !c.nullable)) else {
             continue;
         };
         diagnostics.push(

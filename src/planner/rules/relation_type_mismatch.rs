@@ -8,38 +8,45 @@
 use crate::db::sql::quote_identifier;
 use crate::diagnostic::{Code, Diagnostic};
 use crate::planner::{Context, SchemaRelation};
-use crate::schema::Column;
+use crate::config::Located;
+use crate::schema::{Column, Table};
 
 pub(super) fn check(context: &Context<'_>, diagnostics: &mut Vec<Diagnostic>) {
     let Some(schema) = context.schema else { return };
-    for SchemaRelation { parent, parent_table, relation, child_table, .. } in context.schema_relations() {
-        let key = parent.key.as_ref().map_or(Some("id"), |key| key.value.single());
-        let (Some(parent_table), Some(key)) = (parent_table, key) else { continue };
-        let (Some(parent_key), Some(column)) = (parent_table.column(key), child_table.column(&relation.column.value))
-        else {
-            continue;
-        };
-        if !schema.cannot_compare(child_table, column, parent_table, parent_key) {
-            continue;
+    for found in context.schema_relations() {
+        let SchemaRelation { parent_table, child_table, .. } = found;
+        let Some(parent_table) = parent_table else { continue };
+        for (written, column, parent_key) in found.pairs() {
+            if !schema.cannot_compare(child_table, column, parent_table, parent_key) {
+                continue;
+            }
+            diagnostics.push(mismatch(written, child_table, column, parent_table, parent_key));
         }
-        diagnostics.push(
-            Diagnostic::new(
-                Code::RelationTypeMismatch,
-                relation.column.location.clone(),
-                format!(
-                    "`{}.{}` is `{}`, but the key it references, `{}.{}`, is `{}`",
-                    child_table.name,
-                    column.name,
-                    column.data_type,
-                    parent_table.name,
-                    parent_key.name,
-                    parent_key.data_type
-                ),
-            )
-            .label("PostgreSQL cannot compare these types")
-            .help(help(&child_table.name, column, parent_key)),
-        );
     }
+}
+
+fn mismatch(
+    written: &Located<String>,
+    child_table: &Table,
+    column: &Column,
+    parent_table: &Table,
+    parent_key: &Column,
+) -> Diagnostic {
+    Diagnostic::new(
+        Code::RelationTypeMismatch,
+        written.location.clone(),
+        format!(
+            "`{}.{}` is `{}`, but the key it references, `{}.{}`, is `{}`",
+            child_table.name,
+            column.name,
+            column.data_type,
+            parent_table.name,
+            parent_key.name,
+            parent_key.data_type
+        ),
+    )
+    .label("PostgreSQL cannot compare these types")
+    .help(help(&child_table.name, column, parent_key))
 }
 
 fn help(table: &str, column: &Column, key: &Column) -> String {

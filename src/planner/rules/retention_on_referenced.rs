@@ -29,14 +29,17 @@ fn diagnostic(model: &Model, relation: &Relation) -> Diagnostic {
         format!(
             "model `{}` has a retention policy, but `{}.{}` references it with a delete relation: dropping a \
              partition would orphan those rows",
-            model.name.value, relation.model.value, relation.column.value
+            model.name.value,
+            relation.model.value,
+            relation.describe_columns()
         ),
     )
     .label("a delete relation of a model with retention")
     .help(format!(
         "make it `on_delete = \"nullify\"` (the prune sets `{}` to NULL first), or give model `{}` the same \
          `retention.keep` so its partitions are dropped with its parent's",
-        relation.column.value, relation.model.value
+        relation.describe_columns(),
+        relation.model.value
     ))
 }
 

@@ -7,20 +7,22 @@ use crate::planner::{Context, SchemaRelation};
 
 pub(super) fn check(context: &Context<'_>, diagnostics: &mut Vec<Diagnostic>) {
     for SchemaRelation { parent, relation, child, child_table, .. } in context.schema_relations() {
-        let column = &relation.column;
-        if child_table.column(&column.value).is_none() {
+        let columns = relation.column_names();
+        if columns.iter().any(|column| child_table.column(column).is_none()) {
             continue;
         }
-        let Some(advice) = child_table.index_advice(&column.value, &quote_qualified(&child.table.value)) else {
+        let Some(advice) = child_table.index_advice(&columns, &quote_qualified(&child.table.value)) else {
             continue;
         };
         diagnostics.push(
             Diagnostic::new(
                 Code::UnindexedRelation,
-                column.location.clone(),
+                relation.columns_location(),
                 format!(
                     "no index of `{}` leads with `{}`: every chunk of `{}` would scan the table",
-                    child_table.name, column.value, parent.name.value
+                    child_table.name,
+                    columns.join(", "),
+                    parent.name.value
                 ),
             )
             .label("unindexed relation column")

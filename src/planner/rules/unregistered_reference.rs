@@ -114,29 +114,38 @@ fn report<T>(
     }
 }
 
-/// Whether a relation of `model` declares this foreign key: the same child table and column,
-/// pointing at the model's key (a foreign key to another column is not what the relation
-/// matches on).
+/// Whether a relation of `model` declares this foreign key: the same child table and columns,
+/// each referencing the column of the model the key references (its key, or the relation's
+/// `references`).
 fn declared(context: &Context<'_>, model: &Model, child_table: &Table, key: &ForeignKey) -> bool {
-    let model_key = model.key.as_ref().and_then(|key| key.value.single()).unwrap_or("id");
-    let references_key = match key.referenced_columns.as_slice() {
-        [] => true,
-        [referenced] => referenced.eq_ignore_ascii_case(model_key),
-        _ => false,
-    };
-    references_key
-        && model.children.iter().any(|relation| {
-            let Some(child) = context.config.model(&relation.model.value) else { return false };
-            context.table_of(child).is_some_and(|table| std::ptr::eq(table, child_table))
-                && matches!(key.columns.as_slice(), [column] if column.eq_ignore_ascii_case(&relation.column.value))
-        })
+    let (Some(schema), Some(parent_table)) = (context.schema, context.table_of(model)) else { return false };
+    model.children.iter().any(|relation| {
+        let Some(child) = context.config.model(&relation.model.value) else { return false };
+        context.table_of(child).is_some_and(|table| std::ptr::eq(table, child_table))
+            && schema
+                .foreign_keys_on(
+                    &child_table.qualified_name(),
+                    &relation.column_names(),
+                    &parent_table.qualified_name(),
+                    &relation.referenced(model),
+                )
+                .iter()
+                .any(|declared| std::ptr::eq(*declared, key))
+    })
 }
 
+/// Whether an `ignore_references` entry of `model` names this foreign key: its table, and its
+/// columns (all of them; an entry of one column names every key that column is part of).
 fn ignored(model: &Model, child_table: &Table, key: &ForeignKey) -> bool {
     model.ignore_references.iter().any(|ignored| {
         let table = &ignored.table.value;
+        let columns = ignored.column_names();
+        let named = |column: &String| columns.iter().any(|named| named.eq_ignore_ascii_case(column));
         (table.eq_ignore_ascii_case(&child_table.name) || table.eq_ignore_ascii_case(&child_table.qualified_name()))
-            && key.columns.iter().any(|column| column.eq_ignore_ascii_case(&ignored.column.value))
+            && match columns.as_slice() {
+                [_] => key.columns.iter().any(named),
+                _ => columns.len() == key.columns.len() && key.columns.iter().all(named),
+            }
     })
 }
 

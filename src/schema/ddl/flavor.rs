@@ -61,9 +61,15 @@ impl Flavor {
         idents.iter().map(|ident| self.ident(ident)).collect()
     }
 
-    pub(super) fn foreign_key(self, columns: Vec<String>, fk: &ForeignKeyConstraint) -> Option<ForeignKey> {
+    pub(super) fn foreign_key(
+        self,
+        name: Option<String>,
+        columns: Vec<String>,
+        fk: &ForeignKeyConstraint,
+    ) -> Option<ForeignKey> {
         let target = self.table_ref(&fk.foreign_table)?;
         Some(ForeignKey {
+            name: name.or_else(|| fk.name.as_ref().map(|name| self.ident(name))),
             columns,
             referenced_schema: target.schema,
             referenced_table: target.name,

@@ -330,12 +330,17 @@ mod tests {
         on_delete: ReferentialAction,
     ) -> ForeignKey {
         ForeignKey {
+            name: None,
             columns: columns.iter().map(|c| c.to_string()).collect(),
             referenced_schema: schema.map(Into::into),
             referenced_table: table.into(),
             referenced_columns: referenced.iter().map(|c| c.to_string()).collect(),
             on_delete,
         }
+    }
+
+    fn named(name: &str, fk: ForeignKey) -> ForeignKey {
+        ForeignKey { name: Some(name.to_owned()), ..fk }
     }
 
     fn strings(items: &[&str]) -> Vec<String> {
@@ -472,7 +477,10 @@ ALTER TABLE public.customer OWNER TO postgres;
         assert_eq!(rental.primary_key, strings(&["rental_id"]));
         assert_eq!(
             rental.foreign_keys,
-            [fk(&["customer_id"], Some("public"), "customer", &["customer_id"], ReferentialAction::Cascade)]
+            [named(
+                "rental_customer_id_fkey",
+                fk(&["customer_id"], Some("public"), "customer", &["customer_id"], ReferentialAction::Cascade)
+            )]
         );
         assert_eq!(
             rental.indexes,
@@ -491,8 +499,14 @@ ALTER TABLE public.customer OWNER TO postgres;
         assert_eq!(
             payment.foreign_keys,
             [
-                fk(&["customer_id"], Some("public"), "customer", &["customer_id"], ReferentialAction::NoAction),
-                fk(&["rental_id"], Some("public"), "rental", &["rental_id"], ReferentialAction::SetNull),
+                named(
+                    "payment_p2022_01_customer_id_fkey",
+                    fk(&["customer_id"], Some("public"), "customer", &["customer_id"], ReferentialAction::NoAction)
+                ),
+                named(
+                    "payment_p2022_01_rental_id_fkey",
+                    fk(&["rental_id"], Some("public"), "rental", &["rental_id"], ReferentialAction::SetNull)
+                ),
             ]
         );
         assert_eq!(
@@ -525,7 +539,7 @@ ALTER TABLE public.customer OWNER TO postgres;
         assert_eq!(table(&parsed, "events").partition_key, Some(list));
         assert_eq!(
             table(&parsed, "events").foreign_keys,
-            [fk(&["id"], None, "users", &["id"], ReferentialAction::Cascade)]
+            [named("events_a_user", fk(&["id"], None, "users", &["id"], ReferentialAction::Cascade))]
         );
         assert_eq!(
             table(&parsed, "notes").foreign_keys,
@@ -591,7 +605,10 @@ ALTER TABLE public.customer OWNER TO postgres;
                     column("ArtistId", "integer", false),
                 ],
                 primary_key: strings(&["AlbumId"]),
-                foreign_keys: vec![fk(&["ArtistId"], None, "Artist", &["ArtistId"], ReferentialAction::NoAction)],
+                foreign_keys: vec![named(
+                    "FK_AlbumArtistId",
+                    fk(&["ArtistId"], None, "Artist", &["ArtistId"], ReferentialAction::NoAction)
+                )],
                 indexes: vec![
                     index(Some("PK_Album"), &["AlbumId"], true),
                     index(Some("IFK_AlbumArtistId"), &["ArtistId"], false),
@@ -638,12 +655,12 @@ ALTER TABLE public.customer OWNER TO postgres;
             child.foreign_keys,
             [
                 fk(&["owner_id"], None, "parent", &["id"], ReferentialAction::Cascade),
-                fk(&["reviewer_id"], None, "parent", &[], ReferentialAction::SetNull),
+                named("child_reviewer_fkey", fk(&["reviewer_id"], None, "parent", &[], ReferentialAction::SetNull)),
             ]
         );
         assert_eq!(child.indexes, [index(None, &["id"], true), index(Some("child_owner_key"), &["owner_id"], true)]);
-        assert!(child.has_index_leading_with("owner_id"));
-        assert!(!child.has_index_leading_with("reviewer_id"));
+        assert!(child.has_index_leading_with(&["owner_id".to_owned()]));
+        assert!(!child.has_index_leading_with(&["reviewer_id".to_owned()]));
     }
 
     #[test]
@@ -788,7 +805,7 @@ ALTER TABLE public.customer OWNER TO postgres;
         assert_eq!(a.indexes, [index(Some("a_name"), &["name"], false), index(Some("a_id"), &["id"], false)]);
         assert_eq!(parsed.schema.tables[1].indexes.last(), Some(&index(Some("other_a_id"), &["id"], false)));
         let b = &parsed.schema.tables[2];
-        assert_eq!(b.foreign_keys, [fk(&["a_id"], None, "a", &["id"], ReferentialAction::NoAction)]);
+        assert_eq!(b.foreign_keys, [named("b_a", fk(&["a_id"], None, "a", &["id"], ReferentialAction::NoAction))]);
         assert_eq!(b.indexes.last(), Some(&index(Some("b_a_id"), &["a_id"], false)));
     }
 

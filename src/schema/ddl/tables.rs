@@ -197,15 +197,8 @@ pub(super) fn add_index(table: &mut Table, index: Index) {
 }
 
 /// Whether two foreign keys are the same reference, whatever their actions or names.
-fn same_reference(a: &ForeignKey, b: &ForeignKey) -> bool {
-    a.columns == b.columns
-        && a.referenced_schema == b.referenced_schema
-        && a.referenced_table == b.referenced_table
-        && a.referenced_columns == b.referenced_columns
-}
-
 fn add_foreign_key(table: &mut Table, fk: ForeignKey) {
-    if !table.foreign_keys.iter().any(|existing| same_reference(existing, &fk)) {
+    if !table.foreign_keys.iter().any(|existing| existing.same_reference(&fk)) {
         table.foreign_keys.push(fk);
     }
 }
@@ -245,7 +238,7 @@ pub(super) fn add_constraint(flavor: Flavor, table: &mut Table, constraint: &Tab
             );
         }
         TableConstraint::ForeignKey(fk) => {
-            let Some(fk) = flavor.foreign_key(flavor.idents(&fk.columns), fk) else {
+            let Some(fk) = flavor.foreign_key(None, flavor.idents(&fk.columns), fk) else {
                 return false;
             };
             add_foreign_key(table, fk);
@@ -298,7 +291,8 @@ pub(super) fn add_column(flavor: Flavor, table: &mut Table, column: &ColumnDef) 
                 add_index(table, Index::new(index_name, vec![name.clone()], true));
             }
             ColumnOption::ForeignKey(fk) => {
-                if let Some(fk) = flavor.foreign_key(vec![name.clone()], fk) {
+                let constraint = option_name.map(|name| flavor.ident(name));
+                if let Some(fk) = flavor.foreign_key(constraint, vec![name.clone()], fk) {
                     add_foreign_key(table, fk);
                 }
             }
