@@ -88,7 +88,6 @@ codes! { $
     DeleteCycle = "delete-cycle", Error, rule delete_cycle, "Delete relations form a cycle, so no order deletes children before parents.";
     BulkWithChildren = "bulk-with-children", Error, rule bulk_with_children, "A bulk model has children: a set-based delete loads no rows, so delete-children would be orphaned and nullify children left pointing at deleted rows.";
     BulkWithRowData = "bulk-with-row-data", Error, rule bulk_with_row_data, "A bulk model uses a status check or outbox payload, which need rows loaded (per_row).";
-    CompositeKeyPerRow = "composite-key-per-row", Error, rule composite_key_per_row, "A model with a composite key is deleted per_row, which fetches and deletes rows by one key column.";
     InvalidChunkSize = "invalid-chunk-size", Error, rule chunk_size, "A chunk size (or `max_chunk_size`) is 0 or larger than the allowed maximum, or `target_chunk_ms` is 0.";
     UnknownRateLimit = "unknown-rate-limit", Error, rule unknown_rate_limit, "`rate_limit` names an option that is not declared in [options].";
     UnscopedCategory = "unscoped-category", Error, rule unscoped_category, "An outbox category is used by a model but registered in no scope.";
@@ -113,7 +112,8 @@ codes! { $
     RetentionOnReferenced = "retention-on-referenced", Error, rule retention_on_referenced, "A model with `retention` has a delete relation: dropping a partition would orphan those child rows (nullify them, or give the child the same retention).";
     RetentionOnSqlite = "retention-on-sqlite", Error, rule retention_on_sqlite, "A model has `retention` on SQLite, which has no partitions: retention needs a PostgreSQL table partitioned by range.";
     RetentionNotPartitioned = "retention-not-partitioned", Error, rule retention_not_partitioned, "A model's `retention.column` is not the range partition key of its table (checked with a schema).";
-    DatabaseCascade = "database-cascade", Note, rule database_cascade, "The database itself cascades (ON DELETE CASCADE or SET NULL) along a declared relation, inside each chunk.";
+    DeletesKeptRows = "deletes-kept-rows", Warning, rule deletes_kept_rows, "A delete relation runs over a foreign key whose action is ON DELETE SET NULL or SET DEFAULT: the database would keep those rows, the relation deletes them (and everything below them).";
+    DatabaseCascade = "database-cascade", Note, rule database_cascade, "The database itself deletes (ON DELETE CASCADE) along a declared delete relation: cascade deletes those children first, the database catches rows inserted meanwhile, inside the parent's chunk.";
 }
 
 impl std::fmt::Display for Code {

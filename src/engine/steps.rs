@@ -76,11 +76,13 @@ impl<'a> StepSql<'a> {
     /// not the child's earlier rows went in it too): where writers are concurrent, all children
     /// are set-based and no foreign key ties this one to the node, a child inserted before that
     /// delete goes with the others, where a check before the parent delete could not see one
-    /// inserted after it.
+    /// inserted after it. A child found through its parent's rows (it references columns other
+    /// than the key) cannot go after them: once they are deleted it is found through nothing.
     pub(super) fn child_goes_after(&self, index: usize) -> bool {
         self.sql.node.has_only_set_based_children()
             && self.sql.backend.tuning().concurrent_writers
             && self.child_ties[index] == Tie::None
+            && self.children[index].through_parent.is_none()
     }
 
     /// The check a chunk's transaction makes for children inserted under the chunk `keys` before

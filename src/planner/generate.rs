@@ -1,18 +1,42 @@
 //! A starting config written from a schema's foreign keys (`cascade init`): a model per table,
-//! every usable foreign key as a child relation, bulk on leaves, and every delete-cycle broken.
+//! every usable foreign key as a child relation (as the database would act on it: `SET NULL`
+//! nullifies), bulk on leaves, and every delete-cycle broken.
 
 use std::collections::{HashMap, HashSet};
 use std::fmt::Write as _;
 
 use crate::config::is_identifier;
-use crate::schema::{ForeignKey, Schema, Table};
+use crate::schema::{ForeignKey, ReferentialAction, Schema, Table};
 
-/// One foreign key that can be a relation: `child_table.column` → `parent_table`'s key.
+/// One foreign key that can be a relation: `child_table.columns` → `parent_table`'s key, or the
+/// parent columns it references.
 struct Edge {
     parent: usize,
     child: usize,
-    column: String,
+    columns: Vec<String>,
+    /// The parent columns referenced, when they are not the parent's key.
+    references: Option<Vec<String>>,
+    /// Every column may be NULL.
     nullable: bool,
+    /// The foreign key is `ON DELETE SET NULL`: the relation nullifies, as the database would.
+    set_null: bool,
+}
+
+impl Edge {
+    /// `{ model = "child", column = "c"` (or `columns = [...]`, and `references = ...`), open.
+    fn relation(&self, child: &str) -> String {
+        let mut relation = format!("{{ model = {}, ", toml_string(child));
+        relation.push_str(&match self.columns.as_slice() {
+            [one] => format!("column = {}", toml_string(one)),
+            several => format!("columns = {}", toml_list(several)),
+        });
+        match self.references.as_deref() {
+            Some([one]) => relation.push_str(&format!(", references = {}", toml_string(one))),
+            Some(several) => relation.push_str(&format!(", references = {}", toml_list(several))),
+            None => {}
+        }
+        relation
+    }
 }
 
 /// What becomes of an edge in the written config.
@@ -38,10 +62,12 @@ pub fn starting_config(schema: &Schema) -> String {
 
     let mut children: Vec<Vec<String>> = vec![Vec::new(); schema.tables.len()];
     for (edge, decision) in edges.iter().zip(decisions) {
-        let relation =
-            format!("{{ model = {}, column = {}", toml_string(&names[edge.child]), toml_string(&edge.column));
+        let relation = edge.relation(&names[edge.child]);
         let line = match decision {
             Decision::Delete => format!("  {relation} }},"),
+            Decision::Nullify if edge.set_null => {
+                format!("  {relation}, on_delete = \"nullify\" }},  # ON DELETE SET NULL")
+            }
             Decision::Nullify => {
                 format!("  {relation}, on_delete = \"nullify\" }},  # breaks a delete cycle")
             }
@@ -81,11 +107,8 @@ fn write_model(text: &mut String, tables: &[Table], names: &[String], index: usi
         [key] if key != "id" => {
             let _ = writeln!(text, "key = {}", toml_string(key));
         }
-        // A composite key identifies the rows of a bulk leaf (such a table is never a parent:
-        // relations reference one column).
         columns @ [_, _, ..] => {
-            let quoted: Vec<String> = columns.iter().map(|column| toml_string(column)).collect();
-            let _ = writeln!(text, "key = [{}]", quoted.join(", "));
+            let _ = writeln!(text, "key = {}", toml_list(columns));
         }
         _ => {}
     }
@@ -163,13 +186,6 @@ fn snake_case(name: &str) -> String {
     out
 }
 
-fn single_key(table: &Table) -> Option<&str> {
-    match table.primary_key.as_slice() {
-        [key] => Some(key),
-        _ => None,
-    }
-}
-
 /// Every foreign key as an edge, or as a comment on the parent saying why it cannot be one.
 fn edges(schema: &Schema) -> (Vec<Edge>, Vec<(usize, String)>) {
     let position = |table: &Table| schema.tables.iter().position(|t| std::ptr::eq(t, table));
@@ -180,44 +196,53 @@ fn edges(schema: &Schema) -> (Vec<Edge>, Vec<(usize, String)>) {
             let Some(parent) = schema.resolve(key).and_then(position) else {
                 continue;
             };
-            match usable_column(&schema.tables[parent], key) {
-                Ok(column) => edges.push(Edge {
+            match referenced(&schema.tables[parent], key) {
+                Ok(references) => edges.push(Edge {
                     parent,
                     child,
-                    nullable: table.column(column).is_none_or(|c| c.nullable),
-                    column: column.to_owned(),
+                    nullable: key.columns.iter().all(|column| table.column(column).is_none_or(|c| c.nullable)),
+                    set_null: key.on_delete == ReferentialAction::SetNull,
+                    columns: key.columns.clone(),
+                    references,
                 }),
-                Err(reason) => {
-                    comments.push((parent, format!("`{}` ({}): {reason}", table.name, key.columns.join(", "))))
-                }
+                Err(reason) => comments.push((parent, format!("`{}` {}: {reason}", table.name, key_columns(key)))),
             }
         }
     }
     (edges, comments)
 }
 
-/// A relation matches one child column against the parent's single-column key.
-fn usable_column<'a>(parent: &Table, key: &'a ForeignKey) -> Result<&'a str, String> {
-    let [column] = key.columns.as_slice() else {
-        return Err("a composite foreign key cannot be one relation; left out".to_owned());
-    };
-    let Some(parent_key) = single_key(parent) else {
-        return Err(format!("`{}` has no single-column primary key to delete by; left out", parent.name));
-    };
-    match key.referenced_columns.as_slice() {
-        [] => Ok(column),
-        [referenced] if referenced.eq_ignore_ascii_case(parent_key) => Ok(column),
-        referenced => Err(format!("references `{}`, not the key `{parent_key}`; left out", referenced.join(", "))),
+fn key_columns(key: &ForeignKey) -> String {
+    format!("({})", key.columns.join(", "))
+}
+
+/// The parent columns a relation over `key` names in `references`: none when `key` references
+/// the parent's primary key as the model's `key` lists it. A parent without a primary key has
+/// no key to delete by, and `ON DELETE SET DEFAULT` is the database's to do (nullify would
+/// write NULL, not the default): both are left out.
+fn referenced(parent: &Table, key: &ForeignKey) -> Result<Option<Vec<String>>, String> {
+    if key.on_delete == ReferentialAction::SetDefault {
+        return Err("ON DELETE SET DEFAULT: the database sets the default itself (`nullify` would set NULL); \
+                    left out"
+            .to_owned());
     }
+    if parent.primary_key.is_empty() {
+        return Err(format!("`{}` has no primary key to delete by; left out", parent.name));
+    }
+    let referenced = if key.referenced_columns.is_empty() { &parent.primary_key } else { &key.referenced_columns };
+    let is_key = referenced.len() == parent.primary_key.len()
+        && referenced.iter().zip(&parent.primary_key).all(|(a, b)| a.eq_ignore_ascii_case(b));
+    Ok((!is_key).then(|| referenced.clone()))
 }
 
 /// Depth-first over delete edges in declared order: an edge back to a table on the current path
 /// closes a cycle (a self-reference is the shortest). Such an edge becomes nullify when its
 /// column is nullable, else it is left out. What remains is acyclic.
 fn break_cycles(tables: usize, edges: &[Edge], names: &[String]) -> Vec<Decision> {
-    let mut decisions: Vec<Decision> = edges.iter().map(|_| Decision::Delete).collect();
+    let mut decisions: Vec<Decision> =
+        edges.iter().map(|edge| if edge.set_null { Decision::Nullify } else { Decision::Delete }).collect();
     let mut outgoing: Vec<Vec<usize>> = vec![Vec::new(); tables];
-    for (index, edge) in edges.iter().enumerate() {
+    for (index, edge) in edges.iter().enumerate().filter(|(_, edge)| !edge.set_null) {
         outgoing[edge.parent].push(index);
     }
     #[derive(Clone, Copy, PartialEq)]
@@ -260,7 +285,7 @@ fn break_cycles(tables: usize, edges: &[Edge], names: &[String]) -> Vec<Decision
                         Decision::LeftOut(format!(
                             "`{}` is NOT NULL and closes the delete cycle {}, so a `{}` row still referenced \
                              there cannot be deleted until that reference changes",
-                            edge.column,
+                            edge.columns.join(", "),
                             path.join(" → "),
                             names[edge.parent]
                         ))
@@ -275,6 +300,11 @@ fn break_cycles(tables: usize, edges: &[Edge], names: &[String]) -> Vec<Decision
 
 fn toml_string(text: &str) -> String {
     toml::Value::String(text.to_owned()).to_string()
+}
+
+fn toml_list(items: &[String]) -> String {
+    let quoted: Vec<String> = items.iter().map(|item| toml_string(item)).collect();
+    format!("[{}]", quoted.join(", "))
 }
 
 fn toml_key(name: &str) -> String {
@@ -323,12 +353,15 @@ mod tests {
     }
 
     #[test]
-    fn composite_and_non_key_references_are_comments() {
+    fn foreign_keys_become_relations_as_the_database_acts_on_them() {
         let ddl = "
             CREATE TABLE a (x integer, y integer, PRIMARY KEY (x, y));
             CREATE TABLE b (id integer PRIMARY KEY, code text UNIQUE, x integer, y integer,
                             FOREIGN KEY (x, y) REFERENCES a (x, y));
             CREATE TABLE c (id integer PRIMARY KEY, parent integer REFERENCES b (id), b_code text REFERENCES b (code));
+            CREATE TABLE d (id integer PRIMARY KEY, b_id integer REFERENCES b (id) ON DELETE SET NULL,
+                            fallback_b integer DEFAULT 0 REFERENCES b (id) ON DELETE SET DEFAULT,
+                            y integer, x integer, FOREIGN KEY (y, x) REFERENCES a (y, x) ON DELETE CASCADE);
             CREATE TABLE \"Odd Name\" (id integer PRIMARY KEY);";
         let (text, errors) = generated(ddl);
         assert_eq!(errors, vec![]);

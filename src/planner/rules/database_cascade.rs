@@ -1,8 +1,8 @@
-//! `database-cascade` (note): the database itself deletes (ON DELETE CASCADE) or nullifies
-//! (ON DELETE SET NULL) along a declared relation. cascade still deletes children first, but any
-//! child the database reaches is handled inside the parent's chunk, beyond its chunk size.
+//! `database-cascade` (note): the database itself deletes (ON DELETE CASCADE) along a declared
+//! delete relation. cascade still deletes children first, but any child the database reaches
+//! (one inserted meanwhile) is deleted inside the parent's chunk, beyond its chunk size.
 
-use crate::config::Model;
+use crate::config::{Model, OnDelete};
 use crate::diagnostic::{Code, Diagnostic};
 use crate::planner::{Context, SchemaRelation};
 use crate::schema::{ReferentialAction, Table};
@@ -10,14 +10,10 @@ use crate::schema::{ReferentialAction, Table};
 pub(super) fn check(context: &Context<'_>, diagnostics: &mut Vec<Diagnostic>) {
     let Some(schema) = context.schema else { return };
     for found in context.schema_relations() {
-        let action = found
-            .foreign_keys(schema)
-            .into_iter()
-            .map(|key| key.on_delete)
-            .find(|action| matches!(action, ReferentialAction::Cascade | ReferentialAction::SetNull));
-        if let Some(action) = action {
+        let cascades = found.foreign_keys(schema).iter().any(|key| key.on_delete == ReferentialAction::Cascade);
+        if cascades && found.relation.action() == OnDelete::Delete {
             let SchemaRelation { parent, relation, child_table, .. } = found;
-            diagnostics.push(note(parent, child_table, &relation.describe_columns(), action, &relation.location));
+            diagnostics.push(note(parent, child_table, &relation.describe_columns(), &relation.location));
         }
     }
 }
@@ -26,17 +22,15 @@ fn note(
     model: &Model,
     child_table: &Table,
     column: &str,
-    action: ReferentialAction,
     location: &crate::diagnostic::Location,
 ) -> Diagnostic {
     Diagnostic::new(
         Code::DatabaseCascade,
         location.clone(),
         format!(
-            "`{}.{column}` has ON DELETE {}: the database would cascade inside each chunk of `{}`",
-            child_table.name,
-            action.as_sql(),
-            model.name.value
+            "`{}.{column}` has ON DELETE CASCADE: the database deletes any such row still there inside each chunk \
+             of `{}`",
+            child_table.name, model.name.value
         ),
     )
     .label("the database also acts on this relation")
