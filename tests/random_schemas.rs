@@ -51,7 +51,12 @@ fn generate(random: &mut Random) -> Generated {
         let mut columns: Vec<String> = if composite {
             vec!["a integer NOT NULL".into(), "b integer NOT NULL".into()]
         } else {
-            vec!["id bigint PRIMARY KEY".into(), "code text NOT NULL UNIQUE".into(), "x integer".into(), "y integer".into()]
+            vec![
+                "id bigint PRIMARY KEY".into(),
+                "code text NOT NULL UNIQUE".into(),
+                "x integer".into(),
+                "y integer".into(),
+            ]
         };
         // (columns, parent table, parent columns, action, nullable)
         let mut keys: Vec<(Vec<String>, String, Vec<String>, &str, bool)> = Vec::new();
@@ -164,7 +169,13 @@ fn generate(random: &mut Random) -> Generated {
         for row in &table.rows {
             let columns: Vec<&str> = row.keys().map(String::as_str).collect();
             let values: Vec<&str> = row.values().map(String::as_str).collect();
-            let _ = writeln!(inserts, "INSERT INTO {} ({}) VALUES ({});", table.name, columns.join(", "), values.join(", "));
+            let _ = writeln!(
+                inserts,
+                "INSERT INTO {} ({}) VALUES ({});",
+                table.name,
+                columns.join(", "),
+                values.join(", ")
+            );
             if !table.composite {
                 roots.push((table.name.clone(), row["id"].parse().expect("an id")));
             }

@@ -29,6 +29,9 @@ pub fn run(cli: &Cli, args: &Args) -> anyhow::Result<ExitCode> {
     info!(files = loaded.sources.len(), models = loaded.config.models.len(), "config loaded");
     let schema = load_schema(cli, args)?;
     planner::check(&mut loaded, schema.as_ref());
+    if let Some(schema) = &schema {
+        planner::check_deletions(&mut loaded, schema);
+    }
     let report = Report { sources: &loaded.sources, diagnostics: &loaded.diagnostics };
     let format = Format::from(args.format);
     let color = format == Format::Human && super::color_stdout();

@@ -173,6 +173,20 @@ pub fn check(loaded: &mut Loaded, schema: Option<&Schema>) -> Option<CheckedConf
         .then(|| CheckedConfig { config: Arc::new(loaded.config.clone()), sources: Arc::new(loaded.sources.clone()) })
 }
 
+/// Adds to `loaded` what a deletion would refuse before its first write, for every model as the
+/// root: each foreign key into its table that the database enforces and that is neither a
+/// declared relation nor ignored (`unregistered-reference`, as `delete` reports it). `validate`
+/// runs it against its schema, so that its verdict is the deletion's; the other commands check
+/// the models their own plans delete.
+pub fn check_deletions(loaded: &mut Loaded, schema: &Schema) {
+    let graph = ModelGraph::build(&loaded.config);
+    let context = Context { config: &loaded.config, graph: &graph, sources: &loaded.sources, schema: Some(schema) };
+    let mut diagnostics = Vec::new();
+    rules::check_every_model(&context, &mut diagnostics);
+    loaded.diagnostics.extend(diagnostics);
+    sort(&mut loaded.diagnostics);
+}
+
 /// Source order: by file, then position, then code, so output is stable between runs.
 pub(crate) fn sort(diagnostics: &mut [Diagnostic]) {
     diagnostics.sort_by(|a, b| {

@@ -16,6 +16,18 @@ pub(super) fn check(context: &Context<'_>, diagnostics: &mut Vec<Diagnostic>) {
     }
 }
 
+/// What a deletion of any model's rows would refuse (see [`check_deleted_tables`]), but for the
+/// models that `require_all_references`, whose every reference [`check`] reports already.
+pub(crate) fn check_every_model(context: &Context<'_>, diagnostics: &mut Vec<Diagnostic>) {
+    let models: Vec<&Model> = context.config.models.values().collect();
+    for model in models.iter().filter(|model| !model.require_all_references.as_ref().is_some_and(|r| r.value)) {
+        report(context, model, enforced, &model.table, DELETED_LABEL, diagnostics);
+    }
+    refused_below_database_cascades(context, &models, diagnostics);
+}
+
+const DELETED_LABEL: &str = "rows of this table are deleted";
+
 /// Before a deletion writes anything: every foreign key into a table the deletion deletes from
 /// (`models`) that the database would enforce against it (`ON DELETE NO ACTION` or `RESTRICT`)
 /// must be declared or ignored, whether or not `require_all_references` is set; otherwise the
@@ -27,7 +39,7 @@ pub(crate) fn check_deleted_tables<'a>(
 ) {
     let models: Vec<&Model> = models.into_iter().collect();
     for model in &models {
-        report(context, model, enforced, &model.table, "rows of this table are deleted", diagnostics);
+        report(context, model, enforced, &model.table, DELETED_LABEL, diagnostics);
     }
     refused_below_database_cascades(context, &models, diagnostics);
 }
@@ -71,7 +83,7 @@ fn refused_below_database_cascades(context: &Context<'_>, models: &[&Model], dia
                             child.name, table.name, from.name, model.name.value
                         ),
                     )
-                    .label("rows of this table are deleted")
+                    .label(DELETED_LABEL)
                     .help(format!(
                         "declare `{}` as a model and a child relation, so cascade deletes `{}` rows first, or make \
                          `{}.{column}` ON DELETE CASCADE too",
@@ -109,7 +121,7 @@ fn report<T>(
                 ),
             )
             .label(label)
-            .help(help(context, model, child_table, &column)),
+            .help(help(context, model, child_table, key)),
         );
     }
 }
@@ -149,9 +161,9 @@ fn ignored(model: &Model, child_table: &Table, key: &ForeignKey) -> bool {
     })
 }
 
-/// The TOML to add: the relation (naming the child's model, or a model to declare), or the
-/// ignore entry.
-fn help(context: &Context<'_>, model: &Model, child_table: &Table, column: &str) -> String {
+/// The TOML to add: the relation (naming the child's model, or a model to declare; its
+/// `columns` and `references` as the key has them), or the ignore entry.
+fn help(context: &Context<'_>, model: &Model, child_table: &Table, key: &ForeignKey) -> String {
     let child_model = context
         .config
         .models
@@ -162,11 +174,31 @@ fn help(context: &Context<'_>, model: &Model, child_table: &Table, column: &str)
         None => format!(" and declare [models.{0}] with table = \"{0}\"", child_table.name),
     };
     let child_name = child_model.map_or(child_table.name.as_str(), |m| m.name.value.as_str());
+    let columns = toml_columns("column", &key.columns);
+    let model_key = model.key.as_ref().map_or_else(|| vec!["id".to_owned()], |key| key.value.columns());
+    let same = |a: &[String], b: &[String]| a.len() == b.len() && a.iter().zip(b).all(|(a, b)| a.eq_ignore_ascii_case(b));
+    let references = if key.referenced_columns.is_empty() || same(&key.referenced_columns, &model_key) {
+        String::new()
+    } else {
+        format!(", {}", toml_columns("references", &key.referenced_columns))
+    };
     format!(
-        "add {{ model = \"{child_name}\", column = \"{column}\" }} to the children of [models.{}]{declare}, \
-         or {{ table = \"{}\", column = \"{column}\", reason = \"...\" }} to its ignore_references",
+        "add {{ model = \"{child_name}\", {columns}{references} }} to the children of [models.{}]{declare}, \
+         or {{ table = \"{}\", {columns}, reason = \"...\" }} to its ignore_references",
         model.name.value, child_table.name
     )
+}
+
+/// `column = "a"`, or `columns = ["a", "b"]` (`name` is the singular key).
+fn toml_columns(name: &str, columns: &[String]) -> String {
+    match columns {
+        [one] => format!("{name} = \"{one}\""),
+        several => {
+            let quoted: Vec<String> = several.iter().map(|column| format!("\"{column}\"")).collect();
+            let plural = if name == "column" { "columns" } else { name };
+            format!("{plural} = [{}]", quoted.join(", "))
+        }
+    }
 }
 
 #[cfg(test)]
