@@ -39,6 +39,9 @@ struct Generated {
     roots: Vec<(String, i64)>,
 }
 
+/// A generated foreign key: (columns, parent table, parent columns, action, nullable).
+type Key = (Vec<String>, String, Vec<String>, &'static str, bool);
+
 const ACTIONS: [&str; 4] = ["NO ACTION", "RESTRICT", "CASCADE", "SET NULL"];
 
 fn generate(random: &mut Random) -> Generated {
@@ -58,8 +61,7 @@ fn generate(random: &mut Random) -> Generated {
                 "y integer".into(),
             ]
         };
-        // (columns, parent table, parent columns, action, nullable)
-        let mut keys: Vec<(Vec<String>, String, Vec<String>, &str, bool)> = Vec::new();
+        let mut keys: Vec<Key> = Vec::new();
         let parents = if index == 0 { 0 } else { 1 + random.below(3) };
         for number in 0..parents {
             let parent = random.below(index as u64) as usize;
