@@ -110,8 +110,46 @@ on_each_database!(
             config.contains(r#"{ model = "label", columns = ["slug", "lang"], references = ["slug", "lang"] },"#),
             "{config}"
         );
+        // Tombstones of the per_row composite-key model carry its key as a JSON array.
+        let with_outbox = config.replace(
+            "[models.node]\ntable = \"node\"\n",
+            "[models.node]\ntable = \"node\"\noutbox = \"node_deleted\"\n",
+        ) + "\n[outbox.scopes.project]\nshard_key = \"project_id\"\ncategories = [\"node_deleted\"]\n";
+        assert!(with_outbox.contains("outbox = \"node_deleted\""), "{config}");
+        std::fs::write(dir.path().join("cascades/cascade.toml"), &with_outbox).unwrap();
         validate_clean(dir.path(), &url);
-        let run = plan_then_delete(dir.path(), &url, "project", "1");
+        let archive = dir.path().join("archive");
+        let plan = json_output(cascade(dir.path()).args([
+            "plan",
+            "project",
+            "--id",
+            "1",
+            "--format",
+            "json",
+            "--database-url",
+            &url,
+        ]));
+        let run = json_output(
+            cascade(dir.path())
+                .args(["delete", "project", "1", "--confirm", "--format", "json", "--archive"])
+                .arg(&archive)
+                .args(["--database-url", &url]),
+        );
+        assert_eq!(plan["totals"], run["deleted"], "plan counted {plan:#} and the run deleted {run:#}");
+        let tombstones: Vec<(String, String)> = texts(
+            &url,
+            "SELECT object_identifier, shard_identifier FROM cascade_outbox WHERE category = 'node_deleted' ORDER BY 1",
+        )
+        .into_iter()
+        .map(|row| (row[0].clone().unwrap(), row[1].clone().unwrap()))
+        .collect();
+        assert_eq!(tombstones, [("[1,1]".to_owned(), "1".to_owned()), ("[1,2]".to_owned(), "1".to_owned())]);
+        let archived = common::archive_lines(&archive, &[]);
+        assert_eq!(
+            (archived["node"].len(), archived["edge"].len(), archived["label"].len()),
+            (2, 2, 2),
+            "{archived:?}"
+        );
         assert_eq!(
             (&run["deleted"]["node"], &run["deleted"]["edge"], &run["deleted"]["edge_note"], &run["deleted"]["label"]),
             (&Value::from(2), &Value::from(2), &Value::from(2), &Value::from(2))
