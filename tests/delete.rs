@@ -374,11 +374,24 @@ fn a_relation_postgres_cannot_compare_is_refused_before_any_write() {
                   [models.g]\ntable = \"g\"\nstrategy = \"bulk\"\n\n\
                   [models.n]\ntable = \"n\"\nstrategy = \"bulk\"\n";
     let config = project(&[("cascades/cascade.toml", config)]);
+    // `validate` against the database gives the deletion's verdict, at the relation.
+    let validate = cascade(config.path()).args(["validate", "--format", "json", "--database-url", &url]).output();
+    let validate = validate.unwrap();
+    assert_eq!(validate.status.code(), Some(1), "{}", String::from_utf8_lossy(&validate.stdout));
+    let report: serde_json::Value = serde_json::from_slice(&validate.stdout).unwrap();
+    let found: Vec<(&str, &str, u64)> = (report["diagnostics"].as_array().unwrap().iter())
+        .filter(|d| d["severity"] == "error")
+        .map(|d| (d["code"].as_str().unwrap(), d["help"].as_str().unwrap(), d["line"].as_u64().unwrap()))
+        .collect();
+    assert_eq!(found, [("relation-type-mismatch", "give the column the key's type", 3)], "{report:#}");
+    let message = report["diagnostics"][0]["message"].as_str().unwrap();
+    assert!(message.starts_with("`n.p_ref` cannot be looked up by the keys of `p.id`: "), "{message}");
+
     let output = cascade(config.path()).args(["delete", "p", "7", "--confirm", "--database-url", &url]).output();
     let output = output.unwrap();
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert_eq!(output.status.code(), Some(1), "{stderr}");
-    assert!(stderr.contains("`n.p_ref` cannot be looked up by the keys of `p.id`"), "{stderr}");
+    assert!(stderr.contains(message) && stderr.contains("give the column the key's type"), "{stderr}");
     assert!(stderr.contains("operator does not exist") && stderr.contains("Nothing was deleted"), "{stderr}");
     let rows = ["p", "c", "g", "n"].map(|table| count(&url, &format!("SELECT COUNT(*) FROM {table}")));
     assert_eq!(rows, [1, 2, 2, 1], "nothing deleted");

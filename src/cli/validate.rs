@@ -4,9 +4,10 @@ use std::process::ExitCode;
 use anyhow::Context as _;
 use tracing::info;
 
+use cascade::db::Access;
 use cascade::diagnostic::{Format, Report};
 use cascade::schema::{self, Schema};
-use cascade::{config, planner};
+use cascade::{config, engine, planner};
 
 use super::{Cli, ReportFormat};
 
@@ -28,9 +29,21 @@ pub fn run(cli: &Cli, args: &Args) -> anyhow::Result<ExitCode> {
     let mut loaded = config::load(&cli.config)?;
     info!(files = loaded.sources.len(), models = loaded.config.models.len(), "config loaded");
     let schema = load_schema(cli, args)?;
-    planner::check(&mut loaded, schema.as_ref());
+    let checked = planner::check(&mut loaded, schema.as_ref());
     if let Some(schema) = &schema {
         planner::check_deletions(&mut loaded, schema);
+    }
+    // A live database also answers what only it can: whether it compares each relation's column
+    // with its parent's keys, as a deletion asks before its first write.
+    let live = cli.database_url.as_ref().filter(|_| args.schema.is_none());
+    if let (Some(checked), Some(schema), Some(url)) = (checked, &schema, live) {
+        let found = super::block_on(async {
+            let database = super::connect(url, &loaded.config, Access::ReadOnly).await?;
+            let found = engine::check_lookups(&database, &checked, schema).await;
+            database.close().await;
+            found
+        })?;
+        planner::add_diagnostics(&mut loaded, found);
     }
     let report = Report { sources: &loaded.sources, diagnostics: &loaded.diagnostics };
     let format = Format::from(args.format);

@@ -183,7 +183,12 @@ pub fn check_deletions(loaded: &mut Loaded, schema: &Schema) {
     let context = Context { config: &loaded.config, graph: &graph, sources: &loaded.sources, schema: Some(schema) };
     let mut diagnostics = Vec::new();
     rules::check_every_model(&context, &mut diagnostics);
-    loaded.diagnostics.extend(diagnostics);
+    add_diagnostics(loaded, diagnostics);
+}
+
+/// Adds `found` to `loaded`'s diagnostics, all of them in source order.
+pub fn add_diagnostics(loaded: &mut Loaded, found: Vec<Diagnostic>) {
+    loaded.diagnostics.extend(found);
     sort(&mut loaded.diagnostics);
 }
 

@@ -22,7 +22,7 @@ use tracing::{debug, info};
 pub use error::DeleteError;
 pub(crate) use options::RunBatch;
 pub use options::{DeleteOptions, default_actor};
-pub(crate) use preflight::refuse_unmatched_lookups;
+pub(crate) use preflight::{refuse_unmatched_lookups, uncomparable_relations};
 pub use summary::Summary;
 
 use super::archive::Archive;

@@ -6,7 +6,7 @@ use super::DeleteError;
 use crate::config::Config;
 use crate::db::Keys;
 use crate::db::sql::{KeyType, Param};
-use crate::db::{Database, Failure, first_text};
+use crate::db::{Database, DbError, Failure, first_text};
 use crate::engine::steps::StepSql;
 use crate::planner::{Plan, PlanNode};
 use crate::schema::Schema;
@@ -77,19 +77,53 @@ async fn refuse_ambiguous_keys(database: &Database, plan: &Plan, schema: &Schema
 }
 
 /// Refuses a deletion through a relation whose column the database cannot compare with its
-/// parent's keys (PostgreSQL: `text = numeric` has no operator), before anything is written:
-/// each step's lookup of its rows by its parent's keys is run once with no keys, which the
-/// database parses and type-checks as it would every chunk's. Found later, the error would stop
-/// the deletion halfway, after the steps before it had committed. `relation-type-mismatch` names
-/// the common pairs in `validate`; this catches every pair the database itself refuses. Whether
-/// every step was checked: a step whose lookup met a transient error (a lock) is left out.
+/// parent's keys (PostgreSQL: `text = numeric` has no operator), before anything is written (see
+/// [`uncomparable_relations`]). Found later, the error would stop the deletion halfway, after the
+/// steps before it had committed. Whether every step was checked.
 async fn refuse_uncomparable_relations(
     database: &Database,
     config: &Config,
     plan: &Plan,
     schema: &Schema,
 ) -> Result<bool, DeleteError> {
+    let (mut found, all_checked) = uncomparable_relations(database, config, plan, schema).await?;
+    match found.drain(..).next() {
+        Some(uncomparable) => Err(DeleteError::UncomparableRelation {
+            child: uncomparable.child,
+            parent: uncomparable.parent,
+            reason: uncomparable.reason,
+        }),
+        None => Ok(all_checked),
+    }
+}
+
+/// A relation of a plan whose column the database cannot compare with its parent's keys.
+pub(crate) struct Uncomparable {
+    /// The parent's model.
+    pub(crate) parent_model: String,
+    /// The child's model and relation columns, as the config names them.
+    pub(crate) child_model: String,
+    pub(crate) columns: Vec<String>,
+    /// `table.column` of the child, and of the parent columns referenced.
+    pub(crate) child: String,
+    pub(crate) parent: String,
+    /// What the database said.
+    pub(crate) reason: String,
+}
+
+/// Every relation of `plan` whose lookup of rows by its parent's keys the database refuses on
+/// its types: each step's lookup is run once with no keys, which the database parses and
+/// type-checks as it would every chunk's. `relation-type-mismatch` names the common pairs from
+/// the schema alone; this catches every pair the database itself refuses. Whether every step
+/// was checked: a step whose lookup met a transient error (a lock) is left out.
+pub(crate) async fn uncomparable_relations(
+    database: &Database,
+    config: &Config,
+    plan: &Plan,
+    schema: &Schema,
+) -> Result<(Vec<Uncomparable>, bool), DbError> {
     let mut all_checked = true;
+    let mut found = Vec::new();
     for (node, parent) in plan.steps_with_parents() {
         let Some(parent) = parent else { continue };
         let step = StepSql::new(node, Some(parent), config, database.backend(), Some(schema), false);
@@ -103,15 +137,18 @@ async fn refuse_uncomparable_relations(
                 continue;
             }
             if !database.is_type_mismatch(&error) {
-                return Err(error.into());
+                return Err(error);
             }
             let referenced = node.references.clone().unwrap_or_else(|| parent.key.clone());
-            return Err(DeleteError::UncomparableRelation {
+            found.push(Uncomparable {
+                parent_model: parent.model.clone(),
+                child_model: node.model.clone(),
+                columns: node.columns.clone(),
                 child: format!("{}.{}", node.table, node.columns.join(", ")),
                 parent: format!("{}.{}", parent.table, referenced.join(", ")),
                 reason: error.to_string(),
             });
         }
     }
-    Ok(all_checked)
+    Ok((found, all_checked))
 }
