@@ -89,3 +89,46 @@ fn a_refused_connection_says_so() {
     assert!(stderr.to_lowercase().contains("connection refused"), "{stderr}");
     assert!(!stderr.contains("s3cret") && !stderr.contains("timed out"), "{stderr}");
 }
+
+/// The subcommands `cascade PATH... --help` lists (its `Commands:` section, without `help`).
+fn subcommands(path: &[String]) -> Vec<String> {
+    let dir = project(&[]);
+    let output = cascade(dir.path()).args(path).arg("--help").output().unwrap();
+    let help = String::from_utf8_lossy(&output.stdout).into_owned();
+    let Some((_, commands)) = help.split_once("\nCommands:\n") else { return Vec::new() };
+    commands
+        .lines()
+        .take_while(|line| !line.trim().is_empty())
+        .filter(|line| line.starts_with("  ") && !line.starts_with("   "))
+        .filter_map(|line| line.split_whitespace().next().map(str::to_owned))
+        .filter(|name| name != "help")
+        .collect()
+}
+
+/// `CASCADE_DATABASE_URL` holds a password: no help of any command shows the variable's value.
+#[test]
+fn no_help_shows_the_database_url_from_the_environment() {
+    let dir = project(&[]);
+    let mut paths: Vec<Vec<String>> = vec![Vec::new()];
+    let mut checked = 0;
+    while let Some(path) = paths.pop() {
+        for flag in ["--help", "-h"] {
+            let output = cascade(dir.path())
+                .env("CASCADE_DATABASE_URL", "postgres://u:SECRET@h/db")
+                .args(&path)
+                .arg(flag)
+                .output()
+                .unwrap();
+            let (stdout, stderr) = (String::from_utf8_lossy(&output.stdout), String::from_utf8_lossy(&output.stderr));
+            assert!(output.status.success(), "cascade {path:?} {flag}: {stderr}");
+            assert!(stdout.contains("CASCADE_DATABASE_URL"), "cascade {path:?} {flag} names the variable: {stdout}");
+            assert!(!stdout.contains("SECRET") && !stderr.contains("SECRET"), "cascade {path:?} {flag}: {stdout}");
+        }
+        checked += 1;
+        for name in subcommands(&path) {
+            paths.push(path.iter().cloned().chain([name]).collect());
+        }
+    }
+    // Every top-level command and the nested ones (`option set`, `outbox drain`, ...).
+    assert!(checked > 25, "{checked} commands checked");
+}

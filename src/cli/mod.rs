@@ -36,7 +36,8 @@ pub struct Cli {
     #[arg(long, global = true, value_name = "DIR|FILE", default_value = "cascades")]
     pub config: PathBuf,
     /// Database URL: sqlite://PATH or postgres://USER@HOST/DB.
-    #[arg(long, global = true, env = "CASCADE_DATABASE_URL", value_name = "URL")]
+    // The variable's value holds a password: `--help` names the variable, never its value.
+    #[arg(long, global = true, env = "CASCADE_DATABASE_URL", hide_env_values = true, value_name = "URL")]
     pub database_url: Option<String>,
     /// More log output (-v, -vv).
     #[arg(short, long, global = true, action = clap::ArgAction::Count)]
