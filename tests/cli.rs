@@ -132,3 +132,38 @@ fn no_help_shows_the_database_url_from_the_environment() {
     // Every top-level command and the nested ones (`option set`, `outbox drain`, ...).
     assert!(checked > 25, "{checked} commands checked");
 }
+
+/// The pages a man page refers to (`cascade\-plan(1)` in roff), by file name (`cascade-plan.1`).
+fn referenced_pages(page: &str) -> Vec<String> {
+    let text = page.replace("\\-", "-");
+    text.match_indices("(1)")
+        .filter_map(|(end, _)| {
+            let start = text[..end].rfind(|c: char| !(c.is_ascii_alphanumeric() || c == '-')).map_or(0, |i| i + 1);
+            let name = &text[start..end];
+            name.starts_with("cascade").then(|| format!("{name}.1"))
+        })
+        .collect()
+}
+
+/// `man --dir` writes every page the pages refer to, and its main page is the one `man` prints.
+#[test]
+fn every_man_page_the_pages_refer_to_is_written() {
+    let dir = project(&[]);
+    let output = cascade(dir.path()).args(["man", "--dir", "man/man1"]).output().unwrap();
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let pages = dir.path().join("man/man1");
+    let main = std::fs::read_to_string(pages.join("cascade.1")).unwrap();
+    let printed = cascade(dir.path()).arg("man").output().unwrap();
+    assert_eq!(String::from_utf8_lossy(&printed.stdout), main, "`cascade man` prints the main page");
+    let mut referenced = 0;
+    for entry in std::fs::read_dir(&pages).unwrap() {
+        let path = entry.unwrap().path();
+        let page = std::fs::read_to_string(&path).unwrap();
+        for name in referenced_pages(&page) {
+            assert!(pages.join(&name).is_file(), "{} refers to {name}, which is not written", path.display());
+            referenced += 1;
+        }
+    }
+    assert!(referenced_pages(&main).contains(&"cascade-validate.1".to_owned()), "{main}");
+    assert!(pages.join("cascade-option-set.1").is_file() && referenced > 20, "{referenced} references");
+}

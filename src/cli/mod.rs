@@ -116,8 +116,8 @@ pub enum Command {
     Init(init::Args),
     /// Print the shell completion script for bash, zsh, fish, elvish or PowerShell.
     Completions(shell::CompletionsArgs),
-    /// Print the man page (roff).
-    Man,
+    /// Print the man page (roff), or write every page into a directory.
+    Man(shell::ManArgs),
 }
 
 /// The exit codes, for `--help` (the README has the same table).
@@ -159,7 +159,7 @@ pub fn main() -> ExitCode {
         Command::Orphans(args) => orphans::run(&cli, args),
         Command::Partitions(args) => partitions::run(&cli, args),
         Command::Completions(args) => shell::completions(args),
-        Command::Man => shell::man(),
+        Command::Man(args) => shell::man(args),
     };
     result.unwrap_or_else(|error| {
         eprintln!("error: {error:#}");
@@ -181,7 +181,7 @@ impl Command {
                 | Command::Runs(_)
                 | Command::Scheduled(_)
                 | Command::Completions(_)
-                | Command::Man
+                | Command::Man(_)
         )
     }
 }
