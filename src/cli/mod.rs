@@ -163,8 +163,23 @@ pub fn main() -> ExitCode {
     };
     result.unwrap_or_else(|error| {
         eprintln!("error: {error:#}");
+        if let Some(hint) = hint(&error) {
+            eprintln!("hint: {hint}");
+        }
         ExitCode::from(EXIT_USAGE)
     })
+}
+
+/// What to do next, for an error that does not say it itself: run outside a project (no
+/// `cascades/` there), a command only says that the path does not exist.
+fn hint(error: &anyhow::Error) -> Option<&'static str> {
+    match error.downcast_ref::<cascade::config::LoadError>()? {
+        cascade::config::LoadError::NotFound(_) | cascade::config::LoadError::NoFiles(_) => Some(
+            "give the config with `--config DIR` (every *.toml file below it) or `--config FILE`, or write a \
+             starting config from a database with `cascade init --database-url URL`",
+        ),
+        cascade::config::LoadError::Io { .. } => None,
+    }
 }
 
 impl Command {
