@@ -11,7 +11,7 @@ use super::Cli;
 #[derive(Debug, clap::Args)]
 pub struct Args {
     /// Directory to write `cascade.toml` into.
-    #[arg(long, value_name = "DIR", default_value = "cascades")]
+    #[arg(long, value_name = "DIR", default_value = super::DEFAULT_CONFIG)]
     pub out: PathBuf,
     /// Overwrite an existing `cascade.toml`.
     #[arg(long)]

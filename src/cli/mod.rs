@@ -28,12 +28,15 @@ use cascade::engine::{Engine, PrepareError};
 use cascade::planner::CheckedConfig;
 use clap::{Parser, Subcommand, ValueEnum};
 
+/// Where the config is without `--config` (and where `init` writes one without `--out`).
+pub const DEFAULT_CONFIG: &str = "cascades";
+
 /// Declarative, resumable, throttled deletion of large, deeply linked relational data.
 #[derive(Debug, Parser)]
 #[command(name = "cascade", version, about, max_term_width = 100, after_help = EXIT_CODES)]
 pub struct Cli {
     /// Config directory (every *.toml below it) or a single config file.
-    #[arg(long, global = true, value_name = "DIR|FILE", default_value = "cascades")]
+    #[arg(long, global = true, value_name = "DIR|FILE", default_value = DEFAULT_CONFIG)]
     pub config: PathBuf,
     /// Database URL: sqlite://PATH or postgres://USER@HOST/DB.
     // The variable's value holds a password: `--help` names the variable, never its value.
