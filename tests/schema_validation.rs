@@ -294,3 +294,53 @@ fn partial_and_expression_indexes_read_the_same_everywhere() {
         assert_eq!(kinds(&block_on(cascade::schema::introspect_url(&postgres_url)).unwrap()), expected, "PostgreSQL");
     }
 }
+
+const UNCOMPARABLE: &str = "
+CREATE TABLE account (id bigint PRIMARY KEY, guid uuid UNIQUE);
+CREATE TABLE session (id bigint PRIMARY KEY, account_guid uuid);
+CREATE TABLE note (id bigint PRIMARY KEY, account_ref text);
+CREATE INDEX session_account ON session (account_guid);
+CREATE INDEX note_account ON note (account_ref);
+INSERT INTO account VALUES (1, '00000000-0000-0000-0000-000000000001');
+INSERT INTO note VALUES (1, '1');
+";
+
+const UNCOMPARABLE_CONFIG: &str = r#"[models.account]
+table = "account"
+children = [{ model = "session", column = "account_guid" }, { model = "note", column = "account_ref" }]
+
+[models.session]
+table = "session"
+
+[models.note]
+table = "note"
+"#;
+
+/// `relation-type-mismatch` suggests only a change the server accepts: no `ALTER ... USING`
+/// for a `uuid` column under a `bigint` key (PostgreSQL has no cast between them), and for a
+/// `text` one the `ALTER` it suggests runs.
+#[test]
+fn relation_type_mismatch_suggests_only_what_postgres_accepts() {
+    let Some(url) = postgres_database(UNCOMPARABLE) else { return };
+    let dir = project(&[("cascades/account.toml", UNCOMPARABLE_CONFIG)]);
+    let (code, report) = validate_json(dir.path(), &["--database-url", &url]);
+    assert_eq!(code, 1, "{report}");
+    let help = |column: &str| -> String {
+        let found = report["diagnostics"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|d| d["code"] == "relation-type-mismatch" && d["message"].as_str().unwrap().contains(column));
+        found.unwrap_or_else(|| panic!("no mismatch on {column}: {report}"))["help"].as_str().unwrap().to_owned()
+    };
+    let uuid_help = help("session.account_guid");
+    assert!(!uuid_help.contains("ALTER TABLE"), "PostgreSQL cannot cast uuid to bigint: {uuid_help}");
+    assert!(uuid_help.contains("guid"), "the parent's uuid column is the key to reference: {uuid_help}");
+
+    let text_help = help("note.account_ref");
+    let alter = &text_help[text_help.find("ALTER TABLE").unwrap_or_else(|| panic!("no ALTER: {text_help}"))..];
+    common::texts(&url, alter);
+    assert_eq!(common::texts(&url, "SELECT account_ref::text FROM note"), vec![vec![Some("1".to_owned())]]);
+    let (_, report) = validate_json(dir.path(), &["--database-url", &url]);
+    assert!(!messages(&report).iter().any(|m| m.contains("note.account_ref")), "{report}");
+}
