@@ -437,3 +437,24 @@ fn partial_index_predicates_read_the_same_everywhere() {
         assert_eq!(predicates(&schema), expected, "PostgreSQL");
     }
 }
+
+/// `init` into a directory whose other files already declare its models refuses, naming the
+/// clash and --out, and writes nothing; into a place of its own it works, and validates.
+#[test]
+fn init_beside_a_config_declaring_the_same_models_refuses() {
+    let ddl = "CREATE TABLE artist (id INTEGER PRIMARY KEY);
+               CREATE TABLE album (id INTEGER PRIMARY KEY, artist_id INTEGER REFERENCES artist (id));
+               CREATE INDEX album_artist ON album (artist_id);";
+    let dir = project(&[("cascades/music.toml", "[models.artist]\ntable = \"artist\"\n")]);
+    let url = sqlite_database(dir.path(), ddl);
+    let output = cascade(dir.path()).args(["init", "--database-url", &url]).assert().code(2).get_output().clone();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("model `artist`") && stderr.contains("cascades/music.toml:1"), "{stderr}");
+    assert!(stderr.contains("--out"), "{stderr}");
+    assert!(!dir.path().join("cascades/cascade.toml").exists(), "nothing is written");
+    assert!(!dir.path().join("cascades/cascade.schema.json").exists(), "nothing is written");
+
+    cascade(dir.path()).args(["init", "--database-url", &url, "--out", "generated"]).assert().success();
+    let (code, report) = validate_json(dir.path(), &["--config", "generated", "--database-url", &url]);
+    assert_eq!(code, 0, "{report}");
+}
