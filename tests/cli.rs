@@ -89,3 +89,81 @@ fn a_refused_connection_says_so() {
     assert!(stderr.to_lowercase().contains("connection refused"), "{stderr}");
     assert!(!stderr.contains("s3cret") && !stderr.contains("timed out"), "{stderr}");
 }
+
+/// The subcommands `cascade PATH... --help` lists (its `Commands:` section, without `help`).
+fn subcommands(path: &[String]) -> Vec<String> {
+    let dir = project(&[]);
+    let output = cascade(dir.path()).args(path).arg("--help").output().unwrap();
+    let help = String::from_utf8_lossy(&output.stdout).into_owned();
+    let Some((_, commands)) = help.split_once("\nCommands:\n") else { return Vec::new() };
+    commands
+        .lines()
+        .take_while(|line| !line.trim().is_empty())
+        .filter(|line| line.starts_with("  ") && !line.starts_with("   "))
+        .filter_map(|line| line.split_whitespace().next().map(str::to_owned))
+        .filter(|name| name != "help")
+        .collect()
+}
+
+/// `CASCADE_DATABASE_URL` holds a password: no help of any command shows the variable's value.
+#[test]
+fn no_help_shows_the_database_url_from_the_environment() {
+    let dir = project(&[]);
+    let mut paths: Vec<Vec<String>> = vec![Vec::new()];
+    let mut checked = 0;
+    while let Some(path) = paths.pop() {
+        for flag in ["--help", "-h"] {
+            let output = cascade(dir.path())
+                .env("CASCADE_DATABASE_URL", "postgres://u:SECRET@h/db")
+                .args(&path)
+                .arg(flag)
+                .output()
+                .unwrap();
+            let (stdout, stderr) = (String::from_utf8_lossy(&output.stdout), String::from_utf8_lossy(&output.stderr));
+            assert!(output.status.success(), "cascade {path:?} {flag}: {stderr}");
+            assert!(stdout.contains("CASCADE_DATABASE_URL"), "cascade {path:?} {flag} names the variable: {stdout}");
+            assert!(!stdout.contains("SECRET") && !stderr.contains("SECRET"), "cascade {path:?} {flag}: {stdout}");
+        }
+        checked += 1;
+        for name in subcommands(&path) {
+            paths.push(path.iter().cloned().chain([name]).collect());
+        }
+    }
+    // Every top-level command and the nested ones (`option set`, `outbox drain`, ...).
+    assert!(checked > 25, "{checked} commands checked");
+}
+
+/// The pages a man page refers to (`cascade\-plan(1)` in roff), by file name (`cascade-plan.1`).
+fn referenced_pages(page: &str) -> Vec<String> {
+    let text = page.replace("\\-", "-");
+    text.match_indices("(1)")
+        .filter_map(|(end, _)| {
+            let start = text[..end].rfind(|c: char| !(c.is_ascii_alphanumeric() || c == '-')).map_or(0, |i| i + 1);
+            let name = &text[start..end];
+            name.starts_with("cascade").then(|| format!("{name}.1"))
+        })
+        .collect()
+}
+
+/// `man --dir` writes every page the pages refer to, and its main page is the one `man` prints.
+#[test]
+fn every_man_page_the_pages_refer_to_is_written() {
+    let dir = project(&[]);
+    let output = cascade(dir.path()).args(["man", "--dir", "man/man1"]).output().unwrap();
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let pages = dir.path().join("man/man1");
+    let main = std::fs::read_to_string(pages.join("cascade.1")).unwrap();
+    let printed = cascade(dir.path()).arg("man").output().unwrap();
+    assert_eq!(String::from_utf8_lossy(&printed.stdout), main, "`cascade man` prints the main page");
+    let mut referenced = 0;
+    for entry in std::fs::read_dir(&pages).unwrap() {
+        let path = entry.unwrap().path();
+        let page = std::fs::read_to_string(&path).unwrap();
+        for name in referenced_pages(&page) {
+            assert!(pages.join(&name).is_file(), "{} refers to {name}, which is not written", path.display());
+            referenced += 1;
+        }
+    }
+    assert!(referenced_pages(&main).contains(&"cascade-validate.1".to_owned()), "{main}");
+    assert!(pages.join("cascade-option-set.1").is_file() && referenced > 20, "{referenced} references");
+}

@@ -71,3 +71,23 @@ fn the_demo_runs_anywhere_with_its_built_in_config() {
     cascade(dir.path()).args(["demo", "--rows", "3000", "--db", "missing/demo.db"]).assert().code(2);
     assert!(!dir.path().join("missing").exists());
 }
+
+/// The README's quick start: `cascade demo` where the config is, then `cascade plan` with no
+/// flags finds the database the demo built (and the demo's hint needs no flags either).
+#[test]
+fn after_the_demo_plan_needs_no_flags() {
+    let files: Vec<(String, &str)> =
+        cascade::demo::CONFIG_FILES.iter().map(|(name, text)| (format!("cascades/{name}"), *text)).collect();
+    let files: Vec<(&str, &str)> = files.iter().map(|(name, text)| (name.as_str(), *text)).collect();
+    let dir = common::project(&files);
+    let demo = cascade(dir.path()).args(["demo", "--rows", "30000"]).assert().success().get_output().stdout.clone();
+    let demo = String::from_utf8(demo).unwrap();
+    assert!(dir.path().join("cascade-demo.db").is_file(), "{demo}");
+    assert!(demo.contains("try `cascade plan organization --id 2`"), "{demo}");
+    for id in ["1", "2"] {
+        let plan = cascade(dir.path()).args(["plan", "organization", "--id", id]).assert().success();
+        let plan = String::from_utf8(plan.get_output().stdout.clone()).unwrap();
+        let counted = if id == "1" { "not found: 1" } else { "totals (each row once):" };
+        assert!(plan.contains(counted), "plan --id {id}:\n{plan}");
+    }
+}

@@ -301,3 +301,167 @@ fn partial_and_expression_indexes_read_the_same_everywhere() {
         assert_eq!(kinds(&block_on(cascade::schema::introspect_url(&postgres_url)).unwrap()), expected, "PostgreSQL");
     }
 }
+
+const UNCOMPARABLE: &str = "
+CREATE TABLE account (id bigint PRIMARY KEY, guid uuid UNIQUE);
+CREATE TABLE session (id bigint PRIMARY KEY, account_guid uuid);
+CREATE TABLE note (id bigint PRIMARY KEY, account_ref text);
+CREATE INDEX session_account ON session (account_guid);
+CREATE INDEX note_account ON note (account_ref);
+INSERT INTO account VALUES (1, '00000000-0000-0000-0000-000000000001');
+INSERT INTO note VALUES (1, '1');
+";
+
+const UNCOMPARABLE_CONFIG: &str = r#"[models.account]
+table = "account"
+children = [{ model = "session", column = "account_guid" }, { model = "note", column = "account_ref" }]
+
+[models.session]
+table = "session"
+
+[models.note]
+table = "note"
+"#;
+
+/// `relation-type-mismatch` suggests only a change the server accepts: no `ALTER ... USING`
+/// for a `uuid` column under a `bigint` key (PostgreSQL has no cast between them), and for a
+/// `text` one the `ALTER` it suggests runs.
+#[test]
+fn relation_type_mismatch_suggests_only_what_postgres_accepts() {
+    let Some(url) = postgres_database(UNCOMPARABLE) else { return };
+    let dir = project(&[("cascades/account.toml", UNCOMPARABLE_CONFIG)]);
+    let (code, report) = validate_json(dir.path(), &["--database-url", &url]);
+    assert_eq!(code, 1, "{report}");
+    let help = |column: &str| -> String {
+        let found = report["diagnostics"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|d| d["code"] == "relation-type-mismatch" && d["message"].as_str().unwrap().contains(column));
+        found.unwrap_or_else(|| panic!("no mismatch on {column}: {report}"))["help"].as_str().unwrap().to_owned()
+    };
+    let uuid_help = help("session.account_guid");
+    assert!(!uuid_help.contains("ALTER TABLE"), "PostgreSQL cannot cast uuid to bigint: {uuid_help}");
+    assert!(uuid_help.contains("guid"), "the parent's uuid column is the key to reference: {uuid_help}");
+
+    let text_help = help("note.account_ref");
+    let alter = &text_help[text_help.find("ALTER TABLE").unwrap_or_else(|| panic!("no ALTER: {text_help}"))..];
+    common::texts(&url, alter);
+    assert_eq!(common::texts(&url, "SELECT account_ref::text FROM note"), vec![vec![Some("1".to_owned())]]);
+    let (_, report) = validate_json(dir.path(), &["--database-url", &url]);
+    assert!(!messages(&report).iter().any(|m| m.contains("note.account_ref")), "{report}");
+}
+
+const PARTIAL_INDEXES: &str = "
+CREATE TABLE project (id INTEGER PRIMARY KEY);
+CREATE TABLE event (id INTEGER PRIMARY KEY, project_id INTEGER, deleted_at TEXT);
+CREATE TABLE tag (id INTEGER PRIMARY KEY, project_id INTEGER);
+CREATE INDEX event_live_project ON event (project_id) WHERE deleted_at IS NULL;
+CREATE INDEX tag_project ON tag (project_id) WHERE project_id IS NOT NULL;
+";
+
+const PARTIAL_INDEXES_CONFIG: &str = r#"[models.project]
+table = "project"
+children = [{ model = "event", column = "project_id" }, { model = "tag", column = "project_id" }]
+
+[models.event]
+table = "event"
+strategy = "bulk"
+
+[models.tag]
+table = "tag"
+strategy = "bulk"
+"#;
+
+/// A partial index serves the deletion's lookup by its column (`project_id = ANY($1)`) only
+/// when the lookup implies its predicate: `WHERE project_id IS NOT NULL` does,
+/// `WHERE deleted_at IS NULL` (rows the lookup also finds are not in it) does not.
+fn check_partial_indexes(schema_args: &[&str]) {
+    let dir = project(&[("cascades/project.toml", PARTIAL_INDEXES_CONFIG)]);
+    check_partial_indexes_in(dir.path(), schema_args);
+}
+
+fn check_partial_indexes_in(dir: &std::path::Path, schema_args: &[&str]) {
+    let (_, report) = validate_json(dir, schema_args);
+    let unindexed: Vec<String> =
+        messages(&report).into_iter().filter(|message| message.starts_with("unindexed-relation")).collect();
+    assert_eq!(
+        unindexed,
+        [
+            "unindexed-relation: no index of `event` leads with `project_id`: every chunk of `project` would scan the table"
+        ],
+        "{report}"
+    );
+}
+
+on_each_database!(
+    partial_indexes_serve_a_lookup_that_implies_them_on_sqlite,
+    partial_indexes_serve_a_lookup_that_implies_them_on_postgres,
+    |databases| {
+        let url = databases.create(PARTIAL_INDEXES);
+        check_partial_indexes(&["--database-url", &url]);
+        if !databases.is_sqlite() {
+            // The server agrees: with table scans off (the tables are empty), the lookup reads
+            // the IS NOT NULL index.
+            let plan = common::texts(
+                &format!("{url}{}options=-c%20enable_seqscan%3Doff", if url.contains('?') { '&' } else { '?' }),
+                "EXPLAIN SELECT id FROM tag WHERE project_id = ANY('{1,2}'::int8[])",
+            );
+            let plan: Vec<String> = plan.into_iter().flatten().flatten().collect();
+            assert!(plan.iter().any(|line| line.contains("tag_project")), "{plan:?}");
+        }
+    }
+);
+
+#[test]
+fn partial_indexes_serve_a_lookup_that_implies_them_in_ddl() {
+    let dir = project(&[("cascades/project.toml", PARTIAL_INDEXES_CONFIG), ("schema.sql", PARTIAL_INDEXES)]);
+    check_partial_indexes_in(dir.path(), &["--schema", "schema.sql"]);
+}
+
+/// What a partial index's predicate asks reads the same from DDL, SQLite and PostgreSQL.
+#[test]
+fn partial_index_predicates_read_the_same_everywhere() {
+    let predicates = |schema: &cascade::schema::Schema| -> Vec<(String, Vec<String>)> {
+        let mut found: Vec<(String, Vec<String>)> = schema
+            .tables
+            .iter()
+            .flat_map(|table| &table.indexes)
+            .filter(|index| index.partial)
+            .map(|index| (index.name.clone().unwrap(), index.not_null_predicate.clone()))
+            .collect();
+        found.sort();
+        found
+    };
+    let expected =
+        vec![("event_live_project".to_owned(), vec![]), ("tag_project".to_owned(), vec!["project_id".to_owned()])];
+    assert_eq!(predicates(&cascade::schema::parse_ddl(PARTIAL_INDEXES).schema), expected, "DDL");
+    let dir = tempfile::tempdir().unwrap();
+    let sqlite_url = sqlite_database(dir.path(), PARTIAL_INDEXES);
+    assert_eq!(predicates(&block_on(cascade::schema::introspect_url(&sqlite_url)).unwrap()), expected, "SQLite");
+    if let Some(postgres_url) = postgres_database(PARTIAL_INDEXES) {
+        let schema = block_on(cascade::schema::introspect_url(&postgres_url)).unwrap();
+        assert_eq!(predicates(&schema), expected, "PostgreSQL");
+    }
+}
+
+/// `init` into a directory whose other files already declare its models refuses, naming the
+/// clash and --out, and writes nothing; into a place of its own it works, and validates.
+#[test]
+fn init_beside_a_config_declaring_the_same_models_refuses() {
+    let ddl = "CREATE TABLE artist (id INTEGER PRIMARY KEY);
+               CREATE TABLE album (id INTEGER PRIMARY KEY, artist_id INTEGER REFERENCES artist (id));
+               CREATE INDEX album_artist ON album (artist_id);";
+    let dir = project(&[("cascades/music.toml", "[models.artist]\ntable = \"artist\"\n")]);
+    let url = sqlite_database(dir.path(), ddl);
+    let output = cascade(dir.path()).args(["init", "--database-url", &url]).assert().code(2).get_output().clone();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("model `artist`") && stderr.contains("cascades/music.toml:1"), "{stderr}");
+    assert!(stderr.contains("--out"), "{stderr}");
+    assert!(!dir.path().join("cascades/cascade.toml").exists(), "nothing is written");
+    assert!(!dir.path().join("cascades/cascade.schema.json").exists(), "nothing is written");
+
+    cascade(dir.path()).args(["init", "--database-url", &url, "--out", "generated"]).assert().success();
+    let (code, report) = validate_json(dir.path(), &["--config", "generated", "--database-url", &url]);
+    assert_eq!(code, 0, "{report}");
+}

@@ -108,6 +108,10 @@ fn github_output_is_one_workflow_command_per_diagnostic() {
     );
 }
 
+/// What a command says after a config path that does not exist or holds no config.
+const CONFIG_HINT: &str = "hint: give the config with `--config DIR` (every *.toml file below it) or `--config FILE`, \
+                           or write a starting config from a database with `cascade init --database-url URL`\n";
+
 #[test]
 fn exit_codes_separate_clean_problems_and_usage() {
     let clean = project(&[("cascades/a.toml", "[models.a]\ntable = \"a\"\n")]);
@@ -124,10 +128,28 @@ fn exit_codes_separate_clean_problems_and_usage() {
         .args(["validate", "--config", "missing"])
         .assert()
         .code(2)
-        .stderr("error: config path `missing` does not exist\n");
+        .stderr(format!("error: config path `missing` does not exist\n{CONFIG_HINT}"));
     let empty = project(&[("cascades/README.md", "no configs here")]);
-    cascade(empty.path()).arg("validate").assert().code(2).stderr("error: no *.toml files under `cascades`\n");
+    cascade(empty.path())
+        .arg("validate")
+        .assert()
+        .code(2)
+        .stderr(format!("error: no *.toml files under `cascades`\n{CONFIG_HINT}"));
     cascade(clean.path()).args(["validate", "--format", "xml"]).assert().code(2);
+}
+
+/// Run where there is no `cascades/` (outside a project), every command that reads the config
+/// says how to give one.
+#[test]
+fn outside_a_project_a_missing_config_says_how_to_give_one() {
+    let nowhere = project(&[]);
+    for command in [&["validate"][..], &["plan", "organization"], &["runs"], &["delete", "organization", "1"]] {
+        cascade(nowhere.path())
+            .args(command)
+            .assert()
+            .code(2)
+            .stderr(format!("error: config path `cascades` does not exist\n{CONFIG_HINT}"));
+    }
 }
 
 #[test]

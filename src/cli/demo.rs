@@ -1,4 +1,4 @@
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::Context as _;
@@ -13,7 +13,7 @@ use cascade::{demo, planner};
 use super::Cli;
 
 /// Writes the built-in demo config into `cascades-demo/` beside the database; its directory.
-fn write_demo_config(db: &std::path::Path) -> anyhow::Result<PathBuf> {
+fn write_demo_config(db: &Path) -> anyhow::Result<PathBuf> {
     let dir = match db.parent().filter(|parent| !parent.as_os_str().is_empty()) {
         Some(parent) => parent.join("cascades-demo"),
         None => PathBuf::from("cascades-demo"),
@@ -33,13 +33,27 @@ fn write_demo_config(db: &std::path::Path) -> anyhow::Result<PathBuf> {
     Ok(dir)
 }
 
+/// `cascade` with the flags the next commands need to find the demo's config and database: none
+/// where the defaults find them.
+fn next_command(cli: &Cli, config_dir: &Path, url: &str) -> String {
+    let mut command = String::from("cascade");
+    if config_dir != Path::new(super::DEFAULT_CONFIG) {
+        command.push_str(&format!(" --config {}", config_dir.display()));
+    }
+    // `CASCADE_DATABASE_URL` would win over the default.
+    if cli.database_url.is_some() || url != cascade::db::DEFAULT_DATABASE_URL {
+        command.push_str(&format!(" --database-url {url}"));
+    }
+    command
+}
+
 #[derive(Debug, clap::Args)]
 pub struct Args {
     /// Rows to seed, in all tables.
     #[arg(long, default_value_t = 100_000)]
     pub rows: u64,
     /// Where to build the demo SQLite database (replaced if it exists).
-    #[arg(long, value_name = "PATH", default_value = "cascade-demo.db")]
+    #[arg(long, value_name = "PATH", default_value = cascade::db::DEFAULT_DATABASE_FILE)]
     pub db: PathBuf,
 }
 
@@ -95,10 +109,8 @@ pub fn run(cli: &Cli, args: &Args) -> anyhow::Result<ExitCode> {
         }
         // The last organization's status blocks deletion; suggest one that can go.
         if let [_, next, _, ..] = built.organizations.as_slice() {
-            let config = config_dir.display();
-            println!(
-                "\nthe other organizations are untouched: try `cascade --config {config} --database-url {url} plan organization --id {next}`"
-            );
+            let cascade = next_command(cli, &config_dir, &url);
+            println!("\nthe other organizations are untouched: try `{cascade} plan organization --id {next}`");
         }
         Ok(ExitCode::SUCCESS)
     })

@@ -28,15 +28,19 @@ use cascade::engine::{Engine, PrepareError};
 use cascade::planner::CheckedConfig;
 use clap::{Parser, Subcommand, ValueEnum};
 
+/// Where the config is without `--config` (and where `init` writes one without `--out`).
+pub const DEFAULT_CONFIG: &str = "cascades";
+
 /// Declarative, resumable, throttled deletion of large, deeply linked relational data.
 #[derive(Debug, Parser)]
 #[command(name = "cascade", version, about, max_term_width = 100, after_help = EXIT_CODES)]
 pub struct Cli {
     /// Config directory (every *.toml below it) or a single config file.
-    #[arg(long, global = true, value_name = "DIR|FILE", default_value = "cascades")]
+    #[arg(long, global = true, value_name = "DIR|FILE", default_value = DEFAULT_CONFIG)]
     pub config: PathBuf,
     /// Database URL: sqlite://PATH or postgres://USER@HOST/DB.
-    #[arg(long, global = true, env = "CASCADE_DATABASE_URL", value_name = "URL")]
+    // The variable's value holds a password: `--help` names the variable, never its value.
+    #[arg(long, global = true, env = "CASCADE_DATABASE_URL", hide_env_values = true, value_name = "URL")]
     pub database_url: Option<String>,
     /// More log output (-v, -vv).
     #[arg(short, long, global = true, action = clap::ArgAction::Count)]
@@ -115,8 +119,8 @@ pub enum Command {
     Init(init::Args),
     /// Print the shell completion script for bash, zsh, fish, elvish or PowerShell.
     Completions(shell::CompletionsArgs),
-    /// Print the man page (roff).
-    Man,
+    /// Print the man page (roff), or write every page into a directory.
+    Man(shell::ManArgs),
 }
 
 /// The exit codes, for `--help` (the README has the same table).
@@ -158,12 +162,27 @@ pub fn main() -> ExitCode {
         Command::Orphans(args) => orphans::run(&cli, args),
         Command::Partitions(args) => partitions::run(&cli, args),
         Command::Completions(args) => shell::completions(args),
-        Command::Man => shell::man(),
+        Command::Man(args) => shell::man(args),
     };
     result.unwrap_or_else(|error| {
         eprintln!("error: {error:#}");
+        if let Some(hint) = hint(&error) {
+            eprintln!("hint: {hint}");
+        }
         ExitCode::from(EXIT_USAGE)
     })
+}
+
+/// What to do next, for an error that does not say it itself: run outside a project (no
+/// `cascades/` there), a command only says that the path does not exist.
+fn hint(error: &anyhow::Error) -> Option<&'static str> {
+    match error.downcast_ref::<cascade::config::LoadError>()? {
+        cascade::config::LoadError::NotFound(_) | cascade::config::LoadError::NoFiles(_) => Some(
+            "give the config with `--config DIR` (every *.toml file below it) or `--config FILE`, or write a \
+             starting config from a database with `cascade init --database-url URL`",
+        ),
+        cascade::config::LoadError::Io { .. } => None,
+    }
 }
 
 impl Command {
@@ -180,7 +199,7 @@ impl Command {
                 | Command::Runs(_)
                 | Command::Scheduled(_)
                 | Command::Completions(_)
-                | Command::Man
+                | Command::Man(_)
         )
     }
 }

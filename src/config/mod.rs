@@ -51,11 +51,37 @@ pub enum LoadError {
 
 /// Loads `path`: one TOML file, or every `*.toml` file below a directory, in path order.
 pub fn load(path: &Path) -> Result<Loaded, LoadError> {
-    let files = config_files(path)?;
-    let mut sources = Sources::default();
-    let mut not_utf8 = Vec::new();
+    let (mut sources, mut not_utf8) = (Sources::default(), Vec::new());
+    read_files(&config_files(path)?, &mut sources, &mut not_utf8)?;
+    let mut loaded = load_sources(sources);
+    loaded.diagnostics.extend(not_utf8);
+    Ok(loaded)
+}
+
+/// Loads `dir` as it would be with `file` holding `text`: the directory's `*.toml` files (none
+/// when it does not exist yet), with `file` in place of the one at that path or added in path
+/// order. `cascade init` checks the config it would write this way before writing it.
+pub fn load_with(dir: &Path, file: &Path, text: String) -> Result<Loaded, LoadError> {
+    let mut files = match config_files(dir) {
+        Ok(files) => files,
+        Err(LoadError::NotFound(_) | LoadError::NoFiles(_)) => Vec::new(),
+        Err(error) => return Err(error),
+    };
+    files.retain(|existing| existing != file);
+    let position = files.partition_point(|existing| existing.as_path() < file);
+    let (mut sources, mut not_utf8) = (Sources::default(), Vec::new());
+    read_files(&files[..position], &mut sources, &mut not_utf8)?;
+    sources.add(file.display().to_string(), text);
+    read_files(&files[position..], &mut sources, &mut not_utf8)?;
+    let mut loaded = load_sources(sources);
+    loaded.diagnostics.extend(not_utf8);
+    Ok(loaded)
+}
+
+/// Adds `files` to `sources`, with a diagnostic in `not_utf8` for each that is not UTF-8.
+fn read_files(files: &[PathBuf], sources: &mut Sources, not_utf8: &mut Vec<Diagnostic>) -> Result<(), LoadError> {
     for file in files {
-        let bytes = std::fs::read(&file).map_err(|source| LoadError::Io { path: file.clone(), reason: source })?;
+        let bytes = std::fs::read(file).map_err(|source| LoadError::Io { path: file.clone(), reason: source })?;
         let name = file.display().to_string();
         match String::from_utf8(bytes) {
             Ok(text) => {
@@ -76,9 +102,7 @@ pub fn load(path: &Path) -> Result<Loaded, LoadError> {
             }
         }
     }
-    let mut loaded = load_sources(sources);
-    loaded.diagnostics.extend(not_utf8);
-    Ok(loaded)
+    Ok(())
 }
 
 /// Parses and reads files that are already in memory (every file in `sources`).

@@ -35,6 +35,14 @@ impl KeyType {
         }
     }
 
+    /// Whether PostgreSQL converts a column of this type to `to` in `ALTER COLUMN ... TYPE ...
+    /// USING column::to`: every type converts to and from a string type (its I/O conversion
+    /// cast), and integers to integers; a `uuid` and an integer have no cast between them. A type
+    /// the tool does not know is not assumed to have one.
+    pub fn casts_on_postgres(&self, to: &KeyType) -> bool {
+        matches!((self, to), (KeyType::Text, _) | (_, KeyType::Text) | (KeyType::Integer, KeyType::Integer))
+    }
+
     /// From a column's declared type by SQLite's affinity rule (a type containing `INT` has
     /// integer affinity; `CHAR`, `CLOB` or `TEXT`, text; none, none). PostgreSQL columns get
     /// theirs from the catalog instead.

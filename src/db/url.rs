@@ -3,8 +3,21 @@
 use super::DbError;
 use super::backend::Kind;
 
-/// The database URL used when neither `--database-url` nor `CASCADE_DATABASE_URL` is given.
-pub const DEFAULT_DATABASE_URL: &str = "sqlite://cascade.db";
+/// The file of [`DEFAULT_DATABASE_FILE`] and [`DEFAULT_DATABASE_URL`], written once.
+macro_rules! default_database_file {
+    () => {
+        "cascade-demo.db"
+    };
+}
+
+/// The SQLite file `cascade demo` builds by default, which [`DEFAULT_DATABASE_URL`] names: the
+/// commands after the demo need no flags, and the demo, which replaces its file, never replaces
+/// a database of an application's that the default named.
+pub const DEFAULT_DATABASE_FILE: &str = default_database_file!();
+
+/// The database URL used when neither `--database-url`, `CASCADE_DATABASE_URL` nor
+/// `[settings] database_url` is given: the demo's database.
+pub const DEFAULT_DATABASE_URL: &str = concat!("sqlite://", default_database_file!());
 
 /// A database URL and the kind of database it names.
 #[derive(Debug, Clone, PartialEq, Eq)]

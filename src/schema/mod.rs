@@ -5,6 +5,7 @@
 pub mod ddl;
 pub(crate) mod partitions;
 mod postgres;
+mod predicate;
 mod sqlite;
 
 use serde::Serialize;
@@ -154,6 +155,11 @@ pub struct Index {
     /// uniqueness holds only among them.
     #[serde(skip_serializing_if = "is_false")]
     pub partial: bool,
+    /// For a partial index whose predicate asks only that columns are not NULL
+    /// (`WHERE a IS NOT NULL [AND ...]`): those columns. A lookup by them implies the predicate,
+    /// so the index serves it; empty for a whole-table index and any other predicate.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub not_null_predicate: Vec<String>,
     /// Whether some key part is an expression (`columns` then ends before the first one).
     #[serde(skip_serializing_if = "is_false")]
     pub expression: bool,
@@ -166,13 +172,33 @@ pub struct Index {
 impl Index {
     /// A plain index on `columns`: whole-table, no expressions, valid.
     pub fn new(name: Option<String>, columns: Vec<String>, unique: bool) -> Self {
-        Index { name, columns, unique, partial: false, expression: false, invalid: false }
+        Index {
+            name,
+            columns,
+            unique,
+            partial: false,
+            not_null_predicate: Vec::new(),
+            expression: false,
+            invalid: false,
+        }
     }
 
     /// Whether the index makes every combination of its columns unique in the whole table
     /// (unique, not partial, no expression, valid).
     pub fn enforces_uniqueness(&self) -> bool {
         self.unique && !self.partial && !self.expression && !self.invalid
+    }
+
+    /// Whether a lookup by `columns` (`column = ANY($1)`) may use the index as far as its rows
+    /// go: it covers the whole table, or only rows where columns of the lookup are not NULL
+    /// (which the lookup implies). An index `WHERE deleted_at IS NULL` lacks the other rows.
+    pub fn covers_lookup_by(&self, columns: &[String]) -> bool {
+        !self.partial
+            || (!self.not_null_predicate.is_empty()
+                && self
+                    .not_null_predicate
+                    .iter()
+                    .all(|column| columns.iter().any(|looked_up| looked_up.eq_ignore_ascii_case(column))))
     }
 }
 
@@ -242,11 +268,13 @@ impl Table {
         })
     }
 
-    /// Whether some index (or the primary key) starts with `columns` (in any order), so
-    /// finding a parent's children by them does not scan the whole table.
+    /// Whether some index (or the primary key) starts with `columns` (in any order) and holds
+    /// every row a lookup by them may find ([`Index::covers_lookup_by`]), so finding a parent's
+    /// children by them does not scan the whole table.
     pub fn has_index_leading_with(&self, columns: &[String]) -> bool {
         let leads = |key: &[String]| key.len() >= columns.len() && same_columns(&key[..columns.len()], columns);
-        leads(&self.primary_key) || self.indexes.iter().any(|index| leads(&index.columns))
+        leads(&self.primary_key)
+            || self.indexes.iter().any(|index| index.covers_lookup_by(columns) && leads(&index.columns))
     }
 
     /// The statement that creates an index leading with `columns` (as a config spells them), or

@@ -75,7 +75,7 @@ const CONSTRAINTS: &str = "
 /// Indexes with their key columns in order (NULL for an expression), mapped to partition roots.
 const INDEXES: &str = "
     SELECT COALESCE(pg_partition_root(i.indrelid), i.indrelid)::int8 AS oid, ic.relname::text AS name,
-           i.indisunique AS is_unique, i.indpred IS NOT NULL AS partial, NOT i.indisvalid AS invalid,
+           i.indisunique AS is_unique, pg_get_expr(i.indpred, i.indrelid) AS predicate, NOT i.indisvalid AS invalid,
            ARRAY(SELECT a.attname::text FROM unnest(i.indkey::int2[]) WITH ORDINALITY k(attnum, ord)
                  LEFT JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = k.attnum
                  WHERE k.ord <= i.indnkeyatts ORDER BY k.ord) AS columns
@@ -153,12 +153,15 @@ pub(super) async fn introspect(pool: &PgPool) -> Result<Schema, DbError> {
             continue;
         };
         let columns: Vec<Option<String>> = row.get("columns");
+        let predicate: Option<String> = row.get("predicate");
         let index = Index {
             name: Some(row.get("name")),
             expression: columns.iter().any(Option::is_none),
             columns: columns.into_iter().map_while(|column| column).collect(),
             unique: row.get("is_unique"),
-            partial: row.get("partial"),
+            partial: predicate.is_some(),
+            not_null_predicate: predicate
+                .map_or_else(Vec::new, |text| super::predicate::not_null_columns_in_text(Kind::Postgres, &text)),
             invalid: row.get("invalid"),
         };
         add_index(table, index);
@@ -174,8 +177,10 @@ fn table_mut<'a>(tables: &'a mut [(i64, Table)], position: &HashMap<i64, usize>,
 /// leads and what is unique.
 fn add_index(table: &mut Table, index: Index) {
     let same = |existing: &Index| {
-        (&existing.columns, existing.unique, existing.partial, existing.expression, existing.invalid)
-            == (&index.columns, index.unique, index.partial, index.expression, index.invalid)
+        let kind = |index: &Index| {
+            (index.columns.clone(), index.unique, index.partial, index.not_null_predicate.clone(), index.expression)
+        };
+        kind(existing) == kind(&index) && existing.invalid == index.invalid
     };
     if !table.indexes.iter().any(same) {
         table.indexes.push(index);

@@ -109,11 +109,23 @@ async fn indexes(pool: &SqlitePool, table: &str) -> Result<Vec<Index>, DbError> 
             .bind(&name)
             .fetch_all(pool)
             .await?;
+        let partial = row.get::<i64, _>("partial") != 0;
+        let not_null_predicate = if partial {
+            let create: Option<String> =
+                sqlx::query_scalar("SELECT sql FROM sqlite_master WHERE type = 'index' AND name = ?")
+                    .bind(&name)
+                    .fetch_one(pool)
+                    .await?;
+            create.map_or_else(Vec::new, |sql| super::predicate::not_null_columns_of_index(Kind::Sqlite, &sql))
+        } else {
+            Vec::new()
+        };
         indexes.push(Index {
             expression: columns.iter().any(Option::is_none),
             columns: columns.into_iter().map_while(|column| column).collect(),
             unique: row.get::<i64, _>("unique") != 0,
-            partial: row.get::<i64, _>("partial") != 0,
+            partial,
+            not_null_predicate,
             invalid: false,
             name: Some(name),
         });

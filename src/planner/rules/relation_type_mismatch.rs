@@ -46,17 +46,39 @@ fn mismatch(
         ),
     )
     .label("PostgreSQL cannot compare these types")
-    .help(help(&child_table.name, column, parent_key))
+    .help(help(&child_table.name, column, parent_table, parent_key))
 }
 
-fn help(table: &str, column: &Column, key: &Column) -> String {
-    format!(
-        "give the column the key's type: ALTER TABLE {table} ALTER COLUMN {name} TYPE {key_type} USING \
-         {name}::{key_type};",
-        table = quote_identifier(table),
-        name = quote_identifier(&column.name),
-        key_type = key.data_type,
-    )
+/// A change the server accepts: the `ALTER` that gives the column the key's type where
+/// PostgreSQL casts one to the other, else the relation pointed at a parent column the child's
+/// can match.
+fn help(child_table: &str, column: &Column, parent_table: &Table, key: &Column) -> String {
+    if column.key_type.casts_on_postgres(&key.key_type) {
+        return format!(
+            "give the column the key's type: ALTER TABLE {table} ALTER COLUMN {name} TYPE {key_type} USING \
+             {name}::{key_type};",
+            table = quote_identifier(child_table),
+            name = quote_identifier(&column.name),
+            key_type = key.data_type,
+        );
+    }
+    let no_cast = format!(
+        "PostgreSQL has no cast from `{}` to `{}`, so changing the column's type cannot keep its values",
+        column.data_type, key.data_type
+    );
+    let matching = parent_table.columns.iter().find(|other| {
+        other.key_type.compares_on_postgres(&column.key_type) && parent_table.column_is_unique(&other.name)
+    });
+    match matching {
+        Some(other) => format!(
+            "{no_cast}: if it holds `{}.{}`, reference that column: references = \"{}\" on the relation",
+            parent_table.name, other.name, other.name
+        ),
+        None => format!(
+            "{no_cast}: point the relation at the column of `{child_table}` that holds `{}.{}`",
+            parent_table.name, key.name
+        ),
+    }
 }
 
 #[cfg(test)]

@@ -253,6 +253,10 @@ impl Reader {
         let columns = flavor.index_columns(&create.columns);
         let index = Index {
             partial: create.predicate.is_some(),
+            not_null_predicate: create
+                .predicate
+                .as_ref()
+                .map_or_else(Vec::new, |predicate| super::predicate::not_null_columns(flavor.kind(), predicate)),
             expression: has_expression(&create.columns),
             ..Index::new(name, columns, create.unique)
         };
