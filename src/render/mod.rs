@@ -1,15 +1,22 @@
 //! Rendering a plan: a view of the compiled tree (with counts and estimates when a database was
 //! asked) through minijinja templates embedded in the binary, or a user's own template. The
-//! context every template sees is documented in the README.
+//! context every template sees is documented in the README. A children list that several nodes
+//! share (a model reached by several paths) is shown once, under the first of them; every
+//! form is linear in the plan's nodes, never in its paths.
+
+mod dag;
+
+use std::collections::HashMap;
+use std::collections::hash_map::Entry;
 
 use indexmap::IndexMap;
 use minijinja::{Environment, Value};
 use serde::Serialize;
 
-use crate::config::OnDelete;
 use crate::engine::Counts;
 use crate::engine::StepStatements;
 use crate::planner::{Plan, PlanNode};
+use dag::{ChildrenId, Dag, children_id};
 
 /// The built-in forms of a plan.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -20,7 +27,7 @@ pub enum PlanFormat {
     Mermaid,
     /// A Graphviz digraph.
     Dot,
-    /// The stable JSON shape: the whole tree, never folded.
+    /// The stable JSON shape: the whole tree, never folded (a shared subtree once).
     Json,
 }
 
@@ -42,10 +49,13 @@ pub struct PlanView<'a> {
     pub ids: Vec<String>,
     /// Whether rows were counted (a database and ids were given).
     pub counted: bool,
-    /// The root node, with nested children.
+    /// The root node, with nested children (a shared children list under its first node).
     pub tree: NodeView<'a>,
-    /// The tree after folding, in display order (each node before its children).
+    /// The tree after folding, in display order (each node before its children), every plan
+    /// node at most once.
     pub nodes: Vec<FlatNode<'a>>,
+    /// Every parent-child link between the nodes shown, shared children's included.
+    pub edges: Vec<Edge<'a>>,
     /// Rows each model would lose, each row once (empty without counts).
     pub totals: IndexMap<String, u64>,
     /// Rows of each model whose relation column would be set to NULL (empty without counts).
@@ -69,8 +79,12 @@ pub struct NodeView<'a> {
     /// Its rows and what they cost.
     #[serde(flatten)]
     pub measure: Measure,
-    /// Views of the node's children, in execution order.
+    /// Views of the node's children, in execution order; empty when another node shows them.
     pub children: Vec<NodeView<'a>>,
+    /// The step of the node that shows this node's children (they are the same nodes), when
+    /// that is another node; left out otherwise.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub children_as_step: Option<usize>,
 }
 
 /// Rows and what they cost, for one node.
@@ -104,8 +118,23 @@ pub struct FlatNode<'a> {
     pub parent: Option<usize>,
     /// Tree-drawing prefix for text output (`├── `, `│   └── `, ...).
     pub prefix: String,
-    /// Descendant nodes folded away under this one.
+    /// Nodes below this one folded away, each once.
     pub hidden: usize,
+    /// The step of the node the children of this one are shown under, when that is another
+    /// node (the children are shared).
+    pub children_as_step: Option<usize>,
+}
+
+/// A link from a parent node to one of its children, for the graph forms.
+#[derive(Debug, Clone, Serialize)]
+pub struct Edge<'a> {
+    /// The parent's step.
+    pub parent: usize,
+    /// The parent's model.
+    pub parent_model: &'a str,
+    /// The child node.
+    #[serde(flatten)]
+    pub node: &'a PlanNode,
 }
 
 /// About how long a whole deletion takes, from the counts and the rate limits.
@@ -133,16 +162,26 @@ impl<'a> PlanView<'a> {
         folding: &Folding,
         sql: Option<Vec<StepStatements>>,
     ) -> Self {
-        let tree = node_view(&plan.root, None, counts, rates);
-        let mut nodes = Vec::new();
-        flatten(&tree, None, 0, "", "", folding, &mut nodes);
-        let estimate = counts.map(|counts| estimate(&tree, counts)).unwrap_or_default();
+        let dag = Dag::of(plan);
+        let measures = dag::measures(&dag, counts, rates);
+        let tree = node_view(&plan.root, &measures, &mut HashMap::new());
+        let mut flattening = Flattening {
+            folding,
+            measures: &measures,
+            shown: HashMap::new(),
+            hidden: HashMap::new(),
+            nodes: Vec::new(),
+            edges: Vec::new(),
+        };
+        flattening.visit(&plan.root, None, 0, String::new(), "");
+        let estimate = counts.map(|counts| dag::estimate(&dag, &measures, counts)).unwrap_or_default();
         Self {
             root: plan.root.model.clone(),
             ids: ids.to_vec(),
             counted: counts.is_some(),
             tree,
-            nodes,
+            nodes: flattening.nodes,
+            edges: flattening.edges,
             totals: counts.map(|c| c.totals.clone()).unwrap_or_default(),
             nullify: counts.map(|c| c.nullify.clone()).unwrap_or_default(),
             skipped_by_status: counts.map_or(0, |c| c.skipped_by_status),
@@ -162,7 +201,8 @@ impl<'a> PlanView<'a> {
         }
     }
 
-    /// The stable JSON shape the README documents (the whole tree, never folded), plus estimates
+    /// The stable JSON shape the README documents (the whole tree, never folded, a shared
+    /// subtree once), plus estimates
     /// and the statements when asked.
     pub fn json(&self) -> String {
         #[derive(Serialize)]
@@ -220,138 +260,84 @@ impl<'a> PlanView<'a> {
     }
 }
 
-/// The view of `node`, whose parent needs at most `parent_chunks` chunks (`None` at the root).
+/// The view of `node` and, the first time its children list is met, of its children; later
+/// nodes sharing the list name the step that shows it.
 fn node_view<'a>(
     node: &'a PlanNode,
-    parent_chunks: Option<u64>,
-    counts: Option<&Counts>,
-    rates: &IndexMap<String, f64>,
+    measures: &HashMap<usize, Measure>,
+    shown: &mut HashMap<ChildrenId, usize>,
 ) -> NodeView<'a> {
-    let rows = counts.map(|c| c.rows.get(&node.step).copied().unwrap_or(0));
-    let chunks = rows.map(|rows| rows.div_ceil(node.chunk_size));
-    // The rows of one parent chunk are chunked on their own: every parent chunk but one may leave
-    // a partial chunk behind.
-    let max_chunks =
-        rows.zip(chunks).map(|(rows, chunks)| rows.min(chunks + parent_chunks.unwrap_or(0).saturating_sub(1)));
-    let rate = node.rate_limit.as_ref().and_then(|name| rates.get(name)).copied().filter(|r| *r > 0.0);
-    let children: Vec<_> =
-        node.children.iter().map(|child| node_view(child, max_chunks.or(Some(0)), counts, rates)).collect();
-    let paced_rows = rows.map(|rows| rows + children.iter().map(subtree_rows).sum::<u64>());
-    NodeView {
-        node,
-        measure: Measure {
-            rate,
-            rows,
-            chunks,
-            max_chunks,
-            seconds: paced_rows.zip(rate).map(|(rows, rate)| rows as f64 / rate),
+    let children_as_step = match node.children.is_empty() {
+        true => None,
+        false => match shown.entry(children_id(node)) {
+            Entry::Occupied(first) => Some(*first.get()),
+            Entry::Vacant(entry) => {
+                entry.insert(node.step);
+                None
+            }
         },
-        children,
+    };
+    let children = match children_as_step {
+        Some(_) => Vec::new(),
+        None => node.children.iter().map(|child| node_view(child, measures, shown)).collect(),
+    };
+    NodeView { node, measure: measures[&node.step], children, children_as_step }
+}
+
+/// The folded tree in display order, each shared children list under the first node that is
+/// not folded, and the links between the nodes shown.
+struct Flattening<'a, 'f> {
+    folding: &'f Folding,
+    measures: &'f HashMap<usize, Measure>,
+    /// The step under which each children list is shown.
+    shown: HashMap<ChildrenId, usize>,
+    /// The steps each folded children list hides.
+    hidden: HashMap<ChildrenId, usize>,
+    nodes: Vec<FlatNode<'a>>,
+    edges: Vec<Edge<'a>>,
+}
+
+impl<'a> Flattening<'a, '_> {
+    fn visit(&mut self, node: &'a PlanNode, parent: Option<&'a PlanNode>, depth: usize, prefix: String, indent: &str) {
+        if let Some(parent) = parent {
+            self.edges.push(Edge { parent: parent.step, parent_model: &parent.model, node });
+        }
+        let id = children_id(node);
+        let folded = folding_hides(self.folding, node, depth);
+        let hidden = match folded && !node.children.is_empty() {
+            true => *self.hidden.entry(id).or_insert_with(|| Dag::below(node).len()),
+            false => 0,
+        };
+        let children_as_step = (!folded && !node.children.is_empty()).then(|| self.shown.get(&id).copied()).flatten();
+        self.nodes.push(FlatNode {
+            node,
+            measure: self.measures[&node.step],
+            depth,
+            parent: parent.map(|parent| parent.step),
+            prefix,
+            hidden,
+            children_as_step,
+        });
+        if children_as_step.is_some() {
+            let edges =
+                node.children.iter().map(|child| Edge { parent: node.step, parent_model: &node.model, node: child });
+            self.edges.extend(edges);
+        }
+        if folded || children_as_step.is_some() || node.children.is_empty() {
+            return;
+        }
+        self.shown.insert(id, node.step);
+        let last = node.children.len() - 1;
+        for (index, child) in node.children.iter().enumerate() {
+            let (branch, more) = if index == last { ("└── ", "    ") } else { ("├── ", "│   ") };
+            self.visit(child, Some(node), depth + 1, format!("{indent}{branch}"), &format!("{indent}{more}"));
+        }
     }
 }
 
-fn subtree_rows(view: &NodeView<'_>) -> u64 {
-    view.measure.rows.unwrap_or(0) + view.children.iter().map(subtree_rows).sum::<u64>()
-}
-
-/// The range of chunks, the seconds of the slowest rate limit, and the rows of models with no
-/// rate limit on their path, each row once.
-fn estimate(tree: &NodeView<'_>, counts: &Counts) -> Estimate {
-    let mut largest_chunk_sizes: IndexMap<(&str, OnDelete), u64> = IndexMap::new();
-    let (mut max_chunks, mut seconds, mut throttled) = (0, None, Vec::new());
-    visit_for_estimate(tree, false, &mut largest_chunk_sizes, &mut max_chunks, &mut seconds, &mut throttled);
-    let mut sometimes_with_parent = Vec::new();
-    steps_with_parent(tree, &mut sometimes_with_parent);
-    // A row reached by several paths goes in the first step that reaches it (and a deleted row is
-    // not also nullified), so the steps of one model need at least its rows, counted once, over
-    // their largest chunk size; none at all when a step of the model is a set-based child that
-    // can go in its parent's transaction, which may take all its rows.
-    let chunks = largest_chunk_sizes
-        .iter()
-        .filter(|(key, _)| !sometimes_with_parent.contains(*key))
-        .map(|(&(model, action), largest_chunk_size)| {
-            let rows = if action == OnDelete::Delete { &counts.totals } else { &counts.nullify };
-            rows.get(model).copied().unwrap_or(0).div_ceil(*largest_chunk_size)
-        })
-        .sum();
-    let unthrottled_rows = counts
-        .totals
-        .iter()
-        .chain(&counts.nullify)
-        .filter(|(model, _)| !throttled.contains(&model.as_str()))
-        .map(|(_, rows)| rows)
-        .sum();
-    Estimate { chunks: Some(chunks), max_chunks: Some(max_chunks), seconds, unthrottled_rows: Some(unthrottled_rows) }
-}
-
-/// The `(model, action)` of every step that can go in its parent's transaction: the set-based
-/// children of a per_row step whose children are all set-based.
-fn steps_with_parent<'v>(view: &'v NodeView<'_>, out: &mut Vec<(&'v str, OnDelete)>) {
-    if view.node.has_only_set_based_children() {
-        out.extend(view.children.iter().map(|child| (child.node.model.as_str(), child.node.action)));
-    }
-    for child in &view.children {
-        steps_with_parent(child, out);
-    }
-}
-
-fn visit_for_estimate<'v>(
-    view: &'v NodeView<'_>,
-    limited: bool,
-    largest_chunk_sizes: &mut IndexMap<(&'v str, OnDelete), u64>,
-    max_chunks: &mut u64,
-    seconds: &mut Option<f64>,
-    throttled: &mut Vec<&'v str>,
-) {
-    let node = view.node;
-    let largest = largest_chunk_sizes.entry((&node.model, node.action)).or_default();
-    *largest = (*largest).max(node.chunk_size);
-    *max_chunks += view.measure.max_chunks.unwrap_or(0);
-    if let Some(step_seconds) = view.measure.seconds {
-        *seconds = Some(seconds.unwrap_or(0.0).max(step_seconds));
-    }
-    let limited = limited || view.measure.seconds.is_some();
-    if limited {
-        throttled.push(&node.model);
-    }
-    for child in &view.children {
-        visit_for_estimate(child, limited, largest_chunk_sizes, max_chunks, seconds, throttled);
-    }
-}
-
-fn flatten<'a>(
-    view: &NodeView<'a>,
-    parent: Option<usize>,
-    depth: usize,
-    prefix: &str,
-    child_indent: &str,
-    folding: &Folding,
-    out: &mut Vec<FlatNode<'a>>,
-) {
-    let node = view.node;
-    let folded = folding.depth.is_some_and(|max| depth >= max) || folding.collapse.contains(&node.model);
-    out.push(FlatNode {
-        node,
-        measure: view.measure,
-        depth,
-        parent,
-        prefix: prefix.to_owned(),
-        hidden: if folded { count_descendants(node) } else { 0 },
-    });
-    if folded {
-        return;
-    }
-    let last = view.children.len().saturating_sub(1);
-    for (index, child) in view.children.iter().enumerate() {
-        let (branch, indent) = if index == last { ("└── ", "    ") } else { ("├── ", "│   ") };
-        let prefix = format!("{child_indent}{branch}");
-        let child_indent = format!("{child_indent}{indent}");
-        flatten(child, Some(node.step), depth + 1, &prefix, &child_indent, folding, out);
-    }
-}
-
-fn count_descendants(node: &PlanNode) -> usize {
-    node.children.iter().map(|child| 1 + count_descendants(child)).sum()
+/// Whether `--depth` or `--collapse` hides what is below `node`, at `depth`.
+fn folding_hides(folding: &Folding, node: &PlanNode, depth: usize) -> bool {
+    folding.depth.is_some_and(|max| depth >= max) || folding.collapse.contains(&node.model)
 }
 
 /// Text inside a quoted Mermaid label: quotes and angle brackets as entity codes.
