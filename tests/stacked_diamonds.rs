@@ -122,6 +122,10 @@ fn check_stacked_diamonds(databases: &Databases, counted: bool) {
             _ => {}
         }
     }
+    // `--sql` lists each step once: 81 steps, not a million.
+    let sql =
+        json_output(cascade(dir.path()).args(["plan", "d0", "--sql", "--format", "json", "--database-url", &url]));
+    assert_eq!(sql["sql"].as_array().unwrap().len(), 1 + 4 * LEVELS);
     let plan = json_output(cascade(dir.path()).args(&plan_args).args(["--format", "json"]));
     let mut shown = 0;
     let mut references = 0;

@@ -255,28 +255,38 @@ pub struct ListedStatement {
 
 /// Every step's statements in execution order, for a database of `backend` (with `schema`,
 /// when known, for key types and partitioned tables).
+/// Each step is listed once, however many paths reach it (a shared subtree is one set of steps).
 pub fn list(plan: &Plan, config: &Config, kind: Kind, schema: Option<&Schema>) -> Vec<StepStatements> {
     let backend = kind.backend();
-    let mut steps = Vec::new();
-    list_node(&plan.root, None, config, backend, schema, &mut steps);
+    let mut goes_after: std::collections::HashMap<usize, (String, usize)> = std::collections::HashMap::new();
+    let mut steps: Vec<StepStatements> = plan
+        .steps_with_parents()
+        .into_iter()
+        .map(|(node, parent)| list_node(node, parent, config, backend, schema, &mut goes_after))
+        .collect();
+    for listed in &mut steps {
+        if let Some((model, step)) = goes_after.remove(&listed.step) {
+            (listed.after, listed.after_step) = (Some(model), Some(step));
+        }
+    }
     steps.sort_by_key(|s| (s.after_step.unwrap_or(s.step), s.after_step.is_some(), s.step));
     steps
 }
 
+/// The statements of `node`'s step; the children that go after its rows are added to
+/// `goes_after` (by step: the parent's model and step).
 fn list_node(
     node: &PlanNode,
     parent: Option<&PlanNode>,
     config: &Config,
     backend: &'static dyn Backend,
     schema: Option<&Schema>,
-    out: &mut Vec<StepStatements>,
-) {
+    goes_after: &mut std::collections::HashMap<usize, (String, usize)>,
+) -> StepStatements {
     let step = StepSql::new(node, parent, config, backend, schema, false);
     for (index, child) in node.children.iter().enumerate() {
-        list_node(child, Some(node), config, backend, schema, out);
         if step.child_goes_after(index) {
-            let listed = out.iter_mut().find(|listed| listed.step == child.step).expect("the child just listed");
-            (listed.after, listed.after_step) = (Some(node.model.clone()), Some(node.step));
+            goes_after.insert(child.step, (node.model.clone(), node.step));
         }
     }
     let described = |what: &str| Param::Described(what.to_owned());
@@ -302,13 +312,13 @@ fn list_node(
         let chunk = step.sql.set_based_chunk(matched, step.returning.as_ref(), node.chunk_size);
         statements.extend(writing(&step, chunk));
     }
-    out.push(StepStatements {
+    StepStatements {
         step: node.step,
         model: node.model.clone(),
         after: None,
         after_step: None,
         statements: statements.into_iter().map(listed).collect(),
-    });
+    }
 }
 
 /// The checks for new children a chunk of `node` may make: where its children are set-based, the
