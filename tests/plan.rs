@@ -266,3 +266,35 @@ fn sql_lists_children_without_foreign_keys_after_their_parent_on_postgres() {
     let text = String::from_utf8_lossy(&text.stdout);
     assert!(text.contains("-- step 1: note (in each `task` chunk's transaction, after its rows)\nDELETE"), "{text}");
 }
+
+/// A chain of relations deeper than a plan may be is refused by `validate` and `plan` with its
+/// place, not a crash; the deepest allowed chain renders in every form.
+#[test]
+fn a_chain_too_deep_for_a_plan_is_refused_at_its_top() {
+    let chain = |models: usize| -> String {
+        (0..models)
+            .map(|i| {
+                let children = if i + 1 < models {
+                    format!("children = [{{ model = \"m{}\", column = \"p\" }}]\n", i + 1)
+                } else {
+                    "strategy = \"bulk\"\n".to_owned()
+                };
+                format!("[models.m{i}]\ntable = \"m{i}\"\n{children}\n")
+            })
+            .collect()
+    };
+    let deep = project(&[("cascades/chain.toml", &chain(12_000))]);
+    for command in [vec!["validate"], vec!["plan", "m0"]] {
+        let output = cascade(deep.path()).args(&command).output().unwrap();
+        let printed = String::from_utf8_lossy(&output.stdout).to_string() + &String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(1), "{command:?}: {printed}");
+        assert!(printed.contains("error[plan-too-deep]: `m0` starts a chain of 12000 models"), "{printed}");
+        assert!(printed.contains("cascades/chain.toml:1:9"), "{printed}");
+    }
+    let deepest = project(&[("cascades/chain.toml", &chain(1_000))]);
+    for format in ["text", "json", "mermaid", "dot"] {
+        let output = cascade(deepest.path()).args(["plan", "m0", "--format", format]).output().unwrap();
+        assert!(output.status.success(), "{format}: {}", String::from_utf8_lossy(&output.stderr));
+        assert!(String::from_utf8_lossy(&output.stdout).contains("m999"), "{format}");
+    }
+}
