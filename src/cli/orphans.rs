@@ -238,7 +238,13 @@ pub(super) fn human_summary(summary: &CleanupSummary) -> String {
 
 /// `3 orphans of child.column`.
 fn orphans_of(left: &LeftAlone) -> String {
-    format!("{} of {}.{}", plural(left.orphans, "orphan", "orphans"), left.child, left.column)
+    format!("{} of {}.{}", plural(left.orphans, "orphan", "orphans"), left.child, columns_text(&left.column))
+}
+
+/// A relation's columns as a report's `column` writes them, for a line of text: `a`, or
+/// `(a, b)` over several.
+fn columns_text(column: &str) -> String {
+    if column.contains(", ") { format!("({column})") } else { column.to_owned() }
 }
 
 fn parent_of(relation: &RelationOrphans) -> &str {
@@ -246,7 +252,7 @@ fn parent_of(relation: &RelationOrphans) -> &str {
 }
 
 fn child_column(relation: &RelationOrphans) -> String {
-    format!("{}.{}", relation.child.as_deref().unwrap_or(&relation.child_table), relation.column)
+    format!("{}.{}", relation.child.as_deref().unwrap_or(&relation.child_table), columns_text(&relation.column()))
 }
 
 /// A table of the relations (one row each, with its sample and index advice below it), a total
@@ -295,9 +301,7 @@ fn human(report: &OrphanReport, preview: Option<&DeletePreview>, sample: u64) ->
         out += "\nnot counted:\n";
         for skipped in &report.skipped {
             let declared = if skipped.declared { "" } else { " (undeclared foreign key)" };
-            // A composite foreign key's columns: `tag_use.(project_id, name)`.
-            let column =
-                if skipped.column.contains(", ") { format!("({})", skipped.column) } else { skipped.column.clone() };
+            let column = columns_text(&skipped.column);
             out += &format!("  {} → {}.{column}{declared}: {}\n", skipped.parent, skipped.child, skipped.reason);
         }
     }
@@ -334,7 +338,7 @@ fn human_preview(preview: &DeletePreview) -> String {
         out += "  change nothing: there are no orphans\n";
     }
     for root in &preview.roots {
-        let columns = root.columns.join(", ");
+        let columns = root.columns.iter().map(|column| columns_text(column)).collect::<Vec<_>>().join(", ");
         match root.action {
             OnDelete::Delete => {
                 out += &format!(

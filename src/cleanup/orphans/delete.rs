@@ -10,7 +10,7 @@ use super::sql::Among;
 use super::{LeftAlone, OrphanError, OrphanOptions, UNDECLARED, cannot_clean, deletes_first};
 use crate::audit::Alone;
 use crate::cleanup::batches::{BatchOptions, BatchRun, CleanupSummary, Next, Read, Scan};
-use crate::config::OnDelete;
+use crate::config::{OnDelete, describe_columns};
 use crate::db::Database;
 use crate::db::sql::KeyType;
 use crate::engine::Engine;
@@ -55,7 +55,7 @@ pub async fn delete(
     deletes_first(&mut groups);
     let targets: Vec<String> = groups
         .iter()
-        .flat_map(|((model, _), relations)| relations.iter().map(move |r| format!("{model}.{}", r.column)))
+        .flat_map(|((model, _), relations)| relations.iter().map(move |r| format!("{model}.{}", r.column())))
         .collect();
     let models: Vec<&str> =
         groups.keys().map(|(model, _)| *model).collect::<indexmap::IndexSet<_>>().into_iter().collect();
@@ -132,7 +132,7 @@ async fn leave_alone(
             left.push(LeftAlone {
                 parent: relation.parent.map_or_else(|| table_label(relation.parent_table), str::to_owned),
                 child: relation.child.map_or_else(|| table_label(relation.child_table), str::to_owned),
-                column: relation.column.clone(),
+                column: relation.column(),
                 orphans,
                 reason: reason.to_owned(),
             });
@@ -172,7 +172,7 @@ impl<'a> Group<'a> {
 
     /// The checkpoint of the orphans of `relations`.
     fn checkpoint(&self, relations: &[&Candidate<'_>]) -> String {
-        let columns: Vec<&str> = relations.iter().map(|relation| relation.column.as_str()).collect();
+        let columns: Vec<String> = relations.iter().map(|relation| describe_columns(&relation.columns)).collect();
         format!("orphans:{}:{}", self.model, columns.join(","))
     }
 
@@ -320,6 +320,6 @@ impl Scan for OrphanScan<'_> {
 enum Clean<'p> {
     /// Deleted as the roots of the plan, each with everything below it.
     Delete(&'p Plan),
-    /// The column of the relation set to NULL.
+    /// The columns of the relation set to NULL.
     Nullify(&'p Candidate<'p>),
 }

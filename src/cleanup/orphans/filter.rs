@@ -68,6 +68,8 @@ impl<'a> Filter<'a> {
 
     /// Whether a relation passes the filters. A relation filter that names it counts as used
     /// even when a model filter drops it: the relation exists, the filters just exclude it.
+    /// `column` is the relation's columns as a report writes them (`a, b` over several), which
+    /// a filter may also write `(a, b)` or `a,b`.
     pub(super) fn keeps(
         &mut self,
         parent: (Option<&str>, Option<&Table>),
@@ -75,10 +77,14 @@ impl<'a> Filter<'a> {
         column: &str,
     ) -> bool {
         let child_name = child.0.or(child.1.map(|table| table.name.as_str())).unwrap_or_default();
-        self.seen.push(format!("{child_name}.{column}"));
+        if column.contains(", ") {
+            self.seen.push(format!("{child_name}.({column})"));
+        } else {
+            self.seen.push(format!("{child_name}.{column}"));
+        }
         let mut relation_ok = self.relations.is_empty();
         for (index, (_, target, wanted)) in self.relations.iter().enumerate() {
-            if target.is(child.0, child.1) && wanted.eq_ignore_ascii_case(column) {
+            if target.is(child.0, child.1) && columns_spelled(wanted).eq_ignore_ascii_case(&columns_spelled(column)) {
                 self.used[index] = true;
                 relation_ok = true;
             }
@@ -87,6 +93,11 @@ impl<'a> Filter<'a> {
             || self.models.iter().any(|target| target.is(parent.0, parent.1) || target.is(child.0, child.1));
         relation_ok && model_ok
     }
+}
+
+/// Columns as a filter compares them: without parentheses and blanks (`(a, b)` is `a,b`).
+fn columns_spelled(columns: &str) -> String {
+    columns.chars().filter(|c| !matches!(c, '(' | ')') && !c.is_whitespace()).collect()
 }
 
 fn model_suggestion(config: &Config, name: &str) -> Option<String> {

@@ -1,6 +1,7 @@
-//! Orphans: child rows whose relation column is not NULL and holds a value that no parent row
-//! has. Reported per declared relation of the config and per single-column foreign key of the
-//! live schema that the config does not declare; counted in SQL by an anti-join (`NOT EXISTS`,
+//! Orphans: child rows whose relation columns are not NULL and hold values that no parent row
+//! has. Reported per declared relation of the config and per foreign key of the live schema
+//! that the config does not declare, over one column or several; counted in SQL by an
+//! anti-join (`NOT EXISTS`,
 //! which unlike `NOT IN` is not defeated by a NULL among the parent keys), so no rows are
 //! loaded (only the keys of a `sample`) and nothing is changed.
 //!
@@ -55,7 +56,8 @@ pub struct OrphanReport {
     pub skipped: Vec<SkippedRelation>,
 }
 
-/// One relation: a child column that references a parent's single-column key.
+/// One relation: child columns that reference a parent's columns (its key, or those the
+/// relation `references`), pair by pair.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct RelationOrphans {
     /// The parent model; for an undeclared foreign key, the model of the referenced table, or
@@ -63,26 +65,41 @@ pub struct RelationOrphans {
     pub parent: Option<String>,
     /// The child model, or `None` when no model has the referencing table.
     pub child: Option<String>,
-    /// The child's relation column.
-    pub column: String,
+    /// The child's relation columns; serialized as `column`, one string (`a, b` over several).
+    #[serde(rename = "column", serialize_with = "comma_separated")]
+    pub columns: Vec<String>,
     /// Whether the config declares the relation (`false`: a foreign key of the schema only).
     pub declared: bool,
-    /// Child rows whose column is not NULL and matches no parent row.
+    /// Child rows whose columns are all not NULL and match no parent row.
     pub orphans: u64,
     /// The keys of the first orphans (by key), as text; each a list of texts for a composite key.
     pub sample: Vec<serde_json::Value>,
-    /// `CREATE INDEX ...` when no index of the child table leads with the column, else `None`.
+    /// `CREATE INDEX ...` when no index of the child table leads with the columns, else `None`.
     pub index: Option<String>,
     /// The parent's table, as the database names it (`schema.table` off the search path).
     pub parent_table: String,
-    /// The parent's key column that the child column references.
-    pub parent_key: String,
+    /// The parent's columns that the child's columns reference, in their order; serialized as
+    /// one string, as `column` is.
+    #[serde(serialize_with = "comma_separated")]
+    pub parent_key: Vec<String>,
     /// The child's table, as the database names it.
     pub child_table: String,
     /// The child key columns the sample lists (empty when the table has no key to list).
     pub key: Vec<String>,
     /// What the config does to a child row when its parent is deleted (`None` when undeclared).
     pub on_delete: Option<OnDelete>,
+}
+
+/// Columns as the JSON report writes them: one string, `a, b` over several.
+fn comma_separated<S: serde::Serializer>(columns: &[String], serializer: S) -> Result<S::Ok, S::Error> {
+    serializer.serialize_str(&columns.join(", "))
+}
+
+impl RelationOrphans {
+    /// The relation's columns as one string: `a`, or `a, b` over several.
+    pub fn column(&self) -> String {
+        self.columns.join(", ")
+    }
 }
 
 /// A relation or foreign key that is not counted.
@@ -150,7 +167,7 @@ pub struct LeftAlone {
     pub parent: String,
     /// The child model, or table.
     pub child: String,
-    /// The relation column.
+    /// The relation column (several, comma-separated, for a relation over several).
     pub column: String,
     /// Its orphans.
     pub orphans: u64,
@@ -163,7 +180,7 @@ impl LeftAlone {
         Self {
             parent: relation.parent.clone().unwrap_or_else(|| relation.parent_table.clone()),
             child: relation.child.clone().unwrap_or_else(|| relation.child_table.clone()),
-            column: relation.column.clone(),
+            column: relation.column(),
             orphans: relation.orphans,
             reason: reason.to_owned(),
         }
@@ -222,15 +239,15 @@ strategy = "bulk"
         let mut filter = Filter::new(&OrphanOptions::default(), &config, &schema).unwrap();
         let (counted, skipped) = candidates(&config, &schema, &mut filter);
         assert!(skipped.is_empty());
-        let found: Vec<(Option<&str>, &str, &str, bool)> =
-            counted.iter().map(|c| (c.parent, c.child_table.name.as_str(), c.column.as_str(), c.declared)).collect();
+        let found: Vec<(Option<&str>, &str, String, bool)> =
+            counted.iter().map(|c| (c.parent, c.child_table.name.as_str(), c.column(), c.declared)).collect();
         // hash.project_id is declared, so its foreign key is not reported a second time.
         assert_eq!(
             found,
             [
-                (Some("project"), "event", "project_id", true),
-                (Some("project"), "hash", "project_id", true),
-                (None, "hash", "grp_id", false),
+                (Some("project"), "event", "project_id".to_owned(), true),
+                (Some("project"), "hash", "project_id".to_owned(), true),
+                (None, "hash", "grp_id".to_owned(), false),
             ]
         );
         let count = counted[0].count(Kind::Postgres.backend());

@@ -35,7 +35,8 @@ pub struct RootPreview {
     /// `delete`: each orphan is deleted as the root of its own cascade; `nullify`: its relation
     /// column is set to NULL (what its relation declares for a deleted parent).
     pub action: OnDelete,
-    /// The relation columns by which its rows are orphans.
+    /// The relation columns by which its rows are orphans, a relation's as its `column` writes
+    /// them (`a, b` over several).
     pub columns: Vec<String>,
     /// Orphan rows of the model (a row orphaned by two of `columns` counts once).
     pub orphans: u64,
@@ -65,12 +66,12 @@ pub async fn preview_delete(
         let dangling: Vec<Dangling> = relations
             .iter()
             .map(|relation| Dangling {
-                columns: vec![relation.column.clone()],
+                columns: relation.columns.clone(),
                 parent_table: parent_config_table(config, relation),
-                parent_key: vec![relation.parent_key.clone()],
+                parent_key: relation.parent_key.clone(),
             })
             .collect();
-        let columns = relations.iter().map(|relation| relation.column.clone()).collect();
+        let columns = relations.iter().map(|relation| relation.column()).collect();
         let root = match action {
             OnDelete::Delete => {
                 let plan = match planner::compile(config, model) {
@@ -181,7 +182,7 @@ fn candidate_of<'a>(
         parent_key: relation.parent_key.clone(),
         child: None,
         child_table,
-        column: relation.column.clone(),
+        columns: relation.columns.clone(),
         declared: relation.declared,
         on_delete: relation.on_delete,
         index_table: String::new(),

@@ -1,6 +1,6 @@
-//! The relations to count: every declared relation of the config, then every single-column
-//! foreign key of the live schema that the config does not declare, each resolved against the
-//! schema (or skipped, with why).
+//! The relations to count: every declared relation of the config, then every foreign key of the
+//! live schema that the config does not declare, each over one column or several and resolved
+//! against the schema (or skipped, with why).
 
 use super::SkippedRelation;
 use super::filter::Filter;
@@ -12,12 +12,14 @@ use crate::schema::{Schema, Table};
 pub(super) struct Candidate<'a> {
     pub(super) parent: Option<&'a str>,
     pub(super) parent_table: &'a Table,
-    /// The parent key as the catalog spells it.
-    pub(super) parent_key: String,
+    /// The parent columns the child's columns reference, pair by pair, as the catalog spells
+    /// them: the parent's key, or the columns the relation `references`.
+    pub(super) parent_key: Vec<String>,
     pub(super) child: Option<&'a str>,
     pub(super) child_table: &'a Table,
-    /// The child column as the config spells it (the catalog's for an undeclared key).
-    pub(super) column: String,
+    /// The child's relation columns as the config spells them (the catalog's for an undeclared
+    /// key): a row is an orphan when none of them is NULL and no parent row has their values.
+    pub(super) columns: Vec<String>,
     pub(super) declared: bool,
     pub(super) on_delete: Option<OnDelete>,
     /// The child table as a `CREATE INDEX` names it: as the config writes it.
@@ -27,19 +29,27 @@ pub(super) struct Candidate<'a> {
 }
 
 impl Candidate<'_> {
-    /// The relation for people: `` `parent → child.column` ``.
+    /// The relation for people: `` `parent → child.column` `` (`child.(a, b)` over several).
     pub(super) fn label(&self) -> String {
         format!(
             "`{} → {}.{}`",
             self.parent.unwrap_or(&self.parent_table.name),
             self.child.unwrap_or(&self.child_table.name),
-            self.column
+            describe_columns(&self.columns)
         )
     }
 
-    /// The child column as the catalog spells it.
-    pub(super) fn catalog_column(&self) -> String {
-        self.child_table.column(&self.column).map_or_else(|| self.column.clone(), |c| c.name.clone())
+    /// The relation's columns as a report writes them: `a`, or `a, b` over several.
+    pub(super) fn column(&self) -> String {
+        self.columns.join(", ")
+    }
+
+    /// The child columns as the catalog spells them.
+    pub(super) fn catalog_columns(&self) -> Vec<String> {
+        self.columns
+            .iter()
+            .map(|column| self.child_table.column(column).map_or_else(|| column.clone(), |c| c.name.clone()))
+            .collect()
     }
 }
 
@@ -80,16 +90,17 @@ pub(super) fn candidates<'a>(
 ) -> (Vec<Candidate<'a>>, Vec<SkippedRelation>) {
     let mut counted = Vec::new();
     let mut skipped = Vec::new();
-    // (child table, column, parent table) of every declared relation whose tables exist.
-    let mut declared: Vec<(&Table, String, &Table)> = Vec::new();
+    // (child table, columns, parent table) of every declared relation whose tables exist.
+    let mut declared: Vec<(&Table, Vec<String>, &Table)> = Vec::new();
     for (parent_name, parent) in &config.models {
         for relation in &parent.children {
             let Some((child_name, child)) = config.models.get_key_value(&relation.model.value) else { continue };
             let parent_table = schema.table(&parent.table.value);
             let child_table = schema.table(&child.table.value);
-            let column = &relation.describe_columns();
+            let columns = relation.column_names();
+            let column = &columns.join(", ");
             if let (Some(p), Some(c)) = (parent_table, child_table) {
-                declared.push((c, column.to_ascii_lowercase(), p));
+                declared.push((c, columns.clone(), p));
             }
             if !filter.keeps((Some(parent_name), parent_table), (Some(child_name), child_table), column) {
                 continue;
@@ -104,45 +115,55 @@ pub(super) fn candidates<'a>(
                 })
             };
             let referenced = relation.referenced(parent);
-            let [parent_key] = &referenced[..] else {
+            let described = relation.describe_columns();
+            if referenced.len() != columns.len() {
                 skip(format!(
-                    "the relation is over several columns ({column} → {}): orphans are counted over one column",
+                    "the relation's columns, {described}, are not as many as the columns they reference, {}",
                     describe_columns(&referenced)
                 ));
                 continue;
-            };
+            }
             let (Some(parent_table), Some(child_table)) = (parent_table, child_table) else {
                 let missing = if parent_table.is_none() { &parent.table.value } else { &child.table.value };
                 skip(format!("the database has no table `{missing}` (run `cascade validate --database-url URL`)"));
                 continue;
             };
-            let Some(key_column) = parent_table.column(parent_key) else {
-                skip(format!("`{}` has no column `{parent_key}`, which `{column}` references", parent_table.name));
-                continue;
-            };
-            let Some(child_column) = child_table.column(column) else {
-                skip(format!("`{}` has no column `{column}`", child_table.name));
-                continue;
-            };
-            if schema.cannot_compare(child_table, child_column, parent_table, key_column) {
-                skip(format!(
-                    "`{}.{}` is `{}` and the key it references, `{}.{}`, is `{}`: PostgreSQL cannot compare them",
-                    child_table.name,
-                    child_column.name,
-                    child_column.data_type,
-                    parent_table.name,
-                    key_column.name,
-                    key_column.data_type
-                ));
+            let mut parent_key = Vec::new();
+            let mut unresolved = None;
+            for (column, key) in columns.iter().zip(&referenced) {
+                let Some(key_column) = parent_table.column(key) else {
+                    unresolved = Some(format!("`{}` has no column `{key}`, which `{described}` references", parent_table.name));
+                    break;
+                };
+                let Some(child_column) = child_table.column(column) else {
+                    unresolved = Some(format!("`{}` has no column `{column}`", child_table.name));
+                    break;
+                };
+                if schema.cannot_compare(child_table, child_column, parent_table, key_column) {
+                    unresolved = Some(format!(
+                        "`{}.{}` is `{}` and the key it references, `{}.{}`, is `{}`: PostgreSQL cannot compare them",
+                        child_table.name,
+                        child_column.name,
+                        child_column.data_type,
+                        parent_table.name,
+                        key_column.name,
+                        key_column.data_type
+                    ));
+                    break;
+                }
+                parent_key.push(key_column.name.clone());
+            }
+            if let Some(reason) = unresolved {
+                skip(reason);
                 continue;
             }
             counted.push(Candidate {
                 parent: Some(parent_name),
                 parent_table,
-                parent_key: key_column.name.clone(),
+                parent_key,
                 child: Some(child_name),
                 child_table,
-                column: column.clone(),
+                columns,
                 declared: true,
                 on_delete: Some(relation.action()),
                 index_table: quote_qualified(&child.table.value),
@@ -155,15 +176,15 @@ pub(super) fn candidates<'a>(
         for fk in &child_table.foreign_keys {
             let parent_table = schema.resolve(fk);
             let parent = parent_table.and_then(|table| model_of(config, schema, table));
-            let columns = fk.columns.join(", ");
-            if !filter.keeps((parent, parent_table), (child, Some(child_table)), &columns) {
+            let column = fk.columns.join(", ");
+            if !filter.keeps((parent, parent_table), (child, Some(child_table)), &column) {
                 continue;
             }
             let mut skip = |reason: String| {
                 skipped.push(SkippedRelation {
                     parent: parent.map_or_else(|| fk.referenced_table.clone(), str::to_owned),
                     child: child.map_or_else(|| table_label(child_table), str::to_owned),
-                    column: columns.clone(),
+                    column: column.clone(),
                     declared: false,
                     reason,
                 })
@@ -172,26 +193,23 @@ pub(super) fn candidates<'a>(
                 skip(format!("it references `{}`, which is not in the schema", fk.referenced_table));
                 continue;
             };
-            let key = match (&fk.columns[..], &fk.referenced_columns[..]) {
-                ([_], [key]) => Some(key),
-                ([_], []) => match &parent_table.primary_key[..] {
-                    [key] => Some(key),
-                    _ => None,
-                },
-                _ => None,
-            };
-            let Some(key) = key else {
-                skip(
-                    "a composite foreign key: only a single column referencing a single-column key is counted"
-                        .to_owned(),
-                );
+            let parent_key: Vec<String> = fk
+                .pairs(parent_table)
+                .map(|(_, key)| parent_table.column(key).map_or_else(|| key.to_owned(), |c| c.name.clone()))
+                .collect();
+            if parent_key.len() != fk.columns.len() {
+                skip(format!(
+                    "its columns, {}, are not as many as those of the primary key of `{}`, which they reference",
+                    describe_columns(&fk.columns),
+                    parent_table.name
+                ));
                 continue;
-            };
-            let column = &fk.columns[0];
-            let is_declared = declared.iter().any(|(c, declared_column, p)| {
+            }
+            let is_declared = declared.iter().any(|(c, declared_columns, p)| {
                 std::ptr::eq(*c, child_table)
                     && std::ptr::eq(*p, parent_table)
-                    && declared_column.eq_ignore_ascii_case(column)
+                    && declared_columns.len() == fk.columns.len()
+                    && declared_columns.iter().zip(&fk.columns).all(|(d, f)| d.eq_ignore_ascii_case(f))
             });
             if is_declared {
                 continue;
@@ -200,10 +218,10 @@ pub(super) fn candidates<'a>(
             counted.push(Candidate {
                 parent,
                 parent_table,
-                parent_key: parent_table.column(key).map_or_else(|| key.clone(), |c| c.name.clone()),
+                parent_key,
                 child,
                 child_table,
-                column: column.clone(),
+                columns: fk.columns.clone(),
                 declared: false,
                 on_delete: None,
                 index_table: match child_model {

@@ -10,7 +10,7 @@ use crate::schema::Schema;
 
 /// Counts the orphans of every relation `options` selects, on `database` with its live
 /// `schema`, and lists a sample of their keys. Read only; a relation the schema cannot support
-/// (a missing table or column, a composite key) is listed in `skipped` rather than failing the
+/// (a missing table or column) is listed in `skipped` rather than failing the
 /// report.
 pub async fn report(
     database: &Database,
@@ -40,11 +40,11 @@ pub async fn report(
         report.relations.push(RelationOrphans {
             parent: candidate.parent.map(str::to_owned),
             child: candidate.child.map(str::to_owned),
-            column: candidate.column.clone(),
+            columns: candidate.columns.clone(),
             declared: candidate.declared,
             orphans,
             sample,
-            index: candidate.child_table.index_advice(std::slice::from_ref(&candidate.column), &candidate.index_table),
+            index: candidate.child_table.index_advice(&candidate.columns, &candidate.index_table),
             parent_table: table_label(candidate.parent_table),
             parent_key: candidate.parent_key.clone(),
             child_table: table_label(candidate.child_table),
