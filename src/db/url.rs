@@ -117,7 +117,7 @@ fn split_user_info(rest: &str) -> (String, &str) {
         b'@' => (format!("{user}@"), &rest[end + 1..]),
         b':' if !starts_with_port(&rest[end + 1..]) => {
             let ats = || rest.match_indices('@').map(|(at, _)| at).filter(|at| *at > end);
-            match ats().find(|at| ends_user_info(&rest[at + 1..])).or_else(|| ats().last()) {
+            match ats().find(|at| ends_user_info(&rest[at + 1..])).or_else(|| ats().next_back()) {
                 Some(at) => (format!("{user}:***@"), &rest[at + 1..]),
                 None => (String::new(), rest),
             }
