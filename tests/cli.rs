@@ -90,6 +90,24 @@ fn a_refused_connection_says_so() {
     assert!(!stderr.contains("s3cret") && !stderr.contains("timed out"), "{stderr}");
 }
 
+/// Passwords holding what a URL cannot hold unencoded (`?`, `/`, `@`), or in a URL that does
+/// not parse at all, stay out of every message about it.
+#[test]
+fn a_password_a_url_cannot_hold_is_redacted_in_connection_errors() {
+    let dir = project(&[("cascades/t.toml", "[models.t]\ntable = \"t\"\n")]);
+    for (url, password) in [
+        ("postgres://app:p?a/ss@127.0.0.1:1/app", "p?a/ss"),
+        ("postgres://app:s3/cr@t?x@127.0.0.1:1/app", "s3/cr@t?x"),
+        ("postgres:app:s3cr3t-pw@127.0.0.1:1/app", "s3cr3t-pw"),
+    ] {
+        let output = cascade(dir.path()).args(["plan", "t", "--id", "1", "--database-url", url]).output().unwrap();
+        let shown = String::from_utf8_lossy(&output.stderr).into_owned() + &String::from_utf8_lossy(&output.stdout);
+        assert_eq!(output.status.code(), Some(2), "{shown}");
+        assert!(shown.contains("app:***@"), "{url}: {shown}");
+        assert!(!shown.contains(password), "{url}: {shown}");
+    }
+}
+
 /// The subcommands `cascade PATH... --help` lists (its `Commands:` section, without `help`).
 fn subcommands(path: &[String]) -> Vec<String> {
     let dir = project(&[]);

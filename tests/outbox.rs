@@ -723,3 +723,171 @@ fn category_sinks_split_a_shard_in_id_order_and_a_null_shard_is_delivered() {
     assert_eq!(null_shard[0][0]["shard_identifier"], Value::Null);
     assert_eq!(count(&url, "SELECT COUNT(*) FROM cascade_outbox"), 0);
 }
+
+const SHARED_CATEGORY_SCHEMA: &str = "
+CREATE TABLE org (id INTEGER PRIMARY KEY);
+CREATE TABLE proj (id INTEGER PRIMARY KEY, org_id INTEGER NOT NULL REFERENCES org (id));
+CREATE TABLE task (id INTEGER PRIMARY KEY, org_id INTEGER NOT NULL, proj_id INTEGER NOT NULL REFERENCES proj (id));
+CREATE INDEX task_proj_id_idx ON task (proj_id);
+";
+
+/// Two models writing one category: their rows of the same object never coalesce, so the sink
+/// learns of both, and no row goes before its own message was delivered.
+fn two_models_share_a_category(url: String) {
+    let dir = setup(r#", "block""#, 10, "30s");
+    let models = r#"
+[models.proj]
+table = "proj"
+outbox = "thing_update"
+children = [{ model = "task", column = "proj_id" }]
+
+[models.task]
+table = "task"
+outbox = "thing_update"
+
+[outbox.scopes.organization]
+shard_key = "org_id"
+categories = ["thing_update"]
+sink = "recorder"
+"#;
+    let config = config(dir.path(), r#", "block""#, 10, "30s");
+    let sink = &config[config.find("[outbox.sinks.recorder]").unwrap()..];
+    std::fs::write(dir.path().join("cascades/cascade.toml"), format!("{models}\n{sink}")).unwrap();
+    let validate = cascade(dir.path()).args(["validate", "--database-url", &url]).output().unwrap();
+    let report = String::from_utf8_lossy(&validate.stdout);
+    assert!(validate.status.success(), "a shared category is valid: {report}");
+    assert!(!report.contains("warning"), "{report}");
+    for statement in
+        ["INSERT INTO org VALUES (1)", "INSERT INTO proj VALUES (1, 1)", "INSERT INTO task VALUES (1, 1, 1)"]
+    {
+        texts(&url, statement);
+    }
+    let output =
+        cascade(dir.path()).args(["delete", "proj", "1", "--confirm", "--database-url", &url]).output().unwrap();
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    assert_eq!(count(&url, "SELECT COUNT(*) FROM cascade_outbox"), 2);
+
+    let mut drainer = Running::start(dir.path(), &["outbox", "drain", "--poll", "50ms", "--database-url", &url]);
+    let started = dir.path().join("deliveries/started");
+    wait_until("the sink receives the delivery", || started.exists());
+    assert_eq!(count(&url, "SELECT COUNT(*) FROM cascade_outbox"), 2, "no row goes before its delivery");
+    let body: Vec<Value> = serde_json::from_str(&std::fs::read_to_string(&started).unwrap()).unwrap();
+    let messages: Vec<(&str, &str, &str)> = body
+        .iter()
+        .map(|m| {
+            let text = |field: &str| m[field].as_str().unwrap();
+            (text("category"), text("model"), text("object_identifier"))
+        })
+        .collect();
+    assert_eq!(messages, [("thing_update", "task", "1"), ("thing_update", "proj", "1")]);
+    std::fs::write(dir.path().join("deliveries/release"), "").unwrap();
+    wait_until("both rows go after their delivery", || count(&url, "SELECT COUNT(*) FROM cascade_outbox") == 0);
+    drainer.terminate();
+    assert_eq!(drainer.finish().status.code(), Some(130));
+}
+
+on_each_database!(
+    two_models_sharing_a_category_deliver_a_message_each_sqlite,
+    two_models_sharing_a_category_deliver_a_message_each_postgres,
+    |databases| {
+        two_models_share_a_category(databases.create(SHARED_CATEGORY_SCHEMA));
+    }
+);
+
+/// A webhook that answers 500 with the request's `Authorization` header in a long body.
+struct EchoesAuthorization;
+
+impl wiremock::Respond for EchoesAuthorization {
+    fn respond(&self, request: &wiremock::Request) -> wiremock::ResponseTemplate {
+        let authorization = request.headers["authorization"].to_str().unwrap();
+        let body = format!("denied for authorization {authorization:?}: {authorization}\n{}", "x".repeat(5000));
+        wiremock::ResponseTemplate::new(500).set_body_string(body)
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_webhook_error_echoing_the_token_is_logged_stored_and_shown_without_it() {
+    let server = wiremock::MockServer::start().await;
+    wiremock::Mock::given(wiremock::matchers::any()).respond_with(EchoesAuthorization).mount(&server).await;
+    let dir = project(&[]);
+    std::fs::create_dir_all(dir.path().join("cascades")).unwrap();
+    std::fs::write(dir.path().join("cascades/cascade.toml"), webhook_config(&server.uri(), "5s")).unwrap();
+    let url = tokio::task::block_in_place(|| sqlite_database(dir.path(), SCHEMA));
+    tokio::task::block_in_place(|| write_outbox(&url, &[("1".into(), "project_update", "a".into())]));
+    let drained = tokio::task::block_in_place(|| {
+        cascade(dir.path())
+            .args(["outbox", "drain", "--once", "--database-url", &url])
+            .env("CASCADE_TEST_BILLING_TOKEN", "Bearer echoed-t0ken")
+            .output()
+            .unwrap()
+    });
+    assert_eq!(drained.status.code(), Some(1));
+    assert_eq!(server.received_requests().await.unwrap().len(), 1, "the token was sent");
+    let log = String::from_utf8_lossy(&drained.stderr).into_owned() + &String::from_utf8_lossy(&drained.stdout);
+    assert!(log.contains("HTTP 500"), "{log}");
+    assert!(!log.contains("echoed-t0ken"), "{log}");
+
+    let stored = tokio::task::block_in_place(|| texts(&url, "SELECT last_error FROM cascade_outbox_shard"));
+    let stored = stored[0][0].clone().unwrap();
+    assert!(stored.starts_with("HTTP 500 Internal Server Error: denied for authorization"), "{stored}");
+    assert!(!stored.contains("echoed-t0ken"), "{stored}");
+    assert!(stored.len() <= 600, "the body kept is capped: {} bytes", stored.len());
+    let stats = tokio::task::block_in_place(|| {
+        cascade(dir.path()).args(["outbox", "stats", "--database-url", &url]).output().unwrap()
+    });
+    let stats = String::from_utf8_lossy(&stats.stdout);
+    assert!(stats.contains("denied for authorization"), "{stats}");
+    assert!(!stats.contains("echoed-t0ken"), "{stats}");
+}
+
+/// A command sink that writes its environment to `environment` next to it.
+const ENVIRONMENT_SINK: &str = r#"#!/bin/sh
+cat > /dev/null
+env > "$(dirname "$0")/environment"
+"#;
+
+#[test]
+fn a_command_sink_sees_a_minimal_environment_and_its_env_list() {
+    let dir = project(&[("sink.sh", ENVIRONMENT_SINK)]);
+    let sink = dir.path().join("sink.sh");
+    let text = config(dir.path(), "", 10, "30s").replace(
+        &format!("command = [\"sh\", \"{}\"]", sink.display()),
+        &format!("command = [\"sh\", \"{}\"]\nenv = [\"CASCADE_TEST_PASSED\"]", sink.display()),
+    );
+    assert!(text.contains("env = ["), "{text}");
+    std::fs::create_dir_all(dir.path().join("cascades")).unwrap();
+    std::fs::write(dir.path().join("cascades/cascade.toml"), text).unwrap();
+    let url = sqlite_database(dir.path(), SCHEMA);
+    write_outbox(&url, &[("1".into(), "project_update", "a".into())]);
+    let output = cascade(dir.path())
+        .args(["outbox", "drain", "--once", "--database-url", &url])
+        .env("PGPASSWORD", "pg-s3cret")
+        .env("CASCADE_TEST_SECRET", "not-for-the-sink")
+        .env("CASCADE_TEST_PASSED", "for-the-sink")
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let environment = std::fs::read_to_string(dir.path().join("environment")).unwrap();
+    let names: BTreeSet<&str> = environment.lines().filter_map(|line| line.split_once('=')).map(|(n, _)| n).collect();
+    for expected in ["PATH", "CASCADE_OUTBOX_SINK", "CASCADE_OUTBOX_SCOPE", "CASCADE_OUTBOX_SHARD"] {
+        assert!(names.contains(expected), "{expected} in {environment}");
+    }
+    assert!(environment.contains("CASCADE_TEST_PASSED=for-the-sink\n"), "{environment}");
+    for secret in ["PGPASSWORD", "CASCADE_TEST_SECRET", "CASCADE_DATABASE_URL"] {
+        assert!(!names.contains(secret), "{secret} in {environment}");
+    }
+}
+
+#[test]
+fn a_failed_command_with_nothing_on_stderr_ends_its_error_without_a_colon() {
+    let dir = setup("", 10, "30s");
+    let sink = dir.path().join("sink.sh");
+    let text = config(dir.path(), "", 10, "30s")
+        .replace(&format!("command = [\"sh\", \"{}\"]", sink.display()), "command = [\"/bin/false\"]");
+    std::fs::write(dir.path().join("cascades/cascade.toml"), text).unwrap();
+    let url = sqlite_database(dir.path(), SCHEMA);
+    write_outbox(&url, &[("1".into(), "project_update", "a".into())]);
+    assert_eq!(drain_once(dir.path(), &url, &[]).status.code(), Some(1));
+    let stored = texts(&url, "SELECT last_error FROM cascade_outbox_shard");
+    assert_eq!(stored[0][0].as_deref(), Some("`/bin/false` exited with status 1"));
+}

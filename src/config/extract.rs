@@ -381,6 +381,7 @@ fn read_sink(name: Located<String>, mut fields: Fields<'_>, d: &mut Diagnostics)
         Some(url)
     });
     let headers = fields.optional("headers").map_or_else(IndexMap::new, |n| string_table(&n, d));
+    let env = fields.optional("env").map_or_else(Vec::new, |n| n.array_of(d, Node::string));
     let timeout = fields.optional("timeout").and_then(|n| {
         let text = n.string(d)?;
         match humantime::parse_duration(&text.value) {
@@ -414,7 +415,7 @@ fn read_sink(name: Located<String>, mut fields: Fields<'_>, d: &mut Diagnostics)
     if unreadable_target {
         return None;
     }
-    Some(Sink { name, command, url, headers, timeout, batch_size })
+    Some(Sink { name, command, url, headers, env, timeout, batch_size })
 }
 
 /// A table of user-chosen keys with string values (`headers`, `category_sinks`).

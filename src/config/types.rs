@@ -602,6 +602,11 @@ pub struct Sink {
     /// starts, never stored in the file.
     #[serde(default)]
     pub headers: IndexMap<String, Located<String>>,
+    /// Environment variables a `command` sink receives from the drainer, by name, besides
+    /// `PATH`, `HOME`, `LANG` and the `CASCADE_OUTBOX_*` variables: nothing else of the
+    /// drainer's environment (database passwords, `env:` secrets) reaches the program.
+    #[serde(default)]
+    pub env: Vec<Located<String>>,
     /// How long one delivery may take before it counts as failed, such as `"30s"` or `"2m"`
     /// (at most 24h).
     #[schemars(with = "Option<String>")]

@@ -20,6 +20,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../../schemas/migrations/postgres/0004_outbox_drain.sql"),
     include_str!("../../schemas/migrations/postgres/0005_run_process.sql"),
     include_str!("../../schemas/migrations/postgres/0006_root_statuses.sql"),
+    include_str!("../../schemas/migrations/postgres/0007_outbox_model.sql"),
 ];
 
 /// How long connecting may take before it is given up.

@@ -19,6 +19,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../../schemas/migrations/sqlite/0004_outbox_drain.sql"),
     include_str!("../../schemas/migrations/sqlite/0005_run_process.sql"),
     include_str!("../../schemas/migrations/sqlite/0006_root_statuses.sql"),
+    include_str!("../../schemas/migrations/sqlite/0007_outbox_model.sql"),
 ];
 
 /// Whether SQLite can create its journal, WAL index and lock files beside the database. Where it

@@ -65,29 +65,19 @@ impl DatabaseUrl {
 const SECRET_PARAMETERS: &[&str] = &["password", "sslpassword", "passfile"];
 
 /// The URL without its secrets, for messages, logs and the audit table: the password of the
-/// user info (even one with an unencoded `@`) and the values of `password`, `sslpassword` and
-/// `passfile` query parameters become `***`.
+/// user info (even one holding `@`, `:`, `?` or `/` unencoded) and the values of `password`,
+/// `sslpassword` and `passfile` query parameters or keywords become `***`. Text that does not
+/// parse as a URL is redacted as a keyword string; when in doubt, more is redacted, never less.
 pub fn redact(url: &str) -> String {
-    let Some((scheme, rest)) = url.split_once("://") else {
+    let Some((scheme, rest)) = split_scheme(url) else {
         return redact_keywords(url);
     };
-    // The user info ends at the last `@` before the path: a password may hold `@`, `:` or `?`
-    // unencoded, a host never does. Without an `@` there, one before the query counts.
-    let path_start = rest.find('/').unwrap_or(rest.len());
-    let query_start = rest.find('?').unwrap_or(rest.len());
-    let user_info_end = rest[..path_start].rfind('@').or_else(|| rest[..query_start].rfind('@'));
-    let (authority, remainder) = match user_info_end {
-        Some(at) => match rest[..at].split_once(':') {
-            Some((user, _password)) => (format!("{user}:***@"), &rest[at + 1..]),
-            None => (rest[..=at].to_owned(), &rest[at + 1..]),
-        },
-        None => (String::new(), rest),
-    };
+    let (user_info, remainder) = split_user_info(rest);
     let (before_query, query) = match remainder.split_once('?') {
         Some((before, query)) => (before, Some(query)),
         None => (remainder, None),
     };
-    let mut redacted = format!("{scheme}://{authority}{before_query}");
+    let mut redacted = format!("{scheme}{user_info}{before_query}");
     if let Some(query) = query {
         let pairs: Vec<String> = query
             .split('&')
@@ -102,20 +92,103 @@ pub fn redact(url: &str) -> String {
     redacted
 }
 
+/// `scheme://` (or a PostgreSQL scheme typed without the slashes) and what follows it.
+fn split_scheme(url: &str) -> Option<(&str, &str)> {
+    if let Some(at) = url.find("://") {
+        return Some((&url[..at + 3], &url[at + 3..]));
+    }
+    ["postgresql:", "postgres:"]
+        .iter()
+        .find(|scheme| url.get(..scheme.len()).is_some_and(|start| start.eq_ignore_ascii_case(scheme)))
+        .map(|scheme| url.split_at(scheme.len()))
+}
+
+/// The user info at the start of `rest`, its password redacted, and what follows it. A user
+/// name holds none of `:@/?`; a password may hold anything. So a `:` that comes first starts a
+/// password, unless it starts a port (digits, then the path, the query or the end, with no `@`
+/// before the query), and the password ends at the first `@` after which no other `@` comes
+/// before a query (a `?` followed by `name=`); failing that, at the last `@`.
+fn split_user_info(rest: &str) -> (String, &str) {
+    let Some(end) = rest.find([':', '@', '/', '?']) else {
+        return (String::new(), rest);
+    };
+    let user = &rest[..end];
+    match rest.as_bytes()[end] {
+        b'@' => (format!("{user}@"), &rest[end + 1..]),
+        b':' if !starts_with_port(&rest[end + 1..]) => {
+            let ats = || rest.match_indices('@').map(|(at, _)| at).filter(|at| *at > end);
+            match ats().find(|at| ends_user_info(&rest[at + 1..])).or_else(|| ats().next_back()) {
+                Some(at) => (format!("{user}:***@"), &rest[at + 1..]),
+                None => (String::new(), rest),
+            }
+        }
+        _ => (String::new(), rest),
+    }
+}
+
+fn starts_with_port(after_colon: &str) -> bool {
+    let digits = after_colon.bytes().take_while(u8::is_ascii_digit).count();
+    let after = &after_colon[digits..];
+    let before_query = after.split('?').next().unwrap_or(after);
+    digits > 0 && (after.is_empty() || after.starts_with(['/', '?'])) && !before_query.contains('@')
+}
+
+/// What follows an `@` is the host and the rest of a URL: no `@` before its query, and the query
+/// (if any) starts with a parameter.
+fn ends_user_info(after_at: &str) -> bool {
+    match after_at.split_once('?') {
+        Some((host_and_path, query)) => {
+            let name = query.split('=').next().unwrap_or(query);
+            !host_and_path.contains('@') && query.contains('=') && !name.contains(['@', '/', '?'])
+        }
+        None => !after_at.contains('@'),
+    }
+}
+
 fn is_secret(name: &str) -> bool {
     SECRET_PARAMETERS.iter().any(|secret| name.trim().eq_ignore_ascii_case(secret))
 }
 
-/// A libpq keyword string (`host=db password=s3cret`), or anything else that is not a URL, with
-/// the values of secret keywords replaced.
+/// A libpq keyword string (`host=db password=s3cret`, `password = 's3 cret'`), or anything else
+/// that is not a URL, with the values of secret keywords replaced.
 fn redact_keywords(text: &str) -> String {
-    text.split(' ')
-        .map(|word| match word.split_once('=') {
-            Some((name, _)) if is_secret(name) => format!("{name}=***"),
-            _ => word.to_owned(),
-        })
-        .collect::<Vec<_>>()
-        .join(" ")
+    let mut redacted = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(equals) = rest.find('=') {
+        let before = &rest[..equals];
+        let name = before.trim_end().rsplit(|c: char| c.is_whitespace()).next().unwrap_or("");
+        redacted.push_str(before);
+        redacted.push('=');
+        let after = &rest[equals + 1..];
+        if !is_secret(name) {
+            rest = after;
+            continue;
+        }
+        let value = after.trim_start();
+        redacted.push_str(&after[..after.len() - value.len()]);
+        redacted.push_str("***");
+        rest = &value[keyword_value_len(value)..];
+    }
+    redacted.push_str(rest);
+    redacted
+}
+
+/// The length of a keyword's value at the start of `value`: quoted (`'...'`, `\'` escaping a
+/// quote) up to its closing quote, else up to the next whitespace.
+fn keyword_value_len(value: &str) -> usize {
+    let Some(quoted) = value.strip_prefix('\'') else {
+        return value.find(char::is_whitespace).unwrap_or(value.len());
+    };
+    let mut escaped = false;
+    for (index, c) in quoted.char_indices() {
+        match c {
+            _ if escaped => escaped = false,
+            '\\' => escaped = true,
+            '\'' => return index + 2,
+            _ => {}
+        }
+    }
+    value.len()
 }
 
 /// A command line with every database URL in it redacted (`URL`, `--database-url URL` and
@@ -150,6 +223,22 @@ mod tests {
             // An unencoded `?` in the password, and a keyword string that is no URL at all.
             ("postgres://app:pa?ss@db/app", "postgres://app:***@db/app"),
             ("host=db password=s3cret user=app", "host=db password=*** user=app"),
+            // Unencoded `?` and `/`, and every other character a password may hold.
+            ("postgres://app:p?a/ss@db/app", "postgres://app:***@db/app"),
+            ("postgres://app:p/a?ss@db:5432/app?sslmode=require", "postgres://app:***@db:5432/app?sslmode=require"),
+            ("postgres://app:a@b/c@db/app", "postgres://app:***@db/app"),
+            ("postgres://app:p#s&s=w@db/app", "postgres://app:***@db/app"),
+            ("postgres://app:5432/x@db/app", "postgres://app:***@db/app"),
+            ("postgres://app:s3cret@db/app?application_name=a@b", "postgres://app:***@db/app?application_name=a@b"),
+            ("postgres://db:5432/app?application_name=a:b@c", "postgres://db:5432/app?application_name=a:b@c"),
+            ("postgres://app:s3cret@", "postgres://app:***@"),
+            ("postgres://:s3cret@db/app", "postgres://:***@db/app"),
+            // Forms that do not parse: no slashes, an upper-case scheme, keywords with spaces
+            // and quotes.
+            ("postgres:app:s3cret@db/app", "postgres:app:***@db/app"),
+            ("POSTGRES://app:s3cret@db/app", "POSTGRES://app:***@db/app"),
+            ("host=db password = s3cret user=app", "host=db password = *** user=app"),
+            ("host=db password='s3 c\\'ret' user=app", "host=db password=*** user=app"),
         ];
         for (url, expected) in cases {
             assert_eq!(redact(url), expected, "{url}");

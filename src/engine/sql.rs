@@ -7,7 +7,7 @@ use crate::config::OnDelete;
 use crate::config::{Located, StatusCheck, StatusValue, Strategy};
 use crate::db::Backend;
 use crate::db::sql::{KeyType, Param, SqlBuilder, SqlValue, Statement, quote_identifier};
-use crate::planner::PlanNode;
+use crate::planner::{OutboxTarget, PlanNode};
 use crate::schema::CatalogNames;
 
 /// What a delete returns for each row, all as text: the key, and for the outbox the shard key
@@ -302,8 +302,7 @@ impl NodeSql<'_> {
     /// are then deleted in the same transaction, so none is added or lost in between.
     pub(super) fn insert_tombstones(
         &self,
-        scope: &str,
-        category: &str,
+        target: &OutboxTarget,
         returning: &Returning,
         keys: Param,
         by_key: bool,
@@ -311,7 +310,7 @@ impl NodeSql<'_> {
         let mut sql = self.builder();
         tombstones_select(
             &mut sql,
-            (scope, category),
+            target,
             |sql| self.tombstone_shard(sql, returning),
             |sql| {
                 self.tombstone_key(sql, returning);
@@ -448,28 +447,27 @@ impl NodeSql<'_> {
 pub(crate) fn delete_with_tombstones(
     backend: &'static dyn Backend,
     delete: Statement,
-    scope: &str,
-    category: &str,
+    target: &OutboxTarget,
 ) -> Statement {
     let mut sql = with_deleted(backend, delete);
     sql.push(" ");
-    insert_deleted_tombstones(&mut sql, scope, category);
+    insert_deleted_tombstones(&mut sql, target);
     sql.finish()
 }
 
 /// `delete` (a delete with the `RETURNING` list) through a data-modifying `WITH` that returns one
 /// row: the number of rows deleted and their row objects as JSON lines, for the archive; with an
-/// outbox `(scope, category)`, the same statement inserts their tombstones. One result row
+/// outbox target, the same statement inserts their tombstones. One result row
 /// instead of one per deleted row.
 pub(crate) fn delete_archived(
     backend: &'static dyn Backend,
     delete: Statement,
-    outbox: Option<(&str, &str)>,
+    outbox: Option<&OutboxTarget>,
 ) -> Statement {
     let mut sql = with_deleted(backend, delete);
-    if let Some((scope, category)) = outbox {
+    if let Some(target) = outbox {
         sql.push(", cascade_tombstones AS (");
-        insert_deleted_tombstones(&mut sql, scope, category);
+        insert_deleted_tombstones(&mut sql, target);
         sql.push(")");
     }
     sql.push(" SELECT CAST(COUNT(*) AS TEXT), string_agg(cascade_row, ").bind_text("\n").push(") FROM cascade_deleted");
@@ -483,10 +481,10 @@ fn with_deleted(backend: &'static dyn Backend, delete: Statement) -> SqlBuilder 
     sql
 }
 
-fn insert_deleted_tombstones(sql: &mut SqlBuilder, scope: &str, category: &str) {
+fn insert_deleted_tombstones(sql: &mut SqlBuilder, target: &OutboxTarget) {
     tombstones_select(
         sql,
-        (scope, category),
+        target,
         |sql| {
             sql.push("cascade_shard");
         },
@@ -502,26 +500,26 @@ fn insert_deleted_tombstones(sql: &mut SqlBuilder, scope: &str, category: &str) 
 /// key's and the payload's.
 fn tombstones_select(
     sql: &mut SqlBuilder,
-    (scope, category): (&str, &str),
+    target: &OutboxTarget,
     shard: impl FnOnce(&mut SqlBuilder),
     key_and_payload: impl FnOnce(&mut SqlBuilder),
 ) {
-    sql.push("INSERT INTO \"cascade_outbox\" (\"scope\", \"shard_identifier\", \"category\", ");
+    sql.push("INSERT INTO \"cascade_outbox\" (\"scope\", \"shard_identifier\", \"category\", \"model\", ");
     sql.push("\"object_identifier\", \"payload\", \"scheduled_for\", \"scheduled_from\", \"date_added\") SELECT ");
-    sql.bind_text(scope).push(", ");
+    sql.bind_text(&target.scope).push(", ");
     shard(sql);
-    sql.push(", ").bind_text(category).push(", ");
+    sql.push(", ").bind_text(&target.category).push(", ").bind_text(&target.model).push(", ");
     key_and_payload(sql);
     sql.push(", CURRENT_TIMESTAMP, CURRENT_TIMESTAMP, CURRENT_TIMESTAMP FROM ");
 }
 
 /// The tombstones of one chunk, written in the chunk's transaction from one parameter: a JSON
 /// array of `{"key", "shard", "payload"}` objects (payload a JSON text or null).
-pub(crate) fn outbox_insert(backend: &'static dyn Backend, scope: &str, category: &str, rows: Param) -> Statement {
+pub(crate) fn outbox_insert(backend: &'static dyn Backend, target: &OutboxTarget, rows: Param) -> Statement {
     let mut sql = SqlBuilder::new(backend);
     tombstones_select(
         &mut sql,
-        (scope, category),
+        target,
         |sql| {
             sql.push(&backend.json_field("shard"));
         },

@@ -120,7 +120,7 @@ impl<'a> StepSql<'a> {
     /// payload.
     pub(super) fn tombstones(&self, rows: Param) -> Option<Statement> {
         let target = self.outbox?;
-        Some(outbox_insert(self.sql.backend, &target.scope, &target.category, rows))
+        Some(outbox_insert(self.sql.backend, target, rows))
     }
 
     /// `delete` writing its own rows' tombstones, where the database can (see
@@ -133,12 +133,9 @@ impl<'a> StepSql<'a> {
         if returning.identity.len() > 1 {
             return None;
         }
-        let outbox = self.outbox.map(|target| (target.scope.as_str(), target.category.as_str()));
-        match (archived && returning.row.is_some(), outbox) {
+        match (archived && returning.row.is_some(), self.outbox) {
             (true, outbox) => Some(delete_archived(self.sql.backend, delete.clone(), outbox)),
-            (false, Some((scope, category))) => {
-                Some(delete_with_tombstones(self.sql.backend, delete.clone(), scope, category))
-            }
+            (false, Some(target)) => Some(delete_with_tombstones(self.sql.backend, delete.clone(), target)),
             (false, None) => None,
         }
     }
@@ -338,9 +335,7 @@ fn deleting_all(step: &StepSql<'_>, keys: Param, by_key: bool) -> Vec<Statement>
     let Some(returning) = step.row_data_from_table() else {
         return writing(step, step.sql.delete_matching(keys, step.returning.as_ref(), by_key));
     };
-    let tombstones = step
-        .outbox
-        .map(|target| step.sql.insert_tombstones(&target.scope, &target.category, returning, keys.clone(), by_key));
+    let tombstones = step.outbox.map(|target| step.sql.insert_tombstones(target, returning, keys.clone(), by_key));
     tombstones.into_iter().chain([step.sql.delete_matching(keys, None, by_key)]).collect()
 }
 

@@ -385,6 +385,7 @@ fn messages(shard: &Shard, rows: &[Row]) -> Vec<Message> {
             scope: shard.scope.clone(),
             shard_identifier: shard.identifier.clone(),
             category: row.category.clone(),
+            model: row.model.clone(),
             object_identifier: row.object_identifier.clone(),
             payload: row.payload.as_deref().map_or(serde_json::Value::Null, |text| {
                 serde_json::from_str(text).unwrap_or_else(|_| serde_json::Value::String(text.to_owned()))

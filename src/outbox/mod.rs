@@ -2,7 +2,7 @@
 //! sinks of the config, at least once, in order per shard, coalesced per object.
 //!
 //! A shard is `(scope, shard_identifier)`. Within a shard only the newest row of each
-//! `(category, object_identifier)` is delivered, messages go in id order, and on success that row
+//! `(category, model, object_identifier)` is delivered, messages go in id order, and on success that row
 //! and every older row of its object are deleted. A failed delivery leaves the rows and backs the
 //! shard off (2 s, doubling, at most 1 h) while other shards go on. One drainer holds a shard at a
 //! time through a claim with a lease; a drainer that dies loses its claims when their lease ends.

@@ -26,6 +26,9 @@ pub struct Message {
     pub shard_identifier: Option<String>,
     /// The outbox category.
     pub category: String,
+    /// The model (of the config) whose row was deleted: two models may share a category, and
+    /// their rows never coalesce. Empty for rows written before tombstones named their model.
+    pub model: String,
     /// The deleted object's key.
     pub object_identifier: String,
     /// The columns the config copies into the payload (null without any).
@@ -41,21 +44,43 @@ pub(crate) struct ReadySink {
     target: Target,
     pub timeout: Duration,
     pub batch_size: u64,
+    /// The configured header values (those read through `env:` too), cut out of every error
+    /// before it is logged, stored in `cascade_outbox_shard` or printed.
+    secrets: Vec<String>,
 }
 
 #[derive(Debug)]
 enum Target {
-    Command { program: String, arguments: Vec<String> },
-    Webhook { client: reqwest::Client, url: String, headers: HeaderMap },
+    /// `passed`: the names of the drainer's environment variables the program receives.
+    Command {
+        program: String,
+        arguments: Vec<String>,
+        passed: Vec<String>,
+    },
+    Webhook {
+        client: reqwest::Client,
+        url: String,
+        headers: HeaderMap,
+    },
 }
+
+/// The drainer's environment variables every command sink receives, besides its `env` list.
+const PASSED_TO_EVERY_COMMAND: &[&str] = &["PATH", "HOME", "LANG"];
 
 /// Why one delivery failed; the shard is retried after its backoff.
 #[derive(Debug, thiserror::Error)]
 #[error("{0}")]
 pub(crate) struct DeliveryError(String);
 
-/// How much of a sink's output a failure keeps.
-const OUTPUT_KEPT: usize = 500;
+/// How much of a sink's output (a command's stderr, a webhook's response body) a failure keeps.
+const OUTPUT_KEPT: usize = 512;
+
+/// How much of a webhook's response body is read to find its kept part in: enough to redact a
+/// secret that straddles the cut, never the whole of a huge body.
+const BODY_READ: usize = 64 * 1024;
+
+/// What a secret is replaced with in errors.
+const REDACTED: &str = "***";
 
 impl ReadySink {
     /// Reads the `env:NAME` header values and checks every header; a variable that is not set or
@@ -63,15 +88,19 @@ impl ReadySink {
     pub(super) fn new(sink: &Sink) -> Result<Self, OutboxError> {
         let name = sink.name.value.clone();
         let command = sink.command.as_ref().and_then(|command| command.value.split_first());
+        let mut secrets = Vec::new();
         let target = match (command, &sink.url) {
-            (Some((program, arguments)), None) => {
-                Target::Command { program: program.clone(), arguments: arguments.to_vec() }
-            }
+            (Some((program, arguments)), None) => Target::Command {
+                program: program.clone(),
+                arguments: arguments.to_vec(),
+                passed: sink.env.iter().map(|variable| variable.value.clone()).collect(),
+            },
             (None, Some(url)) => {
                 let mut headers = HeaderMap::new();
                 headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
                 for (header, value) in &sink.headers {
                     let (header, value) = header_pair(&name, header, &value.value)?;
+                    secrets.extend(secret_forms(value.to_str().unwrap_or_default()));
                     // The config's value replaces a default of the same name.
                     headers.insert(header, value);
                 }
@@ -90,22 +119,40 @@ impl ReadySink {
                 });
             }
         };
-        Ok(Self { name, target, timeout: sink.timeout(), batch_size: sink.batch_size() })
+        // The longest first, so a value that holds another is cut out whole.
+        secrets.sort_by_key(|secret: &String| std::cmp::Reverse(secret.len()));
+        secrets.dedup();
+        Ok(Self { name, target, timeout: sink.timeout(), batch_size: sink.batch_size(), secrets })
     }
 
-    /// Delivers `messages` (one shard's, in id order) as one JSON array.
+    /// Delivers `messages` (one shard's, in id order) as one JSON array. The error holds no
+    /// secret of the sink's.
     pub(super) async fn deliver(&self, messages: &[Message]) -> Result<(), DeliveryError> {
+        self.deliver_unredacted(messages).await.map_err(|DeliveryError(error)| DeliveryError(self.redact(&error)))
+    }
+
+    /// `text` with every secret of the sink's replaced.
+    fn redact(&self, text: &str) -> String {
+        self.secrets.iter().fold(text.to_owned(), |text, secret| text.replace(secret.as_str(), REDACTED))
+    }
+
+    async fn deliver_unredacted(&self, messages: &[Message]) -> Result<(), DeliveryError> {
         let body = serde_json::to_vec(messages).map_err(|error| DeliveryError(error.to_string()))?;
         let batch_key = batch_key(messages);
         match &self.target {
-            Target::Command { program, arguments } => {
+            Target::Command { program, arguments, passed } => {
                 let shard = messages.first().and_then(|m| m.shard_identifier.clone()).unwrap_or_default();
                 let scope = messages.first().map(|m| m.scope.clone()).unwrap_or_default();
                 let mut command = tokio::process::Command::new(program);
+                // A minimal environment: the drainer's holds database passwords and the secrets
+                // behind `env:` headers, which are no business of the sink's.
+                command.args(arguments).env_clear();
+                for variable in PASSED_TO_EVERY_COMMAND.iter().copied().chain(passed.iter().map(String::as_str)) {
+                    if let Some(value) = std::env::var_os(variable) {
+                        command.env(variable, value);
+                    }
+                }
                 command
-                    .args(arguments)
-                    // The sink has no business with the tool's database credentials.
-                    .env_remove("CASCADE_DATABASE_URL")
                     .env("CASCADE_OUTBOX_SINK", &self.name)
                     .env("CASCADE_OUTBOX_SCOPE", scope)
                     .env("CASCADE_OUTBOX_SHARD", shard)
@@ -125,8 +172,8 @@ impl ReadySink {
                 if status.is_success() {
                     return Ok(());
                 }
-                let text = response.text().await.unwrap_or_default();
-                Err(DeliveryError(format!("HTTP {status}: {}", tail(text.trim(), OUTPUT_KEPT))))
+                let text = self.redact(&read_start(response, BODY_READ).await);
+                Err(DeliveryError(format!("HTTP {status}: {}", head(text.trim(), OUTPUT_KEPT))))
             }
         }
     }
@@ -155,6 +202,31 @@ fn header_pair(sink: &str, header: &str, value: &str) -> Result<(HeaderName, Hea
     let value = HeaderValue::from_str(&value)
         .map_err(|_| refuse(format!("the value of header `{header}` is not a valid HTTP header value")))?;
     Ok((name, value))
+}
+
+/// The forms in which a header value may come back in a response: whole, JSON-escaped, and its
+/// credential without a scheme (`Bearer TOKEN`, `Basic TOKEN`).
+fn secret_forms(value: &str) -> Vec<String> {
+    let mut forms = vec![value.to_owned()];
+    let escaped = serde_json::to_string(value).unwrap_or_default();
+    forms.push(escaped.trim_matches('"').to_owned());
+    if let Some((_scheme, credential)) = value.split_once(' ') {
+        forms.push(credential.trim().to_owned());
+    }
+    forms.retain(|form| !form.is_empty());
+    forms
+}
+
+/// The first `limit` bytes of a response's body (fewer when it ends or fails first), as text.
+async fn read_start(mut response: reqwest::Response, limit: usize) -> String {
+    let mut kept = Vec::new();
+    while kept.len() < limit {
+        match response.chunk().await {
+            Ok(Some(chunk)) => kept.extend_from_slice(&chunk[..chunk.len().min(limit - kept.len())]),
+            _ => break,
+        }
+    }
+    String::from_utf8_lossy(&kept).into_owned()
 }
 
 /// The error of a webhook call, without its URL (which may hold a token).
@@ -216,7 +288,9 @@ async fn run_command(
         (None, Some(signal)) => format!("signal {signal}"),
         (None, None) => "an unknown status".to_owned(),
     };
-    Err(DeliveryError(format!("`{program}` exited with {ended}: {}", stderr.trim())))
+    let stderr = stderr.trim();
+    let stderr = if stderr.is_empty() { String::new() } else { format!(": {stderr}") };
+    Err(DeliveryError(format!("`{program}` exited with {ended}{stderr}")))
 }
 
 /// How long a failed sink's stderr is still read after it exited.
@@ -237,6 +311,15 @@ async fn read_kept(mut stderr: tokio::process::ChildStderr) -> String {
         }
     }
     tail(&String::from_utf8_lossy(&kept), OUTPUT_KEPT).to_owned()
+}
+
+/// The first `limit` bytes of `text` (at a character boundary).
+fn head(text: &str, limit: usize) -> &str {
+    let mut end = text.len().min(limit);
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    &text[..end]
 }
 
 /// The last `limit` bytes of `text` (at a character boundary).

@@ -64,7 +64,7 @@ pub async fn stats(database: &Database, config: &Config, now: SystemTime) -> Res
     }
     let backend = database.backend();
     let mut sql = database.sql();
-    sql.push("SELECT scope, category, CAST(COUNT(*) AS TEXT), CAST(COUNT(DISTINCT COALESCE(shard_identifier, '') || '/' || object_identifier) AS TEXT), ");
+    sql.push("SELECT scope, category, CAST(COUNT(*) AS TEXT), CAST(COUNT(DISTINCT COALESCE(shard_identifier, '') || '/' || model || '/' || object_identifier) AS TEXT), ");
     sql.push("CAST(COUNT(DISTINCT COALESCE(shard_identifier, '')) AS TEXT), ")
         .push(&backend.timestamp_text("MIN(date_added)"));
     sql.push(" FROM cascade_outbox GROUP BY scope, category ORDER BY scope, category");

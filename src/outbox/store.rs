@@ -178,11 +178,14 @@ pub(crate) async fn fail(
     database.execute(&sql.finish()).await.map(drop)
 }
 
-/// One coalesced message: the newest row of its `(category, object_identifier)` in the shard.
+/// One coalesced message: the newest row of its `(category, model, object_identifier)` in the
+/// shard.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct Row {
     pub id: i64,
     pub category: String,
+    /// The model the row is about (`''` for rows written before tombstones named it).
+    pub model: String,
     pub object_identifier: String,
     pub payload: Option<String>,
     pub date_added: String,
@@ -202,7 +205,7 @@ pub(crate) async fn next_messages(
 ) -> Result<Vec<Row>, DbError> {
     let backend = database.backend();
     let mut sql = database.sql();
-    sql.push("SELECT CAST(o.id AS TEXT), o.category, o.object_identifier, o.payload, ");
+    sql.push("SELECT CAST(o.id AS TEXT), o.category, o.model, o.object_identifier, o.payload, ");
     sql.push(&backend.timestamp_text("o.date_added")).push(" FROM cascade_outbox o WHERE ");
     push_shard(&mut sql, "o", shard);
     sql.push(" AND o.id > ").bind(Param::integer(after));
@@ -210,7 +213,8 @@ pub(crate) async fn next_messages(
     deliverable.push(&mut sql, "o");
     sql.push(" AND NOT EXISTS (SELECT 1 FROM cascade_outbox later WHERE ");
     push_shard(&mut sql, "later", shard);
-    sql.push(" AND later.category = o.category AND later.object_identifier = o.object_identifier AND later.id > o.id");
+    sql.push(" AND later.category = o.category AND later.model = o.model");
+    sql.push(" AND later.object_identifier = o.object_identifier AND later.id > o.id");
     sql.push(" AND later.scheduled_for <= ").timestamp(due).push(")");
     sql.push(" ORDER BY o.id LIMIT ").bind(Param::integer(clamp(limit)));
     let rows = database.fetch_texts(&sql.finish()).await?;
@@ -222,6 +226,7 @@ pub(crate) async fn next_messages(
             Row {
                 id: next().and_then(|id| id.parse().ok()).unwrap_or_default(),
                 category: next().unwrap_or_default(),
+                model: next().unwrap_or_default(),
                 object_identifier: next().unwrap_or_default(),
                 payload: next(),
                 date_added: next().unwrap_or_default(),
@@ -230,12 +235,12 @@ pub(crate) async fn next_messages(
         .collect())
 }
 
-/// Messages whose rows one statement deletes: three parameters each, well under the most a
+/// Messages whose rows one statement deletes: four parameters each, well under the most a
 /// statement may bind on SQLite (32,766) and PostgreSQL (65,535).
 const DELETED_PER_STATEMENT: usize = 1000;
 
-/// Deletes the delivered messages' rows and every older row of the same objects in the shard;
-/// how many rows went.
+/// Deletes the delivered messages' rows and every older row of the same category, model and
+/// object in the shard; how many rows went.
 pub(crate) async fn delete_delivered(database: &Database, shard: &Shard, delivered: &[Row]) -> Result<u64, DbError> {
     let mut deleted = 0;
     for part in delivered.chunks(DELETED_PER_STATEMENT) {
@@ -249,11 +254,11 @@ async fn delete_part(database: &Database, shard: &Shard, delivered: &[Row]) -> R
     sql.push("DELETE FROM cascade_outbox WHERE id IN (SELECT o.id FROM cascade_outbox o JOIN (VALUES ");
     for (index, row) in delivered.iter().enumerate() {
         sql.push(if index == 0 { "(" } else { ", (" });
-        sql.bind_text(&row.category).push(", ").bind_text(&row.object_identifier).push(", ");
-        sql.bind(Param::integer(row.id)).push(")");
+        sql.bind_text(&row.category).push(", ").bind_text(&row.model).push(", ");
+        sql.bind_text(&row.object_identifier).push(", ").bind(Param::integer(row.id)).push(")");
     }
-    sql.push(") AS delivered ON o.category = delivered.column1 AND o.object_identifier = delivered.column2 ");
-    sql.push("AND o.id <= delivered.column3 WHERE ");
+    sql.push(") AS delivered ON o.category = delivered.column1 AND o.model = delivered.column2 ");
+    sql.push("AND o.object_identifier = delivered.column3 AND o.id <= delivered.column4 WHERE ");
     push_shard(&mut sql, "o", shard);
     sql.push(")");
     database.execute(&sql.finish()).await

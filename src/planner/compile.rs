@@ -23,6 +23,10 @@ pub struct OutboxTarget {
     pub category: String,
     /// The name of the scope the category is registered in.
     pub scope: String,
+    /// The model whose rows the tombstones are about: rows of different models that share a
+    /// category never coalesce. Left out of the plan's JSON, whose node already names it.
+    #[serde(skip)]
+    pub model: String,
 }
 
 /// One model reached by one relation path: what to do to its rows, and how.
@@ -271,7 +275,7 @@ fn effective_chunk_size(config: &Config, model: &Model, via: Option<&Relation>, 
 fn outbox_target(config: &Config, model: &Model) -> Option<OutboxTarget> {
     let category = &model.outbox.as_ref()?.value;
     let scope = config.scope_of(category)?;
-    Some(OutboxTarget { category: category.clone(), scope: scope.name.value.clone() })
+    Some(OutboxTarget { category: category.clone(), scope: scope.name.value.clone(), model: model.name.value.clone() })
 }
 
 #[cfg(test)]
@@ -343,7 +347,11 @@ categories = ["organization_update"]
         assert_eq!(root.rate_limit.as_deref(), Some("org.rows_per_second"));
         assert_eq!(
             root.outbox,
-            Some(OutboxTarget { category: "organization_update".into(), scope: "organization".into() })
+            Some(OutboxTarget {
+                category: "organization_update".into(),
+                scope: "organization".into(),
+                model: "organization".into()
+            })
         );
         let via_project = &root.children[0].children[0];
         assert_eq!(

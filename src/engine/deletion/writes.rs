@@ -70,7 +70,7 @@ impl<'a> Deletion<'a> {
             return self.run_write(transaction, &statement, node, step).await;
         };
         if let Some(target) = step.outbox {
-            let tombstones = step.sql.insert_tombstones(&target.scope, &target.category, returning, keys(), by_key);
+            let tombstones = step.sql.insert_tombstones(target, returning, keys(), by_key);
             self.uncommitted_outbox_rows += transaction.execute(&tombstones).await?;
         }
         let archived = match (&self.archive, &returning.row) {
