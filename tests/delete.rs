@@ -687,6 +687,32 @@ on_each_database!(
     }
 );
 
+/// A run killed after its last commit but before it recorded its outcome (here: a finished
+/// run made to look so, `running` with a heartbeat long stopped) had done all the work: the
+/// rerun finds its roots gone and finishes it, recorded `succeeded` (not `not_found`).
+fn a_rerun_after_a_killed_run_that_had_done_everything_succeeds(url: &str) {
+    let probe = Probe { url: url.to_owned() };
+    let config = project(&[("cascades/diamond.toml", DIAMOND_CONFIG)]);
+    cascade(config.path()).args(delete_args(url, &[])).assert().success();
+    probe.texts("UPDATE cascade_run SET outcome = 'running', finished_at = NULL, heartbeat = '2000-01-01 00:00:00+00'");
+    let rerun = json_output(cascade(config.path()).args(delete_args(url, &[])));
+    assert_eq!(rerun["deleted"], json!({}), "{rerun}");
+    let runs = probe.texts("SELECT CAST(id AS TEXT), outcome, CAST(resumes AS TEXT) FROM cascade_run ORDER BY id");
+    assert_eq!(runs.len(), 2, "{runs:?}");
+    assert_eq!(runs[0][1].as_deref(), Some("interrupted"), "{runs:?}");
+    assert_eq!((runs[1][1].as_deref(), &runs[1][2]), (Some("succeeded"), &runs[0][0]), "{runs:?}");
+}
+
+on_each_database!(
+    a_rerun_after_a_killed_run_that_had_done_everything_succeeds_on_sqlite,
+    a_rerun_after_a_killed_run_that_had_done_everything_succeeds_on_postgres,
+    |databases| {
+        a_rerun_after_a_killed_run_that_had_done_everything_succeeds(
+            &databases.create(&format!("{DIAMOND_SCHEMA}{}", diamond_rows(1))),
+        );
+    }
+);
+
 /// How long, by the run's own clock, a rate set while the deletion runs is watched.
 const THROTTLED_WINDOW: Duration = Duration::from_secs(2);
 

@@ -399,3 +399,33 @@ strategy = "bulk"
     after.retain(|table, _| !table.starts_with("cascade_"));
     assert_eq!(after, before);
 }
+
+#[test]
+fn a_cut_off_before_1970_is_refused_without_a_panic_and_drops_nothing() {
+    let Some(url) = postgres_database(SCHEMA) else { return };
+    let config = project(&[("cascades/cascade.toml", &CONFIG.replace("keep = \"90d\"", "keep = \"30years\""))]);
+    // `prune --confirm` creates the tool's tables before it reads the partitions.
+    let data = |url: &str| {
+        let mut tables = dump(url);
+        tables.retain(|table, _| !table.starts_with("cascade_"));
+        tables
+    };
+    let before = data(&url);
+    for command in [&["partitions"][..], &["partitions", "prune"], &["partitions", "prune", "--confirm"]] {
+        let output = cascade(config.path())
+            .args(["--database-url", url.as_str()])
+            .args(command)
+            .args(["--now", "1990-01-01T00:00:00Z"])
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8(output.stderr).unwrap();
+        assert_eq!(output.status.code(), Some(2), "{command:?}: {stderr}");
+        assert!(
+            stderr.contains("now minus retention.keep (30years) of model `page_view` is before 1970"),
+            "{command:?}: {stderr}"
+        );
+    }
+    assert_eq!(attached(&url).len(), 13, "nothing was detached");
+    assert_eq!(data(&url), before);
+    assert_eq!(count(&url, "SELECT COUNT(*) FROM cascade_run"), 0);
+}

@@ -59,6 +59,27 @@ on_each_database!(many_ids_from_a_file_and_stdin_on_sqlite, many_ids_from_a_file
     many_ids_from_a_file_and_stdin(&databases.create(&schema()));
 });
 
+/// An id that is not an integer, next to one that is, is a refusal before any write: exit 1,
+/// nothing deleted (not even the valid id's rows), and the message says so.
+fn an_unparsable_root_id_is_refused_before_any_write(url: &str) {
+    let dir = project(&[("cascades/books.toml", CONFIG)]);
+    let before = common::dump(url);
+    let output =
+        cascade(dir.path()).args(["--database-url", url, "delete", "author", "2,abc", "--confirm"]).output().unwrap();
+    let stderr = String::from_utf8(output.stderr).unwrap();
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("refused before it wrote anything"), "{stderr}");
+    assert!(stderr.contains("id `abc` is not an integer, but the key of `author` is: nothing was deleted"), "{stderr}");
+    assert!(!stderr.contains("stay deleted"), "{stderr}");
+    assert_eq!(common::dump(url), before);
+}
+
+on_each_database!(
+    an_unparsable_root_id_is_refused_before_any_write_on_sqlite,
+    an_unparsable_root_id_is_refused_before_any_write_on_postgres,
+    |databases| an_unparsable_root_id_is_refused_before_any_write(&databases.create(&schema()))
+);
+
 #[test]
 fn an_ids_file_that_is_missing_or_empty_is_an_error() {
     let dir = project(&[("cascades/books.toml", CONFIG), ("empty.txt", " \n,\n")]);

@@ -253,3 +253,29 @@ fn a_file_that_is_not_utf8_is_a_diagnostic_in_every_format() {
         .stdout(predicates::str::contains("error[invalid-utf8]: byte 0xE9 is not valid UTF-8"))
         .stdout(predicates::str::contains("cascades/a.toml:2:13"));
 }
+
+#[test]
+fn a_retention_of_more_than_50_years_is_refused_at_its_value_by_every_command() {
+    let config =
+        "[models.page_view]\ntable = \"page_view\"\nretention = { keep = \"57years\", column = \"entered_at\" }\n";
+    let dir = project(&[("cascades/cascade.toml", config)]);
+    let url = format!("sqlite://{}", dir.path().join("app.db").display());
+    let database = ["--database-url", url.as_str()];
+    for args in [
+        &["validate"][..],
+        &[&database[..], &["partitions"]].concat(),
+        &[&database[..], &["partitions", "prune"]].concat(),
+        &[&database[..], &["worker", "--once"]].concat(),
+    ] {
+        let output = cascade(dir.path()).args(args).output().unwrap();
+        let printed = format!("{}{}", String::from_utf8_lossy(&output.stdout), String::from_utf8_lossy(&output.stderr));
+        assert_eq!(output.status.code(), Some(1), "{args:?}: {printed}");
+        assert!(printed.contains("invalid-value"), "{args:?}: {printed}");
+        assert!(printed.contains("cascade.toml:3:22"), "{args:?}: {printed}");
+        assert!(printed.contains("`keep` must be at most 50 years"), "{args:?}: {printed}");
+    }
+    let fifty =
+        "[models.page_view]\ntable = \"page_view\"\nretention = { keep = \"50years\", column = \"entered_at\" }\n";
+    let dir = project(&[("cascades/cascade.toml", fifty)]);
+    cascade(dir.path()).arg("validate").assert().success();
+}

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant, SystemTime};
 
 use cascade::db::sql::Statement;
 use cascade::db::{Access, Database};
-use common::running::{CHUNK_COMMITTED, Running};
+use common::running::{CHUNK_COMMITTED, Running, STOPPING};
 use common::{
     block_on, cascade, count, on_each_database, postgres_database, project, schedule_now, sqlite_database, texts,
     wait_until,
@@ -408,3 +408,26 @@ fn a_missing_root_is_reported_as_not_found() {
     assert_eq!(count(&url, "SELECT COUNT(*) FROM cascade_scheduled_deletion"), 0);
     assert_eq!(count(&url, "SELECT COUNT(*) FROM cascade_run WHERE outcome = 'not_found'"), 1);
 }
+
+/// SIGTERM in the middle of a deletion: the worker finishes the chunk, records the run
+/// interrupted, releases the claim and exits 130, as every command a signal stops does.
+fn sigterm_exits_130(url: &str) {
+    let dir = project(&[("cascades/items.toml", &config("", Some(5)))]);
+    schedule_now(url, "item", [1]);
+    let mut worker = spawn_worker(dir.path(), url, &["--poll", "100ms"]);
+    worker.expect(CHUNK_COMMITTED);
+    worker.terminate();
+    worker.expect(STOPPING);
+    let finished = worker.finish();
+    assert_eq!(finished.status.code(), Some(130), "{}", finished.stderr);
+    assert!(finished.stdout.contains("1 interrupted"), "{}", finished.stdout);
+    assert_eq!(texts(url, "SELECT outcome FROM cascade_run"), vec![vec![Some("interrupted".to_owned())]]);
+    assert!(count(url, "SELECT COUNT(*) FROM part WHERE item_id = 1") > 0, "it stopped before finishing");
+    assert_eq!(count(url, "SELECT COUNT(*) FROM cascade_scheduled_deletion WHERE in_progress"), 0, "claim released");
+}
+
+on_each_database!(
+    a_worker_stopped_by_sigterm_mid_deletion_exits_130_on_sqlite,
+    a_worker_stopped_by_sigterm_mid_deletion_exits_130_on_postgres,
+    |databases| sigterm_exits_130(&databases.create(&format!("{SCHEMA}{}", rows(1, 60))))
+);

@@ -90,12 +90,15 @@ pub struct CleanupSummary {
     /// Batches done.
     pub batches: u64,
     /// The longest batch, in milliseconds (its transactions and the rate-limit waits inside it).
+    #[serde(serialize_with = "crate::engine::whole_microseconds")]
     pub slowest_batch_ms: f64,
     /// The longest transaction, in milliseconds.
+    #[serde(serialize_with = "crate::engine::whole_microseconds")]
     pub max_transaction_ms: f64,
     /// Roots left in place because their status does not allow a deletion.
     pub skipped: Vec<String>,
     /// From start to end, in milliseconds.
+    #[serde(serialize_with = "crate::engine::whole_microseconds")]
     pub elapsed_ms: f64,
     /// Why the run stopped before the end (`--max-batches`), when it did.
     pub stopped_early: Option<String>,

@@ -1,5 +1,6 @@
 use std::net::SocketAddr;
 use std::process::ExitCode;
+use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use cascade::db::{Access, redact_command_line};
@@ -8,6 +9,7 @@ use cascade::scheduler::worker::WorkerOptions;
 use cascade::service::{ServiceOptions, WorkerService};
 
 use super::Cli;
+use super::delete::EXIT_INTERRUPTED;
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
@@ -59,7 +61,7 @@ pub fn run(cli: &Cli, args: &Args) -> anyhow::Result<ExitCode> {
         };
         let stop = super::stop_on_signals();
         let service = WorkerService::new(engine, options)?;
-        let ran = service.run(stop).await;
+        let ran = service.run(stop.clone()).await;
         database.close().await;
         let report = ran?;
         let deleted = &report.deleted;
@@ -73,6 +75,13 @@ pub fn run(cli: &Cli, args: &Args) -> anyhow::Result<ExitCode> {
         if let Some(RetentionReport { dropped, failed }) = report.retained {
             println!("retention: {dropped} partition(s) dropped, {failed} prune(s) failed");
         }
-        Ok(if report.failed() { ExitCode::from(1) } else { ExitCode::SUCCESS })
+        Ok(if stop.load(Ordering::SeqCst) {
+            // As for `delete`: stopped by Ctrl-C or SIGTERM, its deletions released for later.
+            ExitCode::from(EXIT_INTERRUPTED)
+        } else if report.failed() {
+            ExitCode::from(1)
+        } else {
+            ExitCode::SUCCESS
+        })
     })
 }

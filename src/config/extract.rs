@@ -8,8 +8,8 @@ use toml::de::{DeTable, DeValue};
 
 use super::read::{Diagnostics, Fields, Node};
 use super::types::{
-    Config, IgnoredReference, Key, Located, MAX_SINK_BATCH_SIZE, MAX_SINK_TIMEOUT, Model, OnDelete, Outbox, Relation,
-    Retention, Scope, Settings, Sink, StatusCheck, StatusValue, Strategy,
+    Config, IgnoredReference, Key, Located, MAX_RETENTION_KEEP, MAX_SINK_BATCH_SIZE, MAX_SINK_TIMEOUT, Model, OnDelete,
+    Outbox, Relation, Retention, Scope, Settings, Sink, StatusCheck, StatusValue, Strategy,
 };
 use crate::diagnostic::{Code, Diagnostic, FileId, Location, Sources};
 
@@ -201,7 +201,14 @@ fn read_model(name: Located<String>, mut fields: Fields<'_>, d: &mut Diagnostics
 /// `retention = { keep = "90d", column = "entered_at" }`.
 fn read_retention(node: &Node<'_>, d: &mut Diagnostics) -> Option<Retention> {
     let mut fields = node.table(d)?;
-    let keep = fields.required("keep", d).and_then(|n| duration(&n, "a duration such as \"90d\" or \"26weeks\"", d));
+    let keep = fields.required("keep", d).and_then(|n| {
+        let keep = duration(&n, "a duration such as \"90d\" or \"26weeks\"", d)?;
+        if keep.value > MAX_RETENTION_KEEP {
+            n.invalid("`keep` must be at most 50 years: now minus `keep` must stay after 1970", "too long", d);
+            return None;
+        }
+        Some(keep)
+    });
     let column = fields.required("column", d).and_then(|n| n.identifier(d));
     fields.finish(d);
     Some(Retention { location: node.location(), keep: keep?, column: column? })

@@ -101,6 +101,9 @@ pub const DEFAULT_MAX_CHUNK_SIZE: u64 = 25_000;
 /// How often the worker prunes the partitions of models with `retention` when `[settings]
 /// retention_interval` is not set.
 pub const DEFAULT_RETENTION_INTERVAL: Duration = Duration::from_secs(24 * 3600);
+/// The longest `retention.keep`: 50 years (humantime's years of 365.25 days), so now minus
+/// `keep` stays well after 1970, where the clock and the archive's timestamps begin.
+pub const MAX_RETENTION_KEEP: Duration = Duration::from_secs(50 * 31_557_600);
 /// Seconds a SQLite statement waits for another writer's lock when `[settings]
 /// busy_timeout_seconds` is not set.
 pub const DEFAULT_BUSY_TIMEOUT_SECONDS: u64 = crate::db::DEFAULT_BUSY_TIMEOUT.as_secs();

@@ -88,18 +88,36 @@ impl Archive {
     /// disk. On failure a file is cut back to its earlier members.
     pub(crate) fn flush(&mut self) -> Result<(), ArchiveError> {
         for (model, member) in std::mem::take(&mut self.pending) {
-            let path = Self::path(&self.dir, &model, self.run);
-            let failed = |reason| ArchiveError { path: path.clone(), reason };
-            let file = match self.files.entry(model.clone()) {
-                Entry::Occupied(entry) => entry.into_mut(),
-                Entry::Vacant(entry) => {
-                    entry.insert(OpenOptions::new().create(true).append(true).open(&path).map_err(failed)?)
-                }
-            };
-            append_whole(file, &member, |file, bytes| file.write_all(bytes)).map_err(failed)?;
-            if !self.unsynced.contains(&model) {
-                self.unsynced.push(model);
+            self.append(model, &member, |file, bytes| file.write_all(bytes))?;
+        }
+        Ok(())
+    }
+
+    /// Appends `member` to the file of `model` with `write`. A file that holds no member once a
+    /// failed write is cut back is removed, so every archive file holds at least one.
+    fn append(
+        &mut self,
+        model: String,
+        member: &[u8],
+        write: impl FnOnce(&mut File, &[u8]) -> std::io::Result<()>,
+    ) -> Result<(), ArchiveError> {
+        let path = Self::path(&self.dir, &model, self.run);
+        let failed = |reason| ArchiveError { path: path.clone(), reason };
+        let file = match self.files.entry(model.clone()) {
+            Entry::Occupied(entry) => entry.into_mut(),
+            Entry::Vacant(entry) => {
+                entry.insert(OpenOptions::new().create(true).append(true).open(&path).map_err(failed)?)
             }
+        };
+        if let Err(reason) = append_whole(file, member, write) {
+            if file.metadata().is_ok_and(|metadata| metadata.len() == 0) {
+                self.files.remove(&model);
+                let _ = std::fs::remove_file(&path);
+            }
+            return Err(failed(reason));
+        }
+        if !self.unsynced.contains(&model) {
+            self.unsynced.push(model);
         }
         Ok(())
     }
@@ -178,6 +196,26 @@ mod tests {
         archive.write("task", "task", &[r#"{"id":3}"#.to_owned()]).unwrap();
         archive.sync().unwrap();
         assert_eq!(read_all(&path).lines().count(), 2, "later members append after the cut");
+    }
+
+    #[test]
+    fn a_first_write_that_fails_leaves_no_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut archive = Archive::open(dir.path(), 7).unwrap();
+        let first = member("task", "task", &[r#"{"id":1}"#.to_owned()]).unwrap();
+        let disk_full = |_: &mut File, _: &[u8]| Err(std::io::Error::new(std::io::ErrorKind::StorageFull, "full"));
+        assert!(archive.append("task".to_owned(), &first, disk_full).is_err());
+        let path = Archive::path(dir.path(), "task", 7);
+        assert!(!path.exists(), "a file without a gzip member is removed");
+        let half = |file: &mut File, bytes: &[u8]| {
+            file.write_all(&bytes[..bytes.len() / 2])?;
+            Err(std::io::Error::new(std::io::ErrorKind::StorageFull, "full"))
+        };
+        assert!(archive.append("task".to_owned(), &first, half).is_err());
+        assert!(!path.exists(), "nor one cut back to nothing");
+        archive.write("task", "task", &[r#"{"id":2}"#.to_owned()]).unwrap();
+        archive.sync().unwrap();
+        assert_eq!(read_all(&path), "{\"model\":\"task\",\"table\":\"task\",\"row\":{\"id\":2}}\n");
     }
 
     #[test]

@@ -18,6 +18,7 @@ pub(crate) use chunk_size::next_size as next_chunk_size;
 pub use count::{CountError, Counts, count};
 pub(crate) use count::{Dangling, count_dangling};
 pub(crate) use deletion::RunBatch;
+pub(crate) use deletion::whole_microseconds;
 pub use deletion::{DeleteError, DeleteOptions, Deletion, Summary, default_actor};
 pub use lookups::check_lookups;
 pub use run::{Engine, Finished, PrepareError};
@@ -58,7 +59,13 @@ pub(crate) fn not_found(ids: &Keys, found: &TextRows, key_types: &[KeyType]) -> 
 pub async fn check_root_ids(database: &Database, plan: &Plan, ids: &[String]) -> Result<(), DeleteError> {
     let schema = crate::schema::introspect(database).await?;
     let root = steps::node_sql(&plan.root, None, database.backend(), Some(&schema));
-    table_keys(&plan.root.table, &root.key_types, ids.to_vec()).map(|_| ())
+    root_keys(plan, &root.key_types, ids).map(|_| ())
+}
+
+/// The root ids of `plan` as keys of its root table, an id that does not fit being a refusal.
+pub(crate) fn root_keys(plan: &Plan, key_types: &[KeyType], ids: &[String]) -> Result<Keys, DeleteError> {
+    Keys::parse_for(key_types, ids.to_vec())
+        .map_err(|id| DeleteError::RootNotAnInteger { id, table: plan.root.table.clone() })
 }
 
 /// Every option's current value: the config's `[options]`, overridden by `cascade_option`.

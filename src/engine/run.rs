@@ -125,6 +125,7 @@ impl Engine {
             DeleteError::Archive(_)
             | DeleteError::Refused { .. }
             | DeleteError::NotAnInteger { .. }
+            | DeleteError::RootNotAnInteger { .. }
             | DeleteError::AmbiguousKey { .. }
             | DeleteError::UnmatchedReference { .. }
             | DeleteError::UncomparableRelation { .. }
@@ -148,7 +149,11 @@ impl Engine {
             return finished(deletion, RunOutcome::Skipped).await;
         }
         if deletion.none_found() {
-            return finished(deletion, RunOutcome::NotFound).await;
+            // A rerun of a run killed after its last commit finds the roots that run deleted
+            // gone: it finishes that run.
+            let outcome =
+                if deletion.summary().resumes.is_some() { RunOutcome::Succeeded } else { RunOutcome::NotFound };
+            return finished(deletion, outcome).await;
         }
         loop {
             if stop.as_ref().is_some_and(|stop| stop.load(Ordering::SeqCst)) {

@@ -43,6 +43,14 @@ pub enum PartitionError {
          retention.keep", humantime::format_rfc3339_seconds(*.0)
     )]
     FutureNow(std::time::SystemTime),
+    /// Now minus `retention.keep` is before 1970.
+    #[error("now minus retention.keep ({keep}) of model `{model}` is before 1970: no cut-off to prune at")]
+    CutoffBeforeEpoch {
+        /// The model.
+        model: String,
+        /// Its `keep`, such as `90d`.
+        keep: String,
+    },
     /// The database is not PostgreSQL.
     #[error("partitions need a PostgreSQL table partitioned by range; this database is SQLite (use `cascade delete`)")]
     NotPostgres,
@@ -119,9 +127,12 @@ impl Policy<'_> {
         quoted(self.table)
     }
 
-    /// Rows entered before this time are older than the policy.
-    pub fn cutoff(&self, now: SystemTime) -> SystemTime {
-        now.checked_sub(self.keep).unwrap_or(SystemTime::UNIX_EPOCH)
+    /// Rows entered before this time are older than the policy; an error when it falls before
+    /// 1970 (an early `--now`), since clamping it would drop rows the policy keeps.
+    pub fn cutoff(&self, now: SystemTime) -> Result<SystemTime, PartitionError> {
+        now.checked_sub(self.keep).filter(|cutoff| *cutoff >= SystemTime::UNIX_EPOCH).ok_or_else(|| {
+            PartitionError::CutoffBeforeEpoch { model: self.model.name.value.clone(), keep: describe(self.keep) }
+        })
     }
 }
 
@@ -223,7 +234,7 @@ pub struct Report {
 
 /// What `cascade partitions` reports for `policy` at `now`.
 pub async fn report(database: &Database, policy: &Policy<'_>, now: SystemTime) -> Result<Report, PartitionError> {
-    let cutoff = policy.cutoff(now);
+    let cutoff = policy.cutoff(now)?;
     let listed = partitions(database, policy.table, server_version(database).await?).await?;
     let drop = older_than(database, policy, &listed, cutoff).await?;
     let default_older_rows = match listed.iter().find(|partition| partition.default) {

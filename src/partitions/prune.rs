@@ -185,7 +185,7 @@ pub async fn prune(
     }
     let version = server_version(database).await?;
     let listed = partitions(database, policy.table, version).await?;
-    let drop = older_than(database, policy, &listed, policy.cutoff(now)).await?;
+    let drop = older_than(database, policy, &listed, policy.cutoff(now)?).await?;
     let has_default = listed.iter().any(|partition| partition.default);
     for partition in listed.iter().zip(drop).filter(|(_, drop)| *drop).map(|(partition, _)| partition) {
         let name = partition.qualified_name();

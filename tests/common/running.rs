@@ -20,6 +20,9 @@ pub const DELETION_STARTED: &str = "deletion started";
 /// What the engine logs after each committed chunk (with `model` and `rows`).
 pub const CHUNK_COMMITTED: &str = "chunk committed";
 
+/// What a command logs when Ctrl-C or SIGTERM reaches it.
+pub const STOPPING: &str = "stopping after the current chunk or delivery";
+
 /// What the engine logs when it reads a new value of a rate-limit option (with `option` and
 /// `rows_per_second`).
 pub const RATE_LIMIT_CHANGED: &str = "rate limit changed";

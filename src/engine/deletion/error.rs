@@ -85,9 +85,17 @@ pub enum DeleteError {
         /// What the database said.
         reason: String,
     },
-    /// A root id does not fit the key's type.
+    /// A key met in a table's rows does not fit the key's type.
     #[error("id `{id}` is not an integer, but the key of `{table}` is")]
     NotAnInteger {
+        /// The key as read.
+        id: String,
+        /// The table.
+        table: String,
+    },
+    /// A root id does not fit the key's type: found before the first write.
+    #[error("id `{id}` is not an integer, but the key of `{table}` is: nothing was deleted")]
+    RootNotAnInteger {
         /// The id as given.
         id: String,
         /// The root's table.
@@ -96,13 +104,14 @@ pub enum DeleteError {
 }
 
 impl DeleteError {
-    /// Whether the deletion was refused before its first write (a column's values that no lookup
-    /// could match, a relation the database cannot compare, an undeclared foreign key): nothing
-    /// was deleted. (A key that is not an integer can also be met halfway, in a child's rows.)
+    /// Whether the deletion was refused before its first write (a root id that does not fit the
+    /// key, a column's values that no lookup could match, a relation the database cannot
+    /// compare, an undeclared foreign key): nothing was deleted.
     pub fn refused_before_any_write(&self) -> bool {
         matches!(
             self,
             DeleteError::AmbiguousKey { .. }
+                | DeleteError::RootNotAnInteger { .. }
                 | DeleteError::UnmatchedReference { .. }
                 | DeleteError::UncomparableRelation { .. }
                 | DeleteError::UnregisteredReferences(_)

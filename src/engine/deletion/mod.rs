@@ -24,12 +24,13 @@ pub(crate) use options::RunBatch;
 pub use options::{DeleteOptions, default_actor};
 pub(crate) use preflight::{refuse_unmatched_lookups, uncomparable_relations};
 pub use summary::Summary;
+pub(crate) use summary::whole_microseconds;
 
 use super::archive::Archive;
 use super::chunk_size::ChunkSizes;
 use super::steps::StepSql;
-use super::table_keys;
 use super::throttle::Pacing;
+use super::{root_keys, table_keys};
 use crate::audit::{self, Run, RunOutcome, RunStart};
 use crate::config::Config;
 use crate::db::Database;
@@ -147,6 +148,8 @@ impl<'a> Deletion<'a> {
         options: DeleteOptions,
     ) -> Result<Self, DeleteError> {
         let started = Instant::now();
+        let root = StepSql::new(&plan.root, None, config, database.backend(), Some(schema), options.archive.is_some());
+        let ids = root_keys(plan, &root.sql.key_types, ids)?;
         // An archive that cannot be written stops the deletion before anything is recorded.
         if let Some(dir) = &options.archive {
             Archive::check(dir)?;
@@ -155,8 +158,6 @@ impl<'a> Deletion<'a> {
             refuse_unmatched_lookups(database, config, plan, schema).await?;
         }
         crate::db::migrate(database).await?;
-        let root = StepSql::new(&plan.root, None, config, database.backend(), Some(schema), options.archive.is_some());
-        let ids = table_keys(&plan.root.table, &root.sql.key_types, ids.to_vec())?;
 
         let mut summary = Summary::default();
         let (proceeding, skipped, missing) = sort_roots(database, &root, &ids, options.within.is_some()).await?;

@@ -15,14 +15,17 @@ pub struct Summary {
     /// Transactions committed.
     pub chunks: u64,
     /// The longest of them, in milliseconds.
+    #[serde(serialize_with = "whole_microseconds")]
     pub max_chunk_ms: f64,
     /// The 99th percentile of their times (nearest rank), in milliseconds; set by
     /// [`super::Deletion::finish`].
+    #[serde(serialize_with = "whole_microseconds")]
     pub p99_chunk_ms: f64,
     /// How long each transaction took, in milliseconds, in commit order.
     #[serde(skip)]
     pub chunk_ms: Vec<f64>,
     /// Time since the deletion started, in milliseconds.
+    #[serde(serialize_with = "whole_microseconds")]
     pub elapsed_ms: f64,
     /// Outbox tombstones written.
     pub outbox_rows: u64,
@@ -47,6 +50,12 @@ impl Summary {
     }
 }
 
+/// Milliseconds as JSON, rounded to whole microseconds: a clock's nanoseconds (`7.1236310000000005`)
+/// say nothing a reader needs.
+pub(crate) fn whole_microseconds<S: serde::Serializer>(ms: &f64, serializer: S) -> Result<S::Ok, S::Error> {
+    serializer.serialize_f64((ms * 1e3).round() / 1e3)
+}
+
 /// The `quantile` (0 to 1) of `values` by the nearest-rank method; 0 when there are none.
 pub(super) fn nearest_rank(values: &[f64], quantile: f64) -> f64 {
     let mut sorted = values.to_vec();
@@ -57,7 +66,7 @@ pub(super) fn nearest_rank(values: &[f64], quantile: f64) -> f64 {
 
 #[cfg(test)]
 mod tests {
-    use super::nearest_rank;
+    use super::{Summary, nearest_rank};
 
     #[test]
     fn the_99th_percentile_is_a_measured_value_by_nearest_rank() {
@@ -66,5 +75,16 @@ mod tests {
         assert_eq!(nearest_rank(&[3.0, 1.0, 2.0], 0.99), 3.0);
         assert_eq!(nearest_rank(&[7.5], 0.99), 7.5);
         assert_eq!(nearest_rank(&[], 0.99), 0.0);
+    }
+
+    #[test]
+    fn milliseconds_are_written_to_the_microsecond() {
+        let summary =
+            Summary { max_chunk_ms: 7.1236310000000005, p99_chunk_ms: 0.0004, elapsed_ms: 12.5, ..Summary::default() };
+        let json = serde_json::to_value(&summary).unwrap();
+        assert_eq!(
+            (&json["max_chunk_ms"], &json["p99_chunk_ms"], &json["elapsed_ms"]),
+            (&serde_json::json!(7.124), &serde_json::json!(0.0), &serde_json::json!(12.5))
+        );
     }
 }
