@@ -64,7 +64,11 @@ fn schema(on_delete: &str) -> String {
         // Rows spread over their parents, some on none: the roots' cascade reaches some rows of
         // every level by one path or by both, and leaves others.
         let parent = |id: usize, shift: usize| {
-            if (id + shift).is_multiple_of(5) { "NULL".to_owned() } else { ((id * 5 + shift + level) % ROWS + 1).to_string() }
+            if (id + shift).is_multiple_of(5) {
+                "NULL".to_owned()
+            } else {
+                ((id * 5 + shift + level) % ROWS + 1).to_string()
+            }
         };
         for id in 1..=ROWS {
             sql.push_str(&format!("INSERT INTO a{level} VALUES ({id}, {});\n", parent(id, 0)));
