@@ -126,7 +126,13 @@ fn relations(report: &Value) -> Vec<(String, String, String, bool, u64, Value)> 
         .collect()
 }
 
-fn relation(child: &str, column: &str, key: &str, declared: bool, sample: &[&str]) -> (String, String, String, bool, u64, Value) {
+fn relation(
+    child: &str,
+    column: &str,
+    key: &str,
+    declared: bool,
+    sample: &[&str],
+) -> (String, String, String, bool, u64, Value) {
     (child.to_owned(), column.to_owned(), key.to_owned(), declared, sample.len() as u64, json!(sample))
 }
 
@@ -185,7 +191,11 @@ fn check_composite_orphans(url: &str) {
         relations(&after).into_iter().filter(|r| r.4 > 0).map(|(child, .., orphans, _)| (child, orphans)).collect();
     assert_eq!(left, [("revision_note".to_owned(), 2)], "only the undeclared key's orphans are left: {after:#}");
     let ids = |table: &str| -> Vec<String> {
-        texts(url, &format!("SELECT CAST(id AS TEXT) FROM {table} ORDER BY id")).into_iter().flatten().flatten().collect()
+        texts(url, &format!("SELECT CAST(id AS TEXT) FROM {table} ORDER BY id"))
+            .into_iter()
+            .flatten()
+            .flatten()
+            .collect()
     };
     assert_eq!(ids("edge"), ["1", "4", "5", "6"]);
     assert_eq!(ids("edge_tag"), ["12", "13"]);

@@ -132,7 +132,8 @@ pub(super) fn candidates<'a>(
             let mut unresolved = None;
             for (column, key) in columns.iter().zip(&referenced) {
                 let Some(key_column) = parent_table.column(key) else {
-                    unresolved = Some(format!("`{}` has no column `{key}`, which `{described}` references", parent_table.name));
+                    unresolved =
+                        Some(format!("`{}` has no column `{key}`, which `{described}` references", parent_table.name));
                     break;
                 };
                 let Some(child_column) = child_table.column(column) else {

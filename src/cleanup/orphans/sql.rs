@@ -234,11 +234,7 @@ impl Group<'_> {
         for (index, column) in relation.catalog_columns().iter().enumerate() {
             sql.push(if index == 0 { "" } else { ", " }).identifier(column).push(" = NULL");
         }
-        sql.push(" WHERE ").key_list(
-            &self.key,
-            &self.key_type,
-            Param::Keys(Keys::read(&self.key_type, keys.to_vec())),
-        );
+        sql.push(" WHERE ").key_list(&self.key, &self.key_type, Param::Keys(Keys::read(&self.key_type, keys.to_vec())));
         sql.push(" AND ");
         relation.orphan_condition(&mut sql);
         sql.finish()
