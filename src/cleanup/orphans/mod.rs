@@ -260,6 +260,37 @@ strategy = "bulk"
         assert!(!sample.sql.contains("NOT IN"));
     }
 
+    /// Over several columns: one equality per pair, every column tested for NULL (a row with a
+    /// NULL in one of them references nothing).
+    #[test]
+    fn orphans_over_several_columns_match_on_every_pair() {
+        let config = fixture::config(
+            r#"
+[models.node]
+table = "node"
+key = ["node_id", "version"]
+children = [{ model = "edge", columns = ["node_id", "version"] }]
+
+[models.edge]
+table = "edge"
+strategy = "bulk"
+"#,
+        );
+        let schema = parse_ddl(
+            "CREATE TABLE node (node_id bigint, version bigint, PRIMARY KEY (node_id, version));
+             CREATE TABLE edge (id bigint PRIMARY KEY, node_id bigint, version bigint);",
+        )
+        .schema;
+        let mut filter = Filter::new(&OrphanOptions::default(), &config, &schema).unwrap();
+        let (counted, skipped) = candidates(&config, &schema, &mut filter);
+        assert!(skipped.is_empty());
+        assert_eq!(counted[0].column(), "node_id, version");
+        assert_eq!(
+            counted[0].count(Kind::Postgres.backend()).sql,
+            r#"SELECT COUNT(*) FROM "edge" AS "orphan" LEFT JOIN "node" AS "parent" ON "parent"."node_id" = "orphan"."node_id" AND "parent"."version" = "orphan"."version" WHERE "orphan"."node_id" IS NOT NULL AND "orphan"."version" IS NOT NULL AND "parent"."node_id" IS NULL"#
+        );
+    }
+
     /// Under a parent key that is not unique, SQLite's join would read every parent row holding
     /// the value: the count stays a `NOT EXISTS`, which stops at the first.
     #[test]
