@@ -26,14 +26,9 @@ impl Edge {
     /// `{ model = "child", column = "c"` (or `columns = [...]`, and `references = ...`), open.
     fn relation(&self, child: &str) -> String {
         let mut relation = format!("{{ model = {}, ", toml_string(child));
-        relation.push_str(&match self.columns.as_slice() {
-            [one] => format!("column = {}", toml_string(one)),
-            several => format!("columns = {}", toml_list(several)),
-        });
-        match self.references.as_deref() {
-            Some([one]) => relation.push_str(&format!(", references = {}", toml_string(one))),
-            Some(several) => relation.push_str(&format!(", references = {}", toml_list(several))),
-            None => {}
+        relation.push_str(&toml_columns("column", &self.columns));
+        if let Some(references) = &self.references {
+            relation.push_str(&format!(", {}", toml_columns("references", references)));
         }
         relation
     }
@@ -300,6 +295,16 @@ fn break_cycles(tables: usize, edges: &[Edge], names: &[String]) -> Vec<Decision
 
 fn toml_string(text: &str) -> String {
     toml::Value::String(text.to_owned()).to_string()
+}
+
+/// `column = "a"` or `columns = ["a", "b"]` as a relation writes them (`key` is the singular
+/// key; `references` is the same key either way).
+pub(crate) fn toml_columns(key: &str, columns: &[String]) -> String {
+    match columns {
+        [one] => format!("{key} = {}", toml_string(one)),
+        several if key == "column" => format!("columns = {}", toml_list(several)),
+        several => format!("{key} = {}", toml_list(several)),
+    }
 }
 
 fn toml_list(items: &[String]) -> String {

@@ -6,6 +6,7 @@
 use crate::config::{Located, Model};
 use crate::diagnostic::{Code, Diagnostic};
 use crate::planner::Context;
+use crate::planner::generate::toml_columns;
 use crate::schema::{ForeignKey, ReferentialAction, Table};
 
 pub(super) fn check(context: &Context<'_>, diagnostics: &mut Vec<Diagnostic>) {
@@ -187,18 +188,6 @@ fn help(context: &Context<'_>, model: &Model, child_table: &Table, key: &Foreign
          or {{ table = \"{}\", {columns}, reason = \"...\" }} to its ignore_references",
         model.name.value, child_table.name
     )
-}
-
-/// `column = "a"`, or `columns = ["a", "b"]` (`name` is the singular key).
-fn toml_columns(name: &str, columns: &[String]) -> String {
-    match columns {
-        [one] => format!("{name} = \"{one}\""),
-        several => {
-            let quoted: Vec<String> = several.iter().map(|column| format!("\"{column}\"")).collect();
-            let plural = if name == "column" { "columns" } else { name };
-            format!("{plural} = [{}]", quoted.join(", "))
-        }
-    }
 }
 
 #[cfg(test)]
