@@ -24,7 +24,7 @@ pub use lookups::check_lookups;
 pub use run::{Engine, Finished, PrepareError};
 pub(crate) use sql::RootGuard;
 pub use steps::{ListedStatement, StepStatements, list as list_statements};
-pub(crate) use throttle::Pacing;
+pub(crate) use throttle::{Pacing, least_bursts, limits_above, paced_seconds};
 
 pub(crate) use sql::status_in;
 

@@ -16,7 +16,7 @@ use governor::middleware::NoOpMiddleware;
 use governor::state::{InMemoryState, NotKeyed};
 use governor::{Quota, RateLimiter};
 
-use crate::planner::{Plan, PlanNode};
+use crate::planner::{Dag, Plan, PlanNode};
 use crate::telemetry;
 
 type Bucket<C> = RateLimiter<NotKeyed, InMemoryState, C, NoOpMiddleware<<C as Clock>::Instant>>;
@@ -32,7 +32,7 @@ pub(super) struct Throttle<C: Clock + Clone = DefaultClock> {
 impl Throttle<DefaultClock> {
     /// A throttle on the wall clock for the rate limits of `plan`.
     pub(super) fn for_plan(plan: &Plan) -> Self {
-        Self::new(DefaultClock::default(), least_bursts(plan))
+        Self::new(DefaultClock::default(), least_bursts(&Dag::of(plan)))
     }
 }
 
@@ -65,7 +65,7 @@ impl<C: Clock + Clone> Throttle<C> {
     /// caller of an option, so models sharing a limit share one bucket.
     fn burst(&self, option: &str, rate: f64) -> NonZeroU32 {
         let least = self.least_bursts.get(option).copied().unwrap_or(1);
-        nonzero(to_u32((rate.ceil() as u64).max(least)))
+        nonzero(to_u32(bucket_rows(rate, least)))
     }
 }
 
@@ -137,22 +137,49 @@ impl std::fmt::Debug for Pacing {
 
 /// Per option, the largest configured chunk of the steps it paces: the steps of the models that
 /// name it and every step below them.
-pub(super) fn least_bursts(plan: &Plan) -> HashMap<String, u64> {
-    fn visit<'a>(node: &'a PlanNode, above: &mut Vec<&'a str>, bursts: &mut HashMap<String, u64>) {
-        let own = node.rate_limit.as_deref();
-        above.extend(own);
-        for option in above.iter() {
-            let burst = bursts.entry((*option).to_owned()).or_default();
+pub(crate) fn least_bursts(dag: &Dag<'_>) -> HashMap<String, u64> {
+    let mut bursts: HashMap<String, u64> = HashMap::new();
+    for (node, limits) in limits_above(dag) {
+        for limit in limits {
+            let burst = bursts.entry(limit.to_owned()).or_default();
             *burst = (*burst).max(node.chunk_size);
         }
-        node.children.iter().for_each(|child| visit(child, above, bursts));
-        if own.is_some() {
-            above.pop();
-        }
     }
-    let mut bursts = HashMap::new();
-    visit(&plan.root, &mut Vec::new(), &mut bursts);
     bursts
+}
+
+/// Each node of `dag` with the rate limits its chunks may be charged to: its own and those of
+/// every node above it on any path from the root, each once.
+pub(crate) fn limits_above<'a>(dag: &Dag<'a>) -> Vec<(&'a PlanNode, Vec<&'a str>)> {
+    let mut by_step: HashMap<usize, Vec<&'a str>> = HashMap::with_capacity(dag.nodes().len());
+    // Parents come before their children, so each parent's limits are known when a child is met.
+    for &node in dag.nodes() {
+        let mut limits: Vec<&'a str> = node.rate_limit.as_deref().into_iter().collect();
+        for parent in dag.parents(node) {
+            for limit in &by_step[&parent.step] {
+                if !limits.contains(limit) {
+                    limits.push(limit);
+                }
+            }
+        }
+        by_step.insert(node.step, limits);
+    }
+    dag.nodes().iter().map(|&node| (node, by_step.remove(&node.step).unwrap_or_default())).collect()
+}
+
+/// The rows a bucket at `rate` rows per second holds: one second of rows or `least_burst` (the
+/// largest chunk it paces), whichever is more.
+pub(crate) fn bucket_rows(rate: f64, least_burst: u64) -> u64 {
+    u64::from(nonzero(to_u32((rate.ceil() as u64).max(least_burst))).get())
+}
+
+/// The least time charging `rows` to a bucket at `rate` takes: the first bucketful goes at once,
+/// the rest at the rate. The estimate of `plan` uses it, so it promises what the throttle does.
+pub(crate) fn paced_seconds(rows: u64, rate: f64, least_burst: u64) -> f64 {
+    match rate > 0.0 && rate.is_finite() {
+        true => rows.saturating_sub(bucket_rows(rate, least_burst)) as f64 / rate,
+        false => 0.0,
+    }
 }
 
 /// The rate limits a chunk of `path`'s last node is charged to: its own and its ancestors', each
@@ -174,6 +201,12 @@ fn to_u32(value: u64) -> u32 {
 fn nonzero(value: u32) -> NonZeroU32 {
     NonZeroU32::new(value.max(1)).expect("at least 1")
 }
+
+/// The tests' seeded generator, shared with the integration tests.
+#[cfg(test)]
+#[path = "../../tests/common/random.rs"]
+#[allow(dead_code, unreachable_pub)]
+mod random;
 
 #[cfg(test)]
 mod tests {
@@ -207,6 +240,34 @@ mod tests {
             }
         }
         Duration::from_nanos(clock.now().saturating_sub(start).as_u64())
+    }
+
+    /// The estimate's model against the throttle itself: random rates, bucket sizes and chunks
+    /// (none larger than the bucket's least burst, as a plan's are), charged on the fake clock.
+    #[test]
+    fn paced_seconds_is_what_the_throttle_takes() {
+        let mut random = super::random::Random::seeded(29);
+        let mut waited = 0;
+        for case in 0..500 {
+            let rate = [0.5, 3.0, 100.0, 300.0, 2_500.0][random.below(5) as usize];
+            let least_burst = 1 + random.below(6_000);
+            let clock = FakeRelativeClock::default();
+            let mut throttle = Throttle::new(clock.clone(), bursts(least_burst));
+            let chunks: Vec<u64> = (0..1 + random.below(40)).map(|_| 1 + random.below(least_burst)).collect();
+            let mut taken = Duration::ZERO;
+            for rows in &chunks {
+                taken += run(&mut throttle, &clock, &[("rows_per_second", rate)], 1, *rows);
+            }
+            let expected = paced_seconds(chunks.iter().sum(), rate, least_burst);
+            // The throttle's period is whole nanoseconds, so it drifts by a nanosecond a row.
+            let tolerance = 1e-9 * chunks.iter().sum::<u64>() as f64 + 1e-6;
+            assert!(
+                (taken.as_secs_f64() - expected).abs() <= tolerance,
+                "case {case}: {chunks:?} at {rate} rows/s, bucket {least_burst}: took {taken:?}, estimated {expected}"
+            );
+            waited += usize::from(!taken.is_zero());
+        }
+        assert!(waited > 100, "only {waited} cases waited at all");
     }
 
     #[test]
@@ -288,14 +349,14 @@ chunk_size = 500
         // the organization's limit paces them (45 s after its first chunk), not only the one
         // organization row.
         assert_eq!(
-            least_bursts(&plan),
+            least_bursts(&Dag::of(&plan)),
             HashMap::from([
                 ("organization.rows_per_second".to_owned(), 500),
                 ("project.rows_per_second".to_owned(), 500)
             ])
         );
         let clock = FakeRelativeClock::default();
-        let mut throttle = Throttle::new(clock.clone(), least_bursts(&plan));
+        let mut throttle = Throttle::new(clock.clone(), least_bursts(&Dag::of(&plan)));
         let rates: Vec<(&str, f64)> = limits.iter().map(|limit| (*limit, config.option_values()[*limit])).collect();
         assert_eq!(run(&mut throttle, &clock, &rates, 10, 500), Duration::from_secs(45));
     }

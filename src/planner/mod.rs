@@ -2,11 +2,13 @@
 //! the whole config and reports all it finds; `compile` turns a root model into a plan tree.
 
 mod compile;
+mod dag;
 mod generate;
 mod graph;
 mod rules;
 
 pub use compile::{CompileError, OutboxTarget, Plan, PlanNode, compile, declared_model};
+pub(crate) use dag::{ChildrenId, Dag, children_id};
 pub use generate::starting_config;
 pub(crate) use graph::ModelGraph;
 

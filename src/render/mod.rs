@@ -15,8 +15,8 @@ use serde::Serialize;
 
 use crate::engine::Counts;
 use crate::engine::StepStatements;
+use crate::planner::{ChildrenId, Dag, children_id};
 use crate::planner::{Plan, PlanNode};
-use dag::{ChildrenId, Dag, children_id};
 
 /// The built-in forms of a plan.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -99,7 +99,7 @@ pub struct Measure {
     /// Chunks needed at most: each chunk of the parent may end with a partial chunk of this step.
     pub max_chunks: Option<u64>,
     /// Seconds this step's rate limit makes it and the steps below it take at least (their rows
-    /// count against it too).
+    /// count against it too), after the limit's first bucketful.
     pub seconds: Option<f64>,
 }
 
@@ -144,8 +144,9 @@ pub struct Estimate {
     pub chunks: Option<u64>,
     /// Chunks at most, as the executor chunks each step once per chunk of its parent.
     pub max_chunks: Option<u64>,
-    /// Seconds the slowest rate limit imposes at most (its first bucketful makes it less):
-    /// each limit paces the rows of its model and of every model below it.
+    /// Seconds the slowest rate limit imposes, as the throttle paces: each limit's bucket lets
+    /// its first bucketful (one second of rows or its largest chunk) go at once and the rest at
+    /// its rate; each limit paces the rows of its model and of every model below it.
     pub seconds: Option<f64>,
     /// Rows of the models with no rate limit on their path from the root, each row once.
     pub unthrottled_rows: Option<u64>,
@@ -174,7 +175,7 @@ impl<'a> PlanView<'a> {
             edges: Vec::new(),
         };
         flattening.visit(&plan.root, None, 0, String::new(), "");
-        let estimate = counts.map(|counts| dag::estimate(&dag, &measures, counts)).unwrap_or_default();
+        let estimate = counts.map(|counts| dag::estimate(&dag, &measures, counts, rates)).unwrap_or_default();
         Self {
             root: plan.root.model.clone(),
             ids: ids.to_vec(),
