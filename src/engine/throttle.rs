@@ -21,6 +21,10 @@ use crate::telemetry;
 
 type Bucket<C> = RateLimiter<NotKeyed, InMemoryState, C, NoOpMiddleware<<C as Clock>::Instant>>;
 
+/// The slowest pace a limit keeps, one row an hour: a smaller rate (an option set to `1e-30`)
+/// paces at it, because a longer period overflows the bucket's arithmetic.
+const SLOWEST_RATE: f64 = 1.0 / 3600.0;
+
 pub(super) struct Throttle<C: Clock + Clone = DefaultClock> {
     clock: C,
     /// Per option: the rate its bucket was built for, and the bucket.
@@ -49,7 +53,7 @@ impl<C: Clock + Clone> Throttle<C> {
             return Ok(rows);
         }
         if self.buckets.get(option).is_none_or(|(built_for, _)| *built_for != rate) {
-            let period = Duration::from_secs_f64(1.0 / rate).max(Duration::from_nanos(1));
+            let period = Duration::from_secs_f64(1.0 / rate.max(SLOWEST_RATE)).max(Duration::from_nanos(1));
             let quota = Quota::with_period(period).expect("a positive period").allow_burst(self.burst(option, rate));
             self.buckets.insert(option.to_owned(), (rate, RateLimiter::direct_with_clock(quota, self.clock.clone())));
         }
@@ -119,7 +123,8 @@ impl Pacing {
 
 /// Sleeps for `wait`, looking at the stop flag often; `false` when stopped.
 async fn sleep_unless_stopped(wait: Duration, stop: Option<&AtomicBool>) -> bool {
-    let until = Instant::now() + wait;
+    // A wait past what the clock can hold: an hour, then the bucket is asked again.
+    let until = Instant::now().checked_add(wait).unwrap_or_else(|| Instant::now() + Duration::from_secs(3600));
     while Instant::now() < until {
         if stop.is_some_and(|stop| stop.load(Ordering::SeqCst)) {
             return false;
@@ -177,7 +182,7 @@ pub(crate) fn bucket_rows(rate: f64, least_burst: u64) -> u64 {
 /// the rest at the rate. The estimate of `plan` uses it, so it promises what the throttle does.
 pub(crate) fn paced_seconds(rows: u64, rate: f64, least_burst: u64) -> f64 {
     match rate > 0.0 && rate.is_finite() {
-        true => rows.saturating_sub(bucket_rows(rate, least_burst)) as f64 / rate,
+        true => rows.saturating_sub(bucket_rows(rate, least_burst)) as f64 / rate.max(SLOWEST_RATE),
         false => 0.0,
     }
 }
@@ -268,6 +273,16 @@ mod tests {
             waited += usize::from(!taken.is_zero());
         }
         assert!(waited > 100, "only {waited} cases waited at all");
+    }
+
+    #[test]
+    fn a_vanishing_rate_waits_instead_of_panicking() {
+        let clock = FakeRelativeClock::default();
+        let mut throttle = Throttle::new(clock.clone(), bursts(1));
+        assert_eq!(throttle.try_take("rows_per_second", 1e-30, 1), Ok(1));
+        let wait = throttle.try_take("rows_per_second", 1e-30, 1).unwrap_err();
+        assert_eq!(wait, Duration::from_secs(3600));
+        assert_eq!(paced_seconds(2, 1e-30, 1), 3600.0);
     }
 
     #[test]
