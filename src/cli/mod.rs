@@ -2,6 +2,7 @@
 
 mod delete;
 mod demo;
+mod diff;
 mod duplicates;
 mod init;
 mod metrics;
@@ -87,6 +88,8 @@ pub enum Command {
     Schema,
     /// Dry-run: the cascade tree of a model; with ids and a database, the rows of every step.
     Plan(plan::Args),
+    /// What a config change does to deletions: every change, destructive, attention or safe.
+    Diff(diff::Args),
     /// Delete rows and everything below them, children first, in small transactions.
     Delete(delete::Args),
     /// Build a demo SQLite database and walk validate → plan → delete on it.
@@ -149,6 +152,7 @@ pub fn main() -> ExitCode {
         Command::Schema => schema::run(),
         Command::Init(args) => init::run(&cli, args),
         Command::Plan(args) => plan::run(&cli, args),
+        Command::Diff(args) => diff::run(&cli, args),
         Command::Delete(args) => delete::run(&cli, args),
         Command::Demo(args) => demo::run(&cli, args),
         Command::Schedule(args) => schedule::schedule(&cli, args),
