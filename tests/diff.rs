@@ -1,0 +1,396 @@
+//! `cascade diff` from the command line: configs compared from directories and from git
+//! revisions, every output format, the `--fail-on` gate, counts on both databases, and the sticky
+//! pull-request comment against a stand-in of GitHub's API.
+
+mod common;
+
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+
+use common::{cascade, json_output, on_each_database, project};
+use serde_json::{Value, json};
+
+const BASE: &str = r#"
+[models.org]
+table = "org"
+children = [
+  { model = "project", column = "org_id" },
+  { model = "member", column = "org_id", on_delete = "nullify" },
+]
+
+[models.project]
+table = "project"
+children = [{ model = "task", column = "project_id" }]
+
+[models.task]
+table = "task"
+strategy = "bulk"
+
+[models.member]
+table = "member"
+strategy = "bulk"
+"#;
+
+/// A project holding the base config in `base/` and `head` in `cascades/`.
+fn pair(head: &str) -> tempfile::TempDir {
+    project(&[("base/cascade.toml", BASE), ("cascades/cascade.toml", head)])
+}
+
+fn nullify_to_delete() -> String {
+    BASE.replace(
+        "{ model = \"member\", column = \"org_id\", on_delete = \"nullify\" }",
+        "{ model = \"member\", column = \"org_id\" }",
+    )
+}
+
+fn run(dir: &Path, args: &[&str]) -> (i32, String, String) {
+    let output = cascade(dir).arg("diff").args(args).output().expect("run cascade diff");
+    (
+        output.status.code().expect("an exit code"),
+        String::from_utf8_lossy(&output.stdout).into_owned(),
+        String::from_utf8_lossy(&output.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn the_same_config_is_no_change_and_passes_every_gate() {
+    let dir = pair(BASE);
+    let (code, out, _) = run(dir.path(), &["--base", "base", "--fail-on", "attention"]);
+    assert_eq!((code, out.as_str()), (0, "no change to deletions\n"));
+    let json = json_output(cascade(dir.path()).args(["diff", "--base", "base", "--format", "json"]));
+    assert_eq!(json["changes"], json!([]));
+    assert!(json.get("counts").is_none(), "counts only with a database: {json}");
+}
+
+#[test]
+fn json_lists_each_change_with_its_severity_kind_and_reason() {
+    let dir = pair(&nullify_to_delete());
+    let json = json_output(cascade(dir.path()).args(["diff", "--base", "base", "--format", "json"]));
+    let change = &json["changes"][0];
+    assert_eq!(json["changes"].as_array().unwrap().len(), 1, "{json}");
+    assert_eq!(change["severity"], "destructive");
+    assert_eq!(change["kind"], "on_delete_changed");
+    assert_eq!(change["model"], "org");
+    assert_eq!(change["relation"], "org → member (org_id)");
+    assert_eq!((&change["before"], &change["after"]), (&json!("nullify"), &json!("delete")));
+    assert!(change["reason"].as_str().unwrap().contains("now they are deleted"), "{change}");
+    assert_eq!(change["roots"], json!(["org"]));
+    assert_eq!(change["location"], json!({"side": "head", "file": "cascades/cascade.toml", "line": 6, "column": 3}));
+    assert_eq!(json["summary"], json!({"destructive": 1, "attention": 0, "safe": 0}));
+}
+
+#[test]
+fn fail_on_gates_by_severity() {
+    let destructive = pair(&nullify_to_delete());
+    let attention =
+        pair(&BASE.replace("  { model = \"member\", column = \"org_id\", on_delete = \"nullify\" },\n", ""));
+    let safe =
+        pair(&BASE.replace(
+            "strategy = \"bulk\"\n\n[models.member]",
+            "strategy = \"bulk\"\nchunk_size = 50\n\n[models.member]",
+        ));
+    let cases = [
+        (&destructive, "destructive", 1),
+        (&destructive, "attention", 1),
+        (&attention, "destructive", 0),
+        (&attention, "attention", 1),
+        (&safe, "destructive", 0),
+        (&safe, "attention", 0),
+    ];
+    for (dir, fail_on, expected) in cases {
+        let (code, out, err) = run(dir.path(), &["--base", "base", "--fail-on", fail_on]);
+        assert_eq!(code, expected, "--fail-on {fail_on}:\n{out}{err}");
+        assert!(out.starts_with("1 change to deletions"), "{out}");
+    }
+    // Without --fail-on a review never fails.
+    assert_eq!(run(destructive.path(), &["--base", "base"]).0, 0);
+}
+
+#[test]
+fn human_markdown_and_github_forms() {
+    let dir = pair(&nullify_to_delete());
+    let (_, human, _) = run(dir.path(), &["--base", "base"]);
+    assert!(human.starts_with("1 change to deletions: 1 destructive, 0 attention, 0 safe\n"), "{human}");
+    assert!(human.contains("destructive on delete changed: org → member (org_id): nullify → delete"), "{human}");
+    assert!(human.contains("cascades/cascade.toml:6:3 · reaches org"), "{human}");
+
+    let (_, markdown, _) = run(dir.path(), &["--base", "base", "--format", "markdown"]);
+    assert!(markdown.starts_with("<!-- cascade-diff -->\n### cascade diff: 1 change to deletions"), "{markdown}");
+    assert!(markdown.contains("| `org` | 1 | 0 | 0 |"), "{markdown}");
+    assert!(
+        markdown.contains("| 🔴 **destructive** | on delete changed: org → member (org_id) | nullify → delete |"),
+        "{markdown}"
+    );
+
+    let (_, github, _) = run(dir.path(), &["--base", "base", "--format", "github"]);
+    assert!(
+        github.starts_with("::error file=cascades/cascade.toml,line=6,col=3,title=destructive (on_delete_changed)::"),
+        "{github}"
+    );
+    assert_eq!(github.lines().count(), 1, "one workflow command per change: {github}");
+}
+
+#[test]
+fn a_config_with_errors_is_not_reviewed() {
+    let dir = pair(&BASE.replace("model = \"task\"", "model = \"tsak\""));
+    let (code, out, err) = run(dir.path(), &["--base", "base"]);
+    assert_eq!(code, 2, "{out}{err}");
+    assert!(err.contains("unknown model `tsak`"), "{err}");
+    assert!(err.contains("error: the head config has errors"), "{err}");
+    assert!(out.is_empty());
+    let (code, _, err) = run(dir.path(), &["--base", "missing"]);
+    assert_eq!(code, 2);
+    assert!(err.contains("config path `missing` does not exist"), "{err}");
+}
+
+fn git(dir: &Path, args: &[&str]) {
+    let output = std::process::Command::new("git")
+        .current_dir(dir)
+        .args(["-c", "user.name=test", "-c", "user.email=test@example.com"])
+        .args(args)
+        .output()
+        .expect("git runs");
+    assert!(output.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&output.stderr));
+}
+
+#[test]
+fn base_rev_reads_the_config_from_git_without_a_checkout() {
+    let dir = project(&[("cascades/cascade.toml", BASE), ("cascades/notes.txt", "not a config")]);
+    git(dir.path(), &["init", "-q", "-b", "main"]);
+    git(dir.path(), &["add", "."]);
+    git(dir.path(), &["commit", "-qm", "base"]);
+    std::fs::write(dir.path().join("cascades/cascade.toml"), nullify_to_delete()).unwrap();
+    std::fs::write(dir.path().join("cascades/extra.toml"), "[models.audit]\ntable = \"audit\"\n").unwrap();
+
+    let json = json_output(cascade(dir.path()).args(["diff", "--base-rev", "main", "--format", "json"]));
+    let kinds: Vec<(&str, &str)> = json["changes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| (c["severity"].as_str().unwrap(), c["kind"].as_str().unwrap()))
+        .collect();
+    assert_eq!(kinds, [("destructive", "on_delete_changed"), ("safe", "model_added")]);
+    // The working tree is as it was.
+    assert!(
+        std::fs::read_to_string(dir.path().join("cascades/cascade.toml")).unwrap().contains("column = \"org_id\" }")
+    );
+
+    // From a subdirectory, and with the config given as one file.
+    let nested = dir.path().join("cascades");
+    let (code, out, err) = run(&nested, &["--config", "cascade.toml", "--base-rev", "main", "--format", "json"]);
+    assert_eq!(code, 0, "{err}");
+    let json: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(json["changes"].as_array().unwrap().len(), 1, "{json}");
+    assert_eq!(json["changes"][0]["kind"], "on_delete_changed");
+
+    let (code, _, err) = run(dir.path(), &["--base-rev", "no-such-branch"]);
+    assert_eq!(code, 2);
+    assert!(err.contains("`no-such-branch` is not a revision of this repository"), "{err}");
+    let (code, _, err) = run(dir.path(), &["--base-rev", "--output=/tmp/x"]);
+    assert_eq!(code, 2, "{err}");
+}
+
+#[test]
+fn a_config_new_in_the_head_is_all_added() {
+    let dir = project(&[("README", "x")]);
+    git(dir.path(), &["init", "-q", "-b", "main"]);
+    git(dir.path(), &["add", "."]);
+    git(dir.path(), &["commit", "-qm", "no config yet"]);
+    std::fs::create_dir(dir.path().join("cascades")).unwrap();
+    std::fs::write(dir.path().join("cascades/cascade.toml"), BASE).unwrap();
+    let (code, out, err) = run(dir.path(), &["--base-rev", "main", "--format", "json"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(err.contains("note: `main` has no config at `cascades`: every model is new"), "{err}");
+    let json: Value = serde_json::from_str(&out).unwrap();
+    let kinds: Vec<&str> = json["changes"].as_array().unwrap().iter().map(|c| c["kind"].as_str().unwrap()).collect();
+    assert_eq!(kinds, ["model_added"; 4]);
+}
+
+const SCHEMA: &str = "
+CREATE TABLE org (id BIGINT PRIMARY KEY);
+CREATE TABLE project (id BIGINT PRIMARY KEY, org_id BIGINT);
+CREATE TABLE task (id BIGINT PRIMARY KEY, project_id BIGINT);
+CREATE TABLE member (id BIGINT PRIMARY KEY, org_id BIGINT);
+CREATE INDEX project_org ON project (org_id);
+CREATE INDEX task_project ON task (project_id);
+CREATE INDEX member_org ON member (org_id);
+INSERT INTO org VALUES (1), (2);
+INSERT INTO project VALUES (10, 1), (11, 1), (12, 2);
+INSERT INTO task VALUES (100, 10), (101, 10), (102, 11), (103, 12);
+INSERT INTO member VALUES (1000, 1), (1001, 1), (1002, 1), (1003, 2);
+";
+
+on_each_database!(counts_side_by_side_on_sqlite, counts_side_by_side_on_postgres, |databases| {
+    let url = databases.create(SCHEMA);
+    let dir = pair(&nullify_to_delete());
+    let json = json_output(cascade(dir.path()).args([
+        "diff",
+        "--base",
+        "base",
+        "--format",
+        "json",
+        "--database-url",
+        &url,
+        "--model",
+        "org",
+        "--id",
+        "1",
+    ]));
+    let count = |sql: &str| json!(common::count(&url, sql));
+    assert_eq!(
+        json["counts"]["base"]["deleted"]["task"],
+        count("SELECT COUNT(*) FROM task JOIN project p ON p.id = project_id WHERE p.org_id = 1")
+    );
+    assert_eq!(json["counts"]["base"]["nullified"]["member"], count("SELECT COUNT(*) FROM member WHERE org_id = 1"));
+    assert_eq!(json["counts"]["head"]["deleted"]["member"], json!(3));
+    assert!(json["counts"]["head"]["nullified"].get("member").is_none_or(|n| n == 0), "{json}");
+    assert_eq!(json["counts"]["base"]["deleted"]["org"], json!(1));
+    // Read only: nothing was deleted.
+    assert_eq!(common::count(&url, "SELECT COUNT(*) FROM member WHERE org_id IS NOT NULL"), 4);
+    let (_, human, _) = run(dir.path(), &["--base", "base", "--database-url", &url, "--model", "org", "--id", "1"]);
+    assert!(human.contains("rows for org 1:"), "{human}");
+    assert!(
+        human
+            .lines()
+            .any(|line| line.split_whitespace().collect::<Vec<_>>() == ["member", "0", "→", "3", "3", "→", "0"]),
+        "{human}"
+    );
+});
+
+/// A stand-in of the part of GitHub's REST API the comment uses: one pull request's comments,
+/// listed a page at a time, created and updated.
+#[derive(Default)]
+struct Api {
+    comments: Mutex<Vec<(u64, String)>>,
+    bad_tokens: Mutex<usize>,
+}
+
+/// The API as the mock server answers with it (shared with the test, which reads the comments).
+struct Responder(Arc<Api>);
+
+impl wiremock::Respond for Responder {
+    fn respond(&self, request: &wiremock::Request) -> wiremock::ResponseTemplate {
+        let api = &self.0;
+        let authorized = request.headers.get("authorization").is_some_and(|v| v == "Bearer s3cret-t0ken");
+        if !authorized {
+            *api.bad_tokens.lock().unwrap() += 1;
+            return wiremock::ResponseTemplate::new(401).set_body_json(json!({"message": "Bad credentials"}));
+        }
+        let mut comments = api.comments.lock().unwrap();
+        let path = request.url.path();
+        let body = || serde_json::from_slice::<Value>(&request.body).unwrap()["body"].as_str().unwrap().to_owned();
+        match (request.method.as_str(), path) {
+            ("GET", "/repos/acme/app/issues/7/comments") => {
+                let query: std::collections::HashMap<_, _> = request.url.query_pairs().into_owned().collect();
+                let (per_page, page): (usize, usize) =
+                    (query["per_page"].parse().unwrap(), query["page"].parse().unwrap());
+                let listed: Vec<Value> = comments
+                    .iter()
+                    .skip((page - 1) * per_page)
+                    .take(per_page)
+                    .map(|(id, body)| json!({"id": id, "body": body}))
+                    .collect();
+                wiremock::ResponseTemplate::new(200).set_body_json(listed)
+            }
+            ("POST", "/repos/acme/app/issues/7/comments") => {
+                let id = 5000 + comments.len() as u64;
+                comments.push((id, body()));
+                wiremock::ResponseTemplate::new(201).set_body_json(json!({"id": id}))
+            }
+            ("PATCH", path) if path.starts_with("/repos/acme/app/issues/comments/") => {
+                let id: u64 = path.rsplit('/').next().unwrap().parse().unwrap();
+                let Some(comment) = comments.iter_mut().find(|(existing, _)| *existing == id) else {
+                    return wiremock::ResponseTemplate::new(404);
+                };
+                comment.1 = body();
+                wiremock::ResponseTemplate::new(200).set_body_json(json!({"id": id}))
+            }
+            _ => wiremock::ResponseTemplate::new(404),
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_pull_request_gets_one_comment_updated_on_every_run() {
+    let api = Arc::new(Api::default());
+    // 150 other comments: the review's lands on the second page of the listing.
+    api.comments.lock().unwrap().extend((0..150).map(|n| (n, format!("a reviewer's comment {n}"))));
+    let server = wiremock::MockServer::start().await;
+    wiremock::Mock::given(wiremock::matchers::any()).respond_with(Responder(api.clone())).mount(&server).await;
+
+    let dir = pair(&nullify_to_delete());
+    std::fs::write(dir.path().join("event.json"), json!({"pull_request": {"number": 7}}).to_string()).unwrap();
+    let summary = dir.path().join("summary.md");
+    let comment = |token: &'static str| {
+        let (dir, summary, server) = (dir.path().to_owned(), summary.clone(), server.uri());
+        tokio::task::spawn_blocking(move || {
+            cascade(&dir)
+                .args(["diff", "--base", "base", "--github-comment", "--fail-on", "destructive"])
+                .env("GITHUB_TOKEN", token)
+                .env("GITHUB_REPOSITORY", "acme/app")
+                .env("GITHUB_EVENT_PATH", dir.join("event.json"))
+                .env("GITHUB_API_URL", server)
+                .env("GITHUB_STEP_SUMMARY", summary)
+                .output()
+                .unwrap()
+        })
+    };
+
+    let first = comment("s3cret-t0ken").await.unwrap();
+    let (out, err) = (String::from_utf8_lossy(&first.stdout), String::from_utf8_lossy(&first.stderr));
+    assert_eq!(first.status.code(), Some(1), "the gate still applies: {out}{err}");
+    assert!(err.contains("posted the review as comment 5150"), "{err}");
+    // A second run with another change updates the same comment.
+    std::fs::write(dir.path().join("cascades/cascade.toml"), BASE.replace("table = \"member\"", "table = \"members\""))
+        .unwrap();
+    let second = comment("s3cret-t0ken").await.unwrap();
+    let err = String::from_utf8_lossy(&second.stderr);
+    assert!(err.contains("updated the review in comment 5150"), "{err}");
+
+    let comments = api.comments.lock().unwrap().clone();
+    let reviews: Vec<&(u64, String)> =
+        comments.iter().filter(|(_, body)| body.contains("<!-- cascade-diff -->")).collect();
+    assert_eq!(reviews.len(), 1, "one review comment");
+    assert!(reviews[0].1.contains("table changed: member"), "{}", reviews[0].1);
+    assert!(!reviews[0].1.contains("on delete changed"), "the first review was replaced: {}", reviews[0].1);
+    assert_eq!(comments.len(), 151, "the other comments are untouched");
+    assert!(comments[..150].iter().enumerate().all(|(n, (_, body))| body == &format!("a reviewer's comment {n}")));
+    let summary = std::fs::read_to_string(&summary).unwrap();
+    assert_eq!(summary.matches("<!-- cascade-diff -->").count(), 2, "both runs in the job summary");
+
+    // A refused token is an error (exit 2) that never shows the token.
+    let refused = comment("wr0ng-t0ken").await.unwrap();
+    let (out, err) = (String::from_utf8_lossy(&refused.stdout), String::from_utf8_lossy(&refused.stderr));
+    assert_eq!(refused.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("the GitHub API answered 401 to listing the comments: {\"message\":\"Bad credentials\"}"),
+        "{err}"
+    );
+    for output in [&out, &err, &std::borrow::Cow::Owned(summary)] {
+        assert!(!output.contains("t0ken"), "the token is never shown: {output}");
+    }
+    assert_eq!(*api.bad_tokens.lock().unwrap(), 1);
+}
+
+#[test]
+fn a_comment_outside_a_pull_request_is_skipped_and_outside_actions_refused() {
+    let dir = pair(&nullify_to_delete());
+    std::fs::write(dir.path().join("event.json"), json!({"ref": "refs/heads/main"}).to_string()).unwrap();
+    let output = cascade(dir.path())
+        .args(["diff", "--base", "base", "--github-comment"])
+        .env("GITHUB_TOKEN", "t")
+        .env("GITHUB_REPOSITORY", "acme/app")
+        .env("GITHUB_EVENT_PATH", dir.path().join("event.json"))
+        .env("GITHUB_API_URL", "http://127.0.0.1:9")
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(0));
+    assert!(String::from_utf8_lossy(&output.stderr).contains("the event is about no pull request: no comment posted"));
+    let output = cascade(dir.path())
+        .args(["diff", "--base", "base", "--github-comment"])
+        .env_remove("GITHUB_TOKEN")
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&output.stderr).contains("`GITHUB_TOKEN` is not set"));
+}
