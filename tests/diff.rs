@@ -4,11 +4,10 @@
 
 mod common;
 
-use std::path::Path;
-use std::sync::{Arc, Mutex};
-
+use common::github::{GithubApi, PULL_REQUEST_EVENT, REPOSITORY, TOKEN};
 use common::{cascade, json_output, on_each_database, project};
 use serde_json::{Value, json};
+use std::path::Path;
 
 const BASE: &str = r#"
 [models.org]
@@ -257,69 +256,13 @@ on_each_database!(counts_side_by_side_on_sqlite, counts_side_by_side_on_postgres
     );
 });
 
-/// A stand-in of the part of GitHub's REST API the comment uses: one pull request's comments,
-/// listed a page at a time, created and updated.
-#[derive(Default)]
-struct Api {
-    comments: Mutex<Vec<(u64, String)>>,
-    bad_tokens: Mutex<usize>,
-}
-
-/// The API as the mock server answers with it (shared with the test, which reads the comments).
-struct Responder(Arc<Api>);
-
-impl wiremock::Respond for Responder {
-    fn respond(&self, request: &wiremock::Request) -> wiremock::ResponseTemplate {
-        let api = &self.0;
-        let authorized = request.headers.get("authorization").is_some_and(|v| v == "Bearer s3cret-t0ken");
-        if !authorized {
-            *api.bad_tokens.lock().unwrap() += 1;
-            return wiremock::ResponseTemplate::new(401).set_body_json(json!({"message": "Bad credentials"}));
-        }
-        let mut comments = api.comments.lock().unwrap();
-        let path = request.url.path();
-        let body = || serde_json::from_slice::<Value>(&request.body).unwrap()["body"].as_str().unwrap().to_owned();
-        match (request.method.as_str(), path) {
-            ("GET", "/repos/acme/app/issues/7/comments") => {
-                let query: std::collections::HashMap<_, _> = request.url.query_pairs().into_owned().collect();
-                let (per_page, page): (usize, usize) =
-                    (query["per_page"].parse().unwrap(), query["page"].parse().unwrap());
-                let listed: Vec<Value> = comments
-                    .iter()
-                    .skip((page - 1) * per_page)
-                    .take(per_page)
-                    .map(|(id, body)| json!({"id": id, "body": body}))
-                    .collect();
-                wiremock::ResponseTemplate::new(200).set_body_json(listed)
-            }
-            ("POST", "/repos/acme/app/issues/7/comments") => {
-                let id = 5000 + comments.len() as u64;
-                comments.push((id, body()));
-                wiremock::ResponseTemplate::new(201).set_body_json(json!({"id": id}))
-            }
-            ("PATCH", path) if path.starts_with("/repos/acme/app/issues/comments/") => {
-                let id: u64 = path.rsplit('/').next().unwrap().parse().unwrap();
-                let Some(comment) = comments.iter_mut().find(|(existing, _)| *existing == id) else {
-                    return wiremock::ResponseTemplate::new(404);
-                };
-                comment.1 = body();
-                wiremock::ResponseTemplate::new(200).set_body_json(json!({"id": id}))
-            }
-            _ => wiremock::ResponseTemplate::new(404),
-        }
-    }
-}
-
 #[tokio::test(flavor = "multi_thread")]
 async fn the_pull_request_gets_one_comment_updated_on_every_run() {
-    let api = Arc::new(Api::default());
     // 150 other comments: the review's lands on the second page of the listing.
-    api.comments.lock().unwrap().extend((0..150).map(|n| (n, format!("a reviewer's comment {n}"))));
-    let server = wiremock::MockServer::start().await;
-    wiremock::Mock::given(wiremock::matchers::any()).respond_with(Responder(api.clone())).mount(&server).await;
+    let (api, server) = GithubApi::start((0..150).map(|n| (n, format!("a reviewer's comment {n}"))).collect()).await;
 
     let dir = pair(&nullify_to_delete());
-    std::fs::write(dir.path().join("event.json"), json!({"pull_request": {"number": 7}}).to_string()).unwrap();
+    std::fs::write(dir.path().join("event.json"), PULL_REQUEST_EVENT).unwrap();
     let summary = dir.path().join("summary.md");
     let comment = |token: &'static str| {
         let (dir, summary, server) = (dir.path().to_owned(), summary.clone(), server.uri());
@@ -327,7 +270,7 @@ async fn the_pull_request_gets_one_comment_updated_on_every_run() {
             cascade(&dir)
                 .args(["diff", "--base", "base", "--github-comment", "--fail-on", "destructive"])
                 .env("GITHUB_TOKEN", token)
-                .env("GITHUB_REPOSITORY", "acme/app")
+                .env("GITHUB_REPOSITORY", REPOSITORY)
                 .env("GITHUB_EVENT_PATH", dir.join("event.json"))
                 .env("GITHUB_API_URL", server)
                 .env("GITHUB_STEP_SUMMARY", summary)
@@ -336,14 +279,14 @@ async fn the_pull_request_gets_one_comment_updated_on_every_run() {
         })
     };
 
-    let first = comment("s3cret-t0ken").await.unwrap();
+    let first = comment(TOKEN).await.unwrap();
     let (out, err) = (String::from_utf8_lossy(&first.stdout), String::from_utf8_lossy(&first.stderr));
     assert_eq!(first.status.code(), Some(1), "the gate still applies: {out}{err}");
     assert!(err.contains("posted the review as comment 5150"), "{err}");
     // A second run with another change updates the same comment.
     std::fs::write(dir.path().join("cascades/cascade.toml"), BASE.replace("table = \"member\"", "table = \"members\""))
         .unwrap();
-    let second = comment("s3cret-t0ken").await.unwrap();
+    let second = comment(TOKEN).await.unwrap();
     let err = String::from_utf8_lossy(&second.stderr);
     assert!(err.contains("updated the review in comment 5150"), "{err}");
 

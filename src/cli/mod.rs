@@ -142,7 +142,9 @@ const EXIT_CODES: &str = "Exit codes:
 pub const EXIT_USAGE: u8 = 2;
 
 pub fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let mut cli = Cli::parse();
+    // An empty URL is no URL: CI systems pass an unset secret as an empty variable.
+    cli.database_url = cli.database_url.filter(|url| !url.trim().is_empty());
     if cli.command.only_reads_and_prints() {
         restore_broken_pipe_exit();
     }

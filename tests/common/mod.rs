@@ -4,6 +4,7 @@
 
 pub mod databases;
 pub mod diamond;
+pub mod github;
 pub mod prometheus;
 pub mod random;
 pub mod running;
