@@ -61,7 +61,7 @@ fn median(mut times: Vec<Duration>) -> Duration {
 }
 
 /// Model `m{i}` has up to four children among the later models (a DAG with diamonds, at most
-/// about 700 deep); models without children are bulk leaves. Every tenth model writes an outbox
+/// about 700 deep at 20,000); models without children are bulk leaves. Every tenth model writes an outbox
 /// category of one of two scopes. Returns the number of relations.
 fn write_config(dir: &Path, models: usize, edited: bool) -> usize {
     std::fs::create_dir_all(dir).expect("a config directory");
@@ -78,7 +78,7 @@ fn write_config(dir: &Path, models: usize, edited: bool) -> usize {
             writeln!(text, "[outbox.scopes.region]\nshard_key = \"region_id\"\ncategories = [{region}]\n").unwrap();
         }
         for i in first..(first + MODELS_PER_FILE).min(total) {
-            let children: Vec<usize> = [7, 31, 97, 211].iter().map(|step| i + step).filter(|c| *c < models).collect();
+            let children: Vec<usize> = [29, 31, 97, 211].iter().map(|step| i + step).filter(|c| *c < models).collect();
             relations += children.len();
             writeln!(text, "[models.m{i}]\ntable = \"t{i}\"").unwrap();
             if children.is_empty() {

@@ -33,15 +33,10 @@ pub struct Counted {
 impl Counted {
     /// Every model either side deletes or nullifies rows of, the head's first.
     pub fn models(&self) -> Vec<&str> {
-        let mut models: Vec<&str> = Vec::new();
-        for side in [&self.head, &self.base] {
-            for model in side.deleted.keys().chain(side.nullified.keys()) {
-                if !models.contains(&model.as_str()) {
-                    models.push(model);
-                }
-            }
-        }
-        models
+        let sides = [&self.head, &self.base];
+        let models: indexmap::IndexSet<&str> =
+            sides.iter().flat_map(|side| side.deleted.keys().chain(side.nullified.keys())).map(String::as_str).collect();
+        models.into_iter().collect()
     }
 }
 

@@ -25,15 +25,15 @@ pub(super) fn compare(found: &mut Found<'_>) {
 
 /// The models that write `categories`, in either config.
 fn writers(found: &Found<'_>, categories: &[&str]) -> Vec<String> {
-    let mut models = Vec::new();
+    let mut models = indexmap::IndexSet::new();
     for config in [found.head.config, found.base.config] {
         for (name, model) in &config.models {
-            if model.outbox.as_ref().is_some_and(|c| categories.contains(&c.value.as_str())) && !models.contains(name) {
-                models.push(name.clone());
+            if model.outbox.as_ref().is_some_and(|c| categories.contains(&c.value.as_str())) {
+                models.insert(name);
             }
         }
     }
-    models
+    models.into_iter().cloned().collect()
 }
 
 fn categories_of(scope: &Scope) -> Vec<&str> {

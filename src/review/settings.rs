@@ -96,12 +96,9 @@ fn compare_options(found: &mut Found<'_>) {
             .flat_map(|config| config.models.iter())
             .filter(|(_, model)| model.rate_limit.as_ref().is_some_and(|r| &r.value == name))
             .map(|(model, _)| model.clone())
-            .fold(Vec::new(), |mut models, model| {
-                if !models.contains(&model) {
-                    models.push(model);
-                }
-                models
-            });
+            .collect::<indexmap::IndexSet<String>>()
+            .into_iter()
+            .collect();
         let reason = match new {
             Some(value) if value > 0.0 => {
                 format!("`{name}` is {value} (rows per second where it is a rate limit): the same rows")

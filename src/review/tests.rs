@@ -350,6 +350,24 @@ fn sinks_and_routing() {
         "headers = { Authorization = \"env:TOKEN\" }\ntimeout = \"5s\"",
     )]);
     assert_eq!(changes(BASE, &head), one(Safe, Kind::SinkChanged, "[outbox.sinks.hook] timeout"));
+    // Every category routed to the new sink, and the old one removed.
+    let head = format!(
+        "{}{other}",
+        edit(&[
+            ("categories = [\"org_update\"]\nsink = \"hook\"", "categories = [\"org_update\"]\nsink = \"other\""),
+            ("categories = [\"project_update\"]\nsink = \"hook\"", "categories = [\"project_update\"]\nsink = \"other\""),
+            ("[outbox.sinks.hook]\nurl = \"https://deliver:s3cret@example.com/hook\"\nheaders = { Authorization = \"env:TOKEN\" }\n", ""),
+        ])
+    );
+    assert_eq!(
+        changes(BASE, &head),
+        [
+            (Attention, Kind::RoutingChanged, "category org_update".to_owned()),
+            (Attention, Kind::RoutingChanged, "category project_update".to_owned()),
+            (Attention, Kind::SinkRemoved, "[outbox.sinks.hook]".to_owned()),
+            (Safe, Kind::SinkAdded, "[outbox.sinks.other]".to_owned()),
+        ]
+    );
 }
 
 #[test]
