@@ -8,6 +8,7 @@ mod common;
 
 use std::collections::BTreeSet;
 use std::path::Path;
+use std::sync::{Arc, Mutex};
 
 use common::running::{Running, STOPPING};
 use common::{cascade, count, create_tool_tables, json_output, on_each_database, project, texts, wait_until};
@@ -40,14 +41,20 @@ fn setup(sink: &str) -> tempfile::TempDir {
     project(&[("cascades/cascade.toml", &config(sink))])
 }
 
-/// Writes `objects` tombstones of organization 1 with identifiers long enough that 1,000 of them
-/// make a body of more than 64 KiB (what a pipe holds).
-fn write_tombstones(url: &str, objects: usize) -> BTreeSet<String> {
+/// Writes `objects` tombstones spread over organizations 1 to `shards`, with identifiers long
+/// enough that 1,000 of them make a body of more than 64 KiB (what a pipe holds).
+fn write_tombstones(url: &str, objects: usize, shards: usize) -> BTreeSet<String> {
     create_tool_tables(url);
     let names: Vec<String> = (0..objects).map(|n| format!("object-{n:05}-{}", "x".repeat(100))).collect();
-    for chunk in names.chunks(500) {
-        let values: Vec<String> =
-            chunk.iter().map(|name| format!("('organization', '1', 'project_update', 'project', '{name}')")).collect();
+    for (chunk_number, chunk) in names.chunks(500).enumerate() {
+        let values: Vec<String> = chunk
+            .iter()
+            .enumerate()
+            .map(|(n, name)| {
+                let shard = 1 + (chunk_number * 500 + n) % shards;
+                format!("('organization', '{shard}', 'project_update', 'project', '{name}')")
+            })
+            .collect();
         texts(
             url,
             &format!(
@@ -123,7 +130,7 @@ fn use_sink(dir: &Path, sink: &str) {
 /// sink that reads it all succeeds. A helper that holds only stderr does not hold a delivery up.
 fn unread_input(url: &str) {
     let dir = setup("");
-    let objects = write_tombstones(url, 1000);
+    let objects = write_tombstones(url, 1000, 1);
     let pid = dir.path().join("helper.pid").display().to_string();
     let cases = [
         // `exec 3<&0` keeps stdin for the helper (a background job's stdin is /dev/null otherwise).
@@ -198,7 +205,7 @@ fn blocking_sink(dir: &Path) -> String {
 fn sigterm_mid_delivery(url: &str) {
     let dir = setup("");
     use_sink(dir.path(), &blocking_sink(dir.path()));
-    let objects = write_tombstones(url, 25);
+    let objects = write_tombstones(url, 25, 1);
     for command in [&["outbox", "drain"][..], &["worker", "--drain", "--poll", "50ms"]] {
         let _ = std::fs::remove_file(dir.path().join("started"));
         let _ = std::fs::remove_file(dir.path().join("release"));
@@ -227,4 +234,138 @@ on_each_database!(
     sigterm_mid_delivery_finishes_it_and_exits_130_on_sqlite,
     sigterm_mid_delivery_finishes_it_and_exits_130_on_postgres,
     |databases| sigterm_mid_delivery(&databases.create(SCHEMA))
+);
+
+/// What the test's webhook does with a request.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Answer {
+    /// 500 at once.
+    Failed,
+    /// 204 at once.
+    Accepted,
+    /// 204 only after a minute: the drainer is killed (or gives up) long before.
+    Held,
+}
+
+/// The webhook's behaviour, switched by the test, and every request it answered with what it
+/// answered and the objects the body held.
+#[derive(Default)]
+struct HookState {
+    /// Requests accepted before the hook holds every later one; `None`: the answer is `fixed`.
+    accepted_before_holding: Option<usize>,
+    fixed: Option<Answer>,
+    requests: Vec<(Answer, Vec<String>)>,
+}
+
+#[derive(Clone, Default)]
+struct Hook(Arc<Mutex<HookState>>);
+
+impl Hook {
+    fn answer_all(&self, answer: Answer) {
+        let mut state = self.0.lock().unwrap();
+        (state.fixed, state.accepted_before_holding) = (Some(answer), None);
+    }
+
+    fn accept_then_hold(&self, accepted: usize) {
+        let mut state = self.0.lock().unwrap();
+        (state.fixed, state.accepted_before_holding) = (None, Some(accepted));
+    }
+
+    fn requests(&self) -> Vec<(Answer, Vec<String>)> {
+        self.0.lock().unwrap().requests.clone()
+    }
+
+    /// Every object of a request the hook accepted.
+    fn accepted(&self) -> BTreeSet<String> {
+        self.requests().into_iter().filter(|(answer, _)| *answer == Answer::Accepted).flat_map(|(_, o)| o).collect()
+    }
+}
+
+impl wiremock::Respond for Hook {
+    fn respond(&self, request: &wiremock::Request) -> wiremock::ResponseTemplate {
+        let body: Vec<Value> = serde_json::from_slice(&request.body).unwrap();
+        let objects = body.iter().map(|m| m["object_identifier"].as_str().unwrap().to_owned()).collect();
+        let mut state = self.0.lock().unwrap();
+        let answer = match (state.fixed, state.accepted_before_holding) {
+            (Some(answer), _) => answer,
+            (None, Some(0)) => Answer::Held,
+            (None, Some(left)) => {
+                state.accepted_before_holding = Some(left - 1);
+                Answer::Accepted
+            }
+            (None, None) => Answer::Failed,
+        };
+        // Recorded before the answer leaves: a row deleted after its delivery always finds its
+        // request here.
+        state.requests.push((answer, objects));
+        match answer {
+            Answer::Failed => wiremock::ResponseTemplate::new(500).set_body_string("index unavailable"),
+            Answer::Accepted => wiremock::ResponseTemplate::new(204),
+            Answer::Held => wiremock::ResponseTemplate::new(204).set_delay(std::time::Duration::from_secs(60)),
+        }
+    }
+}
+
+/// The objects whose tombstones are still in the outbox.
+fn remaining(url: &str) -> BTreeSet<String> {
+    texts(url, "SELECT object_identifier FROM cascade_outbox").into_iter().map(|row| row[0].clone().unwrap()).collect()
+}
+
+/// No tombstone is gone unless a request holding it was accepted.
+fn assert_nothing_deleted_undelivered(url: &str, all: &BTreeSet<String>, hook: &Hook) {
+    let left = remaining(url);
+    let accepted = hook.accepted();
+    let lost: Vec<&String> =
+        all.iter().filter(|object| !left.contains(*object) && !accepted.contains(*object)).collect();
+    assert!(lost.is_empty(), "deleted without a delivery: {lost:?}");
+}
+
+/// A failing webhook, then one that accepts two batches and holds the next while the drainer is
+/// killed with kill -9, then a rerun against a working webhook: no tombstone is deleted before a
+/// request holding it was accepted, and every one is delivered at least once (the held batch
+/// again, once the dead drainer's claim has run out).
+fn failing_webhook_and_kill(url: &str) {
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let server = runtime.block_on(wiremock::MockServer::start());
+    let hook = Hook::default();
+    runtime.block_on(wiremock::Mock::given(wiremock::matchers::any()).respond_with(hook.clone()).mount(&server));
+    let dir = setup(&format!("url = \"{}/tombstones\"\ntimeout = \"2s\"\nbatch_size = 5", server.uri()));
+    let all = write_tombstones(url, 30, 3);
+
+    hook.answer_all(Answer::Failed);
+    let output = drain_once(dir.path(), url);
+    assert_eq!(output.status.code(), Some(1), "{}", String::from_utf8_lossy(&output.stderr));
+    assert_eq!(remaining(url), all, "a failed delivery deletes nothing");
+    let stats = json_output(cascade(dir.path()).args(["outbox", "stats", "--format", "json", "--database-url", url]));
+    let shards = stats["shards"].as_array().unwrap();
+    assert_eq!(shards.len(), 3, "{stats}");
+    assert!(shards.iter().all(|s| s["last_error"] == "HTTP 500 Internal Server Error: index unavailable"), "{stats}");
+
+    texts(url, "UPDATE cascade_outbox_shard SET next_attempt_at = NULL");
+    hook.accept_then_hold(2);
+    let drainer = Running::start(dir.path(), &["outbox", "drain", "--poll", "50ms", "--database-url", url]);
+    wait_until("the webhook holds a delivery", || hook.requests().iter().any(|(answer, _)| *answer == Answer::Held));
+    drainer.kill();
+    assert_nothing_deleted_undelivered(url, &all, &hook);
+    let held: BTreeSet<String> =
+        hook.requests().into_iter().filter(|(answer, _)| *answer == Answer::Held).flat_map(|(_, o)| o).collect();
+    assert!(held.is_subset(&remaining(url)), "the held batch stays: {held:?}");
+    assert!(remaining(url).len() >= 20, "at most the two accepted batches went");
+
+    hook.answer_all(Answer::Accepted);
+    let mut rerun = Running::start(dir.path(), &["outbox", "drain", "--poll", "100ms", "--database-url", url]);
+    wait_until("every tombstone is delivered", || {
+        assert_nothing_deleted_undelivered(url, &all, &hook);
+        remaining(url).is_empty()
+    });
+    rerun.terminate();
+    assert_eq!(rerun.finish().status.code(), Some(130));
+    assert_eq!(hook.accepted(), all, "every tombstone delivered at least once");
+    assert_eq!(count(url, "SELECT COUNT(*) FROM cascade_outbox_shard"), 0);
+}
+
+on_each_database!(
+    a_failing_webhook_and_a_killed_drainer_lose_no_tombstone_on_sqlite,
+    a_failing_webhook_and_a_killed_drainer_lose_no_tombstone_on_postgres,
+    |databases| failing_webhook_and_kill(&databases.create(SCHEMA))
 );
