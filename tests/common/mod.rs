@@ -5,6 +5,7 @@
 pub mod cluster;
 pub mod databases;
 pub mod diamond;
+pub mod mutation;
 pub mod prometheus;
 pub mod random;
 pub mod running;
