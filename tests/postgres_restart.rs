@@ -24,7 +24,9 @@ INSERT INTO part SELECT n, 1 + n % 2, 1 + n % 2 FROM generate_series(1, 1200) n;
 
 /// Items and their parts write tombstones, sharded by organization, that a recording sink
 /// appends to `delivered` (one JSON array per line); parts go 20 to a transaction at 100 rows a
-/// second, so a deletion takes a few seconds. A failed attempt is retried after a second.
+/// second, so a deletion takes a few seconds. A failed attempt is retried after a second. A
+/// shard's claim lasts two minutes (twice the sink's timeout): a drainer that left its claims
+/// behind after the crash would not deliver them again before the test's deadline.
 fn config(dir: &Path) -> String {
     let delivered = dir.join("delivered").display().to_string();
     format!(
@@ -55,6 +57,7 @@ sink = "recorder"
 [outbox.sinks.recorder]
 command = ["sh", "-c", "cat >> \"$0\" && echo >> \"$0\"", "{delivered}"]
 batch_size = 50
+timeout = "60s"
 "#
     )
 }
