@@ -297,6 +297,8 @@ impl Inner {
                         && started.elapsed() < lease_left
                         && !stop.load(Ordering::SeqCst) =>
                 {
+                    let shard = claim.shard.identifier.as_deref().unwrap_or("");
+                    warn!(scope = %claim.shard.scope, shard, %error, "could not give the claim on the shard back; trying again after the poll interval");
                     pause(self.options.poll.max(MIN_POLL), stop).await;
                 }
                 _ => return,
