@@ -2,12 +2,16 @@
 
 #![allow(dead_code)] // each test binary uses its own subset
 
+pub mod browser;
+pub mod cluster;
 pub mod databases;
 pub mod diamond;
 pub mod github;
+pub mod mutation;
 pub mod prometheus;
 pub mod random;
 pub mod running;
+pub mod tools;
 
 use std::collections::BTreeMap;
 use std::io::Read as _;
