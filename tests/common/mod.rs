@@ -4,6 +4,8 @@
 
 pub mod databases;
 pub mod diamond;
+pub mod kafka;
+pub mod outbox;
 pub mod prometheus;
 pub mod random;
 pub mod running;
