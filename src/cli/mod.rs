@@ -67,6 +67,7 @@ pub enum ReportFormat {
     Human,
     Json,
     Github,
+    Sarif,
 }
 
 impl From<ReportFormat> for Format {
@@ -75,6 +76,7 @@ impl From<ReportFormat> for Format {
             ReportFormat::Human => Format::Human,
             ReportFormat::Json => Format::Json,
             ReportFormat::Github => Format::Github,
+            ReportFormat::Sarif => Format::Sarif,
         }
     }
 }

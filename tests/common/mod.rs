@@ -2,13 +2,16 @@
 
 #![allow(dead_code)] // each test binary uses its own subset
 
+pub mod cluster;
 pub mod databases;
 pub mod diamond;
 pub mod kafka;
+pub mod mutation;
 pub mod outbox;
 pub mod prometheus;
 pub mod random;
 pub mod running;
+pub mod tools;
 
 use std::collections::BTreeMap;
 use std::io::Read as _;
