@@ -866,16 +866,20 @@ on_each_database!(
     |databases| minimal_environment(&databases.create(SCHEMA))
 );
 
-#[test]
-fn a_failed_command_with_nothing_on_stderr_ends_its_error_without_a_colon() {
+fn error_without_a_colon(url: &str) {
     let dir = setup("", 10, "30s");
     let sink = dir.path().join("sink.sh");
     let text = config(dir.path(), "", 10, "30s")
         .replace(&format!("command = [\"sh\", \"{}\"]", sink.display()), "command = [\"/bin/false\"]");
     std::fs::write(dir.path().join("cascades/cascade.toml"), text).unwrap();
-    let url = sqlite_database(dir.path(), SCHEMA);
-    write_outbox(&url, &[("1".into(), "project_update", "a".into())]);
-    assert_eq!(drain_once(dir.path(), &url, &[]).status.code(), Some(1));
-    let stored = texts(&url, "SELECT last_error FROM cascade_outbox_shard");
+    write_outbox(url, &[("1".into(), "project_update", "a".into())]);
+    assert_eq!(drain_once(dir.path(), url, &[]).status.code(), Some(1));
+    let stored = texts(url, "SELECT last_error FROM cascade_outbox_shard");
     assert_eq!(stored[0][0].as_deref(), Some("`/bin/false` exited with status 1"));
 }
+
+on_each_database!(
+    a_failed_command_with_nothing_on_stderr_ends_its_error_without_a_colon_sqlite,
+    a_failed_command_with_nothing_on_stderr_ends_its_error_without_a_colon_postgres,
+    |databases| error_without_a_colon(&databases.create(SCHEMA))
+);

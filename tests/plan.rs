@@ -4,7 +4,9 @@
 mod common;
 
 use common::diamond::{DIAMOND_CONFIG, DIAMOND_SCHEMA, EXPECTED, diamond_rows};
-use common::{block_on, cascade, json_output, postgres_database, project, repository, sqlite_database};
+use common::{
+    block_on, cascade, json_output, on_each_database, postgres_database, project, repository, sqlite_database,
+};
 use serde_json::Value;
 
 fn plan_output(args: &[&str]) -> String {
@@ -301,18 +303,7 @@ fn a_chain_too_deep_for_a_plan_is_refused_at_its_top() {
 
 /// The estimate paces as the throttle does: the bucket (here the 5,000-row chunk of the tasks)
 /// goes at once, the other 250 rows at 300 rows per second.
-#[test]
-fn the_rate_limit_estimate_counts_the_first_bucketful() {
-    let dir = tempfile::tempdir().unwrap();
-    let url = sqlite_database(
-        dir.path(),
-        "CREATE TABLE org (id INTEGER PRIMARY KEY);
-         CREATE TABLE task (id INTEGER PRIMARY KEY, org_id INTEGER NOT NULL REFERENCES org (id));
-         CREATE INDEX task_org ON task (org_id);
-         INSERT INTO org VALUES (1);
-         WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 5249)
-         INSERT INTO task SELECT i, 1 FROM n;",
-    );
+fn rate_limit_estimate(url: &str) {
     let config = project(&[(
         "cascades/org.toml",
         r#"[options]
@@ -337,10 +328,23 @@ chunk_size = 5000
         "--format",
         "json",
         "--database-url",
-        &url,
+        url,
     ]));
     assert_eq!(plan["totals"], serde_json::json!({ "org": 1, "task": 5249 }));
     let seconds = plan["estimate"]["seconds"].as_f64().unwrap();
     assert!((seconds - 250.0 / 300.0).abs() < 1e-9, "{seconds} s, not 250 rows at 300 rows/s");
     assert_eq!(plan["tree"]["seconds"], plan["estimate"]["seconds"]);
 }
+
+on_each_database!(
+    the_rate_limit_estimate_counts_the_first_bucketful_on_sqlite,
+    the_rate_limit_estimate_counts_the_first_bucketful_on_postgres,
+    |databases| rate_limit_estimate(&databases.create(
+        "CREATE TABLE org (id INTEGER PRIMARY KEY);
+         CREATE TABLE task (id INTEGER PRIMARY KEY, org_id INTEGER NOT NULL REFERENCES org (id));
+         CREATE INDEX task_org ON task (org_id);
+         INSERT INTO org VALUES (1);
+         WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 5249)
+         INSERT INTO task SELECT i, 1 FROM n;"
+    ))
+);
