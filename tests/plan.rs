@@ -286,7 +286,7 @@ fn a_chain_too_deep_for_a_plan_is_refused_at_its_top() {
             .collect()
     };
     let deep = project(&[("cascades/chain.toml", &chain(12_000))]);
-    for command in [vec!["validate"], vec!["plan", "m0"]] {
+    for command in [vec!["validate"], vec!["plan", "m0"], vec!["plan", "m0", "--format", "html"]] {
         let output = cascade(deep.path()).args(&command).output().unwrap();
         let printed = String::from_utf8_lossy(&output.stdout).to_string() + &String::from_utf8_lossy(&output.stderr);
         assert_eq!(output.status.code(), Some(1), "{command:?}: {printed}");
@@ -294,10 +294,16 @@ fn a_chain_too_deep_for_a_plan_is_refused_at_its_top() {
         assert!(printed.contains("cascades/chain.toml:1:9"), "{printed}");
     }
     let deepest = project(&[("cascades/chain.toml", &chain(1_000))]);
-    for format in ["text", "json", "mermaid", "dot"] {
+    for format in ["text", "json", "mermaid", "dot", "html"] {
         let output = cascade(deepest.path()).args(["plan", "m0", "--format", format]).output().unwrap();
         assert!(output.status.success(), "{format}: {}", String::from_utf8_lossy(&output.stderr));
-        assert!(String::from_utf8_lossy(&output.stdout).contains("m999"), "{format}");
+        let printed = String::from_utf8_lossy(&output.stdout);
+        assert!(printed.contains("m999"), "{format}");
+        if format == "html" {
+            // The drawing grows with the steps: a box per step, under a kilobyte each.
+            assert_eq!(printed.matches("<g class=\"node\"").count(), 1_000);
+            assert!(printed.len() < 1_000 * 1_000, "{} bytes", printed.len());
+        }
     }
 }
 

@@ -243,10 +243,15 @@ fn init_logging(cli: &Cli) {
 
 /// The config, checked by the config-only rules; `None` (errors printed) when it has errors.
 fn load_valid(cli: &Cli) -> anyhow::Result<Option<CheckedConfig>> {
+    Ok(load_valid_with_diagnostics(cli)?.map(|(checked, _)| checked))
+}
+
+/// `load_valid`, with the config's diagnostics (warnings and notes) for a report that shows them.
+fn load_valid_with_diagnostics(cli: &Cli) -> anyhow::Result<Option<(CheckedConfig, Vec<Diagnostic>)>> {
     let mut loaded = cascade::config::load(&cli.config)?;
     let checked = cascade::planner::check(&mut loaded, None);
     refuse_diagnostics(&loaded.sources, &loaded.diagnostics);
-    Ok(checked)
+    Ok(checked.map(|checked| (checked, loaded.diagnostics)))
 }
 
 /// The engine for `database`, with the config checked against its live schema; `None` (errors

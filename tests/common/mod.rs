@@ -2,6 +2,7 @@
 
 #![allow(dead_code)] // each test binary uses its own subset
 
+pub mod browser;
 pub mod cluster;
 pub mod databases;
 pub mod diamond;
