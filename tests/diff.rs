@@ -337,3 +337,72 @@ fn a_comment_outside_a_pull_request_is_skipped_and_outside_actions_refused() {
     assert_eq!(output.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&output.stderr).contains("`GITHUB_TOKEN` is not set"));
 }
+
+/// `--format html`, loaded by a real browser: both plans of each root drawn side by side, the
+/// changed relation marked on the head's drawing and the removed one on the base's, every text
+/// escaped, and a screenshot that is not blank.
+#[test]
+fn the_html_page_draws_both_plans_with_the_changes_marked() {
+    use common::browser::{chromium, dump_dom, painted_pixels, screenshot};
+    use scraper::{Html, Selector};
+
+    let Some(chromium) = chromium() else { return };
+    let hostile = "<script>alert(1)</script>";
+    let head = nullify_to_delete()
+        .replace("  { model = \"project\", column = \"org_id\" },\n", "")
+        .replace("[models.task]", &format!("[models.\"{hostile}\"]\ntable = \"x\"\n\n[models.task]"));
+    let dir = pair(&head);
+    let (code, page, err) = run(dir.path(), &["--base", "base", "--format", "html"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(!page.contains("<script>alert"), "every text is escaped");
+    assert!(!page.contains("src=\"http") && !page.contains("href=\"http"), "nothing loaded from elsewhere");
+    let file = dir.path().join("diff.html");
+    std::fs::write(&file, &page).unwrap();
+
+    let dom = Html::parse_document(&dump_dom(&chromium, &file));
+    let select = |css: &str| Selector::parse(css).unwrap();
+    assert_eq!(dom.select(&select("script")).count(), 0);
+    let changes: Vec<String> = dom
+        .select(&select("table.changes tbody tr"))
+        .map(|row| row.value().attr("data-severity").unwrap().to_owned())
+        .collect();
+    assert_eq!(changes, ["destructive", "attention", "safe"]);
+    // `org` is drawn on both sides; the hostile model, a new root, only on the head's.
+    let roots: Vec<&str> = dom.select(&select("section.root")).map(|s| s.value().attr("data-root").unwrap()).collect();
+    assert_eq!(roots, ["org", hostile]);
+    let side = |root: &str, side: &str| {
+        let css = format!("section.root[data-root=\"{}\"] div.side[data-side=\"{side}\"]", root.replace('"', "\\\""));
+        dom.select(&select(&css)).next().unwrap_or_else(|| panic!("{root} {side}"))
+    };
+    let models = |element: scraper::ElementRef| -> Vec<String> {
+        let mut models: Vec<String> =
+            element.select(&select("svg g.node")).map(|n| n.value().attr("data-model").unwrap().to_owned()).collect();
+        models.sort();
+        models
+    };
+    assert_eq!(models(side("org", "base")), ["member", "org", "project", "task"].map(String::from));
+    assert_eq!(models(side("org", "head")), ["member", "org"].map(String::from));
+    let marked = |element: scraper::ElementRef| -> Vec<(String, String)> {
+        element
+            .select(&select("svg g.node[data-mark]"))
+            .map(|n| {
+                (n.value().attr("data-model").unwrap().to_owned(), n.value().attr("data-mark").unwrap().to_owned())
+            })
+            .collect()
+    };
+    // The nullify → delete relation is marked on both sides; the removed one on the base's.
+    assert_eq!(marked(side("org", "head")), [("member".to_owned(), "destructive".to_owned())]);
+    let mut base_marks = marked(side("org", "base"));
+    base_marks.sort();
+    assert_eq!(
+        base_marks,
+        [("member".to_owned(), "destructive".to_owned()), ("project".to_owned(), "attention".to_owned())]
+    );
+    let head_edge = side("org", "head").select(&select("svg g.edge[data-mark]")).next().expect("a marked edge");
+    assert_eq!(head_edge.value().attr("data-action"), Some("delete"));
+    assert!(side(hostile, "base").text().collect::<String>().contains("does not declare"));
+    assert_eq!(models(side(hostile, "head")), [hostile]);
+
+    let (painted, total) = painted_pixels(&screenshot(&chromium, &file, 1400, 1000));
+    assert!(painted * 100 > total, "{painted} of {total} pixels are not the white background");
+}

@@ -1,4 +1,6 @@
 use std::path::PathBuf;
+
+use anyhow::Context as _;
 use std::process::ExitCode;
 
 use cascade::Loaded;
@@ -45,6 +47,7 @@ pub enum DiffFormatArg {
     Markdown,
     Json,
     Github,
+    Html,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -98,7 +101,14 @@ pub fn run(cli: &Cli, args: &Args) -> anyhow::Result<ExitCode> {
     };
     let roots = counted.as_ref().map(|(model, counts)| CountedRoots { model, ids: &args.ids, counts });
 
-    print!("{}", review.render(args.format.into(), roots.as_ref()));
+    let output = match DiffFormat::try_from(args.format) {
+        Ok(format) => review.render(format, roots.as_ref()),
+        Err(()) => {
+            let configs = review::Configs { base: &base_checked, head: &head_checked };
+            review.html(configs, roots.as_ref()).context("cannot render the page")?
+        }
+    };
+    print!("{output}");
     if args.github_comment {
         comment(&review, roots.as_ref())?;
     }
@@ -136,13 +146,17 @@ fn comment(review: &Review, counts: Option<&CountedRoots<'_>>) -> anyhow::Result
     Ok(())
 }
 
-impl From<DiffFormatArg> for DiffFormat {
-    fn from(format: DiffFormatArg) -> Self {
+/// The text formats; HTML draws plans, so it needs the configs as well as the review.
+impl TryFrom<DiffFormatArg> for DiffFormat {
+    type Error = ();
+
+    fn try_from(format: DiffFormatArg) -> Result<Self, ()> {
         match format {
-            DiffFormatArg::Human => DiffFormat::Human,
-            DiffFormatArg::Markdown => DiffFormat::Markdown,
-            DiffFormatArg::Json => DiffFormat::Json,
-            DiffFormatArg::Github => DiffFormat::Github,
+            DiffFormatArg::Human => Ok(DiffFormat::Human),
+            DiffFormatArg::Markdown => Ok(DiffFormat::Markdown),
+            DiffFormatArg::Json => Ok(DiffFormat::Json),
+            DiffFormatArg::Github => Ok(DiffFormat::Github),
+            DiffFormatArg::Html => Err(()),
         }
     }
 }

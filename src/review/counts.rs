@@ -16,9 +16,10 @@ pub struct SideCounts {
     pub deleted: IndexMap<String, u64>,
     /// Rows nullified per model.
     pub nullified: IndexMap<String, u64>,
-    /// Whether the side declares the root model at all (a side without it deletes nothing).
+    /// The counts of each step of the side's plan, for drawing it (none where the side does not
+    /// declare the root model: it deletes nothing).
     #[serde(skip)]
-    pub declared: bool,
+    pub steps: Option<engine::Counts>,
 }
 
 /// Both sides' counts.
@@ -34,8 +35,11 @@ impl Counted {
     /// Every model either side deletes or nullifies rows of, the head's first.
     pub fn models(&self) -> Vec<&str> {
         let sides = [&self.head, &self.base];
-        let models: indexmap::IndexSet<&str> =
-            sides.iter().flat_map(|side| side.deleted.keys().chain(side.nullified.keys())).map(String::as_str).collect();
+        let models: indexmap::IndexSet<&str> = sides
+            .iter()
+            .flat_map(|side| side.deleted.keys().chain(side.nullified.keys()))
+            .map(String::as_str)
+            .collect();
         models.into_iter().collect()
     }
 }
@@ -106,5 +110,5 @@ async fn count_side(
     };
     let plan = compile(config, model).map_err(|error| CountError::Plan { side, model: model.to_owned(), error })?;
     let counts = engine::count(database, config, engine.schema(), &plan, ids).await?;
-    Ok(SideCounts { deleted: counts.totals, nullified: counts.nullify, declared: true })
+    Ok(SideCounts { deleted: counts.totals.clone(), nullified: counts.nullify.clone(), steps: Some(counts) })
 }

@@ -48,7 +48,7 @@ impl Review {
         }
     }
 
-    fn summary(&self) -> String {
+    pub(super) fn summary(&self) -> String {
         if self.changes.is_empty() {
             return "no change to deletions".to_owned();
         }
@@ -224,7 +224,7 @@ impl Review {
 }
 
 /// What a change is about: the relation, else the model, else the kind.
-fn title(change: &Change) -> String {
+pub(super) fn title(change: &Change) -> String {
     let kind = serde_json::to_value(change.kind).ok().and_then(|v| v.as_str().map(str::to_owned)).unwrap_or_default();
     let kind = kind.replace('_', " ");
     match change.relation.as_ref().or(change.model.as_ref()).or(change.subject.as_ref()) {
@@ -234,7 +234,7 @@ fn title(change: &Change) -> String {
 }
 
 /// `before → after`, when either is known.
-fn before_after(change: &Change) -> Option<String> {
+pub(super) fn before_after(change: &Change) -> Option<String> {
     if change.before.is_null() && change.after.is_null() {
         return None;
     }
@@ -289,13 +289,13 @@ fn longest_backtick_run(text: &str) -> usize {
     text.split(|c| c != '`').map(str::len).max().unwrap_or(0)
 }
 
-struct CountRow {
-    model: String,
-    deleted: (u64, u64),
-    nullified: (u64, u64),
+pub(super) struct CountRow {
+    pub(super) model: String,
+    pub(super) deleted: (u64, u64),
+    pub(super) nullified: (u64, u64),
 }
 
-fn count_rows(counts: &Counted) -> Vec<CountRow> {
+pub(super) fn count_rows(counts: &Counted) -> Vec<CountRow> {
     counts
         .models()
         .into_iter()

@@ -17,6 +17,7 @@ mod counts;
 mod format;
 pub mod git;
 pub mod github;
+mod html;
 mod models;
 mod outbox;
 mod relations;
@@ -29,9 +30,11 @@ use serde_json::Value;
 
 use crate::config::Config;
 use crate::diagnostic::{Location, Sources};
+use crate::render::html::RelationKey;
 
 pub use counts::{CountError, Counted, SideCounts, count};
 pub use format::{CountedRoots, DiffFormat, MARKER};
+pub use html::{Configs, MAX_DRAWN_ROOTS};
 
 /// What a change does to rows, worst first.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
@@ -162,6 +165,12 @@ pub struct Change {
     pub roots: Vec<String>,
     /// Where it is written.
     pub location: Option<Place>,
+    /// The relation it is about, as plans name relations (for drawing it).
+    #[serde(skip)]
+    pub relation_key: Option<RelationKey>,
+    /// The models whose deletions it acts in.
+    #[serde(skip)]
+    pub touches: Vec<String>,
 }
 
 /// One side of a review: a config and the files its locations point into.
@@ -240,6 +249,7 @@ struct Draft {
     kind: ChangeKind,
     model: Option<String>,
     relation: Option<String>,
+    relation_key: Option<RelationKey>,
     subject: Option<String>,
     before: Value,
     after: Value,
@@ -255,6 +265,7 @@ impl Draft {
             kind,
             model: None,
             relation: None,
+            relation_key: None,
             subject: None,
             before: Value::Null,
             after: Value::Null,
@@ -279,8 +290,11 @@ impl Draft {
         self
     }
 
-    fn relation(mut self, relation: String) -> Self {
-        self.relation = Some(relation);
+    fn relation(mut self, parent: &str, relation: &crate::config::Relation) -> Self {
+        self.relation = Some(relations::describe(parent, relation));
+        let columns = relation.column_names();
+        self.relation_key =
+            Some(RelationKey { parent: parent.to_owned(), child: relation.model.value.clone(), columns });
         self
     }
 
@@ -310,6 +324,8 @@ impl Found<'_> {
             reason: draft.reason,
             roots: self.roots.reaching(&draft.touches),
             location,
+            relation_key: draft.relation_key,
+            touches: draft.touches,
         });
     }
 }

@@ -109,7 +109,7 @@ fn added(found: &mut Found<'_>, parent: &str, relation: &Relation) {
     };
     let draft = Draft::new(Severity::Destructive, Kind::RelationAdded, reason)
         .model(parent)
-        .relation(describe(parent, relation))
+        .relation(parent, relation)
         .values((), relation.action().as_str());
     found.add(draft, Some(&relation.location), None);
 }
@@ -128,7 +128,7 @@ fn removed(found: &mut Found<'_>, parent: &str, relation: &Relation) {
     };
     let draft = Draft::new(Severity::Attention, Kind::RelationRemoved, reason)
         .model(parent)
-        .relation(describe(parent, relation))
+        .relation(parent, relation)
         .values(relation.action().as_str(), ());
     found.add(draft, None, Some(&relation.location));
 }
@@ -141,10 +141,9 @@ fn compare_relation(
     before: &Relation,
     after: &Relation,
 ) {
-    let name = describe(parent, after);
     let child = &after.model.value;
     let change =
-        |severity, kind, reason: String| Draft::new(severity, kind, reason).model(parent).relation(name.clone());
+        |severity, kind, reason: String| Draft::new(severity, kind, reason).model(parent).relation(parent, after);
     if before.column_names() != after.column_names() {
         let draft = change(
             Severity::Destructive,

@@ -355,8 +355,14 @@ fn sinks_and_routing() {
         "{}{other}",
         edit(&[
             ("categories = [\"org_update\"]\nsink = \"hook\"", "categories = [\"org_update\"]\nsink = \"other\""),
-            ("categories = [\"project_update\"]\nsink = \"hook\"", "categories = [\"project_update\"]\nsink = \"other\""),
-            ("[outbox.sinks.hook]\nurl = \"https://deliver:s3cret@example.com/hook\"\nheaders = { Authorization = \"env:TOKEN\" }\n", ""),
+            (
+                "categories = [\"project_update\"]\nsink = \"hook\"",
+                "categories = [\"project_update\"]\nsink = \"other\""
+            ),
+            (
+                "[outbox.sinks.hook]\nurl = \"https://deliver:s3cret@example.com/hook\"\nheaders = { Authorization = \"env:TOKEN\" }\n",
+                ""
+            ),
         ])
     );
     assert_eq!(
