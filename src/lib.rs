@@ -44,6 +44,7 @@ pub mod outbox;
 pub mod partitions;
 pub mod planner;
 pub mod render;
+pub mod review;
 pub mod scheduler;
 pub mod schema;
 pub mod service;

@@ -26,6 +26,7 @@ const LAYERS: &[(&str, u8)] = &[
     ("partitions", 4),
     ("demo", 5),
     ("service", 5),
+    ("review", 5),
 ];
 
 fn layer(module: &str) -> Option<u8> {

@@ -7,7 +7,7 @@ mod common;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
-use common::browser::{chromium, dump_dom, screenshot};
+use common::browser::{chromium, dump_dom, painted_pixels, screenshot};
 use common::diamond::{DIAMOND_CONFIG, DIAMOND_SCHEMA, EXPECTED, diamond_rows};
 use common::{cascade, count, json_output, project, repository, sqlite_database};
 use scraper::{ElementRef, Html, Selector};
@@ -160,14 +160,7 @@ fn chromium_shows_every_model_and_the_counted_rows() {
     assert!(page.contains("1 root row skipped"), "org 4's status keeps it");
 
     // Painted: the screenshot holds the drawing, not a blank page.
-    let png = screenshot(&chromium, &file, 1400, 1000);
-    let decoder = png::Decoder::new(std::io::Cursor::new(png));
-    let mut reader = decoder.read_info().unwrap();
-    let mut pixels = vec![0; reader.output_buffer_size().unwrap()];
-    let frame = reader.next_frame(&mut pixels).unwrap();
-    let channels = frame.color_type.samples();
-    let painted = pixels[..frame.buffer_size()].chunks(channels).filter(|pixel| pixel[..3] != [255, 255, 255]).count();
-    let total = (frame.width * frame.height) as usize;
+    let (painted, total) = painted_pixels(&screenshot(&chromium, &file, 1400, 1000));
     assert!(painted * 100 > total, "{painted} of {total} pixels are not the white background");
 }
 

@@ -2,6 +2,7 @@
 
 mod delete;
 mod demo;
+mod diff;
 mod duplicates;
 mod init;
 mod metrics;
@@ -89,6 +90,8 @@ pub enum Command {
     Schema,
     /// Dry-run: the cascade tree of a model; with ids and a database, the rows of every step.
     Plan(plan::Args),
+    /// What a config change does to deletions: every change, destructive, attention or safe.
+    Diff(diff::Args),
     /// Delete rows and everything below them, children first, in small transactions.
     Delete(delete::Args),
     /// Build a demo SQLite database and walk validate → plan → delete on it.
@@ -144,7 +147,9 @@ const EXIT_CODES: &str = "Exit codes:
 pub const EXIT_USAGE: u8 = 2;
 
 pub fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let mut cli = Cli::parse();
+    // An empty URL is no URL: CI systems pass an unset secret as an empty variable.
+    cli.database_url = cli.database_url.filter(|url| !url.trim().is_empty());
     if cli.command.only_reads_and_prints() {
         restore_broken_pipe_exit();
     }
@@ -154,6 +159,7 @@ pub fn main() -> ExitCode {
         Command::Schema => schema::run(),
         Command::Init(args) => init::run(&cli, args),
         Command::Plan(args) => plan::run(&cli, args),
+        Command::Diff(args) => diff::run(&cli, args),
         Command::Delete(args) => delete::run(&cli, args),
         Command::Demo(args) => demo::run(&cli, args),
         Command::Schedule(args) => schedule::schedule(&cli, args),

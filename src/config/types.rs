@@ -235,6 +235,31 @@ impl Settings {
     }
 }
 
+impl Settings {
+    /// Where the setting `key` (as written in `[settings]`) is set, if it is.
+    pub fn location_of(&self, key: &str) -> Option<&Location> {
+        fn at<T>(value: &Option<Located<T>>) -> Option<&Location> {
+            value.as_ref().map(|value| &value.location)
+        }
+        match key {
+            "per_row_chunk_size" => at(&self.per_row_chunk_size),
+            "bulk_chunk_size" => at(&self.bulk_chunk_size),
+            "database_url" => at(&self.database_url),
+            "max_attempts" => at(&self.max_attempts),
+            "retry_delay_seconds" => at(&self.retry_delay_seconds),
+            "lease_seconds" => at(&self.lease_seconds),
+            "run_lease_seconds" => at(&self.run_lease_seconds),
+            "adaptive" => at(&self.adaptive),
+            "target_chunk_ms" => at(&self.target_chunk_ms),
+            "max_chunk_size" => at(&self.max_chunk_size),
+            "busy_timeout_seconds" => at(&self.busy_timeout_seconds),
+            "allowed_users" => at(&self.allowed_users),
+            "retention_interval" => at(&self.retention_interval),
+            _ => None,
+        }
+    }
+}
+
 fn or_default(value: &Option<Located<u64>>, default: u64) -> u64 {
     value.as_ref().map_or(default, |value| value.value)
 }
@@ -298,6 +323,24 @@ pub struct Retention {
     pub keep: Located<Duration>,
     /// The partition key: the timestamp (or date) column the table is partitioned by range on.
     pub column: Located<String>,
+}
+
+impl Retention {
+    /// `keep` as people write it, such as `90d`.
+    pub fn keep_text(&self) -> String {
+        describe_keep(self.keep.value)
+    }
+}
+
+/// A retention's `keep` as people write it: `90d` for whole days (humantime would say `2months
+/// 29days 2h 52m 48s`), humantime's own words otherwise.
+pub fn describe_keep(keep: Duration) -> String {
+    const DAY: u64 = 86_400;
+    if keep.as_secs().is_multiple_of(DAY) && keep.subsec_nanos() == 0 {
+        format!("{}d", keep.as_secs() / DAY)
+    } else {
+        humantime::format_duration(keep).to_string()
+    }
 }
 
 /// A primary key: one column, or several.

@@ -180,9 +180,9 @@ impl Report<'_> {
                 };
                 format!(
                     "::{command} file={},line={line},col={column},title={}::{}\n",
-                    escape_property(self.sources.name(d.location.file)),
-                    escape_property(d.code.as_str()),
-                    escape_data(&text),
+                    super::github_escape::property(self.sources.name(d.location.file)),
+                    super::github_escape::property(d.code.as_str()),
+                    super::github_escape::data(&text),
                 )
             })
             .collect()
@@ -191,13 +191,4 @@ impl Report<'_> {
 
 fn plural(count: usize, noun: &str) -> String {
     if count == 1 { format!("1 {noun}") } else { format!("{count} {noun}s") }
-}
-
-/// Workflow-command escaping, as the GitHub Actions runner expects it.
-fn escape_data(text: &str) -> String {
-    text.replace('%', "%25").replace('\r', "%0D").replace('\n', "%0A")
-}
-
-fn escape_property(text: &str) -> String {
-    escape_data(text).replace(':', "%3A").replace(',', "%2C")
 }

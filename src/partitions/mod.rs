@@ -131,7 +131,10 @@ impl Policy<'_> {
     /// 1970 (an early `--now`), since clamping it would drop rows the policy keeps.
     pub fn cutoff(&self, now: SystemTime) -> Result<SystemTime, PartitionError> {
         now.checked_sub(self.keep).filter(|cutoff| *cutoff >= SystemTime::UNIX_EPOCH).ok_or_else(|| {
-            PartitionError::CutoffBeforeEpoch { model: self.model.name.value.clone(), keep: describe(self.keep) }
+            PartitionError::CutoffBeforeEpoch {
+                model: self.model.name.value.clone(),
+                keep: crate::config::describe_keep(self.keep),
+            }
         })
     }
 }
@@ -246,23 +249,12 @@ pub async fn report(database: &Database, policy: &Policy<'_>, now: SystemTime) -
         model: policy.model.name.value.clone(),
         table: policy.table.qualified_name(),
         column: policy.column.clone(),
-        keep: describe(policy.keep),
+        keep: crate::config::describe_keep(policy.keep),
         cutoff: humantime::format_rfc3339_seconds(cutoff).to_string(),
         partitions: listed.into_iter().zip(drop).map(|(partition, drop)| PartitionState { partition, drop }).collect(),
         default_older_rows,
         detached,
     })
-}
-
-/// `90d` for whole days (how retention is usually written; humantime would say `2months 29days
-/// 2h 52m 48s`), humantime's own words otherwise.
-fn describe(keep: Duration) -> String {
-    const DAY: u64 = 86_400;
-    if keep.as_secs().is_multiple_of(DAY) && keep.subsec_nanos() == 0 {
-        format!("{}d", keep.as_secs() / DAY)
-    } else {
-        humantime::format_duration(keep).to_string()
-    }
 }
 
 /// For each partition, whether its upper bound is at or before `cutoff`, compared by the

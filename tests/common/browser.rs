@@ -27,6 +27,17 @@ pub fn screenshot(chromium: &Path, file: &Path, width: u32, height: u32) -> Vec<
     std::fs::read(&png).expect("chromium wrote the screenshot")
 }
 
+/// How many pixels of a PNG screenshot are not the white background, and how many it has.
+pub fn painted_pixels(png: &[u8]) -> (usize, usize) {
+    let decoder = png::Decoder::new(std::io::Cursor::new(png));
+    let mut reader = decoder.read_info().expect("a PNG");
+    let mut pixels = vec![0; reader.output_buffer_size().expect("a PNG's size")];
+    let frame = reader.next_frame(&mut pixels).expect("a PNG frame");
+    let channels = frame.color_type.samples();
+    let painted = pixels[..frame.buffer_size()].chunks(channels).filter(|pixel| pixel[..3] != [255, 255, 255]).count();
+    (painted, (frame.width * frame.height) as usize)
+}
+
 fn url(file: &Path) -> String {
     format!("file://{}", file.canonicalize().expect("the page exists").display())
 }

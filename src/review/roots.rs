@@ -1,0 +1,118 @@
+//! Which root models' deletions reach a model. A root is a model that no delete relation makes
+//! a child: deletions start there. A deletion of a root acts in every model its delete relations
+//! reach, and in the children those models nullify (a nullified row's own children are left
+//! alone, so a nullify relation reaches no further).
+
+use std::collections::{BTreeSet, HashMap};
+
+use crate::config::{Config, OnDelete};
+
+/// The roots reaching each model, in both configs.
+pub(super) struct Roots {
+    /// Per model name, the roots reaching it in either config.
+    reaching: HashMap<String, BTreeSet<Root>>,
+}
+
+/// A root, ordered as the head declares its models (then the base's that the head lacks).
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+struct Root {
+    order: usize,
+    name: String,
+}
+
+impl Roots {
+    pub(super) fn new(base: &Config, head: &Config) -> Self {
+        let order: HashMap<&str, usize> = head
+            .models
+            .keys()
+            .chain(base.models.keys().filter(|name| !head.models.contains_key(*name)))
+            .enumerate()
+            .map(|(index, name)| (name.as_str(), index))
+            .collect();
+        let mut reaching: HashMap<String, BTreeSet<Root>> = HashMap::new();
+        for config in [head, base] {
+            for (model, roots) in reaching_in(config) {
+                let roots = roots.into_iter().map(|root| {
+                    let name = config.models.get_index(root).map(|(name, _)| name.clone()).unwrap_or_default();
+                    Root { order: order.get(name.as_str()).copied().unwrap_or(usize::MAX), name }
+                });
+                let name = config.models.get_index(model).map(|(name, _)| name.clone()).unwrap_or_default();
+                reaching.entry(name).or_default().extend(roots);
+            }
+        }
+        Roots { reaching }
+    }
+
+    /// The roots whose deletions act in any of `models`, in declaration order.
+    pub(super) fn reaching(&self, models: &[String]) -> Vec<String> {
+        let roots: BTreeSet<&Root> = models.iter().filter_map(|model| self.reaching.get(model)).flatten().collect();
+        roots.into_iter().map(|root| root.name.clone()).collect()
+    }
+}
+
+/// Per model index of `config`, the indexes of the roots reaching it.
+fn reaching_in(config: &Config) -> Vec<(usize, BTreeSet<usize>)> {
+    let count = config.models.len();
+    let mut delete_parents: Vec<Vec<usize>> = vec![Vec::new(); count];
+    let mut nullify_parents: Vec<Vec<usize>> = vec![Vec::new(); count];
+    for (parent, model) in config.models.values().enumerate() {
+        for relation in &model.children {
+            let Some(child) = config.models.get_index_of(&relation.model.value) else { continue };
+            match relation.action() {
+                OnDelete::Delete => delete_parents[child].push(parent),
+                OnDelete::Nullify => nullify_parents[child].push(parent),
+            }
+        }
+    }
+    let deleting = roots_deleting(&delete_parents);
+    (0..count)
+        .map(|model| {
+            let mut roots = deleting[model].clone();
+            for &parent in &nullify_parents[model] {
+                roots.extend(deleting[parent].iter().copied());
+            }
+            (model, roots)
+        })
+        .collect()
+}
+
+/// Per model, the roots whose delete relations reach it: itself when nothing deletes it as a
+/// child, else its parents' roots. Iterative, as configs can be chains thousands deep; a delete
+/// cycle (which `validate` refuses) is cut where it closes.
+fn roots_deleting(delete_parents: &[Vec<usize>]) -> Vec<BTreeSet<usize>> {
+    #[derive(Clone, Copy, PartialEq)]
+    enum State {
+        New,
+        Open,
+        Done,
+    }
+    let count = delete_parents.len();
+    let mut roots: Vec<BTreeSet<usize>> = vec![BTreeSet::new(); count];
+    let mut state = vec![State::New; count];
+    for start in 0..count {
+        let mut stack = vec![(start, false)];
+        while let Some((model, parents_done)) = stack.pop() {
+            if parents_done {
+                let mut found = BTreeSet::new();
+                for &parent in &delete_parents[model] {
+                    found.extend(roots[parent].iter().copied());
+                }
+                if delete_parents[model].is_empty() || found.is_empty() {
+                    found.insert(model);
+                }
+                roots[model] = found;
+                state[model] = State::Done;
+                continue;
+            }
+            if state[model] != State::New {
+                continue;
+            }
+            state[model] = State::Open;
+            stack.push((model, true));
+            stack.extend(
+                delete_parents[model].iter().filter(|&&parent| state[parent] == State::New).map(|&p| (p, false)),
+            );
+        }
+    }
+    roots
+}

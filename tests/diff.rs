@@ -1,0 +1,408 @@
+//! `cascade diff` from the command line: configs compared from directories and from git
+//! revisions, every output format, the `--fail-on` gate, counts on both databases, and the sticky
+//! pull-request comment against a stand-in of GitHub's API.
+
+mod common;
+
+use common::github::{GithubApi, PULL_REQUEST_EVENT, REPOSITORY, TOKEN};
+use common::{cascade, json_output, on_each_database, project};
+use serde_json::{Value, json};
+use std::path::Path;
+
+const BASE: &str = r#"
+[models.org]
+table = "org"
+children = [
+  { model = "project", column = "org_id" },
+  { model = "member", column = "org_id", on_delete = "nullify" },
+]
+
+[models.project]
+table = "project"
+children = [{ model = "task", column = "project_id" }]
+
+[models.task]
+table = "task"
+strategy = "bulk"
+
+[models.member]
+table = "member"
+strategy = "bulk"
+"#;
+
+/// A project holding the base config in `base/` and `head` in `cascades/`.
+fn pair(head: &str) -> tempfile::TempDir {
+    project(&[("base/cascade.toml", BASE), ("cascades/cascade.toml", head)])
+}
+
+fn nullify_to_delete() -> String {
+    BASE.replace(
+        "{ model = \"member\", column = \"org_id\", on_delete = \"nullify\" }",
+        "{ model = \"member\", column = \"org_id\" }",
+    )
+}
+
+fn run(dir: &Path, args: &[&str]) -> (i32, String, String) {
+    let output = cascade(dir).arg("diff").args(args).output().expect("run cascade diff");
+    (
+        output.status.code().expect("an exit code"),
+        String::from_utf8_lossy(&output.stdout).into_owned(),
+        String::from_utf8_lossy(&output.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn the_same_config_is_no_change_and_passes_every_gate() {
+    let dir = pair(BASE);
+    let (code, out, _) = run(dir.path(), &["--base", "base", "--fail-on", "attention"]);
+    assert_eq!((code, out.as_str()), (0, "no change to deletions\n"));
+    let json = json_output(cascade(dir.path()).args(["diff", "--base", "base", "--format", "json"]));
+    assert_eq!(json["changes"], json!([]));
+    assert!(json.get("counts").is_none(), "counts only with a database: {json}");
+}
+
+#[test]
+fn json_lists_each_change_with_its_severity_kind_and_reason() {
+    let dir = pair(&nullify_to_delete());
+    let json = json_output(cascade(dir.path()).args(["diff", "--base", "base", "--format", "json"]));
+    let change = &json["changes"][0];
+    assert_eq!(json["changes"].as_array().unwrap().len(), 1, "{json}");
+    assert_eq!(change["severity"], "destructive");
+    assert_eq!(change["kind"], "on_delete_changed");
+    assert_eq!(change["model"], "org");
+    assert_eq!(change["relation"], "org → member (org_id)");
+    assert_eq!((&change["before"], &change["after"]), (&json!("nullify"), &json!("delete")));
+    assert!(change["reason"].as_str().unwrap().contains("now they are deleted"), "{change}");
+    assert_eq!(change["roots"], json!(["org"]));
+    assert_eq!(change["location"], json!({"side": "head", "file": "cascades/cascade.toml", "line": 6, "column": 3}));
+    assert_eq!(json["summary"], json!({"destructive": 1, "attention": 0, "safe": 0}));
+}
+
+#[test]
+fn fail_on_gates_by_severity() {
+    let destructive = pair(&nullify_to_delete());
+    let attention =
+        pair(&BASE.replace("  { model = \"member\", column = \"org_id\", on_delete = \"nullify\" },\n", ""));
+    let safe =
+        pair(&BASE.replace(
+            "strategy = \"bulk\"\n\n[models.member]",
+            "strategy = \"bulk\"\nchunk_size = 50\n\n[models.member]",
+        ));
+    let cases = [
+        (&destructive, "destructive", 1),
+        (&destructive, "attention", 1),
+        (&attention, "destructive", 0),
+        (&attention, "attention", 1),
+        (&safe, "destructive", 0),
+        (&safe, "attention", 0),
+    ];
+    for (dir, fail_on, expected) in cases {
+        let (code, out, err) = run(dir.path(), &["--base", "base", "--fail-on", fail_on]);
+        assert_eq!(code, expected, "--fail-on {fail_on}:\n{out}{err}");
+        assert!(out.starts_with("1 change to deletions"), "{out}");
+    }
+    // Without --fail-on a review never fails.
+    assert_eq!(run(destructive.path(), &["--base", "base"]).0, 0);
+}
+
+#[test]
+fn human_markdown_and_github_forms() {
+    let dir = pair(&nullify_to_delete());
+    let (_, human, _) = run(dir.path(), &["--base", "base"]);
+    assert!(human.starts_with("1 change to deletions: 1 destructive, 0 attention, 0 safe\n"), "{human}");
+    assert!(human.contains("destructive on delete changed: org → member (org_id): nullify → delete"), "{human}");
+    assert!(human.contains("cascades/cascade.toml:6:3 · reaches org"), "{human}");
+
+    let (_, markdown, _) = run(dir.path(), &["--base", "base", "--format", "markdown"]);
+    assert!(markdown.starts_with("<!-- cascade-diff -->\n### cascade diff: 1 change to deletions"), "{markdown}");
+    assert!(markdown.contains("| `org` | 1 | 0 | 0 |"), "{markdown}");
+    assert!(
+        markdown.contains("| 🔴 **destructive** | on delete changed: org → member (org_id) | nullify → delete |"),
+        "{markdown}"
+    );
+
+    let (_, github, _) = run(dir.path(), &["--base", "base", "--format", "github"]);
+    assert!(
+        github.starts_with("::error file=cascades/cascade.toml,line=6,col=3,title=destructive (on_delete_changed)::"),
+        "{github}"
+    );
+    assert_eq!(github.lines().count(), 1, "one workflow command per change: {github}");
+}
+
+#[test]
+fn a_config_with_errors_is_not_reviewed() {
+    let dir = pair(&BASE.replace("model = \"task\"", "model = \"tsak\""));
+    let (code, out, err) = run(dir.path(), &["--base", "base"]);
+    assert_eq!(code, 2, "{out}{err}");
+    assert!(err.contains("unknown model `tsak`"), "{err}");
+    assert!(err.contains("error: the head config has errors"), "{err}");
+    assert!(out.is_empty());
+    let (code, _, err) = run(dir.path(), &["--base", "missing"]);
+    assert_eq!(code, 2);
+    assert!(err.contains("config path `missing` does not exist"), "{err}");
+}
+
+fn git(dir: &Path, args: &[&str]) {
+    let output = std::process::Command::new("git")
+        .current_dir(dir)
+        .args(["-c", "user.name=test", "-c", "user.email=test@example.com"])
+        .args(args)
+        .output()
+        .expect("git runs");
+    assert!(output.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&output.stderr));
+}
+
+#[test]
+fn base_rev_reads_the_config_from_git_without_a_checkout() {
+    let dir = project(&[("cascades/cascade.toml", BASE), ("cascades/notes.txt", "not a config")]);
+    git(dir.path(), &["init", "-q", "-b", "main"]);
+    git(dir.path(), &["add", "."]);
+    git(dir.path(), &["commit", "-qm", "base"]);
+    std::fs::write(dir.path().join("cascades/cascade.toml"), nullify_to_delete()).unwrap();
+    std::fs::write(dir.path().join("cascades/extra.toml"), "[models.audit]\ntable = \"audit\"\n").unwrap();
+
+    let json = json_output(cascade(dir.path()).args(["diff", "--base-rev", "main", "--format", "json"]));
+    let kinds: Vec<(&str, &str)> = json["changes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| (c["severity"].as_str().unwrap(), c["kind"].as_str().unwrap()))
+        .collect();
+    assert_eq!(kinds, [("destructive", "on_delete_changed"), ("safe", "model_added")]);
+    // The working tree is as it was.
+    assert!(
+        std::fs::read_to_string(dir.path().join("cascades/cascade.toml")).unwrap().contains("column = \"org_id\" }")
+    );
+
+    // From a subdirectory, and with the config given as one file.
+    let nested = dir.path().join("cascades");
+    let (code, out, err) = run(&nested, &["--config", "cascade.toml", "--base-rev", "main", "--format", "json"]);
+    assert_eq!(code, 0, "{err}");
+    let json: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(json["changes"].as_array().unwrap().len(), 1, "{json}");
+    assert_eq!(json["changes"][0]["kind"], "on_delete_changed");
+
+    let (code, _, err) = run(dir.path(), &["--base-rev", "no-such-branch"]);
+    assert_eq!(code, 2);
+    assert!(err.contains("`no-such-branch` is not a revision of this repository"), "{err}");
+    let (code, _, err) = run(dir.path(), &["--base-rev", "--output=/tmp/x"]);
+    assert_eq!(code, 2, "{err}");
+}
+
+#[test]
+fn a_config_new_in_the_head_is_all_added() {
+    let dir = project(&[("README", "x")]);
+    git(dir.path(), &["init", "-q", "-b", "main"]);
+    git(dir.path(), &["add", "."]);
+    git(dir.path(), &["commit", "-qm", "no config yet"]);
+    std::fs::create_dir(dir.path().join("cascades")).unwrap();
+    std::fs::write(dir.path().join("cascades/cascade.toml"), BASE).unwrap();
+    let (code, out, err) = run(dir.path(), &["--base-rev", "main", "--format", "json"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(err.contains("note: `main` has no config at `cascades`: every model is new"), "{err}");
+    let json: Value = serde_json::from_str(&out).unwrap();
+    let kinds: Vec<&str> = json["changes"].as_array().unwrap().iter().map(|c| c["kind"].as_str().unwrap()).collect();
+    assert_eq!(kinds, ["model_added"; 4]);
+}
+
+const SCHEMA: &str = "
+CREATE TABLE org (id BIGINT PRIMARY KEY);
+CREATE TABLE project (id BIGINT PRIMARY KEY, org_id BIGINT);
+CREATE TABLE task (id BIGINT PRIMARY KEY, project_id BIGINT);
+CREATE TABLE member (id BIGINT PRIMARY KEY, org_id BIGINT);
+CREATE INDEX project_org ON project (org_id);
+CREATE INDEX task_project ON task (project_id);
+CREATE INDEX member_org ON member (org_id);
+INSERT INTO org VALUES (1), (2);
+INSERT INTO project VALUES (10, 1), (11, 1), (12, 2);
+INSERT INTO task VALUES (100, 10), (101, 10), (102, 11), (103, 12);
+INSERT INTO member VALUES (1000, 1), (1001, 1), (1002, 1), (1003, 2);
+";
+
+on_each_database!(counts_side_by_side_on_sqlite, counts_side_by_side_on_postgres, |databases| {
+    let url = databases.create(SCHEMA);
+    let dir = pair(&nullify_to_delete());
+    let json = json_output(cascade(dir.path()).args([
+        "diff",
+        "--base",
+        "base",
+        "--format",
+        "json",
+        "--database-url",
+        &url,
+        "--model",
+        "org",
+        "--id",
+        "1",
+    ]));
+    let count = |sql: &str| json!(common::count(&url, sql));
+    assert_eq!(
+        json["counts"]["base"]["deleted"]["task"],
+        count("SELECT COUNT(*) FROM task JOIN project p ON p.id = project_id WHERE p.org_id = 1")
+    );
+    assert_eq!(json["counts"]["base"]["nullified"]["member"], count("SELECT COUNT(*) FROM member WHERE org_id = 1"));
+    assert_eq!(json["counts"]["head"]["deleted"]["member"], json!(3));
+    assert!(json["counts"]["head"]["nullified"].get("member").is_none_or(|n| n == 0), "{json}");
+    assert_eq!(json["counts"]["base"]["deleted"]["org"], json!(1));
+    // Read only: nothing was deleted.
+    assert_eq!(common::count(&url, "SELECT COUNT(*) FROM member WHERE org_id IS NOT NULL"), 4);
+    let (_, human, _) = run(dir.path(), &["--base", "base", "--database-url", &url, "--model", "org", "--id", "1"]);
+    assert!(human.contains("rows for org 1:"), "{human}");
+    assert!(
+        human
+            .lines()
+            .any(|line| line.split_whitespace().collect::<Vec<_>>() == ["member", "0", "→", "3", "3", "→", "0"]),
+        "{human}"
+    );
+});
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_pull_request_gets_one_comment_updated_on_every_run() {
+    // 150 other comments: the review's lands on the second page of the listing.
+    let (api, server) = GithubApi::start((0..150).map(|n| (n, format!("a reviewer's comment {n}"))).collect()).await;
+
+    let dir = pair(&nullify_to_delete());
+    std::fs::write(dir.path().join("event.json"), PULL_REQUEST_EVENT).unwrap();
+    let summary = dir.path().join("summary.md");
+    let comment = |token: &'static str| {
+        let (dir, summary, server) = (dir.path().to_owned(), summary.clone(), server.uri());
+        tokio::task::spawn_blocking(move || {
+            cascade(&dir)
+                .args(["diff", "--base", "base", "--github-comment", "--fail-on", "destructive"])
+                .env("GITHUB_TOKEN", token)
+                .env("GITHUB_REPOSITORY", REPOSITORY)
+                .env("GITHUB_EVENT_PATH", dir.join("event.json"))
+                .env("GITHUB_API_URL", server)
+                .env("GITHUB_STEP_SUMMARY", summary)
+                .output()
+                .unwrap()
+        })
+    };
+
+    let first = comment(TOKEN).await.unwrap();
+    let (out, err) = (String::from_utf8_lossy(&first.stdout), String::from_utf8_lossy(&first.stderr));
+    assert_eq!(first.status.code(), Some(1), "the gate still applies: {out}{err}");
+    assert!(err.contains("posted the review as comment 5150"), "{err}");
+    // A second run with another change updates the same comment.
+    std::fs::write(dir.path().join("cascades/cascade.toml"), BASE.replace("table = \"member\"", "table = \"members\""))
+        .unwrap();
+    let second = comment(TOKEN).await.unwrap();
+    let err = String::from_utf8_lossy(&second.stderr);
+    assert!(err.contains("updated the review in comment 5150"), "{err}");
+
+    let comments = api.comments.lock().unwrap().clone();
+    let reviews: Vec<&(u64, String)> =
+        comments.iter().filter(|(_, body)| body.contains("<!-- cascade-diff -->")).collect();
+    assert_eq!(reviews.len(), 1, "one review comment");
+    assert!(reviews[0].1.contains("table changed: member"), "{}", reviews[0].1);
+    assert!(!reviews[0].1.contains("on delete changed"), "the first review was replaced: {}", reviews[0].1);
+    assert_eq!(comments.len(), 151, "the other comments are untouched");
+    assert!(comments[..150].iter().enumerate().all(|(n, (_, body))| body == &format!("a reviewer's comment {n}")));
+    let summary = std::fs::read_to_string(&summary).unwrap();
+    assert_eq!(summary.matches("<!-- cascade-diff -->").count(), 2, "both runs in the job summary");
+
+    // A refused token is an error (exit 2) that never shows the token.
+    let refused = comment("wr0ng-t0ken").await.unwrap();
+    let (out, err) = (String::from_utf8_lossy(&refused.stdout), String::from_utf8_lossy(&refused.stderr));
+    assert_eq!(refused.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("the GitHub API answered 401 to listing the comments: {\"message\":\"Bad credentials\"}"),
+        "{err}"
+    );
+    for output in [&out, &err, &std::borrow::Cow::Owned(summary)] {
+        assert!(!output.contains("t0ken"), "the token is never shown: {output}");
+    }
+    assert_eq!(*api.bad_tokens.lock().unwrap(), 1);
+}
+
+#[test]
+fn a_comment_outside_a_pull_request_is_skipped_and_outside_actions_refused() {
+    let dir = pair(&nullify_to_delete());
+    std::fs::write(dir.path().join("event.json"), json!({"ref": "refs/heads/main"}).to_string()).unwrap();
+    let output = cascade(dir.path())
+        .args(["diff", "--base", "base", "--github-comment"])
+        .env("GITHUB_TOKEN", "t")
+        .env("GITHUB_REPOSITORY", "acme/app")
+        .env("GITHUB_EVENT_PATH", dir.path().join("event.json"))
+        .env("GITHUB_API_URL", "http://127.0.0.1:9")
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(0));
+    assert!(String::from_utf8_lossy(&output.stderr).contains("the event is about no pull request: no comment posted"));
+    let output = cascade(dir.path())
+        .args(["diff", "--base", "base", "--github-comment"])
+        .env_remove("GITHUB_TOKEN")
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&output.stderr).contains("`GITHUB_TOKEN` is not set"));
+}
+
+/// `--format html`, loaded by a real browser: both plans of each root drawn side by side, the
+/// changed relation marked on the head's drawing and the removed one on the base's, every text
+/// escaped, and a screenshot that is not blank.
+#[test]
+fn the_html_page_draws_both_plans_with_the_changes_marked() {
+    use common::browser::{chromium, dump_dom, painted_pixels, screenshot};
+    use scraper::{Html, Selector};
+
+    let Some(chromium) = chromium() else { return };
+    let hostile = "<script>alert(1)</script>";
+    let head = nullify_to_delete()
+        .replace("  { model = \"project\", column = \"org_id\" },\n", "")
+        .replace("[models.task]", &format!("[models.\"{hostile}\"]\ntable = \"x\"\n\n[models.task]"));
+    let dir = pair(&head);
+    let (code, page, err) = run(dir.path(), &["--base", "base", "--format", "html"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(!page.contains("<script>alert"), "every text is escaped");
+    assert!(!page.contains("src=\"http") && !page.contains("href=\"http"), "nothing loaded from elsewhere");
+    let file = dir.path().join("diff.html");
+    std::fs::write(&file, &page).unwrap();
+
+    let dom = Html::parse_document(&dump_dom(&chromium, &file));
+    let select = |css: &str| Selector::parse(css).unwrap();
+    assert_eq!(dom.select(&select("script")).count(), 0);
+    let changes: Vec<String> = dom
+        .select(&select("table.changes tbody tr"))
+        .map(|row| row.value().attr("data-severity").unwrap().to_owned())
+        .collect();
+    assert_eq!(changes, ["destructive", "attention", "safe"]);
+    // `org` is drawn on both sides; the hostile model, a new root, only on the head's.
+    let roots: Vec<&str> = dom.select(&select("section.root")).map(|s| s.value().attr("data-root").unwrap()).collect();
+    assert_eq!(roots, ["org", hostile]);
+    let side = |root: &str, side: &str| {
+        let css = format!("section.root[data-root=\"{}\"] div.side[data-side=\"{side}\"]", root.replace('"', "\\\""));
+        dom.select(&select(&css)).next().unwrap_or_else(|| panic!("{root} {side}"))
+    };
+    let models = |element: scraper::ElementRef| -> Vec<String> {
+        let mut models: Vec<String> =
+            element.select(&select("svg g.node")).map(|n| n.value().attr("data-model").unwrap().to_owned()).collect();
+        models.sort();
+        models
+    };
+    assert_eq!(models(side("org", "base")), ["member", "org", "project", "task"].map(String::from));
+    assert_eq!(models(side("org", "head")), ["member", "org"].map(String::from));
+    let marked = |element: scraper::ElementRef| -> Vec<(String, String)> {
+        element
+            .select(&select("svg g.node[data-mark]"))
+            .map(|n| {
+                (n.value().attr("data-model").unwrap().to_owned(), n.value().attr("data-mark").unwrap().to_owned())
+            })
+            .collect()
+    };
+    // The nullify → delete relation is marked on both sides; the removed one on the base's.
+    assert_eq!(marked(side("org", "head")), [("member".to_owned(), "destructive".to_owned())]);
+    let mut base_marks = marked(side("org", "base"));
+    base_marks.sort();
+    assert_eq!(
+        base_marks,
+        [("member".to_owned(), "destructive".to_owned()), ("project".to_owned(), "attention".to_owned())]
+    );
+    let head_edge = side("org", "head").select(&select("svg g.edge[data-mark]")).next().expect("a marked edge");
+    assert_eq!(head_edge.value().attr("data-action"), Some("delete"));
+    assert!(side(hostile, "base").text().collect::<String>().contains("does not declare"));
+    assert_eq!(models(side(hostile, "head")), [hostile]);
+
+    let (painted, total) = painted_pixels(&screenshot(&chromium, &file, 1400, 1000));
+    assert!(painted * 100 > total, "{painted} of {total} pixels are not the white background");
+}
