@@ -35,10 +35,12 @@ pub const OUTBOX_DELIVERED: &str = "cascade_outbox_delivered_total";
 /// Counter, label [`SINK`]: outbox deliveries that failed (the shard is retried later).
 pub const OUTBOX_FAILED: &str = "cascade_outbox_failed_total";
 
-/// Gauge, label [`SCOPE`]: outbox rows waiting to be delivered.
+/// Gauge, label [`SCOPE`] (and [`CELL`] for a scope with cells): outbox rows waiting to be
+/// delivered (to that cell).
 pub const OUTBOX_BACKLOG: &str = "cascade_outbox_backlog";
 
-/// Gauge, label [`SCOPE`]: age in seconds of the oldest outbox row waiting to be delivered.
+/// Gauge, label [`SCOPE`] (and [`CELL`] for a scope with cells): age in seconds of the oldest
+/// outbox row waiting to be delivered (to that cell).
 pub const OUTBOX_OLDEST_AGE: &str = "cascade_outbox_oldest_age_seconds";
 
 /// Label: the model of the rows.
@@ -51,6 +53,8 @@ pub const OPTION: &str = "option";
 pub const SINK: &str = "sink";
 /// Label: an outbox scope.
 pub const SCOPE: &str = "scope";
+/// Label: a cell of an outbox scope with cells.
+pub const CELL: &str = "cell";
 
 /// Histogram buckets for [`CHUNK_DURATION`], in seconds: 1 ms to 10 s (chunks aim at 50 ms).
 pub const CHUNK_DURATION_BUCKETS: &[f64] =
@@ -79,10 +83,10 @@ pub fn describe() {
     );
     describe_counter!(OUTBOX_DELIVERED, Unit::Count, "Outbox messages delivered, per sink.");
     describe_counter!(OUTBOX_FAILED, Unit::Count, "Outbox deliveries that failed, per sink.");
-    describe_gauge!(OUTBOX_BACKLOG, Unit::Count, "Outbox rows waiting to be delivered, per scope.");
+    describe_gauge!(OUTBOX_BACKLOG, Unit::Count, "Outbox rows waiting to be delivered, per scope (and cell).");
     describe_gauge!(
         OUTBOX_OLDEST_AGE,
         Unit::Seconds,
-        "Age of the oldest outbox row waiting to be delivered, per scope."
+        "Age of the oldest outbox row waiting to be delivered, per scope (and cell)."
     );
 }

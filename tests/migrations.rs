@@ -14,8 +14,14 @@ use common::{block_on, on_each_database, postgres_database};
 const RELEASE_0_1_SQLITE: &str = include_str!("../schemas/migrations/sqlite/0001_tables.sql");
 const RELEASE_0_1_POSTGRES: &str = include_str!("../schemas/migrations/postgres/0001_tables.sql");
 
-const TOOL_TABLES: &[&str] =
-    &["cascade_scheduled_deletion", "cascade_outbox", "cascade_option", "cascade_run", "cascade_checkpoint"];
+const TOOL_TABLES: &[&str] = &[
+    "cascade_scheduled_deletion",
+    "cascade_outbox",
+    "cascade_outbox_delivered",
+    "cascade_option",
+    "cascade_run",
+    "cascade_checkpoint",
+];
 
 /// A few rows such as a 0.1.0 user leaves behind.
 const RELEASE_0_1_ROWS: &str = "
@@ -155,5 +161,82 @@ on_each_database!(
     root_statuses_move_out_of_the_checkpoints_on_postgres(RELEASE_0_1_POSTGRES),
     |databases, release_0_1| {
         block_on(root_statuses_move_out_of_the_checkpoints(&databases.create(release_0_1)));
+    }
+);
+
+/// The tables as migration 7 left them (the release before cells), recorded as such.
+fn at_version_7(dialect: &str) -> String {
+    let scripts: Vec<String> = (1..=7)
+        .map(|version| {
+            let dir = format!("{}/schemas/migrations/{dialect}", env!("CARGO_MANIFEST_DIR"));
+            let name = std::fs::read_dir(&dir)
+                .unwrap()
+                .map(|entry| entry.unwrap().file_name().into_string().unwrap())
+                .find(|name| name.starts_with(&format!("{version:04}_")))
+                .unwrap();
+            std::fs::read_to_string(format!("{dir}/{name}")).unwrap()
+        })
+        .collect();
+    format!(
+        "{}\nCREATE TABLE cascade_schema_version (version INTEGER PRIMARY KEY, applied_at TEXT NOT NULL DEFAULT CURRENT_TIMESTAMP);
+        INSERT INTO cascade_schema_version (version) VALUES (1), (2), (3), (4), (5), (6), (7);",
+        scripts.join("\n")
+    )
+}
+
+/// A failing shard, a claimed one and waiting rows, as a drainer of the release before cells
+/// leaves them; `utc` ends a timestamp literal (PostgreSQL reads one without an offset in the
+/// session's time zone).
+fn shards_at_version_7(utc: &str) -> String {
+    format!(
+        "INSERT INTO cascade_outbox (scope, shard_identifier, category, model, object_identifier)
+            VALUES ('organization', '7', 'project_update', 'project', '42');
+        INSERT INTO cascade_outbox_shard (scope, shard_identifier, claim_token, claim_expires_at, attempts,
+            next_attempt_at, last_attempt_at, last_error)
+        VALUES ('organization', '7', NULL, NULL, 3, '2030-01-01 00:00:08{utc}', '2030-01-01 00:00:00{utc}', 'unavailable'),
+            ('organization', '8', 'token', '2030-01-01 00:10:00{utc}', 0, NULL, NULL, NULL);"
+    )
+}
+
+/// Migration 8 keeps every shard's state, for the cell `''`, with a failing shard failing since
+/// its last attempt; a second cell of a shard is a row of its own.
+async fn shard_states_gain_a_cell(url: &str, failing_since: &str) {
+    let database = Database::connect(url, Access::ReadWrite).await.unwrap();
+    assert_eq!(schema_version(&database).await.unwrap(), 7);
+    migrate(&database).await.unwrap();
+    let states = database
+        .fetch_texts(&statement(&format!(
+            "SELECT shard_identifier, cell, CAST(attempts AS TEXT), {failing_since}, last_error, claim_token \
+             FROM cascade_outbox_shard ORDER BY shard_identifier"
+        )))
+        .await
+        .unwrap();
+    let text = |values: [Option<&str>; 6]| values.map(|value| value.map(str::to_owned)).to_vec();
+    assert_eq!(
+        states,
+        vec![
+            text([Some("7"), Some(""), Some("3"), Some("2030-01-01 00:00:00"), Some("unavailable"), None]),
+            text([Some("8"), Some(""), Some("0"), None, None, Some("token")]),
+        ]
+    );
+    let second_cell =
+        "INSERT INTO cascade_outbox_shard (scope, shard_identifier, cell) VALUES ('organization', '7', 'de')";
+    database.execute(&statement(second_cell)).await.unwrap();
+    assert_eq!(count(&database, "SELECT COUNT(*) FROM cascade_outbox_shard WHERE shard_identifier = '7'").await, 2);
+    assert_eq!(count(&database, "SELECT COUNT(*) FROM cascade_outbox").await, 1);
+    assert_eq!(count(&database, "SELECT COUNT(*) FROM cascade_outbox_delivered").await, 0);
+    database.close().await;
+}
+
+on_each_database!(
+    sqlite_shard_states_gain_a_cell_and_keep_their_failures("sqlite", "", "failing_since"),
+    postgres_shard_states_gain_a_cell_and_keep_their_failures(
+        "postgres",
+        "+00",
+        "to_char(failing_since AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS')"
+    ),
+    |databases, dialect, utc, failing_since| {
+        let ddl = format!("{}\n{}", at_version_7(dialect), shards_at_version_7(utc));
+        block_on(shard_states_gain_a_cell(&databases.create(&ddl), failing_since));
     }
 );

@@ -149,31 +149,40 @@ fn stats(cli: &Cli, format: SummaryFormat) -> anyhow::Result<ExitCode> {
 
 fn human(stats: &OutboxStats) -> String {
     let mut out = format!("{} outbox rows pending\n", stats.pending);
-    if !stats.categories.is_empty() {
-        out += &format!(
-            "\n{:<20} {:<24} {:<16} {:>10} {:>10} {:>8}  oldest\n",
-            "scope", "category", "sink", "rows", "objects", "shards"
-        );
-    }
-    for category in &stats.categories {
-        let age = humantime::format_duration(Duration::from_secs(category.oldest_age_seconds as u64));
-        out += &format!(
-            "{:<20} {:<24} {:<16} {:>10} {:>10} {:>8}  {age}\n",
-            category.scope,
-            category.category,
-            category.sink.as_deref().unwrap_or("(no sink)"),
-            category.pending,
-            category.objects,
-            category.shards,
-        );
-    }
+    let age = |seconds: f64| humantime::format_duration(Duration::from_secs(seconds as u64)).to_string();
+    let sink = |sink: &Option<String>| sink.clone().unwrap_or_else(|| "(no sink)".to_owned());
+    let categories: Vec<[String; 7]> = stats
+        .categories
+        .iter()
+        .map(|c| {
+            let [pending, objects, shards] = [c.pending, c.objects, c.shards].map(|n| n.to_string());
+            [c.scope.clone(), c.category.clone(), sink(&c.sink), pending, objects, shards, age(c.oldest_age_seconds)]
+        })
+        .collect();
+    out += &table(["scope", "category", "sink", "rows", "objects", "shards", "oldest"], &categories);
+    let cells: Vec<[String; 7]> = stats
+        .cells
+        .iter()
+        .map(|c| {
+            let [pending, shards, failing] = [c.pending, c.shards, c.failing_shards].map(|n| n.to_string());
+            [c.scope.clone(), c.cell.clone(), sink(&c.sink), pending, shards, failing, age(c.oldest_age_seconds)]
+        })
+        .collect();
+    out += &table(["scope", "cell", "sink", "rows", "shards", "failing", "oldest"], &cells);
     if !stats.shards.is_empty() {
         out += "\nshards delivering or failing:\n";
     }
     for shard in &stats.shards {
-        out += &format!("  {}/{}  {}", shard.scope, shard.shard_identifier, shard.state);
+        out += &format!("  {}/{}", shard.scope, shard.shard_identifier);
+        if let Some(cell) = &shard.cell {
+            out += &format!(" to {cell}");
+        }
+        out += &format!("  {}", shard.state);
         if shard.attempts > 0 {
             out += &format!(", {} failed attempts", shard.attempts);
+        }
+        if let Some(since) = &shard.failing_since {
+            out += &format!(" since {since} UTC");
         }
         if let Some(next) = &shard.next_attempt_at {
             out += &format!(", next attempt {next} UTC");
@@ -182,6 +191,20 @@ fn human(stats: &OutboxStats) -> String {
             out += &format!("\n    last error: {error}");
         }
         out += "\n";
+    }
+    out
+}
+
+/// A table of `rows` after a blank line (nothing without rows), its columns of counts (the
+/// fourth to sixth) aligned right.
+fn table(headers: [&str; 7], rows: &[[String; 7]]) -> String {
+    if rows.is_empty() {
+        return String::new();
+    }
+    let table = super::table::Table::new(headers, rows, &[3, 4, 5]);
+    let mut out = String::from("\n") + &table.line(&headers);
+    for row in rows {
+        out += &table.line(&row.each_ref().map(String::as_str));
     }
     out
 }

@@ -361,8 +361,19 @@ fn read_scope(name: Located<String>, mut fields: Fields<'_>, d: &mut Diagnostics
     let categories = fields.optional("categories").map_or_else(Vec::new, |n| n.array_of(d, Node::string));
     let sink = fields.optional("sink").and_then(|n| n.string(d));
     let category_sinks = fields.optional("category_sinks").map_or_else(IndexMap::new, |n| string_table(&n, d));
+    let cells = fields.optional("cells").map_or_else(Vec::new, |n| {
+        n.array_of(d, |item, d| {
+            let cell = item.string(d)?;
+            if cell.value.is_empty() {
+                item.invalid("a cell needs a name", "an empty cell name", d);
+                return None;
+            }
+            Some(cell)
+        })
+    });
+    let cell_sinks = fields.optional("cell_sinks").map_or_else(IndexMap::new, |n| string_table(&n, d));
     fields.finish(d);
-    Some(Scope { name, shard_key: shard_key?, categories, sink, category_sinks })
+    Some(Scope { name, shard_key: shard_key?, categories, sink, category_sinks, cells, cell_sinks })
 }
 
 /// A sink whose `command` or `url` has errors is left out (`None`), so that no rule reports it

@@ -39,6 +39,23 @@ pub struct Scope {
     /// to sink name, such as `{ project_update = "billing" }`.
     #[serde(default)]
     pub category_sinks: IndexMap<String, Located<String>>,
+    /// Cells (regions) that must each hear of every message of this scope, such as
+    /// `["us", "de"]`. Each cell is delivered through its own sink (`cell_sinks`), claimed,
+    /// retried and backed off on its own; a row goes when every cell has it.
+    #[serde(default)]
+    #[schemars(extend("items" = {"type": "string", "minLength": 1}))]
+    pub cells: Vec<Located<String>>,
+    /// The sink of each cell: cell name to sink name, such as `{ us = "us_hook", de = "de_hook" }`.
+    /// A scope with `cells` delivers through these instead of `sink` and `category_sinks`.
+    #[serde(default)]
+    pub cell_sinks: IndexMap<String, Located<String>>,
+}
+
+impl Scope {
+    /// Whether the scope fans its messages out to cells.
+    pub fn has_cells(&self) -> bool {
+        !self.cells.is_empty()
+    }
 }
 
 /// How long a sink may take per delivery when `timeout` is not given.
@@ -322,6 +339,24 @@ impl Config {
         let scope = self.outbox.scopes.get(scope)?;
         let name = scope.category_sinks.get(category).or(scope.sink.as_ref())?;
         self.outbox.sinks.get(&name.value)
+    }
+
+    /// Where the messages of `category` in `scope` go: for a scope with cells, each cell with
+    /// its sink (`cell_sinks`); otherwise the one sink of [`Config::sink_for`], for the cell
+    /// `""`. Cells and sinks that are not declared are left out.
+    pub fn deliveries_of<'a>(&'a self, scope: &str, category: &str) -> Vec<(&'a str, &'a Sink)> {
+        let Some(declared) = self.outbox.scopes.get(scope) else { return Vec::new() };
+        if !declared.has_cells() {
+            return self.sink_for(scope, category).map(|sink| ("", sink)).into_iter().collect();
+        }
+        declared
+            .cells
+            .iter()
+            .filter_map(|cell| {
+                let sink = declared.cell_sinks.get(&cell.value)?;
+                Some((cell.value.as_str(), self.outbox.sinks.get(&sink.value)?))
+            })
+            .collect()
     }
 
     /// The scope a category is registered in (the first, if it is wrongly in several).

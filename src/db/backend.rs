@@ -142,6 +142,12 @@ pub(crate) trait Backend: sealed::Sealed + Send + Sync + Debug {
     /// take the same row.
     fn claim_lock(&self) -> &'static str;
 
+    /// Appended to a select whose rows of `alias` the transaction is about to change on the
+    /// strength of other rows it reads, so that a concurrent transaction doing the same waits
+    /// and then sees this one's writes: `FOR UPDATE OF alias`, or nothing where a write
+    /// transaction holds the whole database (SQLite's `BEGIN IMMEDIATE`).
+    fn lock_rows_of(&self, alias: &str) -> String;
+
     /// A statement returning 1 when the table `name` exists, else 0.
     fn table_exists(&self, sql: &mut SqlBuilder, name: &str);
 

@@ -21,6 +21,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../../schemas/migrations/postgres/0005_run_process.sql"),
     include_str!("../../schemas/migrations/postgres/0006_root_statuses.sql"),
     include_str!("../../schemas/migrations/postgres/0007_outbox_model.sql"),
+    include_str!("../../schemas/migrations/postgres/0008_outbox_cells.sql"),
 ];
 
 /// How long connecting may take before it is given up.
@@ -129,6 +130,10 @@ impl Backend for Postgres {
 
     fn claim_lock(&self) -> &'static str {
         " FOR UPDATE SKIP LOCKED"
+    }
+
+    fn lock_rows_of(&self, alias: &str) -> String {
+        format!(" FOR UPDATE OF {alias}")
     }
 
     fn table_exists(&self, sql: &mut SqlBuilder, name: &str) {

@@ -20,6 +20,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../../schemas/migrations/sqlite/0005_run_process.sql"),
     include_str!("../../schemas/migrations/sqlite/0006_root_statuses.sql"),
     include_str!("../../schemas/migrations/sqlite/0007_outbox_model.sql"),
+    include_str!("../../schemas/migrations/sqlite/0008_outbox_cells.sql"),
 ];
 
 /// Whether SQLite can create its journal, WAL index and lock files beside the database. Where it
@@ -155,6 +156,10 @@ impl Backend for Sqlite {
 
     fn claim_lock(&self) -> &'static str {
         ""
+    }
+
+    fn lock_rows_of(&self, _alias: &str) -> String {
+        String::new()
     }
 
     fn table_exists(&self, sql: &mut SqlBuilder, name: &str) {

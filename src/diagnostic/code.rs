@@ -95,12 +95,13 @@ codes! { $
     CategoryInManyScopes = "category-in-many-scopes", Error, rule category_in_many_scopes, "An outbox category is registered in more than one scope.";
     EmptyScope = "empty-scope", Warning, rule empty_scope, "An outbox scope registers no categories.";
     PayloadWithoutOutbox = "payload-without-outbox", Warning, rule payload_without_outbox, "`outbox_payload` is set on a model that writes no outbox category.";
-    UnknownSink = "unknown-sink", Error, rule unknown_sink, "A scope's `sink` or a `category_sinks` value names a sink that is not declared under [outbox.sinks].";
+    UnknownSink = "unknown-sink", Error, rule unknown_sink, "A scope's `sink`, a `category_sinks` or a `cell_sinks` value names a sink that is not declared under [outbox.sinks].";
     CategorySinkOutsideScope = "category-sink-outside-scope", Error, rule category_sink_outside_scope, "A `category_sinks` entry names a category that is not one of its scope's `categories`.";
-    UnusedSink = "unused-sink", Warning, rule unused_sink, "A sink is named by no scope's `sink` and no `category_sinks` entry, so it receives nothing.";
+    UnusedSink = "unused-sink", Warning, rule unused_sink, "A sink is named by no scope's `sink`, `category_sinks` or `cell_sinks` entry, so it receives nothing.";
     UndeliveredCategory = "undelivered-category", Warning, rule undelivered_category, "Sinks are declared, but a scope has no `sink` and some of its categories have no `category_sinks` entry either.";
     SinkTarget = "sink-target", Error, rule sink_target, "A sink needs exactly one of `command`, `url` and `kafka`; `headers` belong to a `url` sink only, since a command or Kafka sink sends no HTTP request.";
     KafkaTopic = "kafka-topic", Error, rule kafka_topic, "A Kafka sink's `topic` uses a placeholder other than `{scope}` and `{category}`, or makes a name Kafka refuses (letters, digits, `.`, `_` and `-`, at most 249) for a scope and category it receives.";
+    CellSinks = "cell-sinks", Error, rule cell_sinks, "A scope's `cells` and `cell_sinks` do not match one sink to each cell: a cell without a sink, a sink for a cell the scope does not have, a cell named twice, `cell_sinks` without `cells`, or `sink`/`category_sinks` beside `cells`.";
     KafkaProperty = "kafka-property", Error, rule kafka_property, "A Kafka sink's `properties` entry is unknown to librdkafka, has a value it refuses, or sets what the sink itself decides (`brokers`, an idempotent producer acknowledged by all replicas, `timeout`).";
     LiteralSecret = "literal-secret", Warning, rule literal_secret, "A header that looks like a credential (Authorization, Cookie, or a name with token, secret, key, password or auth) or a Kafka property that does (a name with password or secret, or `ssl.key.pem`) has a literal value instead of `env:NAME`.";
     HeaderEnvName = "header-env-name", Error, rule header_env_name, "A header or Kafka property value `env:NAME` has an empty or invalid variable name (letters, digits and `_`, not starting with a digit).";

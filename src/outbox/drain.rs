@@ -2,7 +2,7 @@
 //! batch by batch until the shard is empty, a delivery fails (the shard backs off) or the drainer
 //! stops (the claim is released). No transaction is open while a sink runs.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant, SystemTime};
@@ -10,9 +10,10 @@ use std::time::{Duration, Instant, SystemTime};
 use tokio::sync::Mutex;
 use tracing::{info, warn};
 
+use super::routes::Routes;
 use super::sink::{Message, ReadySink};
-use super::store::{self, Deliverable, Row, Shard, ShardClaim};
-use super::{Clock, OutboxError, backoff};
+use super::store::{self, Row, Shard, ShardClaim};
+use super::{Clock, OutboxError, backoff, cells, gauges};
 use crate::config::Config;
 use crate::db::{Database, DbError, Failure, migrate};
 use crate::stop::pause;
@@ -79,8 +80,7 @@ pub struct Drainer {
 
 struct Inner {
     database: Database,
-    deliverable: Deliverable,
-    routes: HashMap<(String, String), Arc<ReadySink>>,
+    routes: Routes,
     /// The most messages read from a shard at once: the largest batch of any sink.
     most_per_read: u64,
     /// The claim taken on a shard before its first batch: the shortest lease of any sink.
@@ -107,53 +107,15 @@ impl Drainer {
         options: DrainOptions,
         clock: Arc<dyn Clock>,
     ) -> Result<Self, OutboxError> {
-        check_filters(config, &options)?;
-        let mut ready: HashMap<String, Arc<ReadySink>> = HashMap::new();
-        let mut routes = HashMap::new();
-        let mut deliverable = Vec::new();
-        for scope in config.outbox.scopes.values() {
-            if !options.scopes.is_empty() && !options.scopes.contains(&scope.name.value) {
-                continue;
-            }
-            let mut categories = Vec::new();
-            for category in &scope.categories {
-                let category = &category.value;
-                if !options.categories.is_empty() && !options.categories.contains(category) {
-                    continue;
-                }
-                let Some(sink) = config.sink_for(&scope.name.value, category) else { continue };
-                let sink = match ready.get(&sink.name.value) {
-                    Some(sink) => sink.clone(),
-                    None => {
-                        let made = Arc::new(ReadySink::new(sink)?);
-                        ready.insert(sink.name.value.clone(), made.clone());
-                        made
-                    }
-                };
-                routes.insert((scope.name.value.clone(), category.clone()), sink);
-                categories.push(category.clone());
-            }
-            if !categories.is_empty() {
-                deliverable.push((scope.name.value.clone(), categories));
-            }
-        }
-        if deliverable.is_empty() {
-            let reason = if options.scopes.is_empty() && options.categories.is_empty() {
-                "no outbox category has a sink to deliver to: declare one under [outbox.sinks] and name it as a scope's `sink`"
-            } else {
-                "no category that --scope/--category select has a sink to deliver to"
-            };
-            return Err(OutboxError::Filter(reason.into()));
-        }
-        let most_per_read = ready.values().map(|sink| sink.batch_size).max().unwrap_or(1);
+        let routes = Routes::new(config, &options)?;
+        let most_per_read = routes.ready.iter().map(|sink| sink.batch_size).max().unwrap_or(1);
         // The shortest lease: a shard whose drainer died is free again after its own sink's lease
         // at most; a delivery to a slower sink renews the claim first.
-        let first_lease = ready.values().map(|sink| lease(sink)).min().unwrap_or_default();
+        let first_lease = routes.ready.iter().map(|sink| lease(sink)).min().unwrap_or_default();
         let budget = Budget::new(options.max_messages);
         Ok(Self {
             inner: Arc::new(Inner {
                 database,
-                deliverable: Deliverable(deliverable),
                 routes,
                 most_per_read,
                 first_lease,
@@ -174,6 +136,10 @@ impl Drainer {
     /// due now and returns. Database errors are waited out unless `once`.
     pub async fn run(&self, stop: Arc<AtomicBool>) -> Result<DrainReport, OutboxError> {
         migrate(&self.inner.database).await?;
+        let swept = cells::sweep(&self.inner.database, &self.inner.routes.deliverable).await?;
+        if swept > 0 {
+            info!(rows = swept, "deleted outbox rows every cell of their scope already had");
+        }
         if self.inner.options.once {
             return Ok(self.drain_due(&stop).await?);
         }
@@ -182,7 +148,10 @@ impl Drainer {
         while !stop.load(Ordering::SeqCst) && !self.inner.budget.spent() {
             if delivered || gauges_set.is_none_or(|at| at.elapsed() >= BACKLOG_GAUGES_EVERY) {
                 gauges_set = Some(Instant::now());
-                if let Err(error) = self.inner.set_backlog_gauges().await {
+                let inner = &self.inner;
+                if let Err(error) =
+                    gauges::set_backlog(&inner.database, &inner.routes.deliverable, inner.clock.now()).await
+                {
                     warn!(%error, "could not measure the outbox backlog");
                 }
             }
@@ -230,22 +199,6 @@ impl Drainer {
 const BACKLOG_GAUGES_EVERY: Duration = Duration::from_secs(10);
 
 impl Inner {
-    /// Sets the backlog and oldest-age gauges of every scope it delivers (0 when empty).
-    async fn set_backlog_gauges(&self) -> Result<(), DbError> {
-        let now = self.clock.now();
-        let backlog = store::backlog(&self.database).await?;
-        for (scope, _) in &self.deliverable.0 {
-            let found = backlog.iter().find(|(s, _, _)| s == scope);
-            let rows = found.map_or(0, |(_, rows, _)| *rows);
-            let oldest = found.and_then(|(_, _, oldest)| humantime::parse_rfc3339_weak(oldest).ok()).unwrap_or(now);
-            let labels = [(telemetry::SCOPE, scope.clone())];
-            metrics::gauge!(telemetry::OUTBOX_BACKLOG, &labels).set(rows as f64);
-            metrics::gauge!(telemetry::OUTBOX_OLDEST_AGE, &labels)
-                .set(now.duration_since(oldest).unwrap_or_default().as_secs_f64());
-        }
-        Ok(())
-    }
-
     async fn lane(
         &self,
         queue: &Mutex<VecDeque<Shard>>,
@@ -258,8 +211,9 @@ impl Inner {
                 let mut queue = queue.lock().await;
                 if queue.is_empty() {
                     let now = self.clock.now();
-                    queue
-                        .extend(store::due_shards(&self.database, &self.deliverable, due, now, SHARDS_PER_LOOK).await?);
+                    queue.extend(
+                        store::due_shards(&self.database, &self.routes.deliverable, due, now, SHARDS_PER_LOOK).await?,
+                    );
                 }
                 queue.pop_front()
             };
@@ -324,7 +278,8 @@ impl Inner {
                 return Ok(report);
             }
             let rows =
-                store::next_messages(&self.database, shard, &self.deliverable, due, delivered_up_to, allowed).await?;
+                store::next_messages(&self.database, shard, &self.routes.deliverable, due, delivered_up_to, allowed)
+                    .await?;
             let read = rows.len();
             let Some((sink, rows)) = self.next_batch(shard, rows) else {
                 self.budget.give_back(allowed);
@@ -346,11 +301,15 @@ impl Inner {
             }
             match sink.deliver(&messages(shard, &rows)).await {
                 Ok(()) => {
-                    let deleted = store::delete_delivered(&self.database, shard, &rows).await?;
+                    let deleted = if shard.cell.is_empty() {
+                        store::delete_delivered(&self.database, shard, &rows).await?
+                    } else {
+                        cells::record_delivered(&self.database, shard, &rows, self.routes.cells(&shard.scope)).await?
+                    };
                     self.delivered.fetch_add(rows.len() as u64, Ordering::Relaxed);
                     metrics::counter!(telemetry::OUTBOX_DELIVERED, telemetry::SINK => sink.name.clone())
                         .increment(rows.len() as u64);
-                    info!(sink = %sink.name, scope = %shard.scope, shard = shard.identifier.as_deref().unwrap_or(""), messages = rows.len(), rows = deleted, "outbox batch delivered");
+                    info!(sink = %sink.name, scope = %shard.scope, shard = shard.identifier.as_deref().unwrap_or(""), cell = %shard.cell, messages = rows.len(), rows = deleted, "outbox batch delivered");
                     report.add(DrainReport {
                         delivered: rows.len() as u64,
                         rows_deleted: deleted,
@@ -370,7 +329,7 @@ impl Inner {
                     let retry_in = backoff(claim.attempts + 1);
                     let failed_at = self.clock.now();
                     store::fail(&self.database, claim, failed_at, failed_at + retry_in, &error.to_string()).await?;
-                    warn!(sink = %sink.name, scope = %shard.scope, shard = shard.identifier.as_deref().unwrap_or(""), attempts = claim.attempts + 1, retry_in = %humantime::format_duration(retry_in), %error, "outbox delivery failed");
+                    warn!(sink = %sink.name, scope = %shard.scope, shard = shard.identifier.as_deref().unwrap_or(""), cell = %shard.cell, attempts = claim.attempts + 1, retry_in = %humantime::format_duration(retry_in), %error, "outbox delivery failed");
                     report.failed_deliveries += 1;
                     metrics::counter!(telemetry::OUTBOX_FAILED, telemetry::SINK => sink.name.clone()).increment(1);
                     return Ok(report);
@@ -381,12 +340,12 @@ impl Inner {
 
     /// The leading messages of `rows` that go to the same sink, at most its batch size.
     fn next_batch(&self, shard: &Shard, mut rows: Vec<Row>) -> Option<(Arc<ReadySink>, Vec<Row>)> {
-        let sink_of = |row: &Row| self.routes.get(&(shard.scope.clone(), row.category.clone())).cloned();
-        let sink = sink_of(rows.first()?)?;
+        let sinks = self.routes.sinks(shard)?;
+        let sink = sinks.get(&rows.first()?.category)?.clone();
         let same = rows
             .iter()
             .take(sink.batch_size as usize)
-            .take_while(|row| sink_of(row).is_some_and(|s| Arc::ptr_eq(&s, &sink)))
+            .take_while(|row| sinks.get(&row.category).is_some_and(|s| Arc::ptr_eq(s, &sink)))
             .count();
         rows.truncate(same);
         Some((sink, rows))
@@ -415,19 +374,6 @@ fn messages(shard: &Shard, rows: &[Row]) -> Vec<Message> {
             date_added: row.date_added.clone(),
         })
         .collect()
-}
-
-/// `--scope` and `--category` must name what the config has.
-fn check_filters(config: &Config, options: &DrainOptions) -> Result<(), OutboxError> {
-    let scopes = &config.outbox.scopes;
-    if let Some(unknown) = options.scopes.iter().find(|scope| !scopes.contains_key(*scope)) {
-        let known: Vec<&str> = scopes.keys().map(String::as_str).collect();
-        return Err(OutboxError::Filter(format!("unknown scope `{unknown}` (scopes: {})", known.join(", "))));
-    }
-    if let Some(unknown) = options.categories.iter().find(|category| config.scope_of(category).is_none()) {
-        return Err(OutboxError::Filter(format!("category `{unknown}` is in no scope of the config")));
-    }
-    Ok(())
 }
 
 /// What is left of `--max-messages`, shared by the lanes: a batch reserves its messages before

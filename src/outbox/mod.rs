@@ -6,8 +6,15 @@
 //! and every older row of its object are deleted. A failed delivery leaves the rows and backs the
 //! shard off (2 s, doubling, at most 1 h) while other shards go on. One drainer holds a shard at a
 //! time through a claim with a lease; a drainer that dies loses its claims when their lease ends.
+//!
+//! A scope with cells delivers every message to each of its cells, each through its own sink:
+//! claims, attempts and backoff are per shard and cell, so a failing cell backs off alone, and a
+//! row goes only when every cell has it (`cells.rs`).
 
+mod cells;
 mod drain;
+mod gauges;
+mod routes;
 mod sink;
 mod stats;
 mod store;
@@ -16,7 +23,7 @@ use std::time::{Duration, SystemTime};
 
 pub use drain::{DrainOptions, DrainReport, Drainer};
 pub use sink::Message;
-pub use stats::{CategoryStats, OutboxStats, ShardState, stats};
+pub use stats::{CategoryStats, CellStats, OutboxStats, ShardState, stats};
 
 use crate::db::DbError;
 

@@ -1,18 +1,23 @@
 //! The drainer's statements on `cascade_outbox` and `cascade_outbox_shard`. Each is one statement
 //! that commits by itself (no transaction is held while a sink runs): a claim is a conditional
 //! upsert of the shard's row, so two drainers never hold one shard, on SQLite and PostgreSQL alike.
+//! A scope with cells is claimed, read and backed off per cell; what only cells need (recording a
+//! cell's deliveries, deleting what every cell has) is in `cells.rs`.
 
 use std::time::SystemTime;
 
 use crate::db::sql::{Param, SqlBuilder};
 use crate::db::{Database, DbError, first_text};
 
-/// Messages with the same `(scope, shard_identifier)` are delivered in order by one drainer.
+/// Messages with the same `(scope, shard_identifier)` are delivered in order by one drainer, to
+/// each cell of a scope with cells on its own.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub(crate) struct Shard {
     pub scope: String,
     /// NULL when the deleted row's shard key was NULL.
     pub identifier: Option<String>,
+    /// The cell delivered to: `''` for a scope without cells.
+    pub cell: String,
 }
 
 impl Shard {
@@ -22,33 +27,61 @@ impl Shard {
     }
 }
 
-/// The categories a drainer delivers, per scope: those with a sink, narrowed by `--scope` and
-/// `--category`. Rows of other categories stay where they are.
+/// A scope a drainer delivers: its categories that have a sink, narrowed by `--scope` and
+/// `--category`, and its cells (none for a scope without cells).
+#[derive(Debug, Clone)]
+pub(crate) struct DeliverableScope {
+    pub name: String,
+    pub categories: Vec<String>,
+    pub cells: Vec<String>,
+}
+
+/// The scopes a drainer delivers. Rows of other scopes and categories stay where they are.
 #[derive(Debug, Clone, Default)]
-pub(crate) struct Deliverable(pub Vec<(String, Vec<String>)>);
+pub(crate) struct Deliverable(pub Vec<DeliverableScope>);
 
 impl Deliverable {
-    /// `alias`'s row has a deliverable scope and category.
-    fn push(&self, sql: &mut SqlBuilder, alias: &str) {
-        if self.0.is_empty() {
-            sql.push("1 = 0");
-            return;
-        }
-        sql.push("(");
-        for (index, (scope, categories)) in self.0.iter().enumerate() {
-            if index > 0 {
-                sql.push(" OR ");
-            }
-            sql.push(&format!("({alias}.scope = ")).bind_text(scope);
-            sql.push(&format!(" AND {alias}.category IN (")).binds(categories.iter().map(|c| Param::text(c)));
+    /// The scopes with cells (`true`) or without.
+    pub(super) fn scopes(&self, with_cells: bool) -> impl Iterator<Item = &DeliverableScope> {
+        self.0.iter().filter(move |scope| scope.cells.is_empty() != with_cells)
+    }
+
+    /// `alias`'s row has a deliverable scope and category, of a scope with cells or without.
+    fn push(&self, sql: &mut SqlBuilder, alias: &str, with_cells: bool) {
+        sql.push("(1 = 0");
+        for scope in self.scopes(with_cells) {
+            sql.push(&format!(" OR ({alias}.scope = ")).bind_text(&scope.name);
+            sql.push(&format!(" AND {alias}.category IN (")).binds(scope.categories.iter().map(|c| Param::text(c)));
             sql.push("))");
+        }
+        sql.push(")");
+    }
+
+    /// `(VALUES (scope, cell), ...)`: every cell of every deliverable scope with cells, for a
+    /// join (its columns are `column1` and `column2` on SQLite and PostgreSQL alike).
+    pub(super) fn push_cells(&self, sql: &mut SqlBuilder) {
+        sql.push("(VALUES ");
+        let cells = self.scopes(true).flat_map(|scope| scope.cells.iter().map(move |cell| (&scope.name, cell)));
+        for (index, (scope, cell)) in cells.enumerate() {
+            sql.push(if index == 0 { "(" } else { ", (" });
+            sql.bind_text(scope).push(", ").bind_text(cell).push(")");
         }
         sql.push(")");
     }
 }
 
-/// `alias`'s row belongs to `shard`.
-fn push_shard(sql: &mut SqlBuilder, alias: &str, shard: &Shard) {
+/// `alias`'s row of `cascade_outbox` is one `cell` has not received (`cell` is SQL: a bound value
+/// or a column).
+pub(super) fn push_not_received(sql: &mut SqlBuilder, alias: &str, cell: impl FnOnce(&mut SqlBuilder)) {
+    sql.push(&format!(
+        " AND NOT EXISTS (SELECT 1 FROM cascade_outbox_delivered d WHERE d.outbox_id = {alias}.id AND d.cell = "
+    ));
+    cell(sql);
+    sql.push(")");
+}
+
+/// `alias`'s row belongs to `shard` (whichever cell).
+pub(super) fn push_shard(sql: &mut SqlBuilder, alias: &str, shard: &Shard) {
     sql.push(&format!("{alias}.scope = ")).bind_text(&shard.scope);
     match &shard.identifier {
         Some(identifier) => sql.push(&format!(" AND {alias}.shard_identifier = ")).bind_text(identifier),
@@ -60,6 +93,7 @@ fn push_shard(sql: &mut SqlBuilder, alias: &str, shard: &Shard) {
 fn push_claimed(sql: &mut SqlBuilder, claim: &ShardClaim) {
     sql.push(" WHERE scope = ").bind_text(&claim.shard.scope);
     sql.push(" AND shard_identifier = ").bind_text(claim.shard.claim_key());
+    sql.push(" AND cell = ").bind_text(&claim.shard.cell);
     sql.push(" AND claim_token = ").bind_text(&claim.token);
 }
 
@@ -71,8 +105,9 @@ fn push_claimable(sql: &mut SqlBuilder, alias: &str, now: SystemTime, due: Syste
     sql.push(")");
 }
 
-/// Up to `limit` shards with deliverable rows due by `due`, not claimed at `now`, their backoff
-/// over by `due`, oldest first.
+/// Up to `limit` shards (each cell of a shard of a scope with cells on its own) with
+/// deliverable rows due by `due` that are not claimed at `now` and whose backoff is over by
+/// `due`, oldest first.
 pub(crate) async fn due_shards(
     database: &Database,
     deliverable: &Deliverable,
@@ -80,24 +115,46 @@ pub(crate) async fn due_shards(
     now: SystemTime,
     limit: u64,
 ) -> Result<Vec<Shard>, DbError> {
-    let mut sql = database.sql();
-    sql.push("SELECT o.scope, o.shard_identifier FROM cascade_outbox o LEFT JOIN cascade_outbox_shard s ");
-    sql.push(
-        "ON s.scope = o.scope AND s.shard_identifier = COALESCE(o.shard_identifier, '') WHERE o.scheduled_for <= ",
-    );
-    sql.timestamp(due).push(" AND ");
-    deliverable.push(&mut sql, "o");
-    sql.push(" AND (s.scope IS NULL OR (");
-    push_claimable(&mut sql, "s", now, due);
-    sql.push(")) GROUP BY o.scope, o.shard_identifier ORDER BY MIN(o.id) LIMIT ").bind(Param::integer(clamp(limit)));
-    let rows = database.fetch_texts(&sql.finish()).await?;
-    Ok(rows
-        .into_iter()
-        .map(|mut row| {
-            let identifier = row.pop().flatten();
-            Shard { scope: row.pop().flatten().unwrap_or_default(), identifier }
-        })
-        .collect())
+    let mut found = Vec::new();
+    for with_cells in [false, true] {
+        if deliverable.scopes(with_cells).next().is_none() {
+            continue;
+        }
+        let mut sql = database.sql();
+        sql.push("SELECT o.scope, o.shard_identifier, ").push(if with_cells { "c.column2" } else { "''" });
+        sql.push(", CAST(MIN(o.id) AS TEXT) FROM cascade_outbox o ");
+        if with_cells {
+            sql.push("JOIN ");
+            deliverable.push_cells(&mut sql);
+            sql.push(" AS c ON c.column1 = o.scope ");
+        }
+        sql.push("LEFT JOIN cascade_outbox_shard s ON s.scope = o.scope ");
+        sql.push("AND s.shard_identifier = COALESCE(o.shard_identifier, '') AND s.cell = ");
+        sql.push(if with_cells { "c.column2" } else { "''" }).push(" WHERE o.scheduled_for <= ").timestamp(due);
+        sql.push(" AND ");
+        deliverable.push(&mut sql, "o", with_cells);
+        if with_cells {
+            push_not_received(&mut sql, "o", |sql| {
+                sql.push("c.column2");
+            });
+        }
+        sql.push(" AND (s.scope IS NULL OR (");
+        push_claimable(&mut sql, "s", now, due);
+        sql.push(")) GROUP BY o.scope, o.shard_identifier");
+        sql.push(if with_cells { ", c.column2" } else { "" });
+        sql.push(" ORDER BY MIN(o.id) LIMIT ").bind(Param::integer(clamp(limit)));
+        for row in database.fetch_texts(&sql.finish()).await? {
+            let text = |index: usize| row.get(index).cloned().flatten();
+            let first: i64 = text(3).and_then(|id| id.parse().ok()).unwrap_or_default();
+            let shard =
+                Shard { scope: text(0).unwrap_or_default(), identifier: text(1), cell: text(2).unwrap_or_default() };
+            found.push((first, shard));
+        }
+    }
+    // Both kinds together, oldest first.
+    found.sort_by_key(|(first, _)| *first);
+    found.truncate(usize::try_from(limit).unwrap_or(usize::MAX));
+    Ok(found.into_iter().map(|(_, shard)| shard).collect())
 }
 
 fn clamp(value: u64) -> i64 {
@@ -123,10 +180,12 @@ pub(crate) async fn claim(
 ) -> Result<Option<ShardClaim>, DbError> {
     let token = uuid::Uuid::new_v4().to_string();
     let mut sql = database.sql();
-    sql.push("INSERT INTO cascade_outbox_shard (scope, shard_identifier, claim_token, claim_expires_at) VALUES (");
-    sql.bind_text(&shard.scope).push(", ").bind_text(shard.claim_key()).push(", ").bind_text(&token).push(", ");
-    sql.timestamp(until)
-        .push(") ON CONFLICT (scope, shard_identifier) DO UPDATE SET claim_token = excluded.claim_token, ");
+    sql.push(
+        "INSERT INTO cascade_outbox_shard (scope, shard_identifier, cell, claim_token, claim_expires_at) VALUES (",
+    );
+    sql.bind_text(&shard.scope).push(", ").bind_text(shard.claim_key()).push(", ").bind_text(&shard.cell).push(", ");
+    sql.bind_text(&token).push(", ").timestamp(until);
+    sql.push(") ON CONFLICT (scope, shard_identifier, cell) DO UPDATE SET claim_token = excluded.claim_token, ");
     sql.push("claim_expires_at = excluded.claim_expires_at WHERE ");
     push_claimable(&mut sql, "cascade_outbox_shard", now, due);
     sql.push(" RETURNING CAST(attempts AS TEXT)");
@@ -154,15 +213,21 @@ pub(crate) async fn finish(database: &Database, claim: &ShardClaim) -> Result<()
     database.execute(&sql.finish()).await.map(drop)
 }
 
-/// Gives the shard back without a failure (the drainer is stopping).
+/// Gives the shard back without a failure (the drainer is stopping, or met a database error).
+/// A shard whose failures in a row are over (none, or a delivery went through since) keeps no
+/// row, as a delivered one; one still failing keeps its attempts and backoff.
 pub(crate) async fn release(database: &Database, claim: &ShardClaim) -> Result<(), DbError> {
+    if claim.attempts == 0 {
+        return finish(database, claim).await;
+    }
     let mut sql = database.sql();
     sql.push("UPDATE cascade_outbox_shard SET claim_token = NULL, claim_expires_at = NULL");
     push_claimed(&mut sql, claim);
     database.execute(&sql.finish()).await.map(drop)
 }
 
-/// Records a failed delivery and gives the shard back until `next_attempt`.
+/// Records a failed delivery and gives the shard back until `next_attempt`. The shard has been
+/// failing since `now` when this is the first failure in a row.
 pub(crate) async fn fail(
     database: &Database,
     claim: &ShardClaim,
@@ -174,6 +239,12 @@ pub(crate) async fn fail(
     sql.push("UPDATE cascade_outbox_shard SET claim_token = NULL, claim_expires_at = NULL, attempts = ");
     sql.bind(Param::integer(clamp(claim.attempts + 1))).push(", next_attempt_at = ").timestamp(next_attempt);
     sql.push(", last_attempt_at = ").timestamp(now).push(", last_error = ").bind_text(error);
+    sql.push(", failing_since = ");
+    if claim.attempts == 0 {
+        sql.timestamp(now);
+    } else {
+        sql.push("COALESCE(failing_since, ").timestamp(now).push(")");
+    }
     push_claimed(&mut sql, claim);
     database.execute(&sql.finish()).await.map(drop)
 }
@@ -194,7 +265,7 @@ pub(crate) struct Row {
 /// The shard's first `limit` coalesced messages due by `due` with an id above `after`, in id
 /// order: rows that no later row of the same object due by then supersedes. A drainer reads a
 /// shard forward from its last delivered id, so rows waiting for a later row of their object are
-/// not read again and again.
+/// not read again and again. For a cell, the rows it has received count as gone.
 pub(crate) async fn next_messages(
     database: &Database,
     shard: &Shard,
@@ -210,12 +281,22 @@ pub(crate) async fn next_messages(
     push_shard(&mut sql, "o", shard);
     sql.push(" AND o.id > ").bind(Param::integer(after));
     sql.push(" AND o.scheduled_for <= ").timestamp(due).push(" AND ");
-    deliverable.push(&mut sql, "o");
+    deliverable.push(&mut sql, "o", !shard.cell.is_empty());
+    let not_received = |sql: &mut SqlBuilder, alias: &str| {
+        if !shard.cell.is_empty() {
+            push_not_received(sql, alias, |sql| {
+                sql.bind_text(&shard.cell);
+            });
+        }
+    };
+    not_received(&mut sql, "o");
     sql.push(" AND NOT EXISTS (SELECT 1 FROM cascade_outbox later WHERE ");
     push_shard(&mut sql, "later", shard);
     sql.push(" AND later.category = o.category AND later.model = o.model");
     sql.push(" AND later.object_identifier = o.object_identifier AND later.id > o.id");
-    sql.push(" AND later.scheduled_for <= ").timestamp(due).push(")");
+    sql.push(" AND later.scheduled_for <= ").timestamp(due);
+    not_received(&mut sql, "later");
+    sql.push(")");
     sql.push(" ORDER BY o.id LIMIT ").bind(Param::integer(clamp(limit)));
     let rows = database.fetch_texts(&sql.finish()).await?;
     Ok(rows
@@ -237,7 +318,7 @@ pub(crate) async fn next_messages(
 
 /// Messages whose rows one statement deletes: four parameters each, well under the most a
 /// statement may bind on SQLite (32,766) and PostgreSQL (65,535).
-const DELETED_PER_STATEMENT: usize = 1000;
+pub(super) const DELETED_PER_STATEMENT: usize = 1000;
 
 /// Deletes the delivered messages' rows and every older row of the same category, model and
 /// object in the shard; how many rows went.
@@ -251,7 +332,16 @@ pub(crate) async fn delete_delivered(database: &Database, shard: &Shard, deliver
 
 async fn delete_part(database: &Database, shard: &Shard, delivered: &[Row]) -> Result<u64, DbError> {
     let mut sql = database.sql();
-    sql.push("DELETE FROM cascade_outbox WHERE id IN (SELECT o.id FROM cascade_outbox o JOIN (VALUES ");
+    sql.push("DELETE FROM cascade_outbox WHERE id IN (");
+    push_covered(&mut sql, shard, delivered);
+    sql.push(")");
+    database.execute(&sql.finish()).await
+}
+
+/// `SELECT o.id FROM cascade_outbox o ...`: the rows of `shard` that the `delivered` messages
+/// stand for, each message's row and every older row of its category, model and object.
+pub(super) fn push_covered(sql: &mut SqlBuilder, shard: &Shard, delivered: &[Row]) {
+    sql.push("SELECT o.id FROM cascade_outbox o JOIN (VALUES ");
     for (index, row) in delivered.iter().enumerate() {
         sql.push(if index == 0 { "(" } else { ", (" });
         sql.bind_text(&row.category).push(", ").bind_text(&row.model).push(", ");
@@ -259,9 +349,7 @@ async fn delete_part(database: &Database, shard: &Shard, delivered: &[Row]) -> R
     }
     sql.push(") AS delivered ON o.category = delivered.column1 AND o.model = delivered.column2 ");
     sql.push("AND o.object_identifier = delivered.column3 AND o.id <= delivered.column4 WHERE ");
-    push_shard(&mut sql, "o", shard);
-    sql.push(")");
-    database.execute(&sql.finish()).await
+    push_shard(sql, "o", shard);
 }
 
 /// Rows waiting per scope, and the oldest row's `date_added` as text.

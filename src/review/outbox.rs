@@ -238,6 +238,26 @@ fn compare_sinks(found: &mut Found<'_>) {
 /// (`*** (changed)` on the head's side where the value changed), URLs without their passwords.
 fn shown(before: &Sink, after: &Sink) -> (Map<String, Value>, Map<String, Value>) {
     let (mut old, mut new) = (fields(before), fields(after));
+    hide_secrets(&mut old, &mut new);
+    // A Kafka sink's properties sit inside its `kafka` table.
+    let (mut old_kafka, mut new_kafka) = (Map::new(), Map::new());
+    let old_kafka = match old.get_mut("kafka") {
+        Some(Value::Object(kafka)) => kafka,
+        _ => &mut old_kafka,
+    };
+    let new_kafka = match new.get_mut("kafka") {
+        Some(Value::Object(kafka)) => kafka,
+        _ => &mut new_kafka,
+    };
+    hide_secrets(old_kafka, new_kafka);
+    redact_urls(&mut old);
+    redact_urls(&mut new);
+    (old, new)
+}
+
+/// The values of the secret fields (`SINK_SECRETS`) of `old` and `new` as `***`, and
+/// `*** (changed)` on `new`'s side where the value changed.
+fn hide_secrets(old: &mut Map<String, Value>, new: &mut Map<String, Value>) {
     for field in SINK_SECRETS {
         let old_values = match old.get_mut(*field) {
             Some(Value::Object(values)) => std::mem::take(values),
@@ -253,9 +273,6 @@ fn shown(before: &Sink, after: &Sink) -> (Map<String, Value>, Map<String, Value>
             values.extend(old_values.into_iter().map(|(name, _)| (name, Value::String("***".to_owned()))));
         }
     }
-    redact_urls(&mut old);
-    redact_urls(&mut new);
-    (old, new)
 }
 
 fn redact_urls(fields: &mut Map<String, Value>) {

@@ -408,6 +408,24 @@ fn sink_secrets_are_never_shown() {
 }
 
 #[test]
+fn kafka_property_values_are_never_shown() {
+    let kafka = "\n[outbox.sinks.events.kafka]\nbrokers = \"kafka-1:9092\"\nproperties = { \"sasl.password\" = \"hunt3r2\", \"linger.ms\" = 5 }\n";
+    let base = format!("{}{kafka}", edit(&[("sink = \"hook\"\n\n", "sink = \"events\"\n\n")]));
+    let head = base.replace("hunt3r2", "n3w-hunt3r2");
+    let review = review(&base, &head);
+    let kinds: Vec<_> =
+        review.changes.iter().map(|c| (c.severity, c.kind, c.subject.clone().unwrap_or_default())).collect();
+    assert_eq!(kinds, [(Attention, Kind::SinkChanged, "[outbox.sinks.events] kafka".to_owned())]);
+    for format in
+        [super::DiffFormat::Human, super::DiffFormat::Markdown, super::DiffFormat::Json, super::DiffFormat::Github]
+    {
+        let text = review.render(format, None);
+        assert!(!text.contains("hunt3r2"), "{format:?} shows the password:\n{text}");
+        assert!(text.contains("sasl.password"), "{format:?} names the property:\n{text}");
+    }
+}
+
+#[test]
 fn options_and_settings() {
     let head = edit(&[("\"rate.org\" = 100", "\"rate.org\" = 250")]);
     let review = review(BASE, &head);

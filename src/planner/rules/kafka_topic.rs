@@ -62,7 +62,7 @@ pub(super) fn check(context: &Context<'_>, diagnostics: &mut Vec<Diagnostic>) {
     }
 }
 
-/// Every scope and category whose messages reach `sink`.
+/// Every scope and category whose messages reach `sink` (directly or through a cell).
 fn received<'a>(context: &Context<'a>, sink: &Sink) -> Vec<(&'a str, &'a str)> {
     let config = context.config;
     config
@@ -72,8 +72,9 @@ fn received<'a>(context: &Context<'a>, sink: &Sink) -> Vec<(&'a str, &'a str)> {
         .flat_map(|scope| scope.categories.iter().map(move |category| (scope, category)))
         .filter(|(scope, category)| {
             config
-                .sink_for(&scope.name.value, &category.value)
-                .is_some_and(|delivered| delivered.name.value == sink.name.value)
+                .deliveries_of(&scope.name.value, &category.value)
+                .iter()
+                .any(|(_, delivered)| delivered.name.value == sink.name.value)
         })
         .map(|(scope, category)| (scope.name.value.as_str(), category.value.as_str()))
         .collect()
@@ -103,7 +104,8 @@ category_sinks = { team_update = "events" }
 [outbox.scopes.control]
 shard_key = "id"
 categories = ["user update"]
-sink = "fixed"
+cells = ["us"]
+cell_sinks = { us = "fixed" }
 "#;
 
     #[test]

@@ -11,7 +11,8 @@ pub(super) fn check(context: &Context<'_>, diagnostics: &mut Vec<Diagnostic>) {
     if outbox.sinks.is_empty() {
         return;
     }
-    for scope in outbox.scopes.values().filter(|scope| scope.sink.is_none()) {
+    // A scope with cells delivers through `cell_sinks`, which `cell-sinks` checks.
+    for scope in outbox.scopes.values().filter(|scope| scope.sink.is_none() && !scope.has_cells()) {
         let undelivered: Vec<String> = scope
             .categories
             .iter()

@@ -1,4 +1,4 @@
-//! `unknown-sink`: a scope's `sink` or a `category_sinks` value names a sink that `[outbox.sinks]`
+//! `unknown-sink`: a scope's `sink`, a `category_sinks` or a `cell_sinks` value names a sink that `[outbox.sinks]`
 //! does not declare, so the drainer would have nowhere to deliver those messages (and a typo
 //! would silently leave them undelivered).
 
@@ -9,9 +9,10 @@ use crate::planner::Context;
 pub(super) fn check(context: &Context<'_>, diagnostics: &mut Vec<Diagnostic>) {
     let sinks = &context.config.outbox.sinks;
     for scope in context.config.outbox.scopes.values() {
-        let named = scope.sink.iter().map(|sink| (None, sink));
-        let per_category = scope.category_sinks.iter().map(|(category, sink)| (Some(category.as_str()), sink));
-        for (category, sink) in named.chain(per_category) {
+        let named = scope.sink.iter().map(|sink| (Route::Scope, sink));
+        let per_category = scope.category_sinks.iter().map(|(category, sink)| (Route::Category(category), sink));
+        let per_cell = scope.cell_sinks.iter().map(|(cell, sink)| (Route::Cell(cell), sink));
+        for (route, sink) in named.chain(per_category).chain(per_cell) {
             if sinks.contains_key(&sink.value) || context.config.unreadable_sinks.contains(&sink.value) {
                 continue;
             }
@@ -22,7 +23,7 @@ pub(super) fn check(context: &Context<'_>, diagnostics: &mut Vec<Diagnostic>) {
                 )
             });
             diagnostics.push(
-                Diagnostic::new(Code::UnknownSink, sink.location.clone(), message(scope, category, sink))
+                Diagnostic::new(Code::UnknownSink, sink.location.clone(), message(scope, route, sink))
                     .label("no such sink")
                     .help(help),
             );
@@ -30,10 +31,19 @@ pub(super) fn check(context: &Context<'_>, diagnostics: &mut Vec<Diagnostic>) {
     }
 }
 
-fn message(scope: &Scope, category: Option<&str>, sink: &Located<String>) -> String {
-    let what = match category {
-        None => format!("scope `{}` delivers its messages", scope.name.value),
-        Some(category) => format!("scope `{}` delivers category `{category}`", scope.name.value),
+/// Which of a scope's messages a sink name routes.
+#[derive(Clone, Copy)]
+enum Route<'a> {
+    Scope,
+    Category(&'a str),
+    Cell(&'a str),
+}
+
+fn message(scope: &Scope, route: Route<'_>, sink: &Located<String>) -> String {
+    let what = match route {
+        Route::Scope => format!("scope `{}` delivers its messages", scope.name.value),
+        Route::Category(category) => format!("scope `{}` delivers category `{category}`", scope.name.value),
+        Route::Cell(cell) => format!("scope `{}` delivers cell `{cell}`", scope.name.value),
     };
     format!("{what} to sink `{}`, which is not declared under [outbox.sinks]", sink.value)
 }
@@ -60,11 +70,20 @@ category_sinks = { project_update = "billing", team_update = "audit" }
 shard_key = "project_id"
 categories = ["group_update"]
 sink = "search_index"
+
+[outbox.scopes.control]
+shard_key = "id"
+categories = ["user_update"]
+cells = ["us"]
+cell_sinks = { us = "us_hok" }
 "#;
 
     #[test]
     fn reports_the_scope_sink_and_the_category_sink_with_the_nearest_name() {
-        assert_eq!(fixture::codes(CONFIG), vec![(Code::UnknownSink, 11), (Code::UnknownSink, 12)]);
+        assert_eq!(
+            fixture::codes(CONFIG),
+            vec![(Code::UnknownSink, 11), (Code::UnknownSink, 12), (Code::UnknownSink, 23)]
+        );
         insta::assert_snapshot!(fixture::human(CONFIG));
     }
 

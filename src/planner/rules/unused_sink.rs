@@ -1,5 +1,5 @@
-//! `unused-sink` (warning): a sink that no scope's `sink` and no `category_sinks` value names
-//! receives nothing, which is usually a leftover or a sink named with a typo elsewhere.
+//! `unused-sink` (warning): a sink that no scope's `sink`, `category_sinks` or `cell_sinks` value
+//! names receives nothing, which is usually a leftover or a sink named with a typo elsewhere.
 
 use std::collections::HashSet;
 
@@ -11,7 +11,7 @@ pub(super) fn check(context: &Context<'_>, diagnostics: &mut Vec<Diagnostic>) {
     let named: HashSet<&str> = outbox
         .scopes
         .values()
-        .flat_map(|scope| scope.sink.iter().chain(scope.category_sinks.values()))
+        .flat_map(|scope| scope.sink.iter().chain(scope.category_sinks.values()).chain(scope.cell_sinks.values()))
         .map(|sink| sink.value.as_str())
         .collect();
     for sink in outbox.sinks.values().filter(|sink| !named.contains(sink.name.value.as_str())) {
@@ -19,7 +19,10 @@ pub(super) fn check(context: &Context<'_>, diagnostics: &mut Vec<Diagnostic>) {
             Diagnostic::new(
                 Code::UnusedSink,
                 sink.name.location.clone(),
-                format!("sink `{}` receives nothing: no scope's `sink` or `category_sinks` names it", sink.name.value),
+                format!(
+                    "sink `{}` receives nothing: no scope's `sink`, `category_sinks` or `cell_sinks` names it",
+                    sink.name.value
+                ),
             )
             .label("unused sink")
             .help(format!(
