@@ -4,6 +4,7 @@
 
 pub mod databases;
 pub mod diamond;
+pub mod lsp;
 pub mod prometheus;
 pub mod random;
 pub mod running;
