@@ -125,6 +125,20 @@ fn check_outcome(probe: &Probe, expected: &Expectation, summary: Option<&Value>)
     }
 }
 
+/// Every `…_ms` number of a JSON summary, as printed, has at most three decimals (whole
+/// microseconds, never a clock's `7.1236310000000005`).
+fn assert_milliseconds_to_the_microsecond(json: &str) {
+    let mut seen = 0;
+    for (at, _) in json.match_indices("_ms\":") {
+        let number = json[at + 5..].trim_start();
+        let number = &number[..number.find([',', '}', '\n']).unwrap_or(number.len())];
+        let decimals = number.split_once('.').map_or(0, |(_, decimals)| decimals.len());
+        assert!(decimals <= 3, "{number} in {json}");
+        seen += 1;
+    }
+    assert_eq!(seen, 3, "max_chunk_ms, p99_chunk_ms and elapsed_ms in {json}");
+}
+
 /// Every row the deletion removed is in the archive at least once, whole and as it was before
 /// the deletion touched it (a root with its status before the marking), and no other row is.
 /// `before` is the database before the first run; the runs in `killed` died of kill -9. Without
@@ -181,6 +195,7 @@ fn delete_with_config_and_check(url: &str, config: &str) {
         .clone();
     let summary: Value = serde_json::from_slice(&output).unwrap();
     check_outcome(&probe, &expected, Some(&summary));
+    assert_milliseconds_to_the_microsecond(&String::from_utf8_lossy(&output));
 
     check_archive(url, &before, &archive, &[]);
 

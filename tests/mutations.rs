@@ -151,7 +151,7 @@ fn check(configs: &[(String, String)], ddl: &str) {
         assert!(line >= 1 && column >= 1, "{diagnostic:?} has no line and column");
     }
     let report = Report { sources: &loaded.sources, diagnostics: &loaded.diagnostics };
-    for format in [Format::Human, Format::Json, Format::Github] {
+    for format in [Format::Human, Format::Json, Format::Github, Format::Sarif] {
         let _ = report.render(format, false);
     }
 }

@@ -805,14 +805,14 @@ impl wiremock::Respond for EchoesAuthorization {
     }
 }
 
-#[tokio::test(flavor = "multi_thread")]
-async fn a_webhook_error_echoing_the_token_is_logged_stored_and_shown_without_it() {
+/// A webhook's error echoing the `Authorization` token is logged, stored in
+/// `cascade_outbox_shard.last_error` and shown by `outbox stats` without it, its body capped.
+async fn webhook_error_without_the_token(url: String) {
     let server = wiremock::MockServer::start().await;
     wiremock::Mock::given(wiremock::matchers::any()).respond_with(EchoesAuthorization).mount(&server).await;
     let dir = project(&[]);
     std::fs::create_dir_all(dir.path().join("cascades")).unwrap();
     std::fs::write(dir.path().join("cascades/cascade.toml"), webhook_config(&server.uri(), "5s")).unwrap();
-    let url = tokio::task::block_in_place(|| sqlite_database(dir.path(), SCHEMA));
     tokio::task::block_in_place(|| write_outbox(&url, &[("1".into(), "project_update", "a".into())]));
     let drained = tokio::task::block_in_place(|| {
         cascade(dir.path())
@@ -840,14 +840,25 @@ async fn a_webhook_error_echoing_the_token_is_logged_stored_and_shown_without_it
     assert!(!stats.contains("echoed-t0ken"), "{stats}");
 }
 
+on_each_database!(
+    a_webhook_error_echoing_the_token_is_logged_stored_and_shown_without_it_sqlite,
+    a_webhook_error_echoing_the_token_is_logged_stored_and_shown_without_it_postgres,
+    |databases| {
+        // Multi-threaded: the test reads and writes the database in `block_in_place`.
+        tokio::runtime::Runtime::new().unwrap().block_on(webhook_error_without_the_token(databases.create(SCHEMA)));
+    }
+);
+
 /// A command sink that writes its environment to `environment` next to it.
 const ENVIRONMENT_SINK: &str = r#"#!/bin/sh
 cat > /dev/null
 env > "$(dirname "$0")/environment"
 "#;
 
-#[test]
-fn a_command_sink_sees_a_minimal_environment_and_its_env_list() {
+/// A command sink gets `PATH`, `HOME`, `LANG`, the `CASCADE_OUTBOX_*` variables and its `env`
+/// list, nothing else of the drainer's environment: not the database URL it was given in
+/// `CASCADE_DATABASE_URL`, `PGPASSWORD` or a webhook's `env:` header variable.
+fn minimal_environment(url: &str) {
     let dir = project(&[("sink.sh", ENVIRONMENT_SINK)]);
     let sink = dir.path().join("sink.sh");
     let text = config(dir.path(), "", 10, "30s").replace(
@@ -855,13 +866,17 @@ fn a_command_sink_sees_a_minimal_environment_and_its_env_list() {
         &format!("command = [\"sh\", \"{}\"]\nenv = [\"CASCADE_TEST_PASSED\"]", sink.display()),
     );
     assert!(text.contains("env = ["), "{text}");
+    let hook = "[outbox.sinks.billing]\nurl = \"http://127.0.0.1:9/\"\nheaders = { Authorization = \"env:CASCADE_TEST_HOOK_TOKEN\" }\n";
+    let text = format!("{text}{hook}")
+        .replace("sink = \"recorder\"", "sink = \"recorder\"\ncategory_sinks = { team_update = \"billing\" }");
     std::fs::create_dir_all(dir.path().join("cascades")).unwrap();
     std::fs::write(dir.path().join("cascades/cascade.toml"), text).unwrap();
-    let url = sqlite_database(dir.path(), SCHEMA);
-    write_outbox(&url, &[("1".into(), "project_update", "a".into())]);
+    write_outbox(url, &[("1".into(), "project_update", "a".into())]);
     let output = cascade(dir.path())
-        .args(["outbox", "drain", "--once", "--database-url", &url])
+        .args(["outbox", "drain", "--once"])
+        .env("CASCADE_DATABASE_URL", url)
         .env("PGPASSWORD", "pg-s3cret")
+        .env("CASCADE_TEST_HOOK_TOKEN", "hook-s3cret")
         .env("CASCADE_TEST_SECRET", "not-for-the-sink")
         .env("CASCADE_TEST_PASSED", "for-the-sink")
         .output()
@@ -873,10 +888,19 @@ fn a_command_sink_sees_a_minimal_environment_and_its_env_list() {
         assert!(names.contains(expected), "{expected} in {environment}");
     }
     assert!(environment.contains("CASCADE_TEST_PASSED=for-the-sink\n"), "{environment}");
-    for secret in ["PGPASSWORD", "CASCADE_TEST_SECRET", "CASCADE_DATABASE_URL"] {
+    for secret in ["PGPASSWORD", "CASCADE_TEST_SECRET", "CASCADE_TEST_HOOK_TOKEN", "CASCADE_DATABASE_URL"] {
         assert!(!names.contains(secret), "{secret} in {environment}");
     }
+    for value in ["s3cret", url] {
+        assert!(!environment.contains(value), "{value} in {environment}");
+    }
 }
+
+on_each_database!(
+    a_command_sink_sees_a_minimal_environment_and_its_env_list_sqlite,
+    a_command_sink_sees_a_minimal_environment_and_its_env_list_postgres,
+    |databases| minimal_environment(&databases.create(SCHEMA))
+);
 
 #[test]
 fn a_failed_command_with_nothing_on_stderr_ends_its_error_without_a_colon() {

@@ -10,7 +10,7 @@ mod common;
 use std::collections::BTreeSet;
 
 use common::running::Running;
-use common::{archive_lines, cascade, count, dump, json_output, postgres_database, project, texts};
+use common::{archive_lines, cascade, count, dump, json_output, postgres_database, project, texts, wait_until};
 use serde_json::Value;
 
 /// `page_view` keeps 90 days; `click` references it, nullified when its page view goes.
@@ -428,4 +428,126 @@ fn a_cut_off_before_1970_is_refused_without_a_panic_and_drops_nothing() {
     assert_eq!(attached(&url).len(), 13, "nothing was detached");
     assert_eq!(data(&url), before);
     assert_eq!(count(&url, "SELECT COUNT(*) FROM cascade_run"), 0);
+}
+
+/// `account` rows, scheduled for deletion, leave tombstones that a recording sink receives.
+fn with_accounts(dir: &std::path::Path) -> String {
+    let delivered = dir.join("delivered").display().to_string();
+    format!(
+        r#"{CONFIG}
+[models.account]
+table = "account"
+outbox = "account_update"
+
+[outbox.scopes.accounts]
+shard_key = "id"
+categories = ["account_update"]
+sink = "recorder"
+
+[outbox.sinks.recorder]
+command = ["sh", "-c", "cat >> \"$0\" && echo >> \"$0\"", "{delivered}"]
+"#
+    )
+}
+
+const ACCOUNTS: &str = "CREATE TABLE account (id bigint PRIMARY KEY); INSERT INTO account VALUES (1), (2), (3);";
+
+/// The objects the recording sink received.
+fn delivered_accounts(dir: &std::path::Path) -> Vec<String> {
+    let text = std::fs::read_to_string(dir.join("delivered")).unwrap_or_default();
+    text.lines()
+        .flat_map(|line| serde_json::from_str::<Vec<Value>>(line).unwrap())
+        .map(|message| message["object_identifier"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+/// The position of the first log line of `stderr` (JSON lines) whose message is `message`.
+fn first_line(stderr: &str, message: &str) -> usize {
+    let needle = format!("\"message\":\"{message}\"");
+    stderr.lines().position(|line| line.contains(&needle)).unwrap_or_else(|| panic!("no `{message}` in {stderr}"))
+}
+
+/// `worker --once --drain` deletes what is due, delivers its tombstones, and then still prunes
+/// what the retention policy drops: the drain does not end the run before retention.
+#[test]
+fn worker_once_drain_prunes_after_the_drain() {
+    let Some(url) = postgres_database(&format!("{SCHEMA}{ACCOUNTS}")) else { return };
+    let dir = project(&[]);
+    std::fs::create_dir_all(dir.path().join("cascades")).unwrap();
+    std::fs::write(dir.path().join("cascades/cascade.toml"), with_accounts(dir.path())).unwrap();
+    let report = json_output(cascade(dir.path()).args(["--database-url", &url, "partitions", "--format", "json"]));
+    let (to_drop, to_keep): (Vec<&Value>, Vec<&Value>) =
+        report["models"][0]["partitions"].as_array().unwrap().iter().partition(|p| p["drop"] == true);
+    assert!(!to_drop.is_empty(), "{report}");
+    common::schedule_now(&url, "account", [1]);
+
+    let mut worker = Running::start(dir.path(), &["--database-url", &url, "worker", "--once", "--drain"]);
+    let finished = worker.finish();
+    assert!(finished.status.success(), "{}{}", finished.stdout, finished.stderr);
+    assert!(finished.stdout.contains("worker done: 1 succeeded"), "{}", finished.stdout);
+    assert!(finished.stdout.contains("outbox drain done: 1 messages delivered"), "{}", finished.stdout);
+    let retained = format!("retention: {} partition(s) dropped, 0 prune(s) failed", to_drop.len());
+    assert!(finished.stdout.contains(&retained), "{}", finished.stdout);
+    assert!(
+        first_line(&finished.stderr, "outbox batch delivered") < first_line(&finished.stderr, "partition dropped"),
+        "retention runs after the drain: {}",
+        finished.stderr
+    );
+    assert_eq!(delivered_accounts(dir.path()), ["1"]);
+    assert_eq!(count(&url, "SELECT COUNT(*) FROM account"), 2);
+    assert_eq!(count(&url, "SELECT COUNT(*) FROM cascade_outbox"), 0);
+    let kept: BTreeSet<String> = to_keep.iter().map(|p| p["name"].as_str().unwrap().to_owned()).collect();
+    assert_eq!(attached(&url), kept);
+    assert_eq!(no_orphan_clicks(&url), 0);
+}
+
+/// A clicks table that refuses every update: the prune, which sets the clicks of a dropped
+/// partition to NULL first, fails on it.
+const FROZEN_CLICKS: &str = "
+CREATE FUNCTION refuse_update() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN RAISE EXCEPTION 'clicks are frozen'; END $$;
+CREATE TRIGGER click_frozen BEFORE UPDATE ON click FOR EACH ROW EXECUTE FUNCTION refuse_update();
+";
+
+/// A prune that fails in the worker is logged and counted; it never stops the worker's
+/// deletions or its drain, nor detaches or changes anything. With `--once` the run exits 1
+/// (the failed prune counts); a long-running worker keeps deleting and delivering after it.
+#[test]
+fn a_failing_retention_never_stops_the_worker_deleting_or_draining() {
+    let Some(url) = postgres_database(&format!("{SCHEMA}{ACCOUNTS}{FROZEN_CLICKS}")) else { return };
+    let dir = project(&[]);
+    std::fs::create_dir_all(dir.path().join("cascades")).unwrap();
+    std::fs::write(dir.path().join("cascades/cascade.toml"), with_accounts(dir.path())).unwrap();
+    let data = |url: &str| {
+        let mut tables = dump(url);
+        tables.retain(|table, _| table == "page_view" || table == "click" || table == "share");
+        tables
+    };
+    let before = data(&url);
+    common::schedule_now(&url, "account", [1]);
+
+    let output = cascade(dir.path()).args(["--database-url", &url, "worker", "--once", "--drain"]).output().unwrap();
+    let (stdout, stderr) = (String::from_utf8_lossy(&output.stdout), String::from_utf8_lossy(&output.stderr));
+    assert_eq!(output.status.code(), Some(1), "{stdout}{stderr}");
+    assert!(stdout.contains("worker done: 1 succeeded"), "{stdout}");
+    assert!(stdout.contains("outbox drain done: 1 messages delivered"), "{stdout}");
+    assert!(stdout.contains("retention: 0 partition(s) dropped, 1 prune(s) failed"), "{stdout}");
+    assert!(stderr.contains("retention failed") && stderr.contains("clicks are frozen"), "{stderr}");
+    assert_eq!(delivered_accounts(dir.path()), ["1"]);
+
+    let mut worker = Running::start(dir.path(), &["--database-url", &url, "worker", "--drain", "--poll", "100ms"]);
+    let failed = worker.expect("retention failed; trying again at the next round");
+    assert!(failed.fields["error"].as_str().unwrap().contains("clicks are frozen"), "{:?}", failed.fields);
+    common::schedule_now(&url, "account", [2]);
+    wait_until("the worker deletes account 2 and delivers its tombstone", || {
+        count(&url, "SELECT COUNT(*) FROM account WHERE id = 2") == 0
+            && count(&url, "SELECT COUNT(*) FROM cascade_outbox") == 0
+    });
+    assert!(!worker.ended(), "the worker keeps running");
+    worker.terminate();
+    let finished = worker.finish();
+    assert_eq!(finished.status.code(), Some(130), "{}", finished.stderr);
+    assert_eq!(delivered_accounts(dir.path()), ["1", "2"]);
+    assert_eq!(attached(&url).len(), 13, "nothing was detached");
+    assert_eq!(data(&url), before, "no click or share changed, no page view gone");
 }

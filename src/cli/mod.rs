@@ -68,6 +68,7 @@ pub enum ReportFormat {
     Human,
     Json,
     Github,
+    Sarif,
 }
 
 impl From<ReportFormat> for Format {
@@ -76,6 +77,7 @@ impl From<ReportFormat> for Format {
             ReportFormat::Human => Format::Human,
             ReportFormat::Json => Format::Json,
             ReportFormat::Github => Format::Github,
+            ReportFormat::Sarif => Format::Sarif,
         }
     }
 }

@@ -17,7 +17,8 @@ pub struct Args {
     /// database needed. Takes precedence over --database-url.
     #[arg(long, value_name = "FILE.sql")]
     pub schema: Option<PathBuf>,
-    /// Output format: human (source snippets), json, or github (workflow annotations).
+    /// Output format: human (source snippets), json, github (workflow annotations), or sarif
+    /// (SARIF 2.1.0, for GitHub code scanning).
     #[arg(long, value_enum, default_value_t = ReportFormat::Human)]
     pub format: ReportFormat,
     /// Exit 1 on warnings too.

@@ -3,6 +3,7 @@
 
 mod code;
 mod report;
+mod sarif;
 mod sources;
 
 use std::ops::Range;

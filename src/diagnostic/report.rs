@@ -1,5 +1,5 @@
-//! Writing diagnostics for people (source snippets), for machines (JSON) and for GitHub Actions
-//! (workflow commands that become annotations on the pull request).
+//! Writing diagnostics for people (source snippets), for machines (JSON, SARIF) and for GitHub
+//! Actions (workflow commands that become annotations on the pull request).
 
 use codespan_reporting::diagnostic::{Diagnostic as Snippet, Label, Severity as SnippetSeverity};
 use codespan_reporting::term::{self, Config as TermConfig};
@@ -16,6 +16,8 @@ pub enum Format {
     Json,
     /// GitHub Actions workflow commands, one per diagnostic.
     Github,
+    /// A SARIF 2.1.0 log (GitHub code scanning), file URIs relative to the repository.
+    Sarif,
 }
 
 /// The diagnostics of one run together with the sources they point into.
@@ -65,6 +67,8 @@ impl Report<'_> {
             Format::Human => self.human(color),
             Format::Json => self.json(),
             Format::Github => self.github(),
+            // Source names are relative to the working directory they were loaded from.
+            Format::Sarif => self.sarif(&std::env::current_dir().unwrap_or_default()),
         }
     }
 

@@ -69,7 +69,17 @@ impl Sources {
 
     /// 1-based line and column (in characters) of the start of `location`.
     pub fn line_column(&self, location: &Location) -> (usize, usize) {
-        self.location(location.file, location.span.start).map_or((1, 1), |l| (l.line_number, l.column_number))
+        self.line_column_at(location.file, location.span.start)
+    }
+
+    /// 1-based line and column (in characters) of the end of `location`: the position just
+    /// after its last character.
+    pub fn end_line_column(&self, location: &Location) -> (usize, usize) {
+        self.line_column_at(location.file, location.span.end)
+    }
+
+    fn line_column_at(&self, file: FileId, offset: usize) -> (usize, usize) {
+        self.location(file, offset).map_or((1, 1), |l| (l.line_number, l.column_number))
     }
 
     /// `file:line:column`, for naming another place inside a message.

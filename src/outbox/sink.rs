@@ -244,9 +244,11 @@ fn describe_http_error(error: reqwest::Error) -> String {
     text
 }
 
-/// Runs the sink's program with `body` on stdin; exit 0 within `timeout` is a delivery. The exit
-/// decides, not the end of its output (a helper it leaves behind may hold stderr open). On a
-/// timeout its whole process group is killed, so a script's children go too.
+/// Runs the sink's program with `body` on stdin; exit 0 within `timeout`, after taking its whole
+/// input, is a delivery. The program's exit decides, not the end of its output or input (a helper
+/// it leaves behind may hold stderr or stdin open): once it has exited, what it has not taken of
+/// its input it never will, and the delivery fails at once instead of waiting for the timeout. On
+/// a timeout its whole process group is killed, so a script's children go too.
 async fn run_command(
     mut command: tokio::process::Command,
     body: &[u8],
@@ -257,30 +259,60 @@ async fn run_command(
     let mut child = command.spawn().map_err(|error| DeliveryError(format!("cannot start `{program}`: {error}")))?;
     let group = child.id().and_then(|pid| i32::try_from(pid).ok());
     let stdin = child.stdin.take();
+    // Whether the whole body went into the pipe; the pipe closes when this ends, so the program
+    // sees the end of its input. A closed pipe (the program stopped reading) is `false`.
     let feed = async move {
-        if let Some(mut stdin) = stdin {
-            // A sink may exit without reading everything: its exit status decides, not the pipe.
-            let _ = stdin.write_all(body).await;
+        match stdin {
+            Some(mut stdin) => stdin.write_all(body).await.is_ok(),
+            None => false,
         }
     };
     let stderr = child.stderr.take().map(|stderr| tokio::spawn(read_kept(stderr)));
-    let status = match tokio::time::timeout(timeout, async { tokio::join!(feed, child.wait()).1 }).await {
-        Ok(status) => status,
+    let ran = tokio::time::timeout(timeout, async {
+        let mut feed = std::pin::pin!(feed);
+        let mut fed = None;
+        loop {
+            tokio::select! {
+                biased;
+                whole = &mut feed, if fed.is_none() => fed = Some(whole),
+                // Unwritten bytes are bytes the program never read, whoever holds the pipe now.
+                status = child.wait() => break (fed.unwrap_or(false), status),
+            }
+        }
+    })
+    .await;
+    let outcome = match ran {
+        Ok((fed, status)) => {
+            status.map_err(|error| DeliveryError(format!("`{program}` failed: {error}"))).map(|status| (fed, status))
+        }
         Err(_) => {
             if let Some(group) = group {
                 // SAFETY: signals the process group this drainer started for the sink, before the
                 // child is reaped, so the id cannot have been reused.
                 unsafe { libc::kill(-group, libc::SIGKILL) };
             }
-            return Err(DeliveryError(format!("`{program}` timed out after {}", humantime::format_duration(timeout))));
+            Err(DeliveryError(format!("`{program}` timed out after {}", humantime::format_duration(timeout))))
         }
     };
-    let status = status.map_err(|error| DeliveryError(format!("`{program}` failed: {error}")))?;
-    if status.success() {
+    let (fed, status) = match outcome {
+        Ok(outcome) => outcome,
+        Err(error) => {
+            stderr.inspect(tokio::task::JoinHandle::abort);
+            return Err(error);
+        }
+    };
+    if status.success() && fed {
+        // A helper the program left running may hold stderr for long: nobody reads it now.
+        stderr.inspect(tokio::task::JoinHandle::abort);
         return Ok(());
     }
     let stderr = match stderr {
-        Some(reader) => tokio::time::timeout(STDERR_GRACE, reader).await.ok().and_then(Result::ok).unwrap_or_default(),
+        Some(reader) => {
+            let abort = reader.abort_handle();
+            let kept = tokio::time::timeout(STDERR_GRACE, reader).await.ok().and_then(Result::ok);
+            abort.abort();
+            kept.unwrap_or_default()
+        }
         None => String::new(),
     };
     let ended = match (status.code(), status.signal()) {
@@ -288,9 +320,11 @@ async fn run_command(
         (None, Some(signal)) => format!("signal {signal}"),
         (None, None) => "an unknown status".to_owned(),
     };
+    // A failed exit says enough; a successful one is a failure only for the input left unread.
+    let unread = if status.success() && !fed { " before reading its whole input" } else { "" };
     let stderr = stderr.trim();
     let stderr = if stderr.is_empty() { String::new() } else { format!(": {stderr}") };
-    Err(DeliveryError(format!("`{program}` exited with {ended}{stderr}")))
+    Err(DeliveryError(format!("`{program}` exited with {ended}{unread}{stderr}")))
 }
 
 /// How long a failed sink's stderr is still read after it exited.

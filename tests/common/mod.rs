@@ -8,6 +8,7 @@ pub mod lsp;
 pub mod prometheus;
 pub mod random;
 pub mod running;
+pub mod tools;
 
 use std::collections::BTreeMap;
 use std::io::Read as _;
