@@ -35,6 +35,11 @@ pub(crate) fn is_gone(host: Option<&str>, pid: Option<i64>, recorded: Option<&st
     host == this_host() && context(recorded) == context(ours) && process(pid).as_deref() != Some(recorded)
 }
 
+/// Whether a run recorded as `host`, `pid` and `recorded` was recorded by this very process.
+pub(crate) fn is_this(host: Option<&str>, pid: Option<i64>, recorded: Option<&str>) -> bool {
+    host == Some(this_host()) && pid == Some(this_pid()) && recorded.is_some() && recorded == this_process()
+}
+
 /// Whether a run recorded as `host` and `recorded` ran in this host's boot and PID namespace.
 pub(crate) fn is_local(host: Option<&str>, recorded: Option<&str>) -> bool {
     match (host, recorded, this_process()) {

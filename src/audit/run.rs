@@ -71,6 +71,42 @@ pub(crate) struct Run {
     id: i64,
     resumes: Option<i64>,
     heartbeat: tokio::task::JoinHandle<()>,
+    _held: Held,
+}
+
+/// The runs this process recorded and still holds the handle of, each with how many handles
+/// (two databases may hand out the same id). A row recorded by this very process whose run is
+/// not here ended without recording it (the database was gone when it tried), so it is known
+/// dead at once, as a run of a killed process is: the next run of its roots resumes it.
+static HELD: std::sync::Mutex<std::collections::BTreeMap<i64, usize>> =
+    std::sync::Mutex::new(std::collections::BTreeMap::new());
+
+/// A run id in [`HELD`] while this lives: taken before the run's row commits, so no other task
+/// of the process sees the row without it.
+#[derive(Debug)]
+struct Held(i64);
+
+impl Held {
+    fn new(id: i64) -> Self {
+        *HELD.lock().unwrap_or_else(std::sync::PoisonError::into_inner).entry(id).or_default() += 1;
+        Self(id)
+    }
+
+    fn is_held(id: i64) -> bool {
+        HELD.lock().unwrap_or_else(std::sync::PoisonError::into_inner).contains_key(&id)
+    }
+}
+
+impl Drop for Held {
+    fn drop(&mut self) {
+        let mut held = HELD.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some(count) = held.get_mut(&self.0) {
+            *count -= 1;
+            if *count == 0 {
+                held.remove(&self.0);
+            }
+        }
+    }
 }
 
 impl Drop for Run {
@@ -88,8 +124,9 @@ impl Run {
         let mut transaction = database.begin_write().await?;
         let earlier = end_dead_runs(database, &mut transaction, start, lease).await?;
         let id = insert(database, &mut transaction, start, earlier.resumes).await?;
+        let held = Held::new(id);
         transaction.commit().await?;
-        Ok(Self::alive(database, id, earlier.resumes, lease))
+        Ok(Self::alive(database, held, earlier.resumes, lease))
     }
 
     /// [`Run::start`] for a run that must not run beside another (`alone`: of the same roots, or
@@ -113,11 +150,13 @@ impl Run {
             return Ok(Err(live));
         }
         let id = insert(database, &mut transaction, start, earlier.resumes).await?;
+        let held = Held::new(id);
         transaction.commit().await?;
-        Ok(Ok(Self::alive(database, id, earlier.resumes, lease)))
+        Ok(Ok(Self::alive(database, held, earlier.resumes, lease)))
     }
 
-    fn alive(database: &Database, id: i64, resumes: Option<i64>, lease: Duration) -> Self {
+    fn alive(database: &Database, held: Held, resumes: Option<i64>, lease: Duration) -> Self {
+        let id = held.0;
         let every = (lease / 4).max(Duration::from_millis(100));
         let beating = database.clone();
         let heartbeat = tokio::spawn(async move {
@@ -128,7 +167,7 @@ impl Run {
                 }
             }
         });
-        Self { database: database.clone(), id, resumes, heartbeat }
+        Self { database: database.clone(), id, resumes, heartbeat, _held: held }
     }
 
     /// The run's id in `cascade_run` (the archive's file names carry it).
@@ -271,7 +310,10 @@ async fn running(
                 pid: field(4).and_then(|pid| pid.parse().ok()),
                 process: field(5),
             };
-            let dead = field(6).is_some() || process::is_gone(run.host.as_deref(), run.pid, run.process.as_deref());
+            let (host, process) = (run.host.as_deref(), run.process.as_deref());
+            let dead = field(6).is_some()
+                || process::is_gone(host, run.pid, process)
+                || (process::is_this(host, run.pid, process) && !Held::is_held(run.id));
             (run, dead)
         })
         .collect())
@@ -318,4 +360,49 @@ pub(super) fn stale(sql: &mut SqlBuilder, lease: Duration) {
 
 pub(super) fn first_integer(row: &[Option<String>]) -> Option<i64> {
     row.first().cloned().flatten().and_then(|value| value.parse().ok())
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::{Run, RunStart};
+    use crate::db::sql::Statement;
+    use crate::db::{Access, Database};
+
+    async fn outcomes(database: &Database) -> Vec<Vec<Option<String>>> {
+        let sql = "SELECT CAST(id AS TEXT), outcome, CAST(resumes AS TEXT) FROM cascade_run ORDER BY id";
+        database.fetch_texts(&Statement { sql: sql.to_owned(), params: Vec::new() }).await.unwrap()
+    }
+
+    /// A run this process recorded and dropped without recording its end (the database was gone
+    /// when it tried) is known dead at once: the next run of its roots marks it interrupted and
+    /// resumes it, while a run whose handle is held is left alone.
+    #[tokio::test]
+    async fn a_run_of_this_process_whose_handle_is_gone_is_resumed_at_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("app.db");
+        std::fs::File::create(&path).unwrap();
+        let database = Database::connect(&format!("sqlite://{}", path.display()), Access::ReadWrite).await.unwrap();
+        crate::db::migrate(&database).await.unwrap();
+        let ids = ["1".to_owned()];
+        let start = RunStart { actor: "test", command: "test", root_model: "item", root_ids: &ids };
+        let lease = Duration::from_secs(3600);
+
+        let first = Run::start(&database, start, lease).await.unwrap();
+        let beside = Run::start(&database, start, lease).await.unwrap();
+        assert_eq!(beside.resumes(), None, "a held run is alive");
+        drop(first);
+        let next = Run::start(&database, start, lease).await.unwrap();
+        assert_eq!(next.resumes(), Some(1));
+        let expected = |id: &str, outcome: &str, resumes: Option<&str>| {
+            vec![Some(id.to_owned()), Some(outcome.to_owned()), resumes.map(str::to_owned)]
+        };
+        assert_eq!(
+            outcomes(&database).await,
+            [expected("1", "interrupted", None), expected("2", "running", None), expected("3", "running", Some("1"))]
+        );
+        drop((beside, next));
+        database.close().await;
+    }
 }

@@ -160,44 +160,90 @@ async fn next(
         report.interrupted += 1;
         return Ok(Next::Continue);
     }
-    let failure = match result {
+    let settle = match result {
         Ok(RunOutcome::Succeeded) => {
-            super::remove(database, &claim).await?;
             report.succeeded += 1;
-            None
+            Settle::Remove
         }
         Ok(RunOutcome::Skipped) => {
             info!(guid = %claim.guid, "the root's status no longer allows the deletion: dropped");
-            super::remove(database, &claim).await?;
             report.cancelled += 1;
-            None
+            Settle::Remove
         }
         Ok(RunOutcome::Interrupted) => {
-            super::release(database, &claim).await?;
             report.interrupted += 1;
-            None
+            Settle::Release
         }
         Ok(RunOutcome::NotFound) => {
             warn!(guid = %claim.guid, id = %claim.object_id, "the root row does not exist: nothing to delete, dropped");
-            super::remove(database, &claim).await?;
             report.not_found += 1;
-            None
+            Settle::Remove
         }
-        Ok(RunOutcome::Failed) => Some(("the deletion failed".to_owned(), Failure::Transient)),
-        Err(failure) => Some(failure),
+        Ok(RunOutcome::Failed) => failed(report, &claim, options, "the deletion failed".to_owned(), Failure::Transient),
+        Err((message, failure)) => failed(report, &claim, options, message, failure),
     };
-    if let Some((message, failure)) = failure {
-        report.failed += 1;
-        if failure == Failure::Transient {
-            warn!(guid = %claim.guid, attempt = claim.attempts, error = %message, "deletion failed; it will be retried");
-            let retry_at = SystemTime::now().checked_add(options.retry_delay).unwrap_or_else(latest_time);
-            super::failed(database, &claim, &message, retry_at).await?;
-        } else {
-            warn!(guid = %claim.guid, error = %message, "deletion failed on an error no retry fixes; kept as failed");
-            super::give_up(database, &claim, &message, options.max_attempts).await?;
+    settle.record(database, &claim, options, stop).await?;
+    Ok(Next::Continue)
+}
+
+/// What becomes of a claimed deletion's row once its attempt is over.
+enum Settle {
+    /// Done, dropped or not found: the row goes.
+    Remove,
+    /// Stopped: the claim goes back, its attempt not counted.
+    Release,
+    /// Failed: retried at this time, with the error kept.
+    Retry(String, SystemTime),
+    /// Failed on an error no retry fixes: kept as failed.
+    GiveUp(String),
+}
+
+/// A failed attempt, counted and logged, and what becomes of its row.
+fn failed(
+    report: &mut WorkerReport,
+    claim: &Claim,
+    options: &WorkerOptions,
+    message: String,
+    failure: Failure,
+) -> Settle {
+    report.failed += 1;
+    if failure == Failure::Transient {
+        warn!(guid = %claim.guid, attempt = claim.attempts, error = %message, "deletion failed; it will be retried");
+        Settle::Retry(message, SystemTime::now().checked_add(options.retry_delay).unwrap_or_else(latest_time))
+    } else {
+        warn!(guid = %claim.guid, error = %message, "deletion failed on an error no retry fixes; kept as failed");
+        Settle::GiveUp(message)
+    }
+}
+
+impl Settle {
+    /// Writes it to the claimed row, waiting out a database that is restarting (the attempt
+    /// often failed for that very reason): a claim left behind would keep the deletion from
+    /// every worker until its lease ran out, hours later. Gives up when the worker stops.
+    async fn record(
+        &self,
+        database: &Database,
+        claim: &Claim,
+        options: &WorkerOptions,
+        stop: &AtomicBool,
+    ) -> Result<(), DbError> {
+        loop {
+            let written = match self {
+                Self::Remove => super::remove(database, claim).await,
+                Self::Release => super::release(database, claim).await,
+                Self::Retry(message, at) => super::failed(database, claim, message, *at).await,
+                Self::GiveUp(message) => super::give_up(database, claim, message, options.max_attempts).await,
+            };
+            match written {
+                Ok(_) => return Ok(()),
+                Err(error) if database.classify(&error) == Failure::Transient && !stop.load(Ordering::SeqCst) => {
+                    warn!(guid = %claim.guid, %error, "could not record the attempt on its claim; trying again after the poll interval");
+                    pause(options.poll, stop).await;
+                }
+                Err(error) => return Err(error),
+            }
         }
     }
-    Ok(Next::Continue)
 }
 
 /// Heartbeats the claim on a timer of its own, so a long chunk or rate-limit wait never lets

@@ -58,7 +58,7 @@ pub fn postgres_database(ddl: &str) -> Option<String> {
 }
 
 /// A new PostgreSQL database on `server` with `ddl` applied; its URL.
-fn postgres_database_on(server: &str, ddl: &str) -> String {
+pub fn postgres_database_on(server: &str, ddl: &str) -> String {
     let number = DATABASES.fetch_add(1, Ordering::Relaxed);
     // The clock too: a process id comes back (one process per test), and with it a name an
     // earlier test's database still has.

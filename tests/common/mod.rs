@@ -2,9 +2,11 @@
 
 #![allow(dead_code)] // each test binary uses its own subset
 
+pub mod cluster;
 pub mod databases;
 pub mod diamond;
 pub mod lsp;
+pub mod mutation;
 pub mod prometheus;
 pub mod random;
 pub mod running;

@@ -1,0 +1,118 @@
+//! Seeded mutations of the demo's config files and DDL script: what the mutation tests feed
+//! `validate`, in process (`tests/mutations.rs`) and through the binary
+//! (`tests/mutations_cli.rs`).
+
+use super::random::Random;
+
+/// Fragments a mutation inserts: the TOML and SQL a careless edit or a hostile file holds.
+const FRAGMENTS: &[&str] = &[
+    "\"",
+    "'",
+    "[",
+    "]",
+    "{",
+    "}",
+    "=",
+    ",",
+    "\n",
+    "\r",
+    "\t",
+    "#",
+    "\\",
+    "\u{0}",
+    "\u{feff}",
+    "é",
+    "💥",
+    "\"\"\"",
+    "[models.x]\n",
+    "children = [{ model = \"x\", column = \"x\" }]\n",
+    "key = []\n",
+    "columns = []",
+    "references = 1",
+    "chunk_size = -1\n",
+    "chunk_size = 99999999999999999999\n",
+    "strategy = \"bulk\"\n",
+    "on_delete = \"nullify\"",
+    "retention = { keep = \"99999y\", column = \"x\" }\n",
+    "rate_limit = \"nope\"\n",
+    "require_all_references = true\n",
+    "ignore_references = [{ table = \"\", columns = [\"a\", \"a\"], reason = \"\" }]\n",
+    "CREATE TABLE ",
+    "PRIMARY KEY",
+    "REFERENCES ",
+    "FOREIGN KEY (",
+    ") ON DELETE SET NULL",
+    "ON DELETE SET DEFAULT",
+    "UNIQUE (",
+    ");\n",
+    "(",
+    ")",
+    "PARTITION BY RANGE (",
+    "PARTITION OF ",
+    "\"odd \"\"name\"",
+    "`tick`",
+    "[bracket]",
+    " integer",
+    " text",
+];
+
+/// `text` with one to four random edits: a byte range removed, a fragment inserted, a line
+/// repeated or dropped, or two lines swapped (always on character boundaries).
+pub fn mutate(text: &str, random: &mut Random) -> String {
+    let mut text = text.to_owned();
+    for _ in 0..1 + random.below(4) {
+        let boundary = |text: &str, random: &mut Random| {
+            let mut at = random.below(text.len() as u64 + 1) as usize;
+            while !text.is_char_boundary(at) {
+                at -= 1;
+            }
+            at
+        };
+        match random.below(5) {
+            0 => {
+                let start = boundary(&text, random);
+                let mut end = (start + 1 + random.below(40) as usize).min(text.len());
+                while !text.is_char_boundary(end) {
+                    end += 1;
+                }
+                text.replace_range(start..end, "");
+            }
+            1 => {
+                let at = boundary(&text, random);
+                text.insert_str(at, FRAGMENTS[random.below(FRAGMENTS.len() as u64) as usize]);
+            }
+            kind => {
+                let mut lines: Vec<String> = text.split('\n').map(str::to_owned).collect();
+                let a = random.below(lines.len() as u64) as usize;
+                let b = random.below(lines.len() as u64) as usize;
+                match kind {
+                    2 => lines.insert(b, lines[a].clone()),
+                    3 if lines.len() > 1 => {
+                        lines.remove(a);
+                    }
+                    _ => lines.swap(a, b),
+                }
+                text = lines.join("\n");
+            }
+        }
+    }
+    text
+}
+
+/// The files a case starts from: the demo's config directory and its schema.
+pub fn originals() -> (Vec<(String, String)>, String) {
+    let root = super::repository();
+    let mut configs: Vec<(String, String)> = std::fs::read_dir(root.join("cascades"))
+        .unwrap()
+        .map(|entry| entry.unwrap().path())
+        .filter(|path| path.extension().is_some_and(|ext| ext == "toml"))
+        .map(|path| {
+            (
+                format!("cascades/{}", path.file_name().unwrap().to_string_lossy()),
+                std::fs::read_to_string(&path).unwrap(),
+            )
+        })
+        .collect();
+    configs.sort();
+    (configs, std::fs::read_to_string(root.join("schemas/demo.sql")).unwrap())
+}
