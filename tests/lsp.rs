@@ -307,8 +307,9 @@ fn the_rules_that_need_a_schema_run_with_a_ddl_file_an_option_or_the_settings_da
 
 /// `(label, detail, new text)` of each completion item, and the range every item replaces.
 fn completions(result: Result<Value, Value>) -> (Vec<(String, Value, String)>, Value) {
-    let items = result.expect("completion succeeds");
-    let items = items.as_array().expect("a list of items");
+    let list = result.expect("completion succeeds");
+    assert_eq!(list["isIncomplete"], false);
+    let items = list["items"].as_array().expect("a list of items");
     let range = items.first().map_or(Value::Null, |item| item["textEdit"]["range"].clone());
     assert!(items.iter().all(|item| item["textEdit"]["range"] == range), "one range for all");
     let items = items
@@ -350,13 +351,13 @@ fn completion_offers_names_values_keys_tables_and_columns() {
     ];
     assert_eq!((items, range), (named(&models), empty_at(MODELS, "\"project\"", 0, 1)));
 
-    // A typed prefix is replaced whole.
+    // What is typed is replaced whole, and filters the names (its characters in order).
     let (items, range) = complete(&mut session, "models.toml", MODELS, "\"project\"", 0, 4);
     assert_eq!(
         range,
         json!({ "start": position_of(MODELS, "\"project\"", 0, 1), "end": position_of(MODELS, "\"project\"", 0, 4) })
     );
-    assert_eq!(items.len(), 3);
+    assert_eq!(items, named(&[("project", json!("table project"), "project")]));
 
     // Categories, registered or not, and where.
     let (items, _) = complete(&mut session, "models.toml", MODELS, "\"org_update\"", 0, 1);
@@ -385,6 +386,7 @@ fn completion_offers_names_values_keys_tables_and_columns() {
     // The keys a relation has not written yet, with their documentation.
     let result =
         session.at("textDocument/completion", "models.toml", position_of(MODELS, "{ model", 0, 2), json!({})).unwrap();
+    let result = &result["items"];
     let keys: Vec<&str> = result.as_array().unwrap().iter().map(|item| item["label"].as_str().unwrap()).collect();
     assert_eq!(keys, ["columns", "references", "on_delete", "strategy", "chunk_size"]);
     assert_eq!(
@@ -426,6 +428,32 @@ fn completion_offers_names_values_keys_tables_and_columns() {
     let (items, _) = complete(&mut session, "models.toml", MODELS, "\"org_id\"", 1, 1);
     let columns = [("id", json!("integer not null · member"), "id"), ("org_id", json!("integer · member"), "org_id")];
     assert_eq!(items, named(&columns));
+    assert_eq!(session.client.shutdown().code(), Some(0));
+}
+
+#[test]
+fn completion_of_many_names_is_capped_and_filtered_by_what_is_typed() {
+    let mut text: String =
+        (0..150).map(|i| format!("[models.m{i}]\ntable = \"t{i}\"\nstrategy = \"bulk\"\n\n")).collect();
+    text.push_str("[models.root]\ntable = \"root\"\nchildren = [{ model = \"m1\", column = \"root_id\" }]\n");
+    let mut session = Session::start(&[], json!({}));
+    session.open("models.toml", &text);
+    session.diagnostics("models.toml", Some(1));
+    let list = |session: &mut Session, shift: usize| {
+        let list =
+            session.at("textDocument/completion", "models.toml", position_of(&text, "\"m1\"", 0, shift), json!({}));
+        let list = list.unwrap();
+        let labels: Vec<String> =
+            list["items"].as_array().unwrap().iter().map(|i| i["label"].as_str().unwrap().to_owned()).collect();
+        (list["isIncomplete"].clone(), labels)
+    };
+    let (incomplete, labels) = list(&mut session, 1);
+    assert_eq!((incomplete, labels.len()), (json!(true), 100));
+    assert_eq!(labels[..3], ["m0", "m1", "m2"]);
+    let (incomplete, labels) = list(&mut session, 3);
+    // As editors match: `m`, then a `1` somewhere after it.
+    let expected: Vec<String> = (0..150).map(|i| format!("m{i}")).filter(|name| name[1..].contains('1')).collect();
+    assert_eq!((incomplete, labels), (json!(false), expected));
     assert_eq!(session.client.shutdown().code(), Some(0));
 }
 

@@ -10,7 +10,7 @@ use std::time::{Duration, SystemTime};
 use lsp_types::Url;
 
 use super::documents::Lines;
-use super::symbols::Symbols;
+use super::symbols::{self, Occurrence, Symbols};
 use super::syntax::Syntax;
 use crate::config::{self, Loaded};
 use crate::diagnostic::FileId;
@@ -39,8 +39,18 @@ pub(crate) struct File {
     pub uri: Url,
     /// The version of the open document analysed, if the file is open.
     pub version: Option<i32>,
-    pub lines: Lines,
+    pub lines: Arc<Lines>,
     pub syntax: Arc<Syntax>,
+}
+
+/// What is read from a file's text alone, kept while the text stays the same: of a config of
+/// many files, an edit changes one.
+struct Indexed {
+    text: String,
+    file: FileId,
+    lines: Arc<Lines>,
+    syntax: Arc<Syntax>,
+    occurrences: Arc<Vec<Occurrence>>,
 }
 
 pub(crate) struct Analysis {
@@ -100,7 +110,7 @@ pub(crate) struct Analyzer {
     source: SchemaSource,
     ddl: Option<ReadDdl>,
     databases: HashMap<String, Result<Arc<Schema>, String>>,
-    syntax: HashMap<PathBuf, (String, Arc<Syntax>)>,
+    indexed: HashMap<PathBuf, Indexed>,
 }
 
 /// An analysis, and what the user should be told about it (a schema that could not be read).
@@ -112,32 +122,44 @@ pub(crate) struct Outcome {
 
 impl Analyzer {
     pub(crate) fn new(source: SchemaSource) -> Self {
-        Self { source, ddl: None, databases: HashMap::new(), syntax: HashMap::new() }
+        Self { source, ddl: None, databases: HashMap::new(), indexed: HashMap::new() }
     }
 
     pub(crate) fn analyze(&mut self, job: Job) -> Outcome {
+        let started = std::time::Instant::now();
         let mut messages = Vec::new();
         let analysis = self.load(&job, &mut messages);
+        tracing::debug!(dir = %job.dir.display(), generation = job.generation, elapsed = ?started.elapsed(), "analysed");
         Outcome { dir: job.dir, analysis, messages }
     }
 
     fn load(&mut self, job: &Job, messages: &mut Vec<String>) -> Result<Analysis, String> {
+        let started = std::time::Instant::now();
         let (mut loaded, paths) = config::load_overlaid(&job.dir, &job.buffers).map_err(|error| error.to_string())?;
+        let read = started.elapsed();
         let schema = self.schema(&loaded, job.refresh_schema, messages);
         let checked = planner::check(&mut loaded, schema.as_deref());
         if let Some(schema) = &schema {
             planner::check_deletions(&mut loaded, schema);
         }
-        self.syntax.retain(|path, _| paths.contains(path));
+        tracing::debug!(?read, checked = ?started.elapsed() - read, "loaded and checked");
+        self.indexed.retain(|path, _| paths.contains(path));
         let mut files = Vec::with_capacity(paths.len());
+        let mut occurrences = Vec::with_capacity(paths.len());
         for (file, path) in paths.iter().enumerate() {
             let text = loaded.sources.text(file);
-            let syntax = match self.syntax.get(path) {
-                Some((parsed, syntax)) if parsed == text => syntax.clone(),
+            let indexed = match self.indexed.get(path) {
+                Some(indexed) if indexed.text == text && indexed.file == file => indexed,
                 _ => {
-                    let syntax = Arc::new(Syntax::parse(text));
-                    self.syntax.insert(path.clone(), (text.to_owned(), syntax.clone()));
-                    syntax
+                    let syntax = Syntax::parse(text);
+                    let indexed = Indexed {
+                        text: text.to_owned(),
+                        file,
+                        lines: Arc::new(Lines::new(text)),
+                        occurrences: Arc::new(symbols::occurrences(file, &syntax)),
+                        syntax: Arc::new(syntax),
+                    };
+                    self.indexed.entry(path.clone()).insert_entry(indexed).into_mut()
                 }
             };
             let (uri, version) = match job.open.get(path) {
@@ -146,9 +168,10 @@ impl Analyzer {
                     (Url::from_file_path(path).map_err(|()| format!("`{}` is no file path", path.display()))?, None)
                 }
             };
-            files.push(File { uri, version, lines: Lines::new(text), syntax });
+            occurrences.push(indexed.occurrences.clone());
+            files.push(File { uri, version, lines: indexed.lines.clone(), syntax: indexed.syntax.clone() });
         }
-        let symbols = Symbols::build(files.iter().enumerate().map(|(file, f)| (file, f.syntax.as_ref())));
+        let symbols = Symbols::new(occurrences);
         Ok(Analysis { generation: job.generation, loaded, files, checked, schema, symbols })
     }
 

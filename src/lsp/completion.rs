@@ -3,7 +3,11 @@
 //! columns of the schema when one is known. The cursor's place is read from the text being
 //! typed; the names come from the latest analysis, which may be a keystroke behind.
 
-use lsp_types::{CompletionItem, CompletionItemKind, CompletionTextEdit, Documentation, MarkupContent, TextEdit};
+use std::cell::LazyCell;
+
+use lsp_types::{
+    CompletionItem, CompletionItemKind, CompletionList, CompletionTextEdit, Documentation, MarkupContent, TextEdit,
+};
 
 use super::analysis::Analysis;
 use super::documents::Lines;
@@ -11,6 +15,9 @@ use super::keys;
 use super::symbols::Kind;
 use super::syntax::{self, Cursor, Segment, Syntax};
 use crate::schema::Table;
+
+/// The document being edited, parsed when first needed.
+type Lazy<'a> = LazyCell<Syntax, Box<dyn FnOnce() -> Syntax + 'a>>;
 
 /// One thing to offer: what it is called, what to write, and what to say about it.
 struct Candidate {
@@ -28,17 +35,29 @@ impl Candidate {
     }
 }
 
-/// The completion items at `offset` of `text` (the open document, as it is now).
-pub(crate) fn complete(analysis: &Analysis, text: &str, offset: usize) -> Vec<CompletionItem> {
-    let Some(cursor) = syntax::cursor(text, offset) else { return Vec::new() };
-    let syntax = Syntax::parse(text);
+/// The most items one answer holds: a config of thousands of models would otherwise send them
+/// all on every keystroke. The list then says it is incomplete, and the editor asks again as
+/// more is typed.
+const MAX_ITEMS: usize = 100;
+
+/// The completion items at `offset` of `text` (the open document, as it is now): those whose
+/// label holds what is typed already, its characters in order (as editors match), at most
+/// [`MAX_ITEMS`].
+pub(crate) fn complete(analysis: &Analysis, text: &str, offset: usize) -> CompletionList {
+    let Some(cursor) = syntax::cursor(text, offset) else { return CompletionList::default() };
+    // The whole document's syntax only where its other keys matter: names need none of it.
+    let syntax: Lazy<'_> = LazyCell::new(Box::new(|| Syntax::parse(text)));
     let lines = Lines::new(text);
     let (start, quoted, candidates) = match &cursor {
         Cursor::Key { table, start, header } => (*start, false, key_candidates(analysis, &syntax, table, *header)),
         Cursor::Value { path, start, quoted } => (*start, *quoted, value_candidates(analysis, &syntax, path)),
     };
     let range = lines.range(text, &(start..offset));
-    candidates
+    let typed = text[start..offset].trim_start_matches('"').to_lowercase();
+    let mut matching = candidates.into_iter().filter(|candidate| holds_in_order(&candidate.label, &typed));
+    let candidates: Vec<Candidate> = matching.by_ref().take(MAX_ITEMS).collect();
+    let is_incomplete = matching.next().is_some();
+    let items = candidates
         .into_iter()
         .enumerate()
         .map(|(index, candidate)| {
@@ -60,7 +79,14 @@ pub(crate) fn complete(analysis: &Analysis, text: &str, offset: usize) -> Vec<Co
                 ..CompletionItem::default()
             }
         })
-        .collect()
+        .collect();
+    CompletionList { is_incomplete, items }
+}
+
+/// Whether `label` holds the characters of `typed` (lowercase) in order.
+fn holds_in_order(label: &str, typed: &str) -> bool {
+    let mut label = label.chars().flat_map(char::to_lowercase);
+    typed.chars().all(|wanted| label.any(|c| c == wanted))
 }
 
 /// A key as TOML writes it: bare when it can be, else quoted.
@@ -75,7 +101,7 @@ fn escaped(text: &str) -> String {
     quoted.strip_prefix('"').and_then(|inner| inner.strip_suffix('"')).unwrap_or(&quoted).to_owned()
 }
 
-fn key_candidates(analysis: &Analysis, syntax: &Syntax, table: &[Segment], header: bool) -> Vec<Candidate> {
+fn key_candidates(analysis: &Analysis, syntax: &Lazy<'_>, table: &[Segment], header: bool) -> Vec<Candidate> {
     let written = |key: &str| {
         !header
             && syntax.keys.iter().any(|k| {
@@ -113,7 +139,7 @@ fn string_at<'a>(syntax: &'a Syntax, path: &[Segment]) -> Option<&'a str> {
     syntax.scalars.iter().find(|scalar| scalar.path == path).and_then(|scalar| scalar.string.as_deref())
 }
 
-fn value_candidates(analysis: &Analysis, syntax: &Syntax, path: &[Segment]) -> Vec<Candidate> {
+fn value_candidates(analysis: &Analysis, syntax: &Lazy<'_>, path: &[Segment]) -> Vec<Candidate> {
     let config = &analysis.loaded.config;
     let keys: Vec<Option<&str>> = path.iter().map(Segment::key).collect();
     let model_table = |model: &str| {

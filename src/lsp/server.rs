@@ -33,7 +33,7 @@ use super::{LspError, ServerOptions, actions, completion, diagnostics, hover, na
 
 /// How long the server waits after a change for the next before it analyses the config: the
 /// changes of one burst of typing are analysed once.
-const DEBOUNCE: Duration = Duration::from_millis(25);
+const DEBOUNCE: Duration = Duration::from_millis(10);
 
 /// The state of one config directory.
 #[derive(Default)]
@@ -434,7 +434,7 @@ impl Server {
                     }
                     None => match at(&position) {
                         Some((file, offset)) => completion::complete(analysis, analysis.text(file), offset),
-                        None => Vec::new(),
+                        None => lsp_types::CompletionList::default(),
                     },
                 };
                 json(items)

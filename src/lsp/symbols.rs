@@ -3,6 +3,7 @@
 //! rename and the names completion offers all read this one index.
 
 use std::ops::Range;
+use std::sync::Arc;
 
 use super::syntax::{Quote, Segment, Syntax};
 use crate::diagnostic::FileId;
@@ -72,52 +73,60 @@ fn role(path: &[Segment], key: bool) -> Option<(Kind, bool)> {
     Some(role)
 }
 
+/// Every place a name is written in one file, in the order written.
+pub(crate) fn occurrences(file: FileId, syntax: &Syntax) -> Vec<Occurrence> {
+    let mut occurrences = Vec::new();
+    for key in &syntax.keys {
+        if let (Some((kind, declares)), Some(Segment::Key(name))) = (role(&key.path, true), key.path.last()) {
+            let name = name.clone();
+            let (span, quote) = (key.span.clone(), key.quote);
+            occurrences.push(Occurrence { kind, name, file, span, quote, declares });
+        }
+    }
+    for scalar in &syntax.scalars {
+        if let (Some((kind, declares)), Some(name)) = (role(&scalar.path, false), &scalar.string) {
+            let (span, quote) = (scalar.span.clone(), scalar.quote);
+            occurrences.push(Occurrence { kind, name: name.clone(), file, span, quote, declares });
+        }
+    }
+    occurrences
+}
+
+/// The index of a config: each file's occurrences (shared with the analyses before, for the
+/// files that did not change).
 #[derive(Debug, Default)]
 pub(crate) struct Symbols {
-    occurrences: Vec<Occurrence>,
+    files: Vec<Arc<Vec<Occurrence>>>,
 }
 
 impl Symbols {
-    /// The index of every file's syntax, in file order.
-    pub(crate) fn build<'a>(files: impl IntoIterator<Item = (FileId, &'a Syntax)>) -> Self {
-        let mut occurrences = Vec::new();
-        for (file, syntax) in files {
-            for key in &syntax.keys {
-                if let (Some((kind, declares)), Some(Segment::Key(name))) = (role(&key.path, true), key.path.last()) {
-                    let name = name.clone();
-                    let (span, quote) = (key.span.clone(), key.quote);
-                    occurrences.push(Occurrence { kind, name, file, span, quote, declares });
-                }
-            }
-            for scalar in &syntax.scalars {
-                if let (Some((kind, declares)), Some(name)) = (role(&scalar.path, false), &scalar.string) {
-                    let (span, quote) = (scalar.span.clone(), scalar.quote);
-                    occurrences.push(Occurrence { kind, name: name.clone(), file, span, quote, declares });
-                }
-            }
-        }
-        Self { occurrences }
+    /// The index of every file's occurrences, by [`FileId`].
+    pub(crate) fn new(files: Vec<Arc<Vec<Occurrence>>>) -> Self {
+        Self { files }
     }
 
     /// The name written at `offset` of `file` (its token's end included).
     pub(crate) fn at(&self, file: FileId, offset: usize) -> Option<&Occurrence> {
-        self.occurrences.iter().find(|occurrence| {
-            occurrence.file == file && occurrence.span.start <= offset && offset <= occurrence.span.end
-        })
+        self.files.get(file)?.iter().find(|occurrence| occurrence.span.start <= offset && offset <= occurrence.span.end)
+    }
+
+    fn all(&self) -> impl Iterator<Item = &Occurrence> {
+        self.files.iter().flat_map(|file| file.iter())
     }
 
     /// Every place `name` of `kind` is written, in file order.
     pub(crate) fn of<'a>(&'a self, kind: Kind, name: &'a str) -> impl Iterator<Item = &'a Occurrence> + 'a {
-        self.occurrences.iter().filter(move |occurrence| occurrence.kind == kind && occurrence.name == name)
+        self.all().filter(move |occurrence| occurrence.kind == kind && occurrence.name == name)
     }
 
     /// The names of `kind`, each once: those declared first, then those only used, each in the
     /// order first written.
     pub(crate) fn names(&self, kind: Kind) -> Vec<&str> {
+        let mut seen = std::collections::HashSet::new();
         let mut names: Vec<&str> = Vec::new();
         for declared in [true, false] {
-            for occurrence in self.occurrences.iter().filter(|o| o.kind == kind && o.declares == declared) {
-                if !names.contains(&occurrence.name.as_str()) {
+            for occurrence in self.all().filter(|o| o.kind == kind && o.declares == declared) {
+                if seen.insert(occurrence.name.as_str()) {
                     names.push(&occurrence.name);
                 }
             }
@@ -154,9 +163,9 @@ category_sinks = { org_update = "hook" }
 url = "https://example.com"
 "#;
         let syntax = Syntax::parse(text);
-        let symbols = Symbols::build([(0, &syntax)]);
+        let symbols = Symbols::new(vec![Arc::new(occurrences(0, &syntax))]);
         let written: Vec<(Kind, &str, bool, &str)> =
-            symbols.occurrences.iter().map(|o| (o.kind, o.name.as_str(), o.declares, &text[o.span.clone()])).collect();
+            symbols.all().map(|o| (o.kind, o.name.as_str(), o.declares, &text[o.span.clone()])).collect();
         assert_eq!(
             written,
             [
