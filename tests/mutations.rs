@@ -7,8 +7,7 @@ mod common;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 
 use cascade::diagnostic::{Format, Report, Sources};
-use common::mutation::{mutate, originals};
-use common::random::Random;
+use common::mutation::{mutated_config, mutated_ddl, originals};
 
 /// How many mutated cases of each kind.
 const CASES: u64 = 1000;
@@ -55,10 +54,7 @@ fn no_panic(seed: u64, what: &str, input: &str, case: impl FnOnce()) {
 fn mutated_configs_never_panic_and_every_diagnostic_has_its_place() {
     let (configs, ddl) = originals();
     for seed in 0..CASES {
-        let mut random = Random::seeded(seed);
-        let mut mutated = configs.clone();
-        let file = random.below(mutated.len() as u64) as usize;
-        mutated[file].1 = mutate(&mutated[file].1, &mut random);
+        let (mutated, file) = mutated_config(&configs, seed);
         no_panic(seed, "config", &mutated[file].1, || check(&mutated, &ddl));
     }
 }
@@ -67,8 +63,7 @@ fn mutated_configs_never_panic_and_every_diagnostic_has_its_place() {
 fn mutated_ddl_never_panics_and_every_diagnostic_has_its_place() {
     let (configs, ddl) = originals();
     for seed in 0..CASES {
-        let mut random = Random::seeded(seed);
-        let mutated = mutate(&ddl, &mut random);
+        let mutated = mutated_ddl(&ddl, seed);
         no_panic(seed, "DDL script", &mutated, || check(&configs, &mutated));
     }
 }

@@ -11,8 +11,7 @@ use std::os::unix::process::ExitStatusExt as _;
 use std::path::Path;
 use std::time::Duration;
 
-use common::mutation::{mutate, originals};
-use common::random::Random;
+use common::mutation::{mutated_config, mutated_ddl, originals};
 use common::{cascade, project};
 use serde_json::Value;
 
@@ -83,17 +82,13 @@ fn write_project(configs: &[(String, String)], ddl: &str) -> tempfile::TempDir {
 fn validate_survives_mutated_configs_and_ddl_with_every_place_inside_its_file() {
     let (configs, ddl) = originals();
     for seed in 0..CASES {
-        let mut random = Random::seeded(seed);
-        let mut mutated = configs.clone();
-        let file = random.below(mutated.len() as u64) as usize;
-        mutated[file].1 = mutate(&mutated[file].1, &mut random);
+        let (mutated, file) = mutated_config(&configs, seed);
         let dir = write_project(&mutated, &ddl);
         let what = format!("seed {seed}, {} mutated", mutated[file].0);
         validate(dir.path(), &[], &what);
         validate(dir.path(), &["--schema", "schemas/demo.sql"], &what);
 
-        let mut random = Random::seeded(seed);
-        let dir = write_project(&configs, &mutate(&ddl, &mut random));
+        let dir = write_project(&configs, &mutated_ddl(&ddl, seed));
         validate(dir.path(), &["--schema", "schemas/demo.sql"], &format!("seed {seed}, schemas/demo.sql mutated"));
     }
 }

@@ -6,12 +6,13 @@ mod common;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
+use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
 
-use cascade::db::{Access, Database};
-use cascade::outbox::{Clock, DrainOptions, DrainReport, Drainer};
+use cascade::db::Database;
+use cascade::outbox::{Clock, DrainReport};
+use common::outbox::{ManualClock, drainer, pass};
 use common::prometheus::{SERVING, parse, scrape, value};
 use common::random::Random;
 use common::running::Running;
@@ -212,43 +213,6 @@ on_each_database!(
         coalescing_and_order(|| databases.create(SCHEMA));
     }
 );
-
-/// A clock the test moves by hand.
-struct ManualClock(Mutex<SystemTime>);
-
-impl ManualClock {
-    /// A clock a millisecond ahead of now: the drainer binds the time rows are due at in
-    /// milliseconds, and a row written in the same millisecond (PostgreSQL keeps microseconds)
-    /// would be after it, never due while the clock stands still.
-    fn after_writes() -> Arc<Self> {
-        Arc::new(Self(Mutex::new(SystemTime::now() + Duration::from_millis(1))))
-    }
-
-    fn advance(&self, by: Duration) {
-        *self.0.lock().unwrap() += by;
-    }
-}
-
-impl Clock for ManualClock {
-    fn now(&self) -> SystemTime {
-        *self.0.lock().unwrap()
-    }
-}
-
-async fn drainer(url: &str, config: &str, clock: &Arc<ManualClock>) -> (Database, Drainer) {
-    let database = Database::connect(url, Access::ReadWrite).await.unwrap();
-    let mut sources = cascade::diagnostic::Sources::default();
-    sources.add("cascade.toml", config.to_owned());
-    let loaded = cascade::config::load_sources(sources);
-    assert!(loaded.diagnostics.is_empty(), "{:?}", loaded.diagnostics);
-    let options = DrainOptions { once: true, ..DrainOptions::default() };
-    let drainer = Drainer::new(database.clone(), &loaded.config, options, clock.clone()).unwrap();
-    (database, drainer)
-}
-
-async fn pass(drainer: &Drainer) -> DrainReport {
-    drainer.drain_due(&Arc::new(AtomicBool::new(false))).await.unwrap()
-}
 
 async fn shard_state(database: &Database, clock: &ManualClock) -> Vec<Value> {
     let stats = cascade::outbox::stats(database, &cascade::config::Config::default(), clock.now()).await;
@@ -902,16 +866,20 @@ on_each_database!(
     |databases| minimal_environment(&databases.create(SCHEMA))
 );
 
-#[test]
-fn a_failed_command_with_nothing_on_stderr_ends_its_error_without_a_colon() {
+fn error_without_a_colon(url: &str) {
     let dir = setup("", 10, "30s");
     let sink = dir.path().join("sink.sh");
     let text = config(dir.path(), "", 10, "30s")
         .replace(&format!("command = [\"sh\", \"{}\"]", sink.display()), "command = [\"/bin/false\"]");
     std::fs::write(dir.path().join("cascades/cascade.toml"), text).unwrap();
-    let url = sqlite_database(dir.path(), SCHEMA);
-    write_outbox(&url, &[("1".into(), "project_update", "a".into())]);
-    assert_eq!(drain_once(dir.path(), &url, &[]).status.code(), Some(1));
-    let stored = texts(&url, "SELECT last_error FROM cascade_outbox_shard");
+    write_outbox(url, &[("1".into(), "project_update", "a".into())]);
+    assert_eq!(drain_once(dir.path(), url, &[]).status.code(), Some(1));
+    let stored = texts(url, "SELECT last_error FROM cascade_outbox_shard");
     assert_eq!(stored[0][0].as_deref(), Some("`/bin/false` exited with status 1"));
 }
+
+on_each_database!(
+    a_failed_command_with_nothing_on_stderr_ends_its_error_without_a_colon_sqlite,
+    a_failed_command_with_nothing_on_stderr_ends_its_error_without_a_colon_postgres,
+    |databases| error_without_a_colon(&databases.create(SCHEMA))
+);

@@ -99,6 +99,14 @@ fn alive(file: &Path) -> bool {
 /// A recording sink: appends its input (one JSON array) to `delivered.jsonl` beside it.
 const RECORDER: &str = r#"cat >> "$0.jsonl" && echo >> "$0.jsonl""#;
 
+/// The recording sink received each of `objects` once; the largest body in bytes.
+fn assert_each_recorded_once(dir: &Path, objects: &BTreeSet<String>) -> usize {
+    let (delivered, largest) = recorded(dir);
+    assert_eq!(delivered.len(), objects.len(), "one delivery of every message");
+    assert_eq!(&delivered.into_iter().collect::<BTreeSet<_>>(), objects);
+    largest
+}
+
 /// Every object the recording sink at `dir/delivered` received, and the largest body in bytes.
 fn recorded(dir: &Path) -> (Vec<String>, usize) {
     let text = std::fs::read_to_string(dir.join("delivered.jsonl")).unwrap_or_default();
@@ -177,10 +185,8 @@ fn unread_input(url: &str) {
     let helper = dir.path().join("helper.pid");
     assert!(alive(&helper), "the helper still holds stderr");
     kill_helper(&helper);
-    let (delivered, largest) = recorded(dir.path());
+    let largest = assert_each_recorded_once(dir.path(), &objects);
     assert!(largest > 64 * 1024, "the body is larger than a pipe holds: {largest} bytes");
-    assert_eq!(delivered.len(), 1000, "one delivery of every message");
-    assert_eq!(delivered.into_iter().collect::<BTreeSet<_>>(), objects);
 }
 
 on_each_database!(
@@ -225,9 +231,7 @@ fn sigterm_mid_delivery(url: &str) {
     let output = drain_once(dir.path(), url);
     assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
     assert_eq!(outbox_rows(url), 0);
-    let (delivered, _) = recorded(dir.path());
-    assert_eq!(delivered.len(), 25, "each delivered once");
-    assert_eq!(delivered.into_iter().collect::<BTreeSet<_>>(), objects);
+    assert_each_recorded_once(dir.path(), &objects);
 }
 
 on_each_database!(

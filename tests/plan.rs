@@ -4,7 +4,9 @@
 mod common;
 
 use common::diamond::{DIAMOND_CONFIG, DIAMOND_SCHEMA, EXPECTED, diamond_rows};
-use common::{block_on, cascade, json_output, postgres_database, project, repository, sqlite_database};
+use common::{
+    block_on, cascade, json_output, on_each_database, postgres_database, project, repository, sqlite_database,
+};
 use serde_json::Value;
 
 fn plan_output(args: &[&str]) -> String {
@@ -284,7 +286,7 @@ fn a_chain_too_deep_for_a_plan_is_refused_at_its_top() {
             .collect()
     };
     let deep = project(&[("cascades/chain.toml", &chain(12_000))]);
-    for command in [vec!["validate"], vec!["plan", "m0"]] {
+    for command in [vec!["validate"], vec!["plan", "m0"], vec!["plan", "m0", "--format", "html"]] {
         let output = cascade(deep.path()).args(&command).output().unwrap();
         let printed = String::from_utf8_lossy(&output.stdout).to_string() + &String::from_utf8_lossy(&output.stderr);
         assert_eq!(output.status.code(), Some(1), "{command:?}: {printed}");
@@ -292,27 +294,22 @@ fn a_chain_too_deep_for_a_plan_is_refused_at_its_top() {
         assert!(printed.contains("cascades/chain.toml:1:9"), "{printed}");
     }
     let deepest = project(&[("cascades/chain.toml", &chain(1_000))]);
-    for format in ["text", "json", "mermaid", "dot"] {
+    for format in ["text", "json", "mermaid", "dot", "html"] {
         let output = cascade(deepest.path()).args(["plan", "m0", "--format", format]).output().unwrap();
         assert!(output.status.success(), "{format}: {}", String::from_utf8_lossy(&output.stderr));
-        assert!(String::from_utf8_lossy(&output.stdout).contains("m999"), "{format}");
+        let printed = String::from_utf8_lossy(&output.stdout);
+        assert!(printed.contains("m999"), "{format}");
+        if format == "html" {
+            // The drawing grows with the steps: a box per step, under a kilobyte each.
+            assert_eq!(printed.matches("<g class=\"node\"").count(), 1_000);
+            assert!(printed.len() < 1_000 * 1_000, "{} bytes", printed.len());
+        }
     }
 }
 
 /// The estimate paces as the throttle does: the bucket (here the 5,000-row chunk of the tasks)
 /// goes at once, the other 250 rows at 300 rows per second.
-#[test]
-fn the_rate_limit_estimate_counts_the_first_bucketful() {
-    let dir = tempfile::tempdir().unwrap();
-    let url = sqlite_database(
-        dir.path(),
-        "CREATE TABLE org (id INTEGER PRIMARY KEY);
-         CREATE TABLE task (id INTEGER PRIMARY KEY, org_id INTEGER NOT NULL REFERENCES org (id));
-         CREATE INDEX task_org ON task (org_id);
-         INSERT INTO org VALUES (1);
-         WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 5249)
-         INSERT INTO task SELECT i, 1 FROM n;",
-    );
+fn rate_limit_estimate(url: &str) {
     let config = project(&[(
         "cascades/org.toml",
         r#"[options]
@@ -337,10 +334,23 @@ chunk_size = 5000
         "--format",
         "json",
         "--database-url",
-        &url,
+        url,
     ]));
     assert_eq!(plan["totals"], serde_json::json!({ "org": 1, "task": 5249 }));
     let seconds = plan["estimate"]["seconds"].as_f64().unwrap();
     assert!((seconds - 250.0 / 300.0).abs() < 1e-9, "{seconds} s, not 250 rows at 300 rows/s");
     assert_eq!(plan["tree"]["seconds"], plan["estimate"]["seconds"]);
 }
+
+on_each_database!(
+    the_rate_limit_estimate_counts_the_first_bucketful_on_sqlite,
+    the_rate_limit_estimate_counts_the_first_bucketful_on_postgres,
+    |databases| rate_limit_estimate(&databases.create(
+        "CREATE TABLE org (id INTEGER PRIMARY KEY);
+         CREATE TABLE task (id INTEGER PRIMARY KEY, org_id INTEGER NOT NULL REFERENCES org (id));
+         CREATE INDEX task_org ON task (org_id);
+         INSERT INTO org VALUES (1);
+         WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 5249)
+         INSERT INTO task SELECT i, 1 FROM n;"
+    ))
+);

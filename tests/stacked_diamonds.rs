@@ -99,7 +99,7 @@ fn check_stacked_diamonds(databases: &Databases, counted: bool) {
     if counted {
         plan_args.extend(["--id", "1,2"]);
     }
-    for format in ["text", "json", "mermaid", "dot"] {
+    for format in ["text", "json", "mermaid", "dot", "html"] {
         let output = cascade(dir.path()).args(&plan_args).args(["--format", format]).output().unwrap();
         assert!(output.status.success(), "{format}: {}", String::from_utf8_lossy(&output.stderr));
         let text = String::from_utf8(output.stdout).unwrap();
@@ -122,6 +122,10 @@ fn check_stacked_diamonds(databases: &Databases, counted: bool) {
             "dot" => {
                 assert_eq!(text.lines().filter(|line| line.contains("[label=") && !line.contains("->")).count(), nodes);
                 assert_eq!(text.lines().filter(|line| line.contains(" -> ")).count(), links, "{text}");
+            }
+            "html" => {
+                assert_eq!(text.matches("<g class=\"node\"").count(), nodes);
+                assert_eq!(text.matches("<g class=\"edge\"").count(), links);
             }
             _ => {}
         }

@@ -134,12 +134,15 @@ const EXIT_CODES: &str = "Exit codes:
   0    success (a dry run, unless --confirm would refuse it: 1; a deletion that finished, a clean
        config, a report such as `orphans`, whether or not it found any)
   1    problems found: config errors (or warnings with --deny-warnings), a deletion refused before
-       any write (undeclared foreign keys, key values or a relation no lookup by key can match),
-       a clean-up while the same clean-up runs, `worker --once` with failed attempts, `outbox
-       drain --once` with a failed delivery, `cancel` of a running or unknown deletion
-  2    usage, I/O or database errors; a deletion that stopped on an error; a destructive command
-       run by a user that `[settings] allowed_users` does not list
-  130  interrupted by Ctrl-C or SIGTERM after a complete chunk: run the same command again";
+       any write (a root id that does not fit the key, undeclared foreign keys, key values or a
+       relation no lookup by key can match), a clean-up while the same clean-up runs, `worker
+       --once` with a failed attempt, delivery (--drain) or partition prune, `outbox drain
+       --once` with a failed delivery, `cancel` of a running or unknown deletion
+  2    usage, I/O or database errors; a deletion that stopped on an error (what it deleted stays
+       deleted: run it again); a destructive command run by a user that `[settings]
+       allowed_users` does not list
+  130  interrupted by Ctrl-C or SIGTERM after a complete chunk or delivery: run the same command
+       again";
 
 /// Exit code for usage and I/O problems, as opposed to problems found in the config (1).
 pub const EXIT_USAGE: u8 = 2;
@@ -245,10 +248,15 @@ fn init_logging(cli: &Cli) {
 
 /// The config, checked by the config-only rules; `None` (errors printed) when it has errors.
 fn load_valid(cli: &Cli) -> anyhow::Result<Option<CheckedConfig>> {
+    Ok(load_valid_with_diagnostics(cli)?.map(|(checked, _)| checked))
+}
+
+/// `load_valid`, with the config's diagnostics (warnings and notes) for a report that shows them.
+fn load_valid_with_diagnostics(cli: &Cli) -> anyhow::Result<Option<(CheckedConfig, Vec<Diagnostic>)>> {
     let mut loaded = cascade::config::load(&cli.config)?;
     let checked = cascade::planner::check(&mut loaded, None);
     refuse_diagnostics(&loaded.sources, &loaded.diagnostics);
-    Ok(checked)
+    Ok(checked.map(|checked| (checked, loaded.diagnostics)))
 }
 
 /// The engine for `database`, with the config checked against its live schema; `None` (errors

@@ -5,6 +5,7 @@ use anyhow::Context as _;
 use indexmap::IndexMap;
 
 use cascade::db::{Access, Database, DatabaseUrl};
+use cascade::diagnostic::Report;
 use cascade::engine;
 use cascade::planner;
 use cascade::planner::CheckedConfig;
@@ -34,16 +35,16 @@ pub struct Args {
     /// Also list the statements every step runs, with their parameters.
     #[arg(long)]
     pub sql: bool,
-    /// Fold steps deeper than this (the root is depth 0) in the text, mermaid and dot forms.
+    /// Fold steps deeper than this (the root is depth 0) in the text, mermaid, dot and html forms.
     #[arg(long, value_name = "N")]
     pub depth: Option<usize>,
-    /// Fold everything below this model (repeatable) in the text, mermaid and dot forms.
+    /// Fold everything below this model (repeatable) in the text, mermaid, dot and html forms.
     #[arg(long, value_name = "MODEL")]
     pub collapse: Vec<String>,
 }
 
 pub fn run(cli: &Cli, args: &Args) -> anyhow::Result<ExitCode> {
-    let Some(loaded) = super::load_valid(cli)? else { return Ok(ExitCode::from(1)) };
+    let Some((loaded, diagnostics)) = super::load_valid_with_diagnostics(cli)? else { return Ok(ExitCode::from(1)) };
     let plan = planner::compile(&loaded, &args.model)?;
     for model in &args.collapse {
         if loaded.model(model).is_none() {
@@ -73,7 +74,8 @@ pub fn run(cli: &Cli, args: &Args) -> anyhow::Result<ExitCode> {
     let kind = DatabaseUrl::parse(&url)?.kind();
     let sql = args.sql.then(|| engine::list_statements(&plan, &loaded, kind, schema.as_ref()));
     let folding = Folding { depth: args.depth, collapse: args.collapse.clone() };
-    let view = PlanView::new(&plan, &ids, counts.as_ref(), &rates, &folding, sql);
+    let report = Report { sources: loaded.sources(), diagnostics: &diagnostics };
+    let view = PlanView::new(&plan, &ids, counts.as_ref(), &rates, &folding, sql).with_diagnostics(&report);
     let output = match &args.template {
         Some(path) => {
             let source = std::fs::read_to_string(path).with_context(|| format!("cannot read `{}`", path.display()))?;
@@ -109,6 +111,7 @@ pub enum PlanFormatArg {
     Mermaid,
     Dot,
     Json,
+    Html,
 }
 
 impl From<PlanFormatArg> for PlanFormat {
@@ -118,6 +121,7 @@ impl From<PlanFormatArg> for PlanFormat {
             PlanFormatArg::Mermaid => PlanFormat::Mermaid,
             PlanFormatArg::Dot => PlanFormat::Dot,
             PlanFormatArg::Json => PlanFormat::Json,
+            PlanFormatArg::Html => PlanFormat::Html,
         }
     }
 }

@@ -6,10 +6,11 @@ use indexmap::IndexMap;
 use toml::Spanned;
 use toml::de::{DeTable, DeValue};
 
+use super::outbox::{Kafka, MAX_SINK_BATCH_SIZE, MAX_SINK_TIMEOUT, Outbox, Scope, Sink};
 use super::read::{Diagnostics, Fields, Node};
 use super::types::{
-    Config, IgnoredReference, Key, Located, MAX_RETENTION_KEEP, MAX_SINK_BATCH_SIZE, MAX_SINK_TIMEOUT, Model, OnDelete,
-    Outbox, Relation, Retention, Scope, Settings, Sink, StatusCheck, StatusValue, Strategy,
+    Config, IgnoredReference, Key, Located, MAX_RETENTION_KEEP, Model, OnDelete, Relation, Retention, Settings,
+    StatusCheck, StatusValue, Strategy,
 };
 use crate::diagnostic::{Code, Diagnostic, FileId, Location, Sources};
 
@@ -387,6 +388,8 @@ fn read_sink(name: Located<String>, mut fields: Fields<'_>, d: &mut Diagnostics)
         }
         Some(url)
     });
+    let kafka_node = fields.optional("kafka");
+    let kafka = kafka_node.as_ref().and_then(|n| read_kafka(n, d));
     let headers = fields.optional("headers").map_or_else(IndexMap::new, |n| string_table(&n, d));
     let env = fields.optional("env").map_or_else(Vec::new, |n| n.array_of(d, Node::string));
     let timeout = fields.optional("timeout").and_then(|n| {
@@ -418,11 +421,44 @@ fn read_sink(name: Located<String>, mut fields: Fields<'_>, d: &mut Diagnostics)
         Some(size)
     });
     fields.finish(d);
-    let unreadable_target = (command_node.is_some() && command.is_none()) || (url_node.is_some() && url.is_none());
+    let unreadable_target = (command_node.is_some() && command.is_none())
+        || (url_node.is_some() && url.is_none())
+        || (kafka_node.is_some() && kafka.is_none());
     if unreadable_target {
         return None;
     }
-    Some(Sink { name, command, url, headers, env, timeout, batch_size })
+    Some(Sink { name, command, url, kafka, headers, env, timeout, batch_size })
+}
+
+/// `kafka = { brokers, topic, properties }`; `None` (reported) when it cannot be used.
+fn read_kafka(node: &Node<'_>, d: &mut Diagnostics) -> Option<Located<Kafka>> {
+    let mut fields = node.table(d)?;
+    let brokers = fields.required("brokers", d).and_then(|n| {
+        let brokers = n.string(d)?;
+        if brokers.value.trim().is_empty() {
+            n.invalid("`brokers` must name at least one broker, such as \"kafka-1:9092\"", "no broker", d);
+            return None;
+        }
+        Some(brokers)
+    });
+    let topic = fields.optional("topic").and_then(|n| n.string(d));
+    let properties = fields.optional("properties").map_or_else(IndexMap::new, |n| {
+        let Some(mut properties) = n.table(d) else { return IndexMap::new() };
+        properties
+            .take_all()
+            .into_iter()
+            .filter_map(|(key, value)| {
+                let text = match value.value.get_ref() {
+                    DeValue::Integer(_) => value.integer(d).map(|n| n.value.to_string()),
+                    DeValue::Boolean(flag) => Some(flag.to_string()),
+                    _ => value.string(d).map(|text| text.value),
+                }?;
+                Some((key.value, Located::new(text, value.location())))
+            })
+            .collect()
+    });
+    fields.finish(d);
+    Some(Located::new(Kafka { brokers: brokers?, topic, properties }, node.location()))
 }
 
 /// A table of user-chosen keys with string values (`headers`, `category_sinks`).

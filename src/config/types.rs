@@ -9,6 +9,7 @@ use indexmap::IndexMap;
 use schemars::{JsonSchema, Schema, SchemaGenerator};
 use serde::{Serialize, Serializer};
 
+use super::outbox::Outbox;
 use crate::diagnostic::Location;
 
 /// A config value with the place it was written, so later checks can point at it.
@@ -538,100 +539,6 @@ impl IgnoredReference {
     }
 }
 
-/// The transactional-outbox registry.
-#[derive(Debug, Clone, Default, Serialize, JsonSchema)]
-#[schemars(deny_unknown_fields)]
-pub struct Outbox {
-    /// Outbox scopes keyed by name. Every category belongs to exactly one scope.
-    #[serde(default)]
-    pub scopes: IndexMap<String, Scope>,
-    /// Where the drainer delivers outbox messages, keyed by sink name. A scope's `sink` and its
-    /// `category_sinks` name them.
-    #[serde(default)]
-    pub sinks: IndexMap<String, Sink>,
-}
-
-/// An outbox scope: decides the shard key of the categories registered in it.
-#[derive(Debug, Clone, Serialize, JsonSchema)]
-#[schemars(deny_unknown_fields)]
-pub struct Scope {
-    /// The scope's name: its key under `[outbox.scopes]`.
-    #[serde(skip)]
-    pub name: Located<String>,
-    /// Column of a deleted row that becomes the outbox shard id.
-    pub shard_key: Located<String>,
-    /// Outbox categories registered in this scope.
-    #[serde(default)]
-    pub categories: Vec<Located<String>>,
-    /// The sink (a name under `[outbox.sinks]`) that receives this scope's messages, except
-    /// those of categories that `category_sinks` sends elsewhere.
-    pub sink: Option<Located<String>>,
-    /// Sinks for single categories of this scope, instead of the scope's `sink`: category name
-    /// to sink name, such as `{ project_update = "billing" }`.
-    #[serde(default)]
-    pub category_sinks: IndexMap<String, Located<String>>,
-}
-
-/// How long a sink may take per delivery when `timeout` is not given.
-pub const DEFAULT_SINK_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
-
-/// How many coalesced messages a sink receives per delivery when `batch_size` is not given.
-pub const DEFAULT_SINK_BATCH_SIZE: u64 = 100;
-
-/// The most coalesced messages one delivery may carry.
-pub const MAX_SINK_BATCH_SIZE: u64 = 10_000;
-
-/// The longest a sink's `timeout` may be (a claim lasts twice as long).
-pub const MAX_SINK_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(24 * 3600);
-
-/// A destination of outbox messages: a command that reads them as JSON on stdin, or a webhook
-/// that receives them as the JSON body of a POST. Exactly one of `command` and `url` is given.
-#[derive(Debug, Clone, Serialize, JsonSchema)]
-#[schemars(deny_unknown_fields)]
-pub struct Sink {
-    /// The sink's name: its key under `[outbox.sinks]`.
-    #[serde(skip)]
-    pub name: Located<String>,
-    /// A program and its arguments (no shell): it reads a JSON array of messages on stdin and
-    /// exits 0 when they are delivered.
-    #[schemars(length(min = 1))]
-    pub command: Option<Located<Vec<String>>>,
-    /// An `http://` or `https://` URL that receives the JSON array of messages as a POST; any
-    /// 2xx status means delivered.
-    #[schemars(regex(pattern = r"^https?://"))]
-    pub url: Option<Located<String>>,
-    /// HTTP headers sent with each POST to `url` (a `command` sink takes none). Write secrets as
-    /// `env:NAME`: the value is read from the environment variable `NAME` when the drainer
-    /// starts, never stored in the file.
-    #[serde(default)]
-    pub headers: IndexMap<String, Located<String>>,
-    /// Environment variables a `command` sink receives from the drainer, by name, besides
-    /// `PATH`, `HOME`, `LANG` and the `CASCADE_OUTBOX_*` variables: nothing else of the
-    /// drainer's environment (database passwords, `env:` secrets) reaches the program.
-    #[serde(default)]
-    pub env: Vec<Located<String>>,
-    /// How long one delivery may take before it counts as failed, such as `"30s"` or `"2m"`
-    /// (at most 24h).
-    #[schemars(with = "Option<String>")]
-    #[schemars(extend("default" = humantime::format_duration(DEFAULT_SINK_TIMEOUT).to_string()))]
-    pub timeout: Option<Located<std::time::Duration>>,
-    /// The most coalesced messages per delivery (1 to 10,000).
-    #[schemars(extend("default" = DEFAULT_SINK_BATCH_SIZE), range(min = 1, max = MAX_SINK_BATCH_SIZE))]
-    pub batch_size: Option<Located<u64>>,
-}
-
-impl Sink {
-    /// How long one delivery may take.
-    pub fn timeout(&self) -> std::time::Duration {
-        self.timeout.as_ref().map_or(DEFAULT_SINK_TIMEOUT, |t| t.value)
-    }
-
-    /// The most coalesced messages per delivery.
-    pub fn batch_size(&self) -> u64 {
-        self.batch_size.as_ref().map_or(DEFAULT_SINK_BATCH_SIZE, |b| b.value.max(1))
-    }
-}
-
 impl Config {
     /// The model named `name`, if there is one.
     pub fn model(&self, name: &str) -> Option<&Model> {
@@ -641,18 +548,5 @@ impl Config {
     /// Every option's value as the config sets it (`cascade_option` rows may override them).
     pub fn option_values(&self) -> IndexMap<String, f64> {
         self.options.iter().map(|(name, value)| (name.clone(), value.value)).collect()
-    }
-
-    /// The sink that receives the messages of `category` in `scope`: the category's own sink,
-    /// else the scope's. None when neither names a declared sink.
-    pub fn sink_for(&self, scope: &str, category: &str) -> Option<&Sink> {
-        let scope = self.outbox.scopes.get(scope)?;
-        let name = scope.category_sinks.get(category).or(scope.sink.as_ref())?;
-        self.outbox.sinks.get(&name.value)
-    }
-
-    /// The scope a category is registered in (the first, if it is wrongly in several).
-    pub fn scope_of(&self, category: &str) -> Option<&Scope> {
-        self.outbox.scopes.values().find(|scope| scope.categories.iter().any(|c| c.value == category))
     }
 }

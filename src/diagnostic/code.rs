@@ -99,9 +99,11 @@ codes! { $
     CategorySinkOutsideScope = "category-sink-outside-scope", Error, rule category_sink_outside_scope, "A `category_sinks` entry names a category that is not one of its scope's `categories`.";
     UnusedSink = "unused-sink", Warning, rule unused_sink, "A sink is named by no scope's `sink` and no `category_sinks` entry, so it receives nothing.";
     UndeliveredCategory = "undelivered-category", Warning, rule undelivered_category, "Sinks are declared, but a scope has no `sink` and some of its categories have no `category_sinks` entry either.";
-    SinkTarget = "sink-target", Error, rule sink_target, "A sink needs exactly one of `command` and `url`; `headers` belong to a `url` sink only, since a command sends no HTTP request.";
-    LiteralSecret = "literal-secret", Warning, rule literal_secret, "A header that looks like a credential (Authorization, Cookie, or a name with token, secret, key, password or auth) has a literal value instead of `env:NAME`.";
-    HeaderEnvName = "header-env-name", Error, rule header_env_name, "A header value `env:NAME` has an empty or invalid variable name (letters, digits and `_`, not starting with a digit).";
+    SinkTarget = "sink-target", Error, rule sink_target, "A sink needs exactly one of `command`, `url` and `kafka`; `headers` belong to a `url` sink only, since a command or Kafka sink sends no HTTP request.";
+    KafkaTopic = "kafka-topic", Error, rule kafka_topic, "A Kafka sink's `topic` uses a placeholder other than `{scope}` and `{category}`, or makes a name Kafka refuses (letters, digits, `.`, `_` and `-`, at most 249) for a scope and category it receives.";
+    KafkaProperty = "kafka-property", Error, rule kafka_property, "A Kafka sink's `properties` entry is unknown to librdkafka, has a value it refuses, or sets what the sink itself decides (`brokers`, an idempotent producer acknowledged by all replicas, `timeout`).";
+    LiteralSecret = "literal-secret", Warning, rule literal_secret, "A header that looks like a credential (Authorization, Cookie, or a name with token, secret, key, password or auth) or a Kafka property that does (a name with password or secret, or `ssl.key.pem`) has a literal value instead of `env:NAME`.";
+    HeaderEnvName = "header-env-name", Error, rule header_env_name, "A header or Kafka property value `env:NAME` has an empty or invalid variable name (letters, digits and `_`, not starting with a digit).";
     MissingTable = "missing-table", Error, rule missing_table, "A model's table is not in the schema.";
     IdentifierCase = "identifier-case", Warning, rule identifier_case, "A table or column name matches the database's only when case is ignored; the database's spelling is used.";
     MissingColumn = "missing-column", Error, rule missing_column, "A key, relation, status or payload column is not in its table.";

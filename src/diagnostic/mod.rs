@@ -10,7 +10,7 @@ use std::ops::Range;
 
 pub(crate) use code::with_rules;
 pub use code::{Code, Severity};
-pub use report::{Format, Report};
+pub use report::{Format, PlacedDiagnostic, Report};
 pub(crate) use sources::line_starts;
 pub use sources::{FileId, Sources};
 

@@ -29,21 +29,30 @@ pub struct Report<'a> {
 }
 
 #[derive(Serialize)]
-struct JsonReport<'a> {
+struct JsonReport {
     errors: usize,
     warnings: usize,
-    diagnostics: Vec<JsonDiagnostic<'a>>,
+    diagnostics: Vec<PlacedDiagnostic>,
 }
 
-#[derive(Serialize)]
-struct JsonDiagnostic<'a> {
-    severity: Severity,
-    code: &'static str,
-    message: &'a str,
-    file: &'a str,
-    line: usize,
-    column: usize,
-    help: Option<&'a str>,
+/// A diagnostic with its place as file, line and column: an entry of the JSON form, and what
+/// other reports (a plan's HTML page) show of it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct PlacedDiagnostic {
+    /// How serious it is.
+    pub severity: Severity,
+    /// The code's stable name.
+    pub code: &'static str,
+    /// What is wrong.
+    pub message: String,
+    /// The file's name, as loaded.
+    pub file: String,
+    /// 1-based line of the start.
+    pub line: usize,
+    /// 1-based column (in characters) of the start.
+    pub column: usize,
+    /// A line suggesting a fix, if there is one.
+    pub help: Option<String>,
 }
 
 impl Report<'_> {
@@ -126,28 +135,28 @@ impl Report<'_> {
             .with_notes(notes)
     }
 
+    /// Every diagnostic with its place, in order.
+    pub fn placed(&self) -> Vec<PlacedDiagnostic> {
+        self.diagnostics
+            .iter()
+            .map(|d| {
+                let (line, column) = self.sources.line_column(&d.location);
+                PlacedDiagnostic {
+                    severity: d.severity,
+                    code: d.code.as_str(),
+                    message: d.message.clone(),
+                    file: self.sources.name(d.location.file).to_owned(),
+                    line,
+                    column,
+                    help: d.help.clone(),
+                }
+            })
+            .collect()
+    }
+
     /// The stable JSON shape the README documents.
     pub fn json(&self) -> String {
-        let report = JsonReport {
-            errors: self.errors(),
-            warnings: self.warnings(),
-            diagnostics: self
-                .diagnostics
-                .iter()
-                .map(|d| {
-                    let (line, column) = self.sources.line_column(&d.location);
-                    JsonDiagnostic {
-                        severity: d.severity,
-                        code: d.code.as_str(),
-                        message: &d.message,
-                        file: self.sources.name(d.location.file),
-                        line,
-                        column,
-                        help: d.help.as_deref(),
-                    }
-                })
-                .collect(),
-        };
+        let report = JsonReport { errors: self.errors(), warnings: self.warnings(), diagnostics: self.placed() };
         let mut text = serde_json::to_string_pretty(&report).expect("report serialises");
         text.push('\n');
         text

@@ -14,7 +14,7 @@ use super::sink::{Message, ReadySink};
 use super::store::{self, Deliverable, Row, Shard, ShardClaim};
 use super::{Clock, OutboxError, backoff};
 use crate::config::Config;
-use crate::db::{Database, DbError, migrate};
+use crate::db::{Database, DbError, Failure, migrate};
 use crate::stop::pause;
 use crate::telemetry;
 
@@ -272,22 +272,44 @@ impl Inner {
     /// Claims `shard` and delivers it batch by batch while this drainer holds it.
     async fn drain_shard(&self, shard: &Shard, stop: &AtomicBool, due: SystemTime) -> Result<DrainReport, DbError> {
         let now = self.clock.now();
-        let held_until = now + self.first_lease;
+        let mut held_until = now + self.first_lease;
         let Some(mut claim) = store::claim(&self.database, shard, now, due, held_until).await? else {
             return Ok(DrainReport::default());
         };
-        let result = self.deliver_claimed(&mut claim, held_until, stop, due).await;
+        let result = self.deliver_claimed(&mut claim, &mut held_until, stop, due).await;
         if result.is_err() {
-            // Best effort: the shard is free again now rather than when its lease runs out.
-            let _ = store::release(&self.database, &claim).await;
+            self.release_after_failure(&claim, held_until, stop).await;
         }
         result
+    }
+
+    /// Gives `claim` back after a database error in the middle of its shard, so the shard is free
+    /// again now rather than when its lease runs out. A database that is restarting (the likely
+    /// error) is waited out a poll interval at a time, for as long as the claim would hold the
+    /// shard anyway, or until the drainer stops.
+    async fn release_after_failure(&self, claim: &ShardClaim, held_until: SystemTime, stop: &AtomicBool) {
+        let lease_left = held_until.duration_since(self.clock.now()).unwrap_or_default();
+        let started = Instant::now();
+        loop {
+            match store::release(&self.database, claim).await {
+                Err(error)
+                    if self.database.classify(&error) == Failure::Transient
+                        && started.elapsed() < lease_left
+                        && !stop.load(Ordering::SeqCst) =>
+                {
+                    let shard = claim.shard.identifier.as_deref().unwrap_or("");
+                    warn!(scope = %claim.shard.scope, shard, %error, "could not give the claim on the shard back; trying again after the poll interval");
+                    pause(self.options.poll.max(MIN_POLL), stop).await;
+                }
+                _ => return,
+            }
+        }
     }
 
     async fn deliver_claimed(
         &self,
         claim: &mut ShardClaim,
-        mut held_until: SystemTime,
+        held_until: &mut SystemTime,
         stop: &AtomicBool,
         due: SystemTime,
     ) -> Result<DrainReport, DbError> {
@@ -314,9 +336,9 @@ impl Inner {
             self.budget.give_back(allowed - rows.len() as u64);
             let now = self.clock.now();
             // The claim must outlast the delivery (at most the sink's timeout) with room to spare.
-            if held_until < now + sink.timeout * 3 / 2 {
-                held_until = now + lease(&sink);
-                if !store::renew(&self.database, claim, held_until).await? {
+            if *held_until < now + sink.timeout * 3 / 2 {
+                *held_until = now + lease(&sink);
+                if !store::renew(&self.database, claim, *held_until).await? {
                     self.budget.give_back(rows.len() as u64);
                     warn!(scope = %shard.scope, shard = shard.identifier.as_deref().unwrap_or(""), "lost the claim on the shard; another drainer delivers it");
                     return Ok(report);

@@ -5,6 +5,7 @@
 //! form is linear in the plan's nodes, never in its paths.
 
 mod dag;
+pub mod html;
 
 use std::collections::HashMap;
 use std::collections::hash_map::Entry;
@@ -13,6 +14,7 @@ use indexmap::IndexMap;
 use minijinja::{Environment, Value};
 use serde::Serialize;
 
+use crate::diagnostic::{PlacedDiagnostic, Report};
 use crate::engine::Counts;
 use crate::engine::StepStatements;
 use crate::planner::{ChildrenId, Dag, children_id};
@@ -29,6 +31,9 @@ pub enum PlanFormat {
     Dot,
     /// The stable JSON shape: the whole tree, never folded (a shared subtree once).
     Json,
+    /// One self-contained HTML page: the plan drawn as an inline SVG, the rows, the estimate
+    /// and the diagnostics.
+    Html,
 }
 
 /// Which parts of a large tree to fold away in the text, mermaid and dot forms.
@@ -68,6 +73,9 @@ pub struct PlanView<'a> {
     pub estimate: Estimate,
     /// The statements of each step, with `--sql`.
     pub sql: Option<Vec<StepStatements>>,
+    /// The config's diagnostics (its warnings and notes: a plan is only made of a config
+    /// without errors), set by [`PlanView::with_diagnostics`].
+    pub diagnostics: Vec<PlacedDiagnostic>,
 }
 
 /// A plan node with what counting found out about it.
@@ -189,7 +197,14 @@ impl<'a> PlanView<'a> {
             not_found: counts.map(|c| c.not_found.clone()).unwrap_or_default(),
             estimate,
             sql,
+            diagnostics: Vec::new(),
         }
+    }
+
+    /// The view with `report`'s diagnostics, which the HTML page lists.
+    pub fn with_diagnostics(mut self, report: &Report<'_>) -> Self {
+        self.diagnostics = report.placed();
+        self
     }
 
     /// Renders the view in one of the built-in forms.
@@ -199,6 +214,7 @@ impl<'a> PlanView<'a> {
             PlanFormat::Text => self.render_builtin(include_str!("templates/text.j2")),
             PlanFormat::Mermaid => self.render_builtin(include_str!("templates/mermaid.j2")),
             PlanFormat::Dot => self.render_builtin(include_str!("templates/dot.j2")),
+            PlanFormat::Html => html::page(self),
         }
     }
 
@@ -247,18 +263,24 @@ impl<'a> PlanView<'a> {
     }
 
     fn render_with(&self, name: &str, source: &str, trim_block_lines: bool) -> Result<String, minijinja::Error> {
-        let mut environment = Environment::new();
-        environment.set_trim_blocks(trim_block_lines);
-        environment.set_lstrip_blocks(trim_block_lines);
-        environment.set_keep_trailing_newline(true);
-        environment.add_filter("mermaid", mermaid_text);
-        environment.add_filter("mermaid_id", mermaid_id);
-        environment.add_filter("dot", dot_text);
-        environment.add_filter("seconds", seconds);
-        environment.add_filter("number", number);
+        let mut environment = environment(trim_block_lines);
         environment.add_template(name, source)?;
         environment.get_template(name)?.render(Value::from_serialize(self))
     }
+}
+
+/// Where plan templates render: with the filters the README lists.
+fn environment(trim_block_lines: bool) -> Environment<'static> {
+    let mut environment = Environment::new();
+    environment.set_trim_blocks(trim_block_lines);
+    environment.set_lstrip_blocks(trim_block_lines);
+    environment.set_keep_trailing_newline(true);
+    environment.add_filter("mermaid", mermaid_text);
+    environment.add_filter("mermaid_id", mermaid_id);
+    environment.add_filter("dot", dot_text);
+    environment.add_filter("seconds", seconds);
+    environment.add_filter("number", number);
+    environment
 }
 
 /// The view of `node` and, the first time its children list is met, of its children; later

@@ -2,11 +2,14 @@
 
 #![allow(dead_code)] // each test binary uses its own subset
 
+pub mod browser;
 pub mod cluster;
 pub mod databases;
 pub mod diamond;
+pub mod kafka;
 pub mod lsp;
 pub mod mutation;
+pub mod outbox;
 pub mod prometheus;
 pub mod random;
 pub mod running;

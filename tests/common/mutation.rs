@@ -58,7 +58,7 @@ const FRAGMENTS: &[&str] = &[
 
 /// `text` with one to four random edits: a byte range removed, a fragment inserted, a line
 /// repeated or dropped, or two lines swapped (always on character boundaries).
-pub fn mutate(text: &str, random: &mut Random) -> String {
+fn mutate(text: &str, random: &mut Random) -> String {
     let mut text = text.to_owned();
     for _ in 0..1 + random.below(4) {
         let boundary = |text: &str, random: &mut Random| {
@@ -115,4 +115,18 @@ pub fn originals() -> (Vec<(String, String)>, String) {
         .collect();
     configs.sort();
     (configs, std::fs::read_to_string(root.join("schemas/demo.sql")).unwrap())
+}
+
+/// The demo's configs with one of them, picked by `seed`, mutated; and which one.
+pub fn mutated_config(configs: &[(String, String)], seed: u64) -> (Vec<(String, String)>, usize) {
+    let mut random = Random::seeded(seed);
+    let mut mutated = configs.to_vec();
+    let file = random.below(mutated.len() as u64) as usize;
+    mutated[file].1 = mutate(&mutated[file].1, &mut random);
+    (mutated, file)
+}
+
+/// The DDL script mutated as `seed` says.
+pub fn mutated_ddl(ddl: &str, seed: u64) -> String {
+    mutate(ddl, &mut Random::seeded(seed))
 }

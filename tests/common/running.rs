@@ -90,25 +90,30 @@ impl Running {
         Self { child, events, reader: Some(reader) }
     }
 
-    /// The next event logged with `message`, or `None` when the process ended without one.
-    /// Fails the test when neither happens by the deadline.
-    fn next(&mut self, message: &str) -> Option<Event> {
+    /// The next event logged with one of `messages`, or `None` when the process ended without
+    /// one. Fails the test when neither happens by the deadline.
+    fn next(&mut self, messages: &[&str]) -> Option<Event> {
         let deadline = Instant::now() + DEADLINE;
         loop {
             match self.events.recv_timeout(deadline.saturating_duration_since(Instant::now())) {
-                Ok(event) if event.message == message => return Some(event),
+                Ok(event) if messages.contains(&event.message.as_str()) => return Some(event),
                 Ok(_) => {}
                 Err(RecvTimeoutError::Disconnected) => return None,
-                Err(RecvTimeoutError::Timeout) => panic!("no `{message}` log line within {DEADLINE:?}"),
+                Err(RecvTimeoutError::Timeout) => panic!("no `{messages:?}` log line within {DEADLINE:?}"),
             }
         }
     }
 
     /// The next event logged with `message`; fails the test when the process ends first.
     pub fn expect(&mut self, message: &str) -> Event {
-        match self.next(message) {
+        self.expect_one_of(&[message])
+    }
+
+    /// The next event logged with one of `messages`; fails the test when the process ends first.
+    pub fn expect_one_of(&mut self, messages: &[&str]) -> Event {
+        match self.next(messages) {
             Some(event) => event,
-            None => panic!("cascade ended without logging `{message}`:\n{}", self.finish().stderr),
+            None => panic!("cascade ended without logging one of {messages:?}:\n{}", self.finish().stderr),
         }
     }
 

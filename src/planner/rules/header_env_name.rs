@@ -1,5 +1,5 @@
-//! `header-env-name`: a header value `env:NAME` is read from the environment variable `NAME`
-//! when the drainer starts, so `NAME` must be a name a shell can export: letters, digits and `_`,
+//! `header-env-name`: a header or Kafka property value `env:NAME` is read from the environment
+//! variable `NAME` when the drainer starts, so `NAME` must be a name a shell can export: letters, digits and `_`,
 //! not starting with a digit. An empty or otherwise invalid name could never be set, so the
 //! header could never be sent as meant.
 
@@ -9,7 +9,8 @@ use crate::planner::Context;
 
 pub(super) fn check(context: &Context<'_>, diagnostics: &mut Vec<Diagnostic>) {
     for sink in context.config.outbox.sinks.values() {
-        for (header, value) in &sink.headers {
+        for setting in sink.settings() {
+            let value = setting.value;
             let Some(variable) = value.value.strip_prefix("env:") else {
                 continue;
             };
@@ -21,12 +22,12 @@ pub(super) fn check(context: &Context<'_>, diagnostics: &mut Vec<Diagnostic>) {
             } else {
                 format!("`{variable}`, which is not a valid environment variable name")
             };
-            let example = suggest(variable).unwrap_or_else(|| variable_name(&sink.name.value, header));
+            let example = suggest(variable).unwrap_or_else(|| variable_name(&sink.name.value, setting.name));
             diagnostics.push(
                 Diagnostic::new(
                     Code::HeaderEnvName,
                     value.location.clone(),
-                    format!("header `{header}` of sink `{}` reads `env:` with {problem}", sink.name.value),
+                    format!("{} of sink `{}` reads `env:` with {problem}", setting.describe(), sink.name.value),
                 )
                 .label("no such variable can be set")
                 .help(format!(
@@ -74,17 +75,21 @@ X-Api-Key = "env:billing-api-key"
 X-Tenant = "env: BILLING_TENANT"
 X-Auth-Token = "env:BILLING_TOKEN"
 
+[outbox.sinks.events]
+kafka = { brokers = "kafka-1:9092", properties = { "sasl.password" = "env:KAFKA PASSWORD" } }
+
 [outbox.scopes.organization]
 shard_key = "organization_id"
-categories = ["team_update"]
+categories = ["team_update", "member_update"]
 sink = "billing"
+category_sinks = { member_update = "events" }
 "#;
 
     #[test]
     fn reports_empty_and_invalid_variable_names() {
         assert_eq!(
             fixture::codes(CONFIG),
-            vec![(Code::HeaderEnvName, 6), (Code::HeaderEnvName, 7), (Code::HeaderEnvName, 8)]
+            vec![(Code::HeaderEnvName, 6), (Code::HeaderEnvName, 7), (Code::HeaderEnvName, 8), (Code::HeaderEnvName, 12)]
         );
         insta::assert_snapshot!(fixture::human(CONFIG));
     }

@@ -1,18 +1,20 @@
-//! `literal-secret` (warning): a header whose name says it carries a credential (Authorization,
-//! Proxy-Authorization, Cookie, or a name containing token, secret, key, password or auth, in any
-//! case) has a value written in the file instead of `env:NAME`, so the secret would be committed
-//! with the config. An empty value holds no secret and is left alone.
+//! `literal-secret` (warning): a setting whose name says it carries a credential has a value
+//! written in the file instead of `env:NAME`, so the secret would be committed with the config: a
+//! webhook header (Authorization, Proxy-Authorization, Cookie, or a name containing token,
+//! secret, key, password or auth, in any case) or a Kafka property (a name containing password or
+//! secret, or `ssl.key.pem`). An empty value holds no secret and is left alone.
 
 use crate::diagnostic::{Code, Diagnostic};
 use crate::planner::Context;
 
 pub(super) fn check(context: &Context<'_>, diagnostics: &mut Vec<Diagnostic>) {
     for sink in context.config.outbox.sinks.values() {
-        for (header, value) in &sink.headers {
-            if value.value.is_empty() || value.value.starts_with("env:") || !looks_secret(header) {
+        for setting in sink.settings() {
+            let value = setting.value;
+            if value.value.is_empty() || value.value.starts_with("env:") || !setting.looks_secret() {
                 continue;
             }
-            let variable = variable_name(&sink.name.value, header);
+            let variable = variable_name(&sink.name.value, setting.name);
             // `ENV:NAME` reads nothing: it is a literal, so say how to write the prefix.
             let help = if value.value.get(..4).is_some_and(|prefix| prefix.eq_ignore_ascii_case("env:")) {
                 format!("write `env:{}`: only a lowercase `env:` prefix reads the environment", &value.value[4..])
@@ -27,7 +29,8 @@ pub(super) fn check(context: &Context<'_>, diagnostics: &mut Vec<Diagnostic>) {
                     Code::LiteralSecret,
                     value.location.clone(),
                     format!(
-                        "header `{header}` of sink `{}` has a literal value, and its name says it carries a secret",
+                        "{} of sink `{}` has a literal value, and its name says it carries a secret",
+                        setting.describe(),
                         sink.name.value
                     ),
                 )
@@ -36,13 +39,6 @@ pub(super) fn check(context: &Context<'_>, diagnostics: &mut Vec<Diagnostic>) {
             );
         }
     }
-}
-
-/// Whether a header name says its value is a credential.
-fn looks_secret(header: &str) -> bool {
-    let header = header.to_ascii_lowercase();
-    ["authorization", "proxy-authorization", "cookie"].contains(&header.as_str())
-        || ["token", "secret", "key", "password", "auth"].iter().any(|word| header.contains(word))
 }
 
 /// A variable name to suggest: the sink's and the header's names in upper snake case
@@ -62,8 +58,9 @@ pub(super) fn variable_name(sink: &str, header: &str) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::{looks_secret, variable_name};
-    use crate::diagnostic::Code;
+    use super::variable_name;
+    use crate::config::{Located, SettingKind, SinkSetting};
+    use crate::diagnostic::{Code, Location};
     use crate::planner::fixture;
 
     const CONFIG: &str = r#"
@@ -80,11 +77,14 @@ Cookie = "session=abc"
 X-Auth-Token = "env:SEARCH_TOKEN"
 x-service-password = "ENV:SEARCH_PASSWORD"
 
+[outbox.sinks.events]
+kafka = { brokers = "kafka-1:9092", properties = { "sasl.username" = "cascade", "sasl.password" = "hunter2", "ssl.key.location" = "/etc/kafka/client.key", "ssl.key.password" = "env:KAFKA_KEY_PASSWORD" } }
+
 [outbox.scopes.organization]
 shard_key = "organization_id"
-categories = ["team_update", "project_update"]
+categories = ["team_update", "project_update", "member_update"]
 sink = "search"
-category_sinks = { project_update = "billing" }
+category_sinks = { project_update = "billing", member_update = "events" }
 "#;
 
     #[test]
@@ -95,19 +95,35 @@ category_sinks = { project_update = "billing" }
                 (Code::LiteralSecret, 4),
                 (Code::LiteralSecret, 10),
                 (Code::LiteralSecret, 11),
-                (Code::LiteralSecret, 13)
+                (Code::LiteralSecret, 13),
+                (Code::LiteralSecret, 16)
             ]
         );
         insta::assert_snapshot!(fixture::human(CONFIG));
     }
 
+    fn looks_secret(kind: SettingKind, name: &str) -> bool {
+        let value = Located::new(String::new(), Location::new(0, 0..0));
+        SinkSetting { kind, name, value: &value }.looks_secret()
+    }
+
     #[test]
     fn secret_header_names() {
         for name in ["Authorization", "proxy-authorization", "COOKIE", "X-Api-Key", "X-Auth-Token", "Client-Secret"] {
-            assert!(looks_secret(name), "{name}");
+            assert!(looks_secret(SettingKind::Header, name), "{name}");
         }
         for name in ["Accept", "Content-Type", "X-Request-Source", "Set-Cookie-Policy"] {
-            assert!(!looks_secret(name), "{name}");
+            assert!(!looks_secret(SettingKind::Header, name), "{name}");
+        }
+    }
+
+    #[test]
+    fn secret_property_names() {
+        for name in ["sasl.password", "ssl.key.password", "ssl.keystore.password", "sasl.oauthbearer.client.secret", "ssl.key.pem"] {
+            assert!(looks_secret(SettingKind::Property, name), "{name}");
+        }
+        for name in ["sasl.username", "ssl.key.location", "ssl.keystore.location", "sasl.kerberos.keytab", "security.protocol"] {
+            assert!(!looks_secret(SettingKind::Property, name), "{name}");
         }
     }
 

@@ -17,7 +17,7 @@ pub(super) fn check(context: &Context<'_>, diagnostics: &mut Vec<Diagnostic>) {
             }
             let help = did_you_mean(&sink.value, sinks.keys().map(String::as_str)).unwrap_or_else(|| {
                 format!(
-                    "declare it as [outbox.sinks.{}] with a `command` (JSON on stdin) or a `url` (a webhook)",
+                    "declare it as [outbox.sinks.{}] with a `command` (JSON on stdin), a `url` (a webhook) or `kafka`",
                     sink.value
                 )
             });

@@ -1,0 +1,209 @@
+//! Delivering a batch of messages to a sink: a command that reads the JSON array on stdin and
+//! exits 0 (`command.rs`), a webhook that answers a POST of it with a 2xx status (`webhook.rs`),
+//! or a Kafka topic whose brokers acknowledge every message (`kafka.rs`). None runs inside a
+//! database transaction; each is bounded by the sink's timeout. Every error a sink returns is
+//! redacted here: no secret of the sink's (an `env:` value, a literal credential) is logged,
+//! stored in `cascade_outbox_shard` or printed.
+
+mod command;
+mod kafka;
+mod webhook;
+
+use std::time::Duration;
+
+use serde::Serialize;
+
+use super::OutboxError;
+use crate::config::{SettingKind, Sink, SinkSetting};
+
+/// What a sink receives for each message, in a JSON array.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct Message {
+    /// Stable across redeliveries of this message: a sink that has seen it may skip it.
+    pub idempotency_key: String,
+    /// The id of the newest outbox row of this object in the shard (the one delivered).
+    pub id: i64,
+    /// The category's scope.
+    pub scope: String,
+    /// The shard: the deleted row's shard key value (null when it was NULL).
+    pub shard_identifier: Option<String>,
+    /// The outbox category.
+    pub category: String,
+    /// The model (of the config) whose row was deleted: two models may share a category, and
+    /// their rows never coalesce. Empty for rows written before tombstones named their model.
+    pub model: String,
+    /// The deleted object's key.
+    pub object_identifier: String,
+    /// The columns the config copies into the payload (null without any).
+    pub payload: serde_json::Value,
+    /// When the newest row was written (UTC).
+    pub date_added: String,
+}
+
+/// A sink ready to deliver: secrets read from the environment, its client built once.
+#[derive(Debug)]
+pub(crate) struct ReadySink {
+    pub name: String,
+    target: Target,
+    pub timeout: Duration,
+    pub batch_size: u64,
+    secrets: Secrets,
+}
+
+#[derive(Debug)]
+enum Target {
+    Command(command::CommandSink),
+    Webhook(webhook::Webhook),
+    Kafka(kafka::KafkaSink),
+}
+
+/// Why one delivery failed; the shard is retried after its backoff.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub(crate) struct DeliveryError(String);
+
+/// How much of a sink's output (a command's stderr, a webhook's response body) a failure keeps.
+const OUTPUT_KEPT: usize = 512;
+
+impl ReadySink {
+    /// Reads the `env:NAME` values of headers and properties and builds the sink's client; a
+    /// variable that is not set, a header HTTP cannot carry or a property librdkafka refuses is an
+    /// error now, not at the first delivery.
+    pub(super) fn new(sink: &Sink) -> Result<Self, OutboxError> {
+        let name = sink.name.value.clone();
+        let settings = read_settings(sink)?;
+        let secrets = Secrets::new(&settings);
+        let refuse = |reason: String| OutboxError::Sink { sink: name.clone(), reason: secrets.redact(&reason) };
+        let command = sink.command.as_ref().and_then(|command| command.value.split_first());
+        let target = match (command, &sink.url, &sink.kafka) {
+            (Some((program, arguments)), None, None) => {
+                let passed = sink.env.iter().map(|variable| variable.value.clone()).collect();
+                Target::Command(command::CommandSink::new(program, arguments, passed))
+            }
+            (None, Some(url), None) => {
+                Target::Webhook(webhook::Webhook::new(&url.value, &settings, sink.timeout()).map_err(refuse)?)
+            }
+            (None, None, Some(kafka)) => Target::Kafka(
+                kafka::KafkaSink::new(&name, &kafka.value, &settings, sink.timeout(), secrets.clone())
+                    .map_err(refuse)?,
+            ),
+            _ => {
+                return Err(refuse(
+                    "it needs exactly one of `command`, `url` and `kafka` (run `cascade validate`)".into(),
+                ));
+            }
+        };
+        Ok(Self { name, target, timeout: sink.timeout(), batch_size: sink.batch_size(), secrets })
+    }
+
+    /// Delivers `messages` (one shard's, in id order). The error holds no secret of the sink's.
+    pub(super) async fn deliver(&self, messages: &[Message]) -> Result<(), DeliveryError> {
+        let delivered = match &self.target {
+            Target::Command(command) => command.deliver(&self.name, messages, self.timeout).await,
+            Target::Webhook(webhook) => webhook.deliver(messages, &self.secrets).await,
+            Target::Kafka(kafka) => kafka.deliver(messages).await,
+        };
+        delivered.map_err(|DeliveryError(error)| DeliveryError(self.secrets.redact(&error)))
+    }
+}
+
+/// A header or property with its value read: from the environment for `env:NAME`.
+pub(super) struct ReadSetting<'a> {
+    pub setting: SinkSetting<'a>,
+    pub value: String,
+}
+
+/// Every header and property of `sink`, `env:NAME` values read from the environment.
+fn read_settings(sink: &Sink) -> Result<Vec<ReadSetting<'_>>, OutboxError> {
+    sink.settings()
+        .map(|setting| {
+            let value = match setting.value.value.strip_prefix("env:") {
+                Some(variable) => std::env::var(variable).map_err(|_| OutboxError::Sink {
+                    sink: sink.name.value.clone(),
+                    reason: format!(
+                        "{} reads the environment variable `{variable}`, which is not set",
+                        setting.describe()
+                    ),
+                })?,
+                None => setting.value.value.clone(),
+            };
+            Ok(ReadSetting { setting, value })
+        })
+        .collect()
+}
+
+/// What a secret is replaced with in errors.
+const REDACTED: &str = "***";
+
+/// The secrets of a sink, in every form they may come back in, longest first (so a value that
+/// holds another is cut out whole): every header's value (a webhook may echo any of them), and
+/// the values of Kafka properties read through `env:` or whose names say they are credentials.
+#[derive(Clone, Default)]
+pub(super) struct Secrets(Vec<String>);
+
+impl std::fmt::Debug for Secrets {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Secrets({} forms)", self.0.len())
+    }
+}
+
+impl Secrets {
+    fn new(settings: &[ReadSetting<'_>]) -> Self {
+        let mut forms: Vec<String> = settings
+            .iter()
+            .filter(|read| {
+                read.setting.kind == SettingKind::Header
+                    || read.setting.value.value.starts_with("env:")
+                    || read.setting.looks_secret()
+            })
+            .flat_map(|read| secret_forms(&read.value))
+            .collect();
+        forms.sort_by_key(|secret| std::cmp::Reverse(secret.len()));
+        forms.dedup();
+        Self(forms)
+    }
+
+    /// `text` with every secret replaced.
+    pub(super) fn redact(&self, text: &str) -> String {
+        self.0.iter().fold(text.to_owned(), |text, secret| text.replace(secret.as_str(), REDACTED))
+    }
+}
+
+/// The forms in which a secret may come back in a response or an error: whole, JSON-escaped, and
+/// its credential without a scheme (`Bearer TOKEN`, `Basic TOKEN`).
+fn secret_forms(value: &str) -> Vec<String> {
+    let mut forms = vec![value.to_owned()];
+    let escaped = serde_json::to_string(value).unwrap_or_default();
+    forms.push(escaped.trim_matches('"').to_owned());
+    if let Some((_scheme, credential)) = value.split_once(' ') {
+        forms.push(credential.trim().to_owned());
+    }
+    forms.retain(|form| !form.is_empty());
+    forms
+}
+
+/// The key of a whole delivery (the `Idempotency-Key` header, `CASCADE_OUTBOX_IDEMPOTENCY_KEY`):
+/// the same batch retried carries the same key.
+fn batch_key(messages: &[Message]) -> String {
+    let first = messages.first().map_or(0, |m| m.id);
+    let last = messages.last().map_or(0, |m| m.id);
+    format!("cascade-outbox-{first}-{last}-{}", messages.len())
+}
+
+/// The first `limit` bytes of `text` (at a character boundary).
+fn head(text: &str, limit: usize) -> &str {
+    let mut end = text.len().min(limit);
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    &text[..end]
+}
+
+/// The last `limit` bytes of `text` (at a character boundary).
+fn tail(text: &str, limit: usize) -> &str {
+    let mut start = text.len().saturating_sub(limit);
+    while !text.is_char_boundary(start) {
+        start += 1;
+    }
+    &text[start..]
+}
