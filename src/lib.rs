@@ -40,6 +40,7 @@ pub mod db;
 pub mod demo;
 pub mod diagnostic;
 pub mod engine;
+pub mod lsp;
 pub mod outbox;
 pub mod partitions;
 pub mod planner;

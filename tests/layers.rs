@@ -1,6 +1,6 @@
 //! The library's modules form layers and may only use the layers below them (and themselves):
 //! `db`, `diagnostic`, `telemetry` and `user` at the bottom, `config` and `schema` on them, then `planner` and
-//! `audit`, `engine`, `render`, `scheduler`, `cleanup` and `partitions`, and the demo and the worker service on
+//! `audit`, `engine`, `outbox` and `lsp`, `render`, `scheduler`, `cleanup` and `partitions`, and the demo and the worker service on
 //! top. The command line lives in the binary and holds no SQL and no loop over chunks. This test reads the
 //! sources, so a new upward `use` fails here.
 
@@ -20,6 +20,7 @@ const LAYERS: &[(&str, u8)] = &[
     ("audit", 2),
     ("engine", 3),
     ("outbox", 3),
+    ("lsp", 3),
     ("render", 4),
     ("scheduler", 4),
     ("cleanup", 4),

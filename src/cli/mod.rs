@@ -5,6 +5,7 @@ mod demo;
 mod diff;
 mod duplicates;
 mod init;
+mod lsp;
 mod metrics;
 mod option;
 mod orphans;
@@ -122,6 +123,9 @@ pub enum Command {
     Partitions(partitions::Args),
     /// Write a starting config from a database's foreign keys.
     Init(init::Args),
+    /// Language server over stdio: diagnostics while the config is typed, completion,
+    /// definition, references, hover, rename, code actions.
+    Lsp(lsp::Args),
     /// Print the shell completion script for bash, zsh, fish, elvish or PowerShell.
     Completions(shell::CompletionsArgs),
     /// Print the man page (roff), or write every page into a directory.
@@ -158,6 +162,7 @@ pub fn main() -> ExitCode {
         Command::Validate(args) => validate::run(&cli, args),
         Command::Schema => schema::run(),
         Command::Init(args) => init::run(&cli, args),
+        Command::Lsp(args) => lsp::run(&cli, args),
         Command::Plan(args) => plan::run(&cli, args),
         Command::Diff(args) => diff::run(&cli, args),
         Command::Delete(args) => delete::run(&cli, args),

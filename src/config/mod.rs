@@ -9,7 +9,7 @@ mod types;
 mod users;
 
 use std::borrow::Cow;
-use std::collections::HashSet;
+use std::collections::{BTreeMap, HashSet};
 use std::path::{Path, PathBuf};
 
 use toml::de::DeTable;
@@ -64,20 +64,35 @@ pub fn load(path: &Path) -> Result<Loaded, LoadError> {
 /// when it does not exist yet), with `file` in place of the one at that path or added in path
 /// order. `cascade init` checks the config it would write this way before writing it.
 pub fn load_with(dir: &Path, file: &Path, text: String) -> Result<Loaded, LoadError> {
-    let mut files = match config_files(dir) {
+    load_overlaid(dir, &BTreeMap::from([(file.to_owned(), text)])).map(|(loaded, _)| loaded)
+}
+
+/// Loads `path` as [`load`] does, but each file of `buffers` is read from there instead of from
+/// disk, and added in path order when it is not on disk (yet): an editor's open buffers over the
+/// files it saved. `path` need not exist, nor hold any file, when `buffers` has some. Returns the
+/// path of each file too, by [`FileId`].
+pub fn load_overlaid(path: &Path, buffers: &BTreeMap<PathBuf, String>) -> Result<(Loaded, Vec<PathBuf>), LoadError> {
+    let mut files = match config_files(path) {
         Ok(files) => files,
-        Err(LoadError::NotFound(_) | LoadError::NoFiles(_)) => Vec::new(),
+        Err(LoadError::NotFound(_) | LoadError::NoFiles(_)) if !buffers.is_empty() => Vec::new(),
         Err(error) => return Err(error),
     };
-    files.retain(|existing| existing != file);
-    let position = files.partition_point(|existing| existing.as_path() < file);
+    files.extend(buffers.keys().cloned());
+    // Path order is the order a walk of the directory yields, names sorted in each directory.
+    files.sort();
+    files.dedup();
     let (mut sources, mut not_utf8) = (Sources::default(), Vec::new());
-    read_files(&files[..position], &mut sources, &mut not_utf8)?;
-    sources.add(file.display().to_string(), text);
-    read_files(&files[position..], &mut sources, &mut not_utf8)?;
+    for file in &files {
+        match buffers.get(file) {
+            Some(text) => {
+                sources.add(file.display().to_string(), text.clone());
+            }
+            None => read_files(std::slice::from_ref(file), &mut sources, &mut not_utf8)?,
+        }
+    }
     let mut loaded = load_sources(sources);
     loaded.diagnostics.extend(not_utf8);
-    Ok(loaded)
+    Ok((loaded, files))
 }
 
 /// Adds `files` to `sources`, with a diagnostic in `not_utf8` for each that is not UTF-8.
@@ -374,6 +389,23 @@ retention = { keep = "0d", column = "at" }
         assert_eq!(diagnostics[0].code, Code::DuplicateDeclaration);
         assert_eq!(sources.describe(&diagnostics[0].location), "b.toml:2:9");
         assert!(diagnostics[0].message.contains("a.toml:1:9"), "{}", diagnostics[0].message);
+    }
+
+    #[test]
+    fn open_buffers_take_the_place_of_the_files_on_disk_in_path_order() {
+        let dir = tempfile::tempdir().unwrap();
+        let (a, b, c) = (dir.path().join("a.toml"), dir.path().join("sub/b.toml"), dir.path().join("c.toml"));
+        std::fs::write(&a, "[models.a]\ntable = \"a\"\n").unwrap();
+        std::fs::write(&c, "[models.c]\ntable = \"on disk\"\n").unwrap();
+        let buffers = std::collections::BTreeMap::from([
+            (c.clone(), "[models.c]\ntable = \"in the editor\"\n".to_owned()),
+            (b.clone(), "[models.b]\ntable = \"b\"\n".to_owned()),
+        ]);
+        let (loaded, paths) = super::load_overlaid(dir.path(), &buffers).unwrap();
+        assert_eq!(paths, [a, c, b]);
+        let tables: Vec<&str> = loaded.config.models.values().map(|model| model.table.value.as_str()).collect();
+        assert_eq!(tables, ["a", "in the editor", "b"]);
+        assert_eq!(loaded.sources.name(1), dir.path().join("c.toml").display().to_string());
     }
 
     #[test]

@@ -12,6 +12,7 @@ use std::ops::Range;
 pub(crate) use code::with_rules;
 pub use code::{Code, Severity};
 pub use report::{Format, PlacedDiagnostic, Report};
+pub(crate) use sources::line_starts;
 pub use sources::{FileId, Sources};
 
 /// A byte range in one of the loaded source files.
@@ -47,6 +48,34 @@ pub struct Diagnostic {
     pub related: Vec<(Location, String)>,
     /// A line suggesting a fix, if there is one.
     pub help: Option<String>,
+    /// The changes that fix the problem mechanically, for tools that edit the config (the
+    /// language server's code actions); the help says the same in words.
+    pub fixes: Vec<Fix>,
+}
+
+/// A mechanical change that resolves a diagnostic.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Fix {
+    /// Register the outbox category `category` in a scope (its `categories`).
+    RegisterCategory {
+        /// The category no scope registers.
+        category: String,
+    },
+    /// Run `statement` on the database: the `CREATE INDEX` a relation lacks.
+    CreateIndex {
+        /// The SQL statement, ending with `;`.
+        statement: String,
+    },
+    /// Add `entry`, an inline TOML table, to the array `key` of model `model` (`children` or
+    /// `ignore_references`), creating the key when the model has none.
+    AddToModel {
+        /// The model to change.
+        model: String,
+        /// The model's key that holds the array.
+        key: &'static str,
+        /// The item to add, as TOML: `{ table = "t", column = "c", reason = "..." }`.
+        entry: String,
+    },
 }
 
 impl Diagnostic {
@@ -60,6 +89,7 @@ impl Diagnostic {
             label: String::new(),
             related: Vec::new(),
             help: None,
+            fixes: Vec::new(),
         }
     }
 
@@ -78,6 +108,12 @@ impl Diagnostic {
     /// Sets the help line.
     pub fn help(mut self, help: impl Into<String>) -> Self {
         self.help = Some(help.into());
+        self
+    }
+
+    /// Adds a mechanical fix.
+    pub fn fix(mut self, fix: Fix) -> Self {
+        self.fixes.push(fix);
         self
     }
 

@@ -24,7 +24,7 @@ struct SourceFile {
 /// Where each line of `text` starts. A line ends with `\n`, `\r\n` or a lone `\r` (old Mac
 /// line endings): were a lone `\r` no line break, such a file would be one line, which every
 /// line:column lookup scans and every snippet prints whole.
-fn line_starts(text: &str) -> Vec<usize> {
+pub(crate) fn line_starts(text: &str) -> Vec<usize> {
     let bytes = text.as_bytes();
     let ends_line = |(offset, byte): &(usize, &u8)| match byte {
         b'\n' => true,

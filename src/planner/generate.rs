@@ -293,7 +293,7 @@ fn break_cycles(tables: usize, edges: &[Edge], names: &[String]) -> Vec<Decision
     decisions
 }
 
-fn toml_string(text: &str) -> String {
+pub(crate) fn toml_string(text: &str) -> String {
     toml::Value::String(text.to_owned()).to_string()
 }
 

@@ -10,6 +10,7 @@ mod rules;
 pub use compile::{CompileError, OutboxTarget, Plan, PlanNode, compile, declared_model};
 pub(crate) use dag::{ChildrenId, Dag, children_id};
 pub use generate::starting_config;
+pub(crate) use generate::toml_string;
 pub(crate) use graph::ModelGraph;
 
 use std::sync::Arc;

@@ -8,6 +8,7 @@ pub mod databases;
 pub mod diamond;
 pub mod github;
 pub mod kafka;
+pub mod lsp;
 pub mod mutation;
 pub mod outbox;
 pub mod prometheus;

@@ -2,7 +2,7 @@
 //! leads with scans the whole child table once per chunk.
 
 use crate::db::sql::quote_qualified;
-use crate::diagnostic::{Code, Diagnostic};
+use crate::diagnostic::{Code, Diagnostic, Fix};
 use crate::planner::{Context, SchemaRelation};
 
 pub(super) fn check(context: &Context<'_>, diagnostics: &mut Vec<Diagnostic>) {
@@ -26,7 +26,8 @@ pub(super) fn check(context: &Context<'_>, diagnostics: &mut Vec<Diagnostic>) {
                 ),
             )
             .label("unindexed relation column")
-            .help(advice),
+            .help(advice.clone())
+            .fix(Fix::CreateIndex { statement: advice }),
         );
     }
 }

@@ -4,9 +4,9 @@
 //! nobody registered, whose rows would otherwise block or survive the deletion.
 
 use crate::config::{Located, Model};
-use crate::diagnostic::{Code, Diagnostic};
+use crate::diagnostic::{Code, Diagnostic, Fix};
 use crate::planner::Context;
-use crate::planner::generate::toml_columns;
+use crate::planner::generate::{toml_columns, toml_string};
 use crate::schema::{ForeignKey, ReferentialAction, Table};
 
 pub(super) fn check(context: &Context<'_>, diagnostics: &mut Vec<Diagnostic>) {
@@ -112,18 +112,18 @@ fn report<T>(
             continue;
         }
         let column = key.columns.join(", ");
-        diagnostics.push(
-            Diagnostic::new(
-                Code::UnregisteredReference,
-                location.location.clone(),
-                format!(
-                    "table `{}` references `{}` by `{column}`, but model `{}` declares no relation for it",
-                    child_table.name, table.name, model.name.value
-                ),
-            )
-            .label(label)
-            .help(help(context, model, child_table, key)),
-        );
+        let mut diagnostic = Diagnostic::new(
+            Code::UnregisteredReference,
+            location.location.clone(),
+            format!(
+                "table `{}` references `{}` by `{column}`, but model `{}` declares no relation for it",
+                child_table.name, table.name, model.name.value
+            ),
+        )
+        .label(label);
+        let (help, fixes) = help(context, model, child_table, key);
+        diagnostic = fixes.into_iter().fold(diagnostic.help(help), Diagnostic::fix);
+        diagnostics.push(diagnostic);
     }
 }
 
@@ -163,8 +163,9 @@ fn ignored(model: &Model, child_table: &Table, key: &ForeignKey) -> bool {
 }
 
 /// The TOML to add: the relation (naming the child's model, or a model to declare; its
-/// `columns` and `references` as the key has them), or the ignore entry.
-fn help(context: &Context<'_>, model: &Model, child_table: &Table, key: &ForeignKey) -> String {
+/// `columns` and `references` as the key has them), or the ignore entry; and the same as fixes
+/// (the relation only when its model exists).
+fn help(context: &Context<'_>, model: &Model, child_table: &Table, key: &ForeignKey) -> (String, Vec<Fix>) {
     let child_model = context
         .config
         .models
@@ -183,16 +184,23 @@ fn help(context: &Context<'_>, model: &Model, child_table: &Table, key: &Foreign
     } else {
         format!(", {}", toml_columns("references", &key.referenced_columns))
     };
-    format!(
-        "add {{ model = \"{child_name}\", {columns}{references} }} to the children of [models.{}]{declare}, \
-         or {{ table = \"{}\", {columns}, reason = \"...\" }} to its ignore_references",
-        model.name.value, child_table.name
-    )
+    let relation = format!("{{ model = {}, {columns}{references} }}", toml_string(child_name));
+    let ignored = format!("{{ table = {}, {columns}, reason = \"...\" }}", toml_string(&child_table.name));
+    let help = format!(
+        "add {relation} to the children of [models.{}]{declare}, or {ignored} to its ignore_references",
+        model.name.value
+    );
+    let add = |key, entry| Fix::AddToModel { model: model.name.value.clone(), key, entry };
+    let mut fixes = vec![add("ignore_references", ignored)];
+    if child_model.is_some() {
+        fixes.insert(0, add("children", relation));
+    }
+    (help, fixes)
 }
 
 #[cfg(test)]
 mod tests {
-    use crate::diagnostic::Code;
+    use crate::diagnostic::{Code, Fix};
     use crate::planner::fixture;
 
     /// A `group` table referenced by three tables (tests/schema_validation.rs has 26 of them).
@@ -243,6 +251,14 @@ mod tests {
                 "add { model = \"child_02\", column = \"group_id\" } to the children of [models.group], \
                  or { table = \"child_02\", column = \"group_id\", reason = \"...\" } to its ignore_references"
             )
+        );
+        let add = |key, entry: &str| Fix::AddToModel { model: "group".to_owned(), key, entry: entry.to_owned() };
+        assert_eq!(
+            diagnostics[0].fixes,
+            [
+                add("children", "{ model = \"child_02\", column = \"group_id\" }"),
+                add("ignore_references", "{ table = \"child_02\", column = \"group_id\", reason = \"...\" }"),
+            ]
         );
     }
 

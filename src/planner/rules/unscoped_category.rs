@@ -1,7 +1,7 @@
 //! `unscoped-category`: a model writes an outbox category that no scope registers, so its
 //! tombstones would have no shard key and no drainer would deliver them.
 
-use crate::diagnostic::{Code, Diagnostic, did_you_mean};
+use crate::diagnostic::{Code, Diagnostic, Fix, did_you_mean};
 use crate::planner::Context;
 
 pub(super) fn check(context: &Context<'_>, diagnostics: &mut Vec<Diagnostic>) {
@@ -27,7 +27,8 @@ pub(super) fn check(context: &Context<'_>, diagnostics: &mut Vec<Diagnostic>) {
                 ),
             )
             .label("category in no scope")
-            .help(help),
+            .help(help)
+            .fix(Fix::RegisterCategory { category: category.value.clone() }),
         );
     }
 }
