@@ -605,6 +605,43 @@ fn max_messages_and_category_narrow_what_one_drain_delivers() {
     );
 }
 
+/// A drainer that stops in the middle of a shard (here at `--max-messages`) after a delivery went
+/// through gives the shard back without a row: neither a claim nor the failure before that
+/// delivery is left, in the table or in `outbox stats`, and the rest is delivered next time.
+fn given_back_after_a_delivery(url: &str) {
+    let dir = setup(r#", "fail", "1", "1""#, 2, "30s");
+    write_outbox(url, &project_updates(&[("1", "a"), ("1", "b"), ("1", "c")]));
+    let stats =
+        || json_output(cascade(dir.path()).args(["outbox", "stats", "--format", "json", "--database-url", url]));
+
+    let output = drain_once(dir.path(), url, &[]);
+    assert_eq!(output.status.code(), Some(1), "{}", String::from_utf8_lossy(&output.stderr));
+    assert_eq!(stats()["shards"][0]["attempts"], 1);
+
+    texts(url, "UPDATE cascade_outbox_shard SET next_attempt_at = NULL");
+    let output = drain_once(dir.path(), url, &["--max-messages", "2"]);
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    assert_eq!(count(url, "SELECT COUNT(*) FROM cascade_outbox"), 1, "one message is left for the next run");
+    assert_eq!(count(url, "SELECT COUNT(*) FROM cascade_outbox_shard"), 0, "no claim nor old failure is left");
+    assert_eq!(stats()["shards"], Value::Array(Vec::new()));
+
+    let output = drain_once(dir.path(), url, &[]);
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let batches = &deliveries(dir.path())["1"];
+    let objects: Vec<&str> = batches.iter().flatten().map(|m| m["object_identifier"].as_str().unwrap()).collect();
+    assert_eq!(objects, ["a", "b", "c"]);
+    assert_eq!(
+        count(url, "SELECT COUNT(*) FROM cascade_outbox") + count(url, "SELECT COUNT(*) FROM cascade_outbox_shard"),
+        0
+    );
+}
+
+on_each_database!(
+    a_shard_given_back_after_a_delivery_keeps_no_row_sqlite,
+    a_shard_given_back_after_a_delivery_keeps_no_row_postgres,
+    |databases| given_back_after_a_delivery(&databases.create(SCHEMA))
+);
+
 #[tokio::test(flavor = "multi_thread")]
 async fn a_redirect_is_not_a_delivery() {
     use wiremock::matchers::{method, path};
