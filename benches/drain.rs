@@ -1,14 +1,18 @@
 //! Draining the outbox: `cascade outbox drain --once` over a backlog of tombstones in many shards,
-//! through a batching command sink and through a local webhook, against the floor of one `DELETE`
-//! of the same rows. Run: `cargo bench --bench drain` (`-- --rows N` for another backlog; the
-//! default is 100,000 rows in 1,000 shards). Progress goes to stderr, the markdown table to stdout.
+//! through a batching command sink, a local webhook and a Kafka topic on librdkafka's mock cluster
+//! (a Kafka-protocol broker run inside this process), against the floor of one `DELETE` of the
+//! same rows. Run: `cargo bench --bench drain` (`-- --rows N` for another backlog; the default is
+//! 450,000 rows in 1,000 shards, the tombstones of the delete bench's 1M-row tree). Progress goes
+//! to stderr, the markdown table to stdout. `--sinks command,webhook,kafka` and `--concurrency 1,4`
+//! (the defaults) choose the cases; `--baseline PATH` runs every case a second time, right after
+//! the first, with another build of `cascade` (an earlier commit's), for a comparison in one run.
 //!
 //! Each shard holds `rows / shards` rows over 80 % as many objects (one row in five is coalesced
 //! into a later row of its object). The backlog is spread over 1,000 shards, and for the command
 //! sink also written into a single shard (one large deletion's tombstones). Timed: the whole `cascade` process (start-up, config, claims,
 //! deliveries, deletes), each run on a freshly written backlog; memory is the process's peak RSS.
-//! Every run is checked: the table is empty afterwards and the sink received every coalesced
-//! message.
+//! Every run is checked: the table is empty afterwards, and the webhook and the Kafka topic (its
+//! partitions' offsets, on a fresh mock cluster per run) received every coalesced message.
 
 #[path = "common/args.rs"]
 mod args;
@@ -19,18 +23,23 @@ mod pg_server;
 #[path = "common/process.rs"]
 mod process;
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use args::number_argument;
+use rdkafka::ClientConfig;
+use rdkafka::consumer::{BaseConsumer, Consumer};
+use rdkafka::mocking::MockCluster;
+use rdkafka::producer::DefaultProducerContext;
+
+use args::{list_argument, number_argument, text_argument};
 use cascade::db::{Access, Database};
 use database::{durability, fresh_database, statement};
 use pg_server::PgServer;
 
-const DEFAULT_ROWS: u64 = 100_000;
+const DEFAULT_ROWS: u64 = 450_000;
 const SHARDS: u64 = 1_000;
 const BATCH_SIZE: u64 = 500;
 const CONCURRENCY: usize = 4;
@@ -70,20 +79,37 @@ fn main() {
         (durability, floor)
     });
 
-    let sinks = [
-        ("command sink (`cat`)", "command = [\"cat\"]".to_owned()),
-        ("webhook (local HTTP server)", format!("url = \"{webhook}/tombstones\"")),
-    ];
+    let chosen = list_argument("--sinks").unwrap_or_else(|| ["command", "webhook", "kafka"].map(String::from).into());
+    let concurrencies: Vec<usize> = list_argument("--concurrency").map_or(vec![1, CONCURRENCY], |list| {
+        list.iter().map(|n| n.parse().expect("--concurrency takes numbers")).collect()
+    });
+    let sinks: Vec<_> = [
+        ("command", "command sink (`cat`)", "command = [\"cat\"]".to_owned()),
+        ("webhook", "webhook (local HTTP server)", format!("url = \"{webhook}/tombstones\"")),
+        ("kafka", KAFKA, format!("kafka = {{ brokers = \"{BOOTSTRAP_PLACEHOLDER}\" }}")),
+    ]
+    .into_iter()
+    .filter(|(name, ..)| chosen.iter().any(|chosen| chosen == name))
+    .map(|(_, label, target)| (label, target))
+    .collect();
     // The shape of one large deletion: every tombstone in the shard of its organization.
-    let one_shard = [(sinks[0].0, sinks[0].1.as_str(), 1, rows, 1)];
+    let one_shard = sinks
+        .iter()
+        .filter(|(label, _)| label.starts_with("command"))
+        .map(|(label, target)| (*label, target.as_str(), 1, rows, 1));
     let cases = sinks.iter().flat_map(|(label, target)| {
-        [1, CONCURRENCY].into_iter().flat_map(move |concurrency| {
+        concurrencies.iter().flat_map(move |&concurrency| {
             [rows / 10, rows].into_iter().map(move |backlog| (*label, target.as_str(), concurrency, backlog, SHARDS))
         })
     });
+    let built = (String::new(), PathBuf::from(env!("CARGO_BIN_EXE_cascade")));
+    let baseline = text_argument("--baseline").map(|path| (BASELINE.to_owned(), PathBuf::from(path)));
+    let binaries: Vec<_> = std::iter::once(built).chain(baseline).collect();
     for (label, target, concurrency, backlog, shards) in cases.chain(one_shard) {
-        let case = Case { label, target, concurrency, backlog, shards };
-        runs.push(runtime.block_on(measure(&case, dir.path(), &url, &received)));
+        for (build, binary) in &binaries {
+            let case = Case { label, build, binary, target, concurrency, backlog, shards };
+            runs.push(runtime.block_on(measure(&case, dir.path(), &url, &received)));
+        }
     }
     report(&runs, rows, floor, &durability);
 }
@@ -91,26 +117,53 @@ fn main() {
 /// One drain to measure: a sink, a backlog and how many shards it is spread over.
 struct Case<'a> {
     label: &'a str,
+    /// What the label says of the binary: nothing for the one built with the bench.
+    build: &'a str,
+    binary: &'a Path,
     target: &'a str,
     concurrency: usize,
     backlog: u64,
     shards: u64,
 }
 
+/// The end of the label of a run of the `--baseline` build.
+const BASELINE: &str = " (baseline build)";
+
+/// The Kafka sink's label; its config names the mock cluster's brokers through a placeholder.
+const KAFKA: &str = "Kafka (mock cluster, 3 brokers)";
+const BOOTSTRAP_PLACEHOLDER: &str = "{bootstrap}";
+/// The topic the sink's default template names for the bench's scope and category.
+const TOPIC: &str = "cascade.organization.project_update";
+const PARTITIONS: i32 = 12;
+
 /// Writes the case's backlog, drains it with `cascade outbox drain --once` and checks the result.
 async fn measure(case: &Case<'_>, dir: &Path, url: &str, received: &AtomicU64) -> Run {
-    let config = config(dir, case.target);
+    // A fresh cluster per run: its topic counts this run's records only.
+    let kafka = (case.label == KAFKA).then(|| {
+        let cluster = MockCluster::new(3).expect("a mock Kafka cluster");
+        cluster.create_topic(TOPIC, PARTITIONS, 3).expect("the topic");
+        cluster
+    });
+    let target = match &kafka {
+        Some(cluster) => case.target.replace(BOOTSTRAP_PLACEHOLDER, &cluster.bootstrap_servers()),
+        None => case.target.to_owned(),
+    };
+    let config = config(dir, &target);
     let database = Database::connect(url, Access::ReadWrite).await.expect("connect");
     let messages = write_backlog(&database, case.backlog, case.shards).await;
     received.store(0, Ordering::SeqCst);
-    let (drain, peak_rss_kib) = tokio::task::block_in_place(|| run_drain(&config, url, case.concurrency));
+    let (drain, peak_rss_kib) = tokio::task::block_in_place(|| run_drain(case.binary, &config, url, case.concurrency));
     let left = database.fetch_count(&statement("SELECT COUNT(*) FROM cascade_outbox")).await.expect("count");
     database.close().await;
     assert_eq!(left, 0, "{}: the backlog is drained", case.label);
     if case.label.starts_with("webhook") {
         assert_eq!(received.load(Ordering::SeqCst), messages, "{}: every message reached the webhook", case.label);
     }
-    let label = format!("{}, {} shards, concurrency {}", case.label, case.shards, case.concurrency);
+    if let Some(cluster) = &kafka {
+        let records = tokio::task::block_in_place(|| records_in_topic(cluster));
+        assert_eq!(records, messages, "{}: every message is in the topic, once", case.label);
+    }
+    let label = format!("{}, {} shards, concurrency {}{}", case.label, case.shards, case.concurrency, case.build);
     eprintln!("{label}: {} rows, {messages} messages in {drain:?}, peak RSS {peak_rss_kib} KiB", case.backlog);
     Run { label, rows: case.backlog, messages, drain, peak_rss_kib }
 }
@@ -156,16 +209,33 @@ async fn write_backlog(database: &Database, rows: u64, shards: u64) -> u64 {
     rows.div_ceil(per_shard) * objects
 }
 
-/// Runs `cascade outbox drain --once`; its wall time and peak RSS.
-fn run_drain(config: &Path, url: &str, concurrency: usize) -> (Duration, u64) {
+/// Runs `binary outbox drain --once`; its wall time and peak RSS.
+fn run_drain(binary: &Path, config: &Path, url: &str, concurrency: usize) -> (Duration, u64) {
     let finished = process::run_measured(
-        Command::new(env!("CARGO_BIN_EXE_cascade"))
+        Command::new(binary)
             .args(["--config", &config.display().to_string(), "-q", "outbox", "drain", "--once", "--database-url", url])
             .args(["--concurrency", &concurrency.to_string()]),
     );
     let (status, stdout, stderr) = (finished.status, &finished.stdout, &finished.stderr);
     assert!(status.success(), "cascade outbox drain failed: {status}\n{stdout}{stderr}");
     (finished.wall, finished.peak_rss_kib)
+}
+
+/// How many records the topic's partitions were given: the sum of their high watermarks (each
+/// partition of a fresh topic starts at offset 0; the mock drops its oldest records past a few
+/// MiB, so the low watermarks move, but the high ones count every record appended).
+fn records_in_topic(cluster: &MockCluster<'static, DefaultProducerContext>) -> u64 {
+    let consumer: BaseConsumer = ClientConfig::new()
+        .set("bootstrap.servers", cluster.bootstrap_servers())
+        .create()
+        .expect("a consumer of the mock cluster");
+    let timeout = Duration::from_secs(30);
+    (0..PARTITIONS)
+        .map(|partition| {
+            let (_, high) = consumer.fetch_watermarks(TOPIC, partition, timeout).expect("a partition's offsets");
+            u64::try_from(high).expect("an offset")
+        })
+        .sum()
 }
 
 /// A local webhook that answers 204 and counts the messages it received.
@@ -213,12 +283,24 @@ fn report(runs: &[Run], rows: u64, floor: Duration, durability: &str) {
             run.peak_rss_kib as f64 / 1024.0
         );
     }
-    let best =
-        runs.iter().filter(|r| r.rows == rows).map(|r| r.messages as f64 / r.drain.as_secs_f64()).fold(0.0, f64::max);
+    let best = runs
+        .iter()
+        .filter(|r| r.rows == rows && !r.label.ends_with(BASELINE))
+        .map(|r| r.messages as f64 / r.drain.as_secs_f64())
+        .fold(0.0, f64::max);
     println!();
     println!(
         "Target: at least 20,000 messages/s through a batching sink: {} (best {best:.0}/s at {rows} rows).",
         if best >= 20_000.0 { "met" } else { "missed" }
+    );
+    let kafka = runs
+        .iter()
+        .filter(|r| r.rows == rows && r.label.starts_with(KAFKA) && !r.label.ends_with(BASELINE))
+        .map(|r| r.messages as f64 / r.drain.as_secs_f64())
+        .fold(0.0, f64::max);
+    println!(
+        "Target: at least 100,000 messages/s to Kafka: {} (best {kafka:.0}/s at {rows} rows).",
+        if kafka >= 100_000.0 { "met" } else { "MISSED" }
     );
 }
 

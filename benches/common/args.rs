@@ -12,6 +12,12 @@ pub fn list_argument(name: &str) -> Option<Vec<String>> {
     Some(argument(name)?.split(',').map(|word| word.trim().to_owned()).collect())
 }
 
+/// The word after `name`: `--baseline /tmp/cascade` or `--baseline=/tmp/cascade`.
+#[allow(dead_code)] // not every bench takes one
+pub fn text_argument(name: &str) -> Option<String> {
+    argument(name)
+}
+
 fn argument(name: &str) -> Option<String> {
     let arguments: Vec<String> = std::env::args().collect();
     let joined = arguments.iter().find_map(|a| a.strip_prefix(name).and_then(|rest| rest.strip_prefix('=')));

@@ -9,9 +9,10 @@
 //!
 //! - **realistic**: `org` → 20 `project` → `grp` → 1 `hash` and 8 `event` per group, each org
 //!   holding half of the rows; org 1 is deleted and every row of org 2 must survive. At `--rows`
-//!   and a fifth of it. Eight methods, each on its own fresh copy of the database (see
+//!   and a fifth of it. Ten methods, each on its own fresh copy of the database (see
 //!   `methods.rs`): the native DELETE (foreign keys `ON DELETE CASCADE`), the same after
-//!   inserting the outbox's tombstones by hand (the limit with the outbox), a hand-written sqlx
+//!   inserting the outbox's tombstones by hand (the limit with the outbox), into a bare table, or
+//!   through an `AFTER DELETE` trigger per outbox table, a hand-written sqlx
 //!   loop, `cascade delete` with the defaults, with a status check and outbox tombstones, and
 //!   with those and `--archive`, all on enforced `NO ACTION` foreign keys; then cascade and the
 //!   loop again on tables without foreign keys.
@@ -104,6 +105,7 @@ fn main() {
             Method::Cascade,
             Method::NativeWithTombstones,
             Method::NativeWithBareTombstones,
+            Method::NativeWithTrigger,
             Method::Outbox,
             Method::Archive,
             Method::CascadeWithoutKeys,

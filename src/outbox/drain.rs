@@ -95,8 +95,19 @@ struct Inner {
 /// The shortest wait between passes.
 const MIN_POLL: Duration = Duration::from_millis(10);
 
-/// Shards fetched per look for due work.
-const SHARDS_PER_LOOK: u64 = 256;
+/// Shards fetched per look for due work. A look groups the whole table by shard, so a pass over
+/// a large backlog in many shards looks as few times as it can.
+const SHARDS_PER_LOOK: u64 = 4096;
+
+/// The shards a pass has found due and not yet taken, shared by its lanes.
+#[derive(Default)]
+struct DueShards {
+    shards: VecDeque<Shard>,
+    /// A look found fewer shards than it asked for: every shard due at the pass's start and
+    /// free then is in `shards` or taken, so the pass looks no more (a shard another drainer
+    /// releases meanwhile is the next pass's).
+    all_found: bool,
+}
 
 impl Drainer {
     /// A drainer of `config`'s deliverable categories (those with a sink), narrowed by the
@@ -172,7 +183,7 @@ impl Drainer {
     /// that fail back off and are not retried in this pass).
     pub async fn drain_due(&self, stop: &Arc<AtomicBool>) -> Result<DrainReport, DbError> {
         let due = self.inner.clock.now();
-        let queue = Arc::new(Mutex::new(VecDeque::new()));
+        let queue = Arc::new(Mutex::new(DueShards::default()));
         let mut lanes = tokio::task::JoinSet::new();
         for _ in 0..self.inner.options.concurrency.max(1) {
             let (inner, queue, stop) = (self.inner.clone(), queue.clone(), stop.clone());
@@ -199,23 +210,19 @@ impl Drainer {
 const BACKLOG_GAUGES_EVERY: Duration = Duration::from_secs(10);
 
 impl Inner {
-    async fn lane(
-        &self,
-        queue: &Mutex<VecDeque<Shard>>,
-        stop: &AtomicBool,
-        due: SystemTime,
-    ) -> Result<DrainReport, DbError> {
+    async fn lane(&self, queue: &Mutex<DueShards>, stop: &AtomicBool, due: SystemTime) -> Result<DrainReport, DbError> {
         let mut report = DrainReport::default();
         while !stop.load(Ordering::SeqCst) && !self.budget.spent() {
             let shard = {
                 let mut queue = queue.lock().await;
-                if queue.is_empty() {
+                if queue.shards.is_empty() && !queue.all_found {
                     let now = self.clock.now();
-                    queue.extend(
-                        store::due_shards(&self.database, &self.routes.deliverable, due, now, SHARDS_PER_LOOK).await?,
-                    );
+                    let found =
+                        store::due_shards(&self.database, &self.routes.deliverable, due, now, SHARDS_PER_LOOK).await?;
+                    queue.all_found = (found.len() as u64) < SHARDS_PER_LOOK;
+                    queue.shards.extend(found);
                 }
-                queue.pop_front()
+                queue.shards.pop_front()
             };
             let Some(shard) = shard else { break };
             report.add(self.drain_shard(&shard, stop, due).await?);

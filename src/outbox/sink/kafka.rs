@@ -24,6 +24,10 @@ use crate::config::{KAFKA_SINK_PROPERTIES, Kafka, SettingKind};
 /// fails a record itself) a delivery waits for the last acknowledgment.
 const ACKNOWLEDGMENT_GRACE: Duration = Duration::from_secs(5);
 
+/// How long the producer waits for more records before it sends what it has, unless the sink's
+/// properties say otherwise.
+const LINGER_MS: &str = "1";
+
 /// How long a delivery waits before it tries again to enqueue a record into a producer queue
 /// that other deliveries filled.
 const QUEUE_FULL_PAUSE: Duration = Duration::from_millis(5);
@@ -58,6 +62,10 @@ impl KafkaSink {
         secrets: Secrets,
     ) -> Result<Self, String> {
         let mut config = ClientConfig::new();
+        // A delivery enqueues its whole batch at once and then waits for every acknowledgment:
+        // lingering (librdkafka's default is 5 ms) would only delay each batch, so the records
+        // go as soon as the batch is queued. A `linger.ms` property overrides this.
+        config.set("linger.ms", LINGER_MS);
         let owned = |name: &str| KAFKA_SINK_PROPERTIES.iter().any(|(owned, _)| *owned == name);
         for read in settings.iter().filter(|read| read.setting.kind == SettingKind::Property) {
             if !owned(read.setting.name) {
@@ -112,19 +120,30 @@ impl KafkaSink {
 
     async fn send_all(&self, producer: &FutureProducer<Logger>, messages: &[Message]) -> Result<(), DeliveryError> {
         let deadline = tokio::time::Instant::now() + self.timeout + ACKNOWLEDGMENT_GRACE;
-        let mut in_flight: VecDeque<(String, DeliveryFuture)> = VecDeque::with_capacity(messages.len());
+        // Records in flight name their topic by its index here: a batch's messages share one or a
+        // few categories, so each topic is made once per delivery.
+        let mut topics: Vec<(&str, String)> = Vec::new();
+        let mut in_flight: VecDeque<(usize, DeliveryFuture)> = VecDeque::with_capacity(messages.len());
+        let mut value = Vec::new();
         let mut failure = None;
         'messages: for message in messages {
-            let value = serde_json::to_vec(message).map_err(|error| DeliveryError(error.to_string()))?;
-            let topic = self.kafka.topic_for(&message.scope, &message.category);
-            let mut record = FutureRecord::to(&topic)
+            value.clear();
+            serde_json::to_writer(&mut value, message).map_err(|error| DeliveryError(error.to_string()))?;
+            let topic = match topics.iter().position(|(category, _)| *category == message.category) {
+                Some(index) => index,
+                None => {
+                    topics.push((&message.category, self.kafka.topic_for(&message.scope, &message.category)));
+                    topics.len() - 1
+                }
+            };
+            let mut record = FutureRecord::to(&topics[topic].1)
                 .key(message.object_identifier.as_str())
                 .payload(&value)
                 .headers(headers(message));
             loop {
                 match producer.send_result(record) {
                     Ok(delivery) => {
-                        in_flight.push_back((topic.clone(), delivery));
+                        in_flight.push_back((topic, delivery));
                         break;
                     }
                     Err((KafkaError::MessageProduction(RDKafkaErrorCode::QueueFull), returned)) => {
@@ -132,7 +151,9 @@ impl KafkaSink {
                         // The producer's queue is full: wait for the oldest record in flight
                         // (or, with none of this delivery's, for other deliveries' records).
                         match in_flight.pop_front() {
-                            Some((topic, delivery)) => failure = failure.or(settle(&topic, delivery, deadline).await),
+                            Some((topic, delivery)) => {
+                                failure = failure.or(settle(&topics[topic].1, delivery, deadline).await);
+                            }
                             None if tokio::time::Instant::now() < deadline => {
                                 tokio::time::sleep(QUEUE_FULL_PAUSE).await;
                             }
@@ -143,7 +164,7 @@ impl KafkaSink {
                         }
                     }
                     Err((error, _)) => {
-                        failure = Some(format!("could not send to topic `{topic}`: {error}"));
+                        failure = Some(format!("could not send to topic `{}`: {error}", topics[topic].1));
                         break 'messages;
                     }
                 }
@@ -152,7 +173,7 @@ impl KafkaSink {
         // Every record sent is waited for, so none of this batch is still in flight when the
         // shard is retried.
         while let Some((topic, delivery)) = in_flight.pop_front() {
-            let settled = settle(&topic, delivery, deadline).await;
+            let settled = settle(&topics[topic].1, delivery, deadline).await;
             failure = failure.or(settled);
         }
         failure.map_or(Ok(()), |failure| Err(DeliveryError(failure)))
