@@ -1,6 +1,8 @@
 //! The ops files: the alert rules checked and unit-tested by the real `promtool`, every query of
-//! the Grafana dashboard parsed by it, and every metric the dashboard and the alerts name served
-//! by a real worker that deleted rows, delivered tombstones and failed to deliver some.
+//! the Grafana dashboard parsed by it, every metric the dashboard and the alerts name served by a
+//! real worker that deleted rows, delivered tombstones and failed to deliver some, and a real
+//! Prometheus scraping that worker with the rules loaded: every panel's query has data and every
+//! rule evaluates.
 
 mod common;
 
@@ -9,7 +11,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::SystemTime;
 
-use common::prometheus::{SERVING, Sample, parse, scrape, value};
+use common::prometheus::{SERVING, Sample, Server, parse, scrape, value};
 use common::running::Running;
 use common::{DEADLINE, count, on_each_database, project, repository, schedule_now, texts, tools};
 use serde_json::Value;
@@ -242,23 +244,28 @@ fn unix_seconds(time: SystemTime) -> f64 {
     time.duration_since(SystemTime::UNIX_EPOCH).unwrap().as_secs_f64()
 }
 
-on_each_database!(
-    a_worker_serves_every_metric_the_dashboard_and_the_alerts_name_sqlite,
-    a_worker_serves_every_metric_the_dashboard_and_the_alerts_name_postgres,
-    |databases| {
-        let mut rows = String::from(SCHEMA);
-        rows += &(0..30).map(|part| format!("INSERT INTO part VALUES ({part}, 1);\n")).collect::<String>();
-        rows += "INSERT INTO note VALUES (1, 1), (2, 1);\n";
-        serves_every_metric(&databases.create(&rows));
-    }
-);
+/// Item 1 with 30 parts and 2 notes, and items 2 to 4 alone.
+fn rows() -> String {
+    let mut rows = String::from(SCHEMA);
+    rows += &(0..30).map(|part| format!("INSERT INTO part VALUES ({part}, 1);\n")).collect::<String>();
+    rows + "INSERT INTO note VALUES (1, 1), (2, 1);\n"
+}
 
-/// A worker with `--drain` deletes item 1 and delivers its tombstones but to cell `us`; then
-/// every metric named by the dashboard and the alerts is served, with the values that happened.
-fn serves_every_metric(url: &str) {
+/// A `cascade worker --drain --metrics-addr` running on a database made with [`rows`].
+struct Worker {
+    _config: tempfile::TempDir,
+    running: Running,
+    /// Its metrics URL.
+    metrics: String,
+    /// A moment before it started.
+    before: SystemTime,
+}
+
+/// Schedules the deletions and starts the worker; returns once item 1 is deleted. Item 1 is
+/// due; item 2 is due but claimed by another (live) worker; item 3 is due tomorrow; item 4 has
+/// used up its attempts: only 1 and 2 count as due.
+fn start_worker(url: &str) -> Worker {
     let config = project(&[("cascades/items.toml", CONFIG)]);
-    // Item 1 is due; item 2 is due but claimed by another (live) worker; item 3 is due tomorrow;
-    // item 4 has used up its attempts. Only 1 and 2 count as due.
     schedule_now(url, "item", [1, 2, 4]);
     texts(
         url,
@@ -275,23 +282,44 @@ fn serves_every_metric(url: &str) {
 
     let before = SystemTime::now();
     let args = ["worker", "--drain", "--poll", "100ms", "--metrics-addr", "127.0.0.1:0", "--database-url", url];
-    let mut worker = Running::start(config.path(), &args);
-    let metrics = worker.expect(SERVING).fields["url"].as_str().expect("the URL is logged").to_owned();
+    let mut running = Running::start(config.path(), &args);
+    let metrics = running.expect(SERVING).fields["url"].as_str().expect("the URL is logged").to_owned();
     common::wait_until("item 1 is deleted", || count(url, "SELECT COUNT(*) FROM item WHERE id = 1") == 0);
+    Worker { _config: config, running, metrics, before }
+}
 
-    let (us, de) = ([("scope", "parts"), ("cell", "us")], [("scope", "parts"), ("cell", "de")]);
-    // The counters and gauges settle at what the deletion and the deliveries left: waited for
-    // together, since the drainer measures its gauges between passes.
+const US: [(&str, &str); 2] = [("scope", "parts"), ("cell", "us")];
+const DE: [(&str, &str); 2] = [("scope", "parts"), ("cell", "de")];
+
+/// Scrapes the worker until its counters and gauges show what the deletion and the deliveries
+/// left (waited for together, since the drainer measures its gauges between passes).
+fn settled(worker: &Worker) -> (String, Vec<Sample>) {
     let settled = "the deliveries are counted, the drainer measured what they left and the worker polled";
-    let (body, samples) = scrape_until(&metrics, settled, |s| {
+    scrape_until(&worker.metrics, settled, |s| {
         value(s, "cascade_outbox_delivered_total", &[("sink", "accepting")]) == Some(31.0)
             && value(s, "cascade_outbox_backlog", &[("scope", "items")]) == Some(0.0)
-            && value(s, "cascade_outbox_backlog", &de) == Some(0.0)
-            && value(s, "cascade_outbox_backlog", &us) == Some(30.0)
-            && value(s, "cascade_outbox_failing_shards", &us) == Some(1.0)
-            && value(s, "cascade_outbox_longest_failing_seconds", &us).is_some_and(|seconds| seconds > 0.0)
+            && value(s, "cascade_outbox_backlog", &DE) == Some(0.0)
+            && value(s, "cascade_outbox_backlog", &US) == Some(30.0)
+            && value(s, "cascade_outbox_failing_shards", &US) == Some(1.0)
+            && value(s, "cascade_outbox_longest_failing_seconds", &US).is_some_and(|seconds| seconds > 0.0)
             && value(s, "cascade_scheduled_deletions_due", &[]) == Some(1.0)
-    });
+    })
+}
+
+on_each_database!(
+    a_worker_serves_every_metric_the_dashboard_and_the_alerts_name_sqlite,
+    a_worker_serves_every_metric_the_dashboard_and_the_alerts_name_postgres,
+    |databases| {
+        serves_every_metric(&databases.create(&rows()));
+    }
+);
+
+/// A worker with `--drain` deletes item 1 and delivers its tombstones but to cell `us`; then
+/// every metric named by the dashboard and the alerts is served, with the values that happened.
+fn serves_every_metric(url: &str) {
+    let mut worker = start_worker(url);
+    let (body, samples) = settled(&worker);
+    let before = worker.before;
     let elapsed = SystemTime::now().duration_since(before).unwrap().as_secs_f64();
 
     // What the dashboard and the alerts name is served, and the dashboard shows every metric.
@@ -327,15 +355,42 @@ fn serves_every_metric(url: &str) {
     assert_eq!(value(&samples, "cascade_rows_deleted_total", &[("model", "part")]), Some(30.0));
     let started = value(&samples, "cascade_worker_start_time_seconds", &[]).expect("a start time");
     assert!(unix_seconds(before) <= started && started <= unix_seconds(before) + elapsed, "{started}");
-    let failing_for = value(&samples, "cascade_outbox_longest_failing_seconds", &us).unwrap();
+    let failing_for = value(&samples, "cascade_outbox_longest_failing_seconds", &US).unwrap();
     assert!(failing_for <= elapsed, "failing for {failing_for} s of {elapsed} s");
-    assert_eq!(value(&samples, "cascade_outbox_failing_shards", &de), Some(0.0));
-    assert_eq!(value(&samples, "cascade_outbox_longest_failing_seconds", &de), Some(0.0));
+    assert_eq!(value(&samples, "cascade_outbox_failing_shards", &DE), Some(0.0));
+    assert_eq!(value(&samples, "cascade_outbox_longest_failing_seconds", &DE), Some(0.0));
     assert_eq!(value(&samples, "cascade_outbox_failing_shards", &[("scope", "items")]), Some(0.0));
     assert!(value(&samples, "cascade_outbox_failed_total", &[("sink", "refusing")]).is_some_and(|n| n >= 1.0));
     assert!(body.contains("# HELP cascade_outbox_failing_shards "), "{body}");
     assert!(body.contains("# TYPE cascade_scheduled_deletions_claimed_total counter"), "{body}");
 
-    worker.terminate();
-    assert_eq!(worker.finish().status.code(), Some(130));
+    worker.running.terminate();
+    assert_eq!(worker.running.finish().status.code(), Some(130));
+}
+
+/// A real Prometheus scraping the worker: every query of the dashboard has data, and every alert
+/// rule evaluates without an error.
+#[test]
+fn prometheus_scraping_a_worker_has_data_for_every_panel_and_evaluates_every_alert() {
+    let Some(prometheus) = tools::required("prometheus", "apt-get install prometheus") else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let worker = start_worker(&common::sqlite_database(dir.path(), &rows()));
+    settled(&worker);
+    let target = worker.metrics.trim_start_matches("http://").trim_end_matches("/metrics");
+    let server = Server::start(&prometheus, &[target], &[&repository().join(ALERTS)]);
+
+    // Grafana's `$__rate_interval` is at least four scrape intervals: 4 s here.
+    for (title, expr) in dashboard_queries(&dashboard()) {
+        let expr = expr.replace("$__rate_interval", "4s").replace("$job", ".*");
+        let what = format!("the panel {title:?} has data: {expr}");
+        common::wait_until(&what, || !server.query(&expr).is_empty());
+    }
+    let rules = || server.api("rules", "type=alert")["data"]["groups"][0]["rules"].as_array().cloned();
+    common::wait_until("every alert rule has been evaluated", || {
+        rules().is_some_and(|rules| rules.len() == ALERT_NAMES.len() && rules.iter().all(|r| r["health"] != "unknown"))
+    });
+    for rule in rules().unwrap() {
+        let error = rule["lastError"].as_str().unwrap_or_default();
+        assert!(rule["health"] == "ok" && error.is_empty(), "{rule}");
+    }
 }
