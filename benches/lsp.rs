@@ -1,6 +1,6 @@
 //! The language server on a generated config of 5,000 models (ten files of 500, the validate
-//! and diff benches' shape), as an editor runs it: the release binary as a whole process over stdio. Timed:
-//! from a change sent to its diagnostics received (each change waited for, so every one is
+//! and diff benches' shape), as an editor runs it: the release binary as a whole process over
+//! stdio. Timed: from a change sent to its diagnostics received (each change waited for, so every one is
 //! analysed), completion answered with nothing pending and right after a change (as while
 //! typing), and the server's resident memory over the edits; beside them, `cascade validate` of
 //! the same config as a process, the check the editor had before. Nothing is written anywhere.
