@@ -1,6 +1,6 @@
 //! The language server on a generated config of 5,000 models (ten files of 500, the validate
-//! bench's shape), as an editor runs it: the release binary as a whole process over stdio. Timed:
-//! from a change sent to its diagnostics received (each change waited for, so every one is
+//! and diff benches' shape), as an editor runs it: the release binary as a whole process over
+//! stdio. Timed: from a change sent to its diagnostics received (each change waited for, so every one is
 //! analysed), completion answered with nothing pending and right after a change (as while
 //! typing), and the server's resident memory over the edits; beside them, `cascade validate` of
 //! the same config as a process, the check the editor had before. Nothing is written anywhere.
@@ -14,8 +14,8 @@ use serde_json::{Value, json};
 
 #[path = "common/args.rs"]
 mod args;
-#[path = "common/configs.rs"]
-mod configs;
+#[path = "common/large_config.rs"]
+mod large_config;
 #[allow(dead_code)] // the tests use more of it
 #[path = "../tests/common/lsp.rs"]
 mod lsp_client;
@@ -30,8 +30,7 @@ fn main() {
     let dir = tempfile::tempdir().expect("a temporary directory");
     let config = dir.path().join("cascades");
     std::fs::create_dir(&config).expect("the config directory");
-    let relations = configs::write_config(&config, models);
-    let files = models.div_ceil(configs::MODELS_PER_FILE);
+    let (relations, files) = large_config::write(&config, models, false);
     let binary = Path::new(env!("CARGO_BIN_EXE_cascade"));
     println!("{models} models, {relations} relations, {files} files; {edits} edits\n");
 
@@ -46,12 +45,11 @@ fn main() {
         })
         .collect();
 
-    // The middle file is the one being edited: a relation's child model, misspelt and back.
+    // The middle file is the one being edited: its first relation's child model, misspelt and back.
     let file = config.join(format!("models_{:03}.toml", files / 2));
     let mut text = std::fs::read_to_string(&file).expect("a generated file");
-    let middle = files / 2 * configs::MODELS_PER_FILE + configs::MODELS_PER_FILE / 2;
-    let target = format!("{{ model = \"m{}\"", middle + 1);
-    let at = text.find(&target).expect("the middle model's first relation") + "{ model = ".len();
+    let at = text.find("{ model = ").expect("a relation in the middle file") + "{ model = ".len();
+    let child = text[at + 2..].split('"').next().expect("the child's name").to_owned();
     let mut client = LspClient::start(binary, dir.path(), &[]);
     client.initialize(dir.path(), json!({}));
     let uri = uri(&file);
@@ -68,12 +66,12 @@ fn main() {
     let mut version = 1;
     let mut edit = |client: &mut LspClient, text: &mut String| {
         version += 1;
-        let old = if text[at..].starts_with(&format!("\"m{}x\"", middle + 1)) {
-            format!("\"m{}x\"", middle + 1)
+        let old = if text[at..].starts_with(&format!("\"m{child}x\"")) {
+            format!("\"m{child}x\"")
         } else {
-            format!("\"m{}\"", middle + 1)
+            format!("\"m{child}\"")
         };
-        let new = if old.ends_with("x\"") { format!("\"m{}\"", middle + 1) } else { format!("\"m{}x\"", middle + 1) };
+        let new = if old.ends_with("x\"") { format!("\"m{child}\"") } else { format!("\"m{child}x\"") };
         let range = json!({ "start": position(text, at), "end": position(text, at + old.len()) });
         text.replace_range(at..at + old.len(), &new);
         client.notify(

@@ -11,11 +11,6 @@ use std::time::{Duration, Instant};
 const SIZES: [usize; 3] = [1_000, 5_000, 20_000];
 const RUNS: usize = 7;
 
-#[path = "common/configs.rs"]
-mod configs;
-
-use configs::{MODELS_PER_FILE, write_config};
-
 fn main() {
     println!("| models | relations | files | load + validate (median of {RUNS}) | per model |");
     println!("|---:|---:|---:|---:|---:|");

@@ -43,6 +43,25 @@ pub const OUTBOX_BACKLOG: &str = "cascade_outbox_backlog";
 /// outbox row waiting to be delivered (to that cell).
 pub const OUTBOX_OLDEST_AGE: &str = "cascade_outbox_oldest_age_seconds";
 
+/// Gauge, label [`SCOPE`] (and [`CELL`] for a scope with cells): outbox shards whose latest
+/// delivery (to that cell) failed, backing off until their next attempt.
+pub const OUTBOX_FAILING_SHARDS: &str = "cascade_outbox_failing_shards";
+
+/// Gauge, label [`SCOPE`] (and [`CELL`] for a scope with cells): how long, in seconds, the
+/// longest-failing shard has been failing (since the first of its current run of failed
+/// deliveries); 0 when none is failing.
+pub const OUTBOX_LONGEST_FAILING: &str = "cascade_outbox_longest_failing_seconds";
+
+/// Counter, label [`MODEL`]: scheduled deletions a worker claimed (each attempt counts).
+pub const SCHEDULED_CLAIMED: &str = "cascade_scheduled_deletions_claimed_total";
+
+/// Gauge: scheduled deletions due and not done (waiting for a worker or running), attempts left;
+/// measured by the worker when it polls.
+pub const SCHEDULED_DUE: &str = "cascade_scheduled_deletions_due";
+
+/// Gauge: when the worker started, in seconds since the Unix epoch. A new value is a restart.
+pub const WORKER_START_TIME: &str = "cascade_worker_start_time_seconds";
+
 /// Label: the model of the rows.
 pub const MODEL: &str = "model";
 /// Label: how a deletion ended.
@@ -89,4 +108,25 @@ pub fn describe() {
         Unit::Seconds,
         "Age of the oldest outbox row waiting to be delivered, per scope (and cell)."
     );
+    describe_gauge!(
+        OUTBOX_FAILING_SHARDS,
+        Unit::Count,
+        "Outbox shards whose latest delivery failed, per scope (and cell)."
+    );
+    describe_gauge!(
+        OUTBOX_LONGEST_FAILING,
+        Unit::Seconds,
+        "How long the longest-failing outbox shard has been failing, per scope (and cell); 0 when none is."
+    );
+    describe_counter!(
+        SCHEDULED_CLAIMED,
+        Unit::Count,
+        "Scheduled deletions a worker claimed, per model (each attempt)."
+    );
+    describe_gauge!(
+        SCHEDULED_DUE,
+        Unit::Count,
+        "Scheduled deletions due and not done (waiting or running, attempts left), measured when the worker polls."
+    );
+    describe_gauge!(WORKER_START_TIME, Unit::Seconds, "When the worker started, in seconds since the Unix epoch.");
 }

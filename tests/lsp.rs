@@ -496,6 +496,40 @@ fn definition_and_references_reach_across_files() {
     assert_eq!(session.client.shutdown().code(), Some(0));
 }
 
+/// A scope with cells: its `cell_sinks` name sinks (completed, followed to their declaration) and
+/// take its cells as keys.
+#[test]
+fn cell_sinks_complete_and_lead_to_their_sinks() {
+    let mut session = Session::start(&[], json!({}));
+    let cells = outbox_fixed().replace(
+        "sink = \"search\"\n",
+        "cells = [\"us\", \"de\"]\ncell_sinks = { us = \"search\", de = \"search\" }\n",
+    );
+    session.open("outbox.toml", &cells);
+    assert_eq!(session.diagnostics("outbox.toml", Some(1)), Vec::<Value>::new());
+    let sink = position_of(&cells, "\"search\"", 1, 1);
+    let (items, _) = completions(session.at("textDocument/completion", "outbox.toml", sink.clone(), json!({})));
+    assert_eq!(items, named(&[("search", Value::Null, "search")]));
+    let definition = session.at("textDocument/definition", "outbox.toml", sink, json!({}));
+    assert_eq!(definition, Ok(json!([session.location("outbox.toml", &cells, "search", 2)])));
+
+    // A new line of the scope's `cell_sinks` table: the cells it has no sink for yet.
+    let table = cells.replace(
+        "cell_sinks = { us = \"search\", de = \"search\" }\n",
+        "\n[outbox.scopes.org.cell_sinks]\nus = \"search\"\n\n",
+    );
+    session.change("outbox.toml", 2, json!([{ "text": table }]));
+    let (items, _) = completions(session.at(
+        "textDocument/completion",
+        "outbox.toml",
+        position_of(&table, "us = \"search\"\n", 0, 15),
+        json!({}),
+    ));
+    let keys: Vec<&str> = items.iter().map(|(label, _, _)| label.as_str()).collect();
+    assert_eq!(keys, ["de"]);
+    assert_eq!(session.client.shutdown().code(), Some(0));
+}
+
 #[test]
 fn hover_documents_keys_and_sums_up_models_categories_and_options() {
     let mut session = Session::start(&[], json!({}));

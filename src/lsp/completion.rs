@@ -110,15 +110,19 @@ fn key_candidates(analysis: &Analysis, syntax: &Lazy<'_>, table: &[Segment], hea
                     && k.path.last().and_then(Segment::key) == Some(key)
             })
     };
+    // The keys of a scope's sink tables are its categories (`category_sinks`) or cells (`cell_sinks`).
     if let [Segment::Key(outbox), Segment::Key(scopes), Segment::Key(scope), Segment::Key(sinks)] = table
-        && (outbox.as_str(), scopes.as_str(), sinks.as_str()) == ("outbox", "scopes", "category_sinks")
+        && (outbox.as_str(), scopes.as_str()) == ("outbox", "scopes")
+        && let Some(named) = analysis.loaded.config.outbox.scopes.get(scope).and_then(|s| match sinks.as_str() {
+            "category_sinks" => Some(&s.categories),
+            "cell_sinks" => Some(&s.cells),
+            _ => None,
+        })
     {
-        let categories = analysis.loaded.config.outbox.scopes.get(scope).map(|s| s.categories.clone());
-        return categories
-            .unwrap_or_default()
+        return named
             .iter()
-            .filter(|category| !written(&category.value))
-            .map(|category| Candidate::name(&category.value, CompletionItemKind::ENUM_MEMBER, None))
+            .filter(|name| !written(&name.value))
+            .map(|name| Candidate::name(&name.value, CompletionItemKind::ENUM_MEMBER, None))
             .collect();
     }
     keys::keys(table)
@@ -176,7 +180,7 @@ fn value_candidates(analysis: &Analysis, syntax: &Lazy<'_>, path: &[Segment]) ->
             config.options.get(name).map(|value| format!("= {}", value.value))
         }),
         [Some("outbox"), Some("scopes"), Some(_), Some("sink")]
-        | [Some("outbox"), Some("scopes"), Some(_), Some("category_sinks"), Some(_)] => {
+        | [Some("outbox"), Some("scopes"), Some(_), Some("category_sinks" | "cell_sinks"), Some(_)] => {
             named(Kind::Sink, CompletionItemKind::MODULE, &|_| None)
         }
         [Some("models"), Some(_), Some("table")]

@@ -133,7 +133,10 @@ mod tests {
         assert!(names(&["models", "any"]).starts_with(&["table", "key", "strategy"]));
         assert_eq!(names(&["models", "any", "children", "0"])[..3], ["model", "column", "columns"]);
         assert_eq!(names(&["models", "any", "status"]), ["column", "proceed", "in_progress"]);
-        assert_eq!(names(&["outbox", "scopes", "s"]), ["shard_key", "categories", "sink", "category_sinks"]);
+        assert_eq!(
+            names(&["outbox", "scopes", "s"]),
+            ["shard_key", "categories", "sink", "category_sinks", "cells", "cell_sinks"]
+        );
         assert!(names(&["models", "any", "table"]).is_empty());
     }
 

@@ -64,7 +64,9 @@ fn role(path: &[Segment], key: bool) -> Option<(Kind, bool)> {
         (true, [Some("outbox"), Some("scopes"), Some(_), Some("category_sinks"), Some(_)]) => (Kind::Category, false),
         (true, [Some("outbox"), Some("scopes"), Some(_)]) => (Kind::Scope, true),
         (false, [Some("outbox"), Some("scopes"), Some(_), Some("sink")]) => (Kind::Sink, false),
-        (false, [Some("outbox"), Some("scopes"), Some(_), Some("category_sinks"), Some(_)]) => (Kind::Sink, false),
+        (false, [Some("outbox"), Some("scopes"), Some(_), Some("category_sinks" | "cell_sinks"), Some(_)]) => {
+            (Kind::Sink, false)
+        }
         (true, [Some("outbox"), Some("sinks"), Some(_)]) => (Kind::Sink, true),
         (true, [Some("options"), Some(_)]) => (Kind::Option, true),
         (false, [Some("models"), Some(_), Some("rate_limit")]) => (Kind::Option, false),
@@ -159,6 +161,11 @@ categories = ["org_update"]
 sink = "hook"
 category_sinks = { org_update = "hook" }
 
+[outbox.scopes.region]
+shard_key = "id"
+cells = ["us"]
+cell_sinks = { us = "hook" }
+
 [outbox.sinks.hook]
 url = "https://example.com"
 "#;
@@ -174,11 +181,13 @@ url = "https://example.com"
                 (Kind::Model, "proj", true, "proj"),
                 (Kind::Scope, "org", true, "org"),
                 (Kind::Category, "org_update", false, "org_update"),
+                (Kind::Scope, "region", true, "region"),
                 (Kind::Sink, "hook", true, "hook"),
                 (Kind::Option, "org.rows", false, "\"org.rows\""),
                 (Kind::Category, "org_update", false, "\"org_update\""),
                 (Kind::Model, "proj", false, "\"proj\""),
                 (Kind::Category, "org_update", true, "\"org_update\""),
+                (Kind::Sink, "hook", false, "\"hook\""),
                 (Kind::Sink, "hook", false, "\"hook\""),
                 (Kind::Sink, "hook", false, "\"hook\""),
             ]

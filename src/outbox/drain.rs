@@ -160,9 +160,7 @@ impl Drainer {
             if delivered || gauges_set.is_none_or(|at| at.elapsed() >= BACKLOG_GAUGES_EVERY) {
                 gauges_set = Some(Instant::now());
                 let inner = &self.inner;
-                if let Err(error) =
-                    gauges::set_backlog(&inner.database, &inner.routes.deliverable, inner.clock.now()).await
-                {
+                if let Err(error) = gauges::set(&inner.database, &inner.routes.deliverable, inner.clock.now()).await {
                     warn!(%error, "could not measure the outbox backlog");
                 }
             }
@@ -205,8 +203,8 @@ impl Drainer {
     }
 }
 
-/// How often an idle drainer measures the backlog for its gauges (a `GROUP BY` of the table); a
-/// busy one measures it after every pass that delivered.
+/// How often an idle drainer measures the backlog and the failing shards for its gauges (a
+/// `GROUP BY` of each table); a busy one measures them after every pass that delivered.
 const BACKLOG_GAUGES_EVERY: Duration = Duration::from_secs(10);
 
 impl Inner {

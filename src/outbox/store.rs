@@ -366,3 +366,35 @@ pub(crate) async fn backlog(database: &Database) -> Result<Vec<(String, u64, Str
         })
         .collect())
 }
+
+/// The shards of one `(scope, cell)` whose latest delivery failed.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Failing {
+    pub scope: String,
+    /// `''` for a scope without cells.
+    pub cell: String,
+    pub shards: u64,
+    /// When the earliest of their current runs of failures began, as text.
+    pub since: Option<String>,
+}
+
+/// The failing shards per `(scope, cell)` (a pair with none has no entry).
+pub(crate) async fn failing(database: &Database) -> Result<Vec<Failing>, DbError> {
+    let mut sql = database.sql();
+    sql.push("SELECT scope, cell, CAST(COUNT(*) AS TEXT), ");
+    sql.push(&database.backend().timestamp_text("MIN(failing_since)"));
+    sql.push(" FROM cascade_outbox_shard WHERE attempts > 0 GROUP BY scope, cell");
+    let rows = database.fetch_texts(&sql.finish()).await?;
+    Ok(rows
+        .into_iter()
+        .map(|row| {
+            let text = |index: usize| row.get(index).cloned().flatten();
+            Failing {
+                scope: text(0).unwrap_or_default(),
+                cell: text(1).unwrap_or_default(),
+                shards: text(2).and_then(|n| n.parse().ok()).unwrap_or_default(),
+                since: text(3),
+            }
+        })
+        .collect())
+}

@@ -219,6 +219,16 @@ fn expiry(now: SystemTime, lease: Duration) -> SystemTime {
     now.checked_add(lease).filter(|at| *at <= crate::db::sql::latest_time()).unwrap_or_else(crate::db::sql::latest_time)
 }
 
+/// Deletions due now that are not done: waiting for a worker or running, with attempts left
+/// (the rows [`claim`] takes from, and those claimed).
+pub(crate) async fn count_due(database: &Database, max_attempts: u64) -> Result<u64, DbError> {
+    let mut sql = database.sql();
+    sql.push("SELECT COUNT(*) FROM cascade_scheduled_deletion WHERE (date_scheduled <= ").timestamp(SystemTime::now());
+    sql.push(" AND attempts < ").bind(Param::integer(i64::try_from(max_attempts).unwrap_or(i64::MAX)));
+    sql.push(") OR in_progress");
+    database.fetch_count(&sql.finish()).await
+}
+
 /// Claims one due deletion that has attempts left: a conditional update (`in_progress` false →
 /// true), on PostgreSQL over a row locked with `FOR UPDATE SKIP LOCKED`, so no two workers ever
 /// claim the same row. The claim carries a fresh token: every later update of the row names it,

@@ -3,8 +3,8 @@
 //! conditional updates, heartbeats keep them, and a claim whose heartbeat is older than the
 //! lease is released for another worker.
 
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime};
 
 use tracing::{info, warn};
@@ -17,6 +17,7 @@ use crate::db::{Database, DbError, Failure};
 use crate::engine::{DeleteError, DeleteOptions, Engine, default_actor};
 use crate::planner;
 use crate::stop::{CHECK_EVERY, pause};
+use crate::telemetry;
 
 /// How a worker runs.
 #[derive(Debug, Clone)]
@@ -89,11 +90,14 @@ pub enum WorkerError {
 /// Runs until `stop` is set (after the current chunk, releasing the claim), or with `once`
 /// until nothing is due.
 pub async fn run(engine: Engine, options: WorkerOptions, stop: Arc<AtomicBool>) -> Result<WorkerReport, WorkerError> {
+    let started = SystemTime::now().duration_since(SystemTime::UNIX_EPOCH).unwrap_or_default();
+    metrics::gauge!(telemetry::WORKER_START_TIME).set(started.as_secs_f64());
     crate::db::migrate(engine.database()).await?;
+    let due = Arc::new(DueGauge::default());
     let mut lanes = tokio::task::JoinSet::new();
     for lane in 0..options.concurrency.max(1) {
-        let (engine, options, stop) = (engine.clone(), options.clone(), stop.clone());
-        lanes.spawn(async move { work(lane, &engine, &options, &stop).await });
+        let (engine, options, stop, due) = (engine.clone(), options.clone(), stop.clone(), due.clone());
+        lanes.spawn(async move { work(lane, &engine, &options, &stop, &due).await });
     }
     let mut report = WorkerReport::default();
     while let Some(lane) = lanes.join_next().await {
@@ -109,10 +113,11 @@ async fn work(
     engine: &Engine,
     options: &WorkerOptions,
     stop: &Arc<AtomicBool>,
+    due: &DueGauge,
 ) -> Result<WorkerReport, WorkerError> {
     let mut report = WorkerReport::default();
     while !stop.load(Ordering::SeqCst) {
-        match next(lane, engine, options, stop, &mut report).await {
+        match next(lane, engine, options, stop, due, &mut report).await {
             Ok(Next::Continue) => {}
             Ok(Next::NothingDue) if options.once => break,
             Ok(Next::NothingDue) => pause(options.poll, stop).await,
@@ -132,12 +137,42 @@ enum Next {
     NothingDue,
 }
 
+/// The gauge of deletions due ([`telemetry::SCHEDULED_DUE`]), shared by the lanes: measured
+/// whenever a lane finds nothing due (before it waits for the poll interval), and after a claim
+/// at most every [`DUE_GAUGE_EVERY`], since counting a long queue costs a scan of it.
+#[derive(Default)]
+struct DueGauge {
+    measured: Mutex<Option<Instant>>,
+}
+
+/// How often a busy worker measures the deletions due.
+const DUE_GAUGE_EVERY: Duration = Duration::from_secs(10);
+
+impl DueGauge {
+    /// Measures and sets the gauge, unless another lane did it less than [`DUE_GAUGE_EVERY`] ago
+    /// and `idle` is false. A failure is logged: the gauge is not worth stopping deletions for.
+    async fn measure(&self, database: &Database, max_attempts: u64, idle: bool) {
+        {
+            let mut measured = self.measured.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            if !idle && measured.is_some_and(|at| at.elapsed() < DUE_GAUGE_EVERY) {
+                return;
+            }
+            *measured = Some(Instant::now());
+        }
+        match super::count_due(database, max_attempts).await {
+            Ok(due) => metrics::gauge!(telemetry::SCHEDULED_DUE).set(due as f64),
+            Err(error) => warn!(%error, "could not count the scheduled deletions due"),
+        }
+    }
+}
+
 /// Releases expired claims, claims one due deletion and runs it.
 async fn next(
     lane: usize,
     engine: &Engine,
     options: &WorkerOptions,
     stop: &Arc<AtomicBool>,
+    due: &DueGauge,
     report: &mut WorkerReport,
 ) -> Result<Next, DbError> {
     let database = engine.database();
@@ -146,8 +181,11 @@ async fn next(
         warn!(lane, released, "released claims whose worker stopped sending heartbeats");
     }
     let Some(claim) = super::claim(database, options.max_attempts, options.lease).await? else {
+        due.measure(database, options.max_attempts, true).await;
         return Ok(Next::NothingDue);
     };
+    metrics::counter!(telemetry::SCHEDULED_CLAIMED, telemetry::MODEL => claim.model.clone()).increment(1);
+    due.measure(database, options.max_attempts, false).await;
     info!(lane, guid = %claim.guid, model = %claim.model, id = %claim.object_id, attempt = claim.attempts, "claimed");
     let claim_stop = Arc::new(AtomicBool::new(false));
     let lost = Arc::new(AtomicBool::new(false));

@@ -55,3 +55,93 @@ pub fn scrape(url: &str) -> (String, String) {
     let (head, body) = response.split_once("\r\n\r\n").expect("a head and a body");
     (head.to_owned(), body.to_owned())
 }
+
+/// A real Prometheus server (Debian's `prometheus`) scraping `targets` every second and
+/// evaluating `rule_files` every second, its data in a temporary directory; killed when dropped.
+pub struct Server {
+    child: std::process::Child,
+    /// `http://127.0.0.1:PORT`.
+    pub url: String,
+    _data: tempfile::TempDir,
+}
+
+/// What Prometheus logs once it answers queries.
+const READY: &str = "Server is ready to receive web requests.";
+
+impl Server {
+    /// Starts `prometheus` and waits for it to say it is ready.
+    pub fn start(prometheus: &std::path::Path, targets: &[&str], rule_files: &[&std::path::Path]) -> Self {
+        use std::io::BufRead as _;
+        let data = tempfile::tempdir().expect("a temporary directory");
+        let config = serde_json::json!({
+            "global": { "scrape_interval": "1s", "evaluation_interval": "1s" },
+            "rule_files": rule_files,
+            "scrape_configs": [{ "job_name": "cascade", "static_configs": [{ "targets": targets }] }],
+        });
+        let config_path = data.path().join("prometheus.yml");
+        // JSON is YAML.
+        std::fs::write(&config_path, config.to_string()).expect("write prometheus.yml");
+        // A free port, found by binding it; Prometheus binds it again right after.
+        let port = std::net::TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).expect("a free port").port();
+        let mut child = std::process::Command::new(prometheus)
+            .arg(format!("--config.file={}", config_path.display()))
+            .arg(format!("--storage.tsdb.path={}", data.path().join("data").display()))
+            .arg(format!("--web.listen-address=127.0.0.1:{port}"))
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("start prometheus");
+        let stderr = child.stderr.take().expect("a piped stderr");
+        let (sender, ready) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let mut log = String::new();
+            for line in std::io::BufReader::new(stderr).lines().map_while(Result::ok) {
+                log += &line;
+                log.push('\n');
+                if line.contains(READY) {
+                    let _ = sender.send(Ok(()));
+                }
+            }
+            let _ = sender.send(Err(log));
+        });
+        let server = Self { child, url: format!("http://127.0.0.1:{port}"), _data: data };
+        match ready.recv_timeout(super::DEADLINE) {
+            Ok(Ok(())) => server,
+            Ok(Err(log)) => panic!("prometheus ended before it was ready:\n{log}"),
+            Err(_) => panic!("prometheus was not ready within {:?}", super::DEADLINE),
+        }
+    }
+
+    /// `GET /api/v1/PATH?QUERY` (`query` already encoded), as JSON; fails the test unless the
+    /// answer is a success.
+    pub fn api(&self, path: &str, query: &str) -> serde_json::Value {
+        let url = format!("{}/api/v1/{path}?{query}", self.url);
+        let text = super::block_on(async {
+            reqwest::get(&url).await.expect("ask prometheus").text().await.expect("read the answer")
+        });
+        let answer: serde_json::Value =
+            serde_json::from_str(&text).unwrap_or_else(|error| panic!("{url}: {error}: {text}"));
+        assert_eq!(answer["status"], "success", "{url}: {answer}");
+        answer
+    }
+
+    /// The result of the instant query `expr`, now.
+    pub fn query(&self, expr: &str) -> Vec<serde_json::Value> {
+        let encoded: String = expr
+            .bytes()
+            .map(|byte| match byte {
+                b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => char::from(byte).to_string(),
+                _ => format!("%{byte:02X}"),
+            })
+            .collect();
+        let answer = self.api("query", &format!("query={encoded}"));
+        answer["data"]["result"].as_array().cloned().unwrap_or_default()
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
