@@ -12,7 +12,7 @@ use std::time::{Duration, SystemTime};
 
 use cascade::db::Database;
 use cascade::outbox::{Clock, DrainReport};
-use common::outbox::{ManualClock, drainer, pass};
+use common::outbox::{ManualClock, drainer, pass, project_config};
 use common::prometheus::{SERVING, parse, scrape, value};
 use common::random::Random;
 use common::running::Running;
@@ -335,23 +335,14 @@ fn drain_refuses_unknown_filters_and_unset_secrets_before_delivering() {
 }
 
 fn webhook_config(url: &str, timeout: &str) -> String {
-    format!(
-        r#"
-[models.project]
-table = "project"
-outbox = "project_update"
-
-[outbox.scopes.organization]
-shard_key = "org_id"
-categories = ["project_update"]
-sink = "billing"
-
-[outbox.sinks.billing]
+    let sink = format!(
+        r#"[outbox.sinks.billing]
 url = "{url}/hooks/tombstones"
 headers = {{ Authorization = "env:CASCADE_TEST_BILLING_TOKEN", X-Source = "cascade" }}
 timeout = "{timeout}"
 "#
-    )
+    );
+    project_config(&["project_update"], "billing", &sink)
 }
 
 #[tokio::test(flavor = "multi_thread")]

@@ -10,6 +10,7 @@ use std::collections::BTreeSet;
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 
+use common::outbox::project_config;
 use common::running::{Running, STOPPING};
 use common::{cascade, count, create_tool_tables, json_output, on_each_database, project, texts, wait_until};
 use serde_json::Value;
@@ -19,21 +20,7 @@ const SCHEMA: &str = "CREATE TABLE project (id INTEGER PRIMARY KEY, org_id INTEG
 /// A config whose `project` tombstones, sharded by organization, go to the sink `sink` declares
 /// (the TOML of an `[outbox.sinks.hook]` table's keys).
 fn config(sink: &str) -> String {
-    format!(
-        r#"
-[models.project]
-table = "project"
-outbox = "project_update"
-
-[outbox.scopes.organization]
-shard_key = "org_id"
-categories = ["project_update"]
-sink = "hook"
-
-[outbox.sinks.hook]
-{sink}
-"#
-    )
+    project_config(&["project_update"], "hook", &format!("[outbox.sinks.hook]\n{sink}\n"))
 }
 
 /// A project directory whose config delivers through `sink`.

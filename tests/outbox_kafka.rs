@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use cascade::outbox::Clock;
 use common::kafka::{Cluster, Record, records, wait_for_records};
-use common::outbox::{ManualClock, Row, drainer, pass, write_rows};
+use common::outbox::{ManualClock, Row, drainer, pass, project_config, write_rows};
 use common::running::Running;
 use common::{cascade, count, on_each_database, project, wait_until};
 use rdkafka::types::{RDKafkaApiKey, RDKafkaRespErr};
@@ -26,18 +26,8 @@ const TEAMS: &str = "cascade.organization.team_update";
 /// A config delivering scope `organization` to a Kafka sink at `bootstrap`, with `properties`
 /// (TOML key/value lines) added to the sink's.
 fn config(bootstrap: &str, timeout: &str, properties: &str) -> String {
-    format!(
-        r#"
-[models.project]
-table = "project"
-outbox = "project_update"
-
-[outbox.scopes.organization]
-shard_key = "org_id"
-categories = ["project_update", "team_update"]
-sink = "events"
-
-[outbox.sinks.events]
+    let sink = format!(
+        r#"[outbox.sinks.events]
 batch_size = 50
 timeout = "{timeout}"
 
@@ -48,7 +38,8 @@ brokers = "{bootstrap}"
 "linger.ms" = 2
 {properties}
 "#
-    )
+    );
+    project_config(&["project_update", "team_update"], "events", &sink)
 }
 
 fn setup(config: &str) -> tempfile::TempDir {

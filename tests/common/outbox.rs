@@ -10,6 +10,27 @@ use cascade::outbox::{Clock, DrainOptions, DrainReport, Drainer};
 
 use super::{create_tool_tables, texts};
 
+/// A config whose model `project` writes `project_update` tombstones into scope `organization`
+/// (sharded by `org_id`, registering `categories`), delivered through sink `sink`; `sinks` is the
+/// TOML of the sink tables.
+pub fn project_config(categories: &[&str], sink: &str, sinks: &str) -> String {
+    let categories: Vec<String> = categories.iter().map(|category| format!("\"{category}\"")).collect();
+    format!(
+        r#"
+[models.project]
+table = "project"
+outbox = "project_update"
+
+[outbox.scopes.organization]
+shard_key = "org_id"
+categories = [{}]
+sink = "{sink}"
+
+{sinks}"#,
+        categories.join(", ")
+    )
+}
+
 /// A clock the test moves by hand.
 pub struct ManualClock(Mutex<SystemTime>);
 
