@@ -3,7 +3,8 @@
 //! (`-- --rows N` for another size, the default is 1,000,000; `-- --repeat N` rounds of every
 //! method, default 3, the tables showing each method's median). Progress goes to stderr, the
 //! markdown tables to stdout. `-- --databases sqlite,postgres` and `-- --methods loop,cascade,...`
-//! (the words of `Method::slug`) run a part of it, for looking into one number.
+//! (the words of `Method::slug`) and `-- --trees realistic,deep` run a part of it, for looking
+//! into one number.
 //!
 //! Two trees, each a section of the output (see `tree.rs`):
 //!
@@ -96,6 +97,9 @@ fn main() {
             .filter(|m| methods.as_ref().is_none_or(|names| names.iter().any(|n| n == m.slug())))
             .collect()
     };
+    // `--trees realistic` (or `deep`) runs one of the two trees.
+    let trees = list_argument("--trees");
+    let tree_chosen = |name: &str| trees.as_ref().is_none_or(|names| names.iter().any(|n| n == name));
     let realistic = Section {
         tree: Tree::realistic,
         sizes: vec![rows, rows / 5],
@@ -110,10 +114,13 @@ fn main() {
             Method::Archive,
             Method::CascadeWithoutKeys,
             Method::LoopWithoutKeys,
-        ]),
+        ])
+        .into_iter()
+        .filter(|_| tree_chosen("realistic"))
+        .collect(),
     };
-    let deep =
-        Section { tree: Tree::deep, sizes: vec![rows, rows / 10], methods: chosen(&[Method::Native, Method::Cascade]) };
+    let deep_methods = chosen(&[Method::Native, Method::Cascade]).into_iter().filter(|_| tree_chosen("deep")).collect();
+    let deep = Section { tree: Tree::deep, sizes: vec![rows, rows / 10], methods: deep_methods };
 
     let started = Instant::now();
     let mut durability = Vec::new();
