@@ -139,7 +139,8 @@ fn a_config_with_errors_is_not_reviewed() {
     assert!(out.is_empty());
     let (code, _, err) = run(dir.path(), &["--base", "missing"]);
     assert_eq!(code, 2);
-    assert!(err.contains("config path `missing` does not exist"), "{err}");
+    assert!(err.contains("error: --base: config path `missing` does not exist"), "{err}");
+    assert!(!err.contains("--config DIR"), "the hint is about the head's config, not the base's: {err}");
 }
 
 fn git(dir: &Path, args: &[&str]) {

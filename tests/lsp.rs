@@ -738,6 +738,35 @@ fn a_request_waits_for_the_changes_sent_before_it() {
     assert_eq!(session.client.shutdown().code(), Some(0));
 }
 
+/// A body that is no JSON-RPC message gets the protocol's error and the server goes on, as it
+/// does after a change whose range ends before it starts; a header it cannot read loses the
+/// messages' boundaries and ends it with 1, not a crash.
+#[test]
+fn malformed_messages_are_answered_and_a_broken_header_ends_the_server_with_1() {
+    let mut session = Session::start(&[], json!({}));
+    session.open("models.toml", MODELS);
+    session.diagnostics("models.toml", Some(1));
+    let frame = |body: &[u8]| [format!("Content-Length: {}\r\n\r\n", body.len()).as_bytes(), body].concat();
+    for (body, id, code) in [
+        (&b"{{{{{"[..], Value::Null, -32700),
+        (&b"\xff\xfe{"[..], Value::Null, -32700),
+        (&br#"{"jsonrpc":"2.0","id":77}"#[..], json!(77), -32600),
+        (&b"[]"[..], Value::Null, -32600),
+    ] {
+        session.client.send_raw(&frame(body));
+        let answer = session.client.next_matching(|message| message.get("error").is_some());
+        assert_eq!((&answer["id"], &answer["error"]["code"]), (&id, &json!(code)), "{answer}");
+    }
+    let reversed = json!({ "start": { "line": 3, "character": 5 }, "end": { "line": 1, "character": 0 } });
+    session.change("models.toml", 2, json!([{ "range": reversed, "text": "x" }]));
+    session.diagnostics("models.toml", Some(2));
+    let hover = session.at("textDocument/hover", "models.toml", position_of(MODELS, "strategy", 0, 1), json!({}));
+    assert!(hover.is_ok(), "{hover:?}");
+
+    session.client.send_raw(b"Content-Length: 2\n\n{}");
+    assert_eq!(session.client.exited().code(), Some(1));
+}
+
 #[test]
 fn garbage_never_crashes_the_server() {
     let mut session = Session::start(&["--schema", "schema.sql"], json!({}));

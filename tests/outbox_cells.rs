@@ -329,6 +329,11 @@ fn stats_show_each_cells_backlog_and_state_and_once_fails_while_a_cell_does() {
     let human = cascade(dir.path()).args(["outbox", "stats", "--database-url", &url]).output().unwrap();
     let human = String::from_utf8(human.stdout).unwrap();
     assert!(human.contains("control/1 to jp  backing_off, 1 failed attempts since "), "{human}");
+    // The categories go to every cell, not to no sink.
+    assert_eq!(stats["categories"][0]["cells"], serde_json::json!(["us", "de", "jp"]));
+    let category = human.lines().find(|line| line.starts_with("control") && line.contains("user_update")).unwrap();
+    assert_eq!(category.split_whitespace().nth(2), Some("(per"), "{human}");
+    assert!(!human.contains("(no sink)"), "{human}");
     let jp = human.lines().find(|line| line.starts_with("control") && line.contains("jp_sink")).unwrap();
     let columns: Vec<&str> = jp.split_whitespace().collect();
     assert_eq!(&columns[..6], ["control", "jp", "jp_sink", "4", "2", "2"], "{human}");

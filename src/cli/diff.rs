@@ -59,7 +59,8 @@ pub enum FailOn {
 pub fn run(cli: &Cli, args: &Args) -> anyhow::Result<ExitCode> {
     let mut head = cascade::config::load(&cli.config)?;
     let mut base = match (&args.base, &args.base_rev) {
-        (Some(path), _) => cascade::config::load(path)?,
+        // An error of its own, so the hint about `--config` does not follow it.
+        (Some(path), _) => cascade::config::load(path).map_err(|error| anyhow::anyhow!("--base: {error}"))?,
         (None, Some(revision)) => match review::git::sources_at(revision, &cli.config)? {
             Some(sources) => cascade::config::load_sources(sources),
             None => {

@@ -13,13 +13,21 @@ pub struct Args {
     pub schema: Option<PathBuf>,
 }
 
-/// Serves the editor until it says `exit`: 0 after `shutdown`, 1 without (as the protocol says).
+/// Serves the editor until it says `exit`: 0 after `shutdown`, 1 without (as the protocol says)
+/// or when the client's stream broke.
 pub fn run(cli: &Cli, args: &Args) -> anyhow::Result<ExitCode> {
     let options = ServerOptions {
         config: cli.config.clone(),
         schema: args.schema.clone(),
         database_url: cli.database_url.clone(),
     };
-    let clean = serve_stdio(options)?;
-    Ok(if clean { ExitCode::SUCCESS } else { ExitCode::from(1) })
+    match serve_stdio(options) {
+        Ok(true) => Ok(ExitCode::SUCCESS),
+        Ok(false) => Ok(ExitCode::from(1)),
+        // The client broke the connection: as for one that closed it, no `shutdown` came.
+        Err(error) => {
+            eprintln!("error: {error}");
+            Ok(ExitCode::from(1))
+        }
+    }
 }

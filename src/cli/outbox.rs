@@ -156,7 +156,8 @@ fn human(stats: &OutboxStats) -> String {
         .iter()
         .map(|c| {
             let [pending, objects, shards] = [c.pending, c.objects, c.shards].map(|n| n.to_string());
-            [c.scope.clone(), c.category.clone(), sink(&c.sink), pending, objects, shards, age(c.oldest_age_seconds)]
+            let sink = if c.cells.is_empty() { sink(&c.sink) } else { "(per cell)".to_owned() };
+            [c.scope.clone(), c.category.clone(), sink, pending, objects, shards, age(c.oldest_age_seconds)]
         })
         .collect();
     out += &table(["scope", "category", "sink", "rows", "objects", "shards", "oldest"], &categories);

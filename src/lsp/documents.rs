@@ -51,8 +51,11 @@ impl Lines {
         start + line.len()
     }
 
+    /// The byte span of `range`; a range whose end comes before its start (which the protocol
+    /// forbids, and a slice cannot hold) spans the text between its two positions.
     pub(crate) fn span(&self, text: &str, range: lsp_types::Range) -> Range<usize> {
-        self.offset(text, range.start)..self.offset(text, range.end)
+        let (start, end) = (self.offset(text, range.start), self.offset(text, range.end));
+        start.min(end)..start.max(end)
     }
 }
 
@@ -160,5 +163,8 @@ mod tests {
         assert_eq!(config, Some(Path::new("/c")));
         assert_eq!(documents.get(&uri).unwrap().text, "yy = \"😀bc\"\n");
         assert_eq!(documents.get(&uri).unwrap().version, 2);
+        // A range ending before its start replaces what lies between its two positions.
+        documents.change(&uri, 3, vec![replace(0, 2, 0, "z"), replace(0, 9, 5, "")]);
+        assert_eq!(documents.get(&uri).unwrap().text, "z = \"\"\n");
     }
 }

@@ -18,6 +18,7 @@ mod navigation;
 mod server;
 mod symbols;
 mod syntax;
+mod transport;
 
 use std::path::PathBuf;
 
@@ -61,9 +62,9 @@ impl From<lsp_server::ProtocolError> for LspError {
 
 /// Serves one client over standard input and output until it sends `exit` (or closes its
 /// input). `Ok(true)` when `shutdown` came first, as the protocol asks: the process then exits
-/// with 0, else with 1.
+/// with 0, else with 1. An error when the input broke (a header that cannot be read).
 pub fn serve_stdio(options: ServerOptions) -> Result<bool, LspError> {
-    let (connection, io_threads) = lsp_server::Connection::stdio();
+    let (connection, transport) = transport::Transport::stdio();
     let result = serde_json::to_value(InitializeResult {
         capabilities: capabilities(),
         server_info: Some(ServerInfo {
@@ -73,7 +74,7 @@ pub fn serve_stdio(options: ServerOptions) -> Result<bool, LspError> {
     })
     .map_err(|error| LspError::Protocol(error.to_string()))?;
     let clean = server::Server::initialize(connection, options, result)?.run();
-    io_threads.join()?;
+    transport.join()?;
     Ok(clean)
 }
 

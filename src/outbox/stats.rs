@@ -49,8 +49,12 @@ pub struct CategoryStats {
     pub scope: String,
     /// The category.
     pub category: String,
-    /// The sink the config delivers it to; none means the rows wait until one is configured.
+    /// The sink the config delivers it to; none means the rows wait until one is configured, or,
+    /// with `cells`, that each cell has its own (in [`OutboxStats::cells`]).
     pub sink: Option<String>,
+    /// The cells of the scope, each of which gets every row through its own sink (none for a
+    /// scope without cells).
+    pub cells: Vec<String>,
     /// Rows waiting.
     pub pending: u64,
     /// Distinct objects per shard among them: the messages left after coalescing.
@@ -104,6 +108,11 @@ pub async fn stats(database: &Database, config: &Config, now: SystemTime) -> Res
         result.pending += number(2);
         result.categories.push(CategoryStats {
             sink: config.sink_for(&scope, &category).map(|sink| sink.name.value.clone()),
+            cells: config
+                .outbox
+                .scopes
+                .get(&scope)
+                .map_or_else(Vec::new, |declared| declared.cells.iter().map(|cell| cell.value.clone()).collect()),
             scope,
             category,
             pending: number(2),

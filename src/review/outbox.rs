@@ -202,11 +202,7 @@ fn compare_sinks(found: &mut Found<'_>) {
         let (old_fields, new_fields) = shown(before, sink);
         for (field, _) in changed_fields(&fields(before), &fields(sink)) {
             let old_value = old_fields.get(&field).cloned().unwrap_or(Value::Null);
-            let mut new_value = new_fields.get(&field).cloned().unwrap_or(Value::Null);
-            // Only a hidden part changed (a URL's password): say so, without showing it.
-            if old_value == new_value {
-                new_value = Value::String(format!("{} (a secret changed)", super::format::value_text(&new_value)));
-            }
+            let new_value = marked_if_hidden(&old_value, new_fields.get(&field).cloned().unwrap_or(Value::Null));
             let severity = if SINK_TUNING.contains(&field.as_str()) { Severity::Safe } else { Severity::Attention };
             let reason = if severity == Severity::Safe {
                 format!(
@@ -275,14 +271,31 @@ fn hide_secrets(old: &mut Map<String, Value>, new: &mut Map<String, Value>) {
     }
 }
 
+/// `new`, of a value that changed, as shown: marked when only a hidden part of it changed (a
+/// URL's password or query token), which shows it as `old` is shown.
+pub(super) fn marked_if_hidden(old: &Value, new: Value) -> Value {
+    if *old == new { Value::String(format!("{} (a secret changed)", super::format::value_text(&new))) } else { new }
+}
+
 fn redact_urls(fields: &mut Map<String, Value>) {
     for value in fields.values_mut() {
         match value {
-            Value::String(text) if text.contains("://") => *text = crate::db::redact(text),
+            Value::String(text) if text.contains("://") => *text = without_query_values(&crate::db::redact(text)),
             Value::Object(inner) => redact_urls(inner),
             _ => {}
         }
     }
+}
+
+/// `url` with the value of every query parameter as `***`: a webhook's token is as often in its
+/// query string as in a header, and a diff is posted where everyone reads it.
+fn without_query_values(url: &str) -> String {
+    let Some((before, query)) = url.split_once('?') else { return url.to_owned() };
+    let pairs: Vec<String> = query
+        .split('&')
+        .map(|pair| pair.split_once('=').map_or_else(|| pair.to_owned(), |(name, _)| format!("{name}=***")))
+        .collect();
+    format!("{before}?{}", pairs.join("&"))
 }
 
 /// A sink's fields as written, secrets included: for comparing only.

@@ -52,8 +52,13 @@ fn compare_settings(found: &mut Found<'_>) {
             }
             _ => (Severity::Safe, format!("`{name}` tunes how deletions run: the same rows"), Vec::new()),
         };
-        let (before, after) =
-            if name == "database_url" { (redacted(before), redacted(after)) } else { (before, after) };
+        let (before, after) = if name == "database_url" {
+            let before = redacted(before);
+            let after = super::outbox::marked_if_hidden(&before, redacted(after));
+            (before, after)
+        } else {
+            (before, after)
+        };
         let draft = Draft::new(severity, Kind::SettingChanged, reason)
             .subject(format!("[settings] {name}"))
             .touching(touches)

@@ -379,7 +379,10 @@ fn sinks_and_routing() {
 #[test]
 fn sink_secrets_are_never_shown() {
     let head = edit(&[
-        ("url = \"https://deliver:s3cret@example.com/hook\"", "url = \"https://deliver:n3w-s3cret@example.com/hook\""),
+        (
+            "url = \"https://deliver:s3cret@example.com/hook\"",
+            "url = \"https://deliver:n3w-s3cret@example.com/hook?token=qu3ry-t0ken&v\"",
+        ),
         ("headers = { Authorization = \"env:TOKEN\" }", "headers = { Authorization = \"Bearer literal-t0ken\" }"),
     ]);
     let review = review(BASE, &head);
@@ -396,7 +399,7 @@ fn sink_secrets_are_never_shown() {
         [super::DiffFormat::Human, super::DiffFormat::Markdown, super::DiffFormat::Json, super::DiffFormat::Github]
     {
         let text = review.render(format, None);
-        for secret in ["s3cret", "n3w-s3cret", "literal-t0ken", "env:TOKEN"] {
+        for secret in ["s3cret", "n3w-s3cret", "qu3ry-t0ken", "literal-t0ken", "env:TOKEN"] {
             assert!(!text.contains(secret), "{format:?} shows `{secret}`:\n{text}");
         }
         assert!(
@@ -446,6 +449,12 @@ fn options_and_settings() {
     let review = super::tests::review(BASE, &head);
     assert_eq!(review.changes[0].kind, Kind::SettingChanged);
     assert!(!review.render(super::DiffFormat::Json, None).contains("pa55word"));
+    // Only the password changed: the two sides read the same but for a mark.
+    let review = super::tests::review(&head, &head.replace("pa55word", "n3w-pa55word"));
+    let change = &review.changes[0];
+    assert_eq!((change.kind, change.subject.as_deref()), (Kind::SettingChanged, Some("[settings] database_url")));
+    assert_eq!(change.before, serde_json::json!("postgres://app:***@db/app"));
+    assert_eq!(change.after, serde_json::json!("postgres://app:***@db/app (a secret changed)"));
 }
 
 #[test]

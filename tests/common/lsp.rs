@@ -71,8 +71,13 @@ impl LspClient {
 
     pub fn send(&mut self, message: &Value) {
         let body = message.to_string();
+        self.send_raw(format!("Content-Length: {}\r\n\r\n{body}", body.len()).as_bytes());
+    }
+
+    /// Writes `bytes` to the server as they are, framed or not.
+    pub fn send_raw(&mut self, bytes: &[u8]) {
         let stdin = self.stdin.as_mut().expect("the server's input is open");
-        write!(stdin, "Content-Length: {}\r\n\r\n{body}", body.len()).expect("write to the server");
+        stdin.write_all(bytes).expect("write to the server");
         stdin.flush().expect("flush to the server");
     }
 
@@ -119,7 +124,7 @@ impl LspClient {
     }
 
     /// Takes the first message that `matches`, keeping the others for later.
-    fn next_matching(&mut self, matches: impl Fn(&Value) -> bool) -> Value {
+    pub fn next_matching(&mut self, matches: impl Fn(&Value) -> bool) -> Value {
         if let Some(index) = self.pending.iter().position(&matches) {
             return self.pending.remove(index).expect("a kept message");
         }
@@ -147,6 +152,11 @@ impl LspClient {
     /// Closes the server's input and waits for it to exit.
     pub fn wait(mut self) -> ExitStatus {
         drop(self.stdin.take());
+        self.exited()
+    }
+
+    /// Waits for the server to exit on its own, its input kept open.
+    pub fn exited(mut self) -> ExitStatus {
         let deadline = Instant::now() + TIMEOUT;
         loop {
             if let Some(status) = self.child.try_wait().expect("wait for the server") {
