@@ -255,6 +255,21 @@ on_each_database!(counts_side_by_side_on_sqlite, counts_side_by_side_on_postgres
             .any(|line| line.split_whitespace().collect::<Vec<_>>() == ["member", "0", "→", "3", "3", "→", "0"]),
         "{human}"
     );
+    assert!(!human.contains("not found"), "{human}");
+    assert_eq!(json["counts"]["head"]["not_found"], json!([]));
+
+    // A root with no row is said to be none, not counted as zeros alone.
+    let args = ["--base", "base", "--database-url", &url, "--model", "org", "--id", "1", "--id", "99"];
+    let (code, human, _) = run(dir.path(), &args);
+    assert_eq!(code, 0);
+    assert!(human.contains("not found (nothing to delete): 99"), "{human}");
+    let markdown = run(dir.path(), &[&args[..], &["--format", "markdown"]].concat()).1;
+    assert!(markdown.contains("Not found (nothing to delete): 99"), "{markdown}");
+    let json = json_output(cascade(dir.path()).arg("diff").args(args).args(["--format", "json"]));
+    assert_eq!(
+        (&json["counts"]["base"]["not_found"], &json["counts"]["head"]["not_found"]),
+        (&json!(["99"]), &json!(["99"]))
+    );
 });
 
 #[tokio::test(flavor = "multi_thread")]

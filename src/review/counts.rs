@@ -16,6 +16,8 @@ pub struct SideCounts {
     pub deleted: IndexMap<String, u64>,
     /// Rows nullified per model.
     pub nullified: IndexMap<String, u64>,
+    /// The root ids with no row (deleting them deletes nothing).
+    pub not_found: Vec<String>,
     /// The counts of each step of the side's plan, for drawing it (none where the side does not
     /// declare the root model: it deletes nothing).
     #[serde(skip)]
@@ -32,6 +34,12 @@ pub struct Counted {
 }
 
 impl Counted {
+    /// The root ids with no row, as the head (else the base, when the head lacks the model) found
+    /// them: both read the same table.
+    pub fn not_found(&self) -> &[String] {
+        if self.head.steps.is_some() { &self.head.not_found } else { &self.base.not_found }
+    }
+
     /// Every model either side deletes or nullifies rows of, the head's first.
     pub fn models(&self) -> Vec<&str> {
         let sides = [&self.head, &self.base];
@@ -110,5 +118,10 @@ async fn count_side(
     };
     let plan = compile(config, model).map_err(|error| CountError::Plan { side, model: model.to_owned(), error })?;
     let counts = engine::count(database, config, engine.schema(), &plan, ids).await?;
-    Ok(SideCounts { deleted: counts.totals.clone(), nullified: counts.nullify.clone(), steps: Some(counts) })
+    Ok(SideCounts {
+        deleted: counts.totals.clone(),
+        nullified: counts.nullify.clone(),
+        not_found: counts.not_found.clone(),
+        steps: Some(counts),
+    })
 }

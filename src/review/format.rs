@@ -104,6 +104,9 @@ impl Review {
                     format!("{} → {}", row.nullified.0, row.nullified.1),
                 );
             }
+            if !counted.counts.not_found().is_empty() {
+                let _ = writeln!(out, "  not found (nothing to delete): {}", counted.counts.not_found().join(", "));
+            }
         }
         out
     }
@@ -154,6 +157,10 @@ impl Review {
                     row.nullified.0,
                     row.nullified.1
                 );
+            }
+            if !counted.counts.not_found().is_empty() {
+                let _ =
+                    writeln!(out, "\nNot found (nothing to delete): {}", cell(&counted.counts.not_found().join(", ")));
             }
         }
         out
