@@ -165,7 +165,7 @@ fn compare_status(found: &mut Found<'_>, name: &str, before: &Model, after: &Mod
                     Severity::Destructive,
                     format!("`{name}` roots with status {widened} are deleted too (proceed {})", proceed_text(new)),
                 )
-            } else if old_values != new_values {
+            } else if old_values.iter().any(|value| !new_values.contains(value)) {
                 (
                     Severity::Attention,
                     format!(

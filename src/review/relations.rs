@@ -93,7 +93,7 @@ fn pair(before: &[Relation], after: &[Relation]) -> Vec<Pair> {
 
 /// `parent → child (columns)`, as reports name a relation.
 pub(super) fn describe(parent: &str, relation: &Relation) -> String {
-    format!("{parent} → {} ({})", relation.model.value, relation.describe_columns())
+    format!("{parent} → {} ({})", relation.model.value, relation.column_names().join(", "))
 }
 
 fn added(found: &mut Found<'_>, parent: &str, relation: &Relation) {
@@ -144,7 +144,15 @@ fn compare_relation(
     let child = &after.model.value;
     let change =
         |severity, kind, reason: String| Draft::new(severity, kind, reason).model(parent).relation(parent, after);
-    if before.column_names() != after.column_names() {
+    // The same (column, referenced column) pairs in another order find the same rows.
+    let pairs = |relation: &Relation, parent: &Model| {
+        let mut pairs: Vec<(String, String)> =
+            relation.column_names().into_iter().zip(relation.referenced(parent)).collect();
+        pairs.sort();
+        pairs
+    };
+    let same_pairs = pairs(before, parent_before) == pairs(after, parent_after);
+    if !same_pairs && before.column_names() != after.column_names() {
         let draft = change(
             Severity::Destructive,
             Kind::RelationColumnsChanged,
@@ -158,7 +166,7 @@ fn compare_relation(
         found.add(draft, Some(&after.columns_location()), None);
     }
     let (referenced_before, referenced_after) = (before.referenced(parent_before), after.referenced(parent_after));
-    if referenced_before != referenced_after {
+    if !same_pairs && referenced_before != referenced_after {
         let draft = change(
             Severity::Destructive,
             Kind::RelationColumnsChanged,
