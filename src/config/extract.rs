@@ -38,10 +38,17 @@ pub(crate) fn config(files: &[(FileId, &Spanned<DeTable<'_>>)], sources: &Source
     let first = Location::new(files.first().map_or(0, |f| f.0), 0..0);
     let describe = |location: &Location| sources.describe(location);
     let settings = read_settings(Fields::merged(first.clone(), "[settings]", "setting", settings, describe, d), d);
+    let mut unreadable_options = BTreeSet::new();
     let options = Fields::merged(first.clone(), "[options]", "option", options, describe, d)
         .take_all()
         .into_iter()
-        .filter_map(|(name, node)| Some((name.value, node.number(d)?)))
+        .filter_map(|(name, node)| match node.number(d) {
+            Some(value) => Some((name.value, value)),
+            None => {
+                unreadable_options.insert(name.value);
+                None
+            }
+        })
         .collect();
     let models = Fields::merged(first.clone(), "[models]", "model", models, describe, d);
     let mut unreadable_models = BTreeSet::new();
@@ -51,7 +58,15 @@ pub(crate) fn config(files: &[(FileId, &Spanned<DeTable<'_>>)], sources: &Source
     let sinks = Fields::merged(first, "[outbox.sinks]", "sink", sinks, describe, d);
     let mut unreadable_sinks = BTreeSet::new();
     let sinks = read_named(sinks, "sink", d, read_sink, &mut unreadable_sinks);
-    Config { settings, options, models, outbox: Outbox { scopes, sinks }, unreadable_models, unreadable_sinks }
+    Config {
+        settings,
+        options,
+        models,
+        outbox: Outbox { scopes, sinks },
+        unreadable_models,
+        unreadable_sinks,
+        unreadable_options,
+    }
 }
 
 /// Reads every entry of a table keyed by user-chosen names (models, scopes) with `read`; the names

@@ -78,6 +78,10 @@ pub struct Config {
     /// `outbox.sinks`: a scope naming one is not also told the sink does not exist.
     #[serde(skip)]
     pub unreadable_sinks: BTreeSet<String>,
+    /// Options whose value has errors (already reported) and so missing from `options`: a model
+    /// naming one is not also told the option is not declared.
+    #[serde(skip)]
+    pub unreadable_options: BTreeSet<String>,
 }
 
 /// Default chunk size of `per_row` models when `[settings]` sets none.

@@ -10,7 +10,7 @@ pub(super) fn check(context: &Context<'_>, diagnostics: &mut Vec<Diagnostic>) {
         let Some(rate_limit) = &model.rate_limit else {
             continue;
         };
-        if options.contains_key(&rate_limit.value) {
+        if options.contains_key(&rate_limit.value) || context.config.unreadable_options.contains(&rate_limit.value) {
             continue;
         }
         let help = did_you_mean(&rate_limit.value, options.keys().map(String::as_str))
@@ -52,5 +52,13 @@ rate_limit = "deletions.group.rows_per_second"
     fn reports_the_undeclared_option_with_the_nearest_name() {
         assert_eq!(fixture::codes(CONFIG), vec![(Code::UnknownRateLimit, 7)]);
         insta::assert_snapshot!(fixture::human(CONFIG));
+    }
+
+    #[test]
+    fn an_option_declared_with_a_bad_value_is_not_also_undeclared() {
+        let config = "[options]\nrate = nan\n\n[models.group]\ntable = \"group\"\nrate_limit = \"rate\"\n";
+        let codes: Vec<Code> = fixture::codes(config).into_iter().map(|(code, _)| code).collect();
+        assert!(!codes.contains(&Code::UnknownRateLimit), "{codes:?}");
+        assert!(!codes.is_empty(), "the value itself is reported");
     }
 }
