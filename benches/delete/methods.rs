@@ -114,6 +114,22 @@ pub struct Outcome {
 }
 
 impl Outcome {
+    /// A native method's outcome: the tree's deleted rows in one transaction of `wall`.
+    fn one_transaction(method: Method, tree: &Tree, wall: Duration) -> Outcome {
+        let ms = wall.as_secs_f64() * 1e3;
+        Outcome {
+            method,
+            rows: tree.deleted.iter().sum(),
+            wall,
+            walls: vec![wall],
+            transactions: 1,
+            max_ms: ms,
+            p99_ms: Some(ms),
+            engine_ms: None,
+            rss_kib: None,
+        }
+    }
+
     pub fn rows_per_second(&self) -> f64 {
         self.rows as f64 / self.wall.as_secs_f64()
     }
@@ -171,19 +187,7 @@ async fn native(tree: &Tree, url: &str) -> Outcome {
     connection.execute(&format!("DELETE FROM {} WHERE id = {DELETED_ROOT}", tree.root())).await;
     let wall = start.elapsed();
     connection.close().await;
-    let ms = wall.as_secs_f64() * 1e3;
-    let rows = tree.deleted.iter().sum();
-    Outcome {
-        method: Method::Native,
-        rows,
-        wall,
-        walls: vec![wall],
-        transactions: 1,
-        max_ms: ms,
-        p99_ms: Some(ms),
-        engine_ms: None,
-        rss_kib: None,
-    }
+    Outcome::one_transaction(Method::Native, tree, wall)
 }
 
 /// The native `DELETE` preceded, in its transaction, by one `INSERT ... SELECT` per outbox table
@@ -225,18 +229,7 @@ async fn native_with_tombstones(method: Method, tree: &Tree, url: &str) -> Outco
     let wall = start.elapsed();
     connection.close().await;
     assert_eq!(tombstones, tree.deleted_in(&outbox_tables(tree)), "a tombstone per deleted outbox row");
-    let ms = wall.as_secs_f64() * 1e3;
-    Outcome {
-        method,
-        rows: tree.deleted.iter().sum(),
-        wall,
-        walls: vec![wall],
-        transactions: 1,
-        max_ms: ms,
-        p99_ms: Some(ms),
-        engine_ms: None,
-        rss_kib: None,
-    }
+    Outcome::one_transaction(method, tree, wall)
 }
 
 /// The native `DELETE` with a row-level `AFTER DELETE` trigger on each outbox table (`grp`,
@@ -272,18 +265,7 @@ async fn native_with_trigger(tree: &Tree, dialect: Dialect, url: &str) -> Outcom
     let tombstones = connection.counts(&["SELECT COUNT(*) FROM cascade_outbox".to_owned()]).await[0];
     connection.close().await;
     assert_eq!(tombstones, tree.deleted_in(&outbox_tables(tree)), "a tombstone per deleted outbox row");
-    let ms = wall.as_secs_f64() * 1e3;
-    Outcome {
-        method: Method::NativeWithTrigger,
-        rows: tree.deleted.iter().sum(),
-        wall,
-        walls: vec![wall],
-        transactions: 1,
-        max_ms: ms,
-        p99_ms: Some(ms),
-        engine_ms: None,
-        rss_kib: None,
-    }
+    Outcome::one_transaction(Method::NativeWithTrigger, tree, wall)
 }
 
 /// What an application would write by hand: repeat { in one transaction: select up to 500 keys
