@@ -184,10 +184,17 @@ fn lone_carriage_returns_as_newlines(file: FileId, text: &str) -> (Cow<'_, str>,
 }
 
 /// The parser recovers from a syntax error with a placeholder value; complaining about that
-/// value's type would only repeat the syntax error, less clearly.
+/// value's type would only repeat the syntax error, less clearly. Likewise the keys under a table
+/// header with a syntax error land in another table, where they are unknown keys only because
+/// the header broke.
 fn is_recovery_artifact(diagnostic: &Diagnostic, syntax_lines: &HashSet<(FileId, usize)>, sources: &Sources) -> bool {
-    let about_a_value = matches!(diagnostic.code, Code::InvalidType | Code::InvalidValue | Code::MissingKey);
     let location = &diagnostic.location;
+    if diagnostic.code == Code::UnknownKey {
+        let before = &sources.text(location.file)[..location.span.start];
+        let header = before.lines().enumerate().filter(|(_, line)| line.trim_start().starts_with('[')).last();
+        return header.is_some_and(|(index, _)| syntax_lines.contains(&(location.file, index + 1)));
+    }
+    let about_a_value = matches!(diagnostic.code, Code::InvalidType | Code::InvalidValue | Code::MissingKey);
     let line = sources.line_column(location).0;
     about_a_value
         && (location.span.is_empty() || syntax_lines.contains(&(location.file, line)))
@@ -219,6 +226,16 @@ fn config_files(path: &Path) -> Result<Vec<PathBuf>, LoadError> {
 mod tests {
     use crate::diagnostic::Code;
     use crate::planner::fixture;
+
+    #[test]
+    fn the_keys_under_a_broken_table_header_are_not_also_unknown() {
+        let config = "[models.org\ntable = \"org\"\n\n[models.team]\ntable = \"team\"\nstray = 1\n";
+        let codes = fixture::codes(config);
+        assert!(codes.contains(&(Code::TomlSyntax, 1)), "{codes:?}");
+        assert!(!codes.contains(&(Code::UnknownKey, 2)), "{codes:?}");
+        // A real unknown key under a header that parsed is still reported.
+        assert!(codes.contains(&(Code::UnknownKey, 6)), "{codes:?}");
+    }
 
     #[test]
     fn every_syntax_error_is_reported_not_only_the_first() {
