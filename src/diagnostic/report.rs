@@ -5,7 +5,7 @@ use codespan_reporting::diagnostic::{Diagnostic as Snippet, Label, Severity as S
 use codespan_reporting::term::{self, Config as TermConfig};
 use serde::Serialize;
 
-use super::{Diagnostic, Severity, Sources};
+use super::{Code, Diagnostic, Severity, Sources};
 
 /// How diagnostics are written.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -81,17 +81,27 @@ impl Report<'_> {
         }
     }
 
-    /// Source snippets with labels, then a one-line summary.
+    /// Source snippets with labels, then a one-line summary. A literal secret (`literal-secret`)
+    /// is shown as `*`s in every snippet: the output goes to terminals and CI logs.
     pub fn human(&self, color: bool) -> String {
         let config = TermConfig::default();
+        let secrets: Vec<&super::Location> =
+            self.diagnostics.iter().filter(|d| d.code == Code::LiteralSecret).map(|d| &d.location).collect();
+        let masked;
+        let sources = if secrets.is_empty() {
+            self.sources
+        } else {
+            masked = self.sources.masked(secrets);
+            &masked
+        };
         let mut out = Vec::new();
         for diagnostic in self.diagnostics {
             let snippet = self.snippet(diagnostic);
             let written = if color {
                 let mut writer = term::termcolor::Ansi::new(&mut out);
-                term::emit_to_write_style(&mut writer, &config, self.sources, &snippet)
+                term::emit_to_write_style(&mut writer, &config, sources, &snippet)
             } else {
-                term::emit_to_io_write(&mut out, &config, self.sources, &snippet)
+                term::emit_to_io_write(&mut out, &config, sources, &snippet)
             };
             // Spans always come from the same sources, so rendering cannot fail on a lookup.
             written.expect("diagnostic spans point into loaded sources");

@@ -42,6 +42,27 @@ impl Sources {
         self.files.len() - 1
     }
 
+    /// A copy whose text at each location is `*` (the quotes of a string kept), every line and
+    /// byte offset where it was: for printing snippets around values that must not be shown.
+    pub(crate) fn masked<'l>(&self, locations: impl IntoIterator<Item = &'l Location>) -> Sources {
+        let mut masked = self.clone();
+        for location in locations {
+            let Some(file) = masked.files.get_mut(location.file) else { continue };
+            let Some(value) = file.text.get(location.span.clone()) else { continue };
+            let inner = match value.chars().next() {
+                Some(quote @ ('"' | '\'')) if value.len() >= 2 && value.ends_with(quote) => &value[1..value.len() - 1],
+                _ => value,
+            };
+            let start = location.span.start + (value.len() - inner.len()) / 2;
+            let hidden: String = inner
+                .chars()
+                .map(|c| if c == '\n' || c == '\r' { c.to_string() } else { "*".repeat(c.len_utf8()) })
+                .collect();
+            file.text.replace_range(start..start + inner.len(), &hidden);
+        }
+        masked
+    }
+
     /// The ids of every file, in the order added.
     pub fn ids(&self) -> Range<FileId> {
         0..self.len()
