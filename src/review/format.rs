@@ -279,9 +279,60 @@ fn badge(severity: Severity) -> &'static str {
     }
 }
 
-/// Text for a markdown table cell: no line breaks, pipes or HTML.
+/// Text for a markdown table cell: no line breaks, pipes or HTML. HTML is escaped outside the
+/// text's code spans only: inside one, GitHub shows `&lt;` as written, and nothing is HTML.
 fn cell(text: &str) -> String {
-    text.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('|', "\\|").replace(['\r', '\n'], " ")
+    let text = text.replace(['\r', '\n'], " ");
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text.as_str();
+    while let Some(start) = rest.find('`') {
+        // A backslash makes the backtick after it literal, as markdown reads it.
+        if rest[..start].ends_with('\\') {
+            out += &outside_code(&rest[..=start]);
+            rest = &rest[start + 1..];
+            continue;
+        }
+        let fence = backtick_run(&rest[start..]);
+        let after = &rest[start + fence.len()..];
+        match closing_run(after, fence.len()) {
+            Some(end) => {
+                out += &outside_code(&rest[..start]);
+                out += fence;
+                out += &after[..end].replace('|', "\\|");
+                out += fence;
+                rest = &after[end + fence.len()..];
+            }
+            // An unclosed run is literal backticks.
+            None => {
+                out += &outside_code(&rest[..start + fence.len()]);
+                rest = after;
+            }
+        }
+    }
+    out + &outside_code(rest)
+}
+
+fn outside_code(text: &str) -> String {
+    text.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('|', "\\|")
+}
+
+/// The backticks `text` starts with.
+fn backtick_run(text: &str) -> &str {
+    &text[..text.len() - text.trim_start_matches('`').len()]
+}
+
+/// Where in `text` a run of exactly `length` backticks starts (which closes a code span).
+fn closing_run(text: &str, length: usize) -> Option<usize> {
+    let mut from = 0;
+    while let Some(at) = text[from..].find('`') {
+        let at = from + at;
+        let run = backtick_run(&text[at..]).len();
+        if run == length {
+            return Some(at);
+        }
+        from = at + run;
+    }
+    None
 }
 
 /// `text` as inline code in markdown, whatever backticks it holds.
@@ -315,4 +366,15 @@ pub(super) fn count_rows(counts: &Counted) -> Vec<CountRow> {
             }
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn a_cell_escapes_html_outside_its_code_spans_only() {
+        assert_eq!(super::cell("`<a>` & <b>"), "`<a>` &amp; &lt;b&gt;");
+        assert_eq!(super::cell("``a ` <b>`` `x|y`\nz"), "``a ` <b>`` `x\\|y` z");
+        assert_eq!(super::cell("a ` <b>"), "a ` &lt;b&gt;");
+        assert_eq!(super::cell("\\`<b>`"), "\\`&lt;b&gt;`");
+    }
 }
