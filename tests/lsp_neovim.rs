@@ -6,7 +6,7 @@
 mod common;
 
 use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde_json::{Value, json};
 
@@ -50,17 +50,7 @@ fn neovim_shows_the_diagnostics_and_goes_to_a_definition_in_another_file() {
         .spawn()
         .expect("start nvim");
     // Neovim quits when the script is done: that exit is the signal.
-    let deadline = Instant::now() + Duration::from_secs(120);
-    let status = loop {
-        if let Some(status) = neovim.try_wait().expect("wait for nvim") {
-            break status;
-        }
-        if Instant::now() > deadline {
-            let _ = neovim.kill();
-            panic!("Neovim did not finish within 120 s");
-        }
-        std::thread::park_timeout(Duration::from_millis(20));
-    };
+    let status = common::wait_for_exit(&mut neovim, "Neovim", Duration::from_secs(120));
     assert!(status.success(), "nvim exited with {status}");
     let result: Value = serde_json::from_str(&std::fs::read_to_string(&result).expect("the script wrote its result"))
         .expect("the result is JSON");

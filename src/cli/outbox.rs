@@ -202,10 +202,5 @@ fn table(headers: [&str; 7], rows: &[[String; 7]]) -> String {
     if rows.is_empty() {
         return String::new();
     }
-    let table = super::table::Table::new(headers, rows, &[3, 4, 5]);
-    let mut out = String::from("\n") + &table.line(&headers);
-    for row in rows {
-        out += &table.line(&row.each_ref().map(String::as_str));
-    }
-    out
+    String::from("\n") + &super::table::Table::render(headers, rows, &[3, 4, 5])
 }

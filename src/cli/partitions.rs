@@ -193,11 +193,7 @@ fn human(reports: &[Report]) -> String {
                 ]
             })
             .collect();
-        let table = Table::new(headers, &rows, &[3, 4]);
-        out += &table.line(&headers);
-        for row in &rows {
-            out += &table.line(&row.each_ref().map(String::as_str));
-        }
+        out += &Table::render(headers, &rows, &[3, 4]);
         if let Some(older) = report.default_older_rows.filter(|rows| *rows > 0) {
             out += &format!(
                 "the default partition holds {older} row(s) older than the cut-off: retention never drops it; delete \

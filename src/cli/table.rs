@@ -20,6 +20,16 @@ impl Table {
         Self { widths: widths.collect(), right_aligned: right_aligned.to_vec() }
     }
 
+    /// The whole table: `headers`, then every row.
+    pub fn render<const N: usize>(headers: [&str; N], rows: &[[String; N]], right_aligned: &[usize]) -> String {
+        let table = Self::new(headers, rows, right_aligned);
+        let mut text = table.line(&headers);
+        for row in rows {
+            text += &table.line(&row.each_ref().map(String::as_str));
+        }
+        text
+    }
+
     /// One line of the table, with its newline.
     pub fn line(&self, cells: &[&str]) -> String {
         let mut text = String::new();

@@ -79,17 +79,32 @@ pub fn redact(url: &str) -> String {
     };
     let mut redacted = format!("{scheme}{user_info}{before_query}");
     if let Some(query) = query {
-        let pairs: Vec<String> = query
-            .split('&')
-            .map(|pair| match pair.split_once('=') {
-                Some((name, _)) if is_secret(name) => format!("{name}=***"),
-                _ => pair.to_owned(),
-            })
-            .collect();
         redacted.push('?');
-        redacted.push_str(&pairs.join("&"));
+        redacted.push_str(&hide_query_values(query, is_secret));
     }
     redacted
+}
+
+/// [`redact`], and the value of every query parameter as `***`: for a URL whose query may hold a
+/// token under any name (a webhook's), shown where everyone reads it.
+pub(crate) fn redact_with_query(url: &str) -> String {
+    let redacted = redact(url);
+    match redacted.split_once('?') {
+        Some((before, query)) => format!("{before}?{}", hide_query_values(query, |_| true)),
+        None => redacted,
+    }
+}
+
+/// `query` with the values of the parameters whose names are `secret` as `***`.
+fn hide_query_values(query: &str, secret: impl Fn(&str) -> bool) -> String {
+    let pairs: Vec<String> = query
+        .split('&')
+        .map(|pair| match pair.split_once('=') {
+            Some((name, _)) if secret(name) => format!("{name}=***"),
+            _ => pair.to_owned(),
+        })
+        .collect();
+    pairs.join("&")
 }
 
 /// `scheme://` (or a PostgreSQL scheme typed without the slashes) and what follows it.

@@ -280,22 +280,11 @@ pub(super) fn marked_if_hidden(old: &Value, new: Value) -> Value {
 fn redact_urls(fields: &mut Map<String, Value>) {
     for value in fields.values_mut() {
         match value {
-            Value::String(text) if text.contains("://") => *text = without_query_values(&crate::db::redact(text)),
+            Value::String(text) if text.contains("://") => *text = crate::db::redact_with_query(text),
             Value::Object(inner) => redact_urls(inner),
             _ => {}
         }
     }
-}
-
-/// `url` with the value of every query parameter as `***`: a webhook's token is as often in its
-/// query string as in a header, and a diff is posted where everyone reads it.
-fn without_query_values(url: &str) -> String {
-    let Some((before, query)) = url.split_once('?') else { return url.to_owned() };
-    let pairs: Vec<String> = query
-        .split('&')
-        .map(|pair| pair.split_once('=').map_or_else(|| pair.to_owned(), |(name, _)| format!("{name}=***")))
-        .collect();
-    format!("{before}?{}", pairs.join("&"))
 }
 
 /// A sink's fields as written, secrets included: for comparing only.

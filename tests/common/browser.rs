@@ -3,9 +3,8 @@
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::time::Instant;
 
-use super::{DEADLINE, tools};
+use super::{DEADLINE, tools, wait_for_exit};
 
 /// The browser; `None` (the test skips) when it is missing outside CI.
 pub fn chromium() -> Option<PathBuf> {
@@ -72,17 +71,7 @@ fn run(chromium: &Path, profile: &Path, args: &[String]) -> String {
         })
     };
     let (stdout, stderr) = (read(Box::new(stdout)), read(Box::new(stderr)));
-    let started = Instant::now();
-    let status = loop {
-        if let Some(status) = child.try_wait().expect("wait for chromium") {
-            break status;
-        }
-        if started.elapsed() > DEADLINE {
-            child.kill().expect("kill chromium");
-            panic!("chromium {args:?} did not finish within {DEADLINE:?}");
-        }
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    };
+    let status = wait_for_exit(&mut child, &format!("chromium {args:?}"), DEADLINE);
     let (stdout, stderr) = (stdout.join().unwrap(), stderr.join().unwrap());
     assert!(status.success(), "chromium {args:?}: {status}\n{stderr}");
     stdout

@@ -157,6 +157,7 @@ impl LspClient {
 
     /// Waits for the server to exit on its own, its input kept open.
     pub fn exited(mut self) -> ExitStatus {
+        // Its own loop: the lsp bench includes this file without the rest of `common`.
         let deadline = Instant::now() + TIMEOUT;
         loop {
             if let Some(status) = self.child.try_wait().expect("wait for the server") {

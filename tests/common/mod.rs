@@ -87,6 +87,21 @@ pub fn wait_until(what: &str, mut done: impl FnMut() -> bool) {
     }
 }
 
+/// Waits for `child` to exit; past `deadline` kills it and fails the test, naming `what`.
+pub fn wait_for_exit(child: &mut std::process::Child, what: &str, deadline: Duration) -> std::process::ExitStatus {
+    let started = Instant::now();
+    loop {
+        if let Some(status) = child.try_wait().unwrap_or_else(|error| panic!("wait for {what}: {error}")) {
+            return status;
+        }
+        if started.elapsed() > deadline {
+            let _ = child.kill();
+            panic!("{what} did not exit within {deadline:?}");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
 /// Every row of every table (the tool's own included), each as a JSON object, sorted: a
 /// fingerprint of the whole database that two states can be compared by. Tables in the
 /// connection's default schema are named bare, others `schema.table`.
