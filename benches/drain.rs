@@ -71,7 +71,7 @@ fn main() {
         let durability = durability(&database).await;
         let messages = write_backlog(&database, rows, SHARDS).await;
         let started = Instant::now();
-        let deleted = database.execute_alone(&statement("DELETE FROM cascade_outbox")).await.expect("delete");
+        let deleted = database.execute_alone(&statement("DELETE FROM cascade_outbox_entry")).await.expect("delete");
         assert_eq!(deleted, rows);
         let floor = started.elapsed();
         database.close().await;
@@ -197,15 +197,22 @@ async fn write_backlog(database: &Database, rows: u64, shards: u64) -> u64 {
     // At least one row per shard and one object per shard, for small `--rows`.
     let per_shard = (rows / shards).max(1);
     let objects = (per_shard * 4 / 5).max(1);
+    let names = "INSERT INTO cascade_outbox_name (name) VALUES ('organization'), ('project_update'), ('') \
+                 ON CONFLICT (name) DO NOTHING";
+    database.execute_alone(&statement(names)).await.expect("register the names");
+    let code = |name: &str| format!("(SELECT code FROM cascade_outbox_name WHERE name = '{name}')");
     let sql = format!(
-        "INSERT INTO cascade_outbox (scope, shard_identifier, category, object_identifier, payload) \
-         SELECT 'organization', CAST(n / {per_shard} AS TEXT), 'project_update', \
+        "INSERT INTO cascade_outbox_entry (scope_code, shard_identifier, category_code, model_code, \
+         object_identifier, payload) SELECT {}, CAST(n / {per_shard} AS TEXT), {}, {}, \
          CAST((n / {per_shard}) * 100000 + n % {objects} AS TEXT), '{{\"slug\": \"project\"}}' \
          FROM generate_series(0, {}) AS n",
+        code("organization"),
+        code("project_update"),
+        code(""),
         rows - 1
     );
     database.execute_alone(&statement(&sql)).await.expect("write the backlog");
-    database.execute_alone(&statement("ANALYZE cascade_outbox")).await.expect("analyze");
+    database.execute_alone(&statement("ANALYZE cascade_outbox_entry")).await.expect("analyze");
     rows.div_ceil(per_shard) * objects
 }
 
@@ -260,7 +267,7 @@ async fn start_webhook(received: Arc<AtomicU64>) -> String {
 fn report(runs: &[Run], rows: u64, floor: Duration, durability: &str) {
     println!("PostgreSQL ({durability}); batches of {BATCH_SIZE}, one row in five coalesced.");
     println!(
-        "Floor: one `DELETE FROM cascade_outbox` of {rows} rows took {:.0} ms ({:.2} µs per row).",
+        "Floor: one `DELETE FROM cascade_outbox_entry` of {rows} rows took {:.0} ms ({:.2} µs per row).",
         ms(floor),
         per(floor, rows)
     );

@@ -164,9 +164,9 @@ on_each_database!(
     }
 );
 
-/// The tables as migration 7 left them (the release before cells), recorded as such.
-fn at_version_7(dialect: &str) -> String {
-    let scripts: Vec<String> = (1..=7)
+/// The tables as migration `version` left them, recorded as such.
+fn at_version(dialect: &str, version: i64) -> String {
+    let scripts: Vec<String> = (1..=version)
         .map(|version| {
             let dir = format!("{}/schemas/migrations/{dialect}", env!("CARGO_MANIFEST_DIR"));
             let name = std::fs::read_dir(&dir)
@@ -177,10 +177,12 @@ fn at_version_7(dialect: &str) -> String {
             std::fs::read_to_string(format!("{dir}/{name}")).unwrap()
         })
         .collect();
+    let versions: Vec<String> = (1..=version).map(|version| format!("({version})")).collect();
     format!(
         "{}\nCREATE TABLE cascade_schema_version (version INTEGER PRIMARY KEY, applied_at TEXT NOT NULL DEFAULT CURRENT_TIMESTAMP);
-        INSERT INTO cascade_schema_version (version) VALUES (1), (2), (3), (4), (5), (6), (7);",
-        scripts.join("\n")
+        INSERT INTO cascade_schema_version (version) VALUES {};",
+        scripts.join("\n"),
+        versions.join(", ")
     )
 }
 
@@ -236,7 +238,92 @@ on_each_database!(
         "to_char(failing_since AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS')"
     ),
     |databases, dialect, utc, failing_since| {
-        let ddl = format!("{}\n{}", at_version_7(dialect), shards_at_version_7(utc));
+        let ddl = format!("{}\n{}", at_version(dialect, 7), shards_at_version_7(utc));
         block_on(shard_states_gain_a_cell(&databases.create(&ddl), failing_since));
+    }
+);
+
+/// Outbox rows as the release before migration 9 leaves them: two scopes, a model-less row, a
+/// row scheduled later than it was added, a cell's delivery record, and a highest id (4) whose
+/// row was delivered, so the sequence is ahead of the rows.
+fn outbox_at_version_8(utc: &str) -> String {
+    format!(
+        "INSERT INTO cascade_outbox (scope, shard_identifier, category, model, object_identifier, payload,
+            scheduled_for, scheduled_from, date_added)
+        VALUES ('organization', '7', 'project_update', 'project', '42', '{{\"slug\": \"a\"}}',
+                '2030-01-01 00:00:00{utc}', '2030-01-01 00:00:00{utc}', '2030-01-01 00:00:00{utc}'),
+            ('organization', NULL, 'project_update', '', '43', NULL,
+                '2030-01-01 00:00:00{utc}', '2030-01-01 00:00:00{utc}', '2030-01-01 00:00:00{utc}'),
+            ('control', '9', 'user_update', 'user', '5', NULL,
+                '2030-01-02 00:00:00{utc}', '2030-01-01 00:00:00{utc}', '2030-01-01 00:00:00{utc}'),
+            ('control', '9', 'user_update', 'user', '6', NULL,
+                '2030-01-01 00:00:00{utc}', '2030-01-01 00:00:00{utc}', '2030-01-01 00:00:00{utc}');
+        DELETE FROM cascade_outbox WHERE id = 4;
+        INSERT INTO cascade_outbox_delivered (outbox_id, cell) VALUES (3, 'us');"
+    )
+}
+
+/// The view's rows as `cascade_outbox` showed them, with times as UTC text (`time` formats one).
+async fn outbox_rows(database: &Database, time: &str) -> Vec<Vec<Option<String>>> {
+    let (scheduled_for, date_added) = (time.replace("{}", "scheduled_for"), time.replace("{}", "date_added"));
+    let sql = format!(
+        "SELECT CAST(id AS TEXT), scope, shard_identifier, category, model, object_identifier, payload, \
+         {scheduled_for}, {date_added} FROM cascade_outbox ORDER BY id"
+    );
+    database.fetch_texts(&statement(&sql)).await.unwrap()
+}
+
+/// Migration 9 moves the rows into `cascade_outbox_entry` with codes for their names and keeps
+/// them readable, and writable, through the `cascade_outbox` view: every row keeps its id and
+/// values, a cell's records still point at their rows, and the next row's id is above every id
+/// ever used.
+async fn outbox_rows_move_to_coded_entries(url: &str, time: &str) {
+    let database = Database::connect(url, Access::ReadWrite).await.unwrap();
+    assert_eq!(schema_version(&database).await.unwrap(), 8);
+    let before = outbox_rows(&database, time).await;
+    assert_eq!(before.len(), 3);
+    migrate(&database).await.unwrap();
+    assert_eq!(outbox_rows(&database, time).await, before, "the view shows the rows as they were");
+    assert_eq!(count(&database, "SELECT COUNT(*) FROM cascade_outbox_entry").await, 3);
+    assert_eq!(
+        count(&database, "SELECT COUNT(*) FROM cascade_outbox_name").await,
+        7,
+        "each name once: organization, control, project_update, user_update, project, user, ''"
+    );
+    assert_eq!(
+        count(&database, "SELECT COUNT(*) FROM cascade_outbox_entry WHERE scheduled_for IS NULL").await,
+        2,
+        "a time equal to date_added is not stored again"
+    );
+    assert_eq!(
+        count(&database, "SELECT COUNT(*) FROM cascade_outbox_delivered d JOIN cascade_outbox_entry e ON e.id = d.outbox_id")
+            .await,
+        1
+    );
+    let insert = "INSERT INTO cascade_outbox (scope, shard_identifier, category, object_identifier)
+        VALUES ('organization', '7', 'organization_update', '7')";
+    database.execute(&statement(insert)).await.unwrap();
+    let added = database
+        .fetch_texts(&statement(
+            "SELECT CAST(id AS TEXT), model FROM cascade_outbox WHERE category = 'organization_update'",
+        ))
+        .await
+        .unwrap();
+    assert_eq!(added, vec![vec![Some("5".to_owned()), Some(String::new())]], "id 4 is never used again");
+    database.execute(&statement("DELETE FROM cascade_outbox WHERE id = 5")).await.unwrap();
+    assert_eq!(count(&database, "SELECT COUNT(*) FROM cascade_outbox_entry").await, 3, "the view deletes its rows");
+    database.close().await;
+}
+
+on_each_database!(
+    sqlite_outbox_rows_move_to_coded_entries("sqlite", "", "{}"),
+    postgres_outbox_rows_move_to_coded_entries(
+        "postgres",
+        "+00",
+        "to_char({} AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS')"
+    ),
+    |databases, dialect, utc, time| {
+        let ddl = format!("{}\n{}", at_version(dialect, 8), outbox_at_version_8(utc));
+        block_on(outbox_rows_move_to_coded_entries(&databases.create(&ddl), time));
     }
 );

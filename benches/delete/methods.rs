@@ -23,7 +23,7 @@ pub enum Method {
     /// object) with no other index: the limit of any outbox that writes a row per deleted row.
     NativeWithBareTombstones,
     /// ... with an `AFTER DELETE` trigger per outbox table writing, for every row the cascade
-    /// deletes, the tombstone cascade writes into `cascade_outbox`: what a user of native cascades
+    /// deletes, the tombstone cascade writes into `cascade_outbox_entry`: what a user of native cascades
     /// would build for an outbox.
     NativeWithTrigger,
     /// Batches of the per_row table above the leaves, written by hand with sqlx.
@@ -191,7 +191,7 @@ async fn native(tree: &Tree, url: &str) -> Outcome {
 }
 
 /// The native `DELETE` preceded, in its transaction, by one `INSERT ... SELECT` per outbox table
-/// of the tombstones cascade writes (`outbox_tables`): into the tool's own `cascade_outbox` (the
+/// of the tombstones cascade writes (`outbox_tables`): into the tool's own `cascade_outbox_entry` (the
 /// template has the tool's tables, with their indexes), or for the bare tombstones into a table
 /// of a key and the object only, made before the clock starts. The statements alone are timed.
 async fn native_with_tombstones(method: Method, tree: &Tree, url: &str) -> Outcome {
@@ -208,6 +208,7 @@ async fn native_with_tombstones(method: Method, tree: &Tree, url: &str) -> Outco
         };
         connection.execute(&format!("CREATE TABLE bare_tombstone (id {key}, object_identifier TEXT NOT NULL)")).await;
     }
+    let codes = tombstone_codes(&mut connection, tree).await;
     let start = Instant::now();
     connection.execute("BEGIN").await;
     let mut tombstones = 0;
@@ -216,10 +217,10 @@ async fn native_with_tombstones(method: Method, tree: &Tree, url: &str) -> Outco
         let insert = if bare {
             format!("INSERT INTO bare_tombstone (object_identifier) SELECT CAST(id AS TEXT) FROM {table} WHERE {under}")
         } else {
+            let values = codes[table].replace("{id}", "id");
             format!(
-                "INSERT INTO cascade_outbox (scope, shard_identifier, category, object_identifier, payload, \
-                 scheduled_for, scheduled_from, date_added) SELECT 'bench', CAST(id AS TEXT), '{table}_deleted', \
-                 CAST(id AS TEXT), NULL, CURRENT_TIMESTAMP, CURRENT_TIMESTAMP, CURRENT_TIMESTAMP FROM {table} WHERE {under}"
+                "INSERT INTO cascade_outbox_entry (scope_code, shard_identifier, category_code, model_code, \
+                 object_identifier, payload) SELECT {values}, NULL FROM {table} WHERE {under}"
             )
         };
         tombstones += connection.execute(&insert).await;
@@ -234,18 +235,19 @@ async fn native_with_tombstones(method: Method, tree: &Tree, url: &str) -> Outco
 
 /// The native `DELETE` with a row-level `AFTER DELETE` trigger on each outbox table (`grp`,
 /// `event`), made before the clock starts, inserting the tombstone cascade writes for the deleted
-/// row into `cascade_outbox` (same scope, shard, category, model, object and timestamps). The
+/// row into `cascade_outbox_entry` (same scope, shard, category, model and object codes). The
 /// `DELETE` alone is timed, in its own transaction; the tombstones are counted afterwards.
 async fn native_with_trigger(tree: &Tree, dialect: Dialect, url: &str) -> Outcome {
     let mut connection = Conn::connect(url).await;
     if dialect == Dialect::Sqlite {
         connection.execute("PRAGMA foreign_keys = ON").await;
     }
+    let codes = tombstone_codes(&mut connection, tree).await;
     for table in outbox_tables(tree) {
+        let values = codes[table].replace("{id}", "OLD.id");
         let insert = format!(
-            "INSERT INTO cascade_outbox (scope, shard_identifier, category, model, object_identifier, payload, \
-             scheduled_for, scheduled_from, date_added) VALUES ('bench', CAST(OLD.id AS TEXT), '{table}_deleted', \
-             '{table}', CAST(OLD.id AS TEXT), NULL, CURRENT_TIMESTAMP, CURRENT_TIMESTAMP, CURRENT_TIMESTAMP);"
+            "INSERT INTO cascade_outbox_entry (scope_code, shard_identifier, category_code, model_code, \
+             object_identifier, payload) VALUES ({values}, NULL);"
         );
         let trigger = match dialect {
             Dialect::Sqlite => {
@@ -397,6 +399,31 @@ impl Cascade {
 
 /// The tables that write outbox tombstones with `extras`: the per_row table above the leaves and
 /// its last leaf (`grp` and `event` in the realistic tree).
+/// Registers the names of each outbox table's tombstones (scope, category, model) as cascade
+/// does before a deletion, and returns per table the SQL of a tombstone's first five values
+/// (scope, shard, category and model codes, object) for the row whose key is `{id}`: the codes
+/// are literals, as a hand-written insert would have them.
+async fn tombstone_codes(connection: &mut Conn, tree: &Tree) -> BTreeMap<&'static str, String> {
+    let mut codes = BTreeMap::new();
+    for table in outbox_tables(tree) {
+        let names = ["bench".to_owned(), format!("{table}_deleted"), table.to_owned()];
+        let values: Vec<String> = names.iter().map(|name| format!("('{name}')")).collect();
+        connection
+            .execute(&format!(
+                "INSERT INTO cascade_outbox_name (name) VALUES {} ON CONFLICT (name) DO NOTHING",
+                values.join(", ")
+            ))
+            .await;
+        let mut code = Vec::new();
+        for name in &names {
+            code.push(connection.integers(&format!("SELECT code FROM cascade_outbox_name WHERE name = '{name}'")).await[0]);
+        }
+        let key = "CAST({id} AS TEXT)";
+        codes.insert(table, format!("{}, {key}, {}, {}, {key}", code[0], code[1], code[2]));
+    }
+    codes
+}
+
 fn outbox_tables(tree: &Tree) -> Vec<&'static str> {
     let batch = tree.batch_table();
     let leaf = tree.children(batch.name).last().expect("a leaf");

@@ -192,12 +192,12 @@ pub fn realistic(results: &[Measured], durability: &[(&str, String)], repeat: u6
         "\nMethods, each on its own fresh copy of the database: native DELETE: one `DELETE FROM org WHERE id = 1` with \
          ON DELETE CASCADE on every foreign key, one transaction, the statement alone timed. Native DELETE + \
          tombstones: the same, after one `INSERT ... SELECT` per outbox table (`grp`, `event`) of the tombstones \
-         cascade writes into its own `cascade_outbox` (made by its migrations, with its indexes), in the same \
+         cascade writes into its own `cascade_outbox_entry` (made by its migrations, with its indexes), in the same \
          transaction, the statements alone timed: the physical limit with the outbox. Native DELETE + bare \
          tombstones: the same number of tombstones into a table of a key and the object only, no other index (the \
          most that any outbox writing one row per deleted row can reach). Native DELETE + trigger tombstones: the \
          native DELETE alone timed, with a row-level `AFTER DELETE` trigger on `grp` and `event` (made before the \
-         clock starts; PL/pgSQL on PostgreSQL) inserting the tombstone cascade writes into `cascade_outbox`: what a \
+         clock starts; PL/pgSQL on PostgreSQL) inserting the tombstone cascade writes into `cascade_outbox_entry`, with the codes of its names as literals: what a \
          user of native cascades would build. \
          Hand-written loop \
          (sqlx, in the bench): per transaction up to {LOOP_BATCH} `grp` ids of org 1 in id order, their `hash` and \

@@ -148,7 +148,7 @@ pub(crate) trait Backend: sealed::Sealed + Send + Sync + Debug {
     /// transaction holds the whole database (SQLite's `BEGIN IMMEDIATE`).
     fn lock_rows_of(&self, alias: &str) -> String;
 
-    /// A statement returning 1 when the table `name` exists, else 0.
+    /// A statement returning 1 when the table (or view) `name` exists, else 0.
     fn table_exists(&self, sql: &mut SqlBuilder, name: &str);
 
     /// A statement returning one value (as text) of `column` (of `column_type`) of the `table`

@@ -7,6 +7,7 @@ mod dialect;
 mod keys;
 mod migrate;
 pub mod options;
+pub(crate) mod outbox_names;
 mod postgres;
 pub mod sql;
 mod sqlite;
@@ -369,7 +370,7 @@ impl Database {
             .collect())
     }
 
-    /// Whether the table `name` exists.
+    /// Whether the table (or view) `name` exists.
     pub async fn table_exists(&self, name: &str) -> Result<bool, DbError> {
         let mut sql = self.sql();
         self.driver.table_exists(&mut sql, name);

@@ -21,6 +21,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../../schemas/migrations/sqlite/0006_root_statuses.sql"),
     include_str!("../../schemas/migrations/sqlite/0007_outbox_model.sql"),
     include_str!("../../schemas/migrations/sqlite/0008_outbox_cells.sql"),
+    include_str!("../../schemas/migrations/sqlite/0009_outbox_entry.sql"),
 ];
 
 /// Whether SQLite can create its journal, WAL index and lock files beside the database. Where it
@@ -163,7 +164,7 @@ impl Backend for Sqlite {
     }
 
     fn table_exists(&self, sql: &mut SqlBuilder, name: &str) {
-        sql.push("SELECT COUNT(*) FROM sqlite_schema WHERE type = 'table' AND name = ").bind_text(name);
+        sql.push("SELECT COUNT(*) FROM sqlite_schema WHERE type IN ('table', 'view') AND name = ").bind_text(name);
     }
 
     fn unmatched_keys_in(

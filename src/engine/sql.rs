@@ -6,6 +6,7 @@ use std::sync::Arc;
 use crate::config::OnDelete;
 use crate::config::{Located, StatusCheck, StatusValue, Strategy};
 use crate::db::Backend;
+use crate::db::outbox_names::push_code;
 use crate::db::sql::{KeyType, Param, SqlBuilder, SqlValue, Statement, quote_identifier};
 use crate::planner::{OutboxTarget, PlanNode};
 use crate::schema::CatalogNames;
@@ -495,8 +496,9 @@ fn insert_deleted_tombstones(sql: &mut SqlBuilder, target: &OutboxTarget) {
     sql.push("cascade_deleted");
 }
 
-/// `INSERT INTO cascade_outbox (...) SELECT` up to its `FROM`, which every way of writing
-/// tombstones shares: `shard` pushes the shard key's expression, `key_and_payload` the object
+/// `INSERT INTO cascade_outbox_entry (...) SELECT` up to its `FROM`, which every way of writing
+/// tombstones shares (the names' codes are registered before the deletion starts; `date_added`
+/// is the default, and `scheduled_for` and `scheduled_from` are NULL: the same time): `shard` pushes the shard key's expression, `key_and_payload` the object
 /// key's and the payload's.
 fn tombstones_select(
     sql: &mut SqlBuilder,
@@ -504,13 +506,18 @@ fn tombstones_select(
     shard: impl FnOnce(&mut SqlBuilder),
     key_and_payload: impl FnOnce(&mut SqlBuilder),
 ) {
-    sql.push("INSERT INTO \"cascade_outbox\" (\"scope\", \"shard_identifier\", \"category\", \"model\", ");
-    sql.push("\"object_identifier\", \"payload\", \"scheduled_for\", \"scheduled_from\", \"date_added\") SELECT ");
-    sql.bind_text(&target.scope).push(", ");
+    sql.push("INSERT INTO cascade_outbox_entry (scope_code, shard_identifier, category_code, model_code, ");
+    sql.push("object_identifier, payload) SELECT ");
+    push_code(sql, &target.scope);
+    sql.push(", ");
     shard(sql);
-    sql.push(", ").bind_text(&target.category).push(", ").bind_text(&target.model).push(", ");
+    sql.push(", ");
+    push_code(sql, &target.category);
+    sql.push(", ");
+    push_code(sql, &target.model);
+    sql.push(", ");
     key_and_payload(sql);
-    sql.push(", CURRENT_TIMESTAMP, CURRENT_TIMESTAMP, CURRENT_TIMESTAMP FROM ");
+    sql.push(" FROM ");
 }
 
 /// The tombstones of one chunk, written in the chunk's transaction from one parameter: a JSON

@@ -9,6 +9,7 @@
 //! got row 12 or a row 15 written after `us`'s delivery.
 
 use super::store::{DELETED_PER_STATEMENT, Deliverable, Row, Shard, push_covered, push_not_received};
+use crate::db::outbox_names::push_code;
 use crate::db::sql::Param;
 use crate::db::{Database, DbError, Transaction};
 
@@ -34,7 +35,7 @@ pub(crate) async fn record_delivered(
             transaction.execute(&sql.finish()).await?;
         }
         let mut sql = database.sql();
-        sql.push("DELETE FROM cascade_outbox WHERE id IN (");
+        sql.push("DELETE FROM cascade_outbox_entry WHERE id IN (");
         push_covered(&mut sql, shard, part);
         if !others.is_empty() {
             sql.push(" AND (SELECT COUNT(*) FROM cascade_outbox_delivered d WHERE d.outbox_id = o.id AND d.cell IN (");
@@ -82,7 +83,8 @@ pub(crate) async fn sweep(database: &Database, deliverable: &Deliverable) -> Res
     let mut deleted = 0;
     for scope in deliverable.scopes(true) {
         let mut sql = database.sql();
-        sql.push("DELETE FROM cascade_outbox WHERE scope = ").bind_text(&scope.name);
+        sql.push("DELETE FROM cascade_outbox_entry WHERE scope_code = ");
+        push_code(&mut sql, &scope.name);
         sql.push(" AND id IN (SELECT outbox_id FROM cascade_outbox_delivered WHERE cell IN (");
         sql.binds(scope.cells.iter().map(|cell| Param::text(cell)));
         sql.push(") GROUP BY outbox_id HAVING COUNT(*) = ");
@@ -90,7 +92,7 @@ pub(crate) async fn sweep(database: &Database, deliverable: &Deliverable) -> Res
         deleted += transaction.execute(&sql.finish()).await?;
     }
     let orphans = "DELETE FROM cascade_outbox_delivered WHERE NOT EXISTS \
-                   (SELECT 1 FROM cascade_outbox o WHERE o.id = cascade_outbox_delivered.outbox_id)";
+                   (SELECT 1 FROM cascade_outbox_entry o WHERE o.id = cascade_outbox_delivered.outbox_id)";
     let mut sql = database.sql();
     sql.push(orphans);
     transaction.execute(&sql.finish()).await?;

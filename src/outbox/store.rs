@@ -1,4 +1,5 @@
-//! The drainer's statements on `cascade_outbox` and `cascade_outbox_shard`. Each is one statement
+//! The drainer's statements on `cascade_outbox_entry` (the outbox's rows, naming their scope,
+//! category and model by code) and `cascade_outbox_shard`. Each is one statement
 //! that commits by itself (no transaction is held while a sink runs): a claim is a conditional
 //! upsert of the shard's row, so two drainers never hold one shard, on SQLite and PostgreSQL alike.
 //! A scope with cells is claimed, read and backed off per cell; what only cells need (recording a
@@ -6,6 +7,7 @@
 
 use std::time::SystemTime;
 
+use crate::db::outbox_names::{push_code, push_codes};
 use crate::db::sql::{Param, SqlBuilder};
 use crate::db::{Database, DbError, first_text};
 
@@ -50,9 +52,11 @@ impl Deliverable {
     fn push(&self, sql: &mut SqlBuilder, alias: &str, with_cells: bool) {
         sql.push("(1 = 0");
         for scope in self.scopes(with_cells) {
-            sql.push(&format!(" OR ({alias}.scope = ")).bind_text(&scope.name);
-            sql.push(&format!(" AND {alias}.category IN (")).binds(scope.categories.iter().map(|c| Param::text(c)));
-            sql.push("))");
+            sql.push(&format!(" OR ({alias}.scope_code = "));
+            push_code(sql, &scope.name);
+            sql.push(&format!(" AND {alias}.category_code IN "));
+            push_codes(sql, &scope.categories);
+            sql.push(")");
         }
         sql.push(")");
     }
@@ -70,7 +74,7 @@ impl Deliverable {
     }
 }
 
-/// `alias`'s row of `cascade_outbox` is one `cell` has not received (`cell` is SQL: a bound value
+/// `alias`'s row of `cascade_outbox_entry` is one `cell` has not received (`cell` is SQL: a bound value
 /// or a column).
 pub(super) fn push_not_received(sql: &mut SqlBuilder, alias: &str, cell: impl FnOnce(&mut SqlBuilder)) {
     sql.push(&format!(
@@ -82,11 +86,17 @@ pub(super) fn push_not_received(sql: &mut SqlBuilder, alias: &str, cell: impl Fn
 
 /// `alias`'s row belongs to `shard` (whichever cell).
 pub(super) fn push_shard(sql: &mut SqlBuilder, alias: &str, shard: &Shard) {
-    sql.push(&format!("{alias}.scope = ")).bind_text(&shard.scope);
+    sql.push(&format!("{alias}.scope_code = "));
+    push_code(sql, &shard.scope);
     match &shard.identifier {
         Some(identifier) => sql.push(&format!(" AND {alias}.shard_identifier = ")).bind_text(identifier),
         None => sql.push(&format!(" AND {alias}.shard_identifier IS NULL")),
     };
+}
+
+/// `alias`'s row is due by `due` (a NULL `scheduled_for` is its `date_added`).
+fn push_scheduled_by(sql: &mut SqlBuilder, alias: &str, due: SystemTime) {
+    sql.push(&format!("COALESCE({alias}.scheduled_for, {alias}.date_added) <= ")).timestamp(due);
 }
 
 /// `cascade_outbox_shard`'s row of `claim`'s shard, still held by the claim.
@@ -121,16 +131,18 @@ pub(crate) async fn due_shards(
             continue;
         }
         let mut sql = database.sql();
-        sql.push("SELECT o.scope, o.shard_identifier, ").push(if with_cells { "c.column2" } else { "''" });
-        sql.push(", CAST(MIN(o.id) AS TEXT) FROM cascade_outbox o ");
+        sql.push("SELECT n.name, o.shard_identifier, ").push(if with_cells { "c.column2" } else { "''" });
+        sql.push(", CAST(MIN(o.id) AS TEXT) FROM cascade_outbox_entry o ");
+        sql.push("JOIN cascade_outbox_name n ON n.code = o.scope_code ");
         if with_cells {
             sql.push("JOIN ");
             deliverable.push_cells(&mut sql);
-            sql.push(" AS c ON c.column1 = o.scope ");
+            sql.push(" AS c ON c.column1 = n.name ");
         }
-        sql.push("LEFT JOIN cascade_outbox_shard s ON s.scope = o.scope ");
+        sql.push("LEFT JOIN cascade_outbox_shard s ON s.scope = n.name ");
         sql.push("AND s.shard_identifier = COALESCE(o.shard_identifier, '') AND s.cell = ");
-        sql.push(if with_cells { "c.column2" } else { "''" }).push(" WHERE o.scheduled_for <= ").timestamp(due);
+        sql.push(if with_cells { "c.column2" } else { "''" }).push(" WHERE ");
+        push_scheduled_by(&mut sql, "o", due);
         sql.push(" AND ");
         deliverable.push(&mut sql, "o", with_cells);
         if with_cells {
@@ -140,7 +152,7 @@ pub(crate) async fn due_shards(
         }
         sql.push(" AND (s.scope IS NULL OR (");
         push_claimable(&mut sql, "s", now, due);
-        sql.push(")) GROUP BY o.scope, o.shard_identifier");
+        sql.push(")) GROUP BY n.name, o.shard_identifier");
         sql.push(if with_cells { ", c.column2" } else { "" });
         sql.push(" ORDER BY MIN(o.id) LIMIT ").bind(Param::integer(clamp(limit)));
         for row in database.fetch_texts(&sql.finish()).await? {
@@ -255,8 +267,10 @@ pub(crate) async fn fail(
 pub(crate) struct Row {
     pub id: i64,
     pub category: String,
+    pub category_code: i64,
     /// The model the row is about (`''` for rows written before tombstones named it).
     pub model: String,
+    pub model_code: i64,
     pub object_identifier: String,
     pub payload: Option<String>,
     pub date_added: String,
@@ -276,11 +290,15 @@ pub(crate) async fn next_messages(
 ) -> Result<Vec<Row>, DbError> {
     let backend = database.backend();
     let mut sql = database.sql();
-    sql.push("SELECT CAST(o.id AS TEXT), o.category, o.model, o.object_identifier, o.payload, ");
-    sql.push(&backend.timestamp_text("o.date_added")).push(" FROM cascade_outbox o WHERE ");
+    sql.push("SELECT CAST(o.id AS TEXT), category.name, CAST(o.category_code AS TEXT), model.name, ");
+    sql.push("CAST(o.model_code AS TEXT), o.object_identifier, o.payload, ");
+    sql.push(&backend.timestamp_text("o.date_added")).push(" FROM cascade_outbox_entry o ");
+    sql.push("JOIN cascade_outbox_name category ON category.code = o.category_code ");
+    sql.push("JOIN cascade_outbox_name model ON model.code = o.model_code WHERE ");
     push_shard(&mut sql, "o", shard);
-    sql.push(" AND o.id > ").bind(Param::integer(after));
-    sql.push(" AND o.scheduled_for <= ").timestamp(due).push(" AND ");
+    sql.push(" AND o.id > ").bind(Param::integer(after)).push(" AND ");
+    push_scheduled_by(&mut sql, "o", due);
+    sql.push(" AND ");
     deliverable.push(&mut sql, "o", !shard.cell.is_empty());
     let not_received = |sql: &mut SqlBuilder, alias: &str| {
         if !shard.cell.is_empty() {
@@ -290,11 +308,11 @@ pub(crate) async fn next_messages(
         }
     };
     not_received(&mut sql, "o");
-    sql.push(" AND NOT EXISTS (SELECT 1 FROM cascade_outbox later WHERE ");
+    sql.push(" AND NOT EXISTS (SELECT 1 FROM cascade_outbox_entry later WHERE ");
     push_shard(&mut sql, "later", shard);
-    sql.push(" AND later.category = o.category AND later.model = o.model");
-    sql.push(" AND later.object_identifier = o.object_identifier AND later.id > o.id");
-    sql.push(" AND later.scheduled_for <= ").timestamp(due);
+    sql.push(" AND later.category_code = o.category_code AND later.model_code = o.model_code");
+    sql.push(" AND later.object_identifier = o.object_identifier AND later.id > o.id AND ");
+    push_scheduled_by(&mut sql, "later", due);
     not_received(&mut sql, "later");
     sql.push(")");
     sql.push(" ORDER BY o.id LIMIT ").bind(Param::integer(clamp(limit)));
@@ -304,10 +322,13 @@ pub(crate) async fn next_messages(
         .map(|row| {
             let mut row = row.into_iter();
             let mut next = || row.next().flatten();
+            let number = |text: Option<String>| text.and_then(|text| text.parse().ok()).unwrap_or_default();
             Row {
-                id: next().and_then(|id| id.parse().ok()).unwrap_or_default(),
+                id: number(next()),
                 category: next().unwrap_or_default(),
+                category_code: number(next()),
                 model: next().unwrap_or_default(),
+                model_code: number(next()),
                 object_identifier: next().unwrap_or_default(),
                 payload: next(),
                 date_added: next().unwrap_or_default(),
@@ -332,22 +353,22 @@ pub(crate) async fn delete_delivered(database: &Database, shard: &Shard, deliver
 
 async fn delete_part(database: &Database, shard: &Shard, delivered: &[Row]) -> Result<u64, DbError> {
     let mut sql = database.sql();
-    sql.push("DELETE FROM cascade_outbox WHERE id IN (");
+    sql.push("DELETE FROM cascade_outbox_entry WHERE id IN (");
     push_covered(&mut sql, shard, delivered);
     sql.push(")");
     database.execute(&sql.finish()).await
 }
 
-/// `SELECT o.id FROM cascade_outbox o ...`: the rows of `shard` that the `delivered` messages
+/// `SELECT o.id FROM cascade_outbox_entry o ...`: the rows of `shard` that the `delivered` messages
 /// stand for, each message's row and every older row of its category, model and object.
 pub(super) fn push_covered(sql: &mut SqlBuilder, shard: &Shard, delivered: &[Row]) {
-    sql.push("SELECT o.id FROM cascade_outbox o JOIN (VALUES ");
+    sql.push("SELECT o.id FROM cascade_outbox_entry o JOIN (VALUES ");
     for (index, row) in delivered.iter().enumerate() {
         sql.push(if index == 0 { "(" } else { ", (" });
-        sql.bind_text(&row.category).push(", ").bind_text(&row.model).push(", ");
+        sql.bind(Param::integer(row.category_code)).push(", ").bind(Param::integer(row.model_code)).push(", ");
         sql.bind_text(&row.object_identifier).push(", ").bind(Param::integer(row.id)).push(")");
     }
-    sql.push(") AS delivered ON o.category = delivered.column1 AND o.model = delivered.column2 ");
+    sql.push(") AS delivered ON o.category_code = delivered.column1 AND o.model_code = delivered.column2 ");
     sql.push("AND o.object_identifier = delivered.column3 AND o.id <= delivered.column4 WHERE ");
     push_shard(sql, "o", shard);
 }
@@ -355,8 +376,8 @@ pub(super) fn push_covered(sql: &mut SqlBuilder, shard: &Shard, delivered: &[Row
 /// Rows waiting per scope, and the oldest row's `date_added` as text.
 pub(crate) async fn backlog(database: &Database) -> Result<Vec<(String, u64, String)>, DbError> {
     let mut sql = database.sql();
-    sql.push("SELECT scope, CAST(COUNT(*) AS TEXT), ").push(&database.backend().timestamp_text("MIN(date_added)"));
-    sql.push(" FROM cascade_outbox GROUP BY scope");
+    sql.push("SELECT n.name, CAST(COUNT(*) AS TEXT), ").push(&database.backend().timestamp_text("MIN(o.date_added)"));
+    sql.push(" FROM cascade_outbox_entry o JOIN cascade_outbox_name n ON n.code = o.scope_code GROUP BY n.name");
     let rows = database.fetch_texts(&sql.finish()).await?;
     Ok(rows
         .into_iter()

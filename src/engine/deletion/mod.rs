@@ -158,6 +158,12 @@ impl<'a> Deletion<'a> {
             refuse_unmatched_lookups(database, config, plan, schema).await?;
         }
         crate::db::migrate(database).await?;
+        // The outbox names this deletion's tombstones hold, registered before any is written.
+        let steps = plan.steps();
+        let targets = steps.iter().filter_map(|node| node.outbox.as_ref());
+        let names: std::collections::BTreeSet<&str> =
+            targets.flat_map(|target| [&target.scope, &target.category, &target.model]).map(String::as_str).collect();
+        crate::db::outbox_names::register(database, &names.into_iter().collect::<Vec<_>>()).await?;
 
         let mut summary = Summary::default();
         let (proceeding, skipped, missing) = sort_roots(database, &root, &ids, options.within.is_some()).await?;
