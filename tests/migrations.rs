@@ -296,8 +296,11 @@ async fn outbox_rows_move_to_coded_entries(url: &str, time: &str) {
         "a time equal to date_added is not stored again"
     );
     assert_eq!(
-        count(&database, "SELECT COUNT(*) FROM cascade_outbox_delivered d JOIN cascade_outbox_entry e ON e.id = d.outbox_id")
-            .await,
+        count(
+            &database,
+            "SELECT COUNT(*) FROM cascade_outbox_delivered d JOIN cascade_outbox_entry e ON e.id = d.outbox_id"
+        )
+        .await,
         1
     );
     let insert = "INSERT INTO cascade_outbox (scope, shard_identifier, category, object_identifier)

@@ -416,7 +416,9 @@ async fn tombstone_codes(connection: &mut Conn, tree: &Tree) -> BTreeMap<&'stati
             .await;
         let mut code = Vec::new();
         for name in &names {
-            code.push(connection.integers(&format!("SELECT code FROM cascade_outbox_name WHERE name = '{name}'")).await[0]);
+            code.push(
+                connection.integers(&format!("SELECT code FROM cascade_outbox_name WHERE name = '{name}'")).await[0],
+            );
         }
         let key = "CAST({id} AS TEXT)";
         codes.insert(table, format!("{}, {key}, {}, {}, {key}", code[0], code[1], code[2]));
