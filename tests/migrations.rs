@@ -243,7 +243,8 @@ on_each_database!(
     }
 );
 
-/// Outbox rows as the release before migration 9 leaves them: two scopes, a model-less row, a
+/// Outbox rows as the release before migration 9 leaves them: two scopes, a model-less row with
+/// an object whose text is not an integer's (`043`), a
 /// row scheduled later than it was added, a cell's delivery record, and a highest id (4) whose
 /// row was delivered, so the sequence is ahead of the rows.
 fn outbox_at_version_8(utc: &str) -> String {
@@ -252,7 +253,7 @@ fn outbox_at_version_8(utc: &str) -> String {
             scheduled_for, scheduled_from, date_added)
         VALUES ('organization', '7', 'project_update', 'project', '42', '{{\"slug\": \"a\"}}',
                 '2030-01-01 00:00:00{utc}', '2030-01-01 00:00:00{utc}', '2030-01-01 00:00:00{utc}'),
-            ('organization', NULL, 'project_update', '', '43', NULL,
+            ('organization', NULL, 'project_update', '', '043', NULL,
                 '2030-01-01 00:00:00{utc}', '2030-01-01 00:00:00{utc}', '2030-01-01 00:00:00{utc}'),
             ('control', '9', 'user_update', 'user', '5', NULL,
                 '2030-01-02 00:00:00{utc}', '2030-01-01 00:00:00{utc}', '2030-01-01 00:00:00{utc}'),
@@ -276,8 +277,9 @@ async fn outbox_rows(database: &Database, time: &str) -> Vec<Vec<Option<String>>
 /// Migration 9 moves the rows into `cascade_outbox_entry` with codes for their names and keeps
 /// them readable, and writable, through the `cascade_outbox` view: every row keeps its id and
 /// values, a cell's records still point at their rows, and the next row's id is above every id
-/// ever used.
-async fn outbox_rows_move_to_coded_entries(url: &str, time: &str) {
+/// ever used. On SQLite (`integers`: the query counting identifiers stored as integers) an
+/// identifier whose text is an integer's is stored as that integer.
+async fn outbox_rows_move_to_coded_entries(url: &str, time: &str, integers: Option<&str>) {
     let database = Database::connect(url, Access::ReadWrite).await.unwrap();
     assert_eq!(schema_version(&database).await.unwrap(), 8);
     let before = outbox_rows(&database, time).await;
@@ -303,9 +305,15 @@ async fn outbox_rows_move_to_coded_entries(url: &str, time: &str) {
         .await,
         1
     );
+    if let Some(integers) = integers {
+        assert_eq!(count(&database, integers).await, 4, "shards 7 and 9, objects 42 and 5; not 043");
+    }
     let insert = "INSERT INTO cascade_outbox (scope, shard_identifier, category, object_identifier)
         VALUES ('organization', '7', 'organization_update', '7')";
     database.execute(&statement(insert)).await.unwrap();
+    if let Some(integers) = integers {
+        assert_eq!(count(&database, integers).await, 6, "the view stores a new row's identifiers the same way");
+    }
     let added = database
         .fetch_texts(&statement(
             "SELECT CAST(id AS TEXT), model FROM cascade_outbox WHERE category = 'organization_update'",
@@ -319,14 +327,23 @@ async fn outbox_rows_move_to_coded_entries(url: &str, time: &str) {
 }
 
 on_each_database!(
-    sqlite_outbox_rows_move_to_coded_entries("sqlite", "", "{}"),
+    sqlite_outbox_rows_move_to_coded_entries(
+        "sqlite",
+        "",
+        "{}",
+        Some(
+            "SELECT (SELECT COUNT(*) FROM cascade_outbox_entry WHERE typeof(shard_identifier) = 'integer') \
+             + (SELECT COUNT(*) FROM cascade_outbox_entry WHERE typeof(object_identifier) = 'integer')"
+        )
+    ),
     postgres_outbox_rows_move_to_coded_entries(
         "postgres",
         "+00",
-        "to_char({} AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS')"
+        "to_char({} AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS')",
+        None
     ),
-    |databases, dialect, utc, time| {
+    |databases, dialect, utc, time, integers| {
         let ddl = format!("{}\n{}", at_version(dialect, 8), outbox_at_version_8(utc));
-        block_on(outbox_rows_move_to_coded_entries(&databases.create(&ddl), time));
+        block_on(outbox_rows_move_to_coded_entries(&databases.create(&ddl), time, integers));
     }
 );

@@ -138,6 +138,16 @@ pub(crate) trait Backend: sealed::Sealed + Send + Sync + Debug {
     /// A timestamp column read back as `YYYY-MM-DD HH:MM:SS.mmm` UTC text.
     fn timestamp_text(&self, column: &str) -> String;
 
+    /// An outbox row's shard or object identifier as stored, from `expression` (a key): text,
+    /// or on SQLite, whose columns take any type, an integer when its text is one written the
+    /// usual way (`7`, not `07` or `+7`; see [`super::outbox::stored_as_integer`]), which
+    /// stores and indexes in half the time.
+    fn outbox_identifier(&self, expression: &str) -> String;
+
+    /// Binds an outbox identifier (its text) as [`Backend::outbox_identifier`] stores it, for
+    /// comparing it with the column.
+    fn bind_outbox_identifier(&self, sql: &mut SqlBuilder, text: &str);
+
     /// Appended to the sub-select that picks a row to claim, so two claimers never block on or
     /// take the same row.
     fn claim_lock(&self) -> &'static str;

@@ -7,7 +7,7 @@ mod dialect;
 mod keys;
 mod migrate;
 pub mod options;
-pub(crate) mod outbox_names;
+pub(crate) mod outbox;
 mod postgres;
 pub mod sql;
 mod sqlite;

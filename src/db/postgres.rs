@@ -129,6 +129,14 @@ impl Backend for Postgres {
         format!("to_char({column} AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS.MS')")
     }
 
+    fn outbox_identifier(&self, expression: &str) -> String {
+        format!("CAST({expression} AS TEXT)")
+    }
+
+    fn bind_outbox_identifier(&self, sql: &mut SqlBuilder, text: &str) {
+        sql.bind_text(text);
+    }
+
     fn claim_lock(&self) -> &'static str {
         " FOR UPDATE SKIP LOCKED"
     }

@@ -155,6 +155,23 @@ impl Backend for Sqlite {
         column.to_owned()
     }
 
+    fn outbox_identifier(&self, expression: &str) -> String {
+        // An integer key as it is; text (or a real) that reads back as the same integer, as that
+        // integer; anything else as text. `stored_as_integer` is the same rule in Rust.
+        format!(
+            "CASE WHEN typeof({expression}) = 'integer' THEN {expression} \
+             WHEN CAST(CAST({expression} AS INTEGER) AS TEXT) = CAST({expression} AS TEXT) \
+             THEN CAST({expression} AS INTEGER) ELSE CAST({expression} AS TEXT) END"
+        )
+    }
+
+    fn bind_outbox_identifier(&self, sql: &mut SqlBuilder, text: &str) {
+        match super::outbox::stored_as_integer(text) {
+            Some(integer) => sql.bind(Param::integer(integer)),
+            None => sql.bind_text(text),
+        };
+    }
+
     fn claim_lock(&self) -> &'static str {
         ""
     }

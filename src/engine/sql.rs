@@ -6,7 +6,7 @@ use std::sync::Arc;
 use crate::config::OnDelete;
 use crate::config::{Located, StatusCheck, StatusValue, Strategy};
 use crate::db::Backend;
-use crate::db::outbox_names::push_code;
+use crate::db::outbox::push_code;
 use crate::db::sql::{KeyType, Param, SqlBuilder, SqlValue, Statement, quote_identifier};
 use crate::planner::{OutboxTarget, PlanNode};
 use crate::schema::CatalogNames;
@@ -255,9 +255,9 @@ impl NodeSql<'_> {
     fn returning(&self, sql: &mut SqlBuilder, returning: Option<&Returning>) {
         let Some(returning) = returning else { return };
         sql.push(" RETURNING ");
-        self.tombstone_key(sql, returning);
+        self.tombstone_key(sql, returning, false);
         sql.push(", ");
-        self.tombstone_shard(sql, returning);
+        self.tombstone_shard(sql, returning, false);
         sql.push(", ");
         self.tombstone_payload(sql, returning);
         sql.push(", ");
@@ -270,24 +270,34 @@ impl NodeSql<'_> {
         };
     }
 
-    /// A row's key as a tombstone names it: the key as text, a composite key as a JSON array.
-    fn tombstone_key(&self, sql: &mut SqlBuilder, returning: &Returning) {
+    /// A row's key as a tombstone names it: the key as text (`stored`: as the outbox stores an
+    /// identifier), a composite key as a JSON array.
+    fn tombstone_key(&self, sql: &mut SqlBuilder, returning: &Returning, stored: bool) {
         match returning.identity.as_slice() {
             [] => {
                 sql.push("NULL");
             }
             [column] => {
-                sql.push("CAST(").identifier(column).push(" AS TEXT)");
+                sql.push(&self.tombstone_identifier(column, stored));
             }
             columns => self.backend.json_array(sql, columns),
         }
     }
 
-    fn tombstone_shard(&self, sql: &mut SqlBuilder, returning: &Returning) {
+    /// A row's shard key as its tombstone's shard, as text (`stored`: as the outbox stores it).
+    fn tombstone_shard(&self, sql: &mut SqlBuilder, returning: &Returning, stored: bool) {
         match &returning.shard_key {
-            Some(column) => sql.push("CAST(").identifier(column).push(" AS TEXT)"),
+            Some(column) => sql.push(&self.tombstone_identifier(column, stored)),
             None => sql.push("NULL"),
         };
+    }
+
+    fn tombstone_identifier(&self, column: &str, stored: bool) -> String {
+        if stored {
+            self.backend.outbox_identifier(&quote_identifier(column))
+        } else {
+            format!("CAST({} AS TEXT)", quote_identifier(column))
+        }
     }
 
     fn tombstone_payload(&self, sql: &mut SqlBuilder, returning: &Returning) {
@@ -312,9 +322,9 @@ impl NodeSql<'_> {
         tombstones_select(
             &mut sql,
             target,
-            |sql| self.tombstone_shard(sql, returning),
+            |sql| self.tombstone_shard(sql, returning, true),
             |sql| {
-                self.tombstone_key(sql, returning);
+                self.tombstone_key(sql, returning, true);
                 sql.push(", ");
                 self.tombstone_payload(sql, returning);
             },
@@ -483,14 +493,15 @@ fn with_deleted(backend: &'static dyn Backend, delete: Statement) -> SqlBuilder 
 }
 
 fn insert_deleted_tombstones(sql: &mut SqlBuilder, target: &OutboxTarget) {
+    let backend = sql.backend();
     tombstones_select(
         sql,
         target,
         |sql| {
-            sql.push("cascade_shard");
+            sql.push(&backend.outbox_identifier("cascade_shard"));
         },
         |sql| {
-            sql.push("cascade_key, cascade_payload");
+            sql.push(&backend.outbox_identifier("cascade_key")).push(", cascade_payload");
         },
     );
     sql.push("cascade_deleted");
@@ -528,10 +539,11 @@ pub(crate) fn outbox_insert(backend: &'static dyn Backend, target: &OutboxTarget
         &mut sql,
         target,
         |sql| {
-            sql.push(&backend.json_field("shard"));
+            sql.push(&backend.outbox_identifier(&backend.json_field("shard")));
         },
         |sql| {
-            sql.push(&backend.json_field("key")).push(", ").push(&backend.json_field("payload"));
+            sql.push(&backend.outbox_identifier(&backend.json_field("key")));
+            sql.push(", ").push(&backend.json_field("payload"));
         },
     );
     backend.json_records(&mut sql, rows, &["key", "shard", "payload"]);

@@ -9,7 +9,7 @@
 //! got row 12 or a row 15 written after `us`'s delivery.
 
 use super::store::{DELETED_PER_STATEMENT, Deliverable, Row, Shard, push_covered, push_not_received};
-use crate::db::outbox_names::push_code;
+use crate::db::outbox::push_code;
 use crate::db::sql::Param;
 use crate::db::{Database, DbError, Transaction};
 

@@ -7,7 +7,7 @@
 
 use std::time::SystemTime;
 
-use crate::db::outbox_names::{push_code, push_codes};
+use crate::db::outbox::{push_code, push_codes, push_identifier};
 use crate::db::sql::{Param, SqlBuilder};
 use crate::db::{Database, DbError, first_text};
 
@@ -89,7 +89,11 @@ pub(super) fn push_shard(sql: &mut SqlBuilder, alias: &str, shard: &Shard) {
     sql.push(&format!("{alias}.scope_code = "));
     push_code(sql, &shard.scope);
     match &shard.identifier {
-        Some(identifier) => sql.push(&format!(" AND {alias}.shard_identifier = ")).bind_text(identifier),
+        Some(identifier) => {
+            sql.push(&format!(" AND {alias}.shard_identifier = "));
+            push_identifier(sql, identifier);
+            sql
+        }
         None => sql.push(&format!(" AND {alias}.shard_identifier IS NULL")),
     };
 }
@@ -131,7 +135,7 @@ pub(crate) async fn due_shards(
             continue;
         }
         let mut sql = database.sql();
-        sql.push("SELECT n.name, o.shard_identifier, ").push(if with_cells { "c.column2" } else { "''" });
+        sql.push("SELECT n.name, CAST(o.shard_identifier AS TEXT), ").push(if with_cells { "c.column2" } else { "''" });
         sql.push(", CAST(MIN(o.id) AS TEXT) FROM cascade_outbox_entry o ");
         sql.push("JOIN cascade_outbox_name n ON n.code = o.scope_code ");
         if with_cells {
@@ -140,7 +144,7 @@ pub(crate) async fn due_shards(
             sql.push(" AS c ON c.column1 = n.name ");
         }
         sql.push("LEFT JOIN cascade_outbox_shard s ON s.scope = n.name ");
-        sql.push("AND s.shard_identifier = COALESCE(o.shard_identifier, '') AND s.cell = ");
+        sql.push("AND s.shard_identifier = COALESCE(CAST(o.shard_identifier AS TEXT), '') AND s.cell = ");
         sql.push(if with_cells { "c.column2" } else { "''" }).push(" WHERE ");
         push_scheduled_by(&mut sql, "o", due);
         sql.push(" AND ");
@@ -291,7 +295,7 @@ pub(crate) async fn next_messages(
     let backend = database.backend();
     let mut sql = database.sql();
     sql.push("SELECT CAST(o.id AS TEXT), category.name, CAST(o.category_code AS TEXT), model.name, ");
-    sql.push("CAST(o.model_code AS TEXT), o.object_identifier, o.payload, ");
+    sql.push("CAST(o.model_code AS TEXT), CAST(o.object_identifier AS TEXT), o.payload, ");
     sql.push(&backend.timestamp_text("o.date_added")).push(" FROM cascade_outbox_entry o ");
     sql.push("JOIN cascade_outbox_name category ON category.code = o.category_code ");
     sql.push("JOIN cascade_outbox_name model ON model.code = o.model_code WHERE ");
@@ -366,7 +370,8 @@ pub(super) fn push_covered(sql: &mut SqlBuilder, shard: &Shard, delivered: &[Row
     for (index, row) in delivered.iter().enumerate() {
         sql.push(if index == 0 { "(" } else { ", (" });
         sql.bind(Param::integer(row.category_code)).push(", ").bind(Param::integer(row.model_code)).push(", ");
-        sql.bind_text(&row.object_identifier).push(", ").bind(Param::integer(row.id)).push(")");
+        push_identifier(sql, &row.object_identifier);
+        sql.push(", ").bind(Param::integer(row.id)).push(")");
     }
     sql.push(") AS delivered ON o.category_code = delivered.column1 AND o.model_code = delivered.column2 ");
     sql.push("AND o.object_identifier = delivered.column3 AND o.id <= delivered.column4 WHERE ");

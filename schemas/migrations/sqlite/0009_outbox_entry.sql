@@ -1,9 +1,11 @@
 -- Migration 9: narrower tombstones. Writing a tombstone per deleted row is the costliest part of a
 -- deletion with an outbox, and most of it was the row's text columns and indexes. The rows now
 -- live in `cascade_outbox_entry`: scope, category and model as integer codes of
--- `cascade_outbox_name` (a name has one code, never reused), `scheduled_for` and `scheduled_from`
--- NULL when they equal `date_added`, an index on (scope, shard, id) for the drain order and one
--- on the object alone for coalescing. `cascade_outbox` becomes a view with its old columns, which
+-- `cascade_outbox_name` (a name has one code, never reused), the shard and object identifiers
+-- without a type, holding an integer where their text is one written the usual way (`7`, not
+-- `07`) and text otherwise, `scheduled_for` and `scheduled_from` NULL when they equal
+-- `date_added`, an index on (scope, shard, id) for the drain order and one on the object alone
+-- for coalescing. `cascade_outbox` becomes a view with its old columns, which
 -- also takes inserts (an application writing its own outbox rows, a trigger).
 CREATE TABLE cascade_outbox_name (
     code INTEGER PRIMARY KEY,
@@ -15,10 +17,10 @@ SELECT scope FROM cascade_outbox UNION SELECT category FROM cascade_outbox UNION
 CREATE TABLE cascade_outbox_entry (
     id INTEGER PRIMARY KEY AUTOINCREMENT,
     scope_code INTEGER NOT NULL,
-    shard_identifier TEXT,
+    shard_identifier,
     category_code INTEGER NOT NULL,
     model_code INTEGER NOT NULL,
-    object_identifier TEXT NOT NULL,
+    object_identifier NOT NULL,
     payload TEXT,
     date_added TEXT NOT NULL DEFAULT CURRENT_TIMESTAMP,
     scheduled_for TEXT,
@@ -32,7 +34,8 @@ INSERT INTO cascade_outbox_entry (
     id, scope_code, shard_identifier, category_code, model_code, object_identifier, payload, date_added,
     scheduled_for, scheduled_from
 )
-SELECT o.id, s.code, o.shard_identifier, c.code, m.code, o.object_identifier, o.payload, o.date_added,
+SELECT o.id, s.code, CASE WHEN CAST(CAST(o.shard_identifier AS INTEGER) AS TEXT) = o.shard_identifier THEN CAST(o.shard_identifier AS INTEGER) ELSE o.shard_identifier END, c.code, m.code,
+    CASE WHEN CAST(CAST(o.object_identifier AS INTEGER) AS TEXT) = o.object_identifier THEN CAST(o.object_identifier AS INTEGER) ELSE o.object_identifier END, o.payload, o.date_added,
     NULLIF(o.scheduled_for, o.date_added), NULLIF(o.scheduled_from, o.date_added)
 FROM cascade_outbox o
 JOIN cascade_outbox_name s ON s.name = o.scope
@@ -44,7 +47,8 @@ CREATE INDEX cascade_outbox_entry_shard_idx ON cascade_outbox_entry (scope_code,
 CREATE INDEX cascade_outbox_entry_object_idx ON cascade_outbox_entry (object_identifier);
 
 CREATE VIEW cascade_outbox AS
-SELECT e.id, s.name AS scope, e.shard_identifier, c.name AS category, e.object_identifier, e.payload,
+SELECT e.id, s.name AS scope, CAST(e.shard_identifier AS TEXT) AS shard_identifier, c.name AS category,
+    CAST(e.object_identifier AS TEXT) AS object_identifier, e.payload,
     COALESCE(e.scheduled_for, e.date_added) AS scheduled_for,
     COALESCE(e.scheduled_from, e.date_added) AS scheduled_from,
     e.date_added, m.name AS model
@@ -62,10 +66,10 @@ BEGIN
     ) VALUES (
         NEW.id,
         (SELECT code FROM cascade_outbox_name WHERE name = NEW.scope),
-        NEW.shard_identifier,
+        CASE WHEN CAST(CAST(CAST(NEW.shard_identifier AS TEXT) AS INTEGER) AS TEXT) = CAST(NEW.shard_identifier AS TEXT) THEN CAST(CAST(NEW.shard_identifier AS TEXT) AS INTEGER) ELSE CAST(NEW.shard_identifier AS TEXT) END,
         (SELECT code FROM cascade_outbox_name WHERE name = NEW.category),
         (SELECT code FROM cascade_outbox_name WHERE name = COALESCE(NEW.model, '')),
-        NEW.object_identifier,
+        CASE WHEN CAST(CAST(CAST(NEW.object_identifier AS TEXT) AS INTEGER) AS TEXT) = CAST(NEW.object_identifier AS TEXT) THEN CAST(CAST(NEW.object_identifier AS TEXT) AS INTEGER) ELSE CAST(NEW.object_identifier AS TEXT) END,
         NEW.payload,
         COALESCE(NEW.date_added, CURRENT_TIMESTAMP),
         NEW.scheduled_for,

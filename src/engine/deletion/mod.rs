@@ -163,7 +163,7 @@ impl<'a> Deletion<'a> {
         let targets = steps.iter().filter_map(|node| node.outbox.as_ref());
         let names: std::collections::BTreeSet<&str> =
             targets.flat_map(|target| [&target.scope, &target.category, &target.model]).map(String::as_str).collect();
-        crate::db::outbox_names::register(database, &names.into_iter().collect::<Vec<_>>()).await?;
+        crate::db::outbox::register(database, &names.into_iter().collect::<Vec<_>>()).await?;
 
         let mut summary = Summary::default();
         let (proceeding, skipped, missing) = sort_roots(database, &root, &ids, options.within.is_some()).await?;
