@@ -179,7 +179,13 @@ fn coalescing_and_order(url: impl Fn() -> String) {
             (0..rows)
                 .map(|_| {
                     let category = if random.chance(30) { "team_update" } else { "project_update" };
-                    (random.below(4).to_string(), category, random.below(12).to_string())
+                    // Identifiers that are integers' text and others that are not (`07` is not
+                    // `7`), which SQLite stores as integers and as text.
+                    let mut identifier = |below: u64| {
+                        let number = random.below(below);
+                        if random.chance(20) { format!("0{number}") } else { number.to_string() }
+                    };
+                    (identifier(4), category, identifier(12))
                 })
                 .collect(),
         );
@@ -513,6 +519,48 @@ fn delete_while_draining(url: String) {
     assert_eq!(delivered, deleted);
     assert_eq!(overlaps(dir.path()), "");
 }
+
+/// A row written through the `cascade_outbox` view and a deletion's tombstone of the same object
+/// coalesce (on SQLite both store the integer key as an integer), while an object spelled
+/// otherwise (`010`) stays its own message with its spelling.
+fn view_rows_and_tombstones_coalesce(url: String) {
+    let dir = setup("", 10, "30s");
+    texts(&url, "INSERT INTO org VALUES (1)");
+    texts(&url, "INSERT INTO project VALUES (10, 1, 'a'), (11, 1, 'b')");
+    create_tool_tables(&url);
+    texts(
+        &url,
+        "INSERT INTO cascade_outbox (scope, shard_identifier, category, model, object_identifier) \
+         VALUES ('organization', '1', 'project_update', 'project', '10'), \
+         ('organization', '1', 'project_update', 'project', '010')",
+    );
+    let output =
+        cascade(dir.path()).args(["delete", "org", "1", "--confirm", "--database-url", &url]).output().unwrap();
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    assert_eq!(count(&url, "SELECT COUNT(*) FROM cascade_outbox WHERE shard_identifier = '1'"), 4);
+
+    let output = drain_once(dir.path(), &url, &[]);
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let delivered: Vec<(i64, String, String)> = deliveries(dir.path())["1"]
+        .iter()
+        .flatten()
+        .map(|m| {
+            let text = |field: &str| m[field].as_str().unwrap().to_owned();
+            (m["id"].as_i64().unwrap(), text("object_identifier"), text("shard_identifier"))
+        })
+        .collect();
+    let message = |id: i64, object: &str| (id, object.to_owned(), "1".to_owned());
+    assert_eq!(delivered, [message(2, "010"), message(3, "10"), message(4, "11")], "row 1 coalesced into row 3");
+    assert_eq!(count(&url, "SELECT COUNT(*) FROM cascade_outbox"), 0);
+}
+
+on_each_database!(
+    rows_written_through_the_view_and_tombstones_coalesce_sqlite,
+    rows_written_through_the_view_and_tombstones_coalesce_postgres,
+    |databases| {
+        view_rows_and_tombstones_coalesce(databases.create(SCHEMA));
+    }
+);
 
 on_each_database!(
     every_tombstone_of_a_deletion_running_while_draining_is_delivered_sqlite,
