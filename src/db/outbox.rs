@@ -4,8 +4,8 @@
 //! Shard and object identifiers are text, or on SQLite integers where their text is one (see
 //! [`Backend::outbox_identifier`](super::Backend::outbox_identifier)).
 
-use super::sql::{Param, SqlBuilder};
-use super::{Database, DbError};
+use super::Database;
+use super::sql::{Param, SqlBuilder, Statement};
 
 /// `(SELECT code ...)`: the code of `name`, NULL while it is not registered.
 pub(crate) fn push_code(sql: &mut SqlBuilder, name: &str) {
@@ -31,11 +31,13 @@ pub(crate) fn push_identifier(sql: &mut SqlBuilder, text: &str) {
     backend.bind_outbox_identifier(sql, text);
 }
 
-/// Registers `names` (each once; a name already there keeps its code), in a statement that
-/// commits by itself: two writers registering the same name at once both go on.
-pub(crate) async fn register(database: &Database, names: &[&str]) -> Result<(), DbError> {
+/// The statement registering `names` (each once; a name already there keeps its code), none
+/// without names. A writer runs it in the transaction that writes the first rows holding them;
+/// the names are inserted in order, so two writers registering some of the same new names wait
+/// for each other instead of deadlocking.
+pub(crate) fn registration(database: &Database, names: &std::collections::BTreeSet<&str>) -> Option<Statement> {
     if names.is_empty() {
-        return Ok(());
+        return None;
     }
     let mut sql = database.sql();
     sql.push("INSERT INTO cascade_outbox_name (name) VALUES ");
@@ -43,7 +45,7 @@ pub(crate) async fn register(database: &Database, names: &[&str]) -> Result<(), 
         sql.push(if index == 0 { "(" } else { ", (" }).bind_text(name).push(")");
     }
     sql.push(" ON CONFLICT (name) DO NOTHING");
-    database.execute(&sql.finish()).await.map(drop)
+    Some(sql.finish())
 }
 
 #[cfg(test)]

@@ -35,7 +35,8 @@ use crate::audit::{self, Run, RunOutcome, RunStart};
 use crate::config::Config;
 use crate::db::Database;
 use crate::db::Keys;
-use crate::db::sql::Param;
+use crate::db::outbox::registration;
+use crate::db::sql::{Param, Statement};
 use crate::planner::{Plan, PlanNode};
 use crate::schema::Schema;
 use roots::{PendingRoots, sort_roots};
@@ -120,6 +121,9 @@ pub struct Deletion<'a> {
     summary: Summary,
     /// Tombstones written in the open transaction: counted in `summary` once it commits.
     uncommitted_outbox_rows: u64,
+    /// Registers the outbox names the plan's tombstones hold: run first in every chunk's
+    /// transaction until one commits.
+    unregistered_outbox_names: Option<Statement>,
     started: Instant,
     /// The `cascade_run` row the deletion records into: its own, or its caller's.
     run_id: i64,
@@ -158,12 +162,6 @@ impl<'a> Deletion<'a> {
             refuse_unmatched_lookups(database, config, plan, schema).await?;
         }
         crate::db::migrate(database).await?;
-        // The outbox names this deletion's tombstones hold, registered before any is written.
-        let steps = plan.steps();
-        let targets = steps.iter().filter_map(|node| node.outbox.as_ref());
-        let names: std::collections::BTreeSet<&str> =
-            targets.flat_map(|target| [&target.scope, &target.category, &target.model]).map(String::as_str).collect();
-        crate::db::outbox::register(database, &names.into_iter().collect::<Vec<_>>()).await?;
 
         let mut summary = Summary::default();
         let (proceeding, skipped, missing) = sort_roots(database, &root, &ids, options.within.is_some()).await?;
@@ -187,6 +185,10 @@ impl<'a> Deletion<'a> {
             }
         };
         let root_keys = proceeding.texts();
+        let steps = plan.steps();
+        let targets = steps.iter().filter_map(|node| node.outbox.as_ref());
+        let names = targets.flat_map(|target| [&target.scope, &target.category, &target.model]);
+        let unregistered_outbox_names = registration(database, &names.map(String::as_str).collect());
         let pacing = options.within.as_ref().map_or_else(|| Pacing::for_plan(plan), |batch| batch.pacing.clone());
         Ok(Self {
             database,
@@ -202,6 +204,7 @@ impl<'a> Deletion<'a> {
             rates_read: None,
             summary,
             uncommitted_outbox_rows: 0,
+            unregistered_outbox_names,
             started,
             run_id,
             run,

@@ -18,14 +18,20 @@ use crate::planner::PlanNode;
 use crate::telemetry;
 
 impl<'a> Deletion<'a> {
-    /// A chunk's transaction (see [`Database::begin_key_array_write`]).
+    /// A chunk's transaction (see [`Database::begin_key_array_write`]), which first registers the
+    /// plan's outbox names until a transaction that did has committed: no extra commit, and no
+    /// tombstone without its names.
     pub(super) async fn begin(&mut self) -> Result<Transaction, DeleteError> {
         // Those of a transaction rolled back never counted, and its rows were never archived.
         self.uncommitted_outbox_rows = 0;
         if let Some(archive) = &mut self.archive {
             archive.discard();
         }
-        Ok(self.database.begin_key_array_write(self.unpartitioned).await?)
+        let mut transaction = self.database.begin_key_array_write(self.unpartitioned).await?;
+        if let Some(names) = &self.unregistered_outbox_names {
+            transaction.execute(names).await?;
+        }
+        Ok(transaction)
     }
 
     /// Records the run's rows with those of `steps` in `cascade_run`, makes the chunk's archive
@@ -48,6 +54,7 @@ impl<'a> Deletion<'a> {
             archive.sync()?;
         }
         transaction.commit().await?;
+        self.unregistered_outbox_names = None;
         self.summary.outbox_rows += std::mem::take(&mut self.uncommitted_outbox_rows);
         Ok(())
     }
