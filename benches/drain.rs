@@ -69,7 +69,7 @@ fn main() {
         let database = Database::connect(&url, Access::ReadWrite).await.expect("connect");
         cascade::db::migrate(&database).await.expect("the tool's tables");
         let durability = durability(&database).await;
-        let messages = write_backlog(&database, rows, SHARDS).await;
+        let messages = write_backlog(&database, rows, SHARDS, false).await;
         let started = Instant::now();
         let deleted = database.execute_alone(&statement("DELETE FROM cascade_outbox_entry")).await.expect("delete");
         assert_eq!(deleted, rows);
@@ -102,24 +102,43 @@ fn main() {
             [rows / 10, rows].into_iter().map(move |backlog| (*label, target.as_str(), concurrency, backlog, SHARDS))
         })
     });
-    let built = (String::new(), PathBuf::from(env!("CARGO_BIN_EXE_cascade")));
-    let baseline = text_argument("--baseline").map(|path| (BASELINE.to_owned(), PathBuf::from(path)));
-    let binaries: Vec<_> = std::iter::once(built).chain(baseline).collect();
+    let built = Build { label: String::new(), binary: PathBuf::from(env!("CARGO_BIN_EXE_cascade")), url: url.clone() };
+    // The baseline drains a database of its own, whose tables its own migrations made: an earlier
+    // build refuses tables newer than it knows.
+    let baseline = text_argument("--baseline").map(|path| {
+        let url = runtime.block_on(fresh_database(&server.url, "cascade_drain_bench_baseline"));
+        let binary = PathBuf::from(path);
+        run_drain(&binary, &config(dir.path(), "command = [\"cat\"]"), &url, 1);
+        Build { label: BASELINE.to_owned(), binary, url }
+    });
+    let builds: Vec<_> = std::iter::once(built).chain(baseline).collect();
     for (label, target, concurrency, backlog, shards) in cases.chain(one_shard) {
-        for (build, binary) in &binaries {
-            let case = Case { label, build, binary, target, concurrency, backlog, shards };
-            runs.push(runtime.block_on(measure(&case, dir.path(), &url, &received)));
+        for build in &builds {
+            let case = Case { label, build, target, concurrency, backlog, shards };
+            runs.push(runtime.block_on(measure(&case, dir.path(), &received)));
         }
     }
     report(&runs, rows, floor, &durability);
 }
 
+/// A build of `cascade` and the database it drains.
+struct Build {
+    /// What a run's label says of the binary: nothing for the one built with the bench.
+    label: String,
+    binary: PathBuf,
+    url: String,
+}
+
+impl Build {
+    fn is_baseline(&self) -> bool {
+        !self.label.is_empty()
+    }
+}
+
 /// One drain to measure: a sink, a backlog and how many shards it is spread over.
 struct Case<'a> {
     label: &'a str,
-    /// What the label says of the binary: nothing for the one built with the bench.
-    build: &'a str,
-    binary: &'a Path,
+    build: &'a Build,
     target: &'a str,
     concurrency: usize,
     backlog: u64,
@@ -137,7 +156,8 @@ const TOPIC: &str = "cascade.organization.project_update";
 const PARTITIONS: i32 = 12;
 
 /// Writes the case's backlog, drains it with `cascade outbox drain --once` and checks the result.
-async fn measure(case: &Case<'_>, dir: &Path, url: &str, received: &AtomicU64) -> Run {
+async fn measure(case: &Case<'_>, dir: &Path, received: &AtomicU64) -> Run {
+    let url = case.build.url.as_str();
     // A fresh cluster per run: its topic counts this run's records only.
     let kafka = (case.label == KAFKA).then(|| {
         let cluster = MockCluster::new(3).expect("a mock Kafka cluster");
@@ -150,9 +170,10 @@ async fn measure(case: &Case<'_>, dir: &Path, url: &str, received: &AtomicU64) -
     };
     let config = config(dir, &target);
     let database = Database::connect(url, Access::ReadWrite).await.expect("connect");
-    let messages = write_backlog(&database, case.backlog, case.shards).await;
+    let messages = write_backlog(&database, case.backlog, case.shards, case.build.is_baseline()).await;
     received.store(0, Ordering::SeqCst);
-    let (drain, peak_rss_kib) = tokio::task::block_in_place(|| run_drain(case.binary, &config, url, case.concurrency));
+    let (drain, peak_rss_kib) =
+        tokio::task::block_in_place(|| run_drain(&case.build.binary, &config, url, case.concurrency));
     let left = database.fetch_count(&statement("SELECT COUNT(*) FROM cascade_outbox")).await.expect("count");
     database.close().await;
     assert_eq!(left, 0, "{}: the backlog is drained", case.label);
@@ -163,7 +184,7 @@ async fn measure(case: &Case<'_>, dir: &Path, url: &str, received: &AtomicU64) -
         let records = tokio::task::block_in_place(|| records_in_topic(cluster));
         assert_eq!(records, messages, "{}: every message is in the topic, once", case.label);
     }
-    let label = format!("{}, {} shards, concurrency {}{}", case.label, case.shards, case.concurrency, case.build);
+    let label = format!("{}, {} shards, concurrency {}{}", case.label, case.shards, case.concurrency, case.build.label);
     eprintln!("{label}: {} rows, {messages} messages in {drain:?}, peak RSS {peak_rss_kib} KiB", case.backlog);
     Run { label, rows: case.backlog, messages, drain, peak_rss_kib }
 }
@@ -193,26 +214,38 @@ timeout = "30s"
 }
 
 /// Writes `rows` tombstones over `shards` shards, one in five coalesced; the messages they make.
-async fn write_backlog(database: &Database, rows: u64, shards: u64) -> u64 {
+/// `legacy`: into the table of the tool's tables before migration 9 (for the baseline build).
+async fn write_backlog(database: &Database, rows: u64, shards: u64, legacy: bool) -> u64 {
     // At least one row per shard and one object per shard, for small `--rows`.
     let per_shard = (rows / shards).max(1);
     let objects = (per_shard * 4 / 5).max(1);
-    let names = "INSERT INTO cascade_outbox_name (name) VALUES ('organization'), ('project_update'), ('') \
-                 ON CONFLICT (name) DO NOTHING";
-    database.execute_alone(&statement(names)).await.expect("register the names");
-    let code = |name: &str| format!("(SELECT code FROM cascade_outbox_name WHERE name = '{name}')");
-    let sql = format!(
-        "INSERT INTO cascade_outbox_entry (scope_code, shard_identifier, category_code, model_code, \
-         object_identifier, payload) SELECT {}, CAST(n / {per_shard} AS TEXT), {}, {}, \
-         CAST((n / {per_shard}) * 100000 + n % {objects} AS TEXT), '{{\"slug\": \"project\"}}' \
-         FROM generate_series(0, {}) AS n",
-        code("organization"),
-        code("project_update"),
-        code(""),
-        rows - 1
-    );
+    let (shard, object) =
+        (format!("CAST(n / {per_shard} AS TEXT)"), format!("CAST((n / {per_shard}) * 100000 + n % {objects} AS TEXT)"));
+    let (table, sql) = if legacy {
+        let columns = "scope, shard_identifier, category, object_identifier, payload";
+        (
+            "cascade_outbox",
+            format!(
+                "INSERT INTO cascade_outbox ({columns}) SELECT 'organization', {shard}, 'project_update', {object}"
+            ),
+        )
+    } else {
+        let names = "INSERT INTO cascade_outbox_name (name) VALUES ('organization'), ('project_update'), ('') \
+                     ON CONFLICT (name) DO NOTHING";
+        database.execute_alone(&statement(names)).await.expect("register the names");
+        let code = |name: &str| format!("(SELECT code FROM cascade_outbox_name WHERE name = '{name}')");
+        let columns = "scope_code, shard_identifier, category_code, model_code, object_identifier, payload";
+        let (scope, category, model) = (code("organization"), code("project_update"), code(""));
+        (
+            "cascade_outbox_entry",
+            format!(
+                "INSERT INTO cascade_outbox_entry ({columns}) SELECT {scope}, {shard}, {category}, {model}, {object}"
+            ),
+        )
+    };
+    let sql = format!("{sql}, '{{\"slug\": \"project\"}}' FROM generate_series(0, {}) AS n", rows - 1);
     database.execute_alone(&statement(&sql)).await.expect("write the backlog");
-    database.execute_alone(&statement("ANALYZE cascade_outbox_entry")).await.expect("analyze");
+    database.execute_alone(&statement(&format!("ANALYZE {table}"))).await.expect("analyze");
     rows.div_ceil(per_shard) * objects
 }
 

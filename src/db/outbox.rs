@@ -4,18 +4,42 @@
 //! Shard and object identifiers are text, or on SQLite integers where their text is one (see
 //! [`Backend::outbox_identifier`](super::Backend::outbox_identifier)).
 
-use super::Database;
-use super::sql::{Param, SqlBuilder, Statement};
+use std::collections::HashMap;
+use std::sync::{Arc, RwLock};
+
+use super::sql::{SqlBuilder, Statement};
+use super::{Database, DbError};
+
+/// The codes of the names registered when last read. A name keeps its code for good, so a code
+/// read once never goes stale; a name registered since is missing until the next
+/// [`Codes::read`]. A reader binds codes as values, which lets PostgreSQL plan a statement on its
+/// parameters (a code looked up inside the statement makes it probe row by row).
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Codes(Arc<RwLock<HashMap<String, i64>>>);
+
+impl Codes {
+    /// Reads every registered name's code (none before migration 9's table has rows).
+    pub(crate) async fn read(&self, database: &Database) -> Result<(), DbError> {
+        let mut sql = database.sql();
+        sql.push("SELECT name, CAST(code AS TEXT) FROM cascade_outbox_name");
+        let rows = database.fetch_texts(&sql.finish()).await?;
+        let codes = rows.into_iter().filter_map(|row| {
+            let mut row = row.into_iter().flatten();
+            Some((row.next()?, row.next()?.parse().ok()?))
+        });
+        *self.0.write().unwrap_or_else(std::sync::PoisonError::into_inner) = codes.collect();
+        Ok(())
+    }
+
+    /// The code of `name`, when it was registered by the last read.
+    pub(crate) fn get(&self, name: &str) -> Option<i64> {
+        self.0.read().unwrap_or_else(std::sync::PoisonError::into_inner).get(name).copied()
+    }
+}
 
 /// `(SELECT code ...)`: the code of `name`, NULL while it is not registered.
 pub(crate) fn push_code(sql: &mut SqlBuilder, name: &str) {
     sql.push("(SELECT code FROM cascade_outbox_name WHERE name = ").bind_text(name).push(")");
-}
-
-/// `(SELECT code ... IN (...))`: the codes of `names` that are registered.
-pub(crate) fn push_codes<'a>(sql: &mut SqlBuilder, names: impl IntoIterator<Item = &'a String>) {
-    sql.push("(SELECT code FROM cascade_outbox_name WHERE name IN (");
-    sql.binds(names.into_iter().map(|name| Param::text(name))).push("))");
 }
 
 /// `text` as the integer an outbox identifier is stored as on SQLite, when it is one written the

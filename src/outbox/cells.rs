@@ -9,7 +9,6 @@
 //! got row 12 or a row 15 written after `us`'s delivery.
 
 use super::store::{DELETED_PER_STATEMENT, Deliverable, Row, Shard, push_covered, push_not_received};
-use crate::db::outbox::push_code;
 use crate::db::sql::Param;
 use crate::db::{Database, DbError, Transaction};
 
@@ -83,8 +82,8 @@ pub(crate) async fn sweep(database: &Database, deliverable: &Deliverable) -> Res
     let mut deleted = 0;
     for scope in deliverable.scopes(true) {
         let mut sql = database.sql();
-        sql.push("DELETE FROM cascade_outbox_entry WHERE scope_code = ");
-        push_code(&mut sql, &scope.name);
+        let Some(code) = deliverable.codes.get(&scope.name) else { continue };
+        sql.push("DELETE FROM cascade_outbox_entry WHERE scope_code = ").bind(Param::integer(code));
         sql.push(" AND id IN (SELECT outbox_id FROM cascade_outbox_delivered WHERE cell IN (");
         sql.binds(scope.cells.iter().map(|cell| Param::text(cell)));
         sql.push(") GROUP BY outbox_id HAVING COUNT(*) = ");

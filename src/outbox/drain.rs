@@ -147,6 +147,7 @@ impl Drainer {
     /// due now and returns. Database errors are waited out unless `once`.
     pub async fn run(&self, stop: Arc<AtomicBool>) -> Result<DrainReport, OutboxError> {
         migrate(&self.inner.database).await?;
+        self.inner.routes.deliverable.codes.read(&self.inner.database).await?;
         let swept = cells::sweep(&self.inner.database, &self.inner.routes.deliverable).await?;
         if swept > 0 {
             info!(rows = swept, "deleted outbox rows every cell of their scope already had");
@@ -214,6 +215,8 @@ impl Inner {
             let shard = {
                 let mut queue = queue.lock().await;
                 if queue.shards.is_empty() && !queue.all_found {
+                    // Names registered since the last look (a new category's first tombstones).
+                    self.routes.deliverable.codes.read(&self.database).await?;
                     let now = self.clock.now();
                     let found =
                         store::due_shards(&self.database, &self.routes.deliverable, due, now, SHARDS_PER_LOOK).await?;

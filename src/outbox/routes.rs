@@ -58,10 +58,10 @@ impl Routes {
             }
             if !categories.is_empty() {
                 let cells = scope.cells.iter().map(|cell| cell.value.clone()).collect();
-                routes.deliverable.0.push(DeliverableScope { name: name.clone(), categories, cells });
+                routes.deliverable.scopes.push(DeliverableScope { name: name.clone(), categories, cells });
             }
         }
-        if routes.deliverable.0.is_empty() {
+        if routes.deliverable.scopes.is_empty() {
             let reason = if options.scopes.is_empty() && options.categories.is_empty() {
                 "no outbox category has a sink to deliver to: declare one under [outbox.sinks] and name it as a scope's `sink`"
             } else {
@@ -89,7 +89,7 @@ impl Routes {
 
     /// Every cell of `scope` (none without cells).
     pub(super) fn cells(&self, scope: &str) -> &[String] {
-        self.deliverable.0.iter().find(|deliverable| deliverable.name == scope).map_or(&[], |d| &d.cells)
+        self.deliverable.scopes.iter().find(|deliverable| deliverable.name == scope).map_or(&[], |d| &d.cells)
     }
 }
 

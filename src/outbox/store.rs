@@ -7,7 +7,7 @@
 
 use std::time::SystemTime;
 
-use crate::db::outbox::{push_code, push_codes, push_identifier};
+use crate::db::outbox::{Codes, push_identifier};
 use crate::db::sql::{Param, SqlBuilder};
 use crate::db::{Database, DbError, first_text};
 
@@ -16,6 +16,8 @@ use crate::db::{Database, DbError, first_text};
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub(crate) struct Shard {
     pub scope: String,
+    /// The scope's code in `cascade_outbox_name`.
+    pub scope_code: i64,
     /// NULL when the deleted row's shard key was NULL.
     pub identifier: Option<String>,
     /// The cell delivered to: `''` for a scope without cells.
@@ -38,25 +40,33 @@ pub(crate) struct DeliverableScope {
     pub cells: Vec<String>,
 }
 
-/// The scopes a drainer delivers. Rows of other scopes and categories stay where they are.
+/// The scopes a drainer delivers, and the codes of their names as last read (see
+/// [`Codes::read`]). Rows of other scopes and categories stay where they are.
 #[derive(Debug, Clone, Default)]
-pub(crate) struct Deliverable(pub Vec<DeliverableScope>);
+pub(crate) struct Deliverable {
+    pub scopes: Vec<DeliverableScope>,
+    pub codes: Codes,
+}
 
 impl Deliverable {
     /// The scopes with cells (`true`) or without.
     pub(super) fn scopes(&self, with_cells: bool) -> impl Iterator<Item = &DeliverableScope> {
-        self.0.iter().filter(move |scope| scope.cells.is_empty() != with_cells)
+        self.scopes.iter().filter(move |scope| scope.cells.is_empty() != with_cells)
     }
 
     /// `alias`'s row has a deliverable scope and category, of a scope with cells or without.
     fn push(&self, sql: &mut SqlBuilder, alias: &str, with_cells: bool) {
         sql.push("(1 = 0");
         for scope in self.scopes(with_cells) {
-            sql.push(&format!(" OR ({alias}.scope_code = "));
-            push_code(sql, &scope.name);
-            sql.push(&format!(" AND {alias}.category_code IN "));
-            push_codes(sql, &scope.categories);
-            sql.push(")");
+            // A name with no code yet has no rows.
+            let Some(code) = self.codes.get(&scope.name) else { continue };
+            let categories: Vec<Param> =
+                scope.categories.iter().filter_map(|category| self.codes.get(category)).map(Param::integer).collect();
+            if categories.is_empty() {
+                continue;
+            }
+            sql.push(&format!(" OR ({alias}.scope_code = ")).bind(Param::integer(code));
+            sql.push(&format!(" AND {alias}.category_code IN (")).binds(categories).push("))");
         }
         sql.push(")");
     }
@@ -86,8 +96,7 @@ pub(super) fn push_not_received(sql: &mut SqlBuilder, alias: &str, cell: impl Fn
 
 /// `alias`'s row belongs to `shard` (whichever cell).
 pub(super) fn push_shard(sql: &mut SqlBuilder, alias: &str, shard: &Shard) {
-    sql.push(&format!("{alias}.scope_code = "));
-    push_code(sql, &shard.scope);
+    sql.push(&format!("{alias}.scope_code = ")).bind(Param::integer(shard.scope_code));
     match &shard.identifier {
         Some(identifier) => {
             sql.push(&format!(" AND {alias}.shard_identifier = "));
@@ -98,9 +107,12 @@ pub(super) fn push_shard(sql: &mut SqlBuilder, alias: &str, shard: &Shard) {
     };
 }
 
-/// `alias`'s row is due by `due` (a NULL `scheduled_for` is its `date_added`).
+/// `alias`'s row is due by `due` (a NULL `scheduled_for` is its `date_added`). Written without
+/// `COALESCE`, whose selectivity PostgreSQL can only guess: with a guess of a third it probes an
+/// object's later rows row by row instead of hashing the shard's (5 ms against 1 ms a batch).
 fn push_scheduled_by(sql: &mut SqlBuilder, alias: &str, due: SystemTime) {
-    sql.push(&format!("COALESCE({alias}.scheduled_for, {alias}.date_added) <= ")).timestamp(due);
+    sql.push(&format!("({alias}.scheduled_for <= ")).timestamp(due);
+    sql.push(&format!(" OR ({alias}.scheduled_for IS NULL AND {alias}.date_added <= ")).timestamp(due).push("))");
 }
 
 /// `cascade_outbox_shard`'s row of `claim`'s shard, still held by the claim.
@@ -136,7 +148,7 @@ pub(crate) async fn due_shards(
         }
         let mut sql = database.sql();
         sql.push("SELECT n.name, CAST(o.shard_identifier AS TEXT), ").push(if with_cells { "c.column2" } else { "''" });
-        sql.push(", CAST(MIN(o.id) AS TEXT) FROM cascade_outbox_entry o ");
+        sql.push(", CAST(MIN(o.id) AS TEXT), CAST(o.scope_code AS TEXT) FROM cascade_outbox_entry o ");
         sql.push("JOIN cascade_outbox_name n ON n.code = o.scope_code ");
         if with_cells {
             sql.push("JOIN ");
@@ -156,14 +168,18 @@ pub(crate) async fn due_shards(
         }
         sql.push(" AND (s.scope IS NULL OR (");
         push_claimable(&mut sql, "s", now, due);
-        sql.push(")) GROUP BY n.name, o.shard_identifier");
+        sql.push(")) GROUP BY o.scope_code, n.name, o.shard_identifier");
         sql.push(if with_cells { ", c.column2" } else { "" });
         sql.push(" ORDER BY MIN(o.id) LIMIT ").bind(Param::integer(clamp(limit)));
         for row in database.fetch_texts(&sql.finish()).await? {
             let text = |index: usize| row.get(index).cloned().flatten();
             let first: i64 = text(3).and_then(|id| id.parse().ok()).unwrap_or_default();
-            let shard =
-                Shard { scope: text(0).unwrap_or_default(), identifier: text(1), cell: text(2).unwrap_or_default() };
+            let shard = Shard {
+                scope: text(0).unwrap_or_default(),
+                scope_code: text(4).and_then(|code| code.parse().ok()).unwrap_or_default(),
+                identifier: text(1),
+                cell: text(2).unwrap_or_default(),
+            };
             found.push((first, shard));
         }
     }
