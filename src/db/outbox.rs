@@ -35,6 +35,12 @@ impl Codes {
     pub(crate) fn get(&self, name: &str) -> Option<i64> {
         self.0.read().unwrap_or_else(std::sync::PoisonError::into_inner).get(name).copied()
     }
+
+    /// The name of `code`, when it was registered by the last read (a few dozen names: a scan).
+    pub(crate) fn name(&self, code: i64) -> Option<String> {
+        let codes = self.0.read().unwrap_or_else(std::sync::PoisonError::into_inner);
+        codes.iter().find(|(_, known)| **known == code).map(|(name, _)| name.clone())
+    }
 }
 
 /// `(SELECT code ...)`: the code of `name`, NULL while it is not registered.

@@ -310,11 +310,9 @@ pub(crate) async fn next_messages(
 ) -> Result<Vec<Row>, DbError> {
     let backend = database.backend();
     let mut sql = database.sql();
-    sql.push("SELECT CAST(o.id AS TEXT), category.name, CAST(o.category_code AS TEXT), model.name, ");
-    sql.push("CAST(o.model_code AS TEXT), CAST(o.object_identifier AS TEXT), o.payload, ");
-    sql.push(&backend.timestamp_text("o.date_added")).push(" FROM cascade_outbox_entry o ");
-    sql.push("JOIN cascade_outbox_name category ON category.code = o.category_code ");
-    sql.push("JOIN cascade_outbox_name model ON model.code = o.model_code WHERE ");
+    sql.push("SELECT CAST(o.id AS TEXT), CAST(o.category_code AS TEXT), CAST(o.model_code AS TEXT), ");
+    sql.push("CAST(o.object_identifier AS TEXT), o.payload, ");
+    sql.push(&backend.timestamp_text("o.date_added")).push(" FROM cascade_outbox_entry o WHERE ");
     push_shard(&mut sql, "o", shard);
     sql.push(" AND o.id > ").bind(Param::integer(after)).push(" AND ");
     push_scheduled_by(&mut sql, "o", due);
@@ -337,7 +335,7 @@ pub(crate) async fn next_messages(
     sql.push(")");
     sql.push(" ORDER BY o.id LIMIT ").bind(Param::integer(clamp(limit)));
     let rows = database.fetch_texts(&sql.finish()).await?;
-    Ok(rows
+    let mut rows: Vec<Row> = rows
         .into_iter()
         .map(|row| {
             let mut row = row.into_iter();
@@ -345,16 +343,28 @@ pub(crate) async fn next_messages(
             let number = |text: Option<String>| text.and_then(|text| text.parse().ok()).unwrap_or_default();
             Row {
                 id: number(next()),
-                category: next().unwrap_or_default(),
                 category_code: number(next()),
-                model: next().unwrap_or_default(),
                 model_code: number(next()),
                 object_identifier: next().unwrap_or_default(),
                 payload: next(),
                 date_added: next().unwrap_or_default(),
+                category: String::new(),
+                model: String::new(),
             }
         })
-        .collect())
+        .collect();
+    // The names come from the codes read; a model registered since (its first tombstones of a
+    // category already delivered) is read now. Joining the names in the statement cost a fifth
+    // of its time.
+    let codes = &deliverable.codes;
+    if rows.iter().any(|row| codes.name(row.category_code).is_none() || codes.name(row.model_code).is_none()) {
+        codes.read(database).await?;
+    }
+    for row in &mut rows {
+        row.category = codes.name(row.category_code).unwrap_or_default();
+        row.model = codes.name(row.model_code).unwrap_or_default();
+    }
+    Ok(rows)
 }
 
 /// Messages whose rows one statement deletes: four parameters each, well under the most a
