@@ -13,7 +13,7 @@ use std::time::SystemTime;
 
 use common::prometheus::{SERVING, Sample, Server, parse, scrape, value};
 use common::running::Running;
-use common::{DEADLINE, count, on_each_database, project, repository, schedule_now, texts, tools};
+use common::{DEADLINE, count, on_each_database, poll, project, repository, schedule_now, texts, tools};
 use serde_json::Value;
 
 const ALERTS: &str = "ops/prometheus/alerts.yml";
@@ -228,16 +228,13 @@ command = ["sh", "-c", "cat > /dev/null; echo 'cell us is down' >&2; exit 3"]
 /// Scrapes `url` until `done` holds for its samples (every scrape a fresh reading); the last
 /// body and its samples. Fails the test when it does not hold by the deadline.
 fn scrape_until(url: &str, what: &str, done: impl Fn(&[Sample]) -> bool) -> (String, Vec<Sample>) {
-    let started = std::time::Instant::now();
-    loop {
-        let (_, body) = scrape(url);
-        let samples = parse(&body);
-        if done(&samples) {
-            return (body, samples);
-        }
-        assert!(started.elapsed() < DEADLINE, "timed out waiting until {what}; the last scrape:\n{body}");
-        std::thread::sleep(std::time::Duration::from_millis(50));
-    }
+    let mut last = String::new();
+    let found = poll(DEADLINE, || {
+        last = scrape(url).1;
+        let samples = parse(&last);
+        done(&samples).then(|| (last.clone(), samples))
+    });
+    found.unwrap_or_else(|| panic!("timed out waiting until {what}; the last scrape:\n{last}"))
 }
 
 fn unix_seconds(time: SystemTime) -> f64 {

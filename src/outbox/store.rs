@@ -353,9 +353,9 @@ pub(crate) async fn next_messages(
             }
         })
         .collect();
-    // The names come from the codes read; a model registered since (its first tombstones of a
-    // category already delivered) is read now. Joining the names in the statement cost a fifth
-    // of its time.
+    // The names come from the codes read before the look; a name registered since (a new model
+    // writing a category already delivered) is read now. Joining the names in the statement
+    // cost a fifth of its time.
     let codes = &deliverable.codes;
     if rows.iter().any(|row| codes.name(row.category_code).is_none() || codes.name(row.model_code).is_none()) {
         codes.read(database).await?;

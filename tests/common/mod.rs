@@ -78,28 +78,33 @@ pub fn count(url: &str, sql: &str) -> u64 {
 /// How long a test waits for a signal (a row, a log line, a file) before it fails.
 pub const DEADLINE: Duration = Duration::from_secs(60);
 
-/// Polls `done` until it holds; fails the test when `what` has not happened by the deadline.
-pub fn wait_until(what: &str, mut done: impl FnMut() -> bool) {
+/// Checks for a signal with `check` every 20 ms until it gives one; `None` past `deadline`.
+pub fn poll<T>(deadline: Duration, mut check: impl FnMut() -> Option<T>) -> Option<T> {
     let started = Instant::now();
-    while !done() {
-        assert!(started.elapsed() < DEADLINE, "timed out waiting until {what}");
+    loop {
+        if let Some(signal) = check() {
+            return Some(signal);
+        }
+        if started.elapsed() > deadline {
+            return None;
+        }
         std::thread::sleep(Duration::from_millis(20));
     }
 }
 
+/// Polls `done` until it holds; fails the test when `what` has not happened by the deadline.
+pub fn wait_until(what: &str, mut done: impl FnMut() -> bool) {
+    let held = poll(DEADLINE, || done().then_some(()));
+    assert!(held.is_some(), "timed out waiting until {what}");
+}
+
 /// Waits for `child` to exit; past `deadline` kills it and fails the test, naming `what`.
 pub fn wait_for_exit(child: &mut std::process::Child, what: &str, deadline: Duration) -> std::process::ExitStatus {
-    let started = Instant::now();
-    loop {
-        if let Some(status) = child.try_wait().unwrap_or_else(|error| panic!("wait for {what}: {error}")) {
-            return status;
-        }
-        if started.elapsed() > deadline {
-            let _ = child.kill();
-            panic!("{what} did not exit within {deadline:?}");
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    let exited = poll(deadline, || child.try_wait().unwrap_or_else(|error| panic!("wait for {what}: {error}")));
+    exited.unwrap_or_else(|| {
+        let _ = child.kill();
+        panic!("{what} did not exit within {deadline:?}")
+    })
 }
 
 /// Every row of every table (the tool's own included), each as a JSON object, sorted: a
