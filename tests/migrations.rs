@@ -347,3 +347,105 @@ on_each_database!(
         block_on(outbox_rows_move_to_coded_entries(&databases.create(&ddl), time, integers));
     }
 );
+
+/// A tombstone as an application (or a worker of the release before) writes it into the table
+/// `cascade_outbox` while another process upgrades the tool's tables.
+fn application_tombstone(object: &str) -> Statement {
+    statement(&format!(
+        "INSERT INTO cascade_outbox (scope, shard_identifier, category, model, object_identifier) \
+         VALUES ('organization', '1', 'project_update', 'project', '{object}')"
+    ))
+}
+
+/// Migration 9 moves the outbox's rows into a new table and drops the old one. Tombstones other
+/// sessions commit meanwhile must not be dropped with it: a writer commits tombstones before,
+/// during and after the migration, and (on PostgreSQL) one transaction holds a tombstone open
+/// until the migration waits for it. Every tombstone whose commit succeeded is there afterwards
+/// (a writer may be made to wait, or fail, but never lose a row).
+async fn concurrent_tombstones_survive_the_migration(url: String, hold_one_open: bool) {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, Ordering};
+
+    let application = Database::connect(&url, Access::ReadWrite).await.unwrap();
+    assert_eq!(schema_version(&application).await.unwrap(), 8);
+    let held = if hold_one_open {
+        let mut transaction = application.begin_write().await.unwrap();
+        transaction.execute(&application_tombstone("held")).await.unwrap();
+        Some(transaction)
+    } else {
+        None
+    };
+    let migrated = Arc::new(AtomicBool::new(false));
+    let writer = tokio::spawn({
+        let (url, migrated) = (url.clone(), migrated.clone());
+        async move {
+            let database = Database::connect(&url, Access::ReadWrite).await.unwrap();
+            let (mut committed, mut after) = (Vec::new(), 0);
+            for index in 0..200_000 {
+                let object = format!("w{index}");
+                let done_before = migrated.load(Ordering::SeqCst);
+                if database.execute(&application_tombstone(&object)).await.is_ok() {
+                    committed.push(object);
+                    after += usize::from(done_before);
+                }
+                if after >= 20 {
+                    break;
+                }
+            }
+            assert!(after >= 20, "tombstones are written after the migration too");
+            committed
+        }
+    });
+    let migration = tokio::spawn({
+        let url = url.clone();
+        async move { migrate(&Database::connect(&url, Access::ReadWrite).await.unwrap()).await }
+    });
+    if let Some(transaction) = held {
+        // The signal: a session other than the writer's waits for a lock (the migration, for the
+        // open transaction's).
+        let waiting = "SELECT COUNT(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' \
+                       AND query NOT LIKE 'INSERT INTO cascade_outbox %'";
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+        while count(&application, waiting).await == 0 {
+            assert!(std::time::Instant::now() < deadline, "the migration never waited for the open transaction");
+            tokio::task::yield_now().await;
+        }
+        transaction.commit().await.unwrap();
+    }
+    migration.await.unwrap().unwrap();
+    migrated.store(true, Ordering::SeqCst);
+    let mut committed = writer.await.unwrap();
+    if hold_one_open {
+        committed.push("held".to_owned());
+    }
+    let kept: std::collections::BTreeSet<String> = application
+        .fetch_texts(&statement("SELECT object_identifier FROM cascade_outbox WHERE category = 'project_update'"))
+        .await
+        .unwrap()
+        .into_iter()
+        .filter_map(|row| row[0].clone())
+        .collect();
+    let lost: Vec<&String> = committed.iter().filter(|object| !kept.contains(*object)).collect();
+    assert!(
+        lost.is_empty(),
+        "{} of {} committed tombstones lost, e.g. {:?}",
+        lost.len(),
+        committed.len(),
+        &lost[..lost.len().min(5)]
+    );
+    application.close().await;
+}
+
+on_each_database!(
+    sqlite_tombstones_written_during_the_outbox_migration_are_kept("sqlite", false),
+    postgres_tombstones_written_during_the_outbox_migration_are_kept("postgres", true),
+    |databases, dialect, hold_one_open| {
+        let url = databases.create(&at_version(dialect, 8));
+        tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .expect("a runtime")
+            .block_on(concurrent_tombstones_survive_the_migration(url, hold_one_open));
+    }
+);

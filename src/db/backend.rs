@@ -234,6 +234,12 @@ pub(super) trait Driver: Backend {
     /// transaction at once (none where a write transaction already excludes the others).
     fn writer_lock(&self, lock: WriterLock) -> Option<&'static str>;
 
+    /// A script run before pending migrations that makes every other writer of `tables` (those
+    /// of them that exist) wait until the migration commits, so that no row is written into a
+    /// table while a migration moves its rows (none where a write transaction already excludes
+    /// every other writer).
+    fn lock_for_migration(&self, tables: &[&str]) -> Option<String>;
+
     /// What kind of failure `error` is.
     fn classify(&self, error: &sqlx::Error) -> Failure;
 

@@ -31,6 +31,12 @@ pub async fn migrate(database: &Database) -> Result<i64, DbError> {
         transaction.rollback().await?;
         return Err(DbError::NewerTables { found: current, known });
     }
+    if current < known {
+        let tables = created_tables(migrations);
+        if let Some(lock) = database.driver.lock_for_migration(&tables) {
+            transaction.execute_script(&lock).await?;
+        }
+    }
     for (version, script) in (1..).zip(migrations).skip(usize::try_from(current).unwrap_or(0)) {
         transaction.execute_script(script).await?;
         let mut record = database.sql();
@@ -41,6 +47,23 @@ pub async fn migrate(database: &Database) -> Result<i64, DbError> {
     transaction.commit().await?;
     database.migrated.store(true, Ordering::SeqCst);
     Ok(known)
+}
+
+/// Every table the migrations create, in the order they first do: the tables a pending
+/// migration may move rows out of.
+fn created_tables(migrations: &[&'static str]) -> Vec<&'static str> {
+    let mut tables = Vec::new();
+    for script in migrations {
+        for (at, _) in script.match_indices("CREATE TABLE ") {
+            let rest = &script[at + "CREATE TABLE ".len()..];
+            let rest = rest.strip_prefix("IF NOT EXISTS ").unwrap_or(rest);
+            let end = rest.find(|c: char| !(c.is_ascii_alphanumeric() || c == '_')).unwrap_or(rest.len());
+            if end > 0 && !tables.contains(&&rest[..end]) {
+                tables.push(&rest[..end]);
+            }
+        }
+    }
+    tables
 }
 
 /// The version the tool's tables are at: 0 before the first migration.
@@ -57,4 +80,15 @@ fn max_version() -> Statement {
 
 fn parse_version(rows: &super::TextRows) -> i64 {
     super::first_text(rows).and_then(|v| v.parse().ok()).unwrap_or(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::created_tables;
+
+    #[test]
+    fn the_tables_to_lock_are_read_from_the_migrations() {
+        let scripts = ["CREATE TABLE IF NOT EXISTS a_b (x INT);\nCREATE TABLE c(y INT);", "CREATE TABLE a_b (z INT);"];
+        assert_eq!(created_tables(&scripts), ["a_b", "c"]);
+    }
 }

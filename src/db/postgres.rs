@@ -268,6 +268,28 @@ impl Driver for Postgres {
         })
     }
 
+    fn lock_for_migration(&self, tables: &[&str]) -> Option<String> {
+        // EXCLUSIVE blocks every write and lets reads go on; the advisory lock alone would let
+        // another session (an application's own outbox writes, a worker of the release before)
+        // commit rows into a table between a migration's copy of it and its drop. The names
+        // are the migrations' own, never a user's.
+        let names: Vec<String> = tables.iter().map(|table| format!("'{table}'")).collect();
+        Some(format!(
+            "DO $lock$
+            DECLARE tables TEXT;
+            BEGIN
+                SELECT string_agg(c.oid::regclass::text, ', ' ORDER BY c.relname) INTO tables
+                FROM pg_class c
+                WHERE c.relname IN ({}) AND c.relkind IN ('r', 'p') AND pg_table_is_visible(c.oid);
+                IF tables IS NOT NULL THEN
+                    EXECUTE 'LOCK TABLE ' || tables || ' IN EXCLUSIVE MODE';
+                END IF;
+            END
+            $lock$",
+            names.join(", ")
+        ))
+    }
+
     fn classify(&self, error: &sqlx::Error) -> Failure {
         if let Some(failure) = connection_failure(error) {
             return failure;

@@ -292,6 +292,10 @@ impl Driver for Sqlite {
         None
     }
 
+    fn lock_for_migration(&self, _tables: &[&str]) -> Option<String> {
+        None
+    }
+
     fn classify(&self, error: &sqlx::Error) -> Failure {
         if let Some(failure) = connection_failure(error) {
             return failure;
