@@ -48,6 +48,7 @@ pub mod render;
 pub mod review;
 pub mod scheduler;
 pub mod schema;
+pub mod secret;
 pub mod service;
 pub(crate) mod stop;
 pub mod telemetry;

@@ -200,7 +200,7 @@ impl Run {
         sql.push("UPDATE cascade_run SET finished_at = CURRENT_TIMESTAMP, rows = ").bind_text(&rows.json());
         sql.push(", outcome = ").bind_text(outcome.as_str()).push(", error = ");
         match error {
-            Some(error) => sql.bind_text(error),
+            Some(error) => sql.bind_text(&crate::secret::redact(error)),
             None => sql.push("NULL"),
         };
         sql.push(" WHERE id = ").bind(Param::integer(self.id));

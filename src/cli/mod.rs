@@ -154,6 +154,9 @@ pub fn main() -> ExitCode {
     let mut cli = Cli::parse();
     // An empty URL is no URL: CI systems pass an unset secret as an empty variable.
     cli.database_url = cli.database_url.filter(|url| !url.trim().is_empty());
+    if let Some(url) = &cli.database_url {
+        cascade::db::register_url_secrets(url);
+    }
     if cli.command.only_reads_and_prints() {
         restore_broken_pipe_exit();
     }
@@ -181,7 +184,7 @@ pub fn main() -> ExitCode {
         Command::Man(args) => shell::man(args),
     };
     result.unwrap_or_else(|error| {
-        eprintln!("error: {error:#}");
+        eprintln!("error: {}", cascade::secret::redact(&format!("{error:#}")));
         if let Some(hint) = hint(&error) {
             eprintln!("hint: {hint}");
         }
@@ -245,7 +248,10 @@ fn init_logging(cli: &Cli) {
     };
     let filter = tracing_subscriber::EnvFilter::try_from_env("CASCADE_LOG")
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(level));
-    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr);
+    // Every line is redacted: a driver's warning may quote a URL's parameters, a server's error
+    // may echo a token.
+    let stderr = || cascade::secret::RedactingWriter(std::io::stderr());
+    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(stderr);
     match cli.log_format {
         LogFormat::Text => builder.with_ansi(std::io::stderr().is_terminal()).init(),
         LogFormat::Json => builder.json().init(),

@@ -123,6 +123,10 @@ fn read_settings(mut fields: Fields<'_>, d: &mut Diagnostics) -> Settings {
     let max_chunk_size = unsigned("max_chunk_size");
     let adaptive = fields.optional("adaptive").and_then(|n| n.boolean(d));
     let database_url = fields.optional("database_url").and_then(|n| n.string(d));
+    // Its password is shown nowhere from now on: not in a snippet of this file, not in a log.
+    if let Some(url) = &database_url {
+        crate::db::register_url_secrets(&url.value);
+    }
     let allowed_users = fields.optional("allowed_users").and_then(|n| read_allowed_users(&n, d));
     let retention_interval =
         fields.optional("retention_interval").and_then(|n| duration(&n, "a duration such as \"1d\" or \"6h\"", d));

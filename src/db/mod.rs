@@ -18,6 +18,8 @@ pub(crate) use backend::{Backend, WriterLock};
 pub use backend::{Failure, Kind};
 pub use migrate::{SCHEMA_VERSION_TABLE, migrate, schema_version};
 pub(crate) use url::redact_with_query;
+pub(crate) use url::register_secrets_with_query;
+pub use url::register_url_secrets;
 pub use url::{DEFAULT_DATABASE_FILE, DEFAULT_DATABASE_URL, DatabaseUrl, redact, redact_command_line};
 
 use sqlx::postgres::PgPool;

@@ -36,6 +36,7 @@ impl DatabaseUrl {
         } else {
             return Err(DbError::UnsupportedUrl(redact(url)));
         };
+        register_url_secrets(url);
         Ok(Self { kind, url: url.to_owned() })
     }
 
@@ -73,6 +74,11 @@ pub fn redact(url: &str) -> String {
         return redact_keywords(url);
     };
     let (user_info, remainder) = split_user_info(rest);
+    let user_info = match user_info {
+        Some(UserInfo { user, password: Some(_) }) => format!("{user}:***@"),
+        Some(UserInfo { user, password: None }) => format!("{user}@"),
+        None => String::new(),
+    };
     let (before_query, query) = match remainder.split_once('?') {
         Some((before, query)) => (before, Some(query)),
         None => (remainder, None),
@@ -93,6 +99,33 @@ pub(crate) fn redact_with_query(url: &str) -> String {
         Some((before, query)) => format!("{before}?{}", hide_query_values(query, |_| true)),
         None => redacted,
     }
+}
+
+/// Registers the secrets of `url` with [`crate::secret`], so that they are redacted wherever they
+/// come back (a driver's warning, a server's echo): the password of its user info, and the values
+/// of the query parameters whose names are `secret`.
+fn register_secrets(url: &str, secret: impl Fn(&str) -> bool) {
+    let Some((_scheme, rest)) = split_scheme(url) else { return };
+    let (user_info, remainder) = split_user_info(rest);
+    if let Some(UserInfo { user, password: Some(password) }) = user_info {
+        crate::secret::register_credentials(user, password);
+    }
+    let query = remainder.split_once('?').map_or("", |(_, query)| query);
+    for (name, value) in query.split('&').filter_map(|pair| pair.split_once('=')) {
+        if secret(name) {
+            crate::secret::register(value);
+        }
+    }
+}
+
+/// [`register_secrets`] for a database URL: its password and libpq's secret parameters.
+pub fn register_url_secrets(url: &str) {
+    register_secrets(url, is_secret);
+}
+
+/// [`register_secrets`] for a URL whose query may hold a token under any name (a webhook's).
+pub(crate) fn register_secrets_with_query(url: &str) {
+    register_secrets(url, |_| true);
 }
 
 /// `query` with the values of the parameters whose names are `secret` as `***`.
@@ -118,26 +151,32 @@ fn split_scheme(url: &str) -> Option<(&str, &str)> {
         .map(|scheme| url.split_at(scheme.len()))
 }
 
-/// The user info at the start of `rest`, its password redacted, and what follows it. A user
-/// name holds none of `:@/?`; a password may hold anything. So a `:` that comes first starts a
-/// password, unless it starts a port (digits, then the path, the query or the end, with no `@`
-/// before the query), and the password ends at the first `@` after which no other `@` comes
-/// before a query (a `?` followed by `name=`); failing that, at the last `@`.
-fn split_user_info(rest: &str) -> (String, &str) {
+/// The user and password of a URL.
+struct UserInfo<'a> {
+    user: &'a str,
+    password: Option<&'a str>,
+}
+
+/// The user info at the start of `rest`, if any, and what follows it. A user name holds none
+/// of `:@/?`; a password may hold anything. So a `:` that comes first starts a password, unless
+/// it starts a port (digits, then the path, the query or the end, with no `@` before the
+/// query), and the password ends at the first `@` after which no other `@` comes before a query
+/// (a `?` followed by `name=`); failing that, at the last `@`.
+fn split_user_info(rest: &str) -> (Option<UserInfo<'_>>, &str) {
     let Some(end) = rest.find([':', '@', '/', '?']) else {
-        return (String::new(), rest);
+        return (None, rest);
     };
     let user = &rest[..end];
     match rest.as_bytes()[end] {
-        b'@' => (format!("{user}@"), &rest[end + 1..]),
+        b'@' => (Some(UserInfo { user, password: None }), &rest[end + 1..]),
         b':' if !starts_with_port(&rest[end + 1..]) => {
             let ats = || rest.match_indices('@').map(|(at, _)| at).filter(|at| *at > end);
             match ats().find(|at| ends_user_info(&rest[at + 1..])).or_else(|| ats().next_back()) {
-                Some(at) => (format!("{user}:***@"), &rest[at + 1..]),
-                None => (String::new(), rest),
+                Some(at) => (Some(UserInfo { user, password: Some(&rest[end + 1..at]) }), &rest[at + 1..]),
+                None => (None, rest),
             }
         }
-        _ => (String::new(), rest),
+        _ => (None, rest),
     }
 }
 

@@ -82,18 +82,14 @@ impl Report<'_> {
     }
 
     /// Source snippets with labels, then a one-line summary. A literal secret (`literal-secret`)
-    /// is shown as `*`s in every snippet: the output goes to terminals and CI logs.
+    /// and every secret the process knows (a `[settings] database_url` password) are shown as
+    /// `*`s in every snippet: the output goes to terminals and CI logs.
     pub fn human(&self, color: bool) -> String {
         let config = TermConfig::default();
         let secrets: Vec<&super::Location> =
             self.diagnostics.iter().filter(|d| d.code == Code::LiteralSecret).map(|d| &d.location).collect();
-        let masked;
-        let sources = if secrets.is_empty() {
-            self.sources
-        } else {
-            masked = self.sources.masked(secrets);
-            &masked
-        };
+        let masked = self.sources.masked(secrets);
+        let sources = &masked;
         let mut out = Vec::new();
         for diagnostic in self.diagnostics {
             let snippet = self.snippet(diagnostic);

@@ -42,10 +42,14 @@ impl Sources {
         self.files.len() - 1
     }
 
-    /// A copy whose text at each location is `*` (the quotes of a string kept), every line and
-    /// byte offset where it was: for printing snippets around values that must not be shown.
+    /// A copy whose text at each location, and at every secret the process knows
+    /// ([`crate::secret::mask`]), is `*` (the quotes of a string kept), every line and byte
+    /// offset where it was: for printing snippets around values that must not be shown.
     pub(crate) fn masked<'l>(&self, locations: impl IntoIterator<Item = &'l Location>) -> Sources {
         let mut masked = self.clone();
+        for file in &mut masked.files {
+            file.text = crate::secret::mask(&file.text);
+        }
         for location in locations {
             let Some(file) = masked.files.get_mut(location.file) else { continue };
             let Some(value) = file.text.get(location.span.clone()) else { continue };

@@ -270,7 +270,7 @@ pub(crate) async fn fail(
     let mut sql = database.sql();
     sql.push("UPDATE cascade_outbox_shard SET claim_token = NULL, claim_expires_at = NULL, attempts = ");
     sql.bind(Param::integer(clamp(claim.attempts + 1))).push(", next_attempt_at = ").timestamp(next_attempt);
-    sql.push(", last_attempt_at = ").timestamp(now).push(", last_error = ").bind_text(error);
+    sql.push(", last_attempt_at = ").timestamp(now).push(", last_error = ").bind_text(&crate::secret::redact(error));
     sql.push(", failing_since = ");
     if claim.attempts == 0 {
         sql.timestamp(now);

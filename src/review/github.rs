@@ -93,6 +93,7 @@ impl Context {
         let required =
             |name: &'static str| var(name).filter(|v| !v.is_empty()).ok_or(GithubError::MissingVariable(name));
         let token = required("GITHUB_TOKEN")?;
+        crate::secret::register(&token);
         let repository = required("GITHUB_REPOSITORY")?;
         let event_path = PathBuf::from(required("GITHUB_EVENT_PATH")?);
         let event = std::fs::read_to_string(&event_path)
@@ -213,9 +214,10 @@ impl Context {
         Ok(serde_json::from_str(&text).unwrap_or(Value::Null))
     }
 
-    /// `text` without the token, should an answer repeat it.
+    /// `text` without the token (registered when the context was read), should an answer
+    /// repeat it in any form.
     fn redact(&self, text: &str) -> String {
-        text.replace(&self.token, "***")
+        crate::secret::redact(text)
     }
 }
 

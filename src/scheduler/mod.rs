@@ -296,7 +296,7 @@ pub(crate) async fn failed(
     retry_at: SystemTime,
 ) -> Result<bool, DbError> {
     update_claim(database, claim, |sql| {
-        sql.push("in_progress = FALSE, claim_token = NULL, last_error = ").bind(text(error));
+        sql.push("in_progress = FALSE, claim_token = NULL, last_error = ").bind(text(&crate::secret::redact(error)));
         sql.push(", date_scheduled = ").timestamp(retry_at);
     })
     .await
@@ -311,7 +311,8 @@ pub(crate) async fn give_up(
     max_attempts: u64,
 ) -> Result<bool, DbError> {
     update_claim(database, claim, |sql| {
-        sql.push("in_progress = FALSE, claim_token = NULL, last_error = ").bind(text(error)).push(", attempts = ");
+        sql.push("in_progress = FALSE, claim_token = NULL, last_error = ");
+        sql.bind(text(&crate::secret::redact(error))).push(", attempts = ");
         sql.bind(Param::integer(i64::try_from(max_attempts).unwrap_or(i64::MAX)));
     })
     .await

@@ -139,7 +139,8 @@ async fn run_command(
 /// How long a failed sink's stderr is still read after it exited.
 const STDERR_GRACE: Duration = Duration::from_millis(200);
 
-/// The end of a sink's stderr: the last `OUTPUT_KEPT` bytes, read as they come.
+/// The end of a sink's stderr: the last `OUTPUT_KEPT` bytes, read as they come, redacted before
+/// they are cut (from at least twice as many), so that no piece of a secret survives the cut.
 async fn read_kept(mut stderr: tokio::process::ChildStderr) -> String {
     use tokio::io::AsyncReadExt;
     let mut kept: Vec<u8> = Vec::new();
@@ -149,9 +150,9 @@ async fn read_kept(mut stderr: tokio::process::ChildStderr) -> String {
             break;
         }
         kept.extend_from_slice(&buffer[..read]);
-        if kept.len() > OUTPUT_KEPT * 2 {
-            kept.drain(..kept.len() - OUTPUT_KEPT);
+        if kept.len() > OUTPUT_KEPT * 4 {
+            kept.drain(..kept.len() - OUTPUT_KEPT * 2);
         }
     }
-    tail(&String::from_utf8_lossy(&kept), OUTPUT_KEPT).to_owned()
+    tail(&crate::secret::redact(&String::from_utf8_lossy(&kept)), OUTPUT_KEPT).to_owned()
 }

@@ -17,7 +17,7 @@ use rdkafka::message::{Header, OwnedHeaders};
 use rdkafka::producer::{DeliveryFuture, FutureProducer, FutureRecord, Producer};
 use tracing::level_filters::LevelFilter;
 
-use super::{DeliveryError, Message, ReadSetting, Secrets};
+use super::{DeliveryError, Message, ReadSetting};
 use crate::config::{KAFKA_SINK_PROPERTIES, Kafka, SettingKind};
 
 /// How much longer than the sink's timeout (librdkafka's `message.timeout.ms`, after which it
@@ -59,7 +59,6 @@ impl KafkaSink {
         kafka: &Kafka,
         settings: &[ReadSetting<'_>],
         timeout: Duration,
-        secrets: Secrets,
     ) -> Result<Self, String> {
         let mut config = ClientConfig::new();
         // A delivery enqueues its whole batch at once and then waits for every acknowledgment:
@@ -78,7 +77,7 @@ impl KafkaSink {
             .set("acks", "all")
             .set("message.timeout.ms", timeout.as_millis().max(1).to_string())
             .set_log_level(log_level());
-        let context = Logger { sink: sink.to_owned(), secrets };
+        let context = Logger { sink: sink.to_owned() };
         let producer = create(&config, &context)?;
         Ok(Self { kafka: kafka.clone(), config, context, producer: Mutex::new(Arc::new(producer)), timeout })
     }
@@ -109,7 +108,7 @@ impl KafkaSink {
             return;
         }
         if let Some((code, reason)) = failed.client().fatal_error() {
-            let reason = self.context.secrets.redact(&reason);
+            let reason = crate::secret::redact(&reason);
             tracing::warn!(sink = %self.context.sink, ?code, %reason, "the Kafka producer failed fatally");
         }
         match create(&self.config, &self.context) {
@@ -199,7 +198,7 @@ fn headers(message: &Message) -> OwnedHeaders {
 }
 
 fn create(config: &ClientConfig, context: &Logger) -> Result<FutureProducer<Logger>, String> {
-    config.create_with_context(context.clone()).map_err(|error| context.secrets.redact(&error.to_string()))
+    config.create_with_context(context.clone()).map_err(|error| crate::secret::redact(&error.to_string()))
 }
 
 /// librdkafka logs what the process's own log level lets through.
@@ -212,16 +211,15 @@ fn log_level() -> RDKafkaLogLevel {
     }
 }
 
-/// librdkafka's log lines and errors, through `tracing`, with the sink's secrets cut out.
+/// librdkafka's log lines and errors, through `tracing`, with every secret cut out.
 #[derive(Clone)]
 struct Logger {
     sink: String,
-    secrets: Secrets,
 }
 
 impl ClientContext for Logger {
     fn log(&self, level: RDKafkaLogLevel, facility: &str, message: &str) {
-        let (sink, message) = (&self.sink, self.secrets.redact(message));
+        let (sink, message) = (&self.sink, crate::secret::redact(message));
         match level {
             RDKafkaLogLevel::Emerg | RDKafkaLogLevel::Alert | RDKafkaLogLevel::Critical | RDKafkaLogLevel::Error => {
                 tracing::error!(sink, facility, "librdkafka: {message}");
@@ -233,7 +231,7 @@ impl ClientContext for Logger {
     }
 
     fn error(&self, error: KafkaError, reason: &str) {
-        let error = self.secrets.redact(&format!("{error}: {reason}"));
+        let error = crate::secret::redact(&format!("{error}: {reason}"));
         tracing::warn!(sink = %self.sink, %error, "Kafka client error");
     }
 

@@ -1,9 +1,11 @@
 //! Delivering a batch of messages to a sink: a command that reads the JSON array on stdin and
 //! exits 0 (`command.rs`), a webhook that answers a POST of it with a 2xx status (`webhook.rs`),
 //! or a Kafka topic whose brokers acknowledge every message (`kafka.rs`). None runs inside a
-//! database transaction; each is bounded by the sink's timeout. Every error a sink returns is
-//! redacted here: no secret of the sink's (an `env:` value, a literal credential) is logged,
-//! stored in `cascade_outbox_shard` or printed.
+//! database transaction; each is bounded by the sink's timeout. A sink registers its secrets (a
+//! header's or credential property's value, an `env:` value, its URL's password and query
+//! values, the variables its command is given) with [`crate::secret`] when it is made, and every
+//! error it returns is redacted here: no secret is logged, stored in `cascade_outbox_shard` or
+//! printed, in whatever form it comes back.
 
 mod command;
 mod kafka;
@@ -47,7 +49,6 @@ pub(crate) struct ReadySink {
     target: Target,
     pub timeout: Duration,
     pub batch_size: u64,
-    secrets: Secrets,
 }
 
 #[derive(Debug)]
@@ -72,8 +73,8 @@ impl ReadySink {
     pub(super) fn new(sink: &Sink) -> Result<Self, OutboxError> {
         let name = sink.name.value.clone();
         let settings = read_settings(sink)?;
-        let secrets = Secrets::new(&settings);
-        let refuse = |reason: String| OutboxError::Sink { sink: name.clone(), reason: secrets.redact(&reason) };
+        register_secrets(sink, &settings);
+        let refuse = |reason: String| OutboxError::Sink { sink: name.clone(), reason: crate::secret::redact(&reason) };
         let command = sink.command.as_ref().and_then(|command| command.value.split_first());
         let target = match (command, &sink.url, &sink.kafka) {
             (Some((program, arguments)), None, None) => {
@@ -83,27 +84,49 @@ impl ReadySink {
             (None, Some(url), None) => {
                 Target::Webhook(webhook::Webhook::new(&url.value, &settings, sink.timeout()).map_err(refuse)?)
             }
-            (None, None, Some(kafka)) => Target::Kafka(
-                kafka::KafkaSink::new(&name, &kafka.value, &settings, sink.timeout(), secrets.clone())
-                    .map_err(refuse)?,
-            ),
+            (None, None, Some(kafka)) => {
+                Target::Kafka(kafka::KafkaSink::new(&name, &kafka.value, &settings, sink.timeout()).map_err(refuse)?)
+            }
             _ => {
                 return Err(refuse(
                     "it needs exactly one of `command`, `url` and `kafka` (run `cascade validate`)".into(),
                 ));
             }
         };
-        Ok(Self { name, target, timeout: sink.timeout(), batch_size: sink.batch_size(), secrets })
+        Ok(Self { name, target, timeout: sink.timeout(), batch_size: sink.batch_size() })
     }
 
     /// Delivers `messages` (one shard's, in id order). The error holds no secret of the sink's.
     pub(super) async fn deliver(&self, messages: &[Message]) -> Result<(), DeliveryError> {
         let delivered = match &self.target {
             Target::Command(command) => command.deliver(&self.name, messages, self.timeout).await,
-            Target::Webhook(webhook) => webhook.deliver(messages, &self.secrets).await,
+            Target::Webhook(webhook) => webhook.deliver(messages).await,
             Target::Kafka(kafka) => kafka.deliver(messages).await,
         };
-        delivered.map_err(|DeliveryError(error)| DeliveryError(self.secrets.redact(&error)))
+        delivered.map_err(|DeliveryError(error)| DeliveryError(crate::secret::redact(&error)))
+    }
+}
+
+/// Registers what the sink may be handed back that must never be shown: every header's value (a
+/// webhook may echo any of them), the values of Kafka properties read through `env:` or whose
+/// names say they are credentials, its URL's password and query values, and the values of the
+/// variables its command is given (a program may print them on stderr).
+fn register_secrets(sink: &Sink, settings: &[ReadSetting<'_>]) {
+    let secret = |read: &&ReadSetting<'_>| {
+        read.setting.kind == SettingKind::Header
+            || read.setting.value.value.starts_with("env:")
+            || read.setting.looks_secret()
+    };
+    for read in settings.iter().filter(secret) {
+        crate::secret::register(&read.value);
+    }
+    if let Some(url) = &sink.url {
+        crate::db::register_secrets_with_query(&url.value);
+    }
+    for variable in &sink.env {
+        if let Ok(value) = std::env::var(&variable.value) {
+            crate::secret::register(&value);
+        }
     }
 }
 
@@ -130,56 +153,6 @@ fn read_settings(sink: &Sink) -> Result<Vec<ReadSetting<'_>>, OutboxError> {
             Ok(ReadSetting { setting, value })
         })
         .collect()
-}
-
-/// What a secret is replaced with in errors.
-const REDACTED: &str = "***";
-
-/// The secrets of a sink, in every form they may come back in, longest first (so a value that
-/// holds another is cut out whole): every header's value (a webhook may echo any of them), and
-/// the values of Kafka properties read through `env:` or whose names say they are credentials.
-#[derive(Clone, Default)]
-pub(super) struct Secrets(Vec<String>);
-
-impl std::fmt::Debug for Secrets {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "Secrets({} forms)", self.0.len())
-    }
-}
-
-impl Secrets {
-    fn new(settings: &[ReadSetting<'_>]) -> Self {
-        let mut forms: Vec<String> = settings
-            .iter()
-            .filter(|read| {
-                read.setting.kind == SettingKind::Header
-                    || read.setting.value.value.starts_with("env:")
-                    || read.setting.looks_secret()
-            })
-            .flat_map(|read| secret_forms(&read.value))
-            .collect();
-        forms.sort_by_key(|secret| std::cmp::Reverse(secret.len()));
-        forms.dedup();
-        Self(forms)
-    }
-
-    /// `text` with every secret replaced.
-    pub(super) fn redact(&self, text: &str) -> String {
-        self.0.iter().fold(text.to_owned(), |text, secret| text.replace(secret.as_str(), REDACTED))
-    }
-}
-
-/// The forms in which a secret may come back in a response or an error: whole, JSON-escaped, and
-/// its credential without a scheme (`Bearer TOKEN`, `Basic TOKEN`).
-fn secret_forms(value: &str) -> Vec<String> {
-    let mut forms = vec![value.to_owned()];
-    let escaped = serde_json::to_string(value).unwrap_or_default();
-    forms.push(escaped.trim_matches('"').to_owned());
-    if let Some((_scheme, credential)) = value.split_once(' ') {
-        forms.push(credential.trim().to_owned());
-    }
-    forms.retain(|form| !form.is_empty());
-    forms
 }
 
 /// The key of a whole delivery (the `Idempotency-Key` header, `CASCADE_OUTBOX_IDEMPOTENCY_KEY`):

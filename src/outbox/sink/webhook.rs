@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use reqwest::header::{CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue};
 
-use super::{DeliveryError, Message, OUTPUT_KEPT, ReadSetting, Secrets, batch_key, head};
+use super::{DeliveryError, Message, OUTPUT_KEPT, ReadSetting, batch_key, head};
 use crate::config::SettingKind;
 
 /// How much of a webhook's response body is read to find its kept part in: enough to redact a
@@ -45,7 +45,7 @@ impl Webhook {
 
     /// POSTs the batch; the part of a failed response's body that is kept is redacted before it
     /// is cut, so no piece of a secret survives the cut.
-    pub(super) async fn deliver(&self, messages: &[Message], secrets: &Secrets) -> Result<(), DeliveryError> {
+    pub(super) async fn deliver(&self, messages: &[Message]) -> Result<(), DeliveryError> {
         let body = serde_json::to_vec(messages).map_err(|error| DeliveryError(error.to_string()))?;
         let mut headers = self.headers.clone();
         if !headers.contains_key("idempotency-key")
@@ -59,7 +59,7 @@ impl Webhook {
         if status.is_success() {
             return Ok(());
         }
-        let text = secrets.redact(&read_start(response, BODY_READ).await);
+        let text = crate::secret::redact(&read_start(response, BODY_READ).await);
         Err(DeliveryError(format!("HTTP {status}: {}", head(text.trim(), OUTPUT_KEPT))))
     }
 }
