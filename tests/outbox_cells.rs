@@ -402,3 +402,48 @@ fn validate_wants_a_sink_for_every_cell() {
     let drained = cascade(dir.path()).args(["outbox", "drain", "--once", "--database-url", &url]).output().unwrap();
     assert_eq!(drained.status.code(), Some(1), "an invalid config is refused before anything is delivered");
 }
+
+/// What belongs to a cell taken out of the config goes at the next drain: its failing shards
+/// leave `outbox stats`, and its records of delivered rows are deleted; a scope switched from
+/// cells to one sink keeps no record of any cell.
+#[test]
+fn a_removed_cell_and_a_scope_that_lost_its_cells_leave_nothing_behind() {
+    let dir = setup(10);
+    let url = sqlite_database(dir.path(), SCHEMA);
+    let config_path = dir.path().join("cascades/cascade.toml");
+    let drain = || cascade(dir.path()).args(["outbox", "drain", "--once", "--database-url", &url]).output().unwrap();
+    let states = |cells: &str| count(&url, &format!("SELECT COUNT(*) FROM cascade_outbox_shard WHERE cell IN ({cells})"));
+    let records = || count(&url, "SELECT COUNT(*) FROM cascade_outbox_delivered");
+
+    write_rows(&url, &rows_in(&["1", "2"], 2));
+    set_failing(dir.path(), "jp", true);
+    assert_eq!(drain().status.code(), Some(1));
+    assert_eq!(states("'jp'"), 2, "jp's shards are failing");
+    assert!(records() > 0, "us and de have rows jp is missing");
+
+    let without_jp = config(dir.path(), 10)
+        .replace("cells = [\"us\", \"de\", \"jp\"]", "cells = [\"us\", \"de\"]")
+        .replace(", jp = \"jp_sink\"", "");
+    std::fs::write(&config_path, without_jp).unwrap();
+    let drained = drain();
+    assert!(drained.status.success(), "{}", String::from_utf8_lossy(&drained.stderr));
+    assert_eq!(states("'jp'"), 0, "a removed cell's delivery state is gone");
+    assert_eq!(records(), 0, "the rows every remaining cell had went, with their records");
+    let stats = json_output(cascade(dir.path()).args(["outbox", "stats", "--format", "json", "--database-url", &url]));
+    assert_eq!(stats["shards"], serde_json::json!([]), "{stats}");
+    assert_eq!(stats["pending"], 0, "{stats}");
+
+    write_rows(&url, &rows_in(&["3"], 2));
+    set_failing(dir.path(), "de", true);
+    assert_eq!(drain().status.code(), Some(1));
+    assert!(records() > 0 && states("'de'") > 0, "us has rows de is missing");
+    let one_sink = std::fs::read_to_string(&config_path)
+        .unwrap()
+        .replace("cells = [\"us\", \"de\"]\ncell_sinks = { us = \"us_sink\", de = \"de_sink\" }", "sink = \"us_sink\"");
+    std::fs::write(&config_path, one_sink).unwrap();
+    let drained = drain();
+    assert!(drained.status.success(), "{}", String::from_utf8_lossy(&drained.stderr));
+    assert_eq!(count(&url, "SELECT COUNT(*) FROM cascade_outbox"), 0, "the one sink got every row");
+    assert_eq!(records(), 0, "no record of a cell is left");
+    assert_eq!(states("'us', 'de', 'jp'"), 0, "no cell's delivery state is left");
+}

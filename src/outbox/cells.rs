@@ -75,10 +75,29 @@ async fn forget(database: &Database, transaction: &mut Transaction, gone: Vec<Pa
 }
 
 /// Deletes the rows that every cell of their scope has: a delivery deletes them as it goes, but
-/// a cell taken out of the config leaves behind the rows only it was missing. Then the records of
-/// rows that are gone. How many rows went.
+/// a cell taken out of the config leaves behind the rows only it was missing. Then what belongs
+/// to no cell of the config any more: the delivery state and the records of a cell taken out of
+/// its scope (all of them for a scope that lost its cells), and the records of rows that are
+/// gone. How many rows went.
 pub(crate) async fn sweep(database: &Database, deliverable: &Deliverable) -> Result<u64, DbError> {
     let mut transaction = database.begin_write().await?;
+    for scope in deliverable.scopes(true).chain(deliverable.scopes(false)) {
+        let cells = || scope.cells.iter().map(|cell| Param::text(cell));
+        let mut sql = database.sql();
+        sql.push("DELETE FROM cascade_outbox_shard WHERE scope = ").bind_text(&scope.name).push(" AND cell <> ''");
+        if !scope.cells.is_empty() {
+            sql.push(" AND cell NOT IN (").binds(cells()).push(")");
+        }
+        transaction.execute(&sql.finish()).await?;
+        let Some(code) = deliverable.codes.get(&scope.name) else { continue };
+        let mut sql = database.sql();
+        sql.push("DELETE FROM cascade_outbox_delivered WHERE outbox_id IN ");
+        sql.push("(SELECT id FROM cascade_outbox_entry WHERE scope_code = ").bind(Param::integer(code)).push(")");
+        if !scope.cells.is_empty() {
+            sql.push(" AND cell NOT IN (").binds(cells()).push(")");
+        }
+        transaction.execute(&sql.finish()).await?;
+    }
     let mut deleted = 0;
     for scope in deliverable.scopes(true) {
         let mut sql = database.sql();
