@@ -72,6 +72,11 @@ fn an_unparsable_root_id_is_refused_before_any_write(url: &str) {
     assert!(stderr.contains("id `abc` is not an integer, but the key of `author` is: nothing was deleted"), "{stderr}");
     assert!(!stderr.contains("stay deleted"), "{stderr}");
     assert_eq!(common::dump(url), before);
+    // The dry run says what --confirm would do, with the same exit code.
+    let dry = cascade(dir.path()).args(["--database-url", url, "delete", "author", "2,abc"]).output().unwrap();
+    let stderr = String::from_utf8(dry.stderr).unwrap();
+    assert_eq!(dry.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("with --confirm this deletion would be refused: id `abc` is not an integer"), "{stderr}");
 }
 
 on_each_database!(

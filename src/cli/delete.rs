@@ -3,7 +3,7 @@ use std::process::ExitCode;
 
 use cascade::audit::RunOutcome;
 use cascade::db::{Access, Failure, redact_command_line};
-use cascade::engine::{self, DeleteError, DeleteOptions, Engine, Finished, Summary};
+use cascade::engine::{self, CountError, DeleteError, DeleteOptions, Engine, Finished, Summary};
 use cascade::planner;
 use cascade::render::{Folding, PlanFormat, PlanView};
 use indexmap::IndexMap;
@@ -65,7 +65,16 @@ pub fn run(cli: &Cli, args: &Args) -> anyhow::Result<ExitCode> {
             return Ok(ExitCode::from(1));
         };
         if !args.confirm {
-            let counts = engine::count(&database, engine.config(), engine.schema(), &plan, &ids).await?;
+            let counts = match engine::count(&database, engine.config(), engine.schema(), &plan, &ids).await {
+                Ok(counts) => counts,
+                // A root id --confirm would refuse before its first write: a finding, not a
+                // failure of the dry run.
+                Err(refused @ CountError::NotAnInteger { .. }) => {
+                    eprintln!("error: with --confirm this deletion would be refused: {refused}");
+                    return Ok(ExitCode::from(1));
+                }
+                Err(error) => return Err(error.into()),
+            };
             let rates = engine::current_options(&loaded, &database).await?;
             let view = PlanView::new(&plan, &ids, Some(&counts), &rates, &Folding::default(), None);
             print!(
