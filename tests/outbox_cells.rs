@@ -412,7 +412,8 @@ fn a_removed_cell_and_a_scope_that_lost_its_cells_leave_nothing_behind() {
     let url = sqlite_database(dir.path(), SCHEMA);
     let config_path = dir.path().join("cascades/cascade.toml");
     let drain = || cascade(dir.path()).args(["outbox", "drain", "--once", "--database-url", &url]).output().unwrap();
-    let states = |cells: &str| count(&url, &format!("SELECT COUNT(*) FROM cascade_outbox_shard WHERE cell IN ({cells})"));
+    let states =
+        |cells: &str| count(&url, &format!("SELECT COUNT(*) FROM cascade_outbox_shard WHERE cell IN ({cells})"));
     let records = || count(&url, "SELECT COUNT(*) FROM cascade_outbox_delivered");
 
     write_rows(&url, &rows_in(&["1", "2"], 2));

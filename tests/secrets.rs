@@ -56,10 +56,11 @@ fn tool_tables(url: &str) -> String {
     format!("{:#?}", dump(url))
 }
 
-/// A stand-in webhook that answers every request with 500 and a body echoing the request's head
-/// back as it is, lower-cased and percent-encoded (as servers and proxies do in their errors),
-/// and the credential of its `Authorization` header decoded from base64.
-fn echoing_webhook() -> String {
+/// A stand-in server (a webhook, GitHub's API) that answers every request with 500 and a body
+/// echoing the request's head back as it is, lower-cased and percent-encoded (as servers and
+/// proxies do in their errors), and the credential of its `Authorization` header decoded from
+/// base64.
+fn echoing_server() -> String {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let address = listener.local_addr().unwrap();
     std::thread::spawn(move || {
@@ -133,7 +134,7 @@ fn drain_shows_no_secret(sinks: &str, env: &[(&str, &str)], secrets: &[&str], fa
 
 #[test]
 fn a_webhook_echoing_its_request_leaks_no_token_password_or_header() {
-    let base = echoing_webhook();
+    let base = echoing_server();
     let (password, token, header) = ("Hook-Pass-4411", "Acc3ss-T0ken-9Zq", "Hdr-Secret-0077");
     let sinks = format!(
         "[outbox.sinks.out]\nurl = \"http://hook:{password}@{}/in?access_token={token}&mode=x\"\n\
@@ -202,4 +203,28 @@ fn a_postgres_url_s_secret_parameters_reach_no_log() {
         }
     }
     assert_no_secret("the tool's tables", &tool_tables(&url), &[password, ssl_password, passfile]);
+}
+
+/// `diff --github-comment` against an API that echoes the request (its `Authorization: Bearer`
+/// header) in its errors: the token is in no form in the output.
+#[test]
+fn an_api_echoing_the_github_token_does_not_make_diff_print_it() {
+    let token = "ghs_Echo3dT0ken9";
+    let dir = project(&[
+        ("cascades/cascade.toml", "[models.org]\ntable = \"org\"\n"),
+        ("base/cascade.toml", "[models.org]\ntable = \"org\"\nchunk_size = 7\n"),
+        ("event.json", r#"{"pull_request": {"number": 7}}"#),
+    ]);
+    let output = cascade(dir.path())
+        .args(["diff", "--base", "base", "--github-comment"])
+        .env("GITHUB_TOKEN", token)
+        .env("GITHUB_REPOSITORY", "acme/app")
+        .env("GITHUB_EVENT_PATH", dir.path().join("event.json"))
+        .env("GITHUB_API_URL", echoing_server())
+        .env_remove("GITHUB_STEP_SUMMARY")
+        .output()
+        .unwrap();
+    let shown = all_output(&output);
+    assert!(shown.contains("500"), "the API's error is shown: {shown}");
+    assert_no_secret("diff --github-comment", &shown, &[token]);
 }
