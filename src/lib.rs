@@ -54,6 +54,12 @@ pub(crate) mod stop;
 pub mod telemetry;
 pub(crate) mod user;
 
+/// The tests' seeded generator, shared with the integration tests.
+#[cfg(test)]
+#[path = "../tests/common/random.rs"]
+#[allow(dead_code, unreachable_pub)]
+mod random;
+
 pub use audit::{RunOutcome, RunRows};
 pub use config::{Config, Loaded, load, load_sources};
 pub use db::{Access, Database, DbError};

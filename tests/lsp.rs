@@ -802,3 +802,63 @@ fn garbage_never_crashes_the_server() {
     }
     assert_eq!(session.client.shutdown().code(), Some(0));
 }
+
+/// A header line of many MiB without a line end, its input kept open: the server refuses it
+/// by itself after its first KiBs (having taken about a pipe's worth of it) and says why, after
+/// the initialization and before it, where it used to read and keep the MiBs while waiting for
+/// the line's end.
+#[test]
+fn a_header_line_of_64_mib_without_a_line_end_ends_the_server_without_holding_it() {
+    let dir = common::project(&[]);
+    let binary = Path::new(env!("CARGO_BIN_EXE_cascade"));
+    for initialization in [common::framing::initialization(dir.path()), Vec::new()] {
+        let what = format!("a line of 64 MiB after {} bytes", initialization.len());
+        let input = [initialization, vec![b'a'; 64 << 20]].concat();
+        let ended = common::framing::serve(binary, dir.path(), input, false, &what);
+        assert_eq!(ended.status.code(), Some(1), "{what}: {:?}: {}", ended.status, ended.stderr);
+        let reason = "error: cannot talk to the client: a header longer than 8192 bytes";
+        assert!(ended.stderr.starts_with(reason), "{what}: {}", ended.stderr);
+        assert!(ended.taken < 1 << 20, "{what}: the server took {} bytes", ended.taken);
+    }
+}
+
+/// Seeded broken input, through the real server: every frame before the break is answered,
+/// then it exits 0 after `shutdown` and `exit`, or 1 by itself on a header that loses the
+/// frames' boundaries (its input still open, of which it takes no more than a pipe's worth), or
+/// 1 when its input closes inside a frame; never a panic, and never holding more than
+/// `framing::PEAK_KIB`.
+#[test]
+fn broken_frames_are_answered_or_end_the_server_with_1_in_bounded_memory() {
+    use common::framing::Ending;
+    let dir = common::project(&[]);
+    let binary = Path::new(env!("CARGO_BIN_EXE_cascade"));
+    let mut random = common::random::Random::seeded(1_313);
+    for number in 0..6 * common::framing::ENDS {
+        let case = common::framing::case(&mut random, number);
+        let what = format!("case {number}: {}", case.parts.join(", "));
+        let input = [common::framing::initialization(dir.path()), case.input].concat();
+        let ended = common::framing::serve(binary, dir.path(), input, case.ending == Ending::Truncated, &what);
+        let code = if case.ending == Ending::Shutdown { 0 } else { 1 };
+        assert_eq!(ended.status.code(), Some(code), "{what}: {:?}\n{}", ended.status, ended.stderr);
+        assert!(
+            ended.stderr.is_empty() == (code == 0) && !ended.stderr.contains("panicked"),
+            "{what}: {}",
+            ended.stderr
+        );
+        if case.ending == Ending::Refused {
+            assert!(ended.taken < 1 << 20, "{what}: the server took {} bytes", ended.taken);
+        }
+        // The reader answers a body that is no message itself, so answers may pass each other.
+        let mut answers: Vec<(Value, Option<i64>)> = ended
+            .messages
+            .iter()
+            .filter(|message| message.get("method").is_none() && message["id"] != json!(0))
+            .map(|message| (message["id"].clone(), message["error"]["code"].as_i64()))
+            .collect();
+        let mut expected = case.answers;
+        for list in [&mut answers, &mut expected] {
+            list.sort_by_key(|(id, code)| (id.to_string(), *code));
+        }
+        assert_eq!(answers, expected, "{what}");
+    }
+}

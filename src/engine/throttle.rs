@@ -207,12 +207,6 @@ fn nonzero(value: u32) -> NonZeroU32 {
     NonZeroU32::new(value.max(1)).expect("at least 1")
 }
 
-/// The tests' seeded generator, shared with the integration tests.
-#[cfg(test)]
-#[path = "../../tests/common/random.rs"]
-#[allow(dead_code, unreachable_pub)]
-mod random;
-
 #[cfg(test)]
 mod tests {
     use governor::clock::FakeRelativeClock;
@@ -251,7 +245,7 @@ mod tests {
     /// (none larger than the bucket's least burst, as a plan's are), charged on the fake clock.
     #[test]
     fn paced_seconds_is_what_the_throttle_takes() {
-        let mut random = super::random::Random::seeded(29);
+        let mut random = crate::random::Random::seeded(29);
         let mut waited = 0;
         for case in 0..500 {
             let rate = [0.5, 3.0, 100.0, 300.0, 2_500.0][random.below(5) as usize];

@@ -52,6 +52,9 @@ pub enum LspError {
     /// Reading or writing the client's streams failed.
     #[error("cannot talk to the client: {0}")]
     Io(#[from] std::io::Error),
+    /// The client's input ended before the initialization did.
+    #[error("the client's input ended before the initialization")]
+    Closed,
 }
 
 impl From<lsp_server::ProtocolError> for LspError {
@@ -73,7 +76,13 @@ pub fn serve_stdio(options: ServerOptions) -> Result<bool, LspError> {
         }),
     })
     .map_err(|error| LspError::Protocol(error.to_string()))?;
-    let clean = server::Server::initialize(connection, options, result)?.run();
+    let server = match server::Server::initialize(connection, options, result) {
+        Ok(server) => server,
+        // The reader has ended, and a header it could not read is the reason to tell.
+        Err(LspError::Closed) => return Err(transport.join().err().map_or(LspError::Closed, LspError::Io)),
+        Err(error) => return Err(error),
+    };
+    let clean = server.run();
     transport.join()?;
     Ok(clean)
 }

@@ -115,7 +115,11 @@ struct InitializationOptions {
 impl Server {
     /// Answers the client's `initialize` with `result`, once the server is set up.
     pub(super) fn initialize(connection: Connection, options: ServerOptions, result: Value) -> Result<Self, LspError> {
-        let (id, params) = connection.initialize_start()?;
+        // A closed channel is the reader's end: the input ended or broke.
+        let closed = |error: lsp_server::ProtocolError| {
+            if error.channel_is_disconnected() { LspError::Closed } else { error.into() }
+        };
+        let (id, params) = connection.initialize_start().map_err(closed)?;
         let params: lsp_types::InitializeParams = serde_json::from_value(params)
             .map_err(|error| LspError::Protocol(format!("invalid initialize parameters: {error}")))?;
         // Clients without workspace folders send only the (deprecated) root URI.
@@ -137,7 +141,7 @@ impl Server {
         };
         let config_path = root.join(&options.config);
         let worker = Worker::spawn(source)?;
-        connection.initialize_finish(id, result)?;
+        connection.initialize_finish(id, result).map_err(closed)?;
         Ok(Self {
             connection,
             config_canonical: std::fs::canonicalize(&config_path).ok(),

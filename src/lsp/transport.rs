@@ -2,9 +2,10 @@
 //! the server at the first frame whose body is not a message; here such a frame is answered with
 //! the JSON-RPC error the protocol asks for (a parse error, or an invalid request with its id)
 //! and the server goes on, since the frame's length said where the next one starts. Only a header
-//! that cannot be read (the frames' boundaries are lost) or a body over [`MAX_BODY`] ends it.
+//! that cannot be read (the frames' boundaries are lost), one over [`MAX_HEADER`] or a body over
+//! [`MAX_BODY`] ends it.
 
-use std::io::{self, BufRead, Write};
+use std::io::{self, BufRead, Read, Write};
 use std::thread::{self, JoinHandle};
 
 use crossbeam_channel::bounded;
@@ -14,6 +15,11 @@ use serde_json::{Value, json};
 /// The largest message body read: a config file many times over, and not so large that a
 /// mistyped length makes the server allocate all the memory there is.
 const MAX_BODY: usize = 256 << 20;
+
+/// The longest header read, its lines and the empty line that ends them together: LSP's two
+/// fields take under a hundred bytes, and input without a line end (or with endless lines) must
+/// not have the server keep all of it while looking for the end.
+const MAX_HEADER: u64 = 8 << 10;
 
 /// The threads reading and writing the streams.
 pub(super) struct Transport {
@@ -64,36 +70,42 @@ impl Transport {
 /// The body of the next frame; none when the input ends before one starts.
 fn read_frame(input: &mut impl BufRead) -> io::Result<Option<Vec<u8>>> {
     let invalid = |message: String| io::Error::new(io::ErrorKind::InvalidData, message);
+    let mut header = input.take(MAX_HEADER);
     let mut length = None;
-    let mut line = String::new();
+    let mut line = Vec::new();
     loop {
         line.clear();
-        if input.read_line(&mut line)? == 0 {
+        let read = header.read_until(b'\n', &mut line)?;
+        if header.limit() == 0 && !line.ends_with(b"\n") {
+            return Err(invalid(format!("a header longer than {MAX_HEADER} bytes: {:?}", shortened(&line))));
+        }
+        if read == 0 {
             return match length {
                 None => Ok(None),
                 Some(_) => Err(invalid("the input ended inside a message's header".to_owned())),
             };
         }
-        let Some(header) = line.strip_suffix("\r\n") else {
+        let Some(field) = line.strip_suffix(b"\r\n") else {
             return Err(invalid(format!("a header line that does not end with CRLF: {:?}", shortened(&line))));
         };
-        if header.is_empty() {
+        if field.is_empty() {
             break;
         }
-        let Some((name, value)) = header.split_once(':') else {
-            return Err(invalid(format!("a header line without a name: {:?}", shortened(header))));
+        let field = String::from_utf8_lossy(field);
+        let Some((name, value)) = field.split_once(':') else {
+            return Err(invalid(format!("a header line without a name: {:?}", shortened(field.as_bytes()))));
         };
         if name.trim().eq_ignore_ascii_case("Content-Length") {
             let value = value.trim();
             let parsed = value.parse::<usize>().ok().filter(|length| *length <= MAX_BODY);
             length = Some(parsed.ok_or_else(|| {
-                invalid(format!("Content-Length {:?} is no length up to {MAX_BODY} bytes", shortened(value)))
+                invalid(format!("Content-Length {:?} is no length up to {MAX_BODY} bytes", shortened(value.as_bytes())))
             })?);
         }
     }
     let length = length.ok_or_else(|| invalid("a message without Content-Length".to_owned()))?;
     let mut body = vec![0; length];
-    input.read_exact(&mut body)?;
+    header.into_inner().read_exact(&mut body)?;
     Ok(Some(body))
 }
 
@@ -115,9 +127,9 @@ fn rejection(body: &[u8], error: &serde_json::Error) -> Value {
     json!({ "jsonrpc": "2.0", "id": id, "error": { "code": code, "message": format!("{what}: {error}") } })
 }
 
-/// At most 80 characters of `text`, for a message about it.
-fn shortened(text: &str) -> String {
-    text.chars().take(80).collect()
+/// At most 80 characters of `text` (its bytes read as UTF-8), for a message about it.
+fn shortened(text: &[u8]) -> String {
+    String::from_utf8_lossy(text).chars().take(80).collect()
 }
 
 #[cfg(test)]
@@ -146,6 +158,42 @@ mod tests {
             read_frame(&mut "Content-Length: 5\r\n\r\n{}".as_bytes()).unwrap_err().kind(),
             io::ErrorKind::UnexpectedEof
         );
+    }
+
+    /// `pattern` over and over, `left` bytes of it, counting the bytes read.
+    struct Repeated {
+        pattern: &'static [u8],
+        left: usize,
+        read: usize,
+    }
+
+    impl Read for Repeated {
+        fn read(&mut self, buffer: &mut [u8]) -> io::Result<usize> {
+            let size = buffer.len().min(self.left);
+            for (index, byte) in buffer[..size].iter_mut().enumerate() {
+                *byte = self.pattern[(self.read + index) % self.pattern.len()];
+            }
+            self.left -= size;
+            self.read += size;
+            Ok(size)
+        }
+    }
+
+    #[test]
+    fn a_header_without_an_end_is_refused_after_reading_a_bounded_part_of_it() {
+        // One line without a line end, and lines that never end the header: 64 MiB of each.
+        for pattern in [&b"a"[..], b"X-Padding: 0\r\n"] {
+            let mut input = io::BufReader::new(Repeated { pattern, left: 64 << 20, read: 0 });
+            let error = read_frame(&mut input).unwrap_err();
+            let read = input.get_ref().read;
+            assert!(read <= MAX_HEADER as usize + input.capacity(), "{read} bytes read: {error}");
+            assert_eq!(error.kind(), io::ErrorKind::InvalidData, "{error}");
+            assert!(error.to_string().starts_with("a header longer than 8192 bytes"), "{error}");
+        }
+        // A header just under the bound is read.
+        let padding = "X-Padding: ".to_owned() + &"0".repeat(MAX_HEADER as usize - 40) + "\r\n";
+        let frame = format!("{padding}Content-Length: 2\r\n\r\n{{}}");
+        assert_eq!(read_frame(&mut frame.as_bytes()).unwrap(), Some(b"{}".to_vec()));
     }
 
     #[test]

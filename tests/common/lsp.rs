@@ -187,7 +187,8 @@ impl Drop for LspClient {
     }
 }
 
-fn read_message(reader: &mut impl BufRead) -> Option<Value> {
+/// The next message `reader` holds; none when it ends.
+pub fn read_message(reader: &mut impl BufRead) -> Option<Value> {
     let mut length = None;
     loop {
         let mut line = String::new();

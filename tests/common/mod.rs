@@ -6,6 +6,7 @@ pub mod browser;
 pub mod cluster;
 pub mod databases;
 pub mod diamond;
+pub mod framing;
 pub mod github;
 pub mod kafka;
 pub mod lsp;
