@@ -181,7 +181,7 @@ async fn the_action_validates_comments_once_and_gates_by_severity() {
     assert!(output.contains("posted the review as comment 5000"), "{output}");
     let reviews = api.reviews();
     assert_eq!(reviews.len(), 1);
-    assert!(reviews[0].1.contains("org → member (org_id) | nullify → delete"), "{}", reviews[0].1);
+    assert!(reviews[0].1.contains("`org → member (org_id)` | `nullify` → `delete`"), "{}", reviews[0].1);
 
     // Run again with the gate off: the same comment is updated, and the check passes.
     let run = {

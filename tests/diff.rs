@@ -5,6 +5,7 @@
 mod common;
 
 use common::github::{GithubApi, PULL_REQUEST_EVENT, REPOSITORY, TOKEN};
+use common::inert::{live_markdown, raw_controls, workflow_commands};
 use common::{cascade, json_output, on_each_database, project};
 use serde_json::{Value, json};
 use std::path::Path;
@@ -117,7 +118,7 @@ fn human_markdown_and_github_forms() {
     assert!(markdown.starts_with("<!-- cascade-diff -->\n### cascade diff: 1 change to deletions"), "{markdown}");
     assert!(markdown.contains("| `org` | 1 | 0 | 0 |"), "{markdown}");
     assert!(
-        markdown.contains("| 🔴 **destructive** | on delete changed: org → member (org_id) | nullify → delete |"),
+        markdown.contains("| 🔴 **destructive** | on delete changed: `org → member (org_id)` | `nullify` → `delete` |"),
         "{markdown}"
     );
 
@@ -141,6 +142,95 @@ fn a_config_with_errors_is_not_reviewed() {
     assert_eq!(code, 2);
     assert!(err.contains("error: --base: config path `missing` does not exist"), "{err}");
     assert!(!err.contains("--config DIR"), "the hint is about the head's config, not the base's: {err}");
+}
+
+/// Names that a valid config may have, each made to act once printed: a markdown link, an
+/// image, HTML, a mention, a bare address, a backtick and a pipe that would close a code span or
+/// a table cell, and workflow commands for a CI log.
+const HOSTILE_NAMES: &[&str] = &[
+    "[click](https://evil.example)",
+    "x` ![img](https://evil.example/i.png) `y",
+    "<img src=x onerror=alert(1)>",
+    "@octocat",
+    "www.evil.example",
+    "a|b`|`c",
+    "::error::pwned",
+    "  ::warning file=x::pwned",
+    "see ##[error]pwned",
+];
+
+/// A hostile name of a root model, which the human form prints at the start of a line.
+const HOSTILE_ROOT: &str = "::notice::a root";
+
+/// A head config that adds each hostile name as a model and as a relation of `org`, and a root
+/// model of a hostile name.
+fn hostile_head() -> String {
+    let mut head = BASE.replace(
+        "  { model = \"project\", column = \"org_id\" },\n",
+        &HOSTILE_NAMES
+            .iter()
+            .map(|name| format!("  {{ model = {name:?}, column = \"org_id\" }},\n"))
+            .collect::<String>(),
+    );
+    for name in HOSTILE_NAMES.iter().chain([&HOSTILE_ROOT]) {
+        head += &format!("\n[models.{name:?}]\ntable = \"t\"\nstrategy = \"bulk\"\n");
+    }
+    head
+}
+
+/// Names reach a terminal, a CI log and a pull-request comment as text only: the human and the
+/// GitHub forms start no workflow command, and the markdown comment has no live link, image,
+/// HTML or mention, each name shown as code.
+#[test]
+fn hostile_names_print_as_text_in_every_form() {
+    let dir = pair(&hostile_head());
+    let (code, json, err) = run(dir.path(), &["--base", "base", "--format", "json"]);
+    assert_eq!(code, 0, "{err}");
+    let changes = serde_json::from_str::<Value>(&json).unwrap()["changes"].as_array().unwrap().len();
+    assert!(changes > HOSTILE_NAMES.len(), "{json}");
+
+    let (_, human, _) = run(dir.path(), &["--base", "base"]);
+    assert_eq!(workflow_commands(&human), Vec::<&str>::new(), "{human}");
+    assert!(human.contains("\n  \\u{3a}:notice::a root  0 destructive, 0 attention, 1 safe\n"), "{human}");
+
+    let (_, github, _) = run(dir.path(), &["--base", "base", "--format", "github"]);
+    let commands: Vec<&str> = github.lines().collect();
+    assert_eq!(commands.len(), changes, "one workflow command per change:\n{github}");
+    for command in commands {
+        let kind = command.split(' ').next().unwrap();
+        assert!(["::error", "::warning", "::notice"].contains(&kind), "{command}");
+    }
+
+    let (_, markdown, _) = run(dir.path(), &["--base", "base", "--format", "markdown"]);
+    assert_eq!(live_markdown(&markdown), Vec::<String>::new(), "{markdown}");
+    assert_eq!(workflow_commands(&markdown), Vec::<&str>::new(), "{markdown}");
+    assert!(markdown.contains("| 🟢 safe | model added: `[click](https://evil.example)` |"), "{markdown}");
+    assert!(markdown.contains("relation added: `org → @octocat (org_id)`"), "{markdown}");
+}
+
+/// A name with a control character is refused (`invalid-name`): the review does not run, and
+/// neither its diagnostics nor anything else prints the character raw or lets it start a
+/// workflow command on a line of its own.
+#[test]
+fn a_name_with_a_control_character_is_refused_and_printed_escaped() {
+    let head = format!("{BASE}\n[models.\"a\\n::error::pwned\\u001b[2J\"]\ntable = \"a\"\n");
+    let dir = pair(&head);
+    for format in ["human", "markdown", "github"] {
+        let (code, out, err) = run(dir.path(), &["--base", "base", "--format", format]);
+        assert_eq!((code, out.as_str()), (2, ""), "{err}");
+        assert!(err.contains("error[invalid-name]: the model name `a\\n::error::pwned\\u{1b}[2J` holds"), "{err}");
+        assert_eq!(raw_controls(&err), Vec::<char>::new(), "{err}");
+        assert_eq!(workflow_commands(&err), Vec::<&str>::new(), "{err}");
+    }
+}
+
+/// `--base-rev ''` (an unset variable in a workflow) is an empty revision, and says so.
+#[test]
+fn an_empty_base_revision_is_refused_as_empty() {
+    let dir = pair(BASE);
+    let (code, _, err) = run(dir.path(), &["--base-rev", ""]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("error: the revision is empty: give one such as `--base-rev origin/main`"), "{err}");
 }
 
 fn git(dir: &Path, args: &[&str]) {
@@ -310,7 +400,7 @@ async fn the_pull_request_gets_one_comment_updated_on_every_run() {
     let reviews: Vec<&(u64, String)> =
         comments.iter().filter(|(_, body)| body.contains("<!-- cascade-diff -->")).collect();
     assert_eq!(reviews.len(), 1, "one review comment");
-    assert!(reviews[0].1.contains("table changed: member"), "{}", reviews[0].1);
+    assert!(reviews[0].1.contains("table changed: `member`"), "{}", reviews[0].1);
     assert!(!reviews[0].1.contains("on delete changed"), "the first review was replaced: {}", reviews[0].1);
     assert_eq!(comments.len(), 151, "the other comments are untouched");
     assert!(comments[..150].iter().enumerate().all(|(n, (_, body))| body == &format!("a reviewer's comment {n}")));

@@ -6,6 +6,7 @@ pub(crate) mod github_escape;
 mod report;
 mod sarif;
 mod sources;
+pub mod text;
 
 use std::ops::Range;
 

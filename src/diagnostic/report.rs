@@ -5,6 +5,7 @@ use codespan_reporting::diagnostic::{Diagnostic as Snippet, Label, Severity as S
 use codespan_reporting::term::{self, Config as TermConfig};
 use serde::Serialize;
 
+use super::text::shown;
 use super::{Code, Diagnostic, Severity, Sources};
 
 /// How diagnostics are written.
@@ -81,8 +82,9 @@ impl Report<'_> {
         }
     }
 
-    /// Source snippets with labels, then a one-line summary. A literal secret (`literal-secret`)
-    /// is shown as `*`s in every snippet: the output goes to terminals and CI logs.
+    /// Source snippets with labels, then a one-line summary. The output goes to terminals and CI
+    /// logs: a literal secret (`literal-secret`) is shown as `*`s in every snippet, and what a name
+    /// may hide is escaped (see [`super::text`]).
     pub fn human(&self, color: bool) -> String {
         let config = TermConfig::default();
         let secrets: Vec<&super::Location> =
@@ -130,17 +132,15 @@ impl Report<'_> {
             Severity::Note => SnippetSeverity::Note,
         };
         let location = &diagnostic.location;
-        let mut labels = vec![Label::primary(location.file, location.span.clone()).with_message(&diagnostic.label)];
-        labels.extend(
-            diagnostic
-                .related
-                .iter()
-                .map(|(location, label)| Label::secondary(location.file, location.span.clone()).with_message(label)),
-        );
-        let notes = diagnostic.help.iter().map(|help| format!("help: {help}")).collect();
+        let mut labels =
+            vec![Label::primary(location.file, location.span.clone()).with_message(shown(&diagnostic.label))];
+        labels.extend(diagnostic.related.iter().map(|(location, label)| {
+            Label::secondary(location.file, location.span.clone()).with_message(shown(label))
+        }));
+        let notes = diagnostic.help.iter().map(|help| format!("help: {}", shown(help))).collect();
         Snippet::new(severity)
             .with_code(diagnostic.code.as_str())
-            .with_message(&diagnostic.message)
+            .with_message(shown(&diagnostic.message))
             .with_labels(labels)
             .with_notes(notes)
     }
@@ -185,12 +185,12 @@ impl Report<'_> {
                     Severity::Note => "notice",
                 };
                 let text = match &d.help {
-                    Some(help) => format!("{}\nhelp: {help}", d.message),
-                    None => d.message.clone(),
+                    Some(help) => format!("{}\nhelp: {}", shown(&d.message), shown(help)),
+                    None => shown(&d.message).into_owned(),
                 };
                 format!(
                     "::{command} file={},line={line},col={column},title={}::{}\n",
-                    super::github_escape::property(self.sources.name(d.location.file)),
+                    super::github_escape::property(&shown(self.sources.name(d.location.file))),
                     super::github_escape::property(d.code.as_str()),
                     super::github_escape::data(&text),
                 )

@@ -7,6 +7,7 @@ pub mod cluster;
 pub mod databases;
 pub mod diamond;
 pub mod github;
+pub mod inert;
 pub mod kafka;
 pub mod lsp;
 pub mod mutation;
