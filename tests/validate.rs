@@ -339,3 +339,52 @@ url = "https://example.com/hook"
         }
     }
 }
+
+/// A config written on one line of 100 kB: each diagnostic shows its line only around its
+/// label, with `…` where text is left out, the caret under the label and the file's own column in
+/// its place, so the output grows with the diagnostics, not with the diagnostics times the line.
+#[test]
+fn a_long_line_is_shown_only_around_each_label() {
+    let models: Vec<String> = (0..1000)
+        .map(|n| {
+            format!(
+                "m{n} = {{ table = \"t{n}\", children = [{{ model = \"nope{n}\", column = \"organization_id\" }}] }}"
+            )
+        })
+        .collect();
+    let config = format!("models = {{ {} }}\n", models.join(", "));
+    assert!(config.len() > 90_000);
+    let dir = project(&[("cascades/cascade.toml", &config)]);
+
+    let output = cascade(dir.path()).args(["validate", "--format", "json"]).assert().code(1).get_output().clone();
+    let report: Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(report["errors"], 1000);
+    let output = cascade(dir.path()).arg("validate").assert().code(1).get_output().clone();
+    let human = String::from_utf8_lossy(&output.stdout);
+    assert!(human.len() < 1000 * 1000, "{} bytes for 1000 diagnostics", human.len());
+
+    for n in [0, 500, 999] {
+        let name = format!("\"nope{n}\"");
+        let column = config[..config.find(&name).unwrap()].chars().count() + 1;
+        let placed = report["diagnostics"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|d| d["message"].as_str().unwrap().ends_with(&format!("`nope{n}`")));
+        assert_eq!(placed.unwrap()["column"], column, "the JSON column is the file's");
+
+        let block: Vec<&str> = human
+            .split("\n\n")
+            .find(|block| block.contains(&format!("unknown model `nope{n}`")))
+            .unwrap()
+            .lines()
+            .collect();
+        assert_eq!(block[1].trim(), format!("┌─ cascades/cascade.toml:1:{column}"), "{block:#?}");
+        let (source, carets) = (block[3], block[4]);
+        assert!(source.chars().count() < 400, "the line is cut: {source}");
+        assert!(source.contains('…'), "{source}");
+        let under = |line: &str, what: &str| line[..line.find(what).unwrap()].chars().count();
+        assert_eq!(under(carets, "^"), under(source, &name), "the caret is under the name:\n{source}\n{carets}");
+        assert!(carets.contains(&format!("{} no model of this name", "^".repeat(name.len()))), "{carets}");
+    }
+}

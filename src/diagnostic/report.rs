@@ -5,6 +5,7 @@ use codespan_reporting::diagnostic::{Diagnostic as Snippet, Label, Severity as S
 use codespan_reporting::term::{self, Config as TermConfig};
 use serde::Serialize;
 
+use super::excerpt::Excerpt;
 use super::text::shown;
 use super::{Code, Diagnostic, Severity, Sources};
 
@@ -83,8 +84,8 @@ impl Report<'_> {
     }
 
     /// Source snippets with labels, then a one-line summary. The output goes to terminals and CI
-    /// logs: a literal secret (`literal-secret`) is shown as `*`s in every snippet, and what a name
-    /// may hide is escaped (see [`super::text`]).
+    /// logs: a literal secret (`literal-secret`) is shown as `*`s in every snippet, a long line
+    /// only around its labels, and what a name may hide is escaped (see [`super::text`]).
     pub fn human(&self, color: bool) -> String {
         let config = TermConfig::default();
         let secrets: Vec<&super::Location> =
@@ -98,12 +99,14 @@ impl Report<'_> {
         };
         let mut out = Vec::new();
         for diagnostic in self.diagnostics {
-            let snippet = self.snippet(diagnostic);
+            let related = diagnostic.related.iter().map(|(location, _)| location);
+            let excerpt = Excerpt::new(sources, std::iter::once(&diagnostic.location).chain(related));
+            let snippet = self.snippet(diagnostic, &excerpt);
             let written = if color {
                 let mut writer = term::termcolor::Ansi::new(&mut out);
-                term::emit_to_write_style(&mut writer, &config, sources, &snippet)
+                term::emit_to_write_style(&mut writer, &config, &excerpt, &snippet)
             } else {
-                term::emit_to_io_write(&mut out, &config, sources, &snippet)
+                term::emit_to_io_write(&mut out, &config, &excerpt, &snippet)
             };
             // Spans always come from the same sources, so rendering cannot fail on a lookup.
             written.expect("diagnostic spans point into loaded sources");
@@ -125,7 +128,8 @@ impl Report<'_> {
         }
     }
 
-    fn snippet(&self, diagnostic: &Diagnostic) -> Snippet<usize> {
+    /// `diagnostic` for the snippet printer, its spans in `excerpt`.
+    fn snippet(&self, diagnostic: &Diagnostic, excerpt: &Excerpt<'_>) -> Snippet<usize> {
         let severity = match diagnostic.severity {
             Severity::Error => SnippetSeverity::Error,
             Severity::Warning => SnippetSeverity::Warning,
@@ -133,9 +137,9 @@ impl Report<'_> {
         };
         let location = &diagnostic.location;
         let mut labels =
-            vec![Label::primary(location.file, location.span.clone()).with_message(shown(&diagnostic.label))];
+            vec![Label::primary(location.file, excerpt.span(location)).with_message(shown(&diagnostic.label))];
         labels.extend(diagnostic.related.iter().map(|(location, label)| {
-            Label::secondary(location.file, location.span.clone()).with_message(shown(label))
+            Label::secondary(location.file, excerpt.span(location)).with_message(shown(label))
         }));
         let notes = diagnostic.help.iter().map(|help| format!("help: {}", shown(help))).collect();
         Snippet::new(severity)
