@@ -8,7 +8,7 @@ mod common;
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use common::github::{GithubApi, PULL_REQUEST_EVENT, REPOSITORY, TOKEN};
+use common::github::{GithubApi, Identity, PULL_REQUEST_EVENT, REPOSITORY, TOKEN};
 use serde_yaml_ng::Value;
 
 /// The action's steps as the runner sees them.
@@ -153,7 +153,7 @@ fn pull_request() -> (tempfile::TempDir, std::path::PathBuf) {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn the_action_validates_comments_once_and_gates_by_severity() {
-    let (api, server) = GithubApi::start(Vec::new()).await;
+    let (api, server) = GithubApi::start(Identity::Actions, Vec::new()).await;
     let (dir, workspace) = pull_request();
     let environment = vec![
         ("GITHUB_BASE_REF", "main".to_owned()),
@@ -181,7 +181,7 @@ async fn the_action_validates_comments_once_and_gates_by_severity() {
     assert!(output.contains("posted the review as comment 5000"), "{output}");
     let reviews = api.reviews();
     assert_eq!(reviews.len(), 1);
-    assert!(reviews[0].1.contains("org → member (org_id) | nullify → delete"), "{}", reviews[0].1);
+    assert!(reviews[0].body.contains("`org → member (org_id)` | `nullify` → `delete`"), "{}", reviews[0].body);
 
     // Run again with the gate off: the same comment is updated, and the check passes.
     let run = {

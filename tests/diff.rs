@@ -4,7 +4,8 @@
 
 mod common;
 
-use common::github::{GithubApi, PULL_REQUEST_EVENT, REPOSITORY, TOKEN};
+use common::github::{ACTIONS_BOT, Comment, GithubApi, Identity, Listing, PULL_REQUEST_EVENT, REPOSITORY, TOKEN};
+use common::inert::{live_markdown, raw_controls, workflow_commands};
 use common::{cascade, json_output, on_each_database, project};
 use serde_json::{Value, json};
 use std::path::Path;
@@ -117,7 +118,7 @@ fn human_markdown_and_github_forms() {
     assert!(markdown.starts_with("<!-- cascade-diff -->\n### cascade diff: 1 change to deletions"), "{markdown}");
     assert!(markdown.contains("| `org` | 1 | 0 | 0 |"), "{markdown}");
     assert!(
-        markdown.contains("| 🔴 **destructive** | on delete changed: org → member (org_id) | nullify → delete |"),
+        markdown.contains("| 🔴 **destructive** | on delete changed: `org → member (org_id)` | `nullify` → `delete` |"),
         "{markdown}"
     );
 
@@ -141,6 +142,95 @@ fn a_config_with_errors_is_not_reviewed() {
     assert_eq!(code, 2);
     assert!(err.contains("error: --base: config path `missing` does not exist"), "{err}");
     assert!(!err.contains("--config DIR"), "the hint is about the head's config, not the base's: {err}");
+}
+
+/// Names that a valid config may have, each made to act once printed: a markdown link, an
+/// image, HTML, a mention, a bare address, a backtick and a pipe that would close a code span or
+/// a table cell, and workflow commands for a CI log.
+const HOSTILE_NAMES: &[&str] = &[
+    "[click](https://evil.example)",
+    "x` ![img](https://evil.example/i.png) `y",
+    "<img src=x onerror=alert(1)>",
+    "@octocat",
+    "www.evil.example",
+    "a|b`|`c",
+    "::error::pwned",
+    "  ::warning file=x::pwned",
+    "see ##[error]pwned",
+];
+
+/// A hostile name of a root model, which the human form prints at the start of a line.
+const HOSTILE_ROOT: &str = "::notice::a root";
+
+/// A head config that adds each hostile name as a model and as a relation of `org`, and a root
+/// model of a hostile name.
+fn hostile_head() -> String {
+    let mut head = BASE.replace(
+        "  { model = \"project\", column = \"org_id\" },\n",
+        &HOSTILE_NAMES
+            .iter()
+            .map(|name| format!("  {{ model = {name:?}, column = \"org_id\" }},\n"))
+            .collect::<String>(),
+    );
+    for name in HOSTILE_NAMES.iter().chain([&HOSTILE_ROOT]) {
+        head += &format!("\n[models.{name:?}]\ntable = \"t\"\nstrategy = \"bulk\"\n");
+    }
+    head
+}
+
+/// Names reach a terminal, a CI log and a pull-request comment as text only: the human and the
+/// GitHub forms start no workflow command, and the markdown comment has no live link, image,
+/// HTML or mention, each name shown as code.
+#[test]
+fn hostile_names_print_as_text_in_every_form() {
+    let dir = pair(&hostile_head());
+    let (code, json, err) = run(dir.path(), &["--base", "base", "--format", "json"]);
+    assert_eq!(code, 0, "{err}");
+    let changes = serde_json::from_str::<Value>(&json).unwrap()["changes"].as_array().unwrap().len();
+    assert!(changes > HOSTILE_NAMES.len(), "{json}");
+
+    let (_, human, _) = run(dir.path(), &["--base", "base"]);
+    assert_eq!(workflow_commands(&human), Vec::<&str>::new(), "{human}");
+    assert!(human.contains("\n  \\u{3a}:notice::a root  0 destructive, 0 attention, 1 safe\n"), "{human}");
+
+    let (_, github, _) = run(dir.path(), &["--base", "base", "--format", "github"]);
+    let commands: Vec<&str> = github.lines().collect();
+    assert_eq!(commands.len(), changes, "one workflow command per change:\n{github}");
+    for command in commands {
+        let kind = command.split(' ').next().unwrap();
+        assert!(["::error", "::warning", "::notice"].contains(&kind), "{command}");
+    }
+
+    let (_, markdown, _) = run(dir.path(), &["--base", "base", "--format", "markdown"]);
+    assert_eq!(live_markdown(&markdown), Vec::<String>::new(), "{markdown}");
+    assert_eq!(workflow_commands(&markdown), Vec::<&str>::new(), "{markdown}");
+    assert!(markdown.contains("| 🟢 safe | model added: `[click](https://evil.example)` |"), "{markdown}");
+    assert!(markdown.contains("relation added: `org → @octocat (org_id)`"), "{markdown}");
+}
+
+/// A name with a control character is refused (`invalid-name`): the review does not run, and
+/// neither its diagnostics nor anything else prints the character raw or lets it start a
+/// workflow command on a line of its own.
+#[test]
+fn a_name_with_a_control_character_is_refused_and_printed_escaped() {
+    let head = format!("{BASE}\n[models.\"a\\n::error::pwned\\u001b[2J\"]\ntable = \"a\"\n");
+    let dir = pair(&head);
+    for format in ["human", "markdown", "github"] {
+        let (code, out, err) = run(dir.path(), &["--base", "base", "--format", format]);
+        assert_eq!((code, out.as_str()), (2, ""), "{err}");
+        assert!(err.contains("error[invalid-name]: the model name `a\\n::error::pwned\\u{1b}[2J` holds"), "{err}");
+        assert_eq!(raw_controls(&err), Vec::<char>::new(), "{err}");
+        assert_eq!(workflow_commands(&err), Vec::<&str>::new(), "{err}");
+    }
+}
+
+/// `--base-rev ''` (an unset variable in a workflow) is an empty revision, and says so.
+#[test]
+fn an_empty_base_revision_is_refused_as_empty() {
+    let dir = pair(BASE);
+    let (code, _, err) = run(dir.path(), &["--base-rev", ""]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("error: the revision is empty: give one such as `--base-rev origin/main`"), "{err}");
 }
 
 fn git(dir: &Path, args: &[&str]) {
@@ -275,50 +365,41 @@ on_each_database!(counts_side_by_side_on_sqlite, counts_side_by_side_on_postgres
 #[tokio::test(flavor = "multi_thread")]
 async fn the_pull_request_gets_one_comment_updated_on_every_run() {
     // 150 other comments: the review's lands on the second page of the listing.
-    let (api, server) = GithubApi::start((0..150).map(|n| (n, format!("a reviewer's comment {n}"))).collect()).await;
+    let others = (0..150).map(|n| Comment::new(n, "reviewer", format!("a reviewer's comment {n}"))).collect();
+    let (api, server) = GithubApi::start(Identity::Actions, others).await;
 
     let dir = pair(&nullify_to_delete());
     std::fs::write(dir.path().join("event.json"), PULL_REQUEST_EVENT).unwrap();
     let summary = dir.path().join("summary.md");
-    let comment = |token: &'static str| {
-        let (dir, summary, server) = (dir.path().to_owned(), summary.clone(), server.uri());
-        tokio::task::spawn_blocking(move || {
-            cascade(&dir)
-                .args(["diff", "--base", "base", "--github-comment", "--fail-on", "destructive"])
-                .env("GITHUB_TOKEN", token)
-                .env("GITHUB_REPOSITORY", REPOSITORY)
-                .env("GITHUB_EVENT_PATH", dir.join("event.json"))
-                .env("GITHUB_API_URL", server)
-                .env("GITHUB_STEP_SUMMARY", summary)
-                .output()
-                .unwrap()
-        })
+    let comment = |token: &str| {
+        let mut command = github_comment(dir.path(), &server.uri(), REPOSITORY, token);
+        command.args(["--fail-on", "destructive"]).env("GITHUB_STEP_SUMMARY", &summary);
+        output_of(command)
     };
 
-    let first = comment(TOKEN).await.unwrap();
+    let first = comment(TOKEN).await;
     let (out, err) = (String::from_utf8_lossy(&first.stdout), String::from_utf8_lossy(&first.stderr));
     assert_eq!(first.status.code(), Some(1), "the gate still applies: {out}{err}");
     assert!(err.contains("posted the review as comment 5150"), "{err}");
     // A second run with another change updates the same comment.
     std::fs::write(dir.path().join("cascades/cascade.toml"), BASE.replace("table = \"member\"", "table = \"members\""))
         .unwrap();
-    let second = comment(TOKEN).await.unwrap();
+    let second = comment(TOKEN).await;
     let err = String::from_utf8_lossy(&second.stderr);
     assert!(err.contains("updated the review in comment 5150"), "{err}");
 
     let comments = api.comments.lock().unwrap().clone();
-    let reviews: Vec<&(u64, String)> =
-        comments.iter().filter(|(_, body)| body.contains("<!-- cascade-diff -->")).collect();
+    let reviews = api.reviews();
     assert_eq!(reviews.len(), 1, "one review comment");
-    assert!(reviews[0].1.contains("table changed: member"), "{}", reviews[0].1);
-    assert!(!reviews[0].1.contains("on delete changed"), "the first review was replaced: {}", reviews[0].1);
+    assert!(reviews[0].body.contains("table changed: `member`"), "{}", reviews[0].body);
+    assert!(!reviews[0].body.contains("on delete changed"), "the first review was replaced: {}", reviews[0].body);
     assert_eq!(comments.len(), 151, "the other comments are untouched");
-    assert!(comments[..150].iter().enumerate().all(|(n, (_, body))| body == &format!("a reviewer's comment {n}")));
+    assert!(comments[..150].iter().enumerate().all(|(n, comment)| comment.body == format!("a reviewer's comment {n}")));
     let summary = std::fs::read_to_string(&summary).unwrap();
     assert_eq!(summary.matches("<!-- cascade-diff -->").count(), 2, "both runs in the job summary");
 
     // A refused token is an error (exit 2) that never shows the token.
-    let refused = comment("wr0ng-t0ken").await.unwrap();
+    let refused = comment("wr0ng-t0ken").await;
     let (out, err) = (String::from_utf8_lossy(&refused.stdout), String::from_utf8_lossy(&refused.stderr));
     assert_eq!(refused.status.code(), Some(2), "{err}");
     assert!(
@@ -329,6 +410,107 @@ async fn the_pull_request_gets_one_comment_updated_on_every_run() {
         assert!(!output.contains("t0ken"), "the token is never shown: {output}");
     }
     assert_eq!(*api.bad_tokens.lock().unwrap(), 1);
+}
+
+/// `cascade diff --github-comment` in `dir` (which holds `event.json`) against the API at
+/// `api_url`, as `repository` with `token`.
+fn github_comment(dir: &Path, api_url: &str, repository: &str, token: &str) -> assert_cmd::Command {
+    let mut command = cascade(dir);
+    command
+        .args(["diff", "--base", "base", "--github-comment"])
+        .env("GITHUB_TOKEN", token)
+        .env("GITHUB_REPOSITORY", repository)
+        .env("GITHUB_EVENT_PATH", dir.join("event.json"))
+        .env("GITHUB_API_URL", api_url)
+        .env_remove("GITHUB_STEP_SUMMARY")
+        .timeout(common::DEADLINE);
+    command
+}
+
+/// Runs `command` off the runtime, which serves the stand-in of the API meanwhile.
+async fn output_of(mut command: assert_cmd::Command) -> std::process::Output {
+    tokio::task::spawn_blocking(move || command.output().unwrap()).await.unwrap()
+}
+
+/// A pull request whose config change makes a review, with the event file in place.
+fn reviewed_pull_request() -> tempfile::TempDir {
+    let dir = pair(&nullify_to_delete());
+    std::fs::write(dir.path().join("event.json"), PULL_REQUEST_EVENT).unwrap();
+    dir
+}
+
+/// Only a comment that the token's own identity wrote is ever updated: GitHub Actions' bot's
+/// for a workflow's token (which `GET /user` refuses), the user's for a personal token. Someone
+/// else's comment that holds the marker (quoting a review, or planted) stays as it is, though
+/// the token could edit it.
+#[tokio::test(flavor = "multi_thread")]
+async fn only_a_comment_of_the_tokens_own_identity_is_updated() {
+    let planted = |id, author: &str| Comment::new(id, author, format!("<!-- cascade-diff --> planted by {author}"));
+    for (identity, own, others) in [
+        (Identity::Actions, ACTIONS_BOT, ["mallory", "cascade-ci"]),
+        (Identity::User("cascade-ci"), "cascade-ci", ["mallory", ACTIONS_BOT]),
+    ] {
+        let (api, server) = GithubApi::start(identity, vec![planted(1, others[0]), planted(2, others[1])]).await;
+        let dir = reviewed_pull_request();
+        for expected in ["posted the review as comment 5002", "updated the review in comment 5002"] {
+            let output = output_of(github_comment(dir.path(), &server.uri(), REPOSITORY, TOKEN)).await;
+            let err = String::from_utf8_lossy(&output.stderr);
+            assert_eq!(output.status.code(), Some(0), "{own}: {err}");
+            assert!(err.contains(expected), "{own}: {err}");
+        }
+        let comments = api.comments.lock().unwrap().clone();
+        assert_eq!(comments[..2], [planted(1, others[0]), planted(2, others[1])], "{own}: nobody else's changes");
+        assert_eq!((comments.len(), comments[2].author.as_str()), (3, own));
+    }
+}
+
+/// An API whose listing of comments never ends (every page full) is read 50 pages deep, then
+/// the run fails clearly, posting nothing.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_listing_of_comments_without_end_is_read_a_bounded_number_of_pages() {
+    let (api, server) = GithubApi::start_listing(Identity::Actions, Vec::new(), Listing::Endless).await;
+    let dir = reviewed_pull_request();
+    let output = output_of(github_comment(dir.path(), &server.uri(), REPOSITORY, TOKEN)).await;
+    let err = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{err}");
+    assert!(err.contains("the pull request's comments did not end within 50 pages of 100: no comment posted"), "{err}");
+    assert_eq!(server.received_requests().await.unwrap().len(), 50);
+    assert!(api.comments.lock().unwrap().is_empty());
+}
+
+/// The token is sent to the repository's own API paths only: a `GITHUB_REPOSITORY` that is not
+/// one `owner/name` (a `..` that would climb out of `/repos/`, a query, a fragment, an encoded
+/// slash) is refused before any request, an API URL with credentials too (without showing
+/// them), and a redirect is not followed.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_token_goes_to_the_repositorys_api_only() {
+    let (_, server) = GithubApi::start(Identity::Actions, Vec::new()).await;
+    let dir = reviewed_pull_request();
+    let repositories =
+        ["acme/../../evil", "../../evil/app", "acme/app/../../x", "acme", "acme/app/x", "acme/.", "acme/..", "/app"];
+    let more = ["acme/app?x=1", "acme/app#x", "acme/a%2F..", "acme/app\n", "acme/ app", "acme/app/"];
+    for repository in repositories.into_iter().chain(more) {
+        let output = output_of(github_comment(dir.path(), &server.uri(), repository, TOKEN)).await;
+        let err = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(2), "{repository}: {err}");
+        assert!(err.contains("`GITHUB_REPOSITORY` must be `owner/name`"), "{repository}: {err}");
+    }
+    let with_credentials = server.uri().replace("http://", "http://user:hunter2@");
+    let output = output_of(github_comment(dir.path(), &with_credentials, REPOSITORY, TOKEN)).await;
+    let err = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{err}");
+    assert!(err.contains("`GITHUB_API_URL` must be an http:// or https:// URL with no user, password"), "{err}");
+    assert!(!err.contains("hunter2"), "{err}");
+    assert_eq!(server.received_requests().await.unwrap().len(), 0, "no request was sent");
+
+    let (_, server) = GithubApi::start_listing(Identity::Actions, Vec::new(), Listing::Redirect).await;
+    let output = output_of(github_comment(dir.path(), &server.uri(), REPOSITORY, TOKEN)).await;
+    let err = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{err}");
+    assert!(err.contains("answered 302 to listing the comments: a redirect, not followed"), "{err}");
+    let paths: Vec<String> =
+        server.received_requests().await.unwrap().iter().map(|request| request.url.path().to_owned()).collect();
+    assert_eq!(paths, [format!("/repos/{REPOSITORY}/issues/7/comments")], "the redirect was not followed");
 }
 
 #[test]

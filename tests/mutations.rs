@@ -1,12 +1,14 @@
 //! Seeded mutations of real config files and DDL scripts, checked the way `validate` checks them
 //! (load, every rule against the parsed schema, every output format): no input makes the checks
-//! panic, and every diagnostic points inside its file, so a user always gets `file:line:column`.
+//! panic, every diagnostic points inside its file, so a user always gets `file:line:column`, and
+//! the human form prints no raw control character and starts no workflow command.
 
 mod common;
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
 
 use cascade::diagnostic::{Format, Report, Sources};
+use common::inert::{raw_controls, workflow_commands};
 use common::mutation::{mutated_config, mutated_ddl, originals};
 
 /// How many mutated cases of each kind.
@@ -38,9 +40,12 @@ fn check(configs: &[(String, String)], ddl: &str) {
         assert!(line >= 1 && column >= 1, "{diagnostic:?} has no line and column");
     }
     let report = Report { sources: &loaded.sources, diagnostics: &loaded.diagnostics };
-    for format in [Format::Human, Format::Json, Format::Github, Format::Sarif] {
+    for format in [Format::Json, Format::Github, Format::Sarif] {
         let _ = report.render(format, false);
     }
+    let human = report.render(Format::Human, false);
+    assert_eq!(raw_controls(&human), Vec::<char>::new(), "{human}");
+    assert_eq!(workflow_commands(&human), Vec::<&str>::new(), "{human}");
 }
 
 /// Runs `case`; a panic fails the test with the seed and the input that caused it.

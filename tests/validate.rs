@@ -2,6 +2,7 @@
 
 mod common;
 
+use common::inert::{raw_controls, workflow_commands};
 use common::{cascade, project, repository};
 use serde_json::{Value, json};
 
@@ -278,4 +279,112 @@ fn a_retention_of_more_than_50_years_is_refused_at_its_value_by_every_command() 
         "[models.page_view]\ntable = \"page_view\"\nretention = { keep = \"50years\", column = \"entered_at\" }\n";
     let dir = project(&[("cascades/cascade.toml", fifty)]);
     cascade(dir.path()).arg("validate").assert().success();
+}
+
+/// Every name a config declares or refers to is an identifier: a control character (written
+/// with a TOML escape) or a bidirectional control in one is `invalid-name`, at the name, and
+/// every format prints the name escaped.
+#[test]
+fn a_name_with_a_control_character_is_refused_and_printed_escaped() {
+    let config = r#"[options]
+"rate\u0007" = 5
+
+[models."org\n::error::pwned"]
+table = "org"
+rate_limit = "rate\u0007"
+outbox = "org_update\u001b[2J"
+children = [{ model = "pro\u202eject", column = "org_id" }]
+
+[outbox.scopes."scope\t1"]
+shard_key = "id"
+categories = ["org_update\u001b[2J"]
+cells = ["us\r"]
+cell_sinks = { "us\r" = "hook\u0000" }
+
+[outbox.sinks."hook\u0000"]
+url = "https://example.com/hook"
+"#;
+    let dir = project(&[("cascades/cascade.toml", config)]);
+    let output = cascade(dir.path()).args(["validate", "--format", "json"]).assert().code(1).get_output().clone();
+    let report: Value = serde_json::from_slice(&output.stdout).unwrap();
+    let refused: Vec<(u64, u64, &str)> = report["diagnostics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|d| d["code"] == "invalid-name")
+        .map(|d| (d["line"].as_u64().unwrap(), d["column"].as_u64().unwrap(), d["message"].as_str().unwrap()))
+        .collect();
+    let expected = [
+        (2, 1, "the option name `rate\\u{7}` holds the character `\\u{7}`"),
+        (4, 9, "the model name `org\\n::error::pwned` holds the character `\\n`"),
+        (6, 14, "the option name `rate\\u{7}` holds the character `\\u{7}`"),
+        (7, 10, "the category name `org_update\\u{1b}[2J` holds the character `\\u{1b}`"),
+        (8, 23, "the model name `pro\\u{202e}ject` holds the character `\\u{202e}`"),
+        (10, 16, "the scope name `scope\\t1` holds the character `\\t`"),
+        (12, 15, "the category name `org_update\\u{1b}[2J` holds the character `\\u{1b}`"),
+        (13, 10, "the cell name `us\\r` holds the character `\\r`"),
+        (14, 16, "the cell name `us\\r` holds the character `\\r`"),
+        (14, 25, "the sink name `hook\\u{0}` holds the character `\\u{0}`"),
+        (16, 15, "the sink name `hook\\u{0}` holds the character `\\u{0}`"),
+    ];
+    assert_eq!(refused, expected, "{report}");
+
+    for format in ["human", "github", "sarif"] {
+        let output = cascade(dir.path()).args(["validate", "--format", format]).output().unwrap();
+        let printed = String::from_utf8_lossy(&output.stdout);
+        assert_eq!(output.status.code(), Some(1), "{format}: {printed}");
+        assert_eq!(raw_controls(&printed), Vec::<char>::new(), "{format} prints no raw control character:\n{printed}");
+        if format != "github" {
+            assert_eq!(workflow_commands(&printed), Vec::<&str>::new(), "{format}: a name starts no workflow command");
+        }
+    }
+}
+
+/// A config written on one line of 100 kB: each diagnostic shows its line only around its
+/// label, with `…` where text is left out, the caret under the label and the file's own column in
+/// its place, so the output grows with the diagnostics, not with the diagnostics times the line.
+#[test]
+fn a_long_line_is_shown_only_around_each_label() {
+    let models: Vec<String> = (0..1000)
+        .map(|n| {
+            format!(
+                "m{n} = {{ table = \"t{n}\", children = [{{ model = \"nope{n}\", column = \"organization_id\" }}] }}"
+            )
+        })
+        .collect();
+    let config = format!("models = {{ {} }}\n", models.join(", "));
+    assert!(config.len() > 90_000);
+    let dir = project(&[("cascades/cascade.toml", &config)]);
+
+    let output = cascade(dir.path()).args(["validate", "--format", "json"]).assert().code(1).get_output().clone();
+    let report: Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(report["errors"], 1000);
+    let output = cascade(dir.path()).arg("validate").assert().code(1).get_output().clone();
+    let human = String::from_utf8_lossy(&output.stdout);
+    assert!(human.len() < 1000 * 1000, "{} bytes for 1000 diagnostics", human.len());
+
+    for n in [0, 500, 999] {
+        let name = format!("\"nope{n}\"");
+        let column = config[..config.find(&name).unwrap()].chars().count() + 1;
+        let placed = report["diagnostics"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|d| d["message"].as_str().unwrap().ends_with(&format!("`nope{n}`")));
+        assert_eq!(placed.unwrap()["column"], column, "the JSON column is the file's");
+
+        let block: Vec<&str> = human
+            .split("\n\n")
+            .find(|block| block.contains(&format!("unknown model `nope{n}`")))
+            .unwrap()
+            .lines()
+            .collect();
+        assert_eq!(block[1].trim(), format!("┌─ cascades/cascade.toml:1:{column}"), "{block:#?}");
+        let (source, carets) = (block[3], block[4]);
+        assert!(source.chars().count() < 400, "the line is cut: {source}");
+        assert!(source.contains('…'), "{source}");
+        let under = |line: &str, what: &str| line[..line.find(what).unwrap()].chars().count();
+        assert_eq!(under(carets, "^"), under(source, &name), "the caret is under the name:\n{source}\n{carets}");
+        assert!(carets.contains(&format!("{} no model of this name", "^".repeat(name.len()))), "{carets}");
+    }
 }

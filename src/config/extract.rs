@@ -40,7 +40,7 @@ pub(crate) fn config(files: &[(FileId, &Spanned<DeTable<'_>>)], sources: &Source
     let settings = read_settings(Fields::merged(first.clone(), "[settings]", "setting", settings, describe, d), d);
     let mut unreadable_options = BTreeSet::new();
     let options = Fields::merged(first.clone(), "[options]", "option", options, describe, d)
-        .take_all()
+        .take_names("option", d)
         .into_iter()
         .filter_map(|(name, node)| match node.number(d) {
             Some(value) => Some((name.value, value)),
@@ -79,7 +79,7 @@ fn read_named<'a, T>(
     unreadable: &mut BTreeSet<String>,
 ) -> IndexMap<String, T> {
     fields
-        .take_all()
+        .take_names(noun, d)
         .into_iter()
         .filter_map(|(name, node)| {
             let key = name.value.clone();
@@ -191,9 +191,9 @@ fn read_model(name: Located<String>, mut fields: Fields<'_>, d: &mut Diagnostics
     let key = fields.optional("key").and_then(|n| read_key(&n, d));
     let strategy = fields.optional("strategy").and_then(|n| strategy(&n, d));
     let chunk_size = fields.optional("chunk_size").and_then(|n| n.unsigned(d));
-    let rate_limit = fields.optional("rate_limit").and_then(|n| n.string(d));
+    let rate_limit = fields.optional("rate_limit").and_then(|n| n.name("option", d));
     let status = fields.optional("status").and_then(|n| read_status(n.table(d)?, d));
-    let outbox = fields.optional("outbox").and_then(|n| n.string(d));
+    let outbox = fields.optional("outbox").and_then(|n| n.name("category", d));
     let outbox_payload = fields.optional("outbox_payload").map_or_else(Vec::new, |n| n.array_of(d, Node::identifier));
     let children = fields.optional("children").map_or_else(Vec::new, |n| n.array_of(d, read_relation));
     let require_all_references = fields.optional("require_all_references").and_then(|n| n.boolean(d));
@@ -257,7 +257,7 @@ fn strategy(node: &Node<'_>, d: &mut Diagnostics) -> Option<Located<Strategy>> {
 
 fn read_relation(node: &Node<'_>, d: &mut Diagnostics) -> Option<Relation> {
     let mut fields = node.table(d)?;
-    let model = fields.required("model", d).and_then(|n| n.string(d));
+    let model = fields.required("model", d).and_then(|n| n.name("model", d));
     let read = read_columns(&mut fields, d);
     let references = fields.optional("references").and_then(|n| read_key(&n, d));
     let on_delete = fields.optional("on_delete").and_then(|n| n.keyword(OnDelete::NAMES, OnDelete::parse, d));
@@ -377,12 +377,14 @@ fn read_ignored_reference(node: &Node<'_>, d: &mut Diagnostics) -> Option<Ignore
 
 fn read_scope(name: Located<String>, mut fields: Fields<'_>, d: &mut Diagnostics) -> Option<Scope> {
     let shard_key = fields.required("shard_key", d).and_then(|n| n.identifier(d));
-    let categories = fields.optional("categories").map_or_else(Vec::new, |n| n.array_of(d, Node::string));
-    let sink = fields.optional("sink").and_then(|n| n.string(d));
-    let category_sinks = fields.optional("category_sinks").map_or_else(IndexMap::new, |n| string_table(&n, d));
+    let categories =
+        fields.optional("categories").map_or_else(Vec::new, |n| n.array_of(d, |item, d| item.name("category", d)));
+    let sink = fields.optional("sink").and_then(|n| n.name("sink", d));
+    let category_sinks =
+        fields.optional("category_sinks").map_or_else(IndexMap::new, |n| string_table(&n, Some("category"), d));
     let cells = fields.optional("cells").map_or_else(Vec::new, |n| {
         n.array_of(d, |item, d| {
-            let cell = item.string(d)?;
+            let cell = item.name("cell", d)?;
             if cell.value.is_empty() {
                 item.invalid("a cell needs a name", "an empty cell name", d);
                 return None;
@@ -390,7 +392,7 @@ fn read_scope(name: Located<String>, mut fields: Fields<'_>, d: &mut Diagnostics
             Some(cell)
         })
     });
-    let cell_sinks = fields.optional("cell_sinks").map_or_else(IndexMap::new, |n| string_table(&n, d));
+    let cell_sinks = fields.optional("cell_sinks").map_or_else(IndexMap::new, |n| string_table(&n, Some("cell"), d));
     fields.finish(d);
     Some(Scope { name, shard_key: shard_key?, categories, sink, category_sinks, cells, cell_sinks })
 }
@@ -420,7 +422,7 @@ fn read_sink(name: Located<String>, mut fields: Fields<'_>, d: &mut Diagnostics)
     });
     let kafka_node = fields.optional("kafka");
     let kafka = kafka_node.as_ref().and_then(|n| read_kafka(n, d));
-    let headers = fields.optional("headers").map_or_else(IndexMap::new, |n| string_table(&n, d));
+    let headers = fields.optional("headers").map_or_else(IndexMap::new, |n| string_table(&n, None, d));
     let env = fields.optional("env").map_or_else(Vec::new, |n| n.array_of(d, Node::string));
     let timeout = fields.optional("timeout").and_then(|n| {
         let text = n.string(d)?;
@@ -491,10 +493,17 @@ fn read_kafka(node: &Node<'_>, d: &mut Diagnostics) -> Option<Located<Kafka>> {
     Some(Located::new(Kafka { brokers: brokers?, topic, properties }, node.location()))
 }
 
-/// A table of user-chosen keys with string values (`headers`, `category_sinks`).
-fn string_table(node: &Node<'_>, d: &mut Diagnostics) -> IndexMap<String, Located<String>> {
+/// A table of user-chosen keys with string values (`headers`); with `names`, a table from names
+/// of `names` (categories, cells) to sink names, all checked as names (`category_sinks`).
+fn string_table(node: &Node<'_>, names: Option<&str>, d: &mut Diagnostics) -> IndexMap<String, Located<String>> {
     let Some(mut fields) = node.table(d) else {
         return IndexMap::new();
     };
-    fields.take_all().into_iter().filter_map(|(key, value)| Some((key.value, value.string(d)?))).collect()
+    let entries = match names {
+        Some(noun) => fields.take_names(noun, d),
+        None => fields.take_all(),
+    };
+    let value =
+        |node: Node<'_>, d: &mut Diagnostics| if names.is_some() { node.name("sink", d) } else { node.string(d) };
+    entries.into_iter().filter_map(|(key, node)| Some((key.value, value(node, d)?))).collect()
 }

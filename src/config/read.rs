@@ -5,6 +5,7 @@ use toml::Spanned;
 use toml::de::{DeTable, DeValue};
 
 use super::types::Located;
+use crate::diagnostic::text::{escaped, is_hidden, shown};
 use crate::diagnostic::{Code, Diagnostic, FileId, Location, did_you_mean};
 
 pub(crate) type Diagnostics = Vec<Diagnostic>;
@@ -166,6 +167,13 @@ impl<'a> Node<'a> {
         }
     }
 
+    /// A string that names a `noun` (a model, a category, a sink...), checked as a name.
+    pub(super) fn name(&self, noun: &str, d: &mut Diagnostics) -> Option<Located<String>> {
+        let name = self.string(d)?;
+        check_name(&name, noun, d);
+        Some(name)
+    }
+
     pub(super) fn array(&self, d: &mut Diagnostics) -> Option<Vec<Node<'a>>> {
         match self.value.get_ref() {
             DeValue::Array(items) => {
@@ -208,8 +216,22 @@ impl<'a> Node<'a> {
 /// only spaces, and without quotes, backticks, control characters, line or paragraph
 /// separators, or the bidirectional controls that make text display differently from what it is.
 pub(crate) fn is_identifier(name: &str) -> bool {
-    let invisible = |c: char| matches!(c, '\u{2028}' | '\u{2029}' | '\u{200e}' | '\u{200f}' | '\u{061c}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}');
-    !name.trim().is_empty() && !name.chars().any(|c| c.is_control() || c == '"' || c == '`' || invisible(c))
+    !name.trim().is_empty() && !name.chars().any(|c| is_hidden(c) || c == '"' || c == '`')
+}
+
+/// Reports `name`, of a `noun`, when it holds a hidden character (`invalid-name`). The name is
+/// kept: it is reported once here, and every message that repeats it shows it escaped.
+pub(super) fn check_name(name: &Located<String>, noun: &str, d: &mut Diagnostics) {
+    let Some(hidden) = name.value.chars().find(|&c| is_hidden(c)) else { return };
+    d.push(
+        Diagnostic::new(
+            Code::InvalidName,
+            name.location.clone(),
+            format!("the {noun} name `{}` holds the character `{}`", shown(&name.value), escaped(hidden)),
+        )
+        .label("a control character in a name")
+        .help("names are identifiers: remove the character (a TOML escape such as `\\n` or `\\u001B` writes one)"),
+    );
 }
 
 struct Field<'a> {
@@ -322,7 +344,16 @@ impl<'a> Fields<'a> {
         node
     }
 
-    /// Takes every remaining entry, for tables keyed by user-chosen names (models, scopes).
+    /// Takes every remaining entry, each key a name of a `noun` (models, scopes), checked as one.
+    pub(super) fn take_names(&mut self, noun: &str, d: &mut Diagnostics) -> Vec<(Located<String>, Node<'a>)> {
+        let entries = self.take_all();
+        for (name, _) in &entries {
+            check_name(name, noun, d);
+        }
+        entries
+    }
+
+    /// Takes every remaining entry, for tables keyed by user-chosen keys (headers, properties).
     pub(super) fn take_all(&mut self) -> Vec<(Located<String>, Node<'a>)> {
         self.entries
             .drain(..)

@@ -83,6 +83,7 @@ codes! { $
     InvalidValue = "invalid-value", Error, "A value of the right type that the key does not accept.";
     MissingKey = "missing-key", Error, "A required key is absent.";
     DuplicateDeclaration = "duplicate-declaration", Error, "A model, scope, option or setting is declared in more than one place.";
+    InvalidName = "invalid-name", Error, "A model, scope, category, sink, option or cell name (a key, or a value naming one) holds a control character, a line or paragraph separator or a bidirectional control: names are identifiers, and they reach terminals, CI logs and pull-request comments.";
     UnknownModel = "unknown-model", Error, rule unknown_model, "A relation names a model that is not declared.";
     DuplicateRelation = "duplicate-relation", Error, rule duplicate_relation, "A model declares the same child model and column twice.";
     PlanTooDeep = "plan-too-deep", Error, rule plan_depth, "A chain of delete relations is deeper than 1,000 models, deeper than a plan may be.";

@@ -2,10 +2,12 @@
 //! stable code, a severity, a message, the place it came from and an optional help line.
 
 mod code;
+mod excerpt;
 pub(crate) mod github_escape;
 mod report;
 mod sarif;
 mod sources;
+pub mod text;
 
 use std::ops::Range;
 

@@ -5,6 +5,8 @@ use codespan_reporting::diagnostic::{Diagnostic as Snippet, Label, Severity as S
 use codespan_reporting::term::{self, Config as TermConfig};
 use serde::Serialize;
 
+use super::excerpt::Excerpt;
+use super::text::shown;
 use super::{Code, Diagnostic, Severity, Sources};
 
 /// How diagnostics are written.
@@ -81,9 +83,10 @@ impl Report<'_> {
         }
     }
 
-    /// Source snippets with labels, then a one-line summary. A literal secret (`literal-secret`)
-    /// and every secret the process knows (a `[settings] database_url` password) are shown as
-    /// `*`s in every snippet: the output goes to terminals and CI logs.
+    /// Source snippets with labels, then a one-line summary. The output goes to terminals and CI
+    /// logs: a literal secret (`literal-secret`) and every secret the process knows (a
+    /// `[settings] database_url` password) are shown as `*`s in every snippet, a long line only
+    /// around its labels, and what a name may hide is escaped (see [`super::text`]).
     pub fn human(&self, color: bool) -> String {
         let config = TermConfig::default();
         let secrets: Vec<&super::Location> =
@@ -92,12 +95,14 @@ impl Report<'_> {
         let sources = &masked;
         let mut out = Vec::new();
         for diagnostic in self.diagnostics {
-            let snippet = self.snippet(diagnostic);
+            let related = diagnostic.related.iter().map(|(location, _)| location);
+            let excerpt = Excerpt::new(sources, std::iter::once(&diagnostic.location).chain(related));
+            let snippet = self.snippet(diagnostic, &excerpt);
             let written = if color {
                 let mut writer = term::termcolor::Ansi::new(&mut out);
-                term::emit_to_write_style(&mut writer, &config, sources, &snippet)
+                term::emit_to_write_style(&mut writer, &config, &excerpt, &snippet)
             } else {
-                term::emit_to_io_write(&mut out, &config, sources, &snippet)
+                term::emit_to_io_write(&mut out, &config, &excerpt, &snippet)
             };
             // Spans always come from the same sources, so rendering cannot fail on a lookup.
             written.expect("diagnostic spans point into loaded sources");
@@ -119,24 +124,23 @@ impl Report<'_> {
         }
     }
 
-    fn snippet(&self, diagnostic: &Diagnostic) -> Snippet<usize> {
+    /// `diagnostic` for the snippet printer, its spans in `excerpt`.
+    fn snippet(&self, diagnostic: &Diagnostic, excerpt: &Excerpt<'_>) -> Snippet<usize> {
         let severity = match diagnostic.severity {
             Severity::Error => SnippetSeverity::Error,
             Severity::Warning => SnippetSeverity::Warning,
             Severity::Note => SnippetSeverity::Note,
         };
         let location = &diagnostic.location;
-        let mut labels = vec![Label::primary(location.file, location.span.clone()).with_message(&diagnostic.label)];
-        labels.extend(
-            diagnostic
-                .related
-                .iter()
-                .map(|(location, label)| Label::secondary(location.file, location.span.clone()).with_message(label)),
-        );
-        let notes = diagnostic.help.iter().map(|help| format!("help: {help}")).collect();
+        let mut labels =
+            vec![Label::primary(location.file, excerpt.span(location)).with_message(shown(&diagnostic.label))];
+        labels.extend(diagnostic.related.iter().map(|(location, label)| {
+            Label::secondary(location.file, excerpt.span(location)).with_message(shown(label))
+        }));
+        let notes = diagnostic.help.iter().map(|help| format!("help: {}", shown(help))).collect();
         Snippet::new(severity)
             .with_code(diagnostic.code.as_str())
-            .with_message(&diagnostic.message)
+            .with_message(shown(&diagnostic.message))
             .with_labels(labels)
             .with_notes(notes)
     }
@@ -181,12 +185,12 @@ impl Report<'_> {
                     Severity::Note => "notice",
                 };
                 let text = match &d.help {
-                    Some(help) => format!("{}\nhelp: {help}", d.message),
-                    None => d.message.clone(),
+                    Some(help) => format!("{}\nhelp: {}", shown(&d.message), shown(help)),
+                    None => shown(&d.message).into_owned(),
                 };
                 format!(
                     "::{command} file={},line={line},col={column},title={}::{}\n",
-                    super::github_escape::property(self.sources.name(d.location.file)),
+                    super::github_escape::property(&shown(self.sources.name(d.location.file))),
                     super::github_escape::property(d.code.as_str()),
                     super::github_escape::data(&text),
                 )

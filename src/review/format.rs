@@ -6,8 +6,10 @@ use std::fmt::Write as _;
 use serde::Serialize;
 use serde_json::Value;
 
+use super::markdown::{cell, code};
 use super::{Change, Counted, Review, Severity};
 use crate::diagnostic::github_escape::{data as escape_data, property as escape_property};
+use crate::diagnostic::text::shown;
 
 /// The hidden marker that finds a review's pull-request comment again, so it is updated rather
 /// than posted twice.
@@ -60,21 +62,23 @@ impl Review {
         format!("{} {noun} to deletions: {}", self.changes.len(), counts.join(", "))
     }
 
+    /// For a terminal or a CI log: every name [`shown`], so none can print a control character
+    /// or start a workflow command.
     fn human(&self, counts: Option<&CountedRoots<'_>>) -> String {
         let mut out = format!("{}\n", self.summary());
         for change in &self.changes {
-            let _ = write!(out, "\n{:<11} {}", change.severity.as_str(), title(change));
+            let _ = write!(out, "\n{:<11} {}", change.severity.as_str(), shown(&title(change)));
             if let Some(values) = before_after(change) {
-                let _ = write!(out, ": {values}");
+                let _ = write!(out, ": {}", shown(&values));
             }
-            let _ = writeln!(out, "\n            {}", change.reason);
+            let _ = writeln!(out, "\n            {}", shown(&change.reason));
             let mut context = Vec::new();
             if let Some(place) = &change.location {
                 let side = if place.side == "base" { " (base)" } else { "" };
-                context.push(format!("{}:{}:{}{side}", place.file, place.line, place.column));
+                context.push(format!("{}:{}:{}{side}", shown(&place.file), place.line, place.column));
             }
             if !change.roots.is_empty() {
-                context.push(format!("reaches {}", list(&change.roots, 8)));
+                context.push(format!("reaches {}", shown(&list(&change.roots, 8))));
             }
             if !context.is_empty() {
                 let _ = writeln!(out, "            {}", context.join(" · "));
@@ -83,15 +87,20 @@ impl Review {
         let roots = self.by_root();
         if !roots.is_empty() {
             let _ = writeln!(out, "\nroots whose deletions change:");
-            let width = roots.keys().map(|root| root.chars().count()).max().unwrap_or(0);
-            for (root, [destructive, attention, safe]) in &roots {
+            let roots: Vec<(String, &[usize; 3])> =
+                roots.iter().map(|(root, counts)| (shown(root).into_owned(), counts)).collect();
+            let width = roots.iter().map(|(root, _)| root.chars().count()).max().unwrap_or(0);
+            for (root, [destructive, attention, safe]) in roots {
                 let _ =
                     writeln!(out, "  {root:<width$}  {destructive} destructive, {attention} attention, {safe} safe");
             }
         }
         if let Some(counted) = counts {
-            let _ = writeln!(out, "\nrows for {} {}:", counted.model, counted.ids.join(", "));
-            let table = count_rows(counted.counts);
+            let _ = writeln!(out, "\nrows for {} {}:", shown(counted.model), shown(&counted.ids.join(", ")));
+            let mut table = count_rows(counted.counts);
+            for row in &mut table {
+                row.model = shown(&row.model).into_owned();
+            }
             let width = table.iter().map(|row| row.model.chars().count()).max().unwrap_or(5).max(5);
             let _ =
                 writeln!(out, "  {:<width$}  {:>20}  {:>20}", "model", "deleted base → head", "nullified base → head");
@@ -105,7 +114,8 @@ impl Review {
                 );
             }
             if !counted.counts.not_found().is_empty() {
-                let _ = writeln!(out, "  not found (nothing to delete): {}", counted.counts.not_found().join(", "));
+                let _ =
+                    writeln!(out, "  not found (nothing to delete): {}", shown(&counted.counts.not_found().join(", ")));
             }
         }
         out
@@ -127,12 +137,16 @@ impl Review {
                     let side = if place.side == "base" { " (base)" } else { "" };
                     format!("{}{side}", code(&format!("{}:{}:{}", place.file, place.line, place.column)))
                 });
+                let title = match about(change) {
+                    Some(about) => format!("{}: {}", kind_text(change), code(about)),
+                    None => kind_text(change),
+                };
+                let values = values(change)
+                    .map_or(String::new(), |(before, after)| format!("{} → {}", code(&before), code(&after)));
                 let _ = writeln!(
                     out,
-                    "| {} | {} | {} | {} | {place} |",
+                    "| {} | {title} | {values} | {} | {place} |",
                     badge(change.severity),
-                    cell(&title(change)),
-                    cell(&before_after(change).unwrap_or_default()),
                     cell(&change.reason),
                 );
             }
@@ -207,7 +221,7 @@ impl Review {
                 };
                 let mut properties = Vec::new();
                 if let Some(place) = change.location.as_ref().filter(|place| place.side == "head") {
-                    properties.push(format!("file={}", escape_property(&place.file)));
+                    properties.push(format!("file={}", escape_property(&shown(&place.file))));
                     properties.push(format!("line={}", place.line));
                     properties.push(format!("col={}", place.column));
                 }
@@ -216,13 +230,13 @@ impl Review {
                     "title={}",
                     escape_property(&format!("{} ({})", change.severity.as_str(), kind.unwrap_or_default()))
                 ));
-                let mut text = title(change);
+                let mut text = shown(&title(change)).into_owned();
                 if let Some(values) = before_after(change) {
-                    let _ = write!(text, ": {values}");
+                    let _ = write!(text, ": {}", shown(&values));
                 }
-                let _ = write!(text, "\n{}", change.reason);
+                let _ = write!(text, "\n{}", shown(&change.reason));
                 if !change.roots.is_empty() {
-                    let _ = write!(text, "\nreaches {}", list(&change.roots, 8));
+                    let _ = write!(text, "\nreaches {}", shown(&list(&change.roots, 8)));
                 }
                 format!("::{command} {}::{}\n", properties.join(","), escape_data(&text))
             })
@@ -230,22 +244,36 @@ impl Review {
     }
 }
 
-/// What a change is about: the relation, else the model, else the kind.
+/// What a change is: its kind, then what it is about.
 pub(super) fn title(change: &Change) -> String {
-    let kind = serde_json::to_value(change.kind).ok().and_then(|v| v.as_str().map(str::to_owned)).unwrap_or_default();
-    let kind = kind.replace('_', " ");
-    match change.relation.as_ref().or(change.model.as_ref()).or(change.subject.as_ref()) {
-        Some(about) => format!("{kind}: {about}"),
-        None => kind,
+    match about(change) {
+        Some(about) => format!("{}: {about}", kind_text(change)),
+        None => kind_text(change),
     }
+}
+
+/// The kind in words (`on delete changed`).
+fn kind_text(change: &Change) -> String {
+    let kind = serde_json::to_value(change.kind).ok().and_then(|v| v.as_str().map(str::to_owned)).unwrap_or_default();
+    kind.replace('_', " ")
+}
+
+/// What a change is about: the relation, else the model, else the subject.
+fn about(change: &Change) -> Option<&String> {
+    change.relation.as_ref().or(change.model.as_ref()).or(change.subject.as_ref())
 }
 
 /// `before → after`, when either is known.
 pub(super) fn before_after(change: &Change) -> Option<String> {
+    values(change).map(|(before, after)| format!("{before} → {after}"))
+}
+
+/// The values before and after, when either is known.
+fn values(change: &Change) -> Option<(String, String)> {
     if change.before.is_null() && change.after.is_null() {
         return None;
     }
-    Some(format!("{} → {}", value_text(&change.before), value_text(&change.after)))
+    Some((value_text(&change.before), value_text(&change.after)))
 }
 
 pub(super) fn value_text(value: &Value) -> String {
@@ -279,74 +307,6 @@ fn badge(severity: Severity) -> &'static str {
     }
 }
 
-/// Text for a markdown table cell: no line breaks, pipes or HTML. HTML is escaped outside the
-/// text's code spans only: inside one, GitHub shows `&lt;` as written, and nothing is HTML.
-fn cell(text: &str) -> String {
-    let text = text.replace(['\r', '\n'], " ");
-    let mut out = String::with_capacity(text.len());
-    let mut rest = text.as_str();
-    while let Some(start) = rest.find('`') {
-        // A backslash makes the backtick after it literal, as markdown reads it.
-        if rest[..start].ends_with('\\') {
-            out += &outside_code(&rest[..=start]);
-            rest = &rest[start + 1..];
-            continue;
-        }
-        let fence = backtick_run(&rest[start..]);
-        let after = &rest[start + fence.len()..];
-        match closing_run(after, fence.len()) {
-            Some(end) => {
-                out += &outside_code(&rest[..start]);
-                out += fence;
-                out += &after[..end].replace('|', "\\|");
-                out += fence;
-                rest = &after[end + fence.len()..];
-            }
-            // An unclosed run is literal backticks.
-            None => {
-                out += &outside_code(&rest[..start + fence.len()]);
-                rest = after;
-            }
-        }
-    }
-    out + &outside_code(rest)
-}
-
-fn outside_code(text: &str) -> String {
-    text.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('|', "\\|")
-}
-
-/// The backticks `text` starts with.
-fn backtick_run(text: &str) -> &str {
-    &text[..text.len() - text.trim_start_matches('`').len()]
-}
-
-/// Where in `text` a run of exactly `length` backticks starts (which closes a code span).
-fn closing_run(text: &str, length: usize) -> Option<usize> {
-    let mut from = 0;
-    while let Some(at) = text[from..].find('`') {
-        let at = from + at;
-        let run = backtick_run(&text[at..]).len();
-        if run == length {
-            return Some(at);
-        }
-        from = at + run;
-    }
-    None
-}
-
-/// `text` as inline code in markdown, whatever backticks it holds.
-fn code(text: &str) -> String {
-    let text = text.replace(['\r', '\n'], " ").replace('|', "\\|");
-    let fence = "`".repeat(longest_backtick_run(&text) + 1);
-    let pad = if text.starts_with('`') || text.ends_with('`') { " " } else { "" };
-    format!("{fence}{pad}{text}{pad}{fence}")
-}
-
-fn longest_backtick_run(text: &str) -> usize {
-    text.split(|c| c != '`').map(str::len).max().unwrap_or(0)
-}
-
 pub(super) struct CountRow {
     pub(super) model: String,
     pub(super) deleted: (u64, u64),
@@ -366,15 +326,4 @@ pub(super) fn count_rows(counts: &Counted) -> Vec<CountRow> {
             }
         })
         .collect()
-}
-
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn a_cell_escapes_html_outside_its_code_spans_only() {
-        assert_eq!(super::cell("`<a>` & <b>"), "`<a>` &amp; &lt;b&gt;");
-        assert_eq!(super::cell("``a ` <b>`` `x|y`\nz"), "``a ` <b>`` `x\\|y` z");
-        assert_eq!(super::cell("a ` <b>"), "a ` &lt;b&gt;");
-        assert_eq!(super::cell("\\`<b>`"), "\\`&lt;b&gt;`");
-    }
 }

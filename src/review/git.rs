@@ -5,6 +5,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use crate::diagnostic::Sources;
+use crate::diagnostic::text::shown;
 
 /// Why a revision's config could not be read.
 #[derive(Debug, thiserror::Error)]
@@ -18,13 +19,16 @@ pub enum GitError {
         reason: String,
     },
     /// The revision names no commit.
-    #[error("`{revision}` is not a revision of this repository{}", hint(.revision))]
+    #[error("`{}` is not a revision of this repository{}", shown(.revision), hint(.revision))]
     UnknownRevision {
         /// The revision as given.
         revision: String,
     },
+    /// An empty revision (`--base-rev ''`, as an unset variable gives it).
+    #[error("the revision is empty: give one such as `--base-rev origin/main`")]
+    EmptyRevision,
     /// A revision that git would read as an option.
-    #[error("`{0}` is not a revision (it starts with `-`)")]
+    #[error("`{}` is not a revision (it starts with `-`)", shown(.0))]
     NotARevision(String),
     /// git failed otherwise.
     #[error("`git {command}` failed: {reason}")]
@@ -47,7 +51,10 @@ fn hint(revision: &str) -> String {
 /// The `*.toml` files of the config at `config` (a directory, or one file) as `revision` has
 /// them, named `REV:path`; `None` when the revision has no such path (the config is new).
 pub fn sources_at(revision: &str, config: &Path) -> Result<Option<Sources>, GitError> {
-    if revision.is_empty() || revision.starts_with('-') {
+    if revision.is_empty() {
+        return Err(GitError::EmptyRevision);
+    }
+    if revision.starts_with('-') {
         return Err(GitError::NotARevision(revision.to_owned()));
     }
     let config = std::path::absolute(config).unwrap_or_else(|_| config.to_owned());

@@ -1,12 +1,18 @@
 //! One sticky pull-request comment: inside GitHub Actions, the review is posted once and then
 //! updated in place on every later run (found again by a hidden marker), as squawk and Atlas do,
-//! through GitHub's REST API. The token is sent in a header only, never logged or shown.
+//! through GitHub's REST API. The token is sent in a header only, never logged or shown, and only
+//! to the repository's own API paths (and `/user`): every URL is built from a checked
+//! `owner/name`, one path segment at a time, and no redirect is followed. Only a comment the
+//! token's own identity wrote is ever updated.
 
 use std::path::PathBuf;
 use std::time::Duration;
 
 use reqwest::header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE, HeaderMap, HeaderValue, USER_AGENT};
+use reqwest::{Method, StatusCode, Url};
 use serde_json::{Value, json};
+
+use crate::diagnostic::text::shown;
 
 /// GitHub refuses comments longer than this many characters.
 const MAX_COMMENT_CHARS: usize = 65_536;
@@ -14,6 +20,12 @@ const MAX_COMMENT_CHARS: usize = 65_536;
 const MAX_ERROR_CHARS: usize = 500;
 /// Comments read per page while looking for the marker.
 const PAGE_SIZE: usize = 100;
+/// Pages read at most while looking for the marker: an answer that never ends is an error.
+const MAX_PAGES: usize = 50;
+/// Whom GitHub Actions' `GITHUB_TOKEN` comments as (`GET /user` refuses that token).
+const ACTIONS_LOGIN: &str = "github-actions[bot]";
+/// The longest owner or repository name GitHub allows.
+const MAX_NAME_CHARS: usize = 100;
 
 /// Why the comment could not be posted.
 #[derive(Debug, thiserror::Error)]
@@ -29,9 +41,25 @@ pub enum GithubError {
         /// Why.
         reason: String,
     },
+    /// `GITHUB_REPOSITORY` is not one owner and one repository name.
+    #[error(
+        "`GITHUB_REPOSITORY` must be `owner/name` (letters, digits, `-`, `_` and `.`, neither part `.` or `..`), \
+         found `{}`",
+        shown(.0)
+    )]
+    BadRepository(String),
+    /// `GITHUB_API_URL` is no URL the token may be sent to.
+    #[error("`GITHUB_API_URL` must be an http:// or https:// URL with no user, password, query or fragment")]
+    BadApiUrl,
     /// The token cannot be sent as a header.
     #[error("`GITHUB_TOKEN` holds characters a header cannot carry")]
     BadToken,
+    /// The listing of comments did not end.
+    #[error(
+        "the pull request's comments did not end within {MAX_PAGES} pages of {PAGE_SIZE}: no comment posted, since \
+         the review's own may be further on"
+    )]
+    EndlessComments,
     /// The request failed before an answer.
     #[error("cannot reach the GitHub API: {0}")]
     Request(String),
@@ -58,9 +86,10 @@ pub enum GithubError {
 /// What GitHub Actions tells a step about where it runs.
 #[derive(Clone)]
 pub struct Context {
-    api_url: String,
+    api_url: Url,
     token: String,
-    repository: String,
+    owner: String,
+    name: String,
     /// The pull request the event is about; none for a push.
     pub pull_request: Option<u64>,
     /// `GITHUB_STEP_SUMMARY`, when set.
@@ -70,8 +99,9 @@ pub struct Context {
 impl std::fmt::Debug for Context {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Context")
-            .field("api_url", &self.api_url)
-            .field("repository", &self.repository)
+            .field("api_url", &self.api_url.as_str())
+            .field("owner", &self.owner)
+            .field("name", &self.name)
             .field("pull_request", &self.pull_request)
             .finish_non_exhaustive()
     }
@@ -95,6 +125,10 @@ impl Context {
         let token = required("GITHUB_TOKEN")?;
         crate::secret::register(&token);
         let repository = required("GITHUB_REPOSITORY")?;
+        let (owner, name) = owner_and_name(&repository).ok_or(GithubError::BadRepository(repository.clone()))?;
+        let api_url = var("GITHUB_API_URL").filter(|url| !url.is_empty());
+        let api_url = api_url.as_deref().unwrap_or("https://api.github.com");
+        let api_url = Url::parse(api_url).ok().filter(is_api_url).ok_or(GithubError::BadApiUrl)?;
         let event_path = PathBuf::from(required("GITHUB_EVENT_PATH")?);
         let event = std::fs::read_to_string(&event_path)
             .map_err(|error| error.to_string())
@@ -104,11 +138,11 @@ impl Context {
             .pointer("/pull_request/number")
             .or_else(|| event.pointer("/issue/pull_request").and(event.pointer("/issue/number")))
             .and_then(Value::as_u64);
-        let api_url = var("GITHUB_API_URL").filter(|url| !url.is_empty());
         Ok(Context {
-            api_url: api_url.unwrap_or_else(|| "https://api.github.com".to_owned()).trim_end_matches('/').to_owned(),
+            api_url,
             token,
-            repository,
+            owner: owner.to_owned(),
+            name: name.to_owned(),
             pull_request,
             step_summary: var("GITHUB_STEP_SUMMARY").filter(|path| !path.is_empty()).map(PathBuf::from),
         })
@@ -127,91 +161,148 @@ impl Context {
     }
 
     /// Creates the pull request's comment holding `marker`, or updates it when an earlier run
-    /// made one; `None` when the event is about no pull request.
+    /// made one (a comment by the token's own identity: never anyone else's); `None` when the
+    /// event is about no pull request.
     pub async fn post_sticky(&self, body: &str, marker: &str) -> Result<Option<Posted>, GithubError> {
         let Some(number) = self.pull_request else { return Ok(None) };
-        let client = self.client()?;
-        let body = fit_comment(body);
-        let base = format!("{}/repos/{}/issues", self.api_url, self.repository);
-        let existing = self.find_comment(&client, &format!("{base}/{number}/comments"), marker).await?;
-        let posted = match existing {
+        let client = client()?;
+        let body = json!({ "body": fit_comment(body) }).to_string();
+        let comments = self.repository_url(&["issues", &number.to_string(), "comments"]);
+        let posted = match self.find_own_comment(&client, &comments, marker).await? {
             Some(id) => {
-                let url = format!("{base}/comments/{id}");
-                self.send(
-                    client
-                        .patch(&url)
-                        .header(CONTENT_TYPE, "application/json")
-                        .body(json!({ "body": body }).to_string()),
-                    "updating the comment",
-                )
-                .await?;
+                let url = self.repository_url(&["issues", "comments", &id.to_string()]);
+                self.send(&client, Method::PATCH, url, Some(body), "updating the comment").await?;
                 Posted::Updated(id)
             }
             None => {
-                let url = format!("{base}/{number}/comments");
-                let created = self
-                    .send(
-                        client
-                            .post(&url)
-                            .header(CONTENT_TYPE, "application/json")
-                            .body(json!({ "body": body }).to_string()),
-                        "creating a comment",
-                    )
-                    .await?;
+                let created = self.send(&client, Method::POST, comments, Some(body), "creating a comment").await?;
                 Posted::Created(created.get("id").and_then(Value::as_u64).unwrap_or_default())
             }
         };
         Ok(Some(posted))
     }
 
-    fn client(&self) -> Result<reqwest::Client, GithubError> {
-        let mut headers = HeaderMap::new();
-        let mut token = HeaderValue::from_str(&format!("Bearer {}", self.token)).map_err(|_| GithubError::BadToken)?;
-        token.set_sensitive(true);
-        headers.insert(AUTHORIZATION, token);
-        headers.insert(ACCEPT, HeaderValue::from_static("application/vnd.github+json"));
-        headers.insert("X-GitHub-Api-Version", HeaderValue::from_static("2022-11-28"));
-        headers.insert(USER_AGENT, HeaderValue::from_static(concat!("cascade/", env!("CARGO_PKG_VERSION"))));
-        reqwest::Client::builder()
-            .default_headers(headers)
-            .timeout(Duration::from_secs(30))
-            .build()
-            .map_err(|error| GithubError::Request(error.to_string()))
+    /// `{api}/repos/{owner}/{name}/{path…}`: each part one path segment (so none can climb out
+    /// of the repository's API), the only URLs besides [`Context::user_url`] the token goes to.
+    fn repository_url(&self, path: &[&str]) -> Url {
+        self.api_path(["repos", &self.owner, &self.name].iter().chain(path))
     }
 
-    /// The id of the first comment holding `marker`, reading every page of comments.
-    async fn find_comment(
+    /// `{api}/user`: whom the token belongs to.
+    fn user_url(&self) -> Url {
+        self.api_path(["user"].iter())
+    }
+
+    fn api_path<'s>(&self, segments: impl Iterator<Item = &'s &'s str>) -> Url {
+        let mut url = self.api_url.clone();
+        // `from_env` accepts http(s) URLs only, which always have a path.
+        if let Ok(mut path) = url.path_segments_mut() {
+            path.pop_if_empty().extend(segments);
+        }
+        url
+    }
+
+    /// The id of the first comment holding `marker` that the token's identity wrote, reading the
+    /// comments at `url` a page at a time, [`MAX_PAGES`] at most. The identity is asked for only
+    /// when a comment holds the marker.
+    async fn find_own_comment(
         &self,
         client: &reqwest::Client,
-        url: &str,
+        url: &Url,
         marker: &str,
     ) -> Result<Option<u64>, GithubError> {
-        for page in 1.. {
-            let request = client.get(url).query(&[("per_page", PAGE_SIZE), ("page", page)]);
-            let comments = self.send(request, "listing the comments").await?;
+        let mut identity = None;
+        for page in 1..=MAX_PAGES {
+            let mut page_url = url.clone();
+            page_url
+                .query_pairs_mut()
+                .append_pair("per_page", &PAGE_SIZE.to_string())
+                .append_pair("page", &page.to_string());
+            let comments = self.send(client, Method::GET, page_url, None, "listing the comments").await?;
             let comments = comments.as_array().map(Vec::as_slice).unwrap_or_default();
-            let found = comments
-                .iter()
-                .find(|comment| comment.get("body").and_then(Value::as_str).is_some_and(|body| body.contains(marker)));
-            if let Some(id) = found.and_then(|comment| comment.get("id")).and_then(Value::as_u64) {
-                return Ok(Some(id));
+            let marked = comments.iter().filter(|comment| {
+                comment.get("body").and_then(Value::as_str).is_some_and(|body| body.contains(marker))
+            });
+            for comment in marked {
+                let identity = match &identity {
+                    Some(identity) => identity,
+                    None => identity.insert(self.identity(client).await?),
+                };
+                if let Some(id) = comment.get("id").and_then(Value::as_u64).filter(|_| identity.wrote(comment)) {
+                    return Ok(Some(id));
+                }
             }
             if comments.len() < PAGE_SIZE {
-                break;
+                return Ok(None);
             }
         }
-        Ok(None)
+        Err(GithubError::EndlessComments)
     }
 
-    async fn send(&self, request: reqwest::RequestBuilder, what: &str) -> Result<Value, GithubError> {
+    /// Whose comments the token may update: `GET /user` names a personal access token's user,
+    /// and refuses (403) the installation token GitHub Actions gives a workflow.
+    async fn identity(&self, client: &reqwest::Client) -> Result<Identity, GithubError> {
+        let what = "asking whom the token belongs to (`GET /user`)";
+        let (status, text) = self.answer(client, Method::GET, self.user_url(), None).await?;
+        if status == StatusCode::FORBIDDEN {
+            return Ok(Identity::Actions);
+        }
+        let user = self.parsed(status, &text, what)?;
+        match user.get("login").and_then(Value::as_str).filter(|login| !login.is_empty()) {
+            Some(login) => Ok(Identity::User(login.to_owned())),
+            None => Err(self.api_error(status, "an answer without a login", what)),
+        }
+    }
+
+    /// Sends a request with the token to `url` (one this context built), the answer as JSON.
+    async fn send(
+        &self,
+        client: &reqwest::Client,
+        method: Method,
+        url: Url,
+        body: Option<String>,
+        what: &str,
+    ) -> Result<Value, GithubError> {
+        let (status, text) = self.answer(client, method, url, body).await?;
+        self.parsed(status, &text, what)
+    }
+
+    async fn answer(
+        &self,
+        client: &reqwest::Client,
+        method: Method,
+        url: Url,
+        body: Option<String>,
+    ) -> Result<(StatusCode, String), GithubError> {
+        let mut token = HeaderValue::from_str(&format!("Bearer {}", self.token)).map_err(|_| GithubError::BadToken)?;
+        token.set_sensitive(true);
+        let mut request = client.request(method, url).header(AUTHORIZATION, token);
+        if let Some(body) = body {
+            request = request.header(CONTENT_TYPE, "application/json").body(body);
+        }
         let response = request.send().await.map_err(|error| GithubError::Request(self.redact(&error.to_string())))?;
         let status = response.status();
-        let text = response.text().await.unwrap_or_default();
-        if !status.is_success() {
-            let message: String = self.redact(&text).chars().take(MAX_ERROR_CHARS).collect();
-            return Err(GithubError::Api { status: status.as_u16(), what: what.to_owned(), message });
+        Ok((status, response.text().await.unwrap_or_default()))
+    }
+
+    fn parsed(&self, status: StatusCode, text: &str, what: &str) -> Result<Value, GithubError> {
+        if status.is_redirection() {
+            return Err(self.api_error(
+                status,
+                "a redirect, not followed: the token goes to the repository's API only",
+                what,
+            ));
         }
-        Ok(serde_json::from_str(&text).unwrap_or(Value::Null))
+        if !status.is_success() {
+            return Err(self.api_error(status, text, what));
+        }
+        Ok(serde_json::from_str(text).unwrap_or(Value::Null))
+    }
+
+    fn api_error(&self, status: StatusCode, text: &str, what: &str) -> GithubError {
+        // The answer may hold anything: it is printed escaped, as a name would be.
+        let message = shown(&self.redact(text)).chars().take(MAX_ERROR_CHARS).collect();
+        GithubError::Api { status: status.as_u16(), what: what.to_owned(), message }
     }
 
     /// `text` without the token (registered when the context was read), should an answer
@@ -219,6 +310,63 @@ impl Context {
     fn redact(&self, text: &str) -> String {
         crate::secret::redact(text)
     }
+}
+
+/// Whose comments a token may update.
+enum Identity {
+    /// A user, as `GET /user` names them (a personal access token).
+    User(String),
+    /// GitHub Actions' bot: a token `GET /user` refuses is a workflow's `GITHUB_TOKEN`.
+    Actions,
+}
+
+impl Identity {
+    /// Whether `comment` (as the API lists it) is this identity's.
+    fn wrote(&self, comment: &Value) -> bool {
+        let user = |field: &str| comment.pointer(&format!("/user/{field}")).and_then(Value::as_str);
+        match self {
+            Identity::User(login) => user("login") == Some(login),
+            Identity::Actions => user("login") == Some(ACTIONS_LOGIN) && user("type") == Some("Bot"),
+        }
+    }
+}
+
+/// A client that sends no token by itself and follows no redirect: a redirect would take the
+/// token's request somewhere this context did not build.
+fn client() -> Result<reqwest::Client, GithubError> {
+    let mut headers = HeaderMap::new();
+    headers.insert(ACCEPT, HeaderValue::from_static("application/vnd.github+json"));
+    headers.insert("X-GitHub-Api-Version", HeaderValue::from_static("2022-11-28"));
+    headers.insert(USER_AGENT, HeaderValue::from_static(concat!("cascade/", env!("CARGO_PKG_VERSION"))));
+    reqwest::Client::builder()
+        .default_headers(headers)
+        .redirect(reqwest::redirect::Policy::none())
+        .timeout(Duration::from_secs(30))
+        .build()
+        .map_err(|error| GithubError::Request(error.to_string()))
+}
+
+/// `owner/name`, each part of the characters GitHub allows in them and neither `.` nor `..`.
+fn owner_and_name(repository: &str) -> Option<(&str, &str)> {
+    let (owner, name) = repository.split_once('/')?;
+    let valid = |part: &str| {
+        !part.is_empty()
+            && part.len() <= MAX_NAME_CHARS
+            && part != "."
+            && part != ".."
+            && part.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
+    };
+    (valid(owner) && valid(name)).then_some((owner, name))
+}
+
+/// An http(s) API root with a host and no credentials, query or fragment.
+fn is_api_url(url: &Url) -> bool {
+    matches!(url.scheme(), "http" | "https")
+        && url.has_host()
+        && url.username().is_empty()
+        && url.password().is_none()
+        && url.query().is_none()
+        && url.fragment().is_none()
 }
 
 /// `body`, cut at a line end to fit a comment, with a line saying so.

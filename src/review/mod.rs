@@ -18,6 +18,7 @@ mod format;
 pub mod git;
 pub mod github;
 mod html;
+mod markdown;
 mod models;
 mod outbox;
 mod relations;

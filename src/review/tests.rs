@@ -528,3 +528,29 @@ fn a_deep_chain_is_compared_without_recursion() {
     assert_eq!(review.changes.len(), 1);
     assert_eq!(review.changes[0].roots, ["m0"]);
 }
+
+/// A name that does not validate (here a control character) still reaches a review when configs
+/// are compared unchecked: every text form prints it escaped, on one line, starting nothing.
+#[test]
+fn an_unchecked_name_is_escaped_in_every_text_form() {
+    let load = |text: &str| {
+        let mut sources = Sources::default();
+        sources.add("c.toml", text);
+        crate::config::load_sources(sources)
+    };
+    let (base, head) =
+        (load(BASE), load(&format!("{BASE}\n[models.\"x\\n::error::pwned\\u001b[2J\"]\ntable = \"x\"\n")));
+    assert!(head.diagnostics.iter().any(|d| d.code == crate::diagnostic::Code::InvalidName));
+    let review = Review::compare(
+        Side { config: &base.config, sources: &base.sources },
+        Side { config: &head.config, sources: &head.sources },
+    );
+    assert_eq!(review.changes.len(), 1);
+    for format in [super::DiffFormat::Human, super::DiffFormat::Markdown, super::DiffFormat::Github] {
+        let text = review.render(format, None);
+        assert!(text.contains("x\\n::error::pwned\\u{1b}[2J"), "{format:?}:\n{text}");
+        assert!(!text.chars().any(|c| c.is_control() && c != '\n'), "{format:?}:\n{text}");
+        let commands = text.lines().filter(|line| line.trim_start().starts_with("::")).count();
+        assert_eq!(commands, usize::from(format == super::DiffFormat::Github), "{format:?}:\n{text}");
+    }
+}

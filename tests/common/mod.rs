@@ -8,6 +8,7 @@ pub mod databases;
 pub mod diamond;
 pub mod framing;
 pub mod github;
+pub mod inert;
 pub mod kafka;
 pub mod lsp;
 pub mod mutation;

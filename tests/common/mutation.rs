@@ -1,6 +1,6 @@
 //! Seeded mutations of the demo's config files and DDL script: what the mutation tests feed
 //! `validate`, in process (`tests/mutations.rs`) and through the binary
-//! (`tests/mutations_cli.rs`).
+//! (`tests/mutations_cli.rs`), and the hostile head configs they give `diff`.
 
 use super::random::Random;
 
@@ -54,6 +54,39 @@ const FRAGMENTS: &[&str] = &[
     "[bracket]",
     " integer",
     " text",
+    "\u{1b}[2J",
+    "\u{7}",
+    "\\u001b",
+    "\\n",
+    "::error::x",
+    "##[warning]x",
+    "[l](https://evil.example)",
+    "@octocat",
+    "<b>",
+];
+
+/// Names a hostile config gives its models, as a TOML string holds them: control characters,
+/// markdown that would link, show an image, mention or break a table, HTML, and workflow commands.
+const HOSTILE_NAMES: &[&str] = &[
+    "red\\u001b[31m",
+    "line\\nbreak",
+    "bell\\u0007",
+    "right\\u202eto-left",
+    "nul\\u0000",
+    "tab\\tbed",
+    "[link](https://evil.example)",
+    "![image](https://evil.example/i.png)",
+    "@octocat",
+    "<img src=x>",
+    "a|pipe",
+    "tick`s",
+    "``fence``",
+    "::error::pwned",
+    "  ::warning::pwned",
+    "x ##[error]pwned",
+    "www.evil.example",
+    "*bold* _it_ ~gone~",
+    "#12",
 ];
 
 /// `text` with one to four random edits: a byte range removed, a fragment inserted, a line
@@ -129,4 +162,30 @@ pub fn mutated_config(configs: &[(String, String)], seed: u64) -> (Vec<(String, 
 /// The DDL script mutated as `seed` says.
 pub fn mutated_ddl(ddl: &str, seed: u64) -> String {
     mutate(ddl, &mut Random::seeded(seed))
+}
+
+/// A head config for `diff` against the demo's, as `seed` says: the demo's configs, perhaps
+/// mutated, with models of hostile names added (roots, or with a relation to another hostile
+/// name), and perhaps a line of about 20 kB holding hundreds of relations to unknown models.
+pub fn hostile_head(configs: &[(String, String)], seed: u64) -> Vec<(String, String)> {
+    let mut random = Random::seeded(seed);
+    let mut head = if random.chance(40) { mutated_config(configs, seed).0 } else { configs.to_vec() };
+    let file = random.below(head.len() as u64) as usize;
+    let pick = |random: &mut Random| HOSTILE_NAMES[random.below(HOSTILE_NAMES.len() as u64) as usize];
+    let text = &mut head[file].1;
+    for _ in 0..1 + random.below(4) {
+        let name = pick(&mut random);
+        text.push_str(&format!("\n[models.\"{name}\"]\ntable = \"t\"\n"));
+        if random.chance(50) {
+            text.push_str(&format!("children = [{{ model = \"{}\", column = \"c\" }}]\n", pick(&mut random)));
+        } else {
+            text.push_str("strategy = \"bulk\"\n");
+        }
+    }
+    if random.chance(25) {
+        let children: Vec<String> =
+            (0..300).map(|n| format!("{{ model = \"{}-{n}\", column = \"c\" }}", pick(&mut random))).collect();
+        text.push_str(&format!("\n[models.wide]\ntable = \"wide\"\nchildren = [{}]\n", children.join(", ")));
+    }
+    head
 }
