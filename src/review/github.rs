@@ -280,7 +280,7 @@ impl Context {
         if let Some(body) = body {
             request = request.header(CONTENT_TYPE, "application/json").body(body);
         }
-        let response = request.send().await.map_err(|error| GithubError::Request(self.redact(&error.to_string())))?;
+        let response = request.send().await.map_err(|error| GithubError::Request(crate::secret::redact(&error.to_string())))?;
         let status = response.status();
         Ok((status, response.text().await.unwrap_or_default()))
     }
@@ -301,14 +301,8 @@ impl Context {
 
     fn api_error(&self, status: StatusCode, text: &str, what: &str) -> GithubError {
         // The answer may hold anything: it is printed escaped, as a name would be.
-        let message = shown(&self.redact(text)).chars().take(MAX_ERROR_CHARS).collect();
+        let message = shown(&crate::secret::redact(text)).chars().take(MAX_ERROR_CHARS).collect();
         GithubError::Api { status: status.as_u16(), what: what.to_owned(), message }
-    }
-
-    /// `text` without the token (registered when the context was read), should an answer
-    /// repeat it in any form.
-    fn redact(&self, text: &str) -> String {
-        crate::secret::redact(text)
     }
 }
 
