@@ -122,8 +122,22 @@ impl NodeSql<'_> {
     }
 
     /// The rows (of the node's table, unaliased or aliased by the caller) that the keys `matched`
-    /// (the parent chunk's, or the root ids) reach.
+    /// (the parent chunk's, or the root ids) reach. A recursive node's parent rows are of its
+    /// own table, and are not their own children: a row that references itself (the top of a
+    /// tree whose root column points at itself) goes with its chunk.
     pub(super) fn write_match(&self, sql: &mut SqlBuilder, matched: Param) {
+        if self.node.recursive {
+            sql.push("(");
+            self.write_parent_match(sql, matched.clone());
+            sql.push(" AND NOT ");
+            sql.keys_in(&self.key_columns(), &self.key_types, matched);
+            sql.push(")");
+        } else {
+            self.write_parent_match(sql, matched);
+        }
+    }
+
+    fn write_parent_match(&self, sql: &mut SqlBuilder, matched: Param) {
         let Some(parent) = &self.through_parent else {
             sql.keys_in(&self.match_columns(), &self.match_types, matched);
             return;
