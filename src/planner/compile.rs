@@ -388,8 +388,16 @@ categories = ["organization_update"]
     }
 
     #[test]
-    fn a_cycle_is_an_error_not_a_loop() {
-        let config = config("[models.a]\ntable = \"a\"\nchildren = [{ model = \"a\", column = \"parent_id\" }]\n");
-        assert_eq!(compile(&CheckedConfig::assume(config), "a").unwrap_err(), CompileError::Cycle("a".into()));
+    fn a_self_reference_is_one_recursive_node_and_a_cycle_of_models_an_error() {
+        let tree = config("[models.a]\ntable = \"a\"\nchildren = [{ model = \"a\", column = \"parent_id\" }]\n");
+        let plan = compile(&CheckedConfig::assume(tree), "a").unwrap();
+        let tree = &plan.root.children[0];
+        assert!(tree.recursive && tree.children.is_empty(), "{tree:?}");
+        assert!(Arc::ptr_eq(tree.recursion(&plan.root), &plan.root.children), "its rows have the model's children");
+        let cycle = config(
+            "[models.a]\ntable = \"a\"\nchildren = [{ model = \"b\", column = \"a_id\" }]\n\
+             [models.b]\ntable = \"b\"\nchildren = [{ model = \"a\", column = \"b_id\" }]\n",
+        );
+        assert_eq!(compile(&CheckedConfig::assume(cycle), "a").unwrap_err(), CompileError::Cycle("a".into()));
     }
 }
