@@ -12,6 +12,7 @@ mod options;
 mod preflight;
 mod roots;
 mod summary;
+mod tree;
 mod writes;
 
 use std::time::Instant;
@@ -41,6 +42,7 @@ use crate::planner::{Plan, PlanNode};
 use crate::schema::Schema;
 use roots::{PendingRoots, sort_roots};
 use summary::nearest_rank;
+use tree::TreePath;
 
 /// One plan node being worked on, for one set of parent rows.
 struct Frame<'a> {
@@ -143,9 +145,9 @@ pub struct Deletion<'a> {
     /// The statuses root rows had before this deletion (or an interrupted earlier run of it)
     /// marked them, as JSON: what the archive holds.
     statuses_before: IndexMap<String, String>,
-    /// The keys (by table) of the chunks of trees whose children are being deleted: a row found
-    /// again below itself is a loop, which children-first never finishes.
-    tree_path: std::collections::HashSet<(&'a str, String)>,
+    /// The chunks of trees whose children are being deleted: a loop of rows, which children
+    /// first never finishes, shows there.
+    tree_path: TreePath<'a>,
 }
 
 impl<'a> Deletion<'a> {
@@ -221,7 +223,7 @@ impl<'a> Deletion<'a> {
             unpartitioned: plan.steps().iter().all(|node| schema.table(&node.table).is_some_and(|t| !t.partitioned)),
             root_keys,
             statuses_before,
-            tree_path: std::collections::HashSet::new(),
+            tree_path: TreePath::default(),
         })
     }
 
@@ -357,12 +359,9 @@ impl<'a> Deletion<'a> {
     fn chunk_done(&mut self) {
         let frame = self.stack.last_mut().expect("the frame being worked on");
         if frame.in_tree
-            && let State::Together { keys } | State::Children { keys, .. } | State::Delete { keys, .. } = &frame.state
+            && let Some(keys) = chunk_keys(frame)
         {
-            let table = frame.node.table.as_str();
-            for key in keys.texts() {
-                self.tree_path.remove(&(table, key));
-            }
+            self.tree_path.leave(&frame.node.table, keys.texts());
         }
         if frame.last_chunk {
             self.stack.pop();
@@ -442,23 +441,21 @@ impl<'a> Deletion<'a> {
     }
 }
 
-/// A chunk of a tree's rows starts: its keys go on the path of the chunks whose children are
-/// being deleted; one already there is a loop of rows.
-fn enter_tree<'a>(
-path: &mut std::collections::HashSet<(&'a str, String)>,
-frame: &Frame<'a>,
-keys: &Keys,
-) -> Result<(), DeleteError> {
+/// A chunk of a tree's rows starts: its keys go on the tree's path while their children are
+/// deleted; a loop of rows is an error.
+fn enter_tree<'a>(path: &mut TreePath<'a>, frame: &Frame<'a>, keys: &Keys) -> Result<(), DeleteError> {
     if !frame.in_tree {
         return Ok(());
     }
-    let table = frame.node.table.as_str();
-    for key in keys.texts() {
-        if !path.insert((table, key.clone())) {
-            return Err(DeleteError::RowLoop { model: frame.node.model.clone(), key });
-        }
+    path.enter(&frame.node.table, keys.texts()).map_err(|key| DeleteError::RowLoop { model: frame.node.model.clone(), key })
+}
+
+/// The keys of the chunk a frame is working on, if any.
+fn chunk_keys(frame: &Frame<'_>) -> Option<Keys> {
+    match &frame.state {
+        State::Together { keys } | State::Children { keys, .. } | State::Delete { keys, .. } => Some(keys.clone()),
+        State::Fetch | State::SetBased => None,
     }
-    Ok(())
 }
 
 fn initial_state(node: &PlanNode) -> State {
