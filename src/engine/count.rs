@@ -326,17 +326,23 @@ impl Counter<'_> {
             sql.identifier(alias).push(if tree.is_empty() { " AS MATERIALIZED (SELECT " } else { " AS (SELECT " });
             sql.push(&columns.join(", ")).push(" FROM ").push(&names.quoted_table()).push(" WHERE ");
             self.membership_but(sql, graph, model, OnDelete::Delete, false);
-            for node in tree {
-                // The recursive reference must be a join (neither database takes it in a sub-select).
+            if !tree.is_empty() {
+                // The recursive reference must be one join (neither database takes it in a
+                // sub-select, PostgreSQL not twice): a row is below another by any of the
+                // model's relations to itself.
                 let qualified = |column: &String| format!("{TREE_ROW}.{}", quote_identifier(&names.column(column)));
                 sql.push(" UNION SELECT ").push(&referenced.iter().map(qualified).collect::<Vec<_>>().join(", "));
                 sql.push(" FROM ").push(&names.quoted_table()).push(" AS ").identifier(TREE_ROW);
                 sql.push(" JOIN ").identifier(alias).push(" AS ").identifier(TREE_PARENT).push(" ON ");
-                let parent_columns = node.references.clone().unwrap_or_else(|| key_of(node));
-                for (part, (column, parent_column)) in node.columns.iter().zip(&parent_columns).enumerate() {
-                    sql.push(if part == 0 { "" } else { " AND " });
-                    sql.identifier(TREE_ROW).push(".").identifier(&names.column(column)).push(" = ");
-                    sql.identifier(TREE_PARENT).push(".").identifier(&names.column(parent_column));
+                for (index, node) in tree.iter().enumerate() {
+                    sql.push(if index == 0 { "(" } else { " OR (" });
+                    let parent_columns = node.references.clone().unwrap_or_else(|| key_of(node));
+                    for (part, (column, parent_column)) in node.columns.iter().zip(&parent_columns).enumerate() {
+                        sql.push(if part == 0 { "" } else { " AND " });
+                        sql.identifier(TREE_ROW).push(".").identifier(&names.column(column)).push(" = ");
+                        sql.identifier(TREE_PARENT).push(".").identifier(&names.column(parent_column));
+                    }
+                    sql.push(")");
                 }
             }
             sql.push(")");
@@ -352,7 +358,14 @@ impl Counter<'_> {
     }
 
     /// [`Self::membership`], through its recursive nodes too or not (`recursive`).
-    fn membership_but(&self, sql: &mut SqlBuilder, graph: &PlanGraph<'_>, model: &str, action: OnDelete, recursive: bool) {
+    fn membership_but(
+        &self,
+        sql: &mut SqlBuilder,
+        graph: &PlanGraph<'_>,
+        model: &str,
+        action: OnDelete,
+        recursive: bool,
+    ) {
         sql.push("(");
         let nodes = graph.nodes_of(model, action).filter(|(node, _)| recursive || !node.recursive);
         for (index, (node, parent)) in nodes.enumerate() {

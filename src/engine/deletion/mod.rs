@@ -163,7 +163,8 @@ impl<'a> Deletion<'a> {
     ) -> Result<Self, DeleteError> {
         let started = Instant::now();
         let archive = options.archive.is_some();
-        let root = StepSql::new(&plan.root, None, &plan.root.children, config, database.backend(), Some(schema), archive);
+        let root =
+            StepSql::new(&plan.root, None, &plan.root.children, config, database.backend(), Some(schema), archive);
         let ids = root_keys(plan, &root.sql.key_types, ids)?;
         // An archive that cannot be written stops the deletion before anything is recorded.
         if let Some(dir) = &options.archive {
@@ -447,7 +448,8 @@ fn enter_tree<'a>(path: &mut TreePath<'a>, frame: &Frame<'a>, keys: &Keys) -> Re
     if !frame.in_tree {
         return Ok(());
     }
-    path.enter(&frame.node.table, keys.texts()).map_err(|key| DeleteError::RowLoop { model: frame.node.model.clone(), key })
+    path.enter(&frame.node.table, keys.texts())
+        .map_err(|key| DeleteError::RowLoop { model: frame.node.model.clone(), key })
 }
 
 /// The keys of the chunk a frame is working on, if any.
