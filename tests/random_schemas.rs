@@ -1,23 +1,27 @@
-//! `init` → `validate` → `delete --confirm` on seeded random PostgreSQL schemas, each deletion
-//! compared with an independent oracle: the same schema and rows in a second database where every
-//! `NO ACTION`/`RESTRICT` foreign key is `ON DELETE CASCADE` (the others as declared), the root
-//! deleted with one native `DELETE`. Every table must hold the same rows afterwards.
+//! `init` → `validate` → `delete --confirm` on seeded random schemas, on PostgreSQL and SQLite,
+//! each deletion compared with an independent oracle: the same schema and rows in a second
+//! database where every `NO ACTION`/`RESTRICT` foreign key is `ON DELETE CASCADE` (the others as
+//! declared), the root deleted with one native `DELETE`. Every table must hold the same rows
+//! afterwards, and the plan's counts must be the run's.
 //!
 //! The schemas have every foreign-key action, composite foreign keys (to a composite primary key
 //! and to a unique pair of columns), foreign keys to unique columns that are not the key,
-//! self-references and diamonds (a table reached from another by several paths).
+//! diamonds (a table reached from another by several paths), and self-references of every action
+//! (nullable and NOT NULL, by the key or by a unique column), whose rows form trees, some of whose
+//! top rows point at themselves.
 
 mod common;
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
+use common::databases::Databases;
 use common::random::Random;
-use common::{cascade, databases::postgres_server, dump, texts};
+use common::{cascade, dump, json_output, on_each_database, texts};
 
 /// How many schemas, and how many roots deleted in each.
-const SCHEMAS: u64 = 25;
-const ROOTS_PER_SCHEMA: usize = 8;
+const SCHEMAS: u64 = 50;
+const ROOTS_PER_SCHEMA: usize = 9;
 
 /// A table of a generated schema.
 struct Table {
@@ -93,10 +97,15 @@ fn generate(random: &mut Random) -> Generated {
             };
             keys.push((own, target.name.clone(), referenced, action, nullable));
         }
-        let self_reference = !composite && random.chance(30);
-        if self_reference {
-            columns.push("parent_id bigint".into());
-        }
+        // A tree of rows: (column, the column it references, action, nullable).
+        let tree = (!composite && random.chance(40)).then(|| {
+            let action = ACTIONS[random.below(4) as usize];
+            let nullable = action == "SET NULL" || random.chance(50);
+            let (column, referenced) = if random.chance(30) { ("parent_code", "code") } else { ("parent_id", "id") };
+            let kind = if column == "parent_code" { "text" } else { "bigint" };
+            columns.push(format!("{column} {kind}{}", if nullable { "" } else { " NOT NULL" }));
+            (column, referenced, action, nullable)
+        });
         let mut constraints: Vec<(String, String)> = Vec::new();
         if composite {
             constraints.push(("PRIMARY KEY (a, b)".into(), "PRIMARY KEY (a, b)".into()));
@@ -112,9 +121,10 @@ fn generate(random: &mut Random) -> Generated {
             );
             constraints.push((format!("{head} ON DELETE {action}"), format!("{head} ON DELETE {oracle_action}")));
         }
-        if self_reference {
-            let head = format!("CONSTRAINT {name}_parent FOREIGN KEY (parent_id) REFERENCES {name} (id)");
-            constraints.push((format!("{head} ON DELETE SET NULL"), format!("{head} ON DELETE SET NULL")));
+        if let Some((column, referenced, action, _)) = tree {
+            let oracle_action = if matches!(action, "NO ACTION" | "RESTRICT") { "CASCADE" } else { action };
+            let head = format!("CONSTRAINT {name}_parent FOREIGN KEY ({column}) REFERENCES {name} ({referenced})");
+            constraints.push((format!("{head} ON DELETE {action}"), format!("{head} ON DELETE {oracle_action}")));
         }
         let body = |oracle: bool| {
             let mut parts = columns.clone();
@@ -124,8 +134,10 @@ fn generate(random: &mut Random) -> Generated {
         ddl.push_str(&body(false));
         oracle_ddl.push_str(&body(true));
         // Every relation column gets an index, as a real schema's would.
-        for (number, (own, ..)) in keys.iter().enumerate() {
-            let index_sql = format!("CREATE INDEX {name}_fk{number}_idx ON {name} ({});\n", own.join(", "));
+        let mut indexed: Vec<String> = keys.iter().map(|(own, ..)| own.join(", ")).collect();
+        indexed.extend(tree.map(|(column, ..)| column.to_owned()));
+        for (number, columns) in indexed.iter().enumerate() {
+            let index_sql = format!("CREATE INDEX {name}_fk{number}_idx ON {name} ({columns});\n");
             ddl.push_str(&index_sql);
             oracle_ddl.push_str(&index_sql);
         }
@@ -152,14 +164,18 @@ fn generate(random: &mut Random) -> Generated {
                     values.insert(column.clone(), value);
                 }
             }
-            if self_reference {
-                let earlier: Vec<&BTreeMap<String, String>> = rows.iter().collect();
-                let value = if !earlier.is_empty() && random.chance(60) {
-                    earlier[random.below(earlier.len() as u64) as usize]["id"].clone()
-                } else {
+            if let Some((column, referenced, _, nullable)) = tree {
+                // Below an earlier row, else a top row: NULL, or pointing at itself (always, where
+                // the column is NOT NULL).
+                let value = if !rows.is_empty() && random.chance(65) {
+                    let earlier: &BTreeMap<String, String> = &rows[random.below(rows.len() as u64) as usize];
+                    earlier[referenced].clone()
+                } else if nullable && !random.chance(25) {
                     "NULL".to_owned()
+                } else {
+                    values[referenced].clone()
                 };
-                values.insert("parent_id".to_owned(), value);
+                values.insert(column.to_owned(), value);
             }
             rows.push(values);
         }
@@ -193,10 +209,19 @@ fn contents(url: &str) -> BTreeMap<String, Vec<String>> {
     all
 }
 
-#[test]
-fn random_schemas_delete_what_the_database_would_cascade_on_postgres() {
-    let Some(server) = postgres_server() else { return };
-    let databases = common::databases::Databases::Postgres(server);
+/// The rows each model loses (a plan's `totals`, a run's `deleted`), without the zeros.
+fn deleted_rows(report: &serde_json::Value, field: &str) -> BTreeMap<String, u64> {
+    let rows = report[field].as_object().cloned().unwrap_or_default();
+    rows.into_iter().map(|(model, n)| (model, n.as_u64().unwrap_or(0))).filter(|(_, n)| *n > 0).collect()
+}
+
+on_each_database!(
+    random_schemas_delete_what_the_database_would_cascade_on_sqlite,
+    random_schemas_delete_what_the_database_would_cascade_on_postgres,
+    |databases| compare_with_the_database_s_own_cascade(&databases)
+);
+
+fn compare_with_the_database_s_own_cascade(databases: &Databases) {
     let mut deletions = 0;
     for seed in 0..SCHEMAS {
         let mut random = Random::seeded(seed);
@@ -230,8 +255,15 @@ fn random_schemas_delete_what_the_database_would_cascade_on_postgres() {
             if texts(&url, &format!("SELECT CAST(id AS TEXT) FROM {table} WHERE id = {id}")).is_empty() {
                 continue; // gone with an earlier root
             }
+            let plan = json_output(
+                cascade(dir.path())
+                    .args(["plan", &table, "--id", &id.to_string(), "--format", "json", "--database-url", &url])
+                    .arg("--config")
+                    .arg(&config),
+            );
             let delete = cascade(dir.path())
-                .args(["delete", &table, &id.to_string(), "--confirm", "--database-url", &url, "--config"])
+                .args(["delete", &table, &id.to_string(), "--confirm", "--format", "json", "--database-url", &url])
+                .arg("--config")
                 .arg(&config)
                 .output()
                 .expect("run delete");
@@ -239,6 +271,12 @@ fn random_schemas_delete_what_the_database_would_cascade_on_postgres() {
                 delete.status.success(),
                 "delete {table} {id} failed ({context}\nconfig:\n{written}): {}",
                 String::from_utf8_lossy(&delete.stderr)
+            );
+            let run: serde_json::Value = serde_json::from_slice(&delete.stdout).expect("the run's JSON");
+            assert_eq!(
+                deleted_rows(&plan, "totals"),
+                deleted_rows(&run, "deleted"),
+                "the plan's counts are not the run's for {table} {id} ({context}\nconfig:\n{written})"
             );
             texts(&oracle, &format!("DELETE FROM {table} WHERE id = {id}"));
             assert_eq!(
@@ -251,5 +289,6 @@ fn random_schemas_delete_what_the_database_would_cascade_on_postgres() {
             deleted_here += 1;
         }
     }
-    assert!(deletions >= 150, "only {deletions} deletions were compared");
+    assert!(deletions >= 300, "only {deletions} deletions were compared");
+    println!("{deletions} deletions compared with the database's own cascade");
 }

@@ -76,6 +76,10 @@ struct Counter<'a> {
     roots: Roots<'a>,
 }
 
+/// The aliases of a tree's rows and of their parents in a recursive count.
+const TREE_ROW: &str = "cascade_tree_row";
+const TREE_PARENT: &str = "cascade_tree_parent";
+
 /// The alias of the parent table in the anti-join of [`Dangling`] roots.
 const DANGLING_PARENT: &str = "cascade_parent";
 
@@ -229,7 +233,9 @@ impl<'a> PlanGraph<'a> {
             for model in &models {
                 let ready = !placed.contains(model)
                     && edges.iter().filter(|(node, _)| node.model == *model).all(|(node, parent)| {
-                        node.action == OnDelete::Nullify || parent.is_none_or(|p| placed.contains(p.model.as_str()))
+                        node.action == OnDelete::Nullify
+                            || node.recursive
+                            || parent.is_none_or(|p| placed.contains(p.model.as_str()))
                     });
                 if ready {
                     placed.insert(*model);
@@ -269,6 +275,11 @@ impl<'a> PlanGraph<'a> {
         self.nodes[model].iter().any(|(node, _)| node.action == OnDelete::Nullify)
     }
 
+    /// The recursive nodes of `model`: its rows are a tree.
+    fn recursive_nodes(&self, model: &str) -> impl Iterator<Item = &'a PlanNode> + '_ {
+        self.nodes[model].iter().filter(|(node, _)| node.recursive).map(|(node, _)| *node)
+    }
+
     /// The nodes of `model` that do `action`, each with the parent it is reached from.
     fn nodes_of(&self, model: &str, action: OnDelete) -> impl Iterator<Item = &(&'a PlanNode, Option<&'a PlanNode>)> {
         self.nodes[model].iter().filter(move |(node, _)| node.action == action)
@@ -295,16 +306,45 @@ fn key_of(node: &PlanNode) -> Vec<String> {
 
 impl Counter<'_> {
     /// `WITH name AS MATERIALIZED (SELECT referenced columns FROM table WHERE deleted), ...` for
-    /// every deleted model with children, parents first.
+    /// every deleted model with children, parents first. A model whose rows are a tree (it has a
+    /// recursive node) gets a recursive query instead: the rows its other nodes reach, then every
+    /// row whose parent is among them, to the end of the tree (`UNION` ends a loop of rows too).
     fn with_deleted_rows(&self, sql: &mut SqlBuilder, graph: &PlanGraph<'_>) {
+        let recursive = graph.aliases.keys().any(|model| graph.recursive_nodes(model).next().is_some());
         for (index, (model, alias)) in graph.aliases.iter().enumerate() {
             let (node, _) = graph.nodes_of(model, OnDelete::Delete).next().expect("a deleted model has a delete node");
             let names = self.names(node);
+            let referenced = graph.referenced_columns(model);
             let columns: Vec<String> =
-                graph.referenced_columns(model).iter().map(|column| quote_identifier(&names.column(column))).collect();
-            sql.push(if index == 0 { "WITH " } else { ", " }).identifier(alias).push(" AS MATERIALIZED (SELECT ");
+                referenced.iter().map(|column| quote_identifier(&names.column(column))).collect();
+            sql.push(match (index, recursive) {
+                (0, true) => "WITH RECURSIVE ",
+                (0, false) => "WITH ",
+                _ => ", ",
+            });
+            let tree: Vec<&PlanNode> = graph.recursive_nodes(model).collect();
+            sql.identifier(alias).push(if tree.is_empty() { " AS MATERIALIZED (SELECT " } else { " AS (SELECT " });
             sql.push(&columns.join(", ")).push(" FROM ").push(&names.quoted_table()).push(" WHERE ");
-            self.membership(sql, graph, model, OnDelete::Delete);
+            self.membership_but(sql, graph, model, OnDelete::Delete, false);
+            if !tree.is_empty() {
+                // The recursive reference must be one join (neither database takes it in a
+                // sub-select, PostgreSQL not twice): a row is below another by any of the
+                // model's relations to itself.
+                let qualified = |column: &String| format!("{TREE_ROW}.{}", quote_identifier(&names.column(column)));
+                sql.push(" UNION SELECT ").push(&referenced.iter().map(qualified).collect::<Vec<_>>().join(", "));
+                sql.push(" FROM ").push(&names.quoted_table()).push(" AS ").identifier(TREE_ROW);
+                sql.push(" JOIN ").identifier(alias).push(" AS ").identifier(TREE_PARENT).push(" ON ");
+                for (index, node) in tree.iter().enumerate() {
+                    sql.push(if index == 0 { "(" } else { " OR (" });
+                    let parent_columns = node.references.clone().unwrap_or_else(|| key_of(node));
+                    for (part, (column, parent_column)) in node.columns.iter().zip(&parent_columns).enumerate() {
+                        sql.push(if part == 0 { "" } else { " AND " });
+                        sql.identifier(TREE_ROW).push(".").identifier(&names.column(column)).push(" = ");
+                        sql.identifier(TREE_PARENT).push(".").identifier(&names.column(parent_column));
+                    }
+                    sql.push(")");
+                }
+            }
             sql.push(")");
         }
         if !graph.aliases.is_empty() {
@@ -314,8 +354,21 @@ impl Counter<'_> {
 
     /// The rows of `model` that any of its nodes doing `action` reaches.
     fn membership(&self, sql: &mut SqlBuilder, graph: &PlanGraph<'_>, model: &str, action: OnDelete) {
+        self.membership_but(sql, graph, model, action, true);
+    }
+
+    /// [`Self::membership`], through its recursive nodes too or not (`recursive`).
+    fn membership_but(
+        &self,
+        sql: &mut SqlBuilder,
+        graph: &PlanGraph<'_>,
+        model: &str,
+        action: OnDelete,
+        recursive: bool,
+    ) {
         sql.push("(");
-        for (index, (node, parent)) in graph.nodes_of(model, action).enumerate() {
+        let nodes = graph.nodes_of(model, action).filter(|(node, _)| recursive || !node.recursive);
+        for (index, (node, parent)) in nodes.enumerate() {
             sql.push(if index == 0 { "(" } else { " OR (" });
             self.reached(sql, graph, node, *parent);
             sql.push(")");
@@ -358,6 +411,12 @@ impl Counter<'_> {
                     .and_then(|(_, parent)| *parent);
                 sql.push("SELECT COUNT(*) FROM ").push(&self.names(node).quoted_table()).push(" WHERE ");
                 self.reached(sql, graph, node, parent);
+                if node.recursive {
+                    // The rows below a tree's top rows: those its other nodes reach are theirs.
+                    sql.push(" AND NOT COALESCE(");
+                    self.membership_but(sql, graph, &node.model, OnDelete::Delete, false);
+                    sql.push(", FALSE)");
+                }
             }
             Counted::Deleted(model) => self.model_count(sql, graph, model, OnDelete::Delete),
             Counted::Nullified(model) => self.model_count(sql, graph, model, OnDelete::Nullify),

@@ -127,6 +127,7 @@ impl Engine {
             | DeleteError::NotAnInteger { .. }
             | DeleteError::RootNotAnInteger { .. }
             | DeleteError::AmbiguousKey { .. }
+            | DeleteError::RowLoop { .. }
             | DeleteError::UnmatchedReference { .. }
             | DeleteError::UncomparableRelation { .. }
             | DeleteError::UnregisteredReferences(_) => Failure::Permanent,

@@ -122,8 +122,28 @@ impl NodeSql<'_> {
     }
 
     /// The rows (of the node's table, unaliased or aliased by the caller) that the keys `matched`
-    /// (the parent chunk's, or the root ids) reach.
+    /// (the parent chunk's, or the root ids) reach. A recursive node's parent rows are of its
+    /// own table, and a row that references itself (the top of a tree whose root column points
+    /// at itself) is not its own child: it goes with its chunk. A row of the chunk that references
+    /// another of the chunk is a child all the same, deleted before it: a database that checks
+    /// each row at once (`RESTRICT`, SQLite) refuses them in one statement.
     pub(super) fn write_match(&self, sql: &mut SqlBuilder, matched: Param) {
+        if self.node.recursive {
+            sql.push("(");
+            self.write_parent_match(sql, matched);
+            let referenced = self.node.references.clone().unwrap_or_else(|| self.node.key.clone());
+            sql.push(" AND NOT (");
+            for (part, (column, referenced)) in self.node.columns.iter().zip(&referenced).enumerate() {
+                sql.push(if part == 0 { "" } else { " AND " });
+                sql.identifier(&self.names.column(column)).push(" = ").identifier(&self.names.column(referenced));
+            }
+            sql.push("))");
+        } else {
+            self.write_parent_match(sql, matched);
+        }
+    }
+
+    fn write_parent_match(&self, sql: &mut SqlBuilder, matched: Param) {
         let Some(parent) = &self.through_parent else {
             sql.keys_in(&self.match_columns(), &self.match_types, matched);
             return;

@@ -30,11 +30,14 @@ pub(crate) struct StepSql<'a> {
 }
 
 impl<'a> StepSql<'a> {
-    /// The statements of `node` (whose parent in the plan is `parent`). `archive`: return whole
-    /// rows for the archive.
+    /// The statements of `node` (whose parent in the plan is `parent`), whose rows have the
+    /// children `children` (see [`PlanNode::recursion`]). `archive`: return whole rows for the
+    /// archive.
+    #[allow(clippy::too_many_arguments)]
     pub(super) fn new(
         node: &'a PlanNode,
         parent: Option<&PlanNode>,
+        children: &'a [PlanNode],
         config: &'a Config,
         backend: &'static dyn Backend,
         schema: Option<&'a Schema>,
@@ -65,8 +68,8 @@ impl<'a> StepSql<'a> {
             status: if parent.is_none() { model.and_then(|m| m.status.as_ref()) } else { None },
             returning,
             outbox,
-            children: node.children.iter().map(|child| node_sql(child, Some(node), backend, schema)).collect(),
-            child_ties: node.children.iter().map(|child| tie(schema, node, child)).collect(),
+            children: children.iter().map(|child| node_sql(child, Some(node), backend, schema)).collect(),
+            child_ties: children.iter().map(|child| tie(schema, node, child)).collect(),
             key_unique: schema.is_some_and(|schema| schema.unique_columns(&node.table, &node.identity)),
             deletes: node.action == OnDelete::Delete,
         }
@@ -280,8 +283,9 @@ fn list_node(
     schema: Option<&Schema>,
     goes_after: &mut std::collections::HashMap<usize, (String, usize)>,
 ) -> StepStatements {
-    let step = StepSql::new(node, parent, config, backend, schema, false);
-    for (index, child) in node.children.iter().enumerate() {
+    let children = parent.map_or(&node.children, |parent| node.recursion(parent));
+    let step = StepSql::new(node, parent, children, config, backend, schema, false);
+    for (index, child) in children.iter().enumerate() {
         if step.child_goes_after(index) {
             goes_after.insert(child.step, (node.model.clone(), node.step));
         }

@@ -65,6 +65,13 @@ pub struct PlanNode {
     pub rate_limit: Option<String>,
     /// Where an outbox entry is written for each deleted row (`None` for nullified rows).
     pub outbox: Option<OutboxTarget>,
+    /// The relation leads back to its parent's own model (a self-reference: a reply's parent,
+    /// a category's parent category): the rows it reaches are deleted with their own children,
+    /// this relation included, to the end of the tree. Its `children` stay empty (a plan is a
+    /// tree); the executor and the counts follow [`PlanNode::recursion`] instead. Left out of
+    /// the plan's JSON unless set.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub recursive: bool,
     /// The model's children, shared by every node of the model. Left out of serialisation:
     /// views of a plan serialise their own tree.
     #[serde(skip)]
@@ -95,6 +102,12 @@ impl PlanNode {
     /// Whether this node's children are the ones `other` has (the same model's, compiled once).
     pub fn shares_children_with(&self, other: &PlanNode) -> bool {
         !self.children.is_empty() && Arc::ptr_eq(&self.children, &other.children)
+    }
+
+    /// The children a row of this node has: its own, or, for a recursive node, those of its
+    /// parent (of the same model), which hold this node again.
+    pub fn recursion<'n>(&'n self, parent: &'n PlanNode) -> &'n Arc<Vec<PlanNode>> {
+        if self.recursive { &parent.children } else { &self.children }
     }
 
     /// Whether the node is the relation of `parent` by `columns` that matches the parent's key
@@ -207,7 +220,10 @@ impl<'a> Compiler<'a> {
         }
         let relation = via.map(|(_, relation)| relation);
         let action = relation.map_or(OnDelete::Delete, Relation::action);
-        let children = if action == OnDelete::Delete { self.subtree(model)? } else { Arc::default() };
+        // A delete relation of a model to itself is followed by the executor, not unrolled.
+        let recursive =
+            action == OnDelete::Delete && via.is_some_and(|(parent, _)| parent.name.value == model.name.value);
+        let children = if action == OnDelete::Delete && !recursive { self.subtree(model)? } else { Arc::default() };
         let strategy = effective_strategy(model, relation);
         let step = self.next_step;
         self.next_step += 1;
@@ -226,6 +242,7 @@ impl<'a> Compiler<'a> {
             chunk_size: effective_chunk_size(self.config, model, relation, strategy),
             rate_limit: model.rate_limit.as_ref().map(|r| r.value.clone()),
             outbox: (action == OnDelete::Delete).then(|| outbox_target(self.config, model)).flatten(),
+            recursive,
             children,
         })
     }
@@ -371,8 +388,16 @@ categories = ["organization_update"]
     }
 
     #[test]
-    fn a_cycle_is_an_error_not_a_loop() {
-        let config = config("[models.a]\ntable = \"a\"\nchildren = [{ model = \"a\", column = \"parent_id\" }]\n");
-        assert_eq!(compile(&CheckedConfig::assume(config), "a").unwrap_err(), CompileError::Cycle("a".into()));
+    fn a_self_reference_is_one_recursive_node_and_a_cycle_of_models_an_error() {
+        let tree = config("[models.a]\ntable = \"a\"\nchildren = [{ model = \"a\", column = \"parent_id\" }]\n");
+        let plan = compile(&CheckedConfig::assume(tree), "a").unwrap();
+        let tree = &plan.root.children[0];
+        assert!(tree.recursive && tree.children.is_empty(), "{tree:?}");
+        assert!(Arc::ptr_eq(tree.recursion(&plan.root), &plan.root.children), "its rows have the model's children");
+        let cycle = config(
+            "[models.a]\ntable = \"a\"\nchildren = [{ model = \"b\", column = \"a_id\" }]\n\
+             [models.b]\ntable = \"b\"\nchildren = [{ model = \"a\", column = \"b_id\" }]\n",
+        );
+        assert_eq!(compile(&CheckedConfig::assume(cycle), "a").unwrap_err(), CompileError::Cycle("a".into()));
     }
 }

@@ -1,6 +1,7 @@
 //! A starting config written from a schema's foreign keys (`cascade init`): a model per table,
 //! every usable foreign key as a child relation (as the database would act on it: `SET NULL`
-//! nullifies), bulk on leaves, and every delete-cycle broken.
+//! nullifies), bulk on leaves, and every delete-cycle through several tables broken. A table's
+//! foreign key to itself (a tree of rows) deletes, recursively, as the database would.
 
 use std::collections::{HashMap, HashSet};
 use std::fmt::Write as _;
@@ -59,6 +60,9 @@ pub fn starting_config(schema: &Schema) -> String {
     for (edge, decision) in edges.iter().zip(decisions) {
         let relation = edge.relation(&names[edge.child]);
         let line = match decision {
+            Decision::Delete if edge.parent == edge.child => {
+                format!("  {relation} }},  # a tree: each row's children go first, to its leaves")
+            }
             Decision::Delete => format!("  {relation} }},"),
             Decision::Nullify if edge.set_null => {
                 format!("  {relation}, on_delete = \"nullify\" }},  # ON DELETE SET NULL")
@@ -231,13 +235,15 @@ fn referenced(parent: &Table, key: &ForeignKey) -> Result<Option<Vec<String>>, S
 }
 
 /// Depth-first over delete edges in declared order: an edge back to a table on the current path
-/// closes a cycle (a self-reference is the shortest). Such an edge becomes nullify when its
-/// column is nullable, else it is left out. What remains is acyclic.
+/// closes a cycle through several tables. Such an edge becomes nullify when its column is
+/// nullable, else it is left out. A table's edge to itself is no such cycle (the executor follows
+/// a tree of rows to its leaves), so it keeps the database's action. What remains is acyclic
+/// but for those.
 fn break_cycles(tables: usize, edges: &[Edge], names: &[String]) -> Vec<Decision> {
     let mut decisions: Vec<Decision> =
         edges.iter().map(|edge| if edge.set_null { Decision::Nullify } else { Decision::Delete }).collect();
     let mut outgoing: Vec<Vec<usize>> = vec![Vec::new(); tables];
-    for (index, edge) in edges.iter().enumerate().filter(|(_, edge)| !edge.set_null) {
+    for (index, edge) in edges.iter().enumerate().filter(|(_, edge)| !edge.set_null && edge.parent != edge.child) {
         outgoing[edge.parent].push(index);
     }
     #[derive(Clone, Copy, PartialEq)]

@@ -22,6 +22,19 @@ pub enum DeleteError {
         /// The database's words.
         reason: String,
     },
+    /// Rows of a model that references itself reference each other in a loop (a row's parent's
+    /// parent is the row): following children first never reaches a leaf.
+    #[error(
+        "rows of `{model}` reference each other in a loop (row {key} is its own descendant): no order deletes \
+         their children first; nothing under the loop was deleted. Break the loop (set one of its references to \
+         NULL) and run the deletion again"
+    )]
+    RowLoop {
+        /// The model.
+        model: String,
+        /// A row on the loop.
+        key: String,
+    },
     /// New child rows kept appearing under a chunk, however often it was retried.
     #[error(
         "rows keep appearing under a chunk of `{model}` (tried {attempts} times): something is still writing \

@@ -12,6 +12,7 @@ mod options;
 mod preflight;
 mod roots;
 mod summary;
+mod tree;
 mod writes;
 
 use std::time::Instant;
@@ -41,10 +42,16 @@ use crate::planner::{Plan, PlanNode};
 use crate::schema::Schema;
 use roots::{PendingRoots, sort_roots};
 use summary::nearest_rank;
+use tree::TreePath;
 
 /// One plan node being worked on, for one set of parent rows.
 struct Frame<'a> {
     node: &'a PlanNode,
+    /// The node's children ([`PlanNode::recursion`]: a recursive node's are its parent's).
+    children: &'a [PlanNode],
+    /// The node's rows are a tree: its children hold a recursive node, so its chunks' keys are
+    /// on [`Deletion::tree_path`] while their children are deleted.
+    in_tree: bool,
     step: StepSql<'a>,
     /// The statements of the node's children when every one is set-based (bulk or nullify): a
     /// chunk then goes with its children's rows in one transaction when they fit.
@@ -138,6 +145,9 @@ pub struct Deletion<'a> {
     /// The statuses root rows had before this deletion (or an interrupted earlier run of it)
     /// marked them, as JSON: what the archive holds.
     statuses_before: IndexMap<String, String>,
+    /// The chunks of trees whose children are being deleted: a loop of rows, which children
+    /// first never finishes, shows there.
+    tree_path: TreePath<'a>,
 }
 
 impl<'a> Deletion<'a> {
@@ -152,7 +162,9 @@ impl<'a> Deletion<'a> {
         options: DeleteOptions,
     ) -> Result<Self, DeleteError> {
         let started = Instant::now();
-        let root = StepSql::new(&plan.root, None, config, database.backend(), Some(schema), options.archive.is_some());
+        let archive = options.archive.is_some();
+        let root =
+            StepSql::new(&plan.root, None, &plan.root.children, config, database.backend(), Some(schema), archive);
         let ids = root_keys(plan, &root.sql.key_types, ids)?;
         // An archive that cannot be written stops the deletion before anything is recorded.
         if let Some(dir) = &options.archive {
@@ -212,6 +224,7 @@ impl<'a> Deletion<'a> {
             unpartitioned: plan.steps().iter().all(|node| schema.table(&node.table).is_some_and(|t| !t.partitioned)),
             root_keys,
             statuses_before,
+            tree_path: TreePath::default(),
         })
     }
 
@@ -228,10 +241,11 @@ impl<'a> Deletion<'a> {
                 // 100,000 ids quadratic. The ids were read when the deletion started, so a per_row
                 // root chunk needs no fetch: its keys are the ids.
                 let Some(matched) = self.pending_roots.take(self.size_of(self.root)) else { return Ok(false) };
-                let mut frame = self.frame_of(self.root, None, matched.clone());
+                let mut frame = self.frame_of(self.root, None, &self.root.children, matched.clone());
                 if !self.root.is_set_based() {
                     frame.limit = matched.len() as u64;
                     frame.last_chunk = true;
+                    enter_tree(&mut self.tree_path, &frame, &matched)?;
                     frame.state = chunk_state(&frame, matched);
                 }
                 self.stack.push(frame);
@@ -249,6 +263,7 @@ impl<'a> Deletion<'a> {
                     }
                     frame.last_chunk = (keys.len() as u64) < frame.limit;
                     let keys = table_keys(&frame.node.table, &frame.step.sql.key_types, keys)?;
+                    enter_tree(&mut self.tree_path, frame, &keys)?;
                     frame.state = chunk_state(frame, keys);
                 }
                 State::Together { keys } => {
@@ -278,13 +293,13 @@ impl<'a> Deletion<'a> {
                     }
                 }
                 State::Children { keys, next, attempts } => {
-                    let Some(child) = frame.node.children.get(*next) else {
+                    let Some(child) = frame.children.get(*next) else {
                         frame.state = State::Delete { keys: keys.clone(), attempts: *attempts };
                         continue;
                     };
                     *next += 1;
-                    let (parent, keys) = (frame.node, keys.clone());
-                    let child_frame = self.frame_of(child, Some(parent), keys);
+                    let (parent, siblings, keys) = (frame.node, frame.children, keys.clone());
+                    let child_frame = self.frame_of(child, Some(parent), siblings, keys);
                     self.stack.push(child_frame);
                 }
                 State::Delete { keys, attempts } => {
@@ -344,6 +359,11 @@ impl<'a> Deletion<'a> {
     /// The top frame's chunk is deleted: fetch the next, or, after its last, go back to its parent.
     fn chunk_done(&mut self) {
         let frame = self.stack.last_mut().expect("the frame being worked on");
+        if frame.in_tree
+            && let Some(keys) = chunk_keys(frame)
+        {
+            self.tree_path.leave(&frame.node.table, keys.texts());
+        }
         if frame.last_chunk {
             self.stack.pop();
         } else {
@@ -387,19 +407,31 @@ impl<'a> Deletion<'a> {
         Ok(self.summary)
     }
 
-    fn frame_of(&self, node: &'a PlanNode, parent: Option<&'a PlanNode>, matched: Keys) -> Frame<'a> {
-        let step_of = |node, parent| {
-            StepSql::new(node, parent, self.config, self.database.backend(), Some(self.schema), self.archive.is_some())
+    /// The frame of `node` under `parent`, whose children are `siblings` (the list `node` is
+    /// in): a recursive node's rows have those same children.
+    fn frame_of(
+        &self,
+        node: &'a PlanNode,
+        parent: Option<&'a PlanNode>,
+        siblings: &'a [PlanNode],
+        matched: Keys,
+    ) -> Frame<'a> {
+        let children: &'a [PlanNode] = if node.recursive { siblings } else { &node.children };
+        let step_of = |node: &'a PlanNode, parent, children| {
+            let archive = self.archive.is_some();
+            StepSql::new(node, parent, children, self.config, self.database.backend(), Some(self.schema), archive)
         };
-        let mut step = step_of(node, parent);
-        if std::ptr::eq(node, self.root) && node.children.is_empty() {
+        let mut step = step_of(node, parent, children);
+        if std::ptr::eq(node, self.root) && children.is_empty() {
             step.sql.guard = self.options.within.as_ref().and_then(|batch| batch.root_guard.clone());
         }
         let set_based_children = node
             .has_only_set_based_children()
-            .then(|| node.children.iter().map(|child| (child, step_of(child, Some(node)))).collect());
+            .then(|| node.children.iter().map(|child| (child, step_of(child, Some(node), &child.children))).collect());
         Frame {
             node,
+            children,
+            in_tree: children.iter().any(|child| child.recursive),
             step,
             set_based_children,
             matched,
@@ -410,13 +442,31 @@ impl<'a> Deletion<'a> {
     }
 }
 
+/// A chunk of a tree's rows starts: its keys go on the tree's path while their children are
+/// deleted; a loop of rows is an error.
+fn enter_tree<'a>(path: &mut TreePath<'a>, frame: &Frame<'a>, keys: &Keys) -> Result<(), DeleteError> {
+    if !frame.in_tree {
+        return Ok(());
+    }
+    path.enter(&frame.node.table, keys.texts())
+        .map_err(|key| DeleteError::RowLoop { model: frame.node.model.clone(), key })
+}
+
+/// The keys of the chunk a frame is working on, if any.
+fn chunk_keys(frame: &Frame<'_>) -> Option<Keys> {
+    match &frame.state {
+        State::Together { keys } | State::Children { keys, .. } | State::Delete { keys, .. } => Some(keys.clone()),
+        State::Fetch | State::SetBased => None,
+    }
+}
+
 fn initial_state(node: &PlanNode) -> State {
     if node.is_set_based() { State::SetBased } else { State::Fetch }
 }
 
 /// What a per_row frame does with a chunk of `keys` it has read.
 fn chunk_state(frame: &Frame<'_>, keys: Keys) -> State {
-    if frame.node.children.is_empty() {
+    if frame.children.is_empty() {
         State::Delete { keys, attempts: 0 }
     } else if frame.set_based_children.is_some() {
         State::Together { keys }

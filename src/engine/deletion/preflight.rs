@@ -126,7 +126,7 @@ pub(crate) async fn uncomparable_relations(
     let mut found = Vec::new();
     for (node, parent) in plan.steps_with_parents() {
         let Some(parent) = parent else { continue };
-        let step = StepSql::new(node, Some(parent), config, database.backend(), Some(schema), false);
+        let step = StepSql::new(node, Some(parent), &[], config, database.backend(), Some(schema), false);
         let no_keys = Keys::none(&step.sql.match_types);
         let lookup = step.sql.count_up_to(Param::Keys(no_keys), 1);
         if let Err(error) = database.fetch_texts(&lookup).await {

@@ -242,6 +242,9 @@ fn node_lines(node: &FlatNode<'_>) -> Vec<String> {
         lines.push(format!("table {}", plan.table));
     }
     lines.push(format!("{} · {} · chunk {}", plan.action.as_str(), plan.strategy.as_str(), plan.chunk_size));
+    if plan.recursive {
+        lines.push("recursive: again under each row".to_owned());
+    }
     if !plan.columns.is_empty() {
         let references = plan.references.as_ref().map(|columns| format!(" → {}", columns.join(", ")));
         lines.push(format!("by {}{}", plan.columns.join(", "), references.unwrap_or_default()));

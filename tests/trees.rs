@@ -1,0 +1,204 @@
+//! Tables that reference themselves (reply threads, hierarchies, version chains) are followed to
+//! the end of each tree, as the database's own rules would: `init` keeps each self-reference's
+//! action, `validate` is clean, and `delete` removes every descendant, children first, leaving
+//! exactly what a native `DELETE` under `ON DELETE CASCADE` leaves (the oracle). The plan shows
+//! the recursion once in every format and counts what the run deletes. A loop of rows is a clear
+//! error, not a hang.
+
+mod common;
+
+use std::path::Path;
+
+use common::databases::Databases;
+use common::{cascade, dump, json_output, on_each_database, project, texts};
+
+/// `init` → `validate` for the database at `url`, in a new project; the project.
+fn initialised(url: &str) -> tempfile::TempDir {
+    let dir = project(&[]);
+    let init = cascade(dir.path()).args(["init", "--database-url", url, "--out", "cascades"]).output().unwrap();
+    assert!(init.status.success(), "{}", String::from_utf8_lossy(&init.stderr));
+    let validate = cascade(dir.path()).args(["validate", "--database-url", url]).output().unwrap();
+    assert!(validate.status.success(), "{}{}", String::from_utf8_lossy(&validate.stdout), config(dir.path()));
+    dir
+}
+
+fn config(dir: &Path) -> String {
+    std::fs::read_to_string(dir.join("cascades/cascade.toml")).unwrap()
+}
+
+/// Deletes `model` `id` with cascade in `url` and natively in `oracle`; the run's JSON, after
+/// checking that the plan counted what the run deleted and both databases hold the same rows.
+fn delete_as_the_oracle(dir: &Path, url: &str, oracle: &str, model: &str, id: &str) -> serde_json::Value {
+    let plan = json_output(cascade(dir).args(["--database-url", url, "plan", model, "--id", id, "--format", "json"]));
+    let run =
+        json_output(cascade(dir).args(["--database-url", url, "delete", model, id, "--confirm", "--format", "json"]));
+    assert_eq!(plan["totals"], run["deleted"], "plan: {plan}\nrun: {run}");
+    texts(oracle, &format!("DELETE FROM {model} WHERE id = {id}"));
+    assert_eq!(dump(url).into_iter().filter(|(t, _)| !t.starts_with("cascade_")).collect::<Vec<_>>(), {
+        dump(oracle).into_iter().filter(|(t, _)| !t.starts_with("cascade_")).collect::<Vec<_>>()
+    });
+    run
+}
+
+/// Shape 1: a version chain under `NO ACTION`, whose later versions belong to another document.
+const REVISIONS: &str = "
+    CREATE TABLE doc (id bigint PRIMARY KEY);
+    CREATE TABLE revision (id bigint PRIMARY KEY, doc_id bigint NOT NULL REFERENCES doc (id) ON DELETE {action},
+        previous_id bigint REFERENCES revision (id) ON DELETE {action});
+    CREATE INDEX revision_doc ON revision (doc_id);
+    CREATE INDEX revision_previous ON revision (previous_id);
+    INSERT INTO doc VALUES (1), (2);
+    INSERT INTO revision VALUES (10, 1, NULL), (11, 1, 10), (12, 2, 11), (13, 2, NULL);";
+
+fn a_version_chain_goes_with_its_first_version(databases: &Databases) {
+    let url = databases.create(&REVISIONS.replace("{action}", "NO ACTION"));
+    let oracle = databases.create(&REVISIONS.replace("{action}", "CASCADE"));
+    let dir = initialised(&url);
+    assert!(
+        config(dir.path()).contains("{ model = \"revision\", column = \"previous_id\" },"),
+        "{}",
+        config(dir.path())
+    );
+    let run = delete_as_the_oracle(dir.path(), &url, &oracle, "doc", "1");
+    assert_eq!(run["deleted"]["revision"], 3, "10, 11 and 12, which belongs to doc 2: {run}");
+    assert_eq!(run["nullified"], serde_json::json!({}), "{run}");
+}
+
+on_each_database!(
+    a_version_chain_goes_with_its_first_version_on_sqlite,
+    a_version_chain_goes_with_its_first_version_on_postgres,
+    |databases| a_version_chain_goes_with_its_first_version(&databases)
+);
+
+/// Shape 2: replies the schema deletes with `ON DELETE CASCADE`; `init` writes a delete, never a
+/// nullify over it.
+const COMMENTS: &str = "
+    CREATE TABLE post (id bigint PRIMARY KEY);
+    CREATE TABLE comment (id bigint PRIMARY KEY, post_id bigint NOT NULL REFERENCES post (id) ON DELETE CASCADE,
+        parent_id bigint REFERENCES comment (id) ON DELETE CASCADE, body text);
+    CREATE INDEX comment_post ON comment (post_id);
+    CREATE INDEX comment_parent ON comment (parent_id);
+    INSERT INTO post VALUES (1), (2);
+    INSERT INTO comment VALUES (1, 1, NULL, 'a'), (2, 1, 1, 'b'), (3, 2, 2, 'reply on another post'),
+        (4, 2, 3, 'deeper'), (5, 2, NULL, 'stays'), (6, 1, 6, 'points at itself');";
+
+fn reply_threads_go_whole(databases: &Databases) {
+    let url = databases.create(COMMENTS);
+    let oracle = databases.create(COMMENTS);
+    let dir = initialised(&url);
+    assert!(!config(dir.path()).contains("nullify"), "{}", config(dir.path()));
+    let run = delete_as_the_oracle(dir.path(), &url, &oracle, "comment", "1");
+    assert_eq!(run["deleted"]["comment"], 4, "1 and its replies 2, 3 and 4: {run}");
+    let run = delete_as_the_oracle(dir.path(), &url, &oracle, "post", "1");
+    assert_eq!(run["deleted"]["comment"], 1, "the comment that points at itself: {run}");
+}
+
+on_each_database!(reply_threads_go_whole_on_sqlite, reply_threads_go_whole_on_postgres, |databases| {
+    reply_threads_go_whole(&databases)
+});
+
+/// Shape 3: a NOT NULL self-reference whose top rows point at themselves (`root`), beside a
+/// nullable parent: neither is left out, and deleting a top row deletes its tree.
+const ROOTED: &str = "
+    CREATE TABLE category (id bigint PRIMARY KEY, parent_id bigint REFERENCES category (id),
+        root_id bigint NOT NULL REFERENCES category (id));
+    CREATE INDEX category_parent ON category (parent_id);
+    CREATE INDEX category_root ON category (root_id);
+    INSERT INTO category VALUES (1, NULL, 1), (2, 1, 1), (3, 2, 1), (4, NULL, 4), (5, 4, 4);";
+
+fn self_pointing_top_rows_are_deleted_with_their_trees(databases: &Databases) {
+    let url = databases.create(ROOTED);
+    let oracle = databases
+        .create(&ROOTED.replace("(id),", "(id) ON DELETE CASCADE,").replace("(id));", "(id) ON DELETE CASCADE);"));
+    let dir = initialised(&url);
+    assert!(!config(dir.path()).contains("left out"), "{}", config(dir.path()));
+    let run = delete_as_the_oracle(dir.path(), &url, &oracle, "category", "2");
+    assert_eq!(run["deleted"]["category"], 2, "{run}");
+    let run = delete_as_the_oracle(dir.path(), &url, &oracle, "category", "1");
+    assert_eq!(run["deleted"]["category"], 1, "{run}");
+    assert_eq!(texts(&url, "SELECT CAST(COUNT(*) AS TEXT) FROM category")[0][0].as_deref(), Some("2"));
+}
+
+on_each_database!(
+    self_pointing_top_rows_are_deleted_with_their_trees_on_sqlite,
+    self_pointing_top_rows_are_deleted_with_their_trees_on_postgres,
+    |databases| self_pointing_top_rows_are_deleted_with_their_trees(&databases)
+);
+
+/// Root ids that are each other's ancestors, in one chunk, under `RESTRICT` (checked at once for
+/// each row): each goes after its descendants.
+fn roots_below_each_other_go_leaves_first(databases: &Databases) {
+    let ddl = "CREATE TABLE node (id bigint PRIMARY KEY, parent_id bigint REFERENCES node (id) ON DELETE RESTRICT);
+        CREATE INDEX node_parent ON node (parent_id);
+        INSERT INTO node VALUES (1, NULL), (2, 1), (3, 2), (4, 3), (5, 1);";
+    let url = databases.create(ddl);
+    let dir = initialised(&url);
+    let run = json_output(cascade(dir.path()).args([
+        "--database-url",
+        &url,
+        "delete",
+        "node",
+        "4,2,1",
+        "--confirm",
+        "--format",
+        "json",
+    ]));
+    assert_eq!(run["deleted"]["node"], 5, "{run}");
+}
+
+on_each_database!(
+    roots_below_each_other_go_leaves_first_on_sqlite,
+    roots_below_each_other_go_leaves_first_on_postgres,
+    |databases| roots_below_each_other_go_leaves_first(&databases)
+);
+
+/// Rows that reference each other in a loop can be deleted by no order of children first: the
+/// deletion says so and names a row, and nothing of the loop is deleted.
+fn a_loop_of_rows_is_a_clear_error(databases: &Databases) {
+    let ddl = "CREATE TABLE node (id bigint PRIMARY KEY, parent_id bigint REFERENCES node (id));
+        CREATE INDEX node_parent ON node (parent_id);
+        INSERT INTO node VALUES (1, NULL), (2, 1), (3, 2);
+        UPDATE node SET parent_id = 3 WHERE id = 1;";
+    let url = databases.create(ddl);
+    let dir = initialised(&url);
+    let output =
+        cascade(dir.path()).args(["--database-url", &url, "delete", "node", "1", "--confirm"]).output().unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("rows of `node` reference each other in a loop"), "{stderr}");
+    assert_eq!(texts(&url, "SELECT CAST(COUNT(*) AS TEXT) FROM node")[0][0].as_deref(), Some("3"));
+}
+
+on_each_database!(
+    a_loop_of_rows_is_a_clear_error_on_sqlite,
+    a_loop_of_rows_is_a_clear_error_on_postgres,
+    |databases| { a_loop_of_rows_is_a_clear_error(&databases) }
+);
+
+/// The recursive step is shown once, as recursive, in every format; its rows are counted.
+#[test]
+fn every_plan_format_shows_the_recursion_once() {
+    let dir = project(&[]);
+    let url = common::sqlite_database(dir.path(), &COMMENTS.replace("bigint PRIMARY KEY", "INTEGER PRIMARY KEY"));
+    let dir = initialised(&url);
+    let plan = |format: &str| {
+        let output = cascade(dir.path())
+            .args(["--database-url", &url, "plan", "post", "--id", "1", "--format", format])
+            .output()
+            .unwrap();
+        assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+        String::from_utf8(output.stdout).unwrap()
+    };
+    let text = plan("text");
+    assert_eq!(text.matches("recursive").count(), 1, "{text}");
+    assert!(text.contains("comment by parent_id · step 1 · delete · recursive"), "{text}");
+    let json: serde_json::Value = serde_json::from_str(&plan("json")).unwrap();
+    let tree = &json["tree"]["children"][0]["children"][0];
+    assert_eq!((tree["recursive"].as_bool(), tree["rows"].as_u64()), (Some(true), Some(2)), "replies 3 and 4: {json}");
+    assert_eq!(json["totals"]["comment"], 5, "{json}");
+    assert!(plan("mermaid").contains("|\"parent_id, again\"|"));
+    let dot = plan("dot");
+    assert!(dot.contains("[label=\"parent_id, again\", style=dotted]"), "{dot}");
+    let html = plan("html");
+    assert!(html.contains("recursive: again under each row"), "the HTML plan's box says so");
+}
