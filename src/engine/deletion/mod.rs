@@ -15,6 +15,8 @@ mod summary;
 mod tree;
 mod writes;
 
+use std::collections::HashMap;
+use std::sync::Arc;
 use std::time::Instant;
 
 use indexmap::IndexMap;
@@ -52,7 +54,8 @@ struct Frame<'a> {
     /// The node's rows are a tree: its children hold a recursive node, so its chunks' keys are
     /// on [`Deletion::tree_path`] while their children are deleted.
     in_tree: bool,
-    step: StepSql<'a>,
+    /// The node's statements; a recursive node's frames, one per level of a tree, share one.
+    step: Arc<StepSql<'a>>,
     /// The statements of the node's children when every one is set-based (bulk or nullify): a
     /// chunk then goes with its children's rows in one transaction when they fit.
     set_based_children: Option<Vec<(&'a PlanNode, StepSql<'a>)>>,
@@ -148,6 +151,9 @@ pub struct Deletion<'a> {
     /// The chunks of trees whose children are being deleted: a loop of rows, which children
     /// first never finishes, shows there.
     tree_path: TreePath<'a>,
+    /// The statements of each recursive node, by step: made once for all its levels, so a tree
+    /// 100,000 levels deep holds one copy.
+    recursive_steps: HashMap<usize, Arc<StepSql<'a>>>,
 }
 
 impl<'a> Deletion<'a> {
@@ -225,6 +231,24 @@ impl<'a> Deletion<'a> {
             root_keys,
             statuses_before,
             tree_path: TreePath::default(),
+            recursive_steps: plan
+                .steps_with_parents()
+                .into_iter()
+                .filter_map(|(node, parent)| Some((node, parent?)))
+                .filter(|(node, _)| node.recursive)
+                .map(|(node, parent)| {
+                    let step = StepSql::new(
+                        node,
+                        Some(parent),
+                        node.recursion(parent),
+                        config,
+                        database.backend(),
+                        Some(schema),
+                        archive,
+                    );
+                    (node.step, Arc::new(step))
+                })
+                .collect(),
         })
     }
 
@@ -421,10 +445,16 @@ impl<'a> Deletion<'a> {
             let archive = self.archive.is_some();
             StepSql::new(node, parent, children, self.config, self.database.backend(), Some(self.schema), archive)
         };
-        let mut step = step_of(node, parent, children);
-        if std::ptr::eq(node, self.root) && children.is_empty() {
-            step.sql.guard = self.options.within.as_ref().and_then(|batch| batch.root_guard.clone());
-        }
+        let step = match self.recursive_steps.get(&node.step) {
+            Some(shared) => shared.clone(),
+            None => {
+                let mut step = step_of(node, parent, children);
+                if std::ptr::eq(node, self.root) && children.is_empty() {
+                    step.sql.guard = self.options.within.as_ref().and_then(|batch| batch.root_guard.clone());
+                }
+                Arc::new(step)
+            }
+        };
         let set_based_children = node
             .has_only_set_based_children()
             .then(|| node.children.iter().map(|child| (child, step_of(child, Some(node), &child.children))).collect());
