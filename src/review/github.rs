@@ -280,7 +280,8 @@ impl Context {
         if let Some(body) = body {
             request = request.header(CONTENT_TYPE, "application/json").body(body);
         }
-        let response = request.send().await.map_err(|error| GithubError::Request(crate::secret::redact(&error.to_string())))?;
+        let response =
+            request.send().await.map_err(|error| GithubError::Request(crate::secret::redact(&error.to_string())))?;
         let status = response.status();
         Ok((status, response.text().await.unwrap_or_default()))
     }
