@@ -131,7 +131,8 @@ fn unknown_models_and_invalid_configs_are_refused() {
         .stderr("error: unknown model `organisation` (did you mean `organization`?)\n");
     let dir = project(&[(
         "cascades/a.toml",
-        "[models.a]\ntable = \"a\"\nchildren = [{ model = \"a\", column = \"a_id\" }]\n",
+        "[models.a]\ntable = \"a\"\nchildren = [{ model = \"b\", column = \"a_id\" }]\n\
+         [models.b]\ntable = \"b\"\nchildren = [{ model = \"a\", column = \"b_id\" }]\n",
     )]);
     cascade(dir.path()).args(["plan", "a"]).assert().code(1).stderr(predicates::str::contains("delete-cycle"));
 }

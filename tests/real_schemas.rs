@@ -192,8 +192,8 @@ on_each_database!(
 );
 
 on_each_database!(
-    a_self_reference_is_nullified_as_planned_on_sqlite("INTEGER"),
-    a_self_reference_is_nullified_as_planned_on_postgres("bigint"),
+    a_self_reference_is_followed_to_its_leaves_as_planned_on_sqlite("INTEGER"),
+    a_self_reference_is_followed_to_its_leaves_as_planned_on_postgres("bigint"),
     |databases, int| {
         let url = databases.create(&format!(
             "CREATE TABLE plans (id {int} PRIMARY KEY, parent_id {int} REFERENCES plans (id));
@@ -202,11 +202,11 @@ on_each_database!(
         ));
         let dir = tempfile::tempdir().unwrap();
         let config = init(dir.path(), &url);
-        assert!(config.contains(r#"{ model = "plans", column = "parent_id", on_delete = "nullify" },"#), "{config}");
+        assert!(config.contains(r#"{ model = "plans", column = "parent_id" },  # a tree"#), "{config}");
         validate_clean(dir.path(), &url);
         let run = plan_then_delete(dir.path(), &url, "plans", "1");
-        assert_eq!(run["nullified"]["plans"], 1, "plan 2 loses its parent");
-        assert_eq!(count(&url, "SELECT COUNT(*) FROM plans WHERE parent_id IS NULL"), 1);
+        assert_eq!(run["deleted"]["plans"], 3, "plan 1 and the plans below it, as the foreign key says");
+        assert_eq!(count(&url, "SELECT COUNT(*) FROM plans"), 0);
     }
 );
 

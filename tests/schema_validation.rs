@@ -220,7 +220,7 @@ CREATE TABLE rental (rental_id INTEGER PRIMARY KEY, staff_id INTEGER NOT NULL RE
 on_each_database!(
     init_then_validate_on_sqlite(
         CYCLIC.to_owned(),
-        "{ model = \"staff\", column = \"reports_to\", on_delete = \"nullify\" }",
+        "{ model = \"staff\", column = \"reports_to\" },  # a tree",
         Vec::<&str>::new()
     ),
     init_then_validate_on_postgres(

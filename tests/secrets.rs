@@ -172,6 +172,21 @@ fn no_snippet_of_validate_plan_delete_or_diff_quotes_a_settings_password() {
             assert!(shown.contains("postgres://app:"), "{args:?} shows the line:\n{shown}");
             assert_no_secret(&format!("{args:?}"), &shown, &["Cfg-Pw-3141"]);
         }
+        // The rendered pages, whichever way the config went.
+        for args in [&["diff", "--base", "base", "--format", "html"][..], &["plan", "org", "--format", "html"]] {
+            let output = cascade(dir.path()).args(args).output().unwrap();
+            assert_no_secret(&format!("{args:?}"), &all_output(&output), &["Cfg-Pw-3141"]);
+        }
+    }
+    // A diff whose two sides differ in the URL's password says so, in every form, without either.
+    let head = PARSED.replace("per_row_chunk_size = 0", "per_row_chunk_size = 5");
+    let base = head.replace("Cfg-Pw-3141", "Old-Pw-2718");
+    let dir = project(&[("cascades/cascade.toml", &head), ("base/cascade.toml", &base)]);
+    for format in ["human", "markdown", "json", "github", "html"] {
+        let output = cascade(dir.path()).args(["diff", "--base", "base", "--format", format]).output().unwrap();
+        let shown = all_output(&output);
+        assert!(output.status.success(), "{format}: {shown}");
+        assert_no_secret(&format!("diff ({format})"), &shown, &["Cfg-Pw-3141", "Old-Pw-2718"]);
     }
 }
 

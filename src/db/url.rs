@@ -118,7 +118,8 @@ fn register_secrets(url: &str, secret: impl Fn(&str) -> bool) {
     }
 }
 
-/// [`register_secrets`] for a database URL: its password and libpq's secret parameters.
+/// Registers the secrets of a database URL with [`crate::secret`] (its password and libpq's secret
+/// parameters), so that they are redacted wherever they come back.
 pub fn register_url_secrets(url: &str) {
     register_secrets(url, is_secret);
 }
