@@ -119,6 +119,7 @@ codes! { $
     RetentionNotPartitioned = "retention-not-partitioned", Error, rule retention_not_partitioned, "A model's `retention.column` is not the range partition key of its table (checked with a schema).";
     ForeignKeyElsewhere = "foreign-key-elsewhere", Error, rule foreign_key_elsewhere, "A relation's column is a foreign key to another table than its parent's, so the relation would delete or nullify the rows whose values equal the parent's keys by chance (checked with a schema).";
     DeletesKeptRows = "deletes-kept-rows", Warning, rule deletes_kept_rows, "A delete relation runs over a foreign key whose action is ON DELETE SET NULL or SET DEFAULT: the database would keep those rows, the relation deletes them (and everything below them).";
+    KeepsDeletedRows = "keeps-deleted-rows", Warning, rule keeps_deleted_rows, "A nullify relation runs over a foreign key whose action is ON DELETE CASCADE: the database deletes those rows (and everything below them), the relation keeps them with a NULL.";
     DatabaseCascade = "database-cascade", Note, rule database_cascade, "The database itself deletes (ON DELETE CASCADE) along a declared delete relation: cascade deletes those children first, the database catches rows inserted meanwhile, inside the parent's chunk.";
 }
 
