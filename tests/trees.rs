@@ -202,3 +202,64 @@ fn every_plan_format_shows_the_recursion_once() {
     let html = plan("html");
     assert!(html.contains("recursive: again under each row"), "the HTML plan's box says so");
 }
+
+/// A row the plan deletes is counted deleted only: the nullify step of a model the plan also
+/// deletes counts (in the tree as in the totals) only the rows that stay, which is what the run
+/// nullifies when the deletes come first.
+fn a_deleted_row_is_never_counted_nullified(databases: &Databases) {
+    let ddl = "CREATE TABLE project (id bigint PRIMARY KEY);
+        CREATE TABLE release (id bigint PRIMARY KEY, project_id bigint NOT NULL REFERENCES project (id));
+        CREATE TABLE grp (id bigint PRIMARY KEY, project_id bigint NOT NULL REFERENCES project (id),
+            first_release_id bigint REFERENCES release (id) ON DELETE SET NULL);
+        CREATE INDEX release_project ON release (project_id);
+        CREATE INDEX grp_project ON grp (project_id);
+        CREATE INDEX grp_release ON grp (first_release_id);
+        INSERT INTO project VALUES (1), (2);
+        INSERT INTO release VALUES (10, 1), (20, 2);
+        INSERT INTO grp VALUES (1, 1, 10), (2, 1, 20), (3, 2, 10), (4, 2, NULL);";
+    let url = databases.create(ddl);
+    let config = r#"
+[models.project]
+table = "project"
+children = [{ model = "grp", column = "project_id" }, { model = "release", column = "project_id" }]
+
+[models.release]
+table = "release"
+children = [{ model = "grp", column = "first_release_id", on_delete = "nullify" }]
+
+[models.grp]
+table = "grp"
+strategy = "bulk"
+"#;
+    let dir = project(&[("cascades/cascade.toml", config)]);
+    let plan = json_output(cascade(dir.path()).args([
+        "--database-url",
+        &url,
+        "plan",
+        "project",
+        "--id",
+        "1",
+        "--format",
+        "json",
+    ]));
+    let release = &plan["tree"]["children"][1];
+    assert_eq!(release["children"][0]["rows"], 1, "group 3 stays and loses its release; 1 is deleted: {plan}");
+    assert_eq!((&plan["totals"]["grp"], &plan["nullify"]["grp"]), (&2.into(), &1.into()), "{plan}");
+    let run = json_output(cascade(dir.path()).args([
+        "--database-url",
+        &url,
+        "delete",
+        "project",
+        "1",
+        "--confirm",
+        "--format",
+        "json",
+    ]));
+    assert_eq!((&run["deleted"]["grp"], &run["nullified"]["grp"]), (&2.into(), &1.into()), "{run}");
+}
+
+on_each_database!(
+    a_deleted_row_is_never_counted_nullified_on_sqlite,
+    a_deleted_row_is_never_counted_nullified_on_postgres,
+    |databases| a_deleted_row_is_never_counted_nullified(&databases)
+);

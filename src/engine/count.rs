@@ -416,6 +416,11 @@ impl Counter<'_> {
                     sql.push(" AND NOT COALESCE(");
                     self.membership_but(sql, graph, &node.model, OnDelete::Delete, false);
                     sql.push(", FALSE)");
+                } else if node.action == OnDelete::Nullify && graph.deletes(&node.model) {
+                    // A row the plan deletes is counted deleted only, here as in the totals.
+                    sql.push(" AND NOT COALESCE(");
+                    self.membership(sql, graph, &node.model, OnDelete::Delete);
+                    sql.push(", FALSE)");
                 }
             }
             Counted::Deleted(model) => self.model_count(sql, graph, model, OnDelete::Delete),
