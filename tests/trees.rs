@@ -263,3 +263,41 @@ on_each_database!(
     a_deleted_row_is_never_counted_nullified_on_postgres,
     |databases| a_deleted_row_is_never_counted_nullified(&databases)
 );
+
+/// kill -9 in the middle of a chain thousands of rows deep, then the same command again: the
+/// first run leaves a shorter chain (children first: never a row without its parent), the second
+/// finishes it.
+fn a_chain_killed_midway_is_finished_by_running_it_again(databases: &Databases) {
+    const DEPTH: i64 = 3_000;
+    let rows: Vec<String> = (1..=DEPTH)
+        .map(|id| format!("({id}, {})", if id == 1 { "NULL".into() } else { (id - 1).to_string() }))
+        .collect();
+    let ddl = format!(
+        "CREATE TABLE node (id bigint PRIMARY KEY, parent_id bigint REFERENCES node (id));
+         CREATE INDEX node_parent ON node (parent_id);
+         INSERT INTO node VALUES {};",
+        rows.join(", ")
+    );
+    let url = databases.create(&ddl);
+    let dir = initialised(&url);
+    let args = ["--database-url", url.as_str(), "delete", "node", "1", "--confirm"];
+    let mut run = common::running::Running::start(dir.path(), &args);
+    for _ in 0..50 {
+        run.expect(common::running::CHUNK_COMMITTED);
+    }
+    run.kill();
+    let left = texts(&url, "SELECT CAST(COUNT(*) AS TEXT), CAST(MAX(id) AS TEXT) FROM node");
+    let (count, deepest): (i64, i64) =
+        (left[0][0].as_deref().unwrap().parse().unwrap(), left[0][1].as_deref().unwrap().parse().unwrap());
+    assert!(count < DEPTH && count > 0, "the kill came midway: {count} rows left");
+    assert_eq!(deepest, count, "the deepest rows went first, one level at a time: {count} rows up to {deepest}");
+    let again = cascade(dir.path()).args(args).output().unwrap();
+    assert!(again.status.success(), "{}", String::from_utf8_lossy(&again.stderr));
+    assert_eq!(texts(&url, "SELECT CAST(COUNT(*) AS TEXT) FROM node")[0][0].as_deref(), Some("0"));
+}
+
+on_each_database!(
+    a_chain_killed_midway_is_finished_by_running_it_again_on_sqlite,
+    a_chain_killed_midway_is_finished_by_running_it_again_on_postgres,
+    |databases| a_chain_killed_midway_is_finished_by_running_it_again(&databases)
+);
