@@ -188,6 +188,7 @@ fn hostile_names_print_as_text_in_every_form() {
     assert_eq!(code, 0, "{err}");
     let changes = serde_json::from_str::<Value>(&json).unwrap()["changes"].as_array().unwrap().len();
     assert!(changes > HOSTILE_NAMES.len(), "{json}");
+    assert!(!json.contains("##["), "the JSON says `##[` as `##\\u005b`, which starts no command:\n{json}");
 
     let (_, human, _) = run(dir.path(), &["--base", "base"]);
     assert_eq!(workflow_commands(&human), Vec::<&str>::new(), "{human}");

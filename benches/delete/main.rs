@@ -3,7 +3,7 @@
 //! (`-- --rows N` for another size, the default is 1,000,000; `-- --repeat N` rounds of every
 //! method, default 3, the tables showing each method's median). Progress goes to stderr, the
 //! markdown tables to stdout. `-- --databases sqlite,postgres` and `-- --methods loop,cascade,...`
-//! (the words of `Method::slug`) and `-- --trees realistic,deep` run a part of it, for looking
+//! (the words of `Method::slug`) and `-- --trees realistic,deep,forest` run a part of it, for looking
 //! into one number.
 //!
 //! Two trees, each a section of the output (see `tree.rs`):
@@ -19,6 +19,9 @@
 //!   loop again on tables without foreign keys.
 //! - **deep**: `root` → 100 `l1` → `l2` (rows / 100) → `l3` (the rest), about 99 leaves per
 //!   per_row parent; the native DELETE against `cascade delete`, at `--rows` and a tenth of it.
+//! - **forest**: `post` → `reply`, whose `parent_id` references `reply` itself: threads of 50
+//!   replies, every other one a chain 50 deep; the native DELETE (both keys `ON DELETE CASCADE`)
+//!   against `cascade delete` following the tree, at `--rows`.
 //!
 //! The methods run interleaved (round 1 of every method, then round 2, ...), so that a slow
 //! stretch of the machine falls on all of them. Every table is indexed on its parent column. A
@@ -121,15 +124,20 @@ fn main() {
     };
     let deep_methods = chosen(&[Method::Native, Method::Cascade]).into_iter().filter(|_| tree_chosen("deep")).collect();
     let deep = Section { tree: Tree::deep, sizes: vec![rows, rows / 10], methods: deep_methods };
+    let forest_methods =
+        chosen(&[Method::Native, Method::Cascade]).into_iter().filter(|_| tree_chosen("forest")).collect();
+    let forest = Section { tree: Tree::forest, sizes: vec![rows], methods: forest_methods };
 
     let started = Instant::now();
     let mut durability = Vec::new();
     let realistic = runtime.block_on(run_section(&stores, &realistic, &cascade, repeat, &mut durability));
     let deep = runtime.block_on(run_section(&stores, &deep, &cascade, repeat, &mut Vec::new()));
+    let forest = runtime.block_on(run_section(&stores, &forest, &cascade, repeat, &mut Vec::new()));
     eprintln!("done in {:.0} s", started.elapsed().as_secs_f64());
     drop(stores);
     report::realistic(&realistic, &durability, repeat);
     report::deep(&deep, repeat);
+    report::forest(&forest, repeat);
 }
 
 /// Builds the section's tree at each size on each database and runs every method `repeat` times,

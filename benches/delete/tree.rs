@@ -63,6 +63,8 @@ pub struct Table {
     pub parent: Option<&'static str>,
     /// More column definitions, each with a leading comma.
     pub columns: &'static str,
+    /// The rows are threads: `parent_id` references the table itself (see [`Tree::forest`]).
+    pub threads: bool,
 }
 
 /// The id of the root row that is deleted; root 2's rows must all survive.
@@ -80,18 +82,26 @@ pub struct Tree {
 }
 
 const DEEP: &[Table] = &[
-    Table { name: "root", parent: None, columns: "" },
-    Table { name: "l1", parent: Some("root"), columns: "" },
-    Table { name: "l2", parent: Some("l1"), columns: "" },
-    Table { name: "l3", parent: Some("l2"), columns: "" },
+    Table { name: "root", parent: None, columns: "", threads: false },
+    Table { name: "l1", parent: Some("root"), columns: "", threads: false },
+    Table { name: "l2", parent: Some("l1"), columns: "", threads: false },
+    Table { name: "l3", parent: Some("l2"), columns: "", threads: false },
 ];
 
+const FOREST: &[Table] = &[
+    Table { name: "post", parent: None, columns: "", threads: false },
+    Table { name: "reply", parent: Some("post"), columns: "", threads: true },
+];
+
+/// Replies per thread in the forest.
+const THREAD: u64 = 50;
+
 const REALISTIC: &[Table] = &[
-    Table { name: "org", parent: None, columns: ", status integer NOT NULL DEFAULT 0" },
-    Table { name: "project", parent: Some("org"), columns: "" },
-    Table { name: "grp", parent: Some("project"), columns: "" },
-    Table { name: "hash", parent: Some("grp"), columns: "" },
-    Table { name: "event", parent: Some("grp"), columns: "" },
+    Table { name: "org", parent: None, columns: ", status integer NOT NULL DEFAULT 0", threads: false },
+    Table { name: "project", parent: Some("org"), columns: "", threads: false },
+    Table { name: "grp", parent: Some("project"), columns: "", threads: false },
+    Table { name: "hash", parent: Some("grp"), columns: "", threads: false },
+    Table { name: "event", parent: Some("grp"), columns: "", threads: false },
 ];
 
 impl Tree {
@@ -101,6 +111,14 @@ impl Tree {
         let (l1, l2) = (100, (rows / 100).max(100));
         let l3 = rows.saturating_sub(1 + l1 + l2).max(l2);
         Self { name: "deep", tables: DEEP, deleted: vec![1, l1, l2, l3], survivors: vec![1, 2, 4, 20] }
+    }
+
+    /// `post` → `reply`, the replies in threads of 50 (`reply.parent_id` → `reply`): every other
+    /// thread a chain 50 deep, the others bushy (each reply under the thread's reply half its
+    /// position, about 6 deep). Each post holds half the rows.
+    pub fn forest(rows: u64) -> Self {
+        let replies = (rows / 2).max(THREAD);
+        Self { name: "forest", tables: FOREST, deleted: vec![1, replies], survivors: vec![1, replies] }
     }
 
     /// `org` → 20 `project` → `grp` → 1 `hash` and 8 `event` per group; each org holds half the rows.
@@ -186,12 +204,36 @@ impl Tree {
             let column = format!("{parent}_id");
             let reference = format!("REFERENCES {parent} (id){on_delete}");
             let inline = if dialect == Dialect::Sqlite && keys != Keys::Absent { &*reference } else { "" };
-            writeln!(create, "CREATE TABLE {name} (id {key}, {column} {integer} NOT NULL {inline}{});", table.columns)
-                .unwrap();
+            let threads = if table.threads {
+                let inline = if dialect == Dialect::Sqlite && keys != Keys::Absent {
+                    format!(" REFERENCES {name} (id){on_delete}")
+                } else {
+                    String::new()
+                };
+                format!(", parent_id {integer}{inline}")
+            } else {
+                String::new()
+            };
+            writeln!(
+                create,
+                "CREATE TABLE {name} (id {key}, {column} {integer} NOT NULL {inline}{threads}{});",
+                table.columns
+            )
+            .unwrap();
             if dialect == Dialect::Postgres && keys != Keys::Absent {
                 writeln!(after, "ALTER TABLE {name} ADD FOREIGN KEY ({column}) {reference};").unwrap();
+                if table.threads {
+                    writeln!(
+                        after,
+                        "ALTER TABLE {name} ADD FOREIGN KEY (parent_id) REFERENCES {name} (id){on_delete};"
+                    )
+                    .unwrap();
+                }
             }
             writeln!(after, "CREATE INDEX {name}_{column} ON {name} ({column});").unwrap();
+            if table.threads {
+                writeln!(after, "CREATE INDEX {name}_parent_id ON {name} (parent_id);").unwrap();
+            }
         }
         (create, after)
     }
@@ -199,9 +241,19 @@ impl Tree {
     /// `INSERT`s of every row: for each table, root 1's rows then root 2's, each root's children
     /// in contiguous blocks of ids spread evenly over its parent rows.
     pub fn inserts(&self, dialect: Dialect) -> String {
-        let series = |table: &str, from: u64, to: u64, parent: Option<(String, String)>| {
-            let (column, value) =
+        let series = |table: &Table, from: u64, to: u64, parent: Option<(String, String)>| {
+            let (mut column, mut value) =
                 parent.map_or((String::new(), String::new()), |(c, v)| (format!(", {c}"), format!(", {v}")));
+            if table.threads {
+                // `p`: the reply's place among its post's; a thread starts every THREAD replies.
+                let p = format!("(i - {from})");
+                column += ", parent_id";
+                value += &format!(
+                    ", CASE WHEN {p} % {THREAD} = 0 THEN NULL WHEN ({p} / {THREAD}) % 2 = 0 THEN i - 1 \
+                     ELSE i - {p} % {THREAD} + ({p} % {THREAD} - 1) / 2 END"
+                );
+            }
+            let table = table.name;
             match dialect {
                 Dialect::Sqlite => format!(
                     "INSERT INTO {table} (id{column}) WITH RECURSIVE s(i) AS (SELECT {from} UNION ALL SELECT i + 1 \
@@ -223,7 +275,7 @@ impl Tree {
                     let parents = per_root[at];
                     (format!("{name}_id"), format!("{parent_offset} + (i - {offset} - 1) * {parents} / {rows} + 1"))
                 });
-                sql += &series(table.name, offset + 1, offset + rows, parent);
+                sql += &series(table, offset + 1, offset + rows, parent);
                 offset += rows;
                 parent_offset += parent_index.map_or(0, |at| per_root[at]);
             }
@@ -244,13 +296,16 @@ impl Tree {
             if outbox.contains(&name) {
                 writeln!(toml, "outbox = \"{name}_deleted\"").unwrap();
             }
-            if self.is_leaf(name) {
+            if self.is_leaf(name) && !table.threads {
                 toml += "strategy = \"bulk\"\n";
             } else {
-                let children: Vec<String> = self
+                let mut children: Vec<String> = self
                     .children(name)
                     .map(|child| format!("{{ model = \"{}\", column = \"{name}_id\" }}", child.name))
                     .collect();
+                if table.threads {
+                    children.push(format!("{{ model = \"{name}\", column = \"parent_id\" }}"));
+                }
                 writeln!(toml, "children = [{}]", children.join(", ")).unwrap();
             }
         }

@@ -167,9 +167,7 @@ impl Report<'_> {
     /// The stable JSON shape the README documents.
     pub fn json(&self) -> String {
         let report = JsonReport { errors: self.errors(), warnings: self.warnings(), diagnostics: self.placed() };
-        let mut text = serde_json::to_string_pretty(&report).expect("report serialises");
-        text.push('\n');
-        text
+        super::text::inert_json(serde_json::to_string_pretty(&report).expect("report serialises"))
     }
 
     /// One `::error file=F,line=L,col=C,title=CODE::message` workflow command per diagnostic; the

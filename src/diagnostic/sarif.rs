@@ -38,9 +38,7 @@ impl Report<'_> {
                 "results": results,
             }],
         });
-        let mut text = serde_json::to_string_pretty(&log).expect("a SARIF log serialises");
-        text.push('\n');
-        text
+        super::text::inert_json(serde_json::to_string_pretty(&log).expect("a SARIF log serialises"))
     }
 
     fn result(&self, diagnostic: &Diagnostic, working_dir: &Path, root: &Path) -> Value {

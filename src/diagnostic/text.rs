@@ -18,6 +18,19 @@ pub(crate) fn escaped(c: char) -> String {
     if is_hidden(c) { c.escape_default().to_string() } else { c.escape_unicode().to_string() }
 }
 
+/// Pretty JSON (a report, a plan, a review) as a CI log may show it: every `##[` written
+/// `##\u005b`, the same string to a JSON reader, and no workflow command of the older form to the
+/// runner, which looks for it anywhere in a line. Outside strings JSON holds no `#`, so the
+/// replacement only ever touches strings; a `::` command needs the start of a line, where pretty
+/// JSON has spaces and a quote.
+pub fn inert_json(mut json: String) -> String {
+    if json.contains("##[") {
+        json = json.replace("##[", "##\\u005b");
+    }
+    json.push('\n');
+    json
+}
+
 /// `text` as a terminal, a log or a review shows it: hidden characters escaped, and no workflow
 /// command. The runner reads a line that starts with `::` (after spaces) as a command, and `##[`
 /// anywhere in a line as one of the older form; their first `:` or their `[` is escaped, so
@@ -44,7 +57,16 @@ pub fn shown(text: &str) -> Cow<'_, str> {
 
 #[cfg(test)]
 mod tests {
-    use super::shown;
+    use super::{inert_json, shown};
+
+    #[test]
+    fn json_says_the_same_and_starts_no_command() {
+        let json = serde_json::to_string_pretty(&serde_json::json!({"model": "x ##[error]pwned"})).unwrap();
+        let inert = inert_json(json);
+        assert!(!inert.contains("##["), "{inert}");
+        let read: serde_json::Value = serde_json::from_str(&inert).unwrap();
+        assert_eq!(read["model"], "x ##[error]pwned");
+    }
 
     #[test]
     fn hidden_characters_are_escaped() {

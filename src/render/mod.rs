@@ -246,9 +246,7 @@ impl<'a> PlanView<'a> {
             estimate: &self.estimate,
             sql: &self.sql,
         };
-        let mut text = serde_json::to_string_pretty(&json).expect("a plan serialises");
-        text.push('\n');
-        text
+        crate::diagnostic::text::inert_json(serde_json::to_string_pretty(&json).expect("a plan serialises"))
     }
 
     /// Built-in templates are written with block tags on lines of their own.

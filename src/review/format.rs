@@ -203,9 +203,7 @@ impl Review {
             changes: &self.changes,
             counts: counts.map(|counted| counted.counts),
         };
-        let mut text = serde_json::to_string_pretty(&json).expect("a review serialises");
-        text.push('\n');
-        text
+        crate::diagnostic::text::inert_json(serde_json::to_string_pretty(&json).expect("a review serialises"))
     }
 
     /// One annotation per change: destructive as an error, attention as a warning, safe as a
