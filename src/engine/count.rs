@@ -354,7 +354,7 @@ impl Counter<'_> {
 
     /// The rows of `model` that any of its nodes doing `action` reaches.
     fn membership(&self, sql: &mut SqlBuilder, graph: &PlanGraph<'_>, model: &str, action: OnDelete) {
-        self.membership_but(sql, graph, model, action, true);
+        self.membership_where(sql, graph, model, action, |_| true);
     }
 
     /// [`Self::membership`], through its recursive nodes too or not (`recursive`).
@@ -366,8 +366,20 @@ impl Counter<'_> {
         action: OnDelete,
         recursive: bool,
     ) {
+        self.membership_where(sql, graph, model, action, |node| recursive || !node.recursive);
+    }
+
+    /// [`Self::membership`] through the nodes for which `counted` holds.
+    fn membership_where(
+        &self,
+        sql: &mut SqlBuilder,
+        graph: &PlanGraph<'_>,
+        model: &str,
+        action: OnDelete,
+        counted: impl Fn(&PlanNode) -> bool,
+    ) {
         sql.push("(");
-        let nodes = graph.nodes_of(model, action).filter(|(node, _)| recursive || !node.recursive);
+        let nodes = graph.nodes_of(model, action).filter(|(node, _)| counted(node));
         for (index, (node, parent)) in nodes.enumerate() {
             sql.push(if index == 0 { "(" } else { " OR (" });
             self.reached(sql, graph, node, *parent);
@@ -416,10 +428,14 @@ impl Counter<'_> {
                     sql.push(" AND NOT COALESCE(");
                     self.membership_but(sql, graph, &node.model, OnDelete::Delete, false);
                     sql.push(", FALSE)");
-                } else if node.action == OnDelete::Nullify && graph.deletes(&node.model) {
-                    // A row the plan deletes is counted deleted only, here as in the totals.
+                } else if node.action == OnDelete::Nullify
+                    && graph.nodes_of(&node.model, OnDelete::Delete).any(|(other, _)| other.step < node.step)
+                {
+                    // A row a step before this one deletes is gone when this one runs: it is
+                    // counted deleted only, as in the totals. (One a later step deletes is
+                    // nullified first, and counted here too.)
                     sql.push(" AND NOT COALESCE(");
-                    self.membership(sql, graph, &node.model, OnDelete::Delete);
+                    self.membership_where(sql, graph, &node.model, OnDelete::Delete, |other| other.step < node.step);
                     sql.push(", FALSE)");
                 }
             }

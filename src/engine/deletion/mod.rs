@@ -483,9 +483,9 @@ fn enter_tree<'a>(path: &mut TreePath<'a>, frame: &Frame<'a>, keys: &Keys) -> Re
 }
 
 /// The keys of the chunk a frame is working on, if any.
-fn chunk_keys(frame: &Frame<'_>) -> Option<Keys> {
+fn chunk_keys<'f>(frame: &'f Frame<'_>) -> Option<&'f Keys> {
     match &frame.state {
-        State::Together { keys } | State::Children { keys, .. } | State::Delete { keys, .. } => Some(keys.clone()),
+        State::Together { keys } | State::Children { keys, .. } | State::Delete { keys, .. } => Some(keys),
         State::Fetch | State::SetBased => None,
     }
 }
