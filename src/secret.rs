@@ -115,10 +115,10 @@ fn replace_known(text: &str, replacement: impl Fn(&str) -> String) -> String {
         return text.to_owned();
     }
     let mut text = text.to_owned();
+    // ASCII lower-casing keeps every byte where it was, so a match in the lower-cased text is a
+    // match, at the same offsets, in the text; it is lower-cased again only after a replacement.
+    let mut lowered = text.to_ascii_lowercase();
     for form in known.iter() {
-        // ASCII lower-casing keeps every byte where it was, so a match in the lower-cased text
-        // is a match, at the same offsets, in the text.
-        let lowered = text.to_ascii_lowercase();
         if !lowered.contains(form.as_str()) {
             continue;
         }
@@ -134,6 +134,7 @@ fn replace_known(text: &str, replacement: impl Fn(&str) -> String) -> String {
         }
         replaced.push_str(&text[last..]);
         text = replaced;
+        lowered = text.to_ascii_lowercase();
     }
     text
 }

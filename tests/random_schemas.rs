@@ -17,7 +17,7 @@ use std::fmt::Write as _;
 
 use common::databases::Databases;
 use common::random::Random;
-use common::{cascade, dump, json_output, on_each_database, texts};
+use common::{cascade, json_output, on_each_database, texts, user_rows};
 
 /// How many schemas, and how many roots deleted in each.
 const SCHEMAS: u64 = 50;
@@ -202,13 +202,6 @@ fn generate(random: &mut Random) -> Generated {
     Generated { ddl, oracle_ddl, inserts, roots }
 }
 
-/// The user tables' rows (the tool's own tables left out).
-fn contents(url: &str) -> BTreeMap<String, Vec<String>> {
-    let mut all = dump(url);
-    all.retain(|table, _| !table.starts_with("cascade_"));
-    all
-}
-
 /// The rows each model loses (a plan's `totals`, a run's `deleted`), without the zeros.
 fn deleted_rows(report: &serde_json::Value, field: &str) -> BTreeMap<String, u64> {
     let rows = report[field].as_object().cloned().unwrap_or_default();
@@ -280,8 +273,8 @@ fn compare_with_the_database_s_own_cascade(databases: &Databases) {
             );
             texts(&oracle, &format!("DELETE FROM {table} WHERE id = {id}"));
             assert_eq!(
-                contents(&url),
-                contents(&oracle),
+                user_rows(&url),
+                user_rows(&oracle),
                 "deleting {table} {id} differs from the database's own cascade ({context}\n\
                  config:\n{written})"
             );

@@ -10,7 +10,7 @@ mod common;
 use std::path::Path;
 
 use common::databases::Databases;
-use common::{cascade, dump, json_output, on_each_database, project, texts};
+use common::{cascade, json_output, on_each_database, project, texts, user_rows};
 
 /// `init` → `validate` for the database at `url`, in a new project; the project.
 fn initialised(url: &str) -> tempfile::TempDir {
@@ -34,9 +34,7 @@ fn delete_as_the_oracle(dir: &Path, url: &str, oracle: &str, model: &str, id: &s
         json_output(cascade(dir).args(["--database-url", url, "delete", model, id, "--confirm", "--format", "json"]));
     assert_eq!(plan["totals"], run["deleted"], "plan: {plan}\nrun: {run}");
     texts(oracle, &format!("DELETE FROM {model} WHERE id = {id}"));
-    assert_eq!(dump(url).into_iter().filter(|(t, _)| !t.starts_with("cascade_")).collect::<Vec<_>>(), {
-        dump(oracle).into_iter().filter(|(t, _)| !t.starts_with("cascade_")).collect::<Vec<_>>()
-    });
+    assert_eq!(user_rows(url), user_rows(oracle));
     run
 }
 

@@ -325,7 +325,7 @@ impl Counter<'_> {
             let tree: Vec<&PlanNode> = graph.recursive_nodes(model).collect();
             sql.identifier(alias).push(if tree.is_empty() { " AS MATERIALIZED (SELECT " } else { " AS (SELECT " });
             sql.push(&columns.join(", ")).push(" FROM ").push(&names.quoted_table()).push(" WHERE ");
-            self.membership_but(sql, graph, model, OnDelete::Delete, false);
+            self.membership_where(sql, graph, model, OnDelete::Delete, |node| !node.recursive);
             if !tree.is_empty() {
                 // The recursive reference must be one join (neither database takes it in a
                 // sub-select, PostgreSQL not twice): a row is below another by any of the
@@ -355,18 +355,6 @@ impl Counter<'_> {
     /// The rows of `model` that any of its nodes doing `action` reaches.
     fn membership(&self, sql: &mut SqlBuilder, graph: &PlanGraph<'_>, model: &str, action: OnDelete) {
         self.membership_where(sql, graph, model, action, |_| true);
-    }
-
-    /// [`Self::membership`], through its recursive nodes too or not (`recursive`).
-    fn membership_but(
-        &self,
-        sql: &mut SqlBuilder,
-        graph: &PlanGraph<'_>,
-        model: &str,
-        action: OnDelete,
-        recursive: bool,
-    ) {
-        self.membership_where(sql, graph, model, action, |node| recursive || !node.recursive);
     }
 
     /// [`Self::membership`] through the nodes for which `counted` holds.
@@ -426,7 +414,7 @@ impl Counter<'_> {
                 if node.recursive {
                     // The rows below a tree's top rows: those its other nodes reach are theirs.
                     sql.push(" AND NOT COALESCE(");
-                    self.membership_but(sql, graph, &node.model, OnDelete::Delete, false);
+                    self.membership_where(sql, graph, &node.model, OnDelete::Delete, |other| !other.recursive);
                     sql.push(", FALSE)");
                 } else if node.action == OnDelete::Nullify
                     && graph.nodes_of(&node.model, OnDelete::Delete).any(|(other, _)| other.step < node.step)

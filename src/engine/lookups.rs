@@ -21,7 +21,7 @@ pub async fn check_lookups(
     let mut reported: Vec<(String, String, Vec<String>)> = Vec::new();
     for model in config.models.keys() {
         let Ok(plan) = planner::compile(config, model) else { continue };
-        let (found, _) = uncomparable_relations(database, config, &plan, schema).await?;
+        let (found, _) = uncomparable_relations(database, &plan, schema).await?;
         for uncomparable in found {
             let which =
                 (uncomparable.parent_model.clone(), uncomparable.child_model.clone(), uncomparable.columns.clone());

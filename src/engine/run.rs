@@ -109,7 +109,7 @@ impl Engine {
         if !unregistered.is_empty() {
             return Err(DeleteError::UnregisteredReferences(unregistered));
         }
-        super::deletion::refuse_unmatched_lookups(&self.database, &self.config, plan, &self.schema).await
+        super::deletion::refuse_unmatched_lookups(&self.database, plan, &self.schema).await
     }
 
     /// Whether running a deletion again can get past `error` by itself (a lost connection, a

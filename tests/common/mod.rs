@@ -148,6 +148,14 @@ pub fn dump(url: &str) -> BTreeMap<String, Vec<String>> {
         .collect()
 }
 
+/// [`dump`] of the application's tables only (the tool's own, `cascade_*`, left out): what a
+/// deletion is compared by with an oracle's.
+pub fn user_rows(url: &str) -> BTreeMap<String, Vec<String>> {
+    let mut all = dump(url);
+    all.retain(|table, _| !table.starts_with("cascade_"));
+    all
+}
+
 /// A SQL string literal.
 fn quote(text: &str) -> String {
     format!("'{}'", text.replace('\'', "''"))

@@ -177,7 +177,7 @@ impl<'a> Deletion<'a> {
             Archive::check(dir)?;
         }
         if !options.within.as_ref().is_some_and(|batch| batch.lookups_checked) {
-            refuse_unmatched_lookups(database, config, plan, schema).await?;
+            refuse_unmatched_lookups(database, plan, schema).await?;
         }
         crate::db::migrate(database).await?;
 

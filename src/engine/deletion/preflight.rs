@@ -3,11 +3,10 @@
 //! keys.
 
 use super::DeleteError;
-use crate::config::Config;
 use crate::db::Keys;
 use crate::db::sql::{KeyType, Param};
 use crate::db::{Database, DbError, Failure, first_text};
-use crate::engine::steps::StepSql;
+use crate::engine::steps::node_sql;
 use crate::planner::{Plan, PlanNode};
 use crate::schema::Schema;
 
@@ -16,12 +15,11 @@ use crate::schema::Schema;
 /// checked (see [`refuse_uncomparable_relations`]).
 pub(crate) async fn refuse_unmatched_lookups(
     database: &Database,
-    config: &Config,
     plan: &Plan,
     schema: &Schema,
 ) -> Result<bool, DeleteError> {
     refuse_ambiguous_keys(database, plan, schema).await?;
-    refuse_uncomparable_relations(database, config, plan, schema).await
+    refuse_uncomparable_relations(database, plan, schema).await
 }
 
 /// Refuses a deletion through a column that holds a value the database takes for a key but that
@@ -80,13 +78,8 @@ async fn refuse_ambiguous_keys(database: &Database, plan: &Plan, schema: &Schema
 /// parent's keys (PostgreSQL: `text = numeric` has no operator), before anything is written (see
 /// [`uncomparable_relations`]). Found later, the error would stop the deletion halfway, after the
 /// steps before it had committed. Whether every step was checked.
-async fn refuse_uncomparable_relations(
-    database: &Database,
-    config: &Config,
-    plan: &Plan,
-    schema: &Schema,
-) -> Result<bool, DeleteError> {
-    let (mut found, all_checked) = uncomparable_relations(database, config, plan, schema).await?;
+async fn refuse_uncomparable_relations(database: &Database, plan: &Plan, schema: &Schema) -> Result<bool, DeleteError> {
+    let (mut found, all_checked) = uncomparable_relations(database, plan, schema).await?;
     match found.drain(..).next() {
         Some(uncomparable) => Err(DeleteError::UncomparableRelation {
             child: uncomparable.child,
@@ -118,7 +111,6 @@ pub(crate) struct Uncomparable {
 /// was checked: a step whose lookup met a transient error (a lock) is left out.
 pub(crate) async fn uncomparable_relations(
     database: &Database,
-    config: &Config,
     plan: &Plan,
     schema: &Schema,
 ) -> Result<(Vec<Uncomparable>, bool), DbError> {
@@ -126,9 +118,9 @@ pub(crate) async fn uncomparable_relations(
     let mut found = Vec::new();
     for (node, parent) in plan.steps_with_parents() {
         let Some(parent) = parent else { continue };
-        let step = StepSql::new(node, Some(parent), &[], config, database.backend(), Some(schema), false);
-        let no_keys = Keys::none(&step.sql.match_types);
-        let lookup = step.sql.count_up_to(Param::Keys(no_keys), 1);
+        let lookup = node_sql(node, Some(parent), database.backend(), Some(schema));
+        let no_keys = Keys::none(&lookup.match_types);
+        let lookup = lookup.count_up_to(Param::Keys(no_keys), 1);
         if let Err(error) = database.fetch_texts(&lookup).await {
             // A lock held elsewhere or a lost connection is no fault of the relation: the
             // deletion meets it again where it is recorded and retried.
