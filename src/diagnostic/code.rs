@@ -87,7 +87,6 @@ codes! { $
     UnknownModel = "unknown-model", Error, rule unknown_model, "A relation names a model that is not declared.";
     DuplicateRelation = "duplicate-relation", Error, rule duplicate_relation, "A model declares the same child model and column twice.";
     PlanTooDeep = "plan-too-deep", Error, rule plan_depth, "A chain of delete relations is deeper than 1,000 models, deeper than a plan may be.";
-    DeleteCycle = "delete-cycle", Error, rule delete_cycle, "Delete relations form a cycle, so no order deletes children before parents.";
     BulkWithChildren = "bulk-with-children", Error, rule bulk_with_children, "A bulk model has children: a set-based delete loads no rows, so delete-children would be orphaned and nullify children left pointing at deleted rows.";
     BulkWithRowData = "bulk-with-row-data", Error, rule bulk_with_row_data, "A bulk model uses a status check or outbox payload, which need rows loaded (per_row).";
     InvalidChunkSize = "invalid-chunk-size", Error, rule chunk_size, "A chunk size (or `max_chunk_size`) is 0 or larger than the allowed maximum, or `target_chunk_ms` is 0.";

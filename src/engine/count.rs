@@ -80,6 +80,9 @@ struct Counter<'a> {
 const TREE_ROW: &str = "cascade_tree_row";
 const TREE_PARENT: &str = "cascade_tree_parent";
 
+/// The column of a cycle's rows that tells which model a row is of.
+const CYCLE_MODEL: &str = "cascade_model";
+
 /// The alias of the parent table in the anti-join of [`Dangling`] roots.
 const DANGLING_PARENT: &str = "cascade_parent";
 
@@ -193,13 +196,31 @@ async fn count_from(
     Ok(counts)
 }
 
-/// A plan's nodes by model: each model's nodes, and the first node of each model that has
-/// children (whose rows the children's counts read), in an order that puts parents first.
+/// A plan's nodes by model: each model's nodes, and where the rows of each deleted model with
+/// children are read from (which its children's counts read), in an order that puts parents
+/// first.
 struct PlanGraph<'a> {
     /// Every node of each model, by model, parents' models first.
     nodes: IndexMap<&'a str, Vec<(&'a PlanNode, Option<&'a PlanNode>)>>,
-    /// The alias of each deleted model with children's rows in the `WITH`.
-    aliases: IndexMap<&'a str, String>,
+    /// The rows of each deleted model with children in the `WITH`.
+    aliases: IndexMap<&'a str, Alias>,
+}
+
+/// Where the `WITH` holds the rows a deleted model with children loses.
+struct Alias {
+    /// The `WITH` query's name.
+    name: String,
+    /// The model's place in a cycle of models, whose rows share one query: each row is tagged
+    /// with its model's place and holds the model's columns in its own slots.
+    cycle: Option<CycleSlot>,
+}
+
+/// A model's part of the rows of a cycle of models.
+struct CycleSlot {
+    /// The model's tag in the query's [`CYCLE_MODEL`] column.
+    tag: usize,
+    /// The models of the cycle, in tag order (the first one's alias writes the query).
+    members: Vec<String>,
 }
 
 impl<'a> PlanGraph<'a> {
@@ -219,47 +240,48 @@ impl<'a> PlanGraph<'a> {
         // The same node under several parents of one model is one lookup: keep one of them.
         let mut seen = std::collections::HashSet::new();
         edges.retain(|(node, parent)| seen.insert((*node as *const PlanNode, parent.map(|p| p.model.as_str()))));
-        // Parents first: a model comes after every model that has a child node of it.
-        let mut order: Vec<&'a str> = Vec::new();
-        let mut placed = std::collections::HashSet::new();
-        let models: Vec<&'a str> = {
-            let mut models: Vec<&'a str> = edges.iter().map(|(node, _)| node.model.as_str()).collect();
-            let mut unique = std::collections::HashSet::new();
-            models.retain(|model| unique.insert(*model));
-            models
-        };
-        while order.len() < models.len() {
-            let before = order.len();
-            for model in &models {
-                let ready = !placed.contains(model)
-                    && edges.iter().filter(|(node, _)| node.model == *model).all(|(node, parent)| {
-                        node.action == OnDelete::Nullify
-                            || node.recursive
-                            || parent.is_none_or(|p| placed.contains(p.model.as_str()))
-                    });
-                if ready {
-                    placed.insert(*model);
-                    order.push(model);
-                }
-            }
-            if order.len() == before {
-                // A checked config has no delete cycle; place the rest as they come.
-                order.extend(models.iter().filter(|model| placed.insert(**model)));
+        // Parents first: the models a model's deleted rows are found through come before it, and
+        // the models of a cycle (recursive nodes close it) together.
+        let mut models: petgraph::graph::DiGraph<&'a str, ()> = petgraph::graph::DiGraph::new();
+        let mut index: IndexMap<&'a str, petgraph::graph::NodeIndex> = IndexMap::new();
+        for (node, _) in &edges {
+            index.entry(node.model.as_str()).or_insert_with(|| models.add_node(node.model.as_str()));
+        }
+        for (node, parent) in &edges {
+            if let Some(parent) = parent.filter(|_| node.action == OnDelete::Delete) {
+                models.update_edge(index[parent.model.as_str()], index[node.model.as_str()], ());
             }
         }
+        // Kosaraju's order is children first; the members of a component in first-reached order.
+        let mut components = petgraph::algo::kosaraju_scc(&models);
+        components.reverse();
+        for component in &mut components {
+            component.sort_by_key(|node| node.index());
+        }
         let mut nodes: IndexMap<&'a str, Vec<(&'a PlanNode, Option<&'a PlanNode>)>> =
-            order.iter().map(|model| (*model, Vec::new())).collect();
+            components.iter().flatten().map(|node| (models[*node], Vec::new())).collect();
         for edge in edges {
             nodes.entry(edge.0.model.as_str()).or_default().push(edge);
         }
-        let aliases = nodes
-            .iter()
-            .filter(|(_, nodes)| {
-                nodes.iter().any(|(node, _)| node.action == OnDelete::Delete && !node.children.is_empty())
-            })
-            .enumerate()
-            .map(|(index, (model, _))| (*model, format!("cascade_deleted_{index}")))
-            .collect();
+        let with_rows = |model: &str| {
+            nodes[model].iter().any(|(node, _)| node.action == OnDelete::Delete && !node.children.is_empty())
+        };
+        let mut aliases = IndexMap::new();
+        for component in &components {
+            let members: Vec<&'a str> = component.iter().map(|node| models[*node]).collect();
+            let name = format!("cascade_deleted_{}", aliases.len());
+            if let [model] = members[..] {
+                if with_rows(model) {
+                    aliases.insert(model, Alias { name, cycle: None });
+                }
+                continue;
+            }
+            let owned: Vec<String> = members.iter().map(|model| (*model).to_owned()).collect();
+            for (tag, model) in members.iter().enumerate() {
+                let cycle = Some(CycleSlot { tag, members: owned.clone() });
+                aliases.insert(*model, Alias { name: name.clone(), cycle });
+            }
+        }
         Self { nodes, aliases }
     }
 
@@ -309,65 +331,191 @@ impl Counter<'_> {
     /// every deleted model with children, parents first. A model whose rows are a tree (it has a
     /// recursive node) gets a recursive query instead: the rows its other nodes reach, then every
     /// row whose parent is among them, to the end of the tree (`UNION` ends a loop of rows too).
+    /// The models of a cycle share one recursive query ([`Self::cycle_rows`]).
     fn with_deleted_rows(&self, sql: &mut SqlBuilder, graph: &PlanGraph<'_>) {
-        let recursive = graph.aliases.keys().any(|model| graph.recursive_nodes(model).next().is_some());
-        for (index, (model, alias)) in graph.aliases.iter().enumerate() {
-            let (node, _) = graph.nodes_of(model, OnDelete::Delete).next().expect("a deleted model has a delete node");
-            let names = self.names(node);
-            let referenced = graph.referenced_columns(model);
-            let columns: Vec<String> =
-                referenced.iter().map(|column| quote_identifier(&names.column(column))).collect();
-            sql.push(match (index, recursive) {
+        let recursive = graph
+            .aliases
+            .iter()
+            .any(|(model, alias)| alias.cycle.is_some() || graph.recursive_nodes(model).next().is_some());
+        let mut written = 0;
+        for (model, alias) in &graph.aliases {
+            if alias.cycle.as_ref().is_some_and(|cycle| cycle.tag > 0) {
+                continue;
+            }
+            sql.push(match (written, recursive) {
                 (0, true) => "WITH RECURSIVE ",
                 (0, false) => "WITH ",
                 _ => ", ",
             });
-            let tree: Vec<&PlanNode> = graph.recursive_nodes(model).collect();
-            sql.identifier(alias).push(if tree.is_empty() { " AS MATERIALIZED (SELECT " } else { " AS (SELECT " });
-            sql.push(&columns.join(", ")).push(" FROM ").push(&names.quoted_table()).push(" WHERE ");
-            self.membership_where(sql, graph, model, OnDelete::Delete, |node| !node.recursive);
-            if !tree.is_empty() {
-                // The recursive reference must be one join (neither database takes it in a
-                // sub-select, PostgreSQL not twice): a row is below another by any of the
-                // model's relations to itself.
-                let qualified = |column: &String| format!("{TREE_ROW}.{}", quote_identifier(&names.column(column)));
-                sql.push(" UNION SELECT ").push(&referenced.iter().map(qualified).collect::<Vec<_>>().join(", "));
-                sql.push(" FROM ").push(&names.quoted_table()).push(" AS ").identifier(TREE_ROW);
-                sql.push(" JOIN ").identifier(alias).push(" AS ").identifier(TREE_PARENT).push(" ON ");
-                for (index, node) in tree.iter().enumerate() {
-                    sql.push(if index == 0 { "(" } else { " OR (" });
-                    let parent_columns = node.references.clone().unwrap_or_else(|| key_of(node));
-                    for (part, (column, parent_column)) in node.columns.iter().zip(&parent_columns).enumerate() {
-                        sql.push(if part == 0 { "" } else { " AND " });
-                        sql.identifier(TREE_ROW).push(".").identifier(&names.column(column)).push(" = ");
-                        sql.identifier(TREE_PARENT).push(".").identifier(&names.column(parent_column));
-                    }
-                    sql.push(")");
-                }
+            written += 1;
+            match &alias.cycle {
+                Some(cycle) => self.cycle_rows(sql, graph, &alias.name, &cycle.members),
+                None => self.model_rows(sql, graph, model, &alias.name),
             }
-            sql.push(")");
         }
-        if !graph.aliases.is_empty() {
+        if written > 0 {
             sql.push(" ");
         }
     }
 
-    /// The rows of `model` that any of its nodes doing `action` reaches.
-    fn membership(&self, sql: &mut SqlBuilder, graph: &PlanGraph<'_>, model: &str, action: OnDelete) {
-        self.membership_where(sql, graph, model, action, |_| true);
+    /// The `WITH` query of the rows `model` (not in a cycle of models) loses.
+    fn model_rows(&self, sql: &mut SqlBuilder, graph: &PlanGraph<'_>, model: &str, alias: &str) {
+        let (node, _) = graph.nodes_of(model, OnDelete::Delete).next().expect("a deleted model has a delete node");
+        let names = self.names(node);
+        let referenced = graph.referenced_columns(model);
+        let columns: Vec<String> = referenced.iter().map(|column| quote_identifier(&names.column(column))).collect();
+        let tree: Vec<&PlanNode> = graph.recursive_nodes(model).collect();
+        sql.identifier(alias).push(if tree.is_empty() { " AS MATERIALIZED (SELECT " } else { " AS (SELECT " });
+        sql.push(&columns.join(", ")).push(" FROM ").push(&names.quoted_table()).push(" WHERE ");
+        self.membership_where(sql, graph, model, OnDelete::Delete, |node, _| !node.recursive);
+        if !tree.is_empty() {
+            // The recursive reference must be one join (neither database takes it in a
+            // sub-select, PostgreSQL not twice): a row is below another by any of the
+            // model's relations to itself.
+            let qualified = |column: &String| format!("{TREE_ROW}.{}", quote_identifier(&names.column(column)));
+            sql.push(" UNION SELECT ").push(&referenced.iter().map(qualified).collect::<Vec<_>>().join(", "));
+            sql.push(" FROM ").push(&names.quoted_table()).push(" AS ").identifier(TREE_ROW);
+            sql.push(" JOIN ").identifier(alias).push(" AS ").identifier(TREE_PARENT).push(" ON ");
+            for (index, node) in tree.iter().enumerate() {
+                sql.push(if index == 0 { "(" } else { " OR (" });
+                let parent_columns = node.references.clone().unwrap_or_else(|| key_of(node));
+                for (part, (column, parent_column)) in node.columns.iter().zip(&parent_columns).enumerate() {
+                    sql.push(if part == 0 { "" } else { " AND " });
+                    sql.identifier(TREE_ROW).push(".").identifier(&names.column(column)).push(" = ");
+                    sql.identifier(TREE_PARENT).push(".").identifier(&names.column(parent_column));
+                }
+                sql.push(")");
+            }
+        }
+        sql.push(")");
     }
 
-    /// [`Self::membership`] through the nodes for which `counted` holds.
+    /// The one recursive `WITH` query of the rows the models of a cycle (`members`) lose. Neither
+    /// database lets two queries of a `WITH` refer to each other, so each row is tagged with its
+    /// model ([`CYCLE_MODEL`]) and holds that model's referenced columns in slots of its own (the
+    /// other models' slots NULL, of their columns' types): first the rows reached from outside
+    /// the cycle (or the root ids), then, to the end, every row of a member whose relation column
+    /// holds a slot of a row already found, by any delete relation inside the cycle.
+    fn cycle_rows(&self, sql: &mut SqlBuilder, graph: &PlanGraph<'_>, alias: &str, members: &[String]) {
+        let inside = |model: &str| members.iter().any(|member| member == model);
+        // Every (member's table names, its referenced columns).
+        let slots: Vec<(CatalogNames<'_>, Vec<String>)> = members
+            .iter()
+            .map(|model| {
+                let (node, _) = graph.nodes[model.as_str()][0];
+                (self.names(node), graph.referenced_columns(model))
+            })
+            .collect();
+        // The delete relations inside the cycle: (child's tag, the node, parent's tag).
+        let mut relations: Vec<(usize, &PlanNode, usize)> = Vec::new();
+        for (tag, model) in members.iter().enumerate() {
+            for (node, parent) in graph.nodes_of(model, OnDelete::Delete) {
+                if let Some(parent) = parent.filter(|parent| inside(&parent.model)) {
+                    let parent_tag = members.iter().position(|member| *member == parent.model).expect("inside");
+                    relations.push((tag, *node, parent_tag));
+                }
+            }
+        }
+        let slot_name = |tag: usize, index: usize| format!("cascade_s{tag}_{index}");
+        let link_name = |relation: usize, part: usize| format!("cascade_l{relation}_{part}");
+        // A column of `tag`'s row, or a NULL of that column's type in another member's row.
+        let value = |of: usize, tag: usize, column: &str| {
+            let column = quote_identifier(&slots[of].0.column(column));
+            if of == tag {
+                column
+            } else {
+                format!("(SELECT {column} FROM {} WHERE 1 = 0)", slots[of].0.quoted_table())
+            }
+        };
+        let slot_values = |tag: usize| -> Vec<String> {
+            slots
+                .iter()
+                .enumerate()
+                .flat_map(|(of, (_, columns))| columns.iter().map(move |c| value(of, tag, c)))
+                .collect()
+        };
+        let slot_names: Vec<String> = slots
+            .iter()
+            .enumerate()
+            .flat_map(|(of, (_, columns))| (0..columns.len()).map(move |index| slot_name(of, index)))
+            .collect();
+        sql.identifier(alias).push(" (").identifier(CYCLE_MODEL);
+        for name in &slot_names {
+            sql.push(", ").identifier(name);
+        }
+        sql.push(") AS (");
+        let mut first = true;
+        for (tag, model) in members.iter().enumerate() {
+            let from_outside = |node: &PlanNode, parent: Option<&PlanNode>| {
+                !node.recursive && parent.is_none_or(|parent| !inside(&parent.model))
+            };
+            if !graph.nodes_of(model, OnDelete::Delete).any(|(node, parent)| from_outside(node, *parent)) {
+                continue;
+            }
+            sql.push(if first { "SELECT " } else { " UNION SELECT " });
+            first = false;
+            sql.push(&format!("{tag}, ")).push(&slot_values(tag).join(", "));
+            sql.push(" FROM ").push(&slots[tag].0.quoted_table()).push(" WHERE ");
+            self.membership_where(sql, graph, model, OnDelete::Delete, from_outside);
+        }
+        // The recursive reference is one join over every member's rows, each with the slots and
+        // the relation columns (`cascade_l…`) of the relations into it.
+        sql.push(" UNION SELECT ").identifier(TREE_ROW).push(".").identifier(CYCLE_MODEL);
+        for name in &slot_names {
+            sql.push(", ").identifier(TREE_ROW).push(".").identifier(name);
+        }
+        sql.push(" FROM (");
+        for (tag, (names, _)) in slots.iter().enumerate() {
+            sql.push(if tag == 0 { "SELECT " } else { " UNION ALL SELECT " });
+            let mut values = vec![format!("{tag} AS {}", quote_identifier(CYCLE_MODEL))];
+            values.extend(
+                slot_values(tag).into_iter().zip(&slot_names).map(|(v, n)| format!("{v} AS {}", quote_identifier(n))),
+            );
+            for (index, (child, node, _)) in relations.iter().enumerate() {
+                for (part, column) in node.columns.iter().enumerate() {
+                    values.push(format!(
+                        "{} AS {}",
+                        value(*child, tag, column),
+                        quote_identifier(&link_name(index, part))
+                    ));
+                }
+            }
+            sql.push(&values.join(", ")).push(" FROM ").push(&names.quoted_table());
+        }
+        sql.push(") AS ").identifier(TREE_ROW).push(" JOIN ").identifier(alias).push(" AS ").identifier(TREE_PARENT);
+        sql.push(" ON ");
+        for (index, (child, node, parent)) in relations.iter().enumerate() {
+            sql.push(if index == 0 { "(" } else { " OR (" });
+            sql.identifier(TREE_ROW).push(".").identifier(CYCLE_MODEL).push(&format!(" = {child} AND "));
+            sql.identifier(TREE_PARENT).push(".").identifier(CYCLE_MODEL).push(&format!(" = {parent}"));
+            let parent_node = graph.nodes[members[*parent].as_str()][0].0;
+            let referenced = node.references.clone().unwrap_or_else(|| key_of(parent_node));
+            for (part, column) in referenced.iter().enumerate() {
+                let slot = slots[*parent].1.iter().position(|c| c == column).expect("a referenced column has a slot");
+                sql.push(" AND ").identifier(TREE_ROW).push(".").identifier(&link_name(index, part)).push(" = ");
+                sql.identifier(TREE_PARENT).push(".").identifier(&slot_name(*parent, slot));
+            }
+            sql.push(")");
+        }
+        sql.push(")");
+    }
+
+    /// The rows of `model` that any of its nodes doing `action` reaches.
+    fn membership(&self, sql: &mut SqlBuilder, graph: &PlanGraph<'_>, model: &str, action: OnDelete) {
+        self.membership_where(sql, graph, model, action, |_, _| true);
+    }
+
+    /// [`Self::membership`] through the nodes (with their parents) for which `counted` holds.
     fn membership_where(
         &self,
         sql: &mut SqlBuilder,
         graph: &PlanGraph<'_>,
         model: &str,
         action: OnDelete,
-        counted: impl Fn(&PlanNode) -> bool,
+        counted: impl Fn(&PlanNode, Option<&PlanNode>) -> bool,
     ) {
         sql.push("(");
-        let nodes = graph.nodes_of(model, action).filter(|(node, _)| counted(node));
+        let nodes = graph.nodes_of(model, action).filter(|(node, parent)| counted(node, *parent));
         for (index, (node, parent)) in nodes.enumerate() {
             sql.push(if index == 0 { "(" } else { " OR (" });
             self.reached(sql, graph, node, *parent);
@@ -385,19 +533,28 @@ impl Counter<'_> {
         let names = self.names(node);
         let columns: Vec<String> = node.columns.iter().map(|column| quote_identifier(&names.column(column))).collect();
         let parent_names = self.names(parent);
-        let referenced: Vec<String> = node
-            .references
-            .clone()
-            .unwrap_or_else(|| key_of(parent))
-            .iter()
-            .map(|column| quote_identifier(&parent_names.column(column)))
-            .collect();
+        let alias = graph.aliases.get(parent.model.as_str()).expect("a parent with children has its rows");
+        let parent_columns = node.references.clone().unwrap_or_else(|| key_of(parent));
+        let referenced: Vec<String> = match &alias.cycle {
+            None => parent_columns.iter().map(|column| quote_identifier(&parent_names.column(column))).collect(),
+            Some(cycle) => {
+                let slots = graph.referenced_columns(&parent.model);
+                let slot =
+                    |column: &String| slots.iter().position(|c| c == column).expect("a referenced column has a slot");
+                parent_columns
+                    .iter()
+                    .map(|column| quote_identifier(&format!("cascade_s{}_{}", cycle.tag, slot(column))))
+                    .collect()
+            }
+        };
         match columns.as_slice() {
             [one] => sql.push(one),
             several => sql.push("(").push(&several.join(", ")).push(")"),
         };
-        sql.push(" IN (SELECT ").push(&referenced.join(", ")).push(" FROM ");
-        sql.identifier(graph.aliases.get(parent.model.as_str()).expect("a parent with children has its rows"));
+        sql.push(" IN (SELECT ").push(&referenced.join(", ")).push(" FROM ").identifier(&alias.name);
+        if let Some(cycle) = &alias.cycle {
+            sql.push(" WHERE ").identifier(CYCLE_MODEL).push(&format!(" = {}", cycle.tag));
+        }
         sql.push(")");
     }
 
@@ -414,7 +571,7 @@ impl Counter<'_> {
                 if node.recursive {
                     // The rows below a tree's top rows: those its other nodes reach are theirs.
                     sql.push(" AND NOT COALESCE(");
-                    self.membership_where(sql, graph, &node.model, OnDelete::Delete, |other| !other.recursive);
+                    self.membership_where(sql, graph, &node.model, OnDelete::Delete, |other, _| !other.recursive);
                     sql.push(", FALSE)");
                 } else if node.action == OnDelete::Nullify
                     && graph.nodes_of(&node.model, OnDelete::Delete).any(|(other, _)| other.step < node.step)
@@ -423,7 +580,7 @@ impl Counter<'_> {
                     // counted deleted only, as in the totals. (One a later step deletes is
                     // nullified first, and counted here too.)
                     sql.push(" AND NOT COALESCE(");
-                    self.membership_where(sql, graph, &node.model, OnDelete::Delete, |other| other.step < node.step);
+                    self.membership_where(sql, graph, &node.model, OnDelete::Delete, |other, _| other.step < node.step);
                     sql.push(", FALSE)");
                 }
             }

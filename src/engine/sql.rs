@@ -79,6 +79,9 @@ pub(crate) struct NodeSql<'a> {
     /// rows of those keys, through which the node's rows are found.
     pub through_parent: Option<ParentRows>,
     pub partitioned: bool,
+    /// The node is a recursive relation of a model to itself: its parent rows are of its own
+    /// table.
+    pub self_reference: bool,
     /// At the root: a condition each row must still meet to be deleted by key.
     pub guard: Option<RootGuard>,
 }
@@ -122,13 +125,13 @@ impl NodeSql<'_> {
     }
 
     /// The rows (of the node's table, unaliased or aliased by the caller) that the keys `matched`
-    /// (the parent chunk's, or the root ids) reach. A recursive node's parent rows are of its
+    /// (the parent chunk's, or the root ids) reach. A self-reference's parent rows are of its
     /// own table, and a row that references itself (the top of a tree whose root column points
     /// at itself) is not its own child: it goes with its chunk. A row of the chunk that references
     /// another of the chunk is a child all the same, deleted before it: a database that checks
     /// each row at once (`RESTRICT`, SQLite) refuses them in one statement.
     pub(super) fn write_match(&self, sql: &mut SqlBuilder, matched: Param) {
-        if self.node.recursive {
+        if self.self_reference {
             sql.push("(");
             self.write_parent_match(sql, matched);
             let referenced = self.node.references.clone().unwrap_or_else(|| self.node.key.clone());

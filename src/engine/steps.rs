@@ -31,7 +31,7 @@ pub(crate) struct StepSql<'a> {
 
 impl<'a> StepSql<'a> {
     /// The statements of `node` (whose parent in the plan is `parent`), whose rows have the
-    /// children `children` (see [`PlanNode::recursion`]). `archive`: return whole rows for the
+    /// children `children` (see [`Plan::children_of`]). `archive`: return whole rows for the
     /// archive.
     #[allow(clippy::too_many_arguments)]
     pub(super) fn new(
@@ -222,6 +222,7 @@ pub(crate) fn node_sql<'a>(
         match_types,
         through_parent,
         partitioned: table.is_some_and(|t| t.partitioned),
+        self_reference: node.recursive && parent.is_some_and(|parent| parent.model == node.model),
         guard: None,
     }
 }
@@ -262,7 +263,7 @@ pub fn list(plan: &Plan, config: &Config, kind: Kind, schema: Option<&Schema>) -
     let mut steps: Vec<StepStatements> = plan
         .steps_with_parents()
         .into_iter()
-        .map(|(node, parent)| list_node(node, parent, config, backend, schema, &mut goes_after))
+        .map(|(node, parent)| list_node(plan, node, parent, config, backend, schema, &mut goes_after))
         .collect();
     for listed in &mut steps {
         if let Some((model, step)) = goes_after.remove(&listed.step) {
@@ -276,6 +277,7 @@ pub fn list(plan: &Plan, config: &Config, kind: Kind, schema: Option<&Schema>) -
 /// The statements of `node`'s step; the children that go after its rows are added to
 /// `goes_after` (by step: the parent's model and step).
 fn list_node(
+    plan: &Plan,
     node: &PlanNode,
     parent: Option<&PlanNode>,
     config: &Config,
@@ -283,7 +285,7 @@ fn list_node(
     schema: Option<&Schema>,
     goes_after: &mut std::collections::HashMap<usize, (String, usize)>,
 ) -> StepStatements {
-    let children = parent.map_or(&node.children, |parent| node.recursion(parent));
+    let children = plan.children_of(node);
     let step = StepSql::new(node, parent, children, config, backend, schema, false);
     for (index, child) in children.iter().enumerate() {
         if step.child_goes_after(index) {

@@ -65,11 +65,12 @@ pub struct PlanNode {
     pub rate_limit: Option<String>,
     /// Where an outbox entry is written for each deleted row (`None` for nullified rows).
     pub outbox: Option<OutboxTarget>,
-    /// The relation leads back to its parent's own model (a self-reference: a reply's parent,
-    /// a category's parent category): the rows it reaches are deleted with their own children,
-    /// this relation included, to the end of the tree. Its `children` stay empty (a plan is a
-    /// tree); the executor and the counts follow [`PlanNode::recursion`] instead. Left out of
-    /// the plan's JSON unless set.
+    /// The relation leads back to a model the path to it is deleting: its parent's own model (a
+    /// self-reference: a reply's parent, a category's parent category) or one further up (a
+    /// cycle through several models: a store's manager is a staff member of the store). The rows
+    /// it reaches are deleted with their model's own children, this relation included, to the
+    /// end of the tree. Its `children` stay empty (a plan is a tree); the executor and the counts
+    /// follow [`Plan::children_of`] instead. Left out of the plan's JSON unless set.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub recursive: bool,
     /// The model's children, shared by every node of the model. Left out of serialisation:
@@ -104,12 +105,6 @@ impl PlanNode {
         !self.children.is_empty() && Arc::ptr_eq(&self.children, &other.children)
     }
 
-    /// The children a row of this node has: its own, or, for a recursive node, those of its
-    /// parent (of the same model), which hold this node again.
-    pub fn recursion<'n>(&'n self, parent: &'n PlanNode) -> &'n Arc<Vec<PlanNode>> {
-        if self.recursive { &parent.children } else { &self.children }
-    }
-
     /// Whether the node is the relation of `parent` by `columns` that matches the parent's key
     /// (no `references` of its own).
     pub fn matches_parent_key(&self) -> bool {
@@ -122,9 +117,22 @@ impl PlanNode {
 pub struct Plan {
     /// The root model's node; every other node is below it.
     pub root: PlanNode,
+    /// The children of each deleted model that has some, shared by all its nodes: those a
+    /// recursive node's rows have.
+    #[serde(skip)]
+    subtrees: HashMap<String, Arc<Vec<PlanNode>>>,
 }
 
 impl Plan {
+    /// The children a row of `node` has: its own, or, for a recursive node, those of its model,
+    /// which hold the node again.
+    pub fn children_of<'n>(&'n self, node: &'n PlanNode) -> &'n Arc<Vec<PlanNode>> {
+        match self.subtrees.get(&node.model) {
+            Some(children) if node.recursive => children,
+            _ => &node.children,
+        }
+    }
+
     /// Every node in execution order, each once (a shared subtree's nodes once).
     pub fn steps(&self) -> Vec<&PlanNode> {
         self.steps_with_parents().into_iter().map(|(node, _)| node).collect()
@@ -162,9 +170,6 @@ pub enum CompileError {
         /// "did you mean `x`?" when a model's name is close.
         suggestion: Option<String>,
     },
-    /// Deleting the named model would, through delete relations, delete it again.
-    #[error("delete cycle through `{0}`: run `cascade validate` for the whole cycle")]
-    Cycle(String),
     /// The root model has a composite key: root rows are given by one id each.
     #[error(
         "model `{model}` has a composite key ({columns}): it cannot be the root of a deletion; delete its rows \
@@ -181,8 +186,7 @@ pub enum CompileError {
     TooLarge,
 }
 
-/// Compiles the deletion of `root` rows of a checked config; an unknown root model is an error
-/// (and a cycle, which a checked config cannot hold, one rather than a loop).
+/// Compiles the deletion of `root` rows of a checked config; an unknown root model is an error.
 pub fn compile(config: &CheckedConfig, root: &str) -> Result<Plan, CompileError> {
     let model = declared_model(config, root)?;
     if let Some(Key::Composite(columns)) = model.key.as_ref().map(|key| &key.value) {
@@ -190,7 +194,8 @@ pub fn compile(config: &CheckedConfig, root: &str) -> Result<Plan, CompileError>
     }
     let mut compiler = Compiler { config, path: Vec::new(), nodes: 0, next_step: 1, subtrees: HashMap::new() };
     let root = compiler.node(model, None)?;
-    Ok(Plan { root })
+    let subtrees = compiler.subtrees.into_iter().map(|(model, children)| (model.to_owned(), children)).collect();
+    Ok(Plan { root, subtrees })
 }
 
 /// The declared model `name`; an unknown one is an error with the nearest name suggested.
@@ -203,7 +208,8 @@ pub fn declared_model<'a>(config: &'a Config, name: &str) -> Result<&'a Model, C
 
 struct Compiler<'a> {
     config: &'a Config,
-    /// Models whose children are being compiled, from the root down, to refuse cycles.
+    /// Models whose children are being compiled, from the root down: a delete relation back to
+    /// one of them is recursive.
     path: Vec<&'a str>,
     nodes: usize,
     next_step: usize,
@@ -220,9 +226,9 @@ impl<'a> Compiler<'a> {
         }
         let relation = via.map(|(_, relation)| relation);
         let action = relation.map_or(OnDelete::Delete, Relation::action);
-        // A delete relation of a model to itself is followed by the executor, not unrolled.
-        let recursive =
-            action == OnDelete::Delete && via.is_some_and(|(parent, _)| parent.name.value == model.name.value);
+        // A delete relation back to a model being deleted above (itself, or one further up a cycle)
+        // is followed by the executor, not unrolled.
+        let recursive = action == OnDelete::Delete && self.path.contains(&model.name.value.as_str());
         let children = if action == OnDelete::Delete && !recursive { self.subtree(model)? } else { Arc::default() };
         let strategy = effective_strategy(model, relation);
         let step = self.next_step;
@@ -252,9 +258,6 @@ impl<'a> Compiler<'a> {
         let name = model.name.value.as_str();
         if let Some(children) = self.subtrees.get(name) {
             return Ok(children.clone());
-        }
-        if self.path.contains(&name) {
-            return Err(CompileError::Cycle(name.to_owned()));
         }
         self.path.push(name);
         let mut children = Vec::new();
@@ -388,16 +391,23 @@ categories = ["organization_update"]
     }
 
     #[test]
-    fn a_self_reference_is_one_recursive_node_and_a_cycle_of_models_an_error() {
+    fn a_self_reference_and_a_cycle_of_models_are_recursive_nodes() {
         let tree = config("[models.a]\ntable = \"a\"\nchildren = [{ model = \"a\", column = \"parent_id\" }]\n");
         let plan = compile(&CheckedConfig::assume(tree), "a").unwrap();
         let tree = &plan.root.children[0];
         assert!(tree.recursive && tree.children.is_empty(), "{tree:?}");
-        assert!(Arc::ptr_eq(tree.recursion(&plan.root), &plan.root.children), "its rows have the model's children");
+        assert!(Arc::ptr_eq(plan.children_of(tree), &plan.root.children), "its rows have the model's children");
         let cycle = config(
             "[models.a]\ntable = \"a\"\nchildren = [{ model = \"b\", column = \"a_id\" }]\n\
              [models.b]\ntable = \"b\"\nchildren = [{ model = \"a\", column = \"b_id\" }]\n",
         );
-        assert_eq!(compile(&CheckedConfig::assume(cycle), "a").unwrap_err(), CompileError::Cycle("a".into()));
+        let plan = compile(&CheckedConfig::assume(cycle), "a").unwrap();
+        let b = &plan.root.children[0];
+        let back = &b.children[0];
+        assert!(!b.recursive && back.recursive && back.model == "a", "{plan:?}");
+        assert!(
+            Arc::ptr_eq(plan.children_of(back), &plan.root.children),
+            "an `a` row below a `b` row has a's children"
+        );
     }
 }

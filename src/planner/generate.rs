@@ -1,7 +1,8 @@
 //! A starting config written from a schema's foreign keys (`cascade init`): a model per table,
 //! every usable foreign key as a child relation (as the database would act on it: `SET NULL`
-//! nullifies), bulk on leaves, and every delete-cycle through several tables broken. A table's
-//! foreign key to itself (a tree of rows) deletes, recursively, as the database would.
+//! nullifies, every other action deletes), bulk on leaves. A table's foreign key to itself (a
+//! tree of rows) and one that closes a cycle through several tables delete too, recursively, as
+//! the database would: nothing is broken.
 
 use std::collections::{HashMap, HashSet};
 use std::fmt::Write as _;
@@ -17,8 +18,6 @@ struct Edge {
     columns: Vec<String>,
     /// The parent columns referenced, when they are not the parent's key.
     references: Option<Vec<String>>,
-    /// Every column may be NULL.
-    nullable: bool,
     /// The foreign key is `ON DELETE SET NULL`: the relation nullifies, as the database would.
     set_null: bool,
 }
@@ -38,10 +37,10 @@ impl Edge {
 /// What becomes of an edge in the written config.
 enum Decision {
     Delete,
-    /// Closes a cycle; the column is nullable.
+    /// The foreign key is `ON DELETE SET NULL`.
     Nullify,
-    /// Cannot be a relation, with the reason written as a comment.
-    LeftOut(String),
+    /// Deletes, and closes a cycle through several tables: the path of the cycle, for a comment.
+    ClosesCycle(String),
 }
 
 /// The TOML text of a config for `schema`, starting with a `#:schema` line that points at
@@ -54,7 +53,7 @@ pub fn starting_config(schema: &Schema) -> String {
     let schema = &Schema { tables: nameable.into_iter().cloned().collect(), kind: schema.kind };
     let names = model_names(&schema.tables);
     let (edges, mut comments) = edges(schema);
-    let decisions = break_cycles(schema.tables.len(), &edges, &names);
+    let decisions = decide(schema.tables.len(), &edges, &names);
 
     let mut children: Vec<Vec<String>> = vec![Vec::new(); schema.tables.len()];
     for (edge, decision) in edges.iter().zip(decisions) {
@@ -64,13 +63,10 @@ pub fn starting_config(schema: &Schema) -> String {
                 format!("  {relation} }},  # a tree: each row's children go first, to its leaves")
             }
             Decision::Delete => format!("  {relation} }},"),
-            Decision::Nullify if edge.set_null => {
-                format!("  {relation}, on_delete = \"nullify\" }},  # ON DELETE SET NULL")
+            Decision::Nullify => format!("  {relation}, on_delete = \"nullify\" }},  # ON DELETE SET NULL"),
+            Decision::ClosesCycle(path) => {
+                format!("  {relation} }},  # closes the cycle {path}: followed to its end, children first")
             }
-            Decision::Nullify => {
-                format!("  {relation}, on_delete = \"nullify\" }},  # breaks a delete cycle")
-            }
-            Decision::LeftOut(reason) => format!("  # {relation} }} left out: {reason}"),
         };
         children[edge.parent].push(line);
     }
@@ -199,7 +195,6 @@ fn edges(schema: &Schema) -> (Vec<Edge>, Vec<(usize, String)>) {
                 Ok(references) => edges.push(Edge {
                     parent,
                     child,
-                    nullable: key.columns.iter().all(|column| table.column(column).is_none_or(|c| c.nullable)),
                     set_null: key.on_delete == ReferentialAction::SetNull,
                     columns: key.columns.clone(),
                     references,
@@ -235,11 +230,9 @@ fn referenced(parent: &Table, key: &ForeignKey) -> Result<Option<Vec<String>>, S
 }
 
 /// Depth-first over delete edges in declared order: an edge back to a table on the current path
-/// closes a cycle through several tables. Such an edge becomes nullify when its column is
-/// nullable, else it is left out. A table's edge to itself is no such cycle (the executor follows
-/// a tree of rows to its leaves), so it keeps the database's action. What remains is acyclic
-/// but for those.
-fn break_cycles(tables: usize, edges: &[Edge], names: &[String]) -> Vec<Decision> {
+/// closes a cycle through several tables, which a deletion follows as it does a table's edge to
+/// itself; it is marked, for its comment.
+fn decide(tables: usize, edges: &[Edge], names: &[String]) -> Vec<Decision> {
     let mut decisions: Vec<Decision> =
         edges.iter().map(|edge| if edge.set_null { Decision::Nullify } else { Decision::Delete }).collect();
     let mut outgoing: Vec<Vec<usize>> = vec![Vec::new(); tables];
@@ -280,17 +273,7 @@ fn break_cycles(tables: usize, edges: &[Edge], names: &[String]) -> Vec<Decision
                         .skip_while(|name| *name != names[edge.child])
                         .chain([names[edge.child].as_str()])
                         .collect();
-                    decisions[edge_index] = if edge.nullable {
-                        Decision::Nullify
-                    } else {
-                        Decision::LeftOut(format!(
-                            "`{}` is NOT NULL and closes the delete cycle {}, so a `{}` row still referenced \
-                             there cannot be deleted until that reference changes",
-                            edge.columns.join(", "),
-                            path.join(" → "),
-                            names[edge.parent]
-                        ))
-                    };
+                    decisions[edge_index] = Decision::ClosesCycle(path.join(" → "));
                 }
                 State::Done => {}
             }
@@ -350,7 +333,7 @@ mod tests {
     }
 
     #[test]
-    fn cycles_are_broken_by_nullify_or_left_out_and_the_result_validates() {
+    fn cycles_are_followed_and_the_result_validates() {
         let ddl = r#"
             CREATE TABLE store (id integer PRIMARY KEY, manager_staff_id integer NOT NULL REFERENCES staff (id));
             CREATE TABLE staff (id integer PRIMARY KEY, store_id integer NOT NULL REFERENCES store (id),

@@ -49,7 +49,7 @@ use tree::TreePath;
 /// One plan node being worked on, for one set of parent rows.
 struct Frame<'a> {
     node: &'a PlanNode,
-    /// The node's children ([`PlanNode::recursion`]: a recursive node's are its parent's).
+    /// The node's children ([`Plan::children_of`]: a recursive node's are its model's).
     children: &'a [PlanNode],
     /// The node's rows are a tree: its children hold a recursive node, so its chunks' keys are
     /// on [`Deletion::tree_path`] while their children are deleted.
@@ -139,6 +139,7 @@ pub struct Deletion<'a> {
     run_id: i64,
     /// The deletion's own run, unless it is a batch of the caller's.
     run: Option<Run>,
+    plan: &'a Plan,
     root: &'a PlanNode,
     /// No table of the plan is partitioned: its chunks' statements may skip planning for each
     /// key array ([`Database::begin_key_array_write`]), which would also skip pruning partitions.
@@ -226,6 +227,7 @@ impl<'a> Deletion<'a> {
             started,
             run_id,
             run,
+            plan,
             root: &plan.root,
             unpartitioned: plan.steps().iter().all(|node| schema.table(&node.table).is_some_and(|t| !t.partitioned)),
             root_keys,
@@ -240,7 +242,7 @@ impl<'a> Deletion<'a> {
                     let step = StepSql::new(
                         node,
                         Some(parent),
-                        node.recursion(parent),
+                        plan.children_of(node),
                         config,
                         database.backend(),
                         Some(schema),
@@ -265,7 +267,7 @@ impl<'a> Deletion<'a> {
                 // 100,000 ids quadratic. The ids were read when the deletion started, so a per_row
                 // root chunk needs no fetch: its keys are the ids.
                 let Some(matched) = self.pending_roots.take(self.size_of(self.root)) else { return Ok(false) };
-                let mut frame = self.frame_of(self.root, None, &self.root.children, matched.clone());
+                let mut frame = self.frame_of(self.root, None, matched.clone());
                 if !self.root.is_set_based() {
                     frame.limit = matched.len() as u64;
                     frame.last_chunk = true;
@@ -322,8 +324,8 @@ impl<'a> Deletion<'a> {
                         continue;
                     };
                     *next += 1;
-                    let (parent, siblings, keys) = (frame.node, frame.children, keys.clone());
-                    let child_frame = self.frame_of(child, Some(parent), siblings, keys);
+                    let (parent, keys) = (frame.node, keys.clone());
+                    let child_frame = self.frame_of(child, Some(parent), keys);
                     self.stack.push(child_frame);
                 }
                 State::Delete { keys, attempts } => {
@@ -431,16 +433,9 @@ impl<'a> Deletion<'a> {
         Ok(self.summary)
     }
 
-    /// The frame of `node` under `parent`, whose children are `siblings` (the list `node` is
-    /// in): a recursive node's rows have those same children.
-    fn frame_of(
-        &self,
-        node: &'a PlanNode,
-        parent: Option<&'a PlanNode>,
-        siblings: &'a [PlanNode],
-        matched: Keys,
-    ) -> Frame<'a> {
-        let children: &'a [PlanNode] = if node.recursive { siblings } else { &node.children };
+    /// The frame of `node` under `parent`.
+    fn frame_of(&self, node: &'a PlanNode, parent: Option<&'a PlanNode>, matched: Keys) -> Frame<'a> {
+        let children: &'a [PlanNode] = self.plan.children_of(node);
         let step_of = |node: &'a PlanNode, parent, children| {
             let archive = self.archive.is_some();
             StepSql::new(node, parent, children, self.config, self.database.backend(), Some(self.schema), archive)

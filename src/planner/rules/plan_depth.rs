@@ -3,7 +3,7 @@
 //! nests that deep, while a generated or mistaken config can, so the depth is bounded here, at
 //! the relation that starts the chain, before any plan is built.
 
-use petgraph::algo::toposort;
+use petgraph::algo::kosaraju_scc;
 use petgraph::visit::EdgeFiltered;
 
 use crate::config::OnDelete;
@@ -16,39 +16,53 @@ pub(crate) const MAX_DEPTH: usize = 1_000;
 pub(super) fn check(context: &Context<'_>, diagnostics: &mut Vec<Diagnostic>) {
     let graph = &context.graph.graph;
     let deletes = EdgeFiltered::from_fn(graph, |edge| edge.weight().action == OnDelete::Delete);
-    // A delete cycle has no depth; `delete-cycle` reports it.
-    let Ok(order) = toposort(&deletes, None) else { return };
-    // The longest chain of delete relations below each model (itself counted), children first;
-    // a nullify child adds one level of its own.
-    let mut depth = vec![1usize; graph.node_count()];
-    for node in order.iter().rev() {
-        let model = &context.config.models[node.index()];
-        depth[node.index()] = 1 + model
-            .children
+    // The models of a cycle are at most one level each on a plan's path (a relation back to one
+    // of them is followed, not unrolled), so each cycle counts as deep as it has models. Kosaraju's
+    // components come children first, and it walks with an explicit stack (no overflow on long
+    // chains).
+    let components = kosaraju_scc(&deletes);
+    let mut component_of = vec![0usize; graph.node_count()];
+    for (index, component) in components.iter().enumerate() {
+        for node in component {
+            component_of[node.index()] = index;
+        }
+    }
+    // The longest chain of delete relations below each component (itself counted); a nullify
+    // child adds one level of its own.
+    let mut depth = vec![0usize; components.len()];
+    for (index, component) in components.iter().enumerate() {
+        let below = component
             .iter()
+            .flat_map(|node| &context.config.models[node.index()].children)
             .filter_map(|relation| {
                 let child = context.config.models.get_index_of(&relation.model.value)?;
-                Some(if relation.action() == OnDelete::Delete { depth[child] } else { 1 })
+                match relation.action() {
+                    OnDelete::Delete => (component_of[child] != index).then(|| depth[component_of[child]]),
+                    _ => Some(1),
+                }
             })
             .max()
             .unwrap_or(0);
+        depth[index] = component.len() + below;
     }
-    for node in order {
+    for node in graph.node_indices() {
+        let component = component_of[node.index()];
         let model = &context.config.models[node.index()];
-        let too_deep = depth[node.index()] > MAX_DEPTH;
-        // Reported once, at the top of each chain: at a model no deep parent reaches.
-        let reached_deep = graph
-            .neighbors_directed(node, petgraph::Direction::Incoming)
-            .any(|parent| depth[parent.index()] > MAX_DEPTH);
-        if too_deep && !reached_deep {
+        let too_deep = depth[component] > MAX_DEPTH;
+        // Reported once, at the top of each chain: at a model no deep parent of another component
+        // reaches, the first of its cycle.
+        let reached_deep = graph.neighbors_directed(node, petgraph::Direction::Incoming).any(|parent| {
+            component_of[parent.index()] != component && depth[component_of[parent.index()]] > MAX_DEPTH
+        });
+        let first = components[component].iter().all(|member| member.index() >= node.index());
+        if too_deep && !reached_deep && first {
             diagnostics.push(
                 Diagnostic::new(
                     Code::PlanTooDeep,
                     model.name.location.clone(),
                     format!(
                         "`{}` starts a chain of {} models, deeper than the {MAX_DEPTH} a plan may have",
-                        model.name.value,
-                        depth[node.index()]
+                        model.name.value, depth[component]
                     ),
                 )
                 .label("the chain starts here")
