@@ -151,7 +151,7 @@ on_each_database!(
 );
 
 /// Rows that reference each other in a loop can be deleted by no order of children first: the
-/// deletion says so and names a row, and nothing of the loop is deleted.
+/// deletion says so and names a row, and no row of the loop is deleted.
 fn a_loop_of_rows_is_a_clear_error(databases: &Databases) {
     let ddl = "CREATE TABLE node (id bigint PRIMARY KEY, parent_id bigint REFERENCES node (id));
         CREATE INDEX node_parent ON node (parent_id);
@@ -163,7 +163,7 @@ fn a_loop_of_rows_is_a_clear_error(databases: &Databases) {
         cascade(dir.path()).args(["--database-url", &url, "delete", "node", "1", "--confirm"]).output().unwrap();
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert_eq!(output.status.code(), Some(2), "{stderr}");
-    assert!(stderr.contains("rows of `node` reference each other in a loop"), "{stderr}");
+    assert!(stderr.contains("rows reference each other in a loop: `node` row"), "{stderr}");
     assert_eq!(texts(&url, "SELECT CAST(COUNT(*) AS TEXT) FROM node")[0][0].as_deref(), Some("3"));
 }
 
@@ -298,4 +298,70 @@ on_each_database!(
     a_chain_killed_midway_is_finished_by_running_it_again_on_sqlite,
     a_chain_killed_midway_is_finished_by_running_it_again_on_postgres,
     |databases| a_chain_killed_midway_is_finished_by_running_it_again(&databases)
+);
+
+/// A delete cycle through two tables: a store's manager is a staff member of another store.
+/// `init` writes both keys as delete relations (the one closing the cycle commented), and deleting
+/// a store deletes the stores its staff manage, their staff, and so on, as the database would.
+const STORES: &str = "
+    CREATE TABLE store (id bigint PRIMARY KEY);
+    CREATE TABLE staff (id bigint PRIMARY KEY, store_id bigint NOT NULL REFERENCES store (id) ON DELETE {action});
+    CREATE TABLE rental (id bigint PRIMARY KEY, staff_id bigint NOT NULL REFERENCES staff (id) ON DELETE {action});
+    ALTER TABLE store ADD COLUMN manager_staff_id bigint REFERENCES staff (id) ON DELETE {action};
+    CREATE INDEX staff_store ON staff (store_id);
+    CREATE INDEX rental_staff ON rental (staff_id);
+    CREATE INDEX store_manager ON store (manager_staff_id);
+    INSERT INTO store (id) VALUES (1), (2), (3), (4);
+    INSERT INTO staff VALUES (10, 1), (11, 1), (20, 2), (30, 3), (40, 4);
+    INSERT INTO rental VALUES (100, 10), (101, 11), (200, 20), (300, 30), (400, 40);
+    UPDATE store SET manager_staff_id = 10 WHERE id = 2;
+    UPDATE store SET manager_staff_id = 20 WHERE id = 3;";
+
+fn a_cycle_of_tables_is_followed_to_its_end(databases: &Databases) {
+    let url = databases.create(&STORES.replace("{action}", "NO ACTION"));
+    let oracle = databases.create(&STORES.replace("{action}", "CASCADE"));
+    let dir = initialised(&url);
+    assert!(config(dir.path()).contains("# closes the cycle"), "{}", config(dir.path()));
+    let text = cascade(dir.path()).args(["--database-url", &url, "plan", "store", "--id", "1"]).output().unwrap();
+    let text = String::from_utf8_lossy(&text.stdout);
+    assert!(text.contains("store by manager_staff_id · step 2 · delete · recursive"), "{text}");
+    let run = delete_as_the_oracle(dir.path(), &url, &oracle, "store", "1");
+    assert_eq!(
+        (&run["deleted"]["store"], &run["deleted"]["staff"], &run["deleted"]["rental"]),
+        (&serde_json::json!(3), &serde_json::json!(4), &serde_json::json!(4)),
+        "stores 1, 2 and 3 with their staff and rentals: {run}"
+    );
+    assert_eq!(texts(&url, "SELECT CAST(id AS TEXT) FROM store")[0][0].as_deref(), Some("4"));
+}
+
+on_each_database!(
+    a_cycle_of_tables_is_followed_to_its_end_on_sqlite,
+    a_cycle_of_tables_is_followed_to_its_end_on_postgres,
+    |databases| a_cycle_of_tables_is_followed_to_its_end(&databases)
+);
+
+/// Store 1's manager works at store 1: a loop of rows through two tables is the same clear error
+/// as one inside a table, and neither row of the loop is deleted.
+fn a_loop_through_a_cycle_of_tables_is_a_clear_error(databases: &Databases) {
+    let url = databases.create(&format!(
+        "{}\nUPDATE store SET manager_staff_id = 11 WHERE id = 1;",
+        STORES.replace("{action}", "NO ACTION")
+    ));
+    let dir = initialised(&url);
+    let output =
+        cascade(dir.path()).args(["--database-url", &url, "delete", "store", "1", "--confirm"]).output().unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("rows reference each other in a loop"), "{stderr}");
+    let kept = texts(
+        &url,
+        "SELECT CAST(COUNT(*) AS TEXT) FROM store WHERE id = 1 UNION ALL SELECT CAST(COUNT(*) AS TEXT) FROM staff WHERE id = 11",
+    );
+    assert_eq!(kept.iter().map(|row| row[0].as_deref()).collect::<Vec<_>>(), vec![Some("1"), Some("1")]);
+}
+
+on_each_database!(
+    a_loop_through_a_cycle_of_tables_is_a_clear_error_on_sqlite,
+    a_loop_through_a_cycle_of_tables_is_a_clear_error_on_postgres,
+    |databases| a_loop_through_a_cycle_of_tables_is_a_clear_error(&databases)
 );

@@ -22,17 +22,18 @@ pub enum DeleteError {
         /// The database's words.
         reason: String,
     },
-    /// Rows of a model that references itself reference each other in a loop (a row's parent's
-    /// parent is the row): following children first never reaches a leaf.
+    /// Rows of a tree or a cycle of models reference each other in a loop (a row's parent's parent
+    /// is the row): following children first never reaches a leaf.
     #[error(
-        "rows of `{model}` reference each other in a loop (row {key} is its own descendant): no order deletes \
-         their children first; nothing under the loop was deleted. Break the loop (set one of its references to \
-         NULL) and run the deletion again"
+        "rows reference each other in a loop: `{model}` row {key} is reached again below itself, so it is in \
+         or below the loop, and no order deletes the loop's children first. The rows below the loop deleted so \
+         far stay deleted; the loop's rows and those above them stay. Break the loop (set one of its references \
+         to NULL, or delete one of its rows with its own foreign keys' help) and run the deletion again"
     )]
     RowLoop {
         /// The model.
         model: String,
-        /// A row on the loop.
+        /// A row in or below the loop.
         key: String,
     },
     /// New child rows kept appearing under a chunk, however often it was retried.
