@@ -200,6 +200,10 @@ pub(crate) struct Tuning {
     /// Whether a table can be partitioned by range (PostgreSQL's declarative partitioning),
     /// which partition retention needs.
     pub range_partitions: bool,
+    /// The statement that defers the foreign-key checks of the open transaction to its commit,
+    /// where the database has one (SQLite); without it (PostgreSQL, whose keys defer only when
+    /// declared `DEFERRABLE`), rows that reference each other in a loop go in one statement.
+    pub defer_foreign_keys: Option<&'static str>,
     /// Whether a `WITH` query may hold a `DELETE ... RETURNING` whose rows the main statement
     /// inserts elsewhere (PostgreSQL's data-modifying `WITH`).
     pub deletes_in_with: bool,

@@ -227,6 +227,15 @@ impl Transaction {
         )?))
     }
 
+    /// Runs a `SELECT COUNT(*) ...` (or any statement returning one integer).
+    pub async fn fetch_count(&mut self, statement: &Statement) -> Result<u64, DbError> {
+        let count: i64 = on_either!(&mut self.inner, TransactionInner, statement, |query, tx| sqlx::Row::try_get(
+            &query.fetch_one(&mut **tx).await?,
+            0
+        )?);
+        Ok(u64::try_from(count).unwrap_or(0))
+    }
+
     /// Runs a script of `;`-separated statements without parameters (DDL).
     pub(crate) async fn execute_script(&mut self, script: &str) -> Result<(), DbError> {
         let script = sqlx::AssertSqlSafe(script.to_owned());

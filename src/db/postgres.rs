@@ -187,6 +187,7 @@ const TUNING: Tuning = Tuning {
     identifier_limit: Some(63),
     concurrent_writers: true,
     range_partitions: true,
+    defer_foreign_keys: None,
     deletes_in_with: true,
     // `ctid = ANY(ARRAY(SELECT ctid ... LIMIT n))` visits each row once, like the index.
     limited_delete_is_slow: false,

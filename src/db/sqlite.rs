@@ -240,6 +240,7 @@ const TUNING: Tuning = Tuning {
     identifier_limit: None,
     concurrent_writers: false,
     range_partitions: false,
+    defer_foreign_keys: Some("PRAGMA defer_foreign_keys = ON"),
     deletes_in_with: false,
     // `rowid IN (SELECT rowid ... LIMIT n)` builds a temporary b-tree of rowids first.
     limited_delete_is_slow: true,

@@ -242,24 +242,9 @@ impl<'a> PlanGraph<'a> {
         edges.retain(|(node, parent)| seen.insert((*node as *const PlanNode, parent.map(|p| p.model.as_str()))));
         // Parents first: the models a model's deleted rows are found through come before it, and
         // the models of a cycle (recursive nodes close it) together.
-        let mut models: petgraph::graph::DiGraph<&'a str, ()> = petgraph::graph::DiGraph::new();
-        let mut index: IndexMap<&'a str, petgraph::graph::NodeIndex> = IndexMap::new();
-        for (node, _) in &edges {
-            index.entry(node.model.as_str()).or_insert_with(|| models.add_node(node.model.as_str()));
-        }
-        for (node, parent) in &edges {
-            if let Some(parent) = parent.filter(|_| node.action == OnDelete::Delete) {
-                models.update_edge(index[parent.model.as_str()], index[node.model.as_str()], ());
-            }
-        }
-        // Kosaraju's order is children first; the members of a component in first-reached order.
-        let mut components = petgraph::algo::kosaraju_scc(&models);
-        components.reverse();
-        for component in &mut components {
-            component.sort_by_key(|node| node.index());
-        }
+        let components = plan.components();
         let mut nodes: IndexMap<&'a str, Vec<(&'a PlanNode, Option<&'a PlanNode>)>> =
-            components.iter().flatten().map(|node| (models[*node], Vec::new())).collect();
+            components.iter().flatten().map(|model| (*model, Vec::new())).collect();
         for edge in edges {
             nodes.entry(edge.0.model.as_str()).or_default().push(edge);
         }
@@ -267,8 +252,7 @@ impl<'a> PlanGraph<'a> {
             nodes[model].iter().any(|(node, _)| node.action == OnDelete::Delete && !node.children.is_empty())
         };
         let mut aliases = IndexMap::new();
-        for component in &components {
-            let members: Vec<&'a str> = component.iter().map(|node| models[*node]).collect();
+        for members in &components {
             let name = format!("cascade_deleted_{}", aliases.len());
             if let [model] = members[..] {
                 if with_rows(model) {

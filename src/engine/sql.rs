@@ -26,6 +26,9 @@ pub(crate) struct Returning {
 /// The alias of the table a delete works on, for the archive's whole-row JSON.
 const ROW_ALIAS: &str = "cascade_row";
 
+/// The alias of a loop's child rows when the keys of the rows they reference are read.
+const CHILD_ALIAS: &str = "cascade_child";
+
 /// The alias of the key a chunk fetch returns as text.
 const KEY_ALIAS: &str = "cascade_key";
 
@@ -177,8 +180,14 @@ impl NodeSql<'_> {
 
     /// per_row: the next chunk of up to `limit` keys (as text) among the rows matching `matched`
     /// (the parent chunk's keys, or the root ids), at the root only those whose status allows
-    /// deletion.
-    pub(super) fn select_chunk(&self, matched: Param, status: Option<&StatusCheck>, limit: u64) -> Statement {
+    /// deletion, and none of the keys `excluded` (rows of a loop, which go together later).
+    pub(super) fn select_chunk(
+        &self,
+        matched: Param,
+        status: Option<&StatusCheck>,
+        limit: u64,
+        excluded: Option<Param>,
+    ) -> Statement {
         let mut sql = self.builder();
         // No ORDER BY: the rows fetched are deleted before the next fetch, so any order finishes,
         // and without a sort the database stops reading at the LIMIT instead of reading and
@@ -194,6 +203,9 @@ impl NodeSql<'_> {
             sql.push(" AND ");
             status_in(&mut sql, &self.names.column(&status.column.value), &status.proceed_or_in_progress());
         }
+        if let Some(excluded) = excluded {
+            sql.push(" AND NOT (").keys_in(&self.key_columns(), &self.key_types, excluded).push(")");
+        }
         sql.push(" LIMIT ").push(&limit.to_string()).push(") AS cascade_chunk");
         sql.finish()
     }
@@ -201,9 +213,36 @@ impl NodeSql<'_> {
     /// per_row: deletes one chunk by key, returning what the outbox and archive need.
     pub(super) fn delete_by_keys(&self, keys: Param, returning: Option<&Returning>) -> Statement {
         let mut sql = self.builder();
-        sql.push("DELETE FROM ").push(&self.table()).push(" AS ").identifier(ROW_ALIAS).push(" WHERE ");
-        self.matching(&mut sql, keys, true);
+        self.write_delete_by_keys(&mut sql, keys);
         self.returning(&mut sql, returning);
+        sql.finish()
+    }
+
+    /// `DELETE FROM table WHERE key IN keys`, into a statement being built.
+    pub(super) fn write_delete_by_keys(&self, sql: &mut SqlBuilder, keys: Param) {
+        sql.push("DELETE FROM ").push(&self.table()).push(" AS ").identifier(ROW_ALIAS).push(" WHERE ");
+        self.matching(sql, keys, true);
+    }
+
+    /// Each row among `keys` (this node's) with the key of the row among `parent_keys` (of
+    /// `parent`, this node's parent) that it references by this node's relation, or NULL: both
+    /// as text. How rows of a loop reference each other.
+    pub(super) fn references_among(&self, parent: &NodeSql<'_>, keys: Param, parent_keys: Param) -> Statement {
+        let mut sql = self.builder();
+        sql.push("SELECT ");
+        self.key_text(&mut sql);
+        sql.push(", (SELECT ");
+        parent.key_text(&mut sql);
+        sql.push(" FROM ").push(&parent.table()).push(" WHERE ");
+        sql.keys_in(&parent.key_columns(), &parent.key_types, parent_keys);
+        let referenced = self.node.references.clone().unwrap_or_else(|| parent.node.key.clone());
+        let referenced = if referenced.is_empty() { vec!["id".to_owned()] } else { referenced };
+        for (column, referenced) in self.node.columns.iter().zip(&referenced) {
+            sql.push(" AND ").identifier(&parent.names.column(referenced)).push(" = ");
+            sql.identifier(CHILD_ALIAS).push(".").identifier(&self.names.column(column));
+        }
+        sql.push(" LIMIT 1) FROM ").push(&self.table()).push(" AS ").identifier(CHILD_ALIAS).push(" WHERE ");
+        sql.keys_in(&self.key_columns(), &self.key_types, keys);
         sql.finish()
     }
 

@@ -302,7 +302,7 @@ fn list_node(
         statements.push(step.sql.mark_in_progress(matched.clone(), status));
     }
     if step.sql.loads_rows() {
-        statements.push(step.sql.select_chunk(matched, step.status, node.chunk_size));
+        statements.push(step.sql.select_chunk(matched, step.status, node.chunk_size, None));
         let keys = described("the chunk's keys");
         statements.extend(children_checks(&step, node, &keys));
         statements.extend(deleting_all(&step, keys, true));

@@ -133,6 +133,43 @@ impl Plan {
         }
     }
 
+    /// The plan's models in groups, parents first: each group a strongly connected component of
+    /// the delete relations between models (the models of a cycle together, in the order they
+    /// are first reached; every other model alone).
+    pub fn components(&self) -> Vec<Vec<&str>> {
+        let mut graph: petgraph::graph::DiGraph<&str, ()> = petgraph::graph::DiGraph::new();
+        let mut index: HashMap<&str, petgraph::graph::NodeIndex> = HashMap::new();
+        let steps = self.steps_with_parents();
+        let mut by_reach: Vec<&PlanNode> = vec![&self.root];
+        by_reach.extend(steps.iter().rev().map(|(node, _)| *node));
+        for node in by_reach {
+            index.entry(node.model.as_str()).or_insert_with(|| graph.add_node(node.model.as_str()));
+        }
+        for (node, parent) in &steps {
+            if let Some(parent) = parent.filter(|_| node.action == OnDelete::Delete) {
+                graph.update_edge(index[parent.model.as_str()], index[node.model.as_str()], ());
+            }
+        }
+        // Kosaraju's components come children first.
+        let mut components = petgraph::algo::kosaraju_scc(&graph);
+        components.reverse();
+        components
+            .into_iter()
+            .map(|mut component| {
+                component.sort_by_key(|node| node.index());
+                component.into_iter().map(|node| graph[node]).collect()
+            })
+            .collect()
+    }
+
+    /// The models whose rows a deletion follows recursively: those of a cycle, and those with a
+    /// relation to themselves.
+    pub fn recursive_models(&self) -> HashSet<&str> {
+        let mut models: HashSet<&str> = self.components().into_iter().filter(|c| c.len() > 1).flatten().collect();
+        models.extend(self.steps().into_iter().filter(|node| node.recursive).map(|node| node.model.as_str()));
+        models
+    }
+
     /// Every node in execution order, each once (a shared subtree's nodes once).
     pub fn steps(&self) -> Vec<&PlanNode> {
         self.steps_with_parents().into_iter().map(|(node, _)| node).collect()

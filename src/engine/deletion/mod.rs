@@ -8,6 +8,7 @@
 mod chunks;
 mod error;
 mod limits;
+mod loops;
 mod options;
 mod preflight;
 mod roots;
@@ -51,8 +52,9 @@ struct Frame<'a> {
     node: &'a PlanNode,
     /// The node's children ([`Plan::children_of`]: a recursive node's are its model's).
     children: &'a [PlanNode],
-    /// The node's rows are a tree: its children hold a recursive node, so its chunks' keys are
-    /// on [`Deletion::tree_path`] while their children are deleted.
+    /// The node's rows are a tree or part of a cycle (its model is recursive, see
+    /// [`Plan::recursive_models`]), so its chunks' keys are on [`Deletion::tree_path`] while their
+    /// children are deleted.
     in_tree: bool,
     /// The node's statements; a recursive node's frames, one per level of a tree, share one.
     step: Arc<StepSql<'a>>,
@@ -63,6 +65,9 @@ struct Frame<'a> {
     matched: Keys,
     /// The rows the last fetch asked for.
     limit: u64,
+    /// Rows of a loop that go with this frame's chunk ([`loops`]): their children are deleted
+    /// after the chunk's, and the chunk's delete takes them too.
+    loop_rows: Vec<loops::LoopRows<'a>>,
     /// The last fetch found fewer rows than it asked for: once its chunk is done, nothing is left
     /// (a child inserted meanwhile is caught by the parent's check or foreign key).
     last_chunk: bool,
@@ -155,6 +160,14 @@ pub struct Deletion<'a> {
     /// The statements of each recursive node, by step: made once for all its levels, so a tree
     /// 100,000 levels deep holds one copy.
     recursive_steps: HashMap<usize, Arc<StepSql<'a>>>,
+    /// The models whose rows are trees or cycles ([`Plan::recursive_models`]).
+    recursive_models: std::collections::HashSet<&'a str>,
+    /// The delete relations between recursive models, (child, parent): how rows of a loop can
+    /// reference each other.
+    loop_relations: Vec<(&'a PlanNode, &'a PlanNode)>,
+    /// Keys of rows found in loops, by table: every fetch leaves them out, since they go with
+    /// the chunk of the first of them on the path.
+    in_loops: HashMap<String, Vec<String>>,
 }
 
 impl<'a> Deletion<'a> {
@@ -233,6 +246,20 @@ impl<'a> Deletion<'a> {
             root_keys,
             statuses_before,
             tree_path: TreePath::default(),
+            recursive_models: plan.recursive_models(),
+            loop_relations: {
+                let recursive = plan.recursive_models();
+                let relations =
+                    plan.steps_with_parents().into_iter().filter_map(|(node, parent)| Some((node, parent?)));
+                relations
+                    .filter(|(node, parent)| {
+                        node.action == crate::config::OnDelete::Delete
+                            && recursive.contains(node.model.as_str())
+                            && recursive.contains(parent.model.as_str())
+                    })
+                    .collect()
+            },
+            in_loops: HashMap::new(),
             recursive_steps: plan
                 .steps_with_parents()
                 .into_iter()
@@ -280,8 +307,14 @@ impl<'a> Deletion<'a> {
             match &mut frame.state {
                 State::Fetch => {
                     frame.limit = self.sizes.of(frame.node);
-                    let statement =
-                        frame.step.sql.select_chunk(Param::Keys(frame.matched.clone()), frame.step.status, frame.limit);
+                    let excluded = match self.in_loops.get(&frame.node.table) {
+                        Some(keys) => {
+                            Some(Param::Keys(table_keys(&frame.node.table, &frame.step.sql.key_types, keys.clone())?))
+                        }
+                        None => None,
+                    };
+                    let matched = Param::Keys(frame.matched.clone());
+                    let statement = frame.step.sql.select_chunk(matched, frame.step.status, frame.limit, excluded);
                     let keys = self.database.fetch_array(&statement).await?;
                     if keys.is_empty() {
                         self.stack.pop();
@@ -289,7 +322,13 @@ impl<'a> Deletion<'a> {
                     }
                     frame.last_chunk = (keys.len() as u64) < frame.limit;
                     let keys = table_keys(&frame.node.table, &frame.step.sql.key_types, keys)?;
-                    enter_tree(&mut self.tree_path, frame, &keys)?;
+                    if let Err(loop_error) = enter_tree(&mut self.tree_path, frame, &keys) {
+                        if !self.resolve_loop(&keys).await? {
+                            return Err(loop_error);
+                        }
+                        continue;
+                    }
+                    let frame = self.stack.last_mut().expect("the frame being worked on");
                     frame.state = chunk_state(frame, keys);
                 }
                 State::Together { keys } => {
@@ -319,19 +358,24 @@ impl<'a> Deletion<'a> {
                     }
                 }
                 State::Children { keys, next, attempts } => {
-                    let Some(child) = frame.children.get(*next) else {
-                        frame.state = State::Delete { keys: keys.clone(), attempts: *attempts };
+                    let (keys, at, attempts) = (keys.clone(), *next, *attempts);
+                    let Some((child, parent, matched)) = child_at(frame, at, &keys, self.plan) else {
+                        frame.state = State::Delete { keys, attempts };
                         continue;
                     };
-                    *next += 1;
-                    let (parent, keys) = (frame.node, keys.clone());
-                    let child_frame = self.frame_of(child, Some(parent), keys);
+                    frame.state = State::Children { keys, next: at + 1, attempts };
+                    let child_frame = self.frame_of(child, Some(parent), matched);
                     self.stack.push(child_frame);
                 }
                 State::Delete { keys, attempts } => {
                     let (keys, attempts) = (keys.clone(), *attempts);
                     let frame = self.stack.pop().expect("the frame being worked on");
-                    let (outcome, node) = (self.delete_chunk(&frame, &keys).await, frame.node);
+                    let outcome = if frame.loop_rows.is_empty() {
+                        self.delete_chunk(&frame, &keys).await
+                    } else {
+                        self.delete_loop(&frame, &keys).await
+                    };
+                    let node = frame.node;
                     self.stack.push(frame);
                     match outcome? {
                         Outcome::Done(steps) => {
@@ -456,10 +500,11 @@ impl<'a> Deletion<'a> {
         Frame {
             node,
             children,
-            in_tree: children.iter().any(|child| child.recursive),
+            in_tree: self.recursive_models.contains(node.model.as_str()),
             step,
             set_based_children,
             matched,
+            loop_rows: Vec::new(),
             limit: node.chunk_size,
             last_chunk: false,
             state: initial_state(node),
@@ -475,6 +520,29 @@ fn enter_tree<'a>(path: &mut TreePath<'a>, frame: &Frame<'a>, keys: &Keys) -> Re
     }
     path.enter(&frame.node.table, keys.texts())
         .map_err(|key| DeleteError::RowLoop { model: frame.node.model.clone(), key })
+}
+
+/// The `next`th child frame to push under the chunk `keys` of `frame`: (child node, parent node,
+/// the keys it is found by). The node's children first, then those of each group of loop rows
+/// attached to the frame.
+fn child_at<'a>(
+    frame: &Frame<'a>,
+    next: usize,
+    keys: &Keys,
+    plan: &'a Plan,
+) -> Option<(&'a PlanNode, &'a PlanNode, Keys)> {
+    if let Some(child) = frame.children.get(next) {
+        return Some((child, frame.node, keys.clone()));
+    }
+    let mut index = next - frame.children.len();
+    for rows in &frame.loop_rows {
+        let children = plan.children_of(rows.node);
+        if let Some(child) = children.get(index) {
+            return Some((child, rows.node, rows.keys.clone()));
+        }
+        index -= children.len();
+    }
+    None
 }
 
 /// The keys of the chunk a frame is working on, if any.

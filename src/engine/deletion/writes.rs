@@ -198,7 +198,7 @@ impl<'a> Deletion<'a> {
 
 /// The one row of an archive read (`archived_rows`, `delete_archived`): the number
 /// of rows and their JSON objects, one per line (JSON text holds no raw line break).
-fn counted_lines(rows: TextRows) -> (u64, Vec<String>) {
+pub(super) fn counted_lines(rows: TextRows) -> (u64, Vec<String>) {
     let mut row = rows.into_iter().next().unwrap_or_default().into_iter();
     let count = row.next().flatten().and_then(|count| count.parse().ok()).unwrap_or(0);
     let lines = row.next().flatten().map(|text| text.split('\n').map(str::to_owned).collect()).unwrap_or_default();

@@ -1,0 +1,235 @@
+//! Rows that reference each other in a loop (a store's manager works at the store; a row's
+//! parent's parent is the row): no order of children first deletes them, so they go together,
+//! in one transaction with the chunk of the first of them on the path, once everything else
+//! below them is gone.
+//!
+//! The tree path's count ([`super::tree`]) tells that a loop is there; the rows that form it are
+//! then read from the database: which row of the open chunks references which, by the plan's
+//! relations between recursive models, whose strongly connected rows are the loop. The stack is
+//! unwound to the first chunk holding one of them; every fetch leaves the loop's rows out from
+//! then on, their other children are deleted as any chunk's are, and the chunk's delete takes
+//! them all: in one statement where the database checks its keys at the end of each statement
+//! (PostgreSQL), with the checks deferred to the commit where it can defer them (SQLite).
+
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+use std::time::Instant;
+
+use petgraph::graphmap::DiGraphMap;
+
+use super::{DeleteError, Deletion, Frame, Outcome, State, chunk_keys};
+use crate::db::Keys;
+use crate::db::sql::{Param, SqlBuilder};
+use crate::engine::steps::{StepSql, node_sql};
+use crate::engine::table_keys;
+use crate::planner::PlanNode;
+
+/// Rows of a loop, of one plan node, that go with the chunk of the frame that holds them.
+pub(super) struct LoopRows<'a> {
+    pub node: &'a PlanNode,
+    pub step: Arc<StepSql<'a>>,
+    pub keys: Keys,
+}
+
+/// A chunk on the path: the node, its statements, its keys, and where on the stack it is (the
+/// top frame's fetched chunk is one above the stack).
+struct OpenChunk<'a> {
+    level: usize,
+    node: &'a PlanNode,
+    step: Arc<StepSql<'a>>,
+    keys: Vec<String>,
+}
+
+impl<'a> Deletion<'a> {
+    /// The tree path counted a loop when the top frame fetched `fetched`: finds its rows and
+    /// attaches them to the first chunk on the path that holds one of them. `false` when no loop
+    /// of rows is among the open chunks (then the caller reports one).
+    pub(super) async fn resolve_loop(&mut self, fetched: &Keys) -> Result<bool, DeleteError> {
+        let top = self.stack.len() - 1;
+        let mut chunks: Vec<OpenChunk<'a>> = Vec::new();
+        for (level, frame) in self.stack.iter().enumerate() {
+            let keys = if level == top { Some(fetched) } else { chunk_keys(frame) };
+            if let (true, Some(keys)) = (frame.in_tree, keys) {
+                chunks.push(OpenChunk { level, node: frame.node, step: frame.step.clone(), keys: keys.texts() });
+            }
+        }
+        let members = self.loop_members(&chunks).await?;
+        let is_member = |table: &str, key: &str| members.contains(&(table.to_owned(), key.to_owned()));
+        let Some(first) = chunks.iter().find(|chunk| chunk.keys.iter().any(|key| is_member(&chunk.node.table, key)))
+        else {
+            return Ok(false);
+        };
+        if first.level == top {
+            return Ok(false);
+        }
+        let level = first.level;
+        // The members outside that chunk, by the node of the chunk each is first found in.
+        let mut groups: Vec<(&'a PlanNode, Arc<StepSql<'a>>, Vec<String>)> = Vec::new();
+        let mut placed: Vec<(&str, &str)> =
+            first.keys.iter().map(|key| (first.node.table.as_str(), key.as_str())).collect();
+        for chunk in &chunks {
+            for key in &chunk.keys {
+                let row = (chunk.node.table.as_str(), key.as_str());
+                if !is_member(&chunk.node.table, key) || placed.contains(&row) {
+                    continue;
+                }
+                placed.push(row);
+                match groups.iter_mut().find(|(node, ..)| std::ptr::eq(*node, chunk.node)) {
+                    Some((.., keys)) => keys.push(key.clone()),
+                    None => groups.push((chunk.node, chunk.step.clone(), vec![key.clone()])),
+                }
+            }
+        }
+        for (table, key) in &members {
+            self.in_loops.entry(table.to_string()).or_default().push(key.to_string());
+        }
+        // Unwind to that chunk: whatever the frames above it found is found again.
+        self.tree_path.leave(&self.stack[top].node.table, fetched.texts());
+        while self.stack.len() > level + 1 {
+            let frame = self.stack.pop().expect("a frame above the loop's first chunk");
+            if let (true, Some(keys)) = (frame.in_tree, chunk_keys(&frame)) {
+                self.tree_path.leave(&frame.node.table, keys.texts());
+            }
+        }
+        let frame = self.stack.last_mut().expect("the loop's first chunk");
+        for (node, step, keys) in groups {
+            let keys = table_keys(&node.table, &step.sql.key_types, keys)?;
+            frame.loop_rows.push(LoopRows { node, step, keys });
+        }
+        let keys = chunk_keys(frame).expect("the loop's first chunk is open").clone();
+        frame.state = State::Children { keys, next: 0, attempts: 0 };
+        Ok(true)
+    }
+
+    /// The rows of `chunks` that reference each other in a loop, as (table, key).
+    async fn loop_members(&self, chunks: &[OpenChunk<'a>]) -> Result<HashSet<(String, String)>, DeleteError> {
+        let mut rows: HashMap<(String, String), usize> = HashMap::new();
+        let mut by_table: HashMap<&str, (&PlanNode, Vec<String>)> = HashMap::new();
+        for chunk in chunks {
+            let entry = by_table.entry(chunk.node.table.as_str()).or_insert_with(|| (chunk.node, Vec::new()));
+            for key in &chunk.keys {
+                let next = rows.len();
+                if let std::collections::hash_map::Entry::Vacant(vacant) =
+                    rows.entry((chunk.node.table.clone(), key.clone()))
+                {
+                    vacant.insert(next);
+                    entry.1.push(key.clone());
+                }
+            }
+        }
+        let mut graph: DiGraphMap<usize, ()> = DiGraphMap::new();
+        let backend = self.database.backend();
+        for (child, parent) in &self.loop_relations {
+            let (Some((_, child_keys)), Some((_, parent_keys))) =
+                (by_table.get(child.table.as_str()), by_table.get(parent.table.as_str()))
+            else {
+                continue;
+            };
+            let child_sql = node_sql(child, Some(parent), backend, Some(self.schema));
+            let parent_sql = node_sql(parent, None, backend, Some(self.schema));
+            let child_keys = table_keys(&child.table, &child_sql.key_types, child_keys.clone())?;
+            let parent_keys = table_keys(&parent.table, &parent_sql.key_types, parent_keys.clone())?;
+            let statement = child_sql.references_among(&parent_sql, Param::Keys(child_keys), Param::Keys(parent_keys));
+            for pair in self.database.fetch_texts(&statement).await? {
+                let [Some(key), Some(referenced)] = pair.as_slice() else { continue };
+                // The database's own text of a key, read the way the chunks' keys were.
+                let key = table_keys(&child.table, &child_sql.key_types, vec![key.clone()])?.texts().remove(0);
+                let referenced =
+                    table_keys(&parent.table, &parent_sql.key_types, vec![referenced.clone()])?.texts().remove(0);
+                let (Some(from), Some(to)) =
+                    (rows.get(&(child.table.clone(), key)), rows.get(&(parent.table.clone(), referenced)))
+                else {
+                    continue;
+                };
+                if from != to {
+                    graph.add_edge(*from, *to, ());
+                }
+            }
+        }
+        let by_index: HashMap<usize, (String, String)> = rows.into_iter().map(|(row, index)| (index, row)).collect();
+        Ok(petgraph::algo::kosaraju_scc(&graph)
+            .into_iter()
+            .filter(|component| component.len() > 1)
+            .flatten()
+            .map(|index| by_index[&index].clone())
+            .collect())
+    }
+
+    /// Deletes the chunk `keys` of `frame` with the loop rows attached to it, in one transaction
+    /// whose keys are checked once every row is gone.
+    pub(super) async fn delete_loop(&mut self, frame: &Frame<'a>, keys: &Keys) -> Result<Outcome<'a>, DeleteError> {
+        let started = Instant::now();
+        let mut groups: Vec<(&'a PlanNode, &StepSql<'a>, &Keys)> = vec![(frame.node, &frame.step, keys)];
+        groups.extend(frame.loop_rows.iter().map(|rows| (rows.node, rows.step.as_ref(), &rows.keys)));
+        let tuning = self.database.backend().tuning();
+        let mut transaction = self.begin().await?;
+        let deleted = async {
+            // Every row's tombstone and archive line first: a row the database's own cascade
+            // removes while the others go (a loop's `ON DELETE CASCADE` key) is written too.
+            for (node, step, keys) in &groups {
+                let Some(returning) = step.row_data() else { continue };
+                if let Some(target) = step.outbox {
+                    let tombstones = step.sql.insert_tombstones(target, returning, Param::Keys((*keys).clone()), true);
+                    self.uncommitted_outbox_rows += transaction.execute(&tombstones).await?;
+                }
+                if let (Some(_), Some(columns)) = (&self.archive, &returning.row) {
+                    let statement = step.sql.archived_rows(columns, Param::Keys((*keys).clone()), true);
+                    let archived = transaction.fetch_texts(&statement).await?;
+                    self.archive_lines(node, step, super::writes::counted_lines(archived).1)?;
+                }
+            }
+            let mut steps = Vec::new();
+            if let Some(defer) = tuning.defer_foreign_keys {
+                transaction.execute_script(defer).await?;
+                // Counted before: a row the database's cascade removes is not this delete's.
+                for (node, step, keys) in &groups {
+                    steps.push((
+                        *node,
+                        transaction.fetch_count(&step.sql.count_roots(Param::Keys((*keys).clone()))).await?,
+                    ));
+                }
+                for (_, step, keys) in &groups {
+                    transaction.execute(&step.sql.delete_by_keys(Param::Keys((*keys).clone()), None)).await?;
+                }
+                return Ok(steps);
+            }
+            let mut sql = SqlBuilder::new(self.database.backend());
+            for (index, (_, step, keys)) in groups.iter().enumerate() {
+                sql.push(if index == 0 { "WITH " } else { ", " }).identifier(&format!("cascade_loop_{index}"));
+                sql.push(" AS (");
+                step.sql.write_delete_by_keys(&mut sql, Param::Keys((*keys).clone()));
+                sql.push(" RETURNING 1)");
+            }
+            sql.push(" SELECT ");
+            for index in 0..groups.len() {
+                sql.push(if index == 0 { "" } else { ", " }).push("CAST((SELECT COUNT(*) FROM ");
+                sql.identifier(&format!("cascade_loop_{index}")).push(") AS TEXT)");
+            }
+            let counts = transaction.fetch_texts(&sql.finish()).await?;
+            let counts = counts.into_iter().next().unwrap_or_default();
+            for ((node, ..), count) in groups.iter().zip(counts) {
+                steps.push((*node, count.and_then(|count| count.parse().ok()).unwrap_or(0)));
+            }
+            Ok::<_, DeleteError>(steps)
+        }
+        .await;
+        let steps = match deleted {
+            Ok(steps) => steps,
+            Err(DeleteError::Database(error)) if self.is_foreign_key_violation(&error) => {
+                transaction.rollback().await?;
+                return Ok(Outcome::ChildrenAppeared { refused: Some(error.to_string()) });
+            }
+            Err(error) => return Err(error),
+        };
+        match self.commit(transaction, &steps).await {
+            Ok(()) => {}
+            // Deferred checks fail at the commit.
+            Err(DeleteError::Database(error)) if self.is_foreign_key_violation(&error) => {
+                return Ok(Outcome::ChildrenAppeared { refused: Some(error.to_string()) });
+            }
+            Err(error) => return Err(error),
+        }
+        self.record_transaction(started, &steps);
+        Ok(Outcome::Done(steps))
+    }
+}
