@@ -359,3 +359,41 @@ on_each_database!(
     a_loop_through_a_cycle_of_tables_goes_together_on_postgres,
     |databases| a_loop_through_a_cycle_of_tables_goes_together(&databases)
 );
+
+/// The rows of a loop go with their tombstones and archive lines, one of each per row, like any
+/// chunk's.
+fn a_loop_of_rows_leaves_a_tombstone_and_an_archive_line_per_row(databases: &Databases) {
+    let url = databases.create(&NODE_LOOP.replace("{action}", "NO ACTION"));
+    let config = "[models.node]\ntable = \"node\"\noutbox = \"node_deleted\"\n\
+                  children = [{ model = \"node\", column = \"parent_id\" }]\n\n\
+                  [outbox.scopes.nodes]\nshard_key = \"id\"\ncategories = [\"node_deleted\"]\n";
+    let dir = project(&[("cascades/cascade.toml", config)]);
+    let archive = dir.path().join("archive");
+    let run =
+        json_output(cascade(dir.path()).args(["--database-url", &url, "delete", "node", "1", "--confirm"]).args([
+            "--format".as_ref(),
+            "json".as_ref(),
+            "--archive".as_ref(),
+            archive.as_os_str(),
+        ]));
+    assert_eq!(run["deleted"]["node"], 5, "{run}");
+    let tombstones = texts(&url, "SELECT object_identifier FROM cascade_outbox ORDER BY object_identifier");
+    let tombstones: Vec<&str> = tombstones.iter().filter_map(|row| row[0].as_deref()).collect();
+    assert_eq!(tombstones, vec!["1", "2", "3", "4", "5"]);
+    let files: Vec<_> = std::fs::read_dir(&archive).unwrap().map(|entry| entry.unwrap().path()).collect();
+    let zcat = std::process::Command::new("zcat").args(&files).output().unwrap();
+    assert!(zcat.status.success(), "{}", String::from_utf8_lossy(&zcat.stderr));
+    let lines = String::from_utf8(zcat.stdout).unwrap();
+    let mut archived: Vec<i64> = lines
+        .lines()
+        .map(|line| serde_json::from_str::<serde_json::Value>(line).unwrap()["row"]["id"].as_i64().unwrap())
+        .collect();
+    archived.sort_unstable();
+    assert_eq!(archived, vec![1, 2, 3, 4, 5]);
+}
+
+on_each_database!(
+    a_loop_of_rows_leaves_a_tombstone_and_an_archive_line_per_row_on_sqlite,
+    a_loop_of_rows_leaves_a_tombstone_and_an_archive_line_per_row_on_postgres,
+    |databases| a_loop_of_rows_leaves_a_tombstone_and_an_archive_line_per_row(&databases)
+);
