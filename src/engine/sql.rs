@@ -252,9 +252,20 @@ impl NodeSql<'_> {
         sql.finish()
     }
 
+    /// How many rows the keys `matched` reach, as text.
+    pub(super) fn count(&self, matched: Param) -> Statement {
+        let mut sql = self.builder();
+        sql.push("SELECT CAST(COUNT(*) AS TEXT) FROM ").push(&self.table()).push(" WHERE ");
+        self.write_match(&mut sql, matched);
+        sql.finish()
+    }
+
     fn set_based_head(&self, sql: &mut SqlBuilder) {
         match self.node.action {
-            OnDelete::Delete => sql.push("DELETE FROM ").push(&self.table()).push(" AS ").identifier(ROW_ALIAS),
+            // A database node runs no write (see `count`); a delete is what it stands for.
+            OnDelete::Delete | OnDelete::Database => {
+                sql.push("DELETE FROM ").push(&self.table()).push(" AS ").identifier(ROW_ALIAS)
+            }
             OnDelete::Nullify => {
                 sql.push("UPDATE ").push(&self.table()).push(" SET ");
                 for (index, column) in self.match_columns().iter().enumerate() {

@@ -7,7 +7,7 @@ use super::sql::{NodeSql, ParentRows, Returning, delete_archived, delete_with_to
 use crate::config::{Config, OnDelete, StatusCheck};
 use crate::db::sql::{KeyType, Param, SqlValue, Statement, quote_literal};
 use crate::db::{Backend, Keys, Kind};
-use crate::planner::{OutboxTarget, Plan, PlanNode};
+use crate::planner::{OutboxTarget, Plan, PlanNode, worked};
 use crate::schema::{CatalogNames, Schema, Table};
 
 /// Everything one node's statements are built from.
@@ -18,8 +18,12 @@ pub(crate) struct StepSql<'a> {
     /// What deletes return, when the outbox or the archive needs the deleted rows.
     pub returning: Option<Returning>,
     pub outbox: Option<&'a OutboxTarget>,
-    /// The node's children, whose rows must be gone before a chunk of this node is deleted.
+    /// The node's children, whose rows must be gone before a chunk of this node is deleted
+    /// (those the executor works on: [`crate::planner::worked`]).
     pub children: Vec<NodeSql<'a>>,
+    /// The node's children the database deletes itself with a chunk: counted in the chunk's
+    /// transaction right before its delete.
+    pub database_children: Vec<NodeSql<'a>>,
     /// How the database ties each child's table to this node's, in the order of `children`.
     child_ties: Vec<Tie>,
     /// Whether the node's key is unique (a primary key or unique index), so a statement matching
@@ -68,8 +72,11 @@ impl<'a> StepSql<'a> {
             status: if parent.is_none() { model.and_then(|m| m.status.as_ref()) } else { None },
             returning,
             outbox,
-            children: children.iter().map(|child| node_sql(child, Some(node), backend, schema)).collect(),
-            child_ties: children.iter().map(|child| tie(schema, node, child)).collect(),
+            children: worked(children).map(|child| node_sql(child, Some(node), backend, schema)).collect(),
+            database_children: (children.iter().filter(|child| child.action == OnDelete::Database))
+                .map(|child| node_sql(child, Some(node), backend, schema))
+                .collect(),
+            child_ties: worked(children).map(|child| tie(schema, node, child)).collect(),
             key_unique: schema.is_some_and(|schema| schema.unique_columns(&node.table, &node.identity)),
             deletes: node.action == OnDelete::Delete,
         }
@@ -285,7 +292,7 @@ fn list_node(
 ) -> StepStatements {
     let children = parent.map_or(&node.children, |parent| node.recursion(parent));
     let step = StepSql::new(node, parent, children, config, backend, schema, false);
-    for (index, child) in children.iter().enumerate() {
+    for (index, child) in worked(children).enumerate() {
         if step.child_goes_after(index) {
             goes_after.insert(child.step, (node.model.clone(), node.step));
         }
@@ -299,7 +306,10 @@ fn list_node(
     if let Some(status) = step.status {
         statements.push(step.sql.mark_in_progress(matched.clone(), status));
     }
-    if step.sql.loads_rows() {
+    if node.action == OnDelete::Database {
+        // The database deletes them with the parent's chunk: they are only counted, right before.
+        statements.push(step.sql.count(matched));
+    } else if step.sql.loads_rows() {
         statements.push(step.sql.select_chunk(matched, step.status, node.chunk_size));
         let keys = described("the chunk's keys");
         statements.extend(children_checks(&step, node, &keys));

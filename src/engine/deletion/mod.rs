@@ -35,12 +35,12 @@ use super::steps::StepSql;
 use super::throttle::Pacing;
 use super::{root_keys, table_keys};
 use crate::audit::{self, Run, RunOutcome, RunStart};
-use crate::config::Config;
+use crate::config::{Config, OnDelete};
 use crate::db::Database;
 use crate::db::Keys;
 use crate::db::outbox::registration;
 use crate::db::sql::{Param, Statement};
-use crate::planner::{Plan, PlanNode};
+use crate::planner::{Plan, PlanNode, worked};
 use crate::schema::Schema;
 use roots::{PendingRoots, sort_roots};
 use summary::nearest_rank;
@@ -322,6 +322,10 @@ impl<'a> Deletion<'a> {
                         continue;
                     };
                     *next += 1;
+                    if child.action == OnDelete::Database {
+                        // The database deletes them with the chunk, which counts them first.
+                        continue;
+                    }
                     let (parent, siblings, keys) = (frame.node, frame.children, keys.clone());
                     let child_frame = self.frame_of(child, Some(parent), siblings, keys);
                     self.stack.push(child_frame);
@@ -455,9 +459,9 @@ impl<'a> Deletion<'a> {
                 Arc::new(step)
             }
         };
-        let set_based_children = node
-            .has_only_set_based_children()
-            .then(|| node.children.iter().map(|child| (child, step_of(child, Some(node), &child.children))).collect());
+        let set_based_children = node.has_only_set_based_children().then(|| {
+            node.worked_children().map(|child| (child, step_of(child, Some(node), &child.children))).collect()
+        });
         Frame {
             node,
             children,
@@ -496,7 +500,7 @@ fn initial_state(node: &PlanNode) -> State {
 
 /// What a per_row frame does with a chunk of `keys` it has read.
 fn chunk_state(frame: &Frame<'_>, keys: Keys) -> State {
-    if frame.children.is_empty() {
+    if worked(frame.children).next().is_none() {
         State::Delete { keys, attempts: 0 }
     } else if frame.set_based_children.is_some() {
         State::Together { keys }

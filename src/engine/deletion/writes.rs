@@ -9,7 +9,6 @@ use tracing::debug;
 use super::roots::with_status_before;
 use super::{DeleteError, Deletion};
 use crate::audit;
-use crate::config::OnDelete;
 use crate::db::Keys;
 use crate::db::sql::{Param, Statement};
 use crate::db::{TextRows, Transaction};
@@ -182,7 +181,7 @@ impl<'a> Deletion<'a> {
         self.summary.chunk_ms.push(elapsed_ms);
         metrics::histogram!(telemetry::CHUNK_DURATION).record(elapsed_ms / 1e3);
         for (node, rows) in steps {
-            let (counts, metric) = if node.action == OnDelete::Delete {
+            let (counts, metric) = if node.action.deletes() {
                 (&mut self.summary.deleted, telemetry::ROWS_DELETED)
             } else {
                 (&mut self.summary.nullified, telemetry::ROWS_NULLIFIED)
