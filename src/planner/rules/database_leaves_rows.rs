@@ -5,12 +5,10 @@
 //! counts and no run reports: below a database relation, cascade follows nothing, so the
 //! database's own keys must delete everything there.
 
-use std::collections::HashSet;
-
 use crate::config::OnDelete;
 use crate::diagnostic::{Code, Diagnostic};
 use crate::planner::{Context, SchemaRelation};
-use crate::schema::{ForeignKey, ReferentialAction, Schema, Table};
+use crate::schema::ReferentialAction;
 
 pub(super) fn check(context: &Context<'_>, diagnostics: &mut Vec<Diagnostic>) {
     let Some(schema) = context.schema else { return };
@@ -19,7 +17,7 @@ pub(super) fn check(context: &Context<'_>, diagnostics: &mut Vec<Diagnostic>) {
             continue;
         };
         let SchemaRelation { child_table, .. } = found;
-        let Some((table, key)) = first_not_cascading(schema, child_table) else { continue };
+        let Some((table, key)) = schema.first_not_cascading(child_table) else { continue };
         let effect = match key.on_delete {
             ReferentialAction::SetNull | ReferentialAction::SetDefault => format!(
                 "keeps `{}` rows with {} that neither the plan counts nor the run reports",
@@ -47,24 +45,6 @@ pub(super) fn check(context: &Context<'_>, diagnostics: &mut Vec<Diagnostic>) {
             )),
         );
     }
-}
-
-/// The first foreign key (with its table) into `table`, or into a table the database's cascades
-/// reach from it, that is not `ON DELETE CASCADE`.
-fn first_not_cascading<'s>(schema: &'s Schema, table: &'s Table) -> Option<(&'s Table, &'s ForeignKey)> {
-    let mut seen: HashSet<*const Table> = HashSet::from([table as *const Table]);
-    let mut queue = vec![table];
-    while let Some(referenced) = queue.pop() {
-        for (child, key) in schema.references_to(referenced) {
-            if key.on_delete != ReferentialAction::Cascade {
-                return Some((child, key));
-            }
-            if seen.insert(child) {
-                queue.push(child);
-            }
-        }
-    }
-    None
 }
 
 #[cfg(test)]
