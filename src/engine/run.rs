@@ -124,6 +124,7 @@ impl Engine {
             DeleteError::ChildrenKeepAppearing { .. } => Failure::Transient,
             DeleteError::Archive(_)
             | DeleteError::Refused { .. }
+            | DeleteError::RefusedByTrigger { .. }
             | DeleteError::NotAnInteger { .. }
             | DeleteError::RootNotAnInteger { .. }
             | DeleteError::AmbiguousKey { .. }

@@ -2,6 +2,20 @@
 
 use crate::db::DbError;
 
+/// ` (trigger `a`, function `f()`)`, as far as they are known.
+fn named_triggers(triggers: &[String], function: Option<&str>) -> String {
+    let mut named: Vec<String> = Vec::new();
+    match triggers {
+        [] => {}
+        [one] => named.push(format!("trigger `{one}`")),
+        several => named.push(format!("triggers `{}`", several.join("`, `"))),
+    }
+    if let Some(function) = function {
+        named.push(format!("function `{function}`"));
+    }
+    if named.is_empty() { String::new() } else { format!(" ({})", named.join(", ")) }
+}
+
 /// Why a deletion stopped.
 #[derive(Debug, thiserror::Error)]
 pub enum DeleteError {
@@ -19,6 +33,27 @@ pub enum DeleteError {
     Refused {
         /// The model whose rows were refused.
         model: String,
+        /// The database's words.
+        reason: String,
+    },
+    /// A trigger on the table refused to let cascade delete its rows: often one that lets only
+    /// the database's own `ON DELETE CASCADE` delete them.
+    #[error(
+        "a trigger refused to delete rows of `{model}` from the table `{table}`{}: {reason}. If the table's rows may \
+         go only by the database's own cascade, set `on_delete = \"database\"` on the relation that reaches \
+         `{model}` (its foreign key must be ON DELETE CASCADE): cascade then leaves them to the database and counts \
+         them",
+        named_triggers(.triggers, .function.as_deref())
+    )]
+    RefusedByTrigger {
+        /// The model whose rows were refused.
+        model: String,
+        /// Its table.
+        table: String,
+        /// The table's `BEFORE DELETE` triggers, as the schema read them.
+        triggers: Vec<String>,
+        /// The trigger function that raised the error, where the database says it.
+        function: Option<String>,
         /// The database's words.
         reason: String,
     },
