@@ -64,6 +64,20 @@ impl std::fmt::Debug for RootGuard {
     }
 }
 
+/// How many rows of one table any of `nodes` (nodes of that table) reach through the keys
+/// `matched`, as text: a row that several relations reach counts once.
+pub(super) fn count_reached(nodes: &[&NodeSql<'_>], matched: &Param) -> Statement {
+    let first = nodes.first().expect("a count of at least one node");
+    let mut sql = first.builder();
+    sql.push("SELECT CAST(COUNT(*) AS TEXT) FROM ").push(&first.table()).push(" WHERE ");
+    for (index, node) in nodes.iter().enumerate() {
+        sql.push(if index == 0 { "(" } else { " OR (" });
+        node.write_match(&mut sql, matched.clone());
+        sql.push(")");
+    }
+    sql.finish()
+}
+
 /// What a plan node's statements need to know beyond the node itself.
 pub(crate) struct NodeSql<'a> {
     pub backend: &'static dyn Backend,
@@ -249,14 +263,6 @@ impl NodeSql<'_> {
         sql.push("SELECT CAST(COUNT(*) AS TEXT) FROM (SELECT 1 FROM ").push(&self.table()).push(" WHERE ");
         self.write_match(&mut sql, matched);
         sql.push(" LIMIT ").push(&limit.to_string()).push(") AS matched_rows");
-        sql.finish()
-    }
-
-    /// How many rows the keys `matched` reach, as text.
-    pub(super) fn count(&self, matched: Param) -> Statement {
-        let mut sql = self.builder();
-        sql.push("SELECT CAST(COUNT(*) AS TEXT) FROM ").push(&self.table()).push(" WHERE ");
-        self.write_match(&mut sql, matched);
         sql.finish()
     }
 

@@ -3,7 +3,9 @@
 
 use serde::Serialize;
 
-use super::sql::{NodeSql, ParentRows, Returning, delete_archived, delete_with_tombstones, outbox_insert};
+use super::sql::{
+    NodeSql, ParentRows, Returning, count_reached, delete_archived, delete_with_tombstones, outbox_insert,
+};
 use crate::config::{Config, OnDelete, StatusCheck};
 use crate::db::sql::{KeyType, Param, SqlValue, Statement, quote_literal};
 use crate::db::{Backend, Keys, Kind};
@@ -112,6 +114,20 @@ impl<'a> StepSql<'a> {
             self.children.iter().collect()
         };
         (!checked.is_empty()).then(|| self.sql.children_exist(&checked, keys))
+    }
+
+    /// The counts of the rows the database deletes with the chunk `keys` (see
+    /// [`StepSql::database_children`]): one per child model, each row once however many of the
+    /// model's relations reach it, with the first of its nodes.
+    pub(super) fn database_counts(&self, keys: &Param) -> Vec<(&'a PlanNode, Statement)> {
+        let mut models: Vec<(&'a PlanNode, Vec<&NodeSql<'a>>)> = Vec::new();
+        for child in &self.database_children {
+            match models.iter_mut().find(|(node, _)| node.model == child.node.model) {
+                Some((_, nodes)) => nodes.push(child),
+                None => models.push((child.node, vec![child])),
+            }
+        }
+        models.into_iter().map(|(node, nodes)| (node, count_reached(&nodes, keys))).collect()
     }
 
     /// What a delete returns for the tombstones and the archive; none for a nullify, whose
@@ -308,7 +324,7 @@ fn list_node(
     }
     if node.action == OnDelete::Database {
         // The database deletes them with the parent's chunk: they are only counted, right before.
-        statements.push(step.sql.count(matched));
+        statements.push(count_reached(&[&step.sql], &matched));
     } else if step.sql.loads_rows() {
         statements.push(step.sql.select_chunk(matched, step.status, node.chunk_size));
         let keys = described("the chunk's keys");

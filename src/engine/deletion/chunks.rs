@@ -148,9 +148,9 @@ impl<'a> Deletion<'a> {
         keys: &Keys,
     ) -> Result<Vec<(&'a PlanNode, u64)>, DeleteError> {
         let mut counted = Vec::new();
-        for child in &frame.step.database_children {
-            let rows = transaction.fetch_texts(&child.count(Param::Keys(keys.clone()))).await?;
-            counted.push((child.node, first_text(&rows).and_then(|n| n.parse().ok()).unwrap_or(0)));
+        for (node, count) in frame.step.database_counts(&Param::Keys(keys.clone())) {
+            let rows = transaction.fetch_texts(&count).await?;
+            counted.push((node, first_text(&rows).and_then(|n| n.parse().ok()).unwrap_or(0)));
         }
         Ok(counted)
     }
