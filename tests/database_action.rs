@@ -224,3 +224,25 @@ fn json_output_failing(command: &mut assert_cmd::Command) -> serde_json::Value {
     assert_eq!(output.status.code(), Some(1), "{}", String::from_utf8_lossy(&output.stderr));
     serde_json::from_slice(&output.stdout).unwrap()
 }
+
+/// No archive can hold the rows the database deletes itself: `--archive` refuses such a plan
+/// before its first write (exit 1, as other refusals before a first write).
+#[test]
+fn an_archive_refuses_a_plan_with_rows_the_database_deletes() {
+    let databases = Databases::sqlite();
+    let url = databases.create(&schema(SQLITE, "NO ACTION"));
+    let config = DELETING_COMMENTS.replace(
+        r#"{ model = "comment", column = "post_id" }"#,
+        r#"{ model = "comment", column = "post_id", on_delete = "database" }"#,
+    );
+    let dir = project(&[("cascades/cascade.toml", &config)]);
+    let before = user_rows(&url);
+    let delete = cascade(dir.path())
+        .args(["--database-url", &url, "delete", "blog", "1", "--confirm", "--archive", "archive"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&delete.stderr);
+    assert_eq!(delete.status.code(), Some(1), "refused before any write, as a config problem: {stderr}");
+    assert!(stderr.contains("the database deletes the `comment` rows of this plan itself"), "{stderr}");
+    assert_eq!(user_rows(&url), before, "nothing was deleted");
+}

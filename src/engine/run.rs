@@ -125,6 +125,7 @@ impl Engine {
             DeleteError::Archive(_)
             | DeleteError::Refused { .. }
             | DeleteError::RefusedByTrigger { .. }
+            | DeleteError::ArchiveMissesDatabaseRows { .. }
             | DeleteError::NotAnInteger { .. }
             | DeleteError::RootNotAnInteger { .. }
             | DeleteError::AmbiguousKey { .. }

@@ -57,6 +57,17 @@ pub enum DeleteError {
         /// The database's words.
         reason: String,
     },
+    /// `--archive` was asked for a plan with rows the database deletes itself, which pass
+    /// through no statement of cascade's and could not be archived.
+    #[error(
+        "the database deletes the `{model}` rows of this plan itself (`on_delete = \"database\"`), so no archive \
+         can hold them. Delete without --archive, or let cascade delete them (remove \
+         `on_delete = \"database\"`) if the table allows it"
+    )]
+    ArchiveMissesDatabaseRows {
+        /// The first model the database deletes.
+        model: String,
+    },
     /// Rows of a model that references itself reference each other in a loop (a row's parent's
     /// parent is the row): following children first never reaches a leaf.
     #[error(
@@ -154,11 +165,13 @@ pub enum DeleteError {
 impl DeleteError {
     /// Whether the deletion was refused before its first write (a root id that does not fit the
     /// key, a column's values that no lookup could match, a relation the database cannot
-    /// compare, an undeclared foreign key): nothing was deleted.
+    /// compare, an undeclared foreign key, an archive of rows the database deletes): nothing was
+    /// deleted.
     pub fn refused_before_any_write(&self) -> bool {
         matches!(
             self,
             DeleteError::AmbiguousKey { .. }
+                | DeleteError::ArchiveMissesDatabaseRows { .. }
                 | DeleteError::RootNotAnInteger { .. }
                 | DeleteError::UnmatchedReference { .. }
                 | DeleteError::UncomparableRelation { .. }

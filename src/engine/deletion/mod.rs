@@ -172,8 +172,12 @@ impl<'a> Deletion<'a> {
         let root =
             StepSql::new(&plan.root, None, &plan.root.children, config, database.backend(), Some(schema), archive);
         let ids = root_keys(plan, &root.sql.key_types, ids)?;
-        // An archive that cannot be written stops the deletion before anything is recorded.
+        // An archive that cannot be written, or cannot hold every deleted row, stops the deletion
+        // before anything is recorded.
         if let Some(dir) = &options.archive {
+            if let Some(node) = plan.steps().into_iter().find(|node| node.action == OnDelete::Database) {
+                return Err(DeleteError::ArchiveMissesDatabaseRows { model: node.model.clone() });
+            }
             Archive::check(dir)?;
         }
         if !options.within.as_ref().is_some_and(|batch| batch.lookups_checked) {
