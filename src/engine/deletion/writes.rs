@@ -12,7 +12,7 @@ use crate::audit;
 use crate::config::OnDelete;
 use crate::db::Keys;
 use crate::db::sql::{Param, Statement};
-use crate::db::{TextRows, Transaction};
+use crate::db::{Failure, TextRows, Transaction};
 use crate::engine::steps::StepSql;
 use crate::planner::PlanNode;
 use crate::telemetry;
@@ -123,8 +123,10 @@ impl<'a> Deletion<'a> {
     /// names the table, its triggers and the fix.
     fn refused_by_trigger(&self, error: DeleteError, node: &PlanNode) -> DeleteError {
         let DeleteError::Database(database_error) = &error else { return error };
+        // A foreign key's refusal or a deadlock met inside a trigger keeps its own handling.
+        let permanent = self.database.classify(database_error) == Failure::Permanent;
         let function = match self.database.raised_by_trigger(database_error) {
-            Some(function) if node.action == OnDelete::Delete => function,
+            Some(function) if permanent && node.action == OnDelete::Delete => function,
             _ => return error,
         };
         let table = self.schema.table(&node.table);
