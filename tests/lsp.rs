@@ -375,7 +375,14 @@ fn completion_offers_names_values_keys_tables_and_columns() {
     let (items, _) = complete(&mut session, "outbox.toml", OUTBOX, "\"search\"", 0, 1);
     assert_eq!(items, named(&[("search", Value::Null, "search")]));
     let (items, _) = complete(&mut session, "models.toml", MODELS, "\"nullify\"", 0, 1);
-    assert_eq!(items, named(&[("delete", Value::Null, "delete"), ("nullify", Value::Null, "nullify")]));
+    assert_eq!(
+        items,
+        named(&[
+            ("delete", Value::Null, "delete"),
+            ("nullify", Value::Null, "nullify"),
+            ("database", Value::Null, "database")
+        ])
+    );
     // After `=` without quotes: the quotes come with the value.
     let text = MODELS.replace("strategy = \"bulk\"", "strategy = ");
     session.change("models.toml", 2, json!([{ "text": text }]));
@@ -393,7 +400,7 @@ fn completion_offers_names_values_keys_tables_and_columns() {
         result[2]["documentation"],
         json!({
             "kind": "markdown",
-            "value": "`delete` (default) deletes the child rows; `nullify` sets the column to NULL instead\n(this breaks cycles such as `employee.reports_to`).",
+            "value": "`delete` (default) deletes the child rows; `nullify` sets the column to NULL instead\n(this breaks cycles such as `employee.reports_to`); `database` leaves them to the foreign\nkey's own `ON DELETE CASCADE` (for children only the database may delete), counted in plans\nand runs.",
         })
     );
     assert_eq!(result[2]["kind"], 10);

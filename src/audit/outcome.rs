@@ -31,9 +31,10 @@ impl RunRows {
         sum
     }
 
-    /// The counts of `model`'s rows of the step `action`: deleted, or nullified.
+    /// The counts of `model`'s rows of the step `action`: deleted (by cascade or the database), or
+    /// nullified.
     pub fn of(&mut self, action: OnDelete, model: &str) -> &mut u64 {
-        let counts = if action == OnDelete::Delete { &mut self.deleted } else { &mut self.nullified };
+        let counts = if action.deletes() { &mut self.deleted } else { &mut self.nullified };
         counts.entry(model.to_owned()).or_default()
     }
 

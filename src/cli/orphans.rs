@@ -340,7 +340,7 @@ fn human_preview(preview: &DeletePreview) -> String {
     for root in &preview.roots {
         let columns = root.columns.iter().map(|column| columns_text(column)).collect::<Vec<_>>().join(", ");
         match root.action {
-            OnDelete::Delete => {
+            OnDelete::Delete | OnDelete::Database => {
                 out += &format!(
                     "  delete {} of {} (by {columns}) with everything below them: {}",
                     plural(root.orphans, "orphan", "orphans"),

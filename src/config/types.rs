@@ -429,7 +429,9 @@ pub struct Relation {
     /// reference, when not its key: a unique column (set) of the parent, such as `"login_id"`.
     pub references: Option<Located<Key>>,
     /// `delete` (default) deletes the child rows; `nullify` sets the column to NULL instead
-    /// (this breaks cycles such as `employee.reports_to`).
+    /// (this breaks cycles such as `employee.reports_to`); `database` leaves them to the foreign
+    /// key's own `ON DELETE CASCADE` (for children only the database may delete), counted in plans
+    /// and runs.
     pub on_delete: Option<Located<OnDelete>>,
     /// Overrides the child model's strategy for this relation.
     pub strategy: Option<Located<Strategy>>,
@@ -503,18 +505,28 @@ pub enum OnDelete {
     Delete,
     /// The child column is set to NULL.
     Nullify,
+    /// The database deletes the child rows itself (the foreign key is `ON DELETE CASCADE`) when
+    /// the parent's chunk goes: cascade counts them and runs no statement against their table.
+    Database,
 }
 
 impl OnDelete {
     /// Every action's name as written in a config.
-    pub const NAMES: &'static [&'static str] = &["delete", "nullify"];
+    pub const NAMES: &'static [&'static str] = &["delete", "nullify", "database"];
 
     /// The action's name as written in a config.
     pub fn as_str(self) -> &'static str {
         match self {
             OnDelete::Delete => "delete",
             OnDelete::Nullify => "nullify",
+            OnDelete::Database => "database",
         }
+    }
+
+    /// Whether the rows go (deleted by cascade or by the database), not stay with a NULL: how
+    /// counts, run reports and the audit trail file them.
+    pub fn deletes(self) -> bool {
+        self != OnDelete::Nullify
     }
 
     /// The action named `name`, if there is one.
@@ -522,6 +534,7 @@ impl OnDelete {
         match name {
             "delete" => Some(OnDelete::Delete),
             "nullify" => Some(OnDelete::Nullify),
+            "database" => Some(OnDelete::Database),
             _ => None,
         }
     }

@@ -252,6 +252,10 @@ pub(super) trait Driver: Backend {
 
     /// When a unique constraint or index refused the statement: the database's name for it.
     fn unique_violation(&self, error: &sqlx::Error) -> Option<String>;
+
+    /// When a trigger raised the error: the trigger function's name where the database says it
+    /// (PostgreSQL names the function, SQLite nothing).
+    fn raised_by_trigger(&self, error: &sqlx::Error) -> Option<Option<String>>;
 }
 
 /// Failures every backend classifies alike: the connection, the pool, the network.

@@ -457,6 +457,12 @@ impl Database {
         self.driver.unique_violation(error)
     }
 
+    /// When a trigger raised `error`: the trigger function's name, where the database says it.
+    pub fn raised_by_trigger(&self, error: &DbError) -> Option<Option<String>> {
+        let DbError::Query(error) = error else { return None };
+        self.driver.raised_by_trigger(error)
+    }
+
     /// Closes every connection.
     pub async fn close(&self) {
         match &self.pool {

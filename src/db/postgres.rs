@@ -323,6 +323,16 @@ impl Driver for Postgres {
         let error = error.as_database_error().filter(|error| error.is_unique_violation())?;
         Some(error.constraint().map_or_else(|| error.message().to_owned(), |constraint| format!("`{constraint}`")))
     }
+
+    fn raised_by_trigger(&self, error: &sqlx::Error) -> Option<Option<String>> {
+        // A delete runs no function but a trigger's: an error raised in PL/pgSQL (its context
+        // reads `PL/pgSQL function guard() line 3 at RAISE`) came from one. PostgreSQL names the
+        // function, not the trigger.
+        let error = error.as_database_error()?.try_downcast_ref::<sqlx::postgres::PgDatabaseError>()?;
+        let context = error.r#where()?;
+        let function = context.lines().find_map(|line| line.strip_prefix("PL/pgSQL function "))?;
+        Some(function.split(" line ").next().map(str::to_owned))
+    }
 }
 
 /// The type a key of `key_type` is cast to.

@@ -324,4 +324,11 @@ impl Driver for Sqlite {
                 .map_or_else(|| message.to_owned(), |on| format!("on {on}")),
         )
     }
+
+    fn raised_by_trigger(&self, error: &sqlx::Error) -> Option<Option<String>> {
+        // SQLITE_CONSTRAINT_TRIGGER: `RAISE(ABORT | FAIL | ROLLBACK, ...)` in a trigger. SQLite
+        // does not say which trigger.
+        let code = error.as_database_error()?.code()?;
+        (code == "1811").then_some(None)
+    }
 }

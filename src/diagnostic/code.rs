@@ -119,6 +119,10 @@ codes! { $
     ForeignKeyElsewhere = "foreign-key-elsewhere", Error, rule foreign_key_elsewhere, "A relation's column is a foreign key to another table than its parent's, so the relation would delete or nullify the rows whose values equal the parent's keys by chance (checked with a schema).";
     DeletesKeptRows = "deletes-kept-rows", Warning, rule deletes_kept_rows, "A delete relation runs over a foreign key whose action is ON DELETE SET NULL or SET DEFAULT: the database would keep those rows, the relation deletes them (and everything below them).";
     KeepsDeletedRows = "keeps-deleted-rows", Warning, rule keeps_deleted_rows, "A nullify relation runs over a foreign key whose action is ON DELETE CASCADE: the database deletes those rows (and everything below them), the relation keeps them with a NULL.";
+    DatabaseWithoutCascade = "database-without-cascade", Error, rule database_without_cascade, "A relation with `on_delete = \"database\"` runs over a foreign key that is not ON DELETE CASCADE (or over none): the database would not delete those rows.";
+    DatabaseWritesTombstones = "database-writes-tombstones", Error, rule database_writes_tombstones, "A relation with `on_delete = \"database\"` leads to a model that writes an outbox category: rows the database deletes itself get no tombstone.";
+    DatabaseLeavesRows = "database-leaves-rows", Error, rule database_leaves_rows, "Below a relation with `on_delete = \"database\"`, a foreign key is not ON DELETE CASCADE: the database would refuse the delete, or keep rows no plan counts.";
+    DatabaseDeletesBelow = "database-deletes-below", Note, rule database_deletes_below, "The database deletes rows below a relation with `on_delete = \"database\"` (cascading foreign keys into its table): plans count and runs report the relation's own rows only.";
     DatabaseCascade = "database-cascade", Note, rule database_cascade, "The database itself deletes (ON DELETE CASCADE) along a declared delete relation: cascade deletes those children first, the database catches rows inserted meanwhile, inside the parent's chunk.";
 }
 

@@ -274,7 +274,7 @@ impl<'a> PlanGraph<'a> {
     }
 
     fn deletes(&self, model: &str) -> bool {
-        self.nodes[model].iter().any(|(node, _)| node.action == OnDelete::Delete)
+        self.nodes[model].iter().any(|(node, _)| node.action.deletes())
     }
 
     fn nullifies(&self, model: &str) -> bool {
@@ -286,9 +286,10 @@ impl<'a> PlanGraph<'a> {
         self.nodes[model].iter().filter(|(node, _)| node.recursive).map(|(node, _)| *node)
     }
 
-    /// The nodes of `model` that do `action`, each with the parent it is reached from.
+    /// The nodes of `model` that do `action`, each with the parent it is reached from; rows the
+    /// database deletes (`on_delete = "database"`) are counted as deleted.
     fn nodes_of(&self, model: &str, action: OnDelete) -> impl Iterator<Item = &(&'a PlanNode, Option<&'a PlanNode>)> {
-        self.nodes[model].iter().filter(move |(node, _)| node.action == action)
+        self.nodes[model].iter().filter(move |(node, _)| node.action.deletes() == action.deletes())
     }
 
     /// The columns of `model`'s rows that its children's relations reference.

@@ -124,6 +124,8 @@ impl Engine {
             DeleteError::ChildrenKeepAppearing { .. } => Failure::Transient,
             DeleteError::Archive(_)
             | DeleteError::Refused { .. }
+            | DeleteError::RefusedByTrigger { .. }
+            | DeleteError::ArchiveMissesDatabaseRows { .. }
             | DeleteError::NotAnInteger { .. }
             | DeleteError::RootNotAnInteger { .. }
             | DeleteError::AmbiguousKey { .. }

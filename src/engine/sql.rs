@@ -67,6 +67,20 @@ impl std::fmt::Debug for RootGuard {
     }
 }
 
+/// How many rows of one table any of `nodes` (nodes of that table) reach through the keys
+/// `matched`, as text: a row that several relations reach counts once.
+pub(super) fn count_reached(nodes: &[&NodeSql<'_>], matched: &Param) -> Statement {
+    let first = nodes.first().expect("a count of at least one node");
+    let mut sql = first.builder();
+    sql.push("SELECT CAST(COUNT(*) AS TEXT) FROM ").push(&first.table()).push(" WHERE ");
+    for (index, node) in nodes.iter().enumerate() {
+        sql.push(if index == 0 { "(" } else { " OR (" });
+        node.write_match(&mut sql, matched.clone());
+        sql.push(")");
+    }
+    sql.finish()
+}
+
 /// What a plan node's statements need to know beyond the node itself.
 pub(crate) struct NodeSql<'a> {
     pub backend: &'static dyn Backend,
@@ -296,7 +310,10 @@ impl NodeSql<'_> {
 
     fn set_based_head(&self, sql: &mut SqlBuilder) {
         match self.node.action {
-            OnDelete::Delete => sql.push("DELETE FROM ").push(&self.table()).push(" AS ").identifier(ROW_ALIAS),
+            // A database node runs no write (see `count`); a delete is what it stands for.
+            OnDelete::Delete | OnDelete::Database => {
+                sql.push("DELETE FROM ").push(&self.table()).push(" AS ").identifier(ROW_ALIAS)
+            }
             OnDelete::Nullify => {
                 sql.push("UPDATE ").push(&self.table()).push(" SET ");
                 for (index, column) in self.match_columns().iter().enumerate() {

@@ -3,11 +3,13 @@
 
 use serde::Serialize;
 
-use super::sql::{NodeSql, ParentRows, Returning, delete_archived, delete_with_tombstones, outbox_insert};
+use super::sql::{
+    NodeSql, ParentRows, Returning, count_reached, delete_archived, delete_with_tombstones, outbox_insert,
+};
 use crate::config::{Config, OnDelete, StatusCheck};
 use crate::db::sql::{KeyType, Param, SqlValue, Statement, quote_literal};
 use crate::db::{Backend, Keys, Kind};
-use crate::planner::{OutboxTarget, Plan, PlanNode};
+use crate::planner::{OutboxTarget, Plan, PlanNode, worked};
 use crate::schema::{CatalogNames, Schema, Table};
 
 /// Everything one node's statements are built from.
@@ -18,8 +20,12 @@ pub(crate) struct StepSql<'a> {
     /// What deletes return, when the outbox or the archive needs the deleted rows.
     pub returning: Option<Returning>,
     pub outbox: Option<&'a OutboxTarget>,
-    /// The node's children, whose rows must be gone before a chunk of this node is deleted.
+    /// The node's children, whose rows must be gone before a chunk of this node is deleted
+    /// (those the executor works on: [`crate::planner::worked`]).
     pub children: Vec<NodeSql<'a>>,
+    /// The node's children the database deletes itself with a chunk: counted in the chunk's
+    /// transaction right before its delete.
+    pub database_children: Vec<NodeSql<'a>>,
     /// How the database ties each child's table to this node's, in the order of `children`.
     child_ties: Vec<Tie>,
     /// Whether the node's key is unique (a primary key or unique index), so a statement matching
@@ -68,8 +74,11 @@ impl<'a> StepSql<'a> {
             status: if parent.is_none() { model.and_then(|m| m.status.as_ref()) } else { None },
             returning,
             outbox,
-            children: children.iter().map(|child| node_sql(child, Some(node), backend, schema)).collect(),
-            child_ties: children.iter().map(|child| tie(schema, node, child)).collect(),
+            children: worked(children).map(|child| node_sql(child, Some(node), backend, schema)).collect(),
+            database_children: (children.iter().filter(|child| child.action == OnDelete::Database))
+                .map(|child| node_sql(child, Some(node), backend, schema))
+                .collect(),
+            child_ties: worked(children).map(|child| tie(schema, node, child)).collect(),
             key_unique: schema.is_some_and(|schema| schema.unique_columns(&node.table, &node.identity)),
             deletes: node.action == OnDelete::Delete,
         }
@@ -105,6 +114,20 @@ impl<'a> StepSql<'a> {
             self.children.iter().collect()
         };
         (!checked.is_empty()).then(|| self.sql.children_exist(&checked, keys))
+    }
+
+    /// The counts of the rows the database deletes with the chunk `keys` (see
+    /// [`StepSql::database_children`]): one per child model, each row once however many of the
+    /// model's relations reach it, with the first of its nodes.
+    pub(super) fn database_counts(&self, keys: &Param) -> Vec<(&'a PlanNode, Statement)> {
+        let mut models: Vec<(&'a PlanNode, Vec<&NodeSql<'a>>)> = Vec::new();
+        for child in &self.database_children {
+            match models.iter_mut().find(|(node, _)| node.model == child.node.model) {
+                Some((_, nodes)) => nodes.push(child),
+                None => models.push((child.node, vec![child])),
+            }
+        }
+        models.into_iter().map(|(node, nodes)| (node, count_reached(&nodes, keys))).collect()
     }
 
     /// What a delete returns for the tombstones and the archive; none for a nullify, whose
@@ -287,7 +310,7 @@ fn list_node(
 ) -> StepStatements {
     let children = plan.children_of(node);
     let step = StepSql::new(node, parent, children, config, backend, schema, false);
-    for (index, child) in children.iter().enumerate() {
+    for (index, child) in worked(children).enumerate() {
         if step.child_goes_after(index) {
             goes_after.insert(child.step, (node.model.clone(), node.step));
         }
@@ -301,7 +324,10 @@ fn list_node(
     if let Some(status) = step.status {
         statements.push(step.sql.mark_in_progress(matched.clone(), status));
     }
-    if step.sql.loads_rows() {
+    if node.action == OnDelete::Database {
+        // The database deletes them with the parent's chunk: they are only counted, right before.
+        statements.push(count_reached(&[&step.sql], &matched));
+    } else if step.sql.loads_rows() {
         statements.push(step.sql.select_chunk(matched, step.status, node.chunk_size, None));
         let keys = described("the chunk's keys");
         statements.extend(children_checks(&step, node, &keys));

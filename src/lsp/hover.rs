@@ -67,6 +67,7 @@ fn model(analysis: &Analysis, name: &str) -> String {
             for step in &steps {
                 let (list, entry) = match step.action {
                     OnDelete::Delete => (&mut deleted, format!("`{}`", step.model)),
+                    OnDelete::Database => (&mut deleted, format!("`{}` (by the database)", step.model)),
                     OnDelete::Nullify => {
                         (&mut nullified, format!("`{}.{}`", step.model, describe_columns(&step.columns)))
                     }

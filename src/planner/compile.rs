@@ -55,7 +55,8 @@ pub struct PlanNode {
     /// unique column of the parent); left out of JSON otherwise.
     #[serde(skip_serializing_if = "Option::is_none", serialize_with = "joined_some")]
     pub references: Option<Vec<String>>,
-    /// What happens to the rows: deleted, or their column set to NULL (always `delete` at the root).
+    /// What happens to the rows: deleted, their column set to NULL, or left to the database's
+    /// `ON DELETE CASCADE` (always `delete` at the root).
     pub action: OnDelete,
     /// How the rows are deleted: the relation's strategy, else the model's, else `per_row`.
     pub strategy: Strategy,
@@ -79,6 +80,11 @@ pub struct PlanNode {
     pub children: Arc<Vec<PlanNode>>,
 }
 
+/// The nodes of `nodes` the executor works on: all but those the database deletes itself.
+pub fn worked(nodes: &[PlanNode]) -> impl Iterator<Item = &PlanNode> {
+    nodes.iter().filter(|node| node.action != OnDelete::Database)
+}
+
 fn joined<S: Serializer>(columns: &[String], serializer: S) -> Result<S::Ok, S::Error> {
     if columns.is_empty() { serializer.serialize_none() } else { serializer.serialize_str(&columns.join(", ")) }
 }
@@ -94,10 +100,22 @@ impl PlanNode {
         self.action == OnDelete::Nullify || self.strategy == Strategy::Bulk
     }
 
-    /// Whether every child of the step is set-based, so a chunk of it can go in one transaction
-    /// with its children's rows.
+    /// Whether every child the executor works on (see [`PlanNode::worked_children`]) is
+    /// set-based, so a chunk of it can go in one transaction with its children's rows.
     pub fn has_only_set_based_children(&self) -> bool {
-        !self.children.is_empty() && self.children.iter().all(PlanNode::is_set_based)
+        let mut children = worked(&self.children).peekable();
+        children.peek().is_some() && children.all(PlanNode::is_set_based)
+    }
+
+    /// The children whose rows the executor deletes or nullifies: all but those the database
+    /// deletes itself (`on_delete = "database"`), which it only counts.
+    pub fn worked_children(&self) -> impl Iterator<Item = &PlanNode> {
+        worked(&self.children)
+    }
+
+    /// The children the database deletes itself when a chunk of this node goes.
+    pub fn database_children(&self) -> impl Iterator<Item = &PlanNode> {
+        self.children.iter().filter(|child| child.action == OnDelete::Database)
     }
 
     /// Whether this node's children are the ones `other` has (the same model's, compiled once).

@@ -2,7 +2,9 @@
 //! every usable foreign key as a child relation (as the database would act on it: `SET NULL`
 //! nullifies, every other action deletes), bulk on leaves. A table's foreign key to itself (a
 //! tree of rows) and one that closes a cycle through several tables delete too, recursively, as
-//! the database would: nothing is broken.
+//! the database would: nothing is broken. A cascading key into a table with a `BEFORE DELETE`
+//! trigger is left to the database (`on_delete = "database"`), as such a trigger often refuses
+//! every other delete.
 
 use std::collections::{HashMap, HashSet};
 use std::fmt::Write as _;
@@ -20,6 +22,24 @@ struct Edge {
     references: Option<Vec<String>>,
     /// The foreign key is `ON DELETE SET NULL`: the relation nullifies, as the database would.
     set_null: bool,
+    /// The foreign key is `ON DELETE CASCADE` and the child table has a `BEFORE DELETE` trigger,
+    /// which often lets only the database's own cascade delete its rows.
+    guard: Option<Guard>,
+}
+
+/// A child table's trigger over a cascading foreign key.
+struct Guard {
+    trigger: String,
+    /// A foreign key below the child's rows that is not `ON DELETE CASCADE` (described), so the
+    /// database cannot delete everything below them: the relation stays cascade's.
+    blocked_by: Option<String>,
+}
+
+impl Edge {
+    /// The relation leaves its rows to the database (`on_delete = "database"`).
+    fn to_database(&self) -> bool {
+        self.guard.as_ref().is_some_and(|guard| guard.blocked_by.is_none())
+    }
 }
 
 impl Edge {
@@ -37,6 +57,8 @@ impl Edge {
 /// What becomes of an edge in the written config.
 enum Decision {
     Delete,
+    /// The database deletes the rows (see [`Edge::to_database`]).
+    Database,
     /// The foreign key is `ON DELETE SET NULL`.
     Nullify,
     /// Deletes, and closes a cycle through several tables: the path of the cycle, for a comment.
@@ -62,7 +84,20 @@ pub fn starting_config(schema: &Schema) -> String {
             Decision::Delete if edge.parent == edge.child => {
                 format!("  {relation} }},  # a tree: each row's children go first, to its leaves")
             }
-            Decision::Delete => format!("  {relation} }},"),
+            Decision::Delete => match &edge.guard {
+                Some(Guard { trigger, blocked_by: Some(key) }) => format!(
+                    "  {relation} }},  # the table's trigger {trigger} may refuse deletes not from the database, \
+                     but {key}, so cascade deletes these rows itself"
+                ),
+                _ => format!("  {relation} }},"),
+            },
+            Decision::Database => {
+                let trigger = edge.guard.as_ref().map_or("", |guard| guard.trigger.as_str());
+                format!(
+                    "  {relation}, on_delete = \"database\" }},  # the table's trigger {trigger} guards its \
+                     deletes: its rows go by the foreign key's ON DELETE CASCADE"
+                )
+            }
             Decision::Nullify => format!("  {relation}, on_delete = \"nullify\" }},  # ON DELETE SET NULL"),
             Decision::ClosesCycle(path) => {
                 format!("  {relation} }},  # closes the cycle {path}: followed to its end, children first")
@@ -196,6 +231,7 @@ fn edges(schema: &Schema) -> (Vec<Edge>, Vec<(usize, String)>) {
                     parent,
                     child,
                     set_null: key.on_delete == ReferentialAction::SetNull,
+                    guard: guard(schema, table, key),
                     columns: key.columns.clone(),
                     references,
                 }),
@@ -204,6 +240,16 @@ fn edges(schema: &Schema) -> (Vec<Edge>, Vec<(usize, String)>) {
         }
     }
     (edges, comments)
+}
+
+/// The guard of a cascading `key` of `table`: its first `BEFORE DELETE` trigger, and what keeps
+/// the database from deleting everything below its rows.
+fn guard(schema: &Schema, table: &Table, key: &ForeignKey) -> Option<Guard> {
+    let trigger = table.delete_triggers.first().filter(|_| key.on_delete == ReferentialAction::Cascade)?;
+    let blocked_by = schema.first_not_cascading(table).map(|(below, key)| {
+        format!("the foreign key {} below them is ON DELETE {}", key.describe(&below.name), key.on_delete.as_sql())
+    });
+    Some(Guard { trigger: trigger.clone(), blocked_by })
 }
 
 fn key_columns(key: &ForeignKey) -> String {
@@ -233,10 +279,18 @@ fn referenced(parent: &Table, key: &ForeignKey) -> Result<Option<Vec<String>>, S
 /// closes a cycle through several tables, which a deletion follows as it does a table's edge to
 /// itself; it is marked, for its comment.
 fn decide(tables: usize, edges: &[Edge], names: &[String]) -> Vec<Decision> {
-    let mut decisions: Vec<Decision> =
-        edges.iter().map(|edge| if edge.set_null { Decision::Nullify } else { Decision::Delete }).collect();
+    let mut decisions: Vec<Decision> = edges
+        .iter()
+        .map(|edge| match (edge.set_null, edge.to_database()) {
+            (true, _) => Decision::Nullify,
+            (false, true) => Decision::Database,
+            (false, false) => Decision::Delete,
+        })
+        .collect();
     let mut outgoing: Vec<Vec<usize>> = vec![Vec::new(); tables];
-    for (index, edge) in edges.iter().enumerate().filter(|(_, edge)| !edge.set_null && edge.parent != edge.child) {
+    // Cascade follows no relation the database deletes along: it closes no cycle.
+    let followed = |edge: &Edge| !edge.set_null && !edge.to_database() && edge.parent != edge.child;
+    for (index, edge) in edges.iter().enumerate().filter(|(_, edge)| followed(edge)) {
         outgoing[edge.parent].push(index);
     }
     #[derive(Clone, Copy, PartialEq)]
@@ -313,7 +367,11 @@ mod tests {
     use crate::schema::parse_ddl;
 
     fn generated(ddl: &str) -> (String, Vec<(crate::diagnostic::Code, String)>) {
-        let schema = parse_ddl(ddl).schema;
+        generated_from(&parse_ddl(ddl).schema)
+    }
+
+    fn generated_from(schema: &Schema) -> (String, Vec<(crate::diagnostic::Code, String)>) {
+        let schema = schema.clone();
         let text = starting_config(&schema);
         let mut sources = Sources::default();
         sources.add("cascade.toml", text.clone());
@@ -359,6 +417,26 @@ mod tests {
             CREATE TABLE \"Odd Name\" (id integer PRIMARY KEY);";
         let (text, errors) = generated(ddl);
         assert_eq!(errors, vec![]);
+        insta::assert_snapshot!(text);
+    }
+
+    #[test]
+    fn a_cascading_key_into_a_table_with_a_delete_trigger_is_left_to_the_database() {
+        let mut schema = parse_ddl(
+            "CREATE TABLE post (id integer PRIMARY KEY);
+             CREATE TABLE comment (id integer PRIMARY KEY, post_id integer REFERENCES post ON DELETE CASCADE);
+             CREATE INDEX comment_post ON comment (post_id);
+             CREATE TABLE draft (id integer PRIMARY KEY, post_id integer REFERENCES post ON DELETE CASCADE);
+             CREATE INDEX draft_post ON draft (post_id);
+             CREATE TABLE revision (id integer PRIMARY KEY, draft_id integer CONSTRAINT revision_draft REFERENCES draft);
+             CREATE INDEX revision_draft ON revision (draft_id);",
+        )
+        .schema;
+        for table in schema.tables.iter_mut().filter(|table| table.name != "post" && table.name != "revision") {
+            table.delete_triggers = vec![format!("{}_only_by_cascade", table.name)];
+        }
+        let (text, errors) = generated_from(&schema);
+        assert_eq!(errors, vec![], "{text}");
         insta::assert_snapshot!(text);
     }
 }

@@ -7,7 +7,7 @@ mod generate;
 mod graph;
 mod rules;
 
-pub use compile::{CompileError, OutboxTarget, Plan, PlanNode, compile, declared_model};
+pub use compile::{CompileError, OutboxTarget, Plan, PlanNode, compile, declared_model, worked};
 pub(crate) use dag::{ChildrenId, Dag, children_id};
 pub use generate::starting_config;
 pub(crate) use generate::toml_string;
@@ -15,7 +15,7 @@ pub(crate) use graph::ModelGraph;
 
 use std::sync::Arc;
 
-use crate::config::{Config, Loaded, Located, Model, OnDelete, Relation};
+use crate::config::{Config, Loaded, Located, Model, Relation};
 use crate::diagnostic::{Diagnostic, Sources};
 use crate::schema::{Column, ForeignKey, Schema, Table};
 
@@ -105,14 +105,14 @@ pub(crate) fn validate(config: &Config, sources: &Sources, schema: Option<&Schem
 }
 
 /// What must hold before `plan` deletes anything from the live `schema`: every foreign key
-/// into a table it deletes from that the database enforces (`ON DELETE NO ACTION` or
+/// into a table it (or the database, for it) deletes from that the database enforces (`ON DELETE NO ACTION` or
 /// `RESTRICT`) is a declared relation or an `ignore_references` entry, whether or not
 /// `require_all_references` is set. Each one that is not is an `unregistered-reference` error.
 pub(crate) fn check_references(config: &Config, sources: &Sources, schema: &Schema, plan: &Plan) -> Vec<Diagnostic> {
     let graph = ModelGraph::build(config);
     let context = Context { config, graph: &graph, sources, schema: Some(schema) };
     let mut deleted: Vec<&Model> = Vec::new();
-    for step in plan.steps().into_iter().filter(|step| step.action == OnDelete::Delete) {
+    for step in plan.steps().into_iter().filter(|step| step.action.deletes()) {
         if let Some(model) = config.model(&step.model).filter(|m| !deleted.iter().any(|d| std::ptr::eq(*d, *m))) {
             deleted.push(model);
         }

@@ -23,7 +23,9 @@ pub(super) fn measures(
     let mut rows_below: HashMap<ChildrenId, u64> = HashMap::new();
     for &node in dag.nodes() {
         let rows = rows_of(node);
-        let chunks = rows.map(|rows| rows.div_ceil(node.chunk_size));
+        // The database deletes its rows inside the parent's chunks: none of their own.
+        let chunks =
+            rows.map(|rows| if node.action == OnDelete::Database { 0 } else { rows.div_ceil(node.chunk_size) });
         // The rows of one parent chunk are chunked on their own: every chunk of every parent but
         // one may leave a partial chunk behind.
         let parent_chunks: u64 =
@@ -60,8 +62,10 @@ pub(super) fn estimate(
     let mut sometimes_with_parent: HashSet<(&str, OnDelete)> = HashSet::new();
     for (node, limits) in limits_above(dag) {
         let measure = &measures[&node.step];
-        let largest = largest_chunk_sizes.entry((&node.model, node.action)).or_default();
-        *largest = (*largest).max(node.chunk_size);
+        if node.action != OnDelete::Database {
+            let largest = largest_chunk_sizes.entry((&node.model, node.action)).or_default();
+            *largest = (*largest).max(node.chunk_size);
+        }
         max_chunks += measure.max_chunks.unwrap_or(0);
         for limit in limits {
             if let Some(rate) = rates.get(limit).copied().filter(|rate| *rate > 0.0) {

@@ -106,8 +106,14 @@ fn added(found: &mut Found<'_>, parent: &str, relation: &Relation) {
         OnDelete::Nullify => {
             format!("deleting `{parent}` rows now sets {} of their `{child}` rows to NULL", relation.describe_columns())
         }
+        OnDelete::Database => format!(
+            "deleting `{parent}` rows now counts the `{child}` rows the database deletes with them (its foreign key \
+             is ON DELETE CASCADE)"
+        ),
     };
-    let draft = Draft::new(Severity::Destructive, Kind::RelationAdded, reason)
+    // Rows the database deletes went before the relation was declared: now they are counted.
+    let severity = if relation.action() == OnDelete::Database { Severity::Attention } else { Severity::Destructive };
+    let draft = Draft::new(severity, Kind::RelationAdded, reason)
         .model(parent)
         .relation(parent, relation)
         .values((), relation.action().as_str());
@@ -124,6 +130,10 @@ fn removed(found: &mut Found<'_>, parent: &str, relation: &Relation) {
         OnDelete::Nullify => format!(
             "deleting `{parent}` rows no longer sets {} of their `{child}` rows to NULL",
             relation.describe_columns()
+        ),
+        OnDelete::Database => format!(
+            "deleting `{parent}` rows no longer counts their `{child}` rows: the database still deletes them if its \
+             foreign key says so"
         ),
     };
     let draft = Draft::new(Severity::Attention, Kind::RelationRemoved, reason)
@@ -183,6 +193,22 @@ fn compare_relation(
     let (action_before, action_after) = (before.action(), after.action());
     if action_before != action_after {
         let (severity, reason) = match action_after {
+            OnDelete::Database => (
+                // Kept rows that now go are destructive; deleted rows that now go by the database
+                // are the same rows, with what is below them left to its foreign keys.
+                if action_before == OnDelete::Nullify { Severity::Destructive } else { Severity::Attention },
+                format!(
+                    "the database now deletes the `{child}` rows with their `{parent}` (ON DELETE CASCADE), and what \
+                     is below them only by its own foreign keys; cascade counts them"
+                ),
+            ),
+            OnDelete::Delete if action_before == OnDelete::Database => (
+                Severity::Attention,
+                format!(
+                    "cascade now deletes the `{child}` rows itself, before their `{parent}`, and everything below them, \
+                     instead of leaving them to the database"
+                ),
+            ),
             OnDelete::Delete => (
                 Severity::Destructive,
                 format!(

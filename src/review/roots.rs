@@ -60,7 +60,9 @@ fn reaching_in(config: &Config) -> Vec<(usize, BTreeSet<usize>)> {
             let Some(child) = config.models.get_index_of(&relation.model.value) else { continue };
             match relation.action() {
                 OnDelete::Delete => delete_parents[child].push(parent),
-                OnDelete::Nullify => nullify_parents[child].push(parent),
+                // The rows stay, or the database deletes them: either way no deletion of
+                // cascade's goes below them.
+                OnDelete::Nullify | OnDelete::Database => nullify_parents[child].push(parent),
             }
         }
     }

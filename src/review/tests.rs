@@ -154,6 +154,25 @@ fn nullify_to_delete_is_destructive_and_back_needs_attention() {
 }
 
 #[test]
+fn database_relations_by_what_they_leave_to_the_database() {
+    let nullify = "{ model = \"member\", column = \"org_id\", on_delete = \"nullify\" }";
+    let database = "{ model = \"member\", column = \"org_id\", on_delete = \"database\" }";
+    let to_database = edit(&[(nullify, database)]);
+    let to_delete = edit(&[(nullify, "{ model = \"member\", column = \"org_id\" }")]);
+    let about = "org → member (org_id)";
+    assert_eq!(changes(BASE, &to_database), one(Destructive, Kind::OnDeleteChanged, about), "kept rows now go");
+    assert_eq!(changes(&to_delete, &to_database), one(Attention, Kind::OnDeleteChanged, about));
+    assert_eq!(changes(&to_database, &to_delete), one(Attention, Kind::OnDeleteChanged, about));
+    let added = edit(&[(
+        "{ model = \"label\", column = \"project_id\" },",
+        "{ model = \"label\", column = \"project_id\" },\n  { model = \"member\", column = \"project_id\", on_delete = \"database\" },",
+    )]);
+    let about = "project → member (project_id)";
+    assert_eq!(changes(BASE, &added), one(Attention, Kind::RelationAdded, about), "the database deleted them before");
+    assert_eq!(changes(&added, BASE), one(Attention, Kind::RelationRemoved, about));
+}
+
+#[test]
 fn other_relation_columns_are_destructive() {
     let head =
         edit(&[("{ model = \"project\", column = \"org_id\" }", "{ model = \"project\", column = \"owner_org_id\" }")]);

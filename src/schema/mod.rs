@@ -54,6 +54,11 @@ pub struct Table {
     /// names it.
     #[serde(skip)]
     pub off_search_path: bool,
+    /// The names of the table's own `BEFORE DELETE` triggers (not the database's internal ones),
+    /// read from a live database: such a trigger often lets only the database's own cascade
+    /// delete the table's rows (`on_delete = "database"`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub delete_triggers: Vec<String>,
 }
 
 /// How a PostgreSQL table is partitioned: `PARTITION BY RANGE (entered_at)`.
@@ -360,6 +365,26 @@ impl Schema {
             (Some(table), None) => Some(table),
             _ => None,
         }
+    }
+
+    /// The first foreign key (with its table) into `table`, or into a table the database's
+    /// cascades reach from it, that is not `ON DELETE CASCADE`: what keeps the database from
+    /// deleting everything below a row of `table` when its own cascade deletes that row.
+    pub fn first_not_cascading<'a>(&'a self, table: &'a Table) -> Option<(&'a Table, &'a ForeignKey)> {
+        let mut seen: Vec<*const Table> = vec![table];
+        let mut queue = vec![table];
+        while let Some(referenced) = queue.pop() {
+            for (child, key) in self.references_to(referenced) {
+                if key.on_delete != ReferentialAction::Cascade {
+                    return Some((child, key));
+                }
+                if !seen.contains(&(child as *const Table)) {
+                    seen.push(child);
+                    queue.push(child);
+                }
+            }
+        }
+        None
     }
 
     /// Every foreign key that points at `table`, with the table it is declared on.

@@ -83,8 +83,18 @@ const INDEXES: &str = "
     WHERE COALESCE(pg_partition_root(i.indrelid), i.indrelid)::int8 = ANY ($1)
     ORDER BY i.indrelid, ic.relname";
 
+/// The tables' own `BEFORE DELETE` triggers (`tgtype` bits: 2 = before, 8 = delete), enabled,
+/// not internal (foreign keys are enforced by internal triggers), mapped to partition roots; a
+/// partition's clone of its root's trigger has the same name.
+const DELETE_TRIGGERS: &str = "
+    SELECT DISTINCT COALESCE(pg_partition_root(t.tgrelid), t.tgrelid)::int8 AS oid, t.tgname::text AS name
+    FROM pg_trigger t
+    WHERE NOT t.tgisinternal AND t.tgenabled <> 'D' AND t.tgtype & 2 <> 0 AND t.tgtype & 8 <> 0
+      AND COALESCE(pg_partition_root(t.tgrelid), t.tgrelid)::int8 = ANY ($1)
+    ORDER BY 1, 2";
+
 pub(super) async fn introspect(pool: &PgPool) -> Result<Schema, DbError> {
-    // One connection for all four reads: a connection goes back to the pool in the background, so
+    // One connection for all five reads: a connection goes back to the pool in the background, so
     // the next read through the pool would often open a second one (a new server process, whose
     // catalog caches start cold).
     let mut connection = pool.acquire().await?;
@@ -165,6 +175,11 @@ pub(super) async fn introspect(pool: &PgPool) -> Result<Schema, DbError> {
             invalid: row.get("invalid"),
         };
         add_index(table, index);
+    }
+    for row in query(DELETE_TRIGGERS).bind(&oids).fetch_all(&mut *connection).await? {
+        if let Some(table) = table_mut(&mut tables, &position, row.get("oid")) {
+            table.delete_triggers.push(row.get("name"));
+        }
     }
     Ok(Schema { tables: tables.into_iter().map(|(_, table)| table).collect(), kind: Some(Kind::Postgres) })
 }

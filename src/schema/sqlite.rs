@@ -14,11 +14,33 @@ pub(super) async fn introspect(pool: &SqlitePool) -> Result<Schema, DbError> {
     )
     .fetch_all(pool)
     .await?;
+    // Every trigger in one read; a table's are picked from them.
+    let triggers: Vec<(String, String, Option<String>)> =
+        sqlx::query_as("SELECT name, tbl_name, sql FROM sqlite_schema WHERE type = 'trigger' ORDER BY name")
+            .fetch_all(pool)
+            .await?;
     let mut tables = Vec::new();
     for name in names.into_iter().filter(|name| !name.starts_with(OWN_TABLE_PREFIX)) {
-        tables.push(table(pool, name).await?);
+        let mut table = table(pool, name).await?;
+        table.delete_triggers = (triggers.iter())
+            .filter(|(_, on, sql)| on.eq_ignore_ascii_case(&table.name) && sql.as_deref().is_some_and(before_delete))
+            .map(|(trigger, _, _)| trigger.clone())
+            .collect();
+        tables.push(table);
     }
     Ok(Schema { tables, kind: Some(Kind::Sqlite) })
+}
+
+/// Whether a `CREATE TRIGGER` statement fires before a delete: `DELETE ON` in its head (before
+/// `BEGIN`), not after `AFTER` (SQLite's default is `BEFORE`) nor in `INSTEAD OF` (views).
+fn before_delete(sql: &str) -> bool {
+    let words: Vec<String> = sql
+        .split(|c: char| c.is_whitespace() || c == '(' || c == ';')
+        .filter(|word| !word.is_empty())
+        .map(str::to_ascii_uppercase)
+        .take_while(|word| word != "BEGIN")
+        .collect();
+    words.windows(3).any(|w| w[1] == "DELETE" && w[2] == "ON" && w[0] != "AFTER" && w[0] != "OF")
 }
 
 async fn table(pool: &SqlitePool, name: String) -> Result<Table, DbError> {
@@ -46,6 +68,7 @@ async fn table(pool: &SqlitePool, name: String) -> Result<Table, DbError> {
         partitioned: false,
         partition_key: None,
         off_search_path: false,
+        delete_triggers: Vec::new(),
         foreign_keys: foreign_keys(pool, &name).await?,
         indexes: indexes(pool, &name).await?,
         primary_key: primary_key.into_iter().map(|(_, column)| column).collect(),
@@ -131,4 +154,18 @@ async fn indexes(pool: &SqlitePool, table: &str) -> Result<Vec<Index>, DbError> 
         });
     }
     Ok(indexes)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::before_delete;
+
+    #[test]
+    fn a_trigger_fires_before_a_delete_unless_after_or_instead_of() {
+        assert!(before_delete("CREATE TRIGGER g BEFORE DELETE ON child BEGIN SELECT RAISE(ABORT, 'no'); END"));
+        assert!(before_delete("create trigger g delete on child begin select 1; end"));
+        assert!(!before_delete("CREATE TRIGGER g AFTER DELETE ON child BEGIN SELECT 1; END"));
+        assert!(!before_delete("CREATE TRIGGER g INSTEAD OF DELETE ON v BEGIN SELECT 1; END"));
+        assert!(!before_delete("CREATE TRIGGER g BEFORE UPDATE ON child BEGIN DELETE FROM t; END"));
+    }
 }

@@ -63,7 +63,11 @@ pub async fn delete(
     let (mut cleaned, mut stopped) = (Ok(()), false);
     for ((model, action), relations) in &groups {
         let plan = match action {
-            OnDelete::Delete => planner::compile(engine.config(), model).map(Some).map_err(|error| error.to_string()),
+            // An orphan has no parent row whose delete the database could cascade from: it goes
+            // by its own cascade, whatever the relation leaves to the database.
+            OnDelete::Delete | OnDelete::Database => {
+                planner::compile(engine.config(), model).map(Some).map_err(|error| error.to_string())
+            }
             OnDelete::Nullify => Ok(None),
         };
         let (group, plan) = match Group::resolve(engine, model, relations).and_then(|group| Ok((group, plan?))) {

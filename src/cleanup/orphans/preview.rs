@@ -73,7 +73,8 @@ pub async fn preview_delete(
             .collect();
         let columns = relations.iter().map(|relation| relation.column()).collect();
         let root = match action {
-            OnDelete::Delete => {
+            // As `delete` cleans them: an orphan goes by its own cascade (see there).
+            OnDelete::Delete | OnDelete::Database => {
                 let plan = match planner::compile(config, model) {
                     Ok(plan) => plan,
                     Err(error) => {

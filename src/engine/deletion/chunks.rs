@@ -37,6 +37,7 @@ impl<'a> Deletion<'a> {
             transaction.rollback().await?;
             return Ok(Together::ChildrenAppeared);
         }
+        steps.extend(self.count_database_children(&mut transaction, &frame.step, keys).await?);
         let deleted = match self.delete_all(&mut transaction, frame.node, &frame.step, keys, true).await {
             Err(DeleteError::Database(error)) if self.is_foreign_key_violation(&error) => {
                 transaction.rollback().await?;
@@ -137,6 +138,23 @@ impl<'a> Deletion<'a> {
         Ok(first_text(&exists) == Some("1"))
     }
 
+    /// The rows of each child the database deletes itself (`on_delete = "database"`) of `step`
+    /// that reference the chunk `keys`, counted in the chunk's transaction right before its delete:
+    /// what the delete takes with it, so a run reports what its plan counted.
+    pub(super) async fn count_database_children(
+        &self,
+        transaction: &mut Transaction,
+        step: &StepSql<'a>,
+        keys: &Keys,
+    ) -> Result<Vec<(&'a PlanNode, u64)>, DeleteError> {
+        let mut counted = Vec::new();
+        for (node, count) in step.database_counts(&Param::Keys(keys.clone())) {
+            let rows = transaction.fetch_texts(&count).await?;
+            counted.push((node, first_text(&rows).and_then(|n| n.parse().ok()).unwrap_or(0)));
+        }
+        Ok(counted)
+    }
+
     /// Deletes the chunk `keys` of `frame`, then the rows of its children that go after it,
     /// unless children appeared under it.
     pub(super) async fn delete_chunk(&mut self, frame: &Frame<'a>, keys: &Keys) -> Result<Outcome<'a>, DeleteError> {
@@ -150,6 +168,7 @@ impl<'a> Deletion<'a> {
             transaction.rollback().await?;
             return Ok(Outcome::ChildrenAppeared { refused: None });
         }
+        let mut steps = self.count_database_children(&mut transaction, &frame.step, keys).await?;
         let deleted = match self.delete_all(&mut transaction, frame.node, step, keys, true).await {
             Ok(rows) => rows,
             // A child inserted after the check: the database's foreign key caught it.
@@ -164,7 +183,6 @@ impl<'a> Deletion<'a> {
             }
             Err(error) => return Err(error),
         };
-        let mut steps = Vec::new();
         // More rows than a chunk of theirs, written since they went first.
         if self.delete_children_after(&mut transaction, frame, keys, &mut steps).await?.is_some() {
             transaction.rollback().await?;

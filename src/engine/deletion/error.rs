@@ -2,6 +2,20 @@
 
 use crate::db::DbError;
 
+/// ` (trigger `a`, function `f()`)`, as far as they are known.
+fn named_triggers(triggers: &[String], function: Option<&str>) -> String {
+    let mut named: Vec<String> = Vec::new();
+    match triggers {
+        [] => {}
+        [one] => named.push(format!("trigger `{one}`")),
+        several => named.push(format!("triggers `{}`", several.join("`, `"))),
+    }
+    if let Some(function) = function {
+        named.push(format!("function `{function}`"));
+    }
+    if named.is_empty() { String::new() } else { format!(" ({})", named.join(", ")) }
+}
+
 /// Why a deletion stopped.
 #[derive(Debug, thiserror::Error)]
 pub enum DeleteError {
@@ -21,6 +35,38 @@ pub enum DeleteError {
         model: String,
         /// The database's words.
         reason: String,
+    },
+    /// A trigger on the table refused to let cascade delete its rows: often one that lets only
+    /// the database's own `ON DELETE CASCADE` delete them.
+    #[error(
+        "a trigger refused to delete rows of `{model}` from the table `{table}`{}: {reason}. If the table's rows may \
+         go only by the database's own cascade, set `on_delete = \"database\"` on the relation that reaches \
+         `{model}` (its foreign key must be ON DELETE CASCADE): cascade then leaves them to the database and counts \
+         them",
+        named_triggers(.triggers, .function.as_deref())
+    )]
+    RefusedByTrigger {
+        /// The model whose rows were refused.
+        model: String,
+        /// Its table.
+        table: String,
+        /// The table's `BEFORE DELETE` triggers, as the schema read them.
+        triggers: Vec<String>,
+        /// The trigger function that raised the error, where the database says it.
+        function: Option<String>,
+        /// The database's words.
+        reason: String,
+    },
+    /// `--archive` was asked for a plan with rows the database deletes itself, which pass
+    /// through no statement of cascade's and could not be archived.
+    #[error(
+        "the database deletes the `{model}` rows of this plan itself (`on_delete = \"database\"`), so no archive \
+         can hold them. Delete without --archive, or let cascade delete them (remove \
+         `on_delete = \"database\"`) if the table allows it"
+    )]
+    ArchiveMissesDatabaseRows {
+        /// The first model the database deletes.
+        model: String,
     },
     /// Rows of a tree or a cycle of models reference each other in a loop (a row's parent's parent
     /// is the row): following children first never reaches a leaf.
@@ -120,11 +166,13 @@ pub enum DeleteError {
 impl DeleteError {
     /// Whether the deletion was refused before its first write (a root id that does not fit the
     /// key, a column's values that no lookup could match, a relation the database cannot
-    /// compare, an undeclared foreign key): nothing was deleted.
+    /// compare, an undeclared foreign key, an archive of rows the database deletes): nothing was
+    /// deleted.
     pub fn refused_before_any_write(&self) -> bool {
         matches!(
             self,
             DeleteError::AmbiguousKey { .. }
+                | DeleteError::ArchiveMissesDatabaseRows { .. }
                 | DeleteError::RootNotAnInteger { .. }
                 | DeleteError::UnmatchedReference { .. }
                 | DeleteError::UncomparableRelation { .. }

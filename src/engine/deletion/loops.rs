@@ -101,6 +101,23 @@ impl<'a> Deletion<'a> {
         Ok(true)
     }
 
+    /// The top frame's chunk `keys` could not go because rows still reference it: where a frame
+    /// below holds loop rows, those are what is left (every fetch leaves them out), so the chunk
+    /// waits for them, attached to that frame as they are, and goes with them. Whether it did.
+    pub(super) fn postpone_to_loop(&mut self, keys: &Keys) -> Result<bool, DeleteError> {
+        let top = self.stack.len() - 1;
+        if !self.stack[top].loop_rows.is_empty() {
+            return Ok(false);
+        }
+        let Some(owner) = self.stack[..top].iter().rposition(|frame| !frame.loop_rows.is_empty()) else {
+            return Ok(false);
+        };
+        let (node, step) = (self.stack[top].node, self.stack[top].step.clone());
+        self.in_loops.entry(node.table.clone()).or_default().extend(keys.texts());
+        self.stack[owner].loop_rows.push(LoopRows { node, step, keys: keys.clone() });
+        Ok(true)
+    }
+
     /// The rows of `chunks` that reference each other in a loop, as (table, key).
     async fn loop_members(&self, chunks: &[OpenChunk<'a>]) -> Result<HashSet<(String, String)>, DeleteError> {
         let mut rows: HashMap<(String, String), usize> = HashMap::new();
@@ -159,8 +176,17 @@ impl<'a> Deletion<'a> {
     /// whose keys are checked once every row is gone.
     pub(super) async fn delete_loop(&mut self, frame: &Frame<'a>, keys: &Keys) -> Result<Outcome<'a>, DeleteError> {
         let started = Instant::now();
-        let mut groups: Vec<(&'a PlanNode, &StepSql<'a>, &Keys)> = vec![(frame.node, &frame.step, keys)];
-        groups.extend(frame.loop_rows.iter().map(|rows| (rows.node, rows.step.as_ref(), &rows.keys)));
+        // Each row once: a chunk that waited for the loop may hold a row of it too.
+        let mut seen: HashSet<(&str, String)> = HashSet::new();
+        let mut groups: Vec<(&'a PlanNode, &StepSql<'a>, Keys)> = Vec::new();
+        let attached = frame.loop_rows.iter().map(|rows| (rows.node, rows.step.as_ref(), &rows.keys));
+        for (node, step, keys) in std::iter::once((frame.node, frame.step.as_ref(), keys)).chain(attached) {
+            let new: Vec<String> =
+                keys.texts().into_iter().filter(|key| seen.insert((node.table.as_str(), key.clone()))).collect();
+            if !new.is_empty() {
+                groups.push((node, step, table_keys(&node.table, &step.sql.key_types, new)?));
+            }
+        }
         let tuning = self.database.backend().tuning();
         let mut transaction = self.begin().await?;
         let deleted = async {
@@ -169,27 +195,31 @@ impl<'a> Deletion<'a> {
             for (node, step, keys) in &groups {
                 let Some(returning) = step.row_data() else { continue };
                 if let Some(target) = step.outbox {
-                    let tombstones = step.sql.insert_tombstones(target, returning, Param::Keys((*keys).clone()), true);
+                    let tombstones = step.sql.insert_tombstones(target, returning, Param::Keys(keys.clone()), true);
                     self.uncommitted_outbox_rows += transaction.execute(&tombstones).await?;
                 }
                 if let (Some(_), Some(columns)) = (&self.archive, &returning.row) {
-                    let statement = step.sql.archived_rows(columns, Param::Keys((*keys).clone()), true);
+                    let statement = step.sql.archived_rows(columns, Param::Keys(keys.clone()), true);
                     let archived = transaction.fetch_texts(&statement).await?;
                     self.archive_lines(node, step, super::writes::counted_lines(archived).1)?;
                 }
             }
+            // What the database deletes with them (`on_delete = "database"`), counted first.
             let mut steps = Vec::new();
+            for (_, step, keys) in &groups {
+                steps.extend(self.count_database_children(&mut transaction, step, keys).await?);
+            }
             if let Some(defer) = tuning.defer_foreign_keys {
                 transaction.execute_script(defer).await?;
                 // Counted before: a row the database's cascade removes is not this delete's.
                 for (node, step, keys) in &groups {
                     steps.push((
                         *node,
-                        transaction.fetch_count(&step.sql.count_roots(Param::Keys((*keys).clone()))).await?,
+                        transaction.fetch_count(&step.sql.count_roots(Param::Keys(keys.clone()))).await?,
                     ));
                 }
                 for (_, step, keys) in &groups {
-                    transaction.execute(&step.sql.delete_by_keys(Param::Keys((*keys).clone()), None)).await?;
+                    transaction.execute(&step.sql.delete_by_keys(Param::Keys(keys.clone()), None)).await?;
                 }
                 return Ok(steps);
             }
@@ -197,7 +227,7 @@ impl<'a> Deletion<'a> {
             for (index, (_, step, keys)) in groups.iter().enumerate() {
                 sql.push(if index == 0 { "WITH " } else { ", " }).identifier(&format!("cascade_loop_{index}"));
                 sql.push(" AS (");
-                step.sql.write_delete_by_keys(&mut sql, Param::Keys((*keys).clone()));
+                step.sql.write_delete_by_keys(&mut sql, Param::Keys(keys.clone()));
                 sql.push(" RETURNING 1)");
             }
             sql.push(" SELECT ");

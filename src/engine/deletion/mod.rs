@@ -36,12 +36,12 @@ use super::steps::StepSql;
 use super::throttle::Pacing;
 use super::{root_keys, table_keys};
 use crate::audit::{self, Run, RunOutcome, RunStart};
-use crate::config::Config;
+use crate::config::{Config, OnDelete};
 use crate::db::Database;
 use crate::db::Keys;
 use crate::db::outbox::registration;
 use crate::db::sql::{Param, Statement};
-use crate::planner::{Plan, PlanNode};
+use crate::planner::{Plan, PlanNode, worked};
 use crate::schema::Schema;
 use roots::{PendingRoots, sort_roots};
 use summary::nearest_rank;
@@ -186,8 +186,12 @@ impl<'a> Deletion<'a> {
         let root =
             StepSql::new(&plan.root, None, &plan.root.children, config, database.backend(), Some(schema), archive);
         let ids = root_keys(plan, &root.sql.key_types, ids)?;
-        // An archive that cannot be written stops the deletion before anything is recorded.
+        // An archive that cannot be written, or cannot hold every deleted row, stops the deletion
+        // before anything is recorded.
         if let Some(dir) = &options.archive {
+            if let Some(node) = plan.steps().into_iter().find(|node| node.action == OnDelete::Database) {
+                return Err(DeleteError::ArchiveMissesDatabaseRows { model: node.model.clone() });
+            }
             Archive::check(dir)?;
         }
         if !options.within.as_ref().is_some_and(|batch| batch.lookups_checked) {
@@ -364,6 +368,10 @@ impl<'a> Deletion<'a> {
                         continue;
                     };
                     frame.state = State::Children { keys, next: at + 1, attempts };
+                    if child.action == OnDelete::Database {
+                        // The database deletes them with the chunk, which counts them first.
+                        continue;
+                    }
                     let child_frame = self.frame_of(child, Some(parent), matched);
                     self.stack.push(child_frame);
                 }
@@ -382,6 +390,9 @@ impl<'a> Deletion<'a> {
                             self.charge_rate_limits(&steps).await;
                             self.chunk_done();
                             return Ok(true);
+                        }
+                        Outcome::ChildrenAppeared { .. } if self.postpone_to_loop(&keys)? => {
+                            self.chunk_done();
                         }
                         Outcome::ChildrenAppeared { .. } if attempts < self.options.orphan_retries => {
                             debug!(model = %node.model, attempts, "children appeared under a chunk; draining them again");
@@ -494,9 +505,9 @@ impl<'a> Deletion<'a> {
                 Arc::new(step)
             }
         };
-        let set_based_children = node
-            .has_only_set_based_children()
-            .then(|| node.children.iter().map(|child| (child, step_of(child, Some(node), &child.children))).collect());
+        let set_based_children = node.has_only_set_based_children().then(|| {
+            node.worked_children().map(|child| (child, step_of(child, Some(node), &child.children))).collect()
+        });
         Frame {
             node,
             children,
@@ -559,7 +570,7 @@ fn initial_state(node: &PlanNode) -> State {
 
 /// What a per_row frame does with a chunk of `keys` it has read.
 fn chunk_state(frame: &Frame<'_>, keys: Keys) -> State {
-    if frame.children.is_empty() {
+    if worked(frame.children).next().is_none() {
         State::Delete { keys, attempts: 0 }
     } else if frame.set_based_children.is_some() {
         State::Together { keys }

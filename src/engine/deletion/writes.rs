@@ -12,7 +12,7 @@ use crate::audit;
 use crate::config::OnDelete;
 use crate::db::Keys;
 use crate::db::sql::{Param, Statement};
-use crate::db::{TextRows, Transaction};
+use crate::db::{Failure, TextRows, Transaction};
 use crate::engine::steps::StepSql;
 use crate::planner::PlanNode;
 use crate::telemetry;
@@ -71,6 +71,18 @@ impl<'a> Deletion<'a> {
         keys: &Keys,
         by_key: bool,
     ) -> Result<u64, DeleteError> {
+        let deleted = self.delete_all_of(transaction, node, step, keys, by_key).await;
+        deleted.map_err(|error| self.refused_by_trigger(error, node))
+    }
+
+    async fn delete_all_of(
+        &mut self,
+        transaction: &mut Transaction,
+        node: &PlanNode,
+        step: &StepSql<'_>,
+        keys: &Keys,
+        by_key: bool,
+    ) -> Result<u64, DeleteError> {
         let keys = || Param::Keys(keys.clone());
         let Some(returning) = step.row_data_from_table() else {
             let statement = step.sql.delete_matching(keys(), step.returning.as_ref(), by_key);
@@ -97,6 +109,37 @@ impl<'a> Deletion<'a> {
     /// Runs `node`'s delete or update; with `RETURNING`, archives the deleted rows and writes
     /// their tombstones in the same transaction. The number of rows touched.
     pub(super) async fn run_write(
+        &mut self,
+        transaction: &mut Transaction,
+        statement: &Statement,
+        node: &PlanNode,
+        step: &StepSql<'_>,
+    ) -> Result<u64, DeleteError> {
+        let written = self.run_write_of(transaction, statement, node, step).await;
+        written.map_err(|error| self.refused_by_trigger(error, node))
+    }
+
+    /// `error`, when a trigger raised it in a delete of `node`'s rows, as the refusal that
+    /// names the table, its triggers and the fix.
+    fn refused_by_trigger(&self, error: DeleteError, node: &PlanNode) -> DeleteError {
+        let DeleteError::Database(database_error) = &error else { return error };
+        // A foreign key's refusal or a deadlock met inside a trigger keeps its own handling.
+        let permanent = self.database.classify(database_error) == Failure::Permanent;
+        let function = match self.database.raised_by_trigger(database_error) {
+            Some(function) if permanent && node.action == OnDelete::Delete => function,
+            _ => return error,
+        };
+        let table = self.schema.table(&node.table);
+        DeleteError::RefusedByTrigger {
+            model: node.model.clone(),
+            table: table.map_or_else(|| node.table.clone(), |table| table.name.clone()),
+            triggers: table.map(|table| table.delete_triggers.clone()).unwrap_or_default(),
+            function,
+            reason: database_error.to_string(),
+        }
+    }
+
+    async fn run_write_of(
         &mut self,
         transaction: &mut Transaction,
         statement: &Statement,
@@ -182,7 +225,7 @@ impl<'a> Deletion<'a> {
         self.summary.chunk_ms.push(elapsed_ms);
         metrics::histogram!(telemetry::CHUNK_DURATION).record(elapsed_ms / 1e3);
         for (node, rows) in steps {
-            let (counts, metric) = if node.action == OnDelete::Delete {
+            let (counts, metric) = if node.action.deletes() {
                 (&mut self.summary.deleted, telemetry::ROWS_DELETED)
             } else {
                 (&mut self.summary.nullified, telemetry::ROWS_NULLIFIED)

@@ -1,6 +1,7 @@
 //! `bulk-with-children`: a set-based delete loads no rows, so it cannot find the children of the
 //! rows it deletes: delete-children would be orphaned, and nullify children would keep pointing
-//! at deleted rows. Bulk is only for leaves.
+//! at deleted rows, and the rows the database deletes itself could not be counted under each
+//! chunk. Bulk is only for leaves.
 
 use crate::config::{Located, Model, OnDelete, Relation, Strategy};
 use crate::diagnostic::{Code, Diagnostic};
@@ -30,10 +31,10 @@ fn bulk(strategy: &Option<Located<Strategy>>) -> Option<&Located<Strategy>> {
     strategy.as_ref().filter(|s| s.value == Strategy::Bulk)
 }
 
-/// The first delete-child, else the first nullify child.
+/// The first delete-child, else the first nullify child, else the first the database deletes.
 fn first_child(model: &Model) -> Option<&Relation> {
     let of = |action| model.children.iter().find(|r| r.action() == action);
-    of(OnDelete::Delete).or_else(|| of(OnDelete::Nullify))
+    of(OnDelete::Delete).or_else(|| of(OnDelete::Nullify)).or_else(|| of(OnDelete::Database))
 }
 
 fn diagnostic(strategy: &Located<Strategy>, model: &Model, child: &Relation, set_on: &str) -> Diagnostic {
@@ -45,6 +46,10 @@ fn diagnostic(strategy: &Located<Strategy>, model: &Model, child: &Relation, set
         OnDelete::Nullify => format!(
             "`{name}` is deleted in bulk but has a nullify child (`{child}`): bulk loads no rows, so the child's \
              column could not be set to NULL and would point at deleted rows"
+        ),
+        OnDelete::Database => format!(
+            "`{name}` is deleted in bulk but has a child the database deletes (`{child}`): its rows are counted \
+             under each chunk of keys before the chunk goes, and bulk loads no keys"
         ),
     };
     Diagnostic::new(Code::BulkWithChildren, strategy.location.clone(), message)

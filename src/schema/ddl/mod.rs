@@ -461,6 +461,7 @@ ALTER TABLE public.customer OWNER TO postgres;
                 partitioned: false,
                 partition_key: None,
                 off_search_path: false,
+                delete_triggers: vec![],
                 schema: Some("public".into()),
                 name: "customer".into(),
                 columns: vec![
@@ -587,6 +588,7 @@ ALTER TABLE public.customer OWNER TO postgres;
                 partitioned: false,
                 partition_key: None,
                 off_search_path: false,
+                delete_triggers: vec![],
                 schema: None,
                 name: "Artist".into(),
                 columns: vec![column("ArtistId", "integer", false), column("Name", "nvarchar(120)", true)],
@@ -601,6 +603,7 @@ ALTER TABLE public.customer OWNER TO postgres;
                 partitioned: false,
                 partition_key: None,
                 off_search_path: false,
+                delete_triggers: vec![],
                 schema: None,
                 name: "Album".into(),
                 columns: vec![
