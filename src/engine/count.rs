@@ -13,6 +13,8 @@ use crate::db::{Backend, Database, DbError};
 use crate::planner::{Plan, PlanNode};
 
 use super::not_found;
+use super::sql::ROW_ALIAS;
+use super::steps::key_of;
 use crate::schema::{CatalogNames, Schema};
 
 /// How many rows a plan would delete or nullify for some root ids.
@@ -300,10 +302,6 @@ impl<'a> PlanGraph<'a> {
     }
 }
 
-fn key_of(node: &PlanNode) -> Vec<String> {
-    if node.key.is_empty() { vec!["id".to_owned()] } else { node.key.clone() }
-}
-
 impl Counter<'_> {
     /// `WITH name AS MATERIALIZED (SELECT referenced columns FROM table WHERE deleted), ...` for
     /// every deleted model with children, parents first. A model whose rows are a tree (it has a
@@ -409,8 +407,19 @@ impl Counter<'_> {
                     .iter()
                     .find(|(candidate, _)| std::ptr::eq(*candidate, *node))
                     .and_then(|(_, parent)| *parent);
-                sql.push("SELECT COUNT(*) FROM ").push(&self.names(node).quoted_table()).push(" WHERE ");
+                let spared = parent.and_then(|parent| {
+                    super::steps::spared_rows(node, parent, &parent.children, self.backend, Some(self.schema))
+                });
+                sql.push("SELECT COUNT(*) FROM ").push(&self.names(node).quoted_table());
+                if spared.is_some() {
+                    sql.push(" AS ").identifier(ROW_ALIAS);
+                }
+                sql.push(" WHERE ");
                 self.reached(sql, graph, node, parent);
+                if let Some(spared) = &spared {
+                    // Rows a later step deletes through the same parent row are deleted only.
+                    sql.push(spared);
+                }
                 if node.recursive {
                     // The rows below a tree's top rows: those its other nodes reach are theirs.
                     sql.push(" AND NOT COALESCE(");
@@ -420,8 +429,7 @@ impl Counter<'_> {
                     && graph.nodes_of(&node.model, OnDelete::Delete).any(|(other, _)| other.step < node.step)
                 {
                     // A row a step before this one deletes is gone when this one runs: it is
-                    // counted deleted only, as in the totals. (One a later step deletes is
-                    // nullified first, and counted here too.)
+                    // counted deleted only, as in the totals.
                     sql.push(" AND NOT COALESCE(");
                     self.membership_where(sql, graph, &node.model, OnDelete::Delete, |other| other.step < node.step);
                     sql.push(", FALSE)");

@@ -3,9 +3,9 @@
 
 use serde::Serialize;
 
-use super::sql::{NodeSql, ParentRows, Returning, delete_archived, delete_with_tombstones, outbox_insert};
+use super::sql::{NodeSql, ParentRows, ROW_ALIAS, Returning, delete_archived, delete_with_tombstones, outbox_insert};
 use crate::config::{Config, OnDelete, StatusCheck};
-use crate::db::sql::{KeyType, Param, SqlValue, Statement, quote_literal};
+use crate::db::sql::{KeyType, Param, SqlValue, Statement, quote_identifier, quote_literal};
 use crate::db::{Backend, Keys, Kind};
 use crate::planner::{OutboxTarget, Plan, PlanNode};
 use crate::schema::{CatalogNames, Schema, Table};
@@ -30,13 +30,14 @@ pub(crate) struct StepSql<'a> {
 }
 
 impl<'a> StepSql<'a> {
-    /// The statements of `node` (whose parent in the plan is `parent`), whose rows have the
-    /// children `children` (see [`PlanNode::recursion`]). `archive`: return whole rows for the
-    /// archive.
+    /// The statements of `node` (whose parent in the plan is `parent`, among whose children it
+    /// is one of `siblings`), whose rows have the children `children` (see
+    /// [`PlanNode::recursion`]). `archive`: return whole rows for the archive.
     #[allow(clippy::too_many_arguments)]
     pub(super) fn new(
         node: &'a PlanNode,
         parent: Option<&PlanNode>,
+        siblings: &[PlanNode],
         children: &'a [PlanNode],
         config: &'a Config,
         backend: &'static dyn Backend,
@@ -63,8 +64,10 @@ impl<'a> StepSql<'a> {
             row: archive.then(|| table.map(|t| t.columns.iter().map(|c| c.name.clone()).collect()).unwrap_or_default()),
         };
         let returning = (outbox.is_some() || archive).then_some(returning);
+        let mut sql = node_sql(node, parent, backend, schema);
+        sql.spared = parent.and_then(|parent| spared_rows(node, parent, siblings, backend, schema));
         Self {
-            sql: node_sql(node, parent, backend, schema),
+            sql,
             status: if parent.is_none() { model.and_then(|m| m.status.as_ref()) } else { None },
             returning,
             outbox,
@@ -82,10 +85,7 @@ impl<'a> StepSql<'a> {
     /// inserted after it. A child found through its parent's rows (it references columns other
     /// than the key) cannot go after them: once they are deleted it is found through nothing.
     pub(super) fn child_goes_after(&self, index: usize) -> bool {
-        self.sql.node.has_only_set_based_children()
-            && self.sql.backend.tuning().concurrent_writers
-            && self.child_ties[index] == Tie::None
-            && self.children[index].through_parent.is_none()
+        goes_after(self.sql.backend, self.sql.node, self.children[index].node, self.child_ties[index])
     }
 
     /// The check a chunk's transaction makes for children inserted under the chunk `keys` before
@@ -157,6 +157,109 @@ enum Tie {
     Other,
 }
 
+/// Whether `child`'s rows go after a chunk of `parent`'s own, tied to it by `tie` (see
+/// [`StepSql::child_goes_after`]).
+fn goes_after(backend: &'static dyn Backend, parent: &PlanNode, child: &PlanNode, tie: Tie) -> bool {
+    parent.has_only_set_based_children()
+        && backend.tuning().concurrent_writers
+        && tie == Tie::None
+        && child.references.is_none()
+}
+
+/// The key a node's rows are deleted by, and its children's relations reference by default.
+pub(crate) fn key_of(node: &PlanNode) -> Vec<String> {
+    if node.key.is_empty() { vec!["id".to_owned()] } else { node.key.clone() }
+}
+
+/// The rows a nullify step `node` (a child of `parent`, one of `siblings`) leaves alone, as
+/// ` AND NOT COALESCE(..., FALSE)` over its row (aliased [`ROW_ALIAS`]): those that a delete
+/// step of its model in the subtree of a later sibling reaches from the same parent row the
+/// row points at. That step runs under the parent's chunk before the parent's rows go, so the
+/// row is deleted rather than nullified and then deleted; which rows those are depends on no
+/// chunk, so the plan's counts read the same predicate. A sibling whose rows go after the
+/// parent's ([`goes_after`]) would be too late, and a recursive step is not followed (its rows
+/// below a tree's top are nullified first). Each step is followed by one path only, so a
+/// plan's DAG never makes the predicate grow with its paths.
+pub(crate) fn spared_rows(
+    node: &PlanNode,
+    parent: &PlanNode,
+    siblings: &[PlanNode],
+    backend: &'static dyn Backend,
+    schema: Option<&Schema>,
+) -> Option<String> {
+    if node.action != OnDelete::Nullify {
+        return None;
+    }
+    let position = siblings.iter().position(|sibling| std::ptr::eq(sibling, node))?;
+    let mut seen = std::collections::HashSet::new();
+    let mut paths: Vec<Vec<&PlanNode>> = Vec::new();
+    for sibling in &siblings[position + 1..] {
+        if goes_after(backend, parent, sibling, tie(schema, parent, sibling)) {
+            continue;
+        }
+        let (mut stack, mut path) = (vec![(sibling, 0)], Vec::new());
+        while let Some((step, depth)) = stack.pop() {
+            if step.recursive || step.action != OnDelete::Delete || !seen.insert(std::ptr::from_ref(step)) {
+                continue;
+            }
+            path.truncate(depth);
+            path.push(step);
+            if step.model == node.model {
+                paths.push(path.clone());
+            }
+            stack.extend(step.children.iter().rev().map(|child| (child, depth + 1)));
+        }
+    }
+    if paths.is_empty() {
+        return None;
+    }
+    let reached: Vec<String> = paths.iter().map(|path| reached_from_parent_row(node, parent, path, schema)).collect();
+    Some(format!(" AND NOT COALESCE(({}), FALSE)", reached.join(") OR (")))
+}
+
+/// Whether the row of `node` (aliased [`ROW_ALIAS`]) is among those the last step of `path`
+/// (from a child of `parent` down) reaches from the parent row the row points at: a chain of
+/// `IN` sub-selects, innermost the parent row.
+fn reached_from_parent_row(node: &PlanNode, parent: &PlanNode, path: &[&PlanNode], schema: Option<&Schema>) -> String {
+    let qualified = |alias: &str, table: &PlanNode, columns: &[String]| -> Vec<String> {
+        let names = CatalogNames::of(schema, &table.table);
+        let column =
+            |column: &String| format!("{}.{}", quote_identifier(alias), quote_identifier(&names.column(column)));
+        columns.iter().map(column).collect()
+    };
+    // A tuple to compare, and the list a sub-select returns.
+    let columns = |alias: &str, table: &PlanNode, columns: &[String]| match qualified(alias, table, columns).as_slice()
+    {
+        [one] => one.clone(),
+        several => format!("({})", several.join(", ")),
+    };
+    let selected = |alias: &str, table: &PlanNode, columns: &[String]| qualified(alias, table, columns).join(", ");
+    let referenced = |child: &PlanNode, of: &PlanNode| child.references.clone().unwrap_or_else(|| key_of(of));
+    let quoted_table = |node: &PlanNode| CatalogNames::of(schema, &node.table).quoted_table();
+    let alias = |level: usize| format!("cascade_spared_{level}");
+    let mut rows = format!(
+        "SELECT {} FROM {} AS {} WHERE {} = {}",
+        selected(&alias(0), parent, &referenced(path[0], parent)),
+        quoted_table(parent),
+        quote_identifier(&alias(0)),
+        columns(&alias(0), parent, &referenced(node, parent)),
+        columns(ROW_ALIAS, node, &node.columns),
+    );
+    for (level, pair) in path.windows(2).enumerate() {
+        let (step, next) = (pair[0], pair[1]);
+        let alias = alias(level + 1);
+        rows = format!(
+            "SELECT {} FROM {} AS {} WHERE {} IN ({rows})",
+            selected(&alias, step, &referenced(next, step)),
+            quoted_table(step),
+            quote_identifier(&alias),
+            columns(&alias, step, &step.columns),
+        );
+    }
+    let last = path.last().expect("a path has a step");
+    format!("{} IN ({rows})", columns(ROW_ALIAS, node, &last.columns))
+}
+
 fn tie(schema: Option<&Schema>, node: &PlanNode, child: &PlanNode) -> Tie {
     let Some(schema) = schema else { return Tie::Other };
     let referenced = child.references.as_ref().unwrap_or(&node.identity);
@@ -186,14 +289,13 @@ pub(crate) fn node_sql<'a>(
     };
     let names = CatalogNames::of(schema, &node.table);
     let table = names.table();
-    let own_key = if node.key.is_empty() { vec!["id".to_owned()] } else { node.key.clone() };
+    let own_key = key_of(node);
     let key_types = types_of(table, &own_key);
-    let parent_key = |parent: &PlanNode| if parent.key.is_empty() { vec!["id".to_owned()] } else { parent.key.clone() };
     let (match_types, through_parent) = match parent {
         None => (key_types.clone(), None),
         Some(parent) => {
             let parent_names = CatalogNames::of(schema, &parent.table);
-            let parent_key = parent_key(parent);
+            let parent_key = key_of(parent);
             let parent_types = types_of(table_of(parent), &parent_key);
             match &node.references {
                 None => {
@@ -223,6 +325,7 @@ pub(crate) fn node_sql<'a>(
         through_parent,
         partitioned: table.is_some_and(|t| t.partitioned),
         guard: None,
+        spared: None,
     }
 }
 
@@ -284,7 +387,8 @@ fn list_node(
     goes_after: &mut std::collections::HashMap<usize, (String, usize)>,
 ) -> StepStatements {
     let children = parent.map_or(&node.children, |parent| node.recursion(parent));
-    let step = StepSql::new(node, parent, children, config, backend, schema, false);
+    let siblings = parent.map_or(&[][..], |parent| &parent.children);
+    let step = StepSql::new(node, parent, siblings, children, config, backend, schema, false);
     for (index, child) in children.iter().enumerate() {
         if step.child_goes_after(index) {
             goes_after.insert(child.step, (node.model.clone(), node.step));

@@ -170,7 +170,7 @@ impl<'a> Deletion<'a> {
         let started = Instant::now();
         let archive = options.archive.is_some();
         let root =
-            StepSql::new(&plan.root, None, &plan.root.children, config, database.backend(), Some(schema), archive);
+            StepSql::new(&plan.root, None, &[], &plan.root.children, config, database.backend(), Some(schema), archive);
         let ids = root_keys(plan, &root.sql.key_types, ids)?;
         // An archive that cannot be written stops the deletion before anything is recorded.
         if let Some(dir) = &options.archive {
@@ -240,6 +240,7 @@ impl<'a> Deletion<'a> {
                     let step = StepSql::new(
                         node,
                         Some(parent),
+                        &parent.children,
                         node.recursion(parent),
                         config,
                         database.backend(),
@@ -441,23 +442,24 @@ impl<'a> Deletion<'a> {
         matched: Keys,
     ) -> Frame<'a> {
         let children: &'a [PlanNode] = if node.recursive { siblings } else { &node.children };
-        let step_of = |node: &'a PlanNode, parent, children| {
-            let archive = self.archive.is_some();
-            StepSql::new(node, parent, children, self.config, self.database.backend(), Some(self.schema), archive)
+        let step_of = |node: &'a PlanNode, parent, siblings, children| {
+            let (backend, archive) = (self.database.backend(), self.archive.is_some());
+            StepSql::new(node, parent, siblings, children, self.config, backend, Some(self.schema), archive)
         };
         let step = match self.recursive_steps.get(&node.step) {
             Some(shared) => shared.clone(),
             None => {
-                let mut step = step_of(node, parent, children);
+                let mut step = step_of(node, parent, siblings, children);
                 if std::ptr::eq(node, self.root) && children.is_empty() {
                     step.sql.guard = self.options.within.as_ref().and_then(|batch| batch.root_guard.clone());
                 }
                 Arc::new(step)
             }
         };
-        let set_based_children = node
-            .has_only_set_based_children()
-            .then(|| node.children.iter().map(|child| (child, step_of(child, Some(node), &child.children))).collect());
+        let set_based_children = node.has_only_set_based_children().then(|| {
+            let step = |child| (child, step_of(child, Some(node), &node.children, &child.children));
+            node.children.iter().map(step).collect()
+        });
         Frame {
             node,
             children,
