@@ -14,7 +14,7 @@ use crate::planner::{Plan, PlanNode};
 
 use super::not_found;
 use super::sql::ROW_ALIAS;
-use super::steps::key_of;
+use super::steps::{goes_after, key_of};
 use crate::schema::{CatalogNames, Schema};
 
 /// How many rows a plan would delete or nullify for some root ids.
@@ -323,7 +323,7 @@ impl Counter<'_> {
             let tree: Vec<&PlanNode> = graph.recursive_nodes(model).collect();
             sql.identifier(alias).push(if tree.is_empty() { " AS MATERIALIZED (SELECT " } else { " AS (SELECT " });
             sql.push(&columns.join(", ")).push(" FROM ").push(&names.quoted_table()).push(" WHERE ");
-            self.membership_where(sql, graph, model, OnDelete::Delete, |node| !node.recursive);
+            self.membership_where(sql, graph, model, OnDelete::Delete, |node, _| !node.recursive);
             if !tree.is_empty() {
                 // The recursive reference must be one join (neither database takes it in a
                 // sub-select, PostgreSQL not twice): a row is below another by any of the
@@ -352,7 +352,7 @@ impl Counter<'_> {
 
     /// The rows of `model` that any of its nodes doing `action` reaches.
     fn membership(&self, sql: &mut SqlBuilder, graph: &PlanGraph<'_>, model: &str, action: OnDelete) {
-        self.membership_where(sql, graph, model, action, |_| true);
+        self.membership_where(sql, graph, model, action, |_, _| true);
     }
 
     /// [`Self::membership`] through the nodes for which `counted` holds.
@@ -362,10 +362,10 @@ impl Counter<'_> {
         graph: &PlanGraph<'_>,
         model: &str,
         action: OnDelete,
-        counted: impl Fn(&PlanNode) -> bool,
+        counted: impl Fn(&PlanNode, Option<&PlanNode>) -> bool,
     ) {
         sql.push("(");
-        let nodes = graph.nodes_of(model, action).filter(|(node, _)| counted(node));
+        let nodes = graph.nodes_of(model, action).filter(|(node, parent)| counted(node, *parent));
         for (index, (node, parent)) in nodes.enumerate() {
             sql.push(if index == 0 { "(" } else { " OR (" });
             self.reached(sql, graph, node, *parent);
@@ -407,6 +407,10 @@ impl Counter<'_> {
                     .iter()
                     .find(|(candidate, _)| std::ptr::eq(*candidate, *node))
                     .and_then(|(_, parent)| *parent);
+                let before = |other: &PlanNode, parent: Option<&PlanNode>| {
+                    other.step < node.step
+                        && !parent.is_some_and(|parent| goes_after(self.backend, Some(self.schema), parent, other))
+                };
                 let spared = parent.and_then(|parent| {
                     super::steps::spared_rows(node, parent, &parent.children, self.backend, Some(self.schema))
                 });
@@ -423,15 +427,16 @@ impl Counter<'_> {
                 if node.recursive {
                     // The rows below a tree's top rows: those its other nodes reach are theirs.
                     sql.push(" AND NOT COALESCE(");
-                    self.membership_where(sql, graph, &node.model, OnDelete::Delete, |other| !other.recursive);
+                    self.membership_where(sql, graph, &node.model, OnDelete::Delete, |other, _| !other.recursive);
                     sql.push(", FALSE)");
                 } else if node.action == OnDelete::Nullify
-                    && graph.nodes_of(&node.model, OnDelete::Delete).any(|(other, _)| other.step < node.step)
+                    && graph.nodes_of(&node.model, OnDelete::Delete).any(|(other, parent)| before(other, *parent))
                 {
                     // A row a step before this one deletes is gone when this one runs: it is
-                    // counted deleted only, as in the totals.
+                    // counted deleted only, as in the totals. A step whose rows go after its
+                    // parent chunk's runs after this one, whatever its number.
                     sql.push(" AND NOT COALESCE(");
-                    self.membership_where(sql, graph, &node.model, OnDelete::Delete, |other| other.step < node.step);
+                    self.membership_where(sql, graph, &node.model, OnDelete::Delete, before);
                     sql.push(", FALSE)");
                 }
             }

@@ -85,7 +85,7 @@ impl<'a> StepSql<'a> {
     /// inserted after it. A child found through its parent's rows (it references columns other
     /// than the key) cannot go after them: once they are deleted it is found through nothing.
     pub(super) fn child_goes_after(&self, index: usize) -> bool {
-        goes_after(self.sql.backend, self.sql.node, self.children[index].node, self.child_ties[index])
+        tied_goes_after(self.sql.backend, self.sql.node, self.children[index].node, self.child_ties[index])
     }
 
     /// The check a chunk's transaction makes for children inserted under the chunk `keys` before
@@ -157,9 +157,18 @@ enum Tie {
     Other,
 }
 
-/// Whether `child`'s rows go after a chunk of `parent`'s own, tied to it by `tie` (see
-/// [`StepSql::child_goes_after`]).
-fn goes_after(backend: &'static dyn Backend, parent: &PlanNode, child: &PlanNode, tie: Tie) -> bool {
+/// Whether `child`'s rows go after a chunk of `parent`'s own (see [`StepSql::child_goes_after`]).
+pub(crate) fn goes_after(
+    backend: &'static dyn Backend,
+    schema: Option<&Schema>,
+    parent: &PlanNode,
+    child: &PlanNode,
+) -> bool {
+    tied_goes_after(backend, parent, child, tie(schema, parent, child))
+}
+
+/// [`goes_after`] for a child tied to `parent` by `tie`.
+fn tied_goes_after(backend: &'static dyn Backend, parent: &PlanNode, child: &PlanNode, tie: Tie) -> bool {
     parent.has_only_set_based_children()
         && backend.tuning().concurrent_writers
         && tie == Tie::None
@@ -194,7 +203,7 @@ pub(crate) fn spared_rows(
     let mut seen = std::collections::HashSet::new();
     let mut paths: Vec<Vec<&PlanNode>> = Vec::new();
     for sibling in &siblings[position + 1..] {
-        if goes_after(backend, parent, sibling, tie(schema, parent, sibling)) {
+        if goes_after(backend, schema, parent, sibling) {
             continue;
         }
         let (mut stack, mut path) = (vec![(sibling, 0)], Vec::new());
