@@ -181,7 +181,7 @@ pub(crate) fn key_of(node: &PlanNode) -> Vec<String> {
 }
 
 /// The rows a nullify step `node` (a child of `parent`, one of `siblings`) leaves alone, as
-/// ` AND NOT COALESCE(..., FALSE)` over its row (aliased [`ROW_ALIAS`]): those that a delete
+/// ` AND NOT (...)` over its row (aliased [`ROW_ALIAS`]): those that a delete
 /// step of its model in the subtree of a later sibling reaches from the same parent row the
 /// row points at. That step runs under the parent's chunk before the parent's rows go, so the
 /// row is deleted rather than nullified and then deleted; which rows those are depends on no
@@ -223,50 +223,45 @@ pub(crate) fn spared_rows(
         return None;
     }
     let reached: Vec<String> = paths.iter().map(|path| reached_from_parent_row(node, parent, path, schema)).collect();
-    Some(format!(" AND NOT COALESCE(({}), FALSE)", reached.join(") OR (")))
+    Some(format!(" AND NOT (({}))", reached.join(") OR (")))
 }
 
 /// Whether the row of `node` (aliased [`ROW_ALIAS`]) is among those the last step of `path`
-/// (from a child of `parent` down) reaches from the parent row the row points at: a chain of
-/// `IN` sub-selects, innermost the parent row.
+/// (from a child of `parent` down) reaches from the parent row the row points at: `EXISTS` from
+/// the row up the path, one lookup by a key (or unique columns) per step, to that parent row.
+/// (`IN` sub-selects down from the parent row read every row the parent has below it, for
+/// every row: minutes for an author of 20,000 posts.)
 fn reached_from_parent_row(node: &PlanNode, parent: &PlanNode, path: &[&PlanNode], schema: Option<&Schema>) -> String {
-    let qualified = |alias: &str, table: &PlanNode, columns: &[String]| -> Vec<String> {
+    let columns = |alias: &str, table: &PlanNode, columns: &[String]| {
         let names = CatalogNames::of(schema, &table.table);
         let column =
             |column: &String| format!("{}.{}", quote_identifier(alias), quote_identifier(&names.column(column)));
-        columns.iter().map(column).collect()
+        match columns.iter().map(column).collect::<Vec<_>>().as_slice() {
+            [one] => one.clone(),
+            several => format!("({})", several.join(", ")),
+        }
     };
-    // A tuple to compare, and the list a sub-select returns.
-    let columns = |alias: &str, table: &PlanNode, columns: &[String]| match qualified(alias, table, columns).as_slice()
-    {
-        [one] => one.clone(),
-        several => format!("({})", several.join(", ")),
-    };
-    let selected = |alias: &str, table: &PlanNode, columns: &[String]| qualified(alias, table, columns).join(", ");
     let referenced = |child: &PlanNode, of: &PlanNode| child.references.clone().unwrap_or_else(|| key_of(of));
-    let quoted_table = |node: &PlanNode| CatalogNames::of(schema, &node.table).quoted_table();
     let alias = |level: usize| format!("cascade_spared_{level}");
-    let mut rows = format!(
-        "SELECT {} FROM {} AS {} WHERE {} = {}",
-        selected(&alias(0), parent, &referenced(path[0], parent)),
-        quoted_table(parent),
-        quote_identifier(&alias(0)),
+    // Level 0 is the parent row, level n the row of the path's n-th step.
+    let table_at = |level: usize| if level == 0 { parent } else { path[level - 1] };
+    let mut condition = format!(
+        "{} = {}",
         columns(&alias(0), parent, &referenced(node, parent)),
-        columns(ROW_ALIAS, node, &node.columns),
+        columns(ROW_ALIAS, node, &node.columns)
     );
-    for (level, pair) in path.windows(2).enumerate() {
-        let (step, next) = (pair[0], pair[1]);
-        let alias = alias(level + 1);
-        rows = format!(
-            "SELECT {} FROM {} AS {} WHERE {} IN ({rows})",
-            selected(&alias, step, &referenced(next, step)),
-            quoted_table(step),
-            quote_identifier(&alias),
-            columns(&alias, step, &step.columns),
+    for (level, step) in path.iter().enumerate().map(|(index, step)| (index + 1, *step)) {
+        let above = table_at(level - 1);
+        let below = if level == path.len() { ROW_ALIAS.to_owned() } else { alias(level) };
+        condition = format!(
+            "EXISTS (SELECT 1 FROM {} AS {} WHERE {} = {} AND {condition})",
+            CatalogNames::of(schema, &above.table).quoted_table(),
+            quote_identifier(&alias(level - 1)),
+            columns(&alias(level - 1), above, &referenced(step, above)),
+            columns(&below, step, &step.columns),
         );
     }
-    let last = path.last().expect("a path has a step");
-    format!("{} IN ({rows})", columns(ROW_ALIAS, node, &last.columns))
+    condition
 }
 
 fn tie(schema: Option<&Schema>, node: &PlanNode, child: &PlanNode) -> Tie {
