@@ -175,7 +175,7 @@ fn a_loop_of_rows_is_a_clear_error(databases: &Databases) {
         "json",
     ]));
     let tree = &plan["tree"]["children"][0];
-    assert_eq!(tree["tree_depth"], 3, "a loop's depth stops at the number of the table's rows: {plan}");
+    assert_eq!(tree["tree_depth"], 3, "a loop's depth stops at the number of the tree's rows: {plan}");
     assert_eq!(texts(&url, "SELECT CAST(COUNT(*) AS TEXT) FROM node")[0][0].as_deref(), Some("3"));
 }
 

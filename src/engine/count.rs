@@ -28,7 +28,7 @@ pub struct Counts {
     pub nullify: IndexMap<String, u64>,
     /// The depth of each recursive node's tree, by step: how many levels of rows are below the
     /// rows the model's other nodes reach (0: none of them has a child of its own model). A loop
-    /// of rows makes it the number of the table's rows.
+    /// of rows makes it the number of the tree's rows.
     pub depths: IndexMap<usize, u64>,
     /// Requested root rows that exist but whose status does not allow the deletion.
     pub skipped_by_status: u64,
@@ -338,18 +338,18 @@ impl Counter<'_> {
             self.membership_where(sql, graph, model, OnDelete::Delete, |node, _| !node.recursive);
             if !tree.is_empty() {
                 sql.push(" UNION ");
-                below(sql, &names, &referenced, &tree, alias, false);
+                below(sql, &names, &referenced, &tree, alias, None);
             }
             sql.push(")");
             if !tree.is_empty() {
-                // Each row once per level it is on (`UNION`), no deeper than the table has rows:
+                // Each row once per level it is on (`UNION`), no deeper than the tree has rows:
                 // without a loop of rows no level is deeper, and a loop stops there.
                 let depth = depth_alias(alias);
                 sql.push(", ").identifier(&depth).push(" AS (SELECT ").push(&columns.join(", "));
                 sql.push(", 0 AS ").identifier(LEVEL).push(" FROM ").push(&names.quoted_table()).push(" WHERE ");
                 self.membership_where(sql, graph, model, OnDelete::Delete, |node, _| !node.recursive);
                 sql.push(" UNION ");
-                below(sql, &names, &referenced, &tree, &depth, true);
+                below(sql, &names, &referenced, &tree, &depth, Some(alias));
                 sql.push(")");
             }
         }
@@ -532,18 +532,19 @@ fn depth_alias(alias: &str) -> String {
 /// `referenced` columns of every row below one of `rows` by any of the model's relations to
 /// itself (`tree`), one join, since neither database takes the recursive reference in a
 /// sub-select (PostgreSQL not twice). A row that points at itself is not below itself. With
-/// `levels`, also the level below its parent's, up to as many levels as the table has rows.
+/// `levels` (the query of the tree's rows), also the level below its parent's, up to as many
+/// levels as the tree has rows.
 fn below(
     sql: &mut SqlBuilder,
     names: &CatalogNames<'_>,
     referenced: &[String],
     tree: &[&PlanNode],
     rows: &str,
-    levels: bool,
+    levels: Option<&str>,
 ) {
     let qualified = |column: &String| format!("{TREE_ROW}.{}", quote_identifier(&names.column(column)));
     sql.push("SELECT ").push(&referenced.iter().map(qualified).collect::<Vec<_>>().join(", "));
-    if levels {
+    if levels.is_some() {
         sql.push(", ").identifier(TREE_PARENT).push(".").identifier(LEVEL).push(" + 1");
     }
     sql.push(" FROM ").push(&names.quoted_table()).push(" AS ").identifier(TREE_ROW);
@@ -566,8 +567,8 @@ fn below(
         sql.push("))");
     }
     sql.push(")");
-    if levels {
+    if let Some(levels) = levels {
         sql.push(" WHERE ").identifier(TREE_PARENT).push(".").identifier(LEVEL).push(" < (SELECT COUNT(*) FROM ");
-        sql.push(&names.quoted_table()).push(")");
+        sql.identifier(levels).push(")");
     }
 }

@@ -172,7 +172,7 @@ impl NodeSql<'_> {
     }
 
     /// The node's table, aliased [`ROW_ALIAS`] where a guard or the spared rows refer to its row.
-    fn from_rows(&self, sql: &mut SqlBuilder) {
+    fn table_of_rows(&self, sql: &mut SqlBuilder) {
         sql.push(&self.table());
         if self.guard.is_some() || self.spared.is_some() {
             sql.push(" AS ").identifier(ROW_ALIAS);
@@ -231,7 +231,7 @@ impl NodeSql<'_> {
         let mut sql = self.builder();
         self.set_based_head(&mut sql);
         sql.push(" WHERE ").push(rows.matched).push(rows.open).push(rows.select).push(" FROM ");
-        self.from_rows(&mut sql);
+        self.table_of_rows(&mut sql);
         sql.push(" WHERE ");
         self.write_rows(&mut sql, matched);
         if let Some(guard) = &self.guard {
@@ -265,7 +265,7 @@ impl NodeSql<'_> {
     pub(super) fn count_up_to(&self, matched: Param, limit: u64) -> Statement {
         let mut sql = self.builder();
         sql.push("SELECT CAST(COUNT(*) AS TEXT) FROM (SELECT 1 FROM ");
-        self.from_rows(&mut sql);
+        self.table_of_rows(&mut sql);
         sql.push(" WHERE ");
         self.write_rows(&mut sql, matched);
         sql.push(" LIMIT ").push(&limit.to_string()).push(") AS matched_rows");
@@ -277,7 +277,7 @@ impl NodeSql<'_> {
             OnDelete::Delete => sql.push("DELETE FROM ").push(&self.table()).push(" AS ").identifier(ROW_ALIAS),
             OnDelete::Nullify => {
                 sql.push("UPDATE ");
-                self.from_rows(sql);
+                self.table_of_rows(sql);
                 sql.push(" SET ");
                 for (index, column) in self.match_columns().iter().enumerate() {
                     sql.push(if index == 0 { "" } else { ", " }).identifier(column).push(" = NULL");
