@@ -5,7 +5,7 @@ mod common;
 
 use common::diamond::{DIAMOND_CONFIG, DIAMOND_SCHEMA, EXPECTED, diamond_rows};
 use common::{
-    block_on, cascade, json_output, on_each_database, postgres_database, project, repository, sqlite_database,
+    block_on, cascade, json_output, on_each_database, postgres_database, project, repository, sqlite_database, texts,
 };
 use serde_json::Value;
 
@@ -360,4 +360,64 @@ on_each_database!(
          WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 5249)
          INSERT INTO task SELECT i, 1 FROM n;"
     ))
+);
+
+/// A user's comments on the user's own posts: nullified by `author_id` (an earlier step) and
+/// deleted by `post_id` under the posts (a later one). `nulled` logs every update of
+/// `author_id`.
+const AUTHORS: &str = "
+    CREATE TABLE users (id bigint PRIMARY KEY);
+    CREATE TABLE post (id bigint PRIMARY KEY, user_id bigint NOT NULL REFERENCES users (id));
+    CREATE TABLE comment (id bigint PRIMARY KEY, post_id bigint NOT NULL REFERENCES post (id),
+        author_id bigint REFERENCES users (id));
+    CREATE INDEX post_user ON post (user_id);
+    CREATE INDEX comment_post ON comment (post_id);
+    CREATE INDEX comment_author ON comment (author_id);
+    CREATE TABLE nulled (id bigint);
+    INSERT INTO users VALUES (1), (2);
+    INSERT INTO post VALUES (10, 1), (20, 2);
+    INSERT INTO comment VALUES (100, 10, 1), (101, 20, 1), (102, 10, 2), (103, 20, 2);";
+
+const AUTHORS_CONFIG: &str = "[models.user]\ntable = \"users\"\nchildren = [\n\
+    { model = \"comment\", column = \"author_id\", on_delete = \"nullify\" },\n\
+    { model = \"post\", column = \"user_id\" },\n]\n\n\
+    [models.post]\ntable = \"post\"\nchildren = [{ model = \"comment\", column = \"post_id\" }]\n\n\
+    [models.comment]\ntable = \"comment\"\n";
+
+fn a_row_that_goes_is_deleted_only(url: &str) {
+    let dir = project(&[("cascades/cascade.toml", AUTHORS_CONFIG)]);
+    let json =
+        |args: &[&str]| json_output(cascade(dir.path()).args(args).args(["--format", "json", "--database-url", url]));
+    let plan = json(&["plan", "user", "--id", "1"]);
+    let run = json(&["delete", "user", "1", "--confirm"]);
+    // Comment 100 (on the user's own post) is deleted only; 101 (on another's post) is
+    // nullified; 102 (another's comment on the user's post) is deleted.
+    assert_eq!(run["deleted"], serde_json::json!({ "comment": 2, "post": 1, "user": 1 }), "{run}");
+    assert_eq!(run["nullified"], serde_json::json!({ "comment": 1 }), "{run}");
+    assert_eq!(plan["totals"], run["deleted"], "{plan}");
+    assert_eq!(plan["nullify"], run["nullified"], "{plan}");
+    let tree = &plan["tree"]["children"];
+    let rows = |action: &str| {
+        let node = tree.as_array().unwrap().iter().chain(tree[1]["children"].as_array().unwrap());
+        node.filter(|node| node["model"] == "comment" && node["action"] == action)
+            .map(|node| &node["rows"])
+            .collect::<Vec<_>>()
+    };
+    assert_eq!((rows("nullify"), rows("delete")), (vec![&Value::from(1)], vec![&Value::from(2)]), "{plan}");
+    let nulled = texts(url, "SELECT CAST(id AS TEXT) FROM nulled");
+    assert_eq!(nulled, vec![vec![Some("101".to_owned())]], "only comment 101 was ever set to NULL");
+}
+
+on_each_database!(
+    a_row_nullified_then_deleted_is_deleted_only_on_sqlite(
+        "CREATE TRIGGER comment_nulled AFTER UPDATE OF author_id ON comment
+         BEGIN INSERT INTO nulled VALUES (old.id); END;"
+    ),
+    a_row_nullified_then_deleted_is_deleted_only_on_postgres(
+        "CREATE FUNCTION log_nulled() RETURNS trigger LANGUAGE plpgsql AS
+         $$ BEGIN INSERT INTO nulled VALUES (OLD.id); RETURN NEW; END $$;
+         CREATE TRIGGER comment_nulled AFTER UPDATE OF author_id ON comment
+         FOR EACH ROW EXECUTE FUNCTION log_nulled();"
+    ),
+    |databases, trigger| a_row_that_goes_is_deleted_only(&databases.create(&format!("{AUTHORS}{trigger}")))
 );

@@ -2,7 +2,8 @@
 //! each deletion compared with an independent oracle: the same schema and rows in a second
 //! database where every `NO ACTION`/`RESTRICT` foreign key is `ON DELETE CASCADE` (the others as
 //! declared), the root deleted with one native `DELETE`. Every table must hold the same rows
-//! afterwards, and the plan's counts must be the run's.
+//! afterwards, and the plan's counts must be the run's: its totals the rows deleted, its nullify
+//! steps' rows the rows nullified.
 //!
 //! The schemas have every foreign-key action, composite foreign keys (to a composite primary key
 //! and to a unique pair of columns), foreign keys to unique columns that are not the key,
@@ -379,6 +380,29 @@ fn deleted_rows(report: &serde_json::Value, field: &str) -> BTreeMap<String, u64
     rows.into_iter().map(|(model, n)| (model, n.as_u64().unwrap_or(0))).filter(|(_, n)| *n > 0).collect()
 }
 
+/// The rows of a plan's nullify steps, added up per model, without the zeros: what the run's
+/// `nullified` reports (each step's statement counts the rows it sets to NULL; each step is in
+/// the JSON tree once).
+fn nullify_steps_rows(tree: &serde_json::Value) -> BTreeMap<String, u64> {
+    let mut rows: BTreeMap<String, u64> = BTreeMap::new();
+    let mut stack = vec![tree];
+    while let Some(node) = stack.pop() {
+        if node["action"] == "nullify" {
+            *rows.entry(node["model"].as_str().unwrap_or_default().to_owned()).or_default() +=
+                node["rows"].as_u64().unwrap_or(0);
+        }
+        stack.extend(node["children"].as_array().into_iter().flatten());
+    }
+    rows.retain(|_, n| *n > 0);
+    rows
+}
+
+/// Deletions (seed, root table, id) in which rows go in another order than the plan's step
+/// numbers (a tree of rows is deleted level by level, a shared subtree under each parent), so
+/// a nullify step's rows differ from its count: a known gap, see "Where the plan's nullify
+/// counts and the run's still differ" in docs/DECISIONS.md.
+const ORDER_GAPS: [(u64, &str, i64); 4] = [(3, "t0", 1000), (8, "t0", 1001), (17, "t0", 1002), (20, "t0", 1000)];
+
 on_each_database!(
     random_schemas_delete_what_the_database_would_cascade_on_sqlite,
     random_schemas_delete_what_the_database_would_cascade_on_postgres,
@@ -386,7 +410,7 @@ on_each_database!(
 );
 
 fn compare_with_the_database_s_own_cascade(databases: &Databases) {
-    let (mut deletions, mut cyclic, mut loops, mut guarded) = (0, 0, 0, 0);
+    let (mut deletions, mut cyclic, mut loops, mut guarded, mut nullify_compared) = (0, 0, 0, 0, 0);
     for seed in 0..SCHEMAS {
         let mut random = Random::seeded(seed);
         let generated = generate(&mut random, !databases.is_sqlite());
@@ -450,6 +474,15 @@ fn compare_with_the_database_s_own_cascade(databases: &Databases) {
                 deleted_rows(&run, "deleted"),
                 "the plan's counts are not the run's for {table} {id} ({context}\nconfig:\n{written})"
             );
+            if !ORDER_GAPS.contains(&(seed, table.as_str(), id)) {
+                assert_eq!(
+                    nullify_steps_rows(&plan["tree"]),
+                    deleted_rows(&run, "nullified"),
+                    "the plan's nullify steps are not the run's for {table} {id} ({context}\nconfig:\n{written})\n\
+                     plan: {plan}"
+                );
+                nullify_compared += 1;
+            }
             texts(&oracle, &format!("DELETE FROM {table} WHERE id = {id}"));
             assert_eq!(
                 user_rows(&url),
@@ -465,9 +498,10 @@ fn compare_with_the_database_s_own_cascade(databases: &Databases) {
     assert!(cyclic >= 10, "only {cyclic} schemas have a delete cycle through several tables");
     assert!(loops >= 10, "only {loops} rows close a loop of rows");
     assert!(guarded >= SCHEMAS as usize / 4, "only {guarded} tables were guarded by a trigger");
+    assert!(nullify_compared >= 300, "only {nullify_compared} deletions' nullify steps were compared");
     println!(
-        "{deletions} deletions compared with the database's own cascade ({cyclic} schemas with a cycle of tables, \
-         {loops} rows closing a loop of rows, {guarded} tables guarded by a trigger that lets only the database \
-         delete)"
+        "{deletions} deletions compared with the database's own cascade, {nullify_compared} by their nullify steps \
+         ({cyclic} schemas with a cycle of tables, {loops} rows closing a loop of rows, {guarded} tables guarded by \
+         a trigger that lets only the database delete)"
     );
 }

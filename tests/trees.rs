@@ -173,15 +173,22 @@ on_each_database!(a_loop_of_rows_goes_together_on_sqlite, a_loop_of_rows_goes_to
     a_loop_of_rows_goes_together(&databases)
 });
 
-/// The recursive step is shown once, as recursive, in every format; its rows are counted.
+/// The recursive step is shown once, as recursive, in every format, with its depth: the levels
+/// of rows below those the plan's other steps reach (the top rows: here the root).
 #[test]
-fn every_plan_format_shows_the_recursion_once() {
+fn every_plan_format_shows_the_recursion_once_with_its_depth() {
     let dir = project(&[]);
-    let url = common::sqlite_database(dir.path(), &COMMENTS.replace("bigint PRIMARY KEY", "INTEGER PRIMARY KEY"));
+    // A chain of 5 levels below the root row 1, and a row of another tree.
+    let url = common::sqlite_database(
+        dir.path(),
+        "CREATE TABLE node (id INTEGER PRIMARY KEY, parent_id INTEGER REFERENCES node (id));
+         CREATE INDEX node_parent ON node (parent_id);
+         INSERT INTO node VALUES (1, NULL), (2, 1), (3, 2), (4, 3), (5, 4), (6, 5), (7, NULL), (8, 7);",
+    );
     let dir = initialised(&url);
     let plan = |format: &str| {
         let output = cascade(dir.path())
-            .args(["--database-url", &url, "plan", "post", "--id", "1", "--format", format])
+            .args(["--database-url", &url, "plan", "node", "--id", "1", "--format", format])
             .output()
             .unwrap();
         assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
@@ -189,17 +196,58 @@ fn every_plan_format_shows_the_recursion_once() {
     };
     let text = plan("text");
     assert_eq!(text.matches("recursive").count(), 1, "{text}");
-    assert!(text.contains("comment by parent_id · step 1 · delete · recursive"), "{text}");
+    assert!(
+        text.contains(
+            "node by parent_id · step 1 · delete · recursive (again under each row, to the end of the tree) · depth 5 ·"
+        ),
+        "{text}"
+    );
     let json: serde_json::Value = serde_json::from_str(&plan("json")).unwrap();
-    let tree = &json["tree"]["children"][0]["children"][0];
-    assert_eq!((tree["recursive"].as_bool(), tree["rows"].as_u64()), (Some(true), Some(2)), "replies 3 and 4: {json}");
-    assert_eq!(json["totals"]["comment"], 5, "{json}");
-    assert!(plan("mermaid").contains("|\"parent_id, again\"|"));
+    let tree = &json["tree"]["children"][0];
+    assert_eq!((tree["recursive"].as_bool(), tree["rows"].as_u64()), (Some(true), Some(5)), "{json}");
+    assert_eq!(tree["tree_depth"], 5, "{json}");
+    assert!(json["tree"].get("tree_depth").is_none(), "only a recursive step has a depth: {json}");
+    assert_eq!(json["totals"]["node"], 6, "{json}");
+    let mermaid = plan("mermaid");
+    assert!(mermaid.contains("delete · recursive · depth 5 ·"), "{mermaid}");
+    assert!(mermaid.contains("|\"parent_id, again\"|"), "{mermaid}");
     let dot = plan("dot");
+    assert!(dot.contains("delete · recursive · depth 5 ·"), "{dot}");
     assert!(dot.contains("[label=\"parent_id, again\", style=dotted]"), "{dot}");
     let html = plan("html");
-    assert!(html.contains("recursive: again under each row"), "the HTML plan's box says so");
+    assert!(html.contains("recursive: again under each row, depth 5"), "the HTML plan's box says so");
+    // Without a database there is no depth to show.
+    let uncounted = cascade(dir.path()).args(["plan", "node", "--format", "json"]).output().unwrap();
+    let uncounted: serde_json::Value = serde_json::from_slice(&uncounted.stdout).unwrap();
+    assert!(uncounted["tree"]["children"][0].get("tree_depth").is_none(), "{uncounted}");
 }
+
+/// The depth of reply threads is their longest chain below the rows the plan reaches: post 1's
+/// comments are 1, 2 (a reply to 1) and 6 (which points at itself, so is below nothing), and
+/// 3 and 4 reply below 2, three levels below 1.
+fn a_thread_s_depth_is_its_longest_chain(databases: &Databases) {
+    let url = databases.create(COMMENTS);
+    let dir = initialised(&url);
+    let plan = json_output(cascade(dir.path()).args([
+        "--database-url",
+        &url,
+        "plan",
+        "post",
+        "--id",
+        "1",
+        "--format",
+        "json",
+    ]));
+    let tree = &plan["tree"]["children"][0]["children"][0];
+    assert_eq!((tree["rows"].as_u64(), tree["tree_depth"].as_u64()), (Some(2), Some(3)), "replies 3 and 4: {plan}");
+    assert_eq!(plan["totals"]["comment"], 5, "{plan}");
+}
+
+on_each_database!(
+    a_thread_s_depth_is_its_longest_chain_on_sqlite,
+    a_thread_s_depth_is_its_longest_chain_on_postgres,
+    |databases| a_thread_s_depth_is_its_longest_chain(&databases)
+);
 
 /// A row the plan deletes is counted deleted only: the nullify step of a model the plan also
 /// deletes counts (in the tree as in the totals) only the rows that stay, which is what the run

@@ -13,6 +13,8 @@ use crate::db::{Backend, Database, DbError};
 use crate::planner::{Plan, PlanNode};
 
 use super::not_found;
+use super::sql::ROW_ALIAS;
+use super::steps::{goes_after, key_of};
 use crate::schema::{CatalogNames, Schema};
 
 /// How many rows a plan would delete or nullify for some root ids.
@@ -24,6 +26,10 @@ pub struct Counts {
     pub totals: IndexMap<String, u64>,
     /// Rows of each model whose relation column would be set to NULL.
     pub nullify: IndexMap<String, u64>,
+    /// The depth of each recursive node's tree, by step: how many levels of rows are below the
+    /// rows the model's other nodes reach (0: none of them has a child of its own model). A loop
+    /// of rows makes it the number of the tree's rows.
+    pub depths: IndexMap<usize, u64>,
     /// Requested root rows that exist but whose status does not allow the deletion.
     pub skipped_by_status: u64,
     /// Requested root ids that match no row.
@@ -135,6 +141,8 @@ enum Counted<'a> {
     Nullified(&'a str),
     /// The root rows found, whatever their status.
     AllRoots(&'a PlanNode),
+    /// The levels of the tree below the rows a recursive node's other nodes reach.
+    Depth(&'a PlanNode),
 }
 
 /// Every count is read through one `WITH`: each deleted model with children gets the rows it
@@ -148,8 +156,12 @@ async fn count_from(
     mut counts: Counts,
 ) -> Result<Counts, CountError> {
     let graph = PlanGraph::of(plan);
-    let mut wanted: Vec<Counted<'_>> =
-        plan.steps_with_parents().into_iter().map(|(node, _)| Counted::Node(node)).collect();
+    let steps = plan.steps_with_parents();
+    let mut wanted: Vec<Counted<'_>> = steps.iter().map(|(node, _)| Counted::Node(node)).collect();
+    // A tree's depth; a cycle through several models has none of its own (its rows are one query).
+    let tree =
+        |node: &PlanNode| node.recursive && graph.aliases.get(node.model.as_str()).is_some_and(|a| a.cycle.is_none());
+    wanted.extend(steps.iter().filter(|(node, _)| tree(node)).map(|(node, _)| Counted::Depth(node)));
     for model in graph.models() {
         if graph.deletes(model) {
             wanted.push(Counted::Deleted(model));
@@ -186,10 +198,14 @@ async fn count_from(
                     counts.nullify.insert((*model).to_owned(), value);
                 }
                 Counted::AllRoots(_) => all_roots = value,
+                Counted::Depth(node) => {
+                    counts.depths.insert(node.step, value);
+                }
             }
         }
     }
     counts.rows.sort_keys();
+    counts.depths.sort_keys();
     if counter.config.model(&plan.root.model).is_some_and(|m| m.status.is_some()) {
         counts.skipped_by_status = all_roots.saturating_sub(counts.totals.get(&plan.root.model).copied().unwrap_or(0));
     }
@@ -307,16 +323,13 @@ impl<'a> PlanGraph<'a> {
     }
 }
 
-fn key_of(node: &PlanNode) -> Vec<String> {
-    if node.key.is_empty() { vec!["id".to_owned()] } else { node.key.clone() }
-}
-
 impl Counter<'_> {
     /// `WITH name AS MATERIALIZED (SELECT referenced columns FROM table WHERE deleted), ...` for
     /// every deleted model with children, parents first. A model whose rows are a tree (it has a
     /// recursive node) gets a recursive query instead: the rows its other nodes reach, then every
-    /// row whose parent is among them, to the end of the tree (`UNION` ends a loop of rows too).
-    /// The models of a cycle share one recursive query ([`Self::cycle_rows`]).
+    /// row whose parent is among them, to the end of the tree (`UNION` ends a loop of rows too),
+    /// and a second one that numbers the levels below those top rows, for the tree's depth. The
+    /// models of a cycle share one recursive query ([`Self::cycle_rows`]).
     fn with_deleted_rows(&self, sql: &mut SqlBuilder, graph: &PlanGraph<'_>) {
         let recursive = graph
             .aliases
@@ -343,7 +356,8 @@ impl Counter<'_> {
         }
     }
 
-    /// The `WITH` query of the rows `model` (not in a cycle of models) loses.
+    /// The `WITH` queries of the rows `model` (not in a cycle of models) loses, and for a tree the
+    /// levels below its top rows.
     fn model_rows(&self, sql: &mut SqlBuilder, graph: &PlanGraph<'_>, model: &str, alias: &str) {
         let (node, _) = graph.nodes_of(model, OnDelete::Delete).next().expect("a deleted model has a delete node");
         let names = self.names(node);
@@ -354,25 +368,21 @@ impl Counter<'_> {
         sql.push(&columns.join(", ")).push(" FROM ").push(&names.quoted_table()).push(" WHERE ");
         self.membership_where(sql, graph, model, OnDelete::Delete, |node, _| !node.recursive);
         if !tree.is_empty() {
-            // The recursive reference must be one join (neither database takes it in a
-            // sub-select, PostgreSQL not twice): a row is below another by any of the
-            // model's relations to itself.
-            let qualified = |column: &String| format!("{TREE_ROW}.{}", quote_identifier(&names.column(column)));
-            sql.push(" UNION SELECT ").push(&referenced.iter().map(qualified).collect::<Vec<_>>().join(", "));
-            sql.push(" FROM ").push(&names.quoted_table()).push(" AS ").identifier(TREE_ROW);
-            sql.push(" JOIN ").identifier(alias).push(" AS ").identifier(TREE_PARENT).push(" ON ");
-            for (index, node) in tree.iter().enumerate() {
-                sql.push(if index == 0 { "(" } else { " OR (" });
-                let parent_columns = node.references.clone().unwrap_or_else(|| key_of(node));
-                for (part, (column, parent_column)) in node.columns.iter().zip(&parent_columns).enumerate() {
-                    sql.push(if part == 0 { "" } else { " AND " });
-                    sql.identifier(TREE_ROW).push(".").identifier(&names.column(column)).push(" = ");
-                    sql.identifier(TREE_PARENT).push(".").identifier(&names.column(parent_column));
-                }
-                sql.push(")");
-            }
+            sql.push(" UNION ");
+            below(sql, &names, &referenced, &tree, alias, None);
         }
         sql.push(")");
+        if !tree.is_empty() {
+            // Each row once per level it is on (`UNION`), no deeper than the tree has rows:
+            // without a loop of rows no level is deeper, and a loop stops there.
+            let depth = depth_alias(alias);
+            sql.push(", ").identifier(&depth).push(" AS (SELECT ").push(&columns.join(", "));
+            sql.push(", 0 AS ").identifier(LEVEL).push(" FROM ").push(&names.quoted_table()).push(" WHERE ");
+            self.membership_where(sql, graph, model, OnDelete::Delete, |node, _| !node.recursive);
+            sql.push(" UNION ");
+            below(sql, &names, &referenced, &tree, &depth, Some(alias));
+            sql.push(")");
+        }
     }
 
     /// The one recursive `WITH` query of the rows the models of a cycle (`members`) lose. Neither
@@ -551,26 +561,46 @@ impl Counter<'_> {
                     .iter()
                     .find(|(candidate, _)| std::ptr::eq(*candidate, *node))
                     .and_then(|(_, parent)| *parent);
-                sql.push("SELECT COUNT(*) FROM ").push(&self.names(node).quoted_table()).push(" WHERE ");
+                let before = |other: &PlanNode, parent: Option<&PlanNode>| {
+                    other.step < node.step
+                        && !parent.is_some_and(|parent| goes_after(self.backend, Some(self.schema), parent, other))
+                };
+                let spared = parent.and_then(|parent| {
+                    super::steps::spared_rows(node, parent, &parent.children, self.backend, Some(self.schema))
+                });
+                sql.push("SELECT COUNT(*) FROM ").push(&self.names(node).quoted_table());
+                if spared.is_some() {
+                    sql.push(" AS ").identifier(ROW_ALIAS);
+                }
+                sql.push(" WHERE ");
                 self.reached(sql, graph, node, parent);
+                if let Some(spared) = &spared {
+                    // Rows a later step deletes through the same parent row are deleted only.
+                    sql.push(spared);
+                }
                 if node.recursive {
                     // The rows below a tree's top rows: those its other nodes reach are theirs.
                     sql.push(" AND NOT COALESCE(");
                     self.membership_where(sql, graph, &node.model, OnDelete::Delete, |other, _| !other.recursive);
                     sql.push(", FALSE)");
                 } else if node.action == OnDelete::Nullify
-                    && graph.nodes_of(&node.model, OnDelete::Delete).any(|(other, _)| other.step < node.step)
+                    && graph.nodes_of(&node.model, OnDelete::Delete).any(|(other, parent)| before(other, *parent))
                 {
                     // A row a step before this one deletes is gone when this one runs: it is
-                    // counted deleted only, as in the totals. (One a later step deletes is
-                    // nullified first, and counted here too.)
+                    // counted deleted only, as in the totals. A step whose rows go after its
+                    // parent chunk's runs after this one, whatever its number.
                     sql.push(" AND NOT COALESCE(");
-                    self.membership_where(sql, graph, &node.model, OnDelete::Delete, |other, _| other.step < node.step);
+                    self.membership_where(sql, graph, &node.model, OnDelete::Delete, before);
                     sql.push(", FALSE)");
                 }
             }
             Counted::Deleted(model) => self.model_count(sql, graph, model, OnDelete::Delete),
             Counted::Nullified(model) => self.model_count(sql, graph, model, OnDelete::Nullify),
+            Counted::Depth(node) => {
+                let alias = graph.aliases.get(node.model.as_str()).expect("a tree's model has its rows");
+                sql.push("SELECT COALESCE(MAX(").identifier(LEVEL).push("), 0) FROM ");
+                sql.identifier(&depth_alias(&alias.name));
+            }
             Counted::AllRoots(root) => {
                 sql.push("SELECT COUNT(*) FROM ").push(&self.names(root).quoted_table()).push(" WHERE ");
                 self.root_predicate(sql, root, false);
@@ -634,5 +664,58 @@ impl Counter<'_> {
 
     fn names<'n>(&'n self, node: &'n PlanNode) -> CatalogNames<'n> {
         CatalogNames::of(Some(self.schema), &node.table)
+    }
+}
+
+/// The column that numbers a tree's levels in its depth query.
+const LEVEL: &str = "cascade_level";
+
+/// The alias of the query that numbers the levels of the tree whose rows are `alias`.
+fn depth_alias(alias: &str) -> String {
+    format!("{alias}_depth")
+}
+
+/// The recursive part of a tree's query over `rows` (the query itself): `SELECT` the
+/// `referenced` columns of every row below one of `rows` by any of the model's relations to
+/// itself (`tree`), one join, since neither database takes the recursive reference in a
+/// sub-select (PostgreSQL not twice). A row that points at itself is not below itself. With
+/// `levels` (the query of the tree's rows), also the level below its parent's, up to as many
+/// levels as the tree has rows.
+fn below(
+    sql: &mut SqlBuilder,
+    names: &CatalogNames<'_>,
+    referenced: &[String],
+    tree: &[&PlanNode],
+    rows: &str,
+    levels: Option<&str>,
+) {
+    let qualified = |column: &String| format!("{TREE_ROW}.{}", quote_identifier(&names.column(column)));
+    sql.push("SELECT ").push(&referenced.iter().map(qualified).collect::<Vec<_>>().join(", "));
+    if levels.is_some() {
+        sql.push(", ").identifier(TREE_PARENT).push(".").identifier(LEVEL).push(" + 1");
+    }
+    sql.push(" FROM ").push(&names.quoted_table()).push(" AS ").identifier(TREE_ROW);
+    sql.push(" JOIN ").identifier(rows).push(" AS ").identifier(TREE_PARENT).push(" ON (");
+    for (index, node) in tree.iter().enumerate() {
+        sql.push(if index == 0 { "(" } else { " OR (" });
+        let parent_columns = node.references.clone().unwrap_or_else(|| key_of(node));
+        let pairs = node.columns.iter().zip(&parent_columns);
+        for (part, (column, parent_column)) in pairs.clone().enumerate() {
+            sql.push(if part == 0 { "" } else { " AND " });
+            sql.identifier(TREE_ROW).push(".").identifier(&names.column(column)).push(" = ");
+            sql.identifier(TREE_PARENT).push(".").identifier(&names.column(parent_column));
+        }
+        sql.push(" AND NOT (");
+        for (part, (column, parent_column)) in pairs.enumerate() {
+            sql.push(if part == 0 { "" } else { " AND " });
+            sql.identifier(TREE_ROW).push(".").identifier(&names.column(column)).push(" = ");
+            sql.identifier(TREE_ROW).push(".").identifier(&names.column(parent_column));
+        }
+        sql.push("))");
+    }
+    sql.push(")");
+    if let Some(levels) = levels {
+        sql.push(" WHERE ").identifier(TREE_PARENT).push(".").identifier(LEVEL).push(" < (SELECT COUNT(*) FROM ");
+        sql.identifier(levels).push(")");
     }
 }

@@ -23,8 +23,9 @@ pub(crate) struct Returning {
     pub row: Option<Vec<String>>,
 }
 
-/// The alias of the table a delete works on, for the archive's whole-row JSON.
-const ROW_ALIAS: &str = "cascade_row";
+/// The alias of the table a delete works on, for the archive's whole-row JSON, and of the row a
+/// nullify sets to NULL, which its [`NodeSql::spared`] rows are correlated with.
+pub(crate) const ROW_ALIAS: &str = "cascade_row";
 
 /// The alias of a loop's child rows when the keys of the rows they reference are read.
 const CHILD_ALIAS: &str = "cascade_child";
@@ -101,6 +102,9 @@ pub(crate) struct NodeSql<'a> {
     pub self_reference: bool,
     /// At the root: a condition each row must still meet to be deleted by key.
     pub guard: Option<RootGuard>,
+    /// A nullify's ` AND NOT ...` over its row (aliased [`ROW_ALIAS`]): the rows a later step
+    /// deletes before their parent row goes (see `steps::spared_rows`), which keep their value.
+    pub spared: Option<String>,
 }
 
 /// The parent rows a relation to parent columns other than the key finds its rows through.
@@ -177,6 +181,22 @@ impl NodeSql<'_> {
             parent.referenced.iter().map(|column| format!("{PARENT_ALIAS}.{}", quote_identifier(column))).collect();
         sql.push(&referenced.join(", ")).push(" FROM ").push(&parent.table).push(" AS ").identifier(PARENT_ALIAS);
         sql.push(" WHERE ").keys_in(&parent.key, &parent.key_types, matched).push(")");
+    }
+
+    /// The rows a set-based statement writes: those `matched` reaches, less the spared ones.
+    fn write_rows(&self, sql: &mut SqlBuilder, matched: Param) {
+        self.write_match(sql, matched);
+        if let Some(spared) = &self.spared {
+            sql.push(spared);
+        }
+    }
+
+    /// The node's table, aliased [`ROW_ALIAS`] where a guard or the spared rows refer to its row.
+    fn table_of_rows(&self, sql: &mut SqlBuilder) {
+        sql.push(&self.table());
+        if self.guard.is_some() || self.spared.is_some() {
+            sql.push(" AS ").identifier(ROW_ALIAS);
+        }
     }
 
     /// The node's key, read back as one text (see `Backend::key_text`).
@@ -266,14 +286,12 @@ impl NodeSql<'_> {
         let rows = self.backend.row_selector(self.partitioned);
         let mut sql = self.builder();
         self.set_based_head(&mut sql);
-        sql.push(" WHERE ").push(rows.matched).push(rows.open).push(rows.select).push(" FROM ").push(&self.table());
+        sql.push(" WHERE ").push(rows.matched).push(rows.open).push(rows.select).push(" FROM ");
+        self.table_of_rows(&mut sql);
+        sql.push(" WHERE ");
+        self.write_rows(&mut sql, matched);
         if let Some(guard) = &self.guard {
-            sql.push(" AS ").identifier(ROW_ALIAS).push(" WHERE ");
-            self.write_match(&mut sql, matched);
             guard.write(&mut sql, ROW_ALIAS);
-        } else {
-            sql.push(" WHERE ");
-            self.write_match(&mut sql, matched);
         }
         sql.push(" LIMIT ").push(&limit.to_string()).push(rows.close);
         self.set_based_tail(&mut sql, returning);
@@ -287,7 +305,7 @@ impl NodeSql<'_> {
         let mut sql = self.builder();
         self.set_based_head(&mut sql);
         sql.push(" WHERE ");
-        self.write_match(&mut sql, matched);
+        self.write_rows(&mut sql, matched);
         self.set_based_tail(&mut sql, returning);
         sql.finish()
     }
@@ -302,8 +320,10 @@ impl NodeSql<'_> {
     /// relation's index).
     pub(super) fn count_up_to(&self, matched: Param, limit: u64) -> Statement {
         let mut sql = self.builder();
-        sql.push("SELECT CAST(COUNT(*) AS TEXT) FROM (SELECT 1 FROM ").push(&self.table()).push(" WHERE ");
-        self.write_match(&mut sql, matched);
+        sql.push("SELECT CAST(COUNT(*) AS TEXT) FROM (SELECT 1 FROM ");
+        self.table_of_rows(&mut sql);
+        sql.push(" WHERE ");
+        self.write_rows(&mut sql, matched);
         sql.push(" LIMIT ").push(&limit.to_string()).push(") AS matched_rows");
         sql.finish()
     }
@@ -315,7 +335,9 @@ impl NodeSql<'_> {
                 sql.push("DELETE FROM ").push(&self.table()).push(" AS ").identifier(ROW_ALIAS)
             }
             OnDelete::Nullify => {
-                sql.push("UPDATE ").push(&self.table()).push(" SET ");
+                sql.push("UPDATE ");
+                self.table_of_rows(sql);
+                sql.push(" SET ");
                 for (index, column) in self.match_columns().iter().enumerate() {
                     sql.push(if index == 0 { "" } else { ", " }).identifier(column).push(" = NULL");
                 }

@@ -41,7 +41,8 @@ pub(super) fn measures(
                 .or_insert_with(|| Dag::below(node).into_iter().filter_map(rows_of).sum());
             paced_seconds(rows + below, rate, option.and_then(|name| bursts.get(name)).copied().unwrap_or(1))
         });
-        measures.insert(node.step, Measure { rate, rows, chunks, max_chunks, seconds });
+        let tree_depth = counts.and_then(|counts| counts.depths.get(&node.step).copied());
+        measures.insert(node.step, Measure { rate, rows, chunks, max_chunks, seconds, tree_depth });
     }
     measures
 }

@@ -109,6 +109,11 @@ pub struct Measure {
     /// Seconds this step's rate limit makes it and the steps below it take at least (their rows
     /// count against it too), after the limit's first bucketful.
     pub seconds: Option<f64>,
+    /// A recursive step's depth: the levels of its tree of rows below the rows the plan's other
+    /// steps reach (counted, never loaded); left out elsewhere and without counts. Not `depth`,
+    /// which a template's node has already: its place in the plan.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tree_depth: Option<u64>,
 }
 
 /// A node of the folded tree, flat, with what templates need to draw it.

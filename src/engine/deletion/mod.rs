@@ -184,7 +184,7 @@ impl<'a> Deletion<'a> {
         let started = Instant::now();
         let archive = options.archive.is_some();
         let root =
-            StepSql::new(&plan.root, None, &plan.root.children, config, database.backend(), Some(schema), archive);
+            StepSql::new(&plan.root, None, &[], &plan.root.children, config, database.backend(), Some(schema), archive);
         let ids = root_keys(plan, &root.sql.key_types, ids)?;
         // An archive that cannot be written, or cannot hold every deleted row, stops the deletion
         // before anything is recorded.
@@ -273,6 +273,7 @@ impl<'a> Deletion<'a> {
                     let step = StepSql::new(
                         node,
                         Some(parent),
+                        plan.children_of(parent),
                         plan.children_of(node),
                         config,
                         database.backend(),
@@ -491,14 +492,16 @@ impl<'a> Deletion<'a> {
     /// The frame of `node` under `parent`.
     fn frame_of(&self, node: &'a PlanNode, parent: Option<&'a PlanNode>, matched: Keys) -> Frame<'a> {
         let children: &'a [PlanNode] = self.plan.children_of(node);
-        let step_of = |node: &'a PlanNode, parent, children| {
-            let archive = self.archive.is_some();
-            StepSql::new(node, parent, children, self.config, self.database.backend(), Some(self.schema), archive)
+        // The list `node` is in: a nullify step leaves out the rows a later one of it deletes.
+        let siblings: &'a [PlanNode] = parent.map_or(&[][..], |parent| self.plan.children_of(parent));
+        let step_of = |node: &'a PlanNode, parent, siblings, children| {
+            let (backend, archive) = (self.database.backend(), self.archive.is_some());
+            StepSql::new(node, parent, siblings, children, self.config, backend, Some(self.schema), archive)
         };
         let step = match self.recursive_steps.get(&node.step) {
             Some(shared) => shared.clone(),
             None => {
-                let mut step = step_of(node, parent, children);
+                let mut step = step_of(node, parent, siblings, children);
                 if std::ptr::eq(node, self.root) && children.is_empty() {
                     step.sql.guard = self.options.within.as_ref().and_then(|batch| batch.root_guard.clone());
                 }
@@ -506,7 +509,7 @@ impl<'a> Deletion<'a> {
             }
         };
         let set_based_children = node.has_only_set_based_children().then(|| {
-            node.worked_children().map(|child| (child, step_of(child, Some(node), &child.children))).collect()
+            node.worked_children().map(|child| (child, step_of(child, Some(node), children, &child.children))).collect()
         });
         Frame {
             node,

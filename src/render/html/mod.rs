@@ -243,7 +243,8 @@ fn node_lines(node: &FlatNode<'_>) -> Vec<String> {
     }
     lines.push(format!("{} · {} · chunk {}", plan.action.as_str(), plan.strategy.as_str(), plan.chunk_size));
     if plan.recursive {
-        lines.push("recursive: again under each row".to_owned());
+        let depth = node.measure.tree_depth.map(|depth| format!(", depth {depth}"));
+        lines.push(format!("recursive: again under each row{}", depth.unwrap_or_default()));
     }
     if !plan.columns.is_empty() {
         let references = plan.references.as_ref().map(|columns| format!(" → {}", columns.join(", ")));
