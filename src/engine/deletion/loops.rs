@@ -192,16 +192,11 @@ impl<'a> Deletion<'a> {
         let deleted = async {
             // Every row's tombstone and archive line first: a row the database's own cascade
             // removes while the others go (a loop's `ON DELETE CASCADE` key) is written too.
+            let mut archived = Vec::new();
             for (node, step, keys) in &groups {
                 let Some(returning) = step.row_data() else { continue };
-                if let Some(target) = step.outbox {
-                    let tombstones = step.sql.insert_tombstones(target, returning, Param::Keys(keys.clone()), true);
-                    self.uncommitted_outbox_rows += transaction.execute(&tombstones).await?;
-                }
-                if let (Some(_), Some(columns)) = (&self.archive, &returning.row) {
-                    let statement = step.sql.archived_rows(columns, Param::Keys(keys.clone()), true);
-                    let archived = transaction.fetch_texts(&statement).await?;
-                    self.archive_lines(node, step, super::writes::counted_lines(archived).1)?;
+                if let Some(lines) = self.read_row_data(&mut transaction, step, returning, keys, true).await? {
+                    archived.push((*node, *step, lines));
                 }
             }
             // What the database deletes with them (`on_delete = "database"`), counted first.
@@ -221,7 +216,7 @@ impl<'a> Deletion<'a> {
                 for (_, step, keys) in &groups {
                     transaction.execute(&step.sql.delete_by_keys(Param::Keys(keys.clone()), None)).await?;
                 }
-                return Ok(steps);
+                return Ok((steps, archived));
             }
             let mut sql = SqlBuilder::new(self.database.backend());
             for (index, (_, step, keys)) in groups.iter().enumerate() {
@@ -240,11 +235,17 @@ impl<'a> Deletion<'a> {
             for ((node, ..), count) in groups.iter().zip(counts) {
                 steps.push((*node, count.and_then(|count| count.parse().ok()).unwrap_or(0)));
             }
-            Ok::<_, DeleteError>(steps)
+            Ok::<_, DeleteError>((steps, archived))
         }
         .await;
         let steps = match deleted {
-            Ok(steps) => steps,
+            Ok((steps, archived)) => {
+                // Archived once the deletes went through: a refused one leaves no lines behind.
+                for (node, step, lines) in archived {
+                    self.archive_lines(node, step, lines)?;
+                }
+                steps
+            }
             Err(DeleteError::Database(error)) if self.is_foreign_key_violation(&error) => {
                 transaction.rollback().await?;
                 return Ok(Outcome::ChildrenAppeared { refused: Some(error.to_string()) });

@@ -13,6 +13,7 @@ use crate::config::OnDelete;
 use crate::db::Keys;
 use crate::db::sql::{Param, Statement};
 use crate::db::{Failure, TextRows, Transaction};
+use crate::engine::sql::Returning;
 use crate::engine::steps::StepSql;
 use crate::planner::PlanNode;
 use crate::telemetry;
@@ -83,27 +84,43 @@ impl<'a> Deletion<'a> {
         keys: &Keys,
         by_key: bool,
     ) -> Result<u64, DeleteError> {
-        let keys = || Param::Keys(keys.clone());
+        let matched = || Param::Keys(keys.clone());
         let Some(returning) = step.row_data_from_table() else {
-            let statement = step.sql.delete_matching(keys(), step.returning.as_ref(), by_key);
+            let statement = step.sql.delete_matching(matched(), step.returning.as_ref(), by_key);
             return self.run_write(transaction, &statement, node, step).await;
         };
+        let lines = self.read_row_data(transaction, step, returning, keys, by_key).await?;
+        let deleted = transaction.execute(&step.sql.delete_matching(matched(), None, by_key)).await?;
+        // Archived once the delete went through: a refused delete leaves no lines behind.
+        if let Some(lines) = lines {
+            self.archive_lines(node, step, lines)?;
+        }
+        Ok(deleted)
+    }
+
+    /// Before a delete that returns nothing: writes the tombstones of the rows of `step` that
+    /// `keys` match (by key, or by relation column), read from the table, and reads their archive
+    /// lines, to be archived once the delete went through.
+    pub(super) async fn read_row_data(
+        &mut self,
+        transaction: &mut Transaction,
+        step: &StepSql<'_>,
+        returning: &Returning,
+        keys: &Keys,
+        by_key: bool,
+    ) -> Result<Option<Vec<String>>, DeleteError> {
+        let keys = || Param::Keys(keys.clone());
         if let Some(target) = step.outbox {
             let tombstones = step.sql.insert_tombstones(target, returning, keys(), by_key);
             self.uncommitted_outbox_rows += transaction.execute(&tombstones).await?;
         }
-        let archived = match (&self.archive, &returning.row) {
+        Ok(match (&self.archive, &returning.row) {
             (Some(_), Some(columns)) => {
-                Some(transaction.fetch_texts(&step.sql.archived_rows(columns, keys(), by_key)).await?)
+                let archived = transaction.fetch_texts(&step.sql.archived_rows(columns, keys(), by_key)).await?;
+                Some(counted_lines(archived).1)
             }
             _ => None,
-        };
-        let deleted = transaction.execute(&step.sql.delete_matching(keys(), None, by_key)).await?;
-        // Archived once the delete went through: a refused delete leaves no lines behind.
-        if let Some(archived) = archived {
-            self.archive_lines(node, step, counted_lines(archived).1)?;
-        }
-        Ok(deleted)
+        })
     }
 
     /// Runs `node`'s delete or update; with `RETURNING`, archives the deleted rows and writes
@@ -241,7 +258,7 @@ impl<'a> Deletion<'a> {
 
 /// The one row of an archive read (`archived_rows`, `delete_archived`): the number
 /// of rows and their JSON objects, one per line (JSON text holds no raw line break).
-pub(super) fn counted_lines(rows: TextRows) -> (u64, Vec<String>) {
+fn counted_lines(rows: TextRows) -> (u64, Vec<String>) {
     let mut row = rows.into_iter().next().unwrap_or_default().into_iter();
     let count = row.next().flatten().and_then(|count| count.parse().ok()).unwrap_or(0);
     let lines = row.next().flatten().map(|text| text.split('\n').map(str::to_owned).collect()).unwrap_or_default();
