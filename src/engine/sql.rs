@@ -11,6 +11,8 @@ use crate::db::sql::{KeyType, Param, SqlBuilder, SqlValue, Statement, quote_iden
 use crate::planner::{OutboxTarget, PlanNode};
 use crate::schema::CatalogNames;
 
+use super::steps::key_of;
+
 /// What a delete returns for each row, all as text: the key, and for the outbox the shard key
 /// and the payload (a JSON object), and for the archive the whole row (a JSON object).
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -253,7 +255,7 @@ impl NodeSql<'_> {
     }
 
     /// `DELETE FROM table WHERE key IN keys`, into a statement being built.
-    pub(super) fn write_delete_by_keys(&self, sql: &mut SqlBuilder, keys: Param) {
+    fn write_delete_by_keys(&self, sql: &mut SqlBuilder, keys: Param) {
         sql.push("DELETE FROM ").push(&self.table()).push(" AS ").identifier(ROW_ALIAS).push(" WHERE ");
         self.matching(sql, keys, true);
     }
@@ -269,8 +271,7 @@ impl NodeSql<'_> {
         parent.key_text(&mut sql);
         sql.push(" FROM ").push(&parent.table()).push(" WHERE ");
         sql.keys_in(&parent.key_columns(), &parent.key_types, parent_keys);
-        let referenced = self.node.references.clone().unwrap_or_else(|| parent.node.key.clone());
-        let referenced = if referenced.is_empty() { vec!["id".to_owned()] } else { referenced };
+        let referenced = self.node.references.clone().unwrap_or_else(|| key_of(parent.node));
         for (column, referenced) in self.node.columns.iter().zip(&referenced) {
             sql.push(" AND ").identifier(&parent.names.column(referenced)).push(" = ");
             sql.identifier(CHILD_ALIAS).push(".").identifier(&self.names.column(column));
@@ -551,6 +552,26 @@ impl NodeSql<'_> {
         sql.keys_in(&self.key_columns(), &self.key_types, ids);
         sql.finish()
     }
+}
+
+/// Every `(node, keys)` of `deletes` deleted by key in one statement, one data-modifying `WITH`
+/// each, whose one row is the rows each deleted (as text): rows that reference each other in a
+/// loop, which a database that checks its keys at the end of each statement takes only together.
+pub(crate) fn delete_together(backend: &'static dyn Backend, deletes: Vec<(&NodeSql<'_>, Param)>) -> Statement {
+    let mut sql = SqlBuilder::new(backend);
+    let count = deletes.len();
+    for (index, (node, keys)) in deletes.into_iter().enumerate() {
+        sql.push(if index == 0 { "WITH " } else { ", " }).identifier(&format!("cascade_loop_{index}"));
+        sql.push(" AS (");
+        node.write_delete_by_keys(&mut sql, keys);
+        sql.push(" RETURNING 1)");
+    }
+    sql.push(" SELECT ");
+    for index in 0..count {
+        sql.push(if index == 0 { "" } else { ", " }).push("CAST((SELECT COUNT(*) FROM ");
+        sql.identifier(&format!("cascade_loop_{index}")).push(") AS TEXT)");
+    }
+    sql.finish()
 }
 
 /// `delete` (a delete with the tombstone `RETURNING` list) with its rows' tombstones inserted by

@@ -11,6 +11,7 @@
 //! them all: in one statement where the database checks its keys at the end of each statement
 //! (PostgreSQL), with the checks deferred to the commit where it can defer them (SQLite).
 
+use std::collections::hash_map::Entry;
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use std::time::Instant;
@@ -19,7 +20,8 @@ use petgraph::graphmap::DiGraphMap;
 
 use super::{DeleteError, Deletion, Frame, Outcome, State, chunk_keys};
 use crate::db::Keys;
-use crate::db::sql::{Param, SqlBuilder};
+use crate::db::sql::Param;
+use crate::engine::sql::{NodeSql, delete_together};
 use crate::engine::steps::{StepSql, node_sql};
 use crate::engine::table_keys;
 use crate::planner::PlanNode;
@@ -104,40 +106,38 @@ impl<'a> Deletion<'a> {
     /// The top frame's chunk `keys` could not go because rows still reference it: where a frame
     /// below holds loop rows, those are what is left (every fetch leaves them out), so the chunk
     /// waits for them, attached to that frame as they are, and goes with them. Whether it did.
-    pub(super) fn postpone_to_loop(&mut self, keys: &Keys) -> Result<bool, DeleteError> {
+    pub(super) fn postpone_to_loop(&mut self, keys: &Keys) -> bool {
         let top = self.stack.len() - 1;
         if !self.stack[top].loop_rows.is_empty() {
-            return Ok(false);
+            return false;
         }
         let Some(owner) = self.stack[..top].iter().rposition(|frame| !frame.loop_rows.is_empty()) else {
-            return Ok(false);
+            return false;
         };
         let (node, step) = (self.stack[top].node, self.stack[top].step.clone());
         self.in_loops.entry(node.table.clone()).or_default().extend(keys.texts());
         self.stack[owner].loop_rows.push(LoopRows { node, step, keys: keys.clone() });
-        Ok(true)
+        true
     }
 
     /// The rows of `chunks` that reference each other in a loop, as (table, key).
     async fn loop_members(&self, chunks: &[OpenChunk<'a>]) -> Result<HashSet<(String, String)>, DeleteError> {
+        // Each row once, numbered, and the keys of each table.
         let mut rows: HashMap<(String, String), usize> = HashMap::new();
-        let mut by_table: HashMap<&str, (&PlanNode, Vec<String>)> = HashMap::new();
+        let mut by_table: HashMap<&str, Vec<String>> = HashMap::new();
         for chunk in chunks {
-            let entry = by_table.entry(chunk.node.table.as_str()).or_insert_with(|| (chunk.node, Vec::new()));
             for key in &chunk.keys {
                 let next = rows.len();
-                if let std::collections::hash_map::Entry::Vacant(vacant) =
-                    rows.entry((chunk.node.table.clone(), key.clone()))
-                {
+                if let Entry::Vacant(vacant) = rows.entry((chunk.node.table.clone(), key.clone())) {
                     vacant.insert(next);
-                    entry.1.push(key.clone());
+                    by_table.entry(chunk.node.table.as_str()).or_default().push(key.clone());
                 }
             }
         }
         let mut graph: DiGraphMap<usize, ()> = DiGraphMap::new();
         let backend = self.database.backend();
         for (child, parent) in &self.loop_relations {
-            let (Some((_, child_keys)), Some((_, parent_keys))) =
+            let (Some(child_keys), Some(parent_keys)) =
                 (by_table.get(child.table.as_str()), by_table.get(parent.table.as_str()))
             else {
                 continue;
@@ -206,7 +206,8 @@ impl<'a> Deletion<'a> {
             }
             if let Some(defer) = tuning.defer_foreign_keys {
                 transaction.execute_script(defer).await?;
-                // Counted before: a row the database's cascade removes is not this delete's.
+                // Counted before the deletes: a row that one table's delete cascades to is gone by
+                // the time its own table's delete runs, and still counted.
                 for (node, step, keys) in &groups {
                     steps.push((
                         *node,
@@ -218,19 +219,10 @@ impl<'a> Deletion<'a> {
                 }
                 return Ok((steps, archived));
             }
-            let mut sql = SqlBuilder::new(self.database.backend());
-            for (index, (_, step, keys)) in groups.iter().enumerate() {
-                sql.push(if index == 0 { "WITH " } else { ", " }).identifier(&format!("cascade_loop_{index}"));
-                sql.push(" AS (");
-                step.sql.write_delete_by_keys(&mut sql, Param::Keys(keys.clone()));
-                sql.push(" RETURNING 1)");
-            }
-            sql.push(" SELECT ");
-            for index in 0..groups.len() {
-                sql.push(if index == 0 { "" } else { ", " }).push("CAST((SELECT COUNT(*) FROM ");
-                sql.identifier(&format!("cascade_loop_{index}")).push(") AS TEXT)");
-            }
-            let counts = transaction.fetch_texts(&sql.finish()).await?;
+            let deletes: Vec<(&NodeSql<'_>, Param)> =
+                groups.iter().map(|(_, step, keys)| (&step.sql, Param::Keys(keys.clone()))).collect();
+            let statement = delete_together(self.database.backend(), deletes);
+            let counts = transaction.fetch_texts(&statement).await?;
             let counts = counts.into_iter().next().unwrap_or_default();
             for ((node, ..), count) in groups.iter().zip(counts) {
                 steps.push((*node, count.and_then(|count| count.parse().ok()).unwrap_or(0)));

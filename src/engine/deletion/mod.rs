@@ -226,6 +226,7 @@ impl<'a> Deletion<'a> {
         let names = targets.flat_map(|target| [&target.scope, &target.category, &target.model]);
         let unregistered_outbox_names = registration(database, &names.map(String::as_str).collect());
         let pacing = options.within.as_ref().map_or_else(|| Pacing::for_plan(plan), |batch| batch.pacing.clone());
+        let recursive_models = plan.recursive_models();
         Ok(Self {
             database,
             config,
@@ -250,19 +251,17 @@ impl<'a> Deletion<'a> {
             root_keys,
             statuses_before,
             tree_path: TreePath::default(),
-            recursive_models: plan.recursive_models(),
-            loop_relations: {
-                let recursive = plan.recursive_models();
-                let relations =
-                    plan.steps_with_parents().into_iter().filter_map(|(node, parent)| Some((node, parent?)));
-                relations
-                    .filter(|(node, parent)| {
-                        node.action == crate::config::OnDelete::Delete
-                            && recursive.contains(node.model.as_str())
-                            && recursive.contains(parent.model.as_str())
-                    })
-                    .collect()
-            },
+            loop_relations: plan
+                .steps_with_parents()
+                .into_iter()
+                .filter_map(|(node, parent)| Some((node, parent?)))
+                .filter(|(node, parent)| {
+                    node.action == OnDelete::Delete
+                        && recursive_models.contains(node.model.as_str())
+                        && recursive_models.contains(parent.model.as_str())
+                })
+                .collect(),
+            recursive_models,
             in_loops: HashMap::new(),
             recursive_steps: plan
                 .steps_with_parents()
@@ -392,7 +391,7 @@ impl<'a> Deletion<'a> {
                             self.chunk_done();
                             return Ok(true);
                         }
-                        Outcome::ChildrenAppeared { .. } if self.postpone_to_loop(&keys)? => {
+                        Outcome::ChildrenAppeared { .. } if self.postpone_to_loop(&keys) => {
                             self.chunk_done();
                         }
                         Outcome::ChildrenAppeared { .. } if attempts < self.options.orphan_retries => {

@@ -6,7 +6,7 @@ use super::DeleteError;
 use crate::db::Keys;
 use crate::db::sql::{KeyType, Param};
 use crate::db::{Database, DbError, Failure, first_text};
-use crate::engine::steps::node_sql;
+use crate::engine::steps::{key_of, node_sql};
 use crate::planner::{Plan, PlanNode};
 use crate::schema::Schema;
 
@@ -30,7 +30,6 @@ pub(crate) async fn refuse_unmatched_lookups(
 /// only by SQLite's conversion (`'08'` in a TEXT column): left behind, orphaned.
 async fn refuse_ambiguous_keys(database: &Database, plan: &Plan, schema: &Schema) -> Result<(), DeleteError> {
     let quoted = |node: &PlanNode| crate::schema::CatalogNames::of(Some(schema), &node.table).quoted_table();
-    let key_of = |node: &PlanNode| if node.key.is_empty() { vec!["id".to_owned()] } else { node.key.clone() };
     for (node, parent) in plan.steps_with_parents() {
         let Some(table) = schema.table(&node.table) else { continue };
         // Set-based steps never look their rows up by their own key, only by their relation.
