@@ -17,7 +17,7 @@ mod args;
 #[path = "common/large_config.rs"]
 mod large_config;
 #[allow(dead_code)] // the tests use more of it
-#[path = "../tests/common/lsp.rs"]
+#[path = "../tests/it/common/lsp.rs"]
 mod lsp_client;
 
 use lsp_client::{LspClient, position, uri};

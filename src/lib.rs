@@ -56,7 +56,7 @@ pub(crate) mod user;
 
 /// The tests' seeded generator, shared with the integration tests.
 #[cfg(test)]
-#[path = "../tests/common/random.rs"]
+#[path = "../tests/it/common/random.rs"]
 #[allow(dead_code, unreachable_pub)]
 mod random;
 

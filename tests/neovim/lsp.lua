@@ -1,4 +1,4 @@
--- Run by tests/lsp_neovim.rs: `nvim --headless -u NONE -c 'luafile tests/neovim/lsp.lua'`.
+-- Run by tests/it/lsp_neovim.rs: `nvim --headless -u NONE -c 'luafile tests/neovim/lsp.lua'`.
 -- Neovim's own LSP client (0.7 and later: start_client, buf_attach_client) attached to
 -- `cascade lsp`; what it received is written as JSON to $CASCADE_RESULT, then Neovim quits.
 local bin = os.getenv('CASCADE_BIN')

@@ -203,7 +203,7 @@ mod tests {
     use crate::diagnostic::{Code, Fix};
     use crate::planner::fixture;
 
-    /// A `group` table referenced by three tables (tests/schema_validation.rs has 26 of them).
+    /// A `group` table referenced by three tables (tests/it/schema_validation.rs has 26 of them).
     fn ddl() -> String {
         let mut ddl = String::from("CREATE TABLE \"group\" (id integer PRIMARY KEY);\n");
         for i in 1..=3 {

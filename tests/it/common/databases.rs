@@ -1,0 +1,175 @@
+//! The databases tests run against: SQLite files in a temporary directory and databases on the
+//! PostgreSQL test server; twin tests that run one body on each (`on_each_database!`); and the
+//! PostgreSQL tests skipped without a server, each one counted.
+
+use std::io::Write as _;
+use std::path::Path;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use tempfile::TempDir;
+
+use super::block_on;
+
+/// The directory where each test that skips PostgreSQL leaves an empty file named after itself
+/// (`MODULE::TEST`, the module being its file of `tests/it/`), for `scripts/test` to count per
+/// module once the tests have run.
+pub const SKIPPED_DIR: &str = "CASCADE_TEST_SKIPPED_DIR";
+
+/// Makes the names of the databases the test binary creates unique.
+static DATABASES: AtomicUsize = AtomicUsize::new(0);
+
+/// The PostgreSQL server for tests, from `CASCADE_TEST_POSTGRES_URL`. Without it the test is
+/// skipped locally (and the skip counted), but fails in CI (`CI` set), where a missing server
+/// must never pass silently.
+pub fn postgres_server() -> Option<String> {
+    match std::env::var("CASCADE_TEST_POSTGRES_URL") {
+        Ok(url) => Some(url),
+        Err(_) if std::env::var_os("CI").is_some() => {
+            panic!("CI is set but CASCADE_TEST_POSTGRES_URL is not: .ci/run starts PostgreSQL with scripts/pg-start")
+        }
+        Err(_) => {
+            record_skip();
+            None
+        }
+    }
+}
+
+/// Records that the running test skips PostgreSQL: in `SKIPPED_DIR` when `scripts/test` gave
+/// one, else on the terminal.
+fn record_skip() {
+    // The test harness names each test's thread after the test: `MODULE::TEST`.
+    let thread = std::thread::current();
+    let test = thread.name().unwrap_or("(unnamed test)").to_owned();
+    match std::env::var_os(SKIPPED_DIR) {
+        Some(dir) => std::fs::write(Path::new(&dir).join(&test), "").expect("record a skipped test"),
+        None => {
+            // Written to the stream itself: the harness keeps what `eprintln!` prints in a test that
+            // passes, and this one passes without having run.
+            let line = format!(
+                "{test}: PostgreSQL skipped, no server (export CASCADE_TEST_POSTGRES_URL=$(scripts/pg-start))\n"
+            );
+            std::io::stderr().write_all(line.as_bytes()).expect("write to stderr");
+        }
+    }
+}
+
+/// A new, empty PostgreSQL database with `ddl` applied; its URL. `None` when skipped.
+pub fn postgres_database(ddl: &str) -> Option<String> {
+    postgres_server().map(|server| postgres_database_on(&server, ddl))
+}
+
+/// A new PostgreSQL database on `server` with `ddl` applied; its URL.
+pub fn postgres_database_on(server: &str, ddl: &str) -> String {
+    let number = DATABASES.fetch_add(1, Ordering::Relaxed);
+    // The clock too: a process id comes back (one process per test), and with it a name an
+    // earlier test's database still has.
+    let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos());
+    let name = format!("cascade_test_{}_{nanos}_{number}", std::process::id());
+    let url = with_database(server, &name);
+    block_on(async {
+        let admin = sqlx::PgPool::connect(server).await.expect("connect to the test server");
+        sqlx::raw_sql(sqlx::AssertSqlSafe(format!("CREATE DATABASE {name}")))
+            .execute(&admin)
+            .await
+            .expect("create a test database");
+        admin.close().await;
+        let pool = sqlx::PgPool::connect(&url).await.expect("connect to the test database");
+        sqlx::raw_sql(sqlx::AssertSqlSafe(ddl.to_owned())).execute(&pool).await.expect("apply the test schema");
+        pool.close().await;
+    });
+    url
+}
+
+/// The server URL with another database name (keeping `?host=...` for a Unix socket).
+fn with_database(server: &str, name: &str) -> String {
+    let (base, query) = server.split_once('?').map_or((server, None), |(b, q)| (b, Some(q)));
+    let (authority, _) = base.rsplit_once('/').expect("a postgres URL has a database path");
+    match query {
+        Some(query) => format!("{authority}/{name}?{query}"),
+        None => format!("{authority}/{name}"),
+    }
+}
+
+/// A new SQLite database file in `dir` with `ddl` applied; its URL.
+pub fn sqlite_database(dir: &Path, ddl: &str) -> String {
+    let path = dir.join(format!("test_{}.db", DATABASES.fetch_add(1, Ordering::Relaxed)));
+    let url = format!("sqlite://{}", path.display());
+    block_on(async {
+        let options: sqlx::sqlite::SqliteConnectOptions = url.parse().expect("a sqlite URL");
+        let pool = sqlx::SqlitePool::connect_with(options.create_if_missing(true)).await.expect("create the database");
+        sqlx::raw_sql(sqlx::AssertSqlSafe(ddl.to_owned())).execute(&pool).await.expect("apply the test schema");
+        pool.close().await;
+    });
+    url
+}
+
+/// Where a twin test makes its databases, as many as it needs.
+pub enum Databases {
+    /// Files in a temporary directory, removed with it.
+    Sqlite(TempDir),
+    /// Databases on the test server at this URL.
+    Postgres(String),
+}
+
+impl Databases {
+    pub fn sqlite() -> Self {
+        Self::Sqlite(tempfile::tempdir().expect("a temporary directory"))
+    }
+
+    /// `None` when there is no server: the test is skipped (see `postgres_server`).
+    pub fn postgres() -> Option<Self> {
+        postgres_server().map(Self::Postgres)
+    }
+
+    /// A new database with `ddl` applied; its URL.
+    pub fn create(&self, ddl: &str) -> String {
+        match self {
+            Self::Sqlite(dir) => sqlite_database(dir.path(), ddl),
+            Self::Postgres(server) => postgres_database_on(server, ddl),
+        }
+    }
+
+    /// For a check only SQLite makes (`PRAGMA foreign_key_check`).
+    pub fn is_sqlite(&self) -> bool {
+        matches!(self, Self::Sqlite(_))
+    }
+}
+
+/// Twin tests, one on SQLite and one on PostgreSQL, from one body: `$body` runs with
+/// `$databases` (a `Databases`) to make its databases on, and in each test its own values (after
+/// the test's name) bound to the names after `$databases`:
+///
+/// ```ignore
+/// on_each_database!(counts_on_sqlite("INTEGER"), counts_on_postgres("bigint"), |databases, int| {
+///     check_counts(&databases.create(&schema(int)));
+/// });
+/// ```
+///
+/// The PostgreSQL test is skipped without a server, and fails without one in CI (see
+/// `postgres_server`).
+macro_rules! on_each_database {
+    ($sqlite:ident, $postgres:ident, |$databases:ident| $body:expr $(,)?) => {
+        $crate::common::on_each_database!($sqlite(), $postgres(), |$databases| $body);
+    };
+    (
+        $sqlite:ident($($sqlite_value:expr),* $(,)?),
+        $postgres:ident($($postgres_value:expr),* $(,)?),
+        |$databases:ident $(, $name:ident)*| $body:expr $(,)?
+    ) => {
+        #[test]
+        fn $sqlite() {
+            let $databases = $crate::common::databases::Databases::sqlite();
+            $(let $name = $sqlite_value;)*
+            $body;
+        }
+
+        #[test]
+        fn $postgres() {
+            let Some($databases) = $crate::common::databases::Databases::postgres() else { return };
+            $(let $name = $postgres_value;)*
+            $body;
+        }
+    };
+}
+
+pub(crate) use on_each_database;
