@@ -58,6 +58,7 @@ impl DrainArgs {
             categories: self.categories.clone(),
             max_messages: self.max_messages,
             poll: self.poll,
+            ..DrainOptions::default()
         }
     }
 }

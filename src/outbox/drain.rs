@@ -11,7 +11,7 @@ use tokio::sync::Mutex;
 use tracing::{info, warn};
 
 use super::routes::Routes;
-use super::sink::{Message, ReadySink};
+use super::sink::{Message, ReadySink, Variables};
 use super::store::{self, Row, Shard, ShardClaim};
 use super::{Clock, OutboxError, backoff, cells, gauges};
 use crate::config::Config;
@@ -34,6 +34,8 @@ pub struct DrainOptions {
     pub max_messages: Option<u64>,
     /// How long to wait when nothing is due.
     pub poll: Duration,
+    /// Where the sinks' `env:NAME` values are read (the process's environment by default).
+    pub variables: Variables,
 }
 
 impl Default for DrainOptions {
@@ -45,6 +47,7 @@ impl Default for DrainOptions {
             categories: Vec::new(),
             max_messages: None,
             poll: Duration::from_secs(1),
+            variables: Variables::Process,
         }
     }
 }

@@ -22,7 +22,7 @@ mod store;
 use std::time::{Duration, SystemTime};
 
 pub use drain::{DrainOptions, DrainReport, Drainer};
-pub use sink::Message;
+pub use sink::{Message, Variables};
 pub use stats::{CategoryStats, CellStats, OutboxStats, ShardState, stats};
 
 use crate::db::DbError;

@@ -48,7 +48,7 @@ impl Routes {
                 }
                 let deliveries = config.deliveries_of(name, category);
                 for (cell, sink) in &deliveries {
-                    let ready = routes.ready(sink)?;
+                    let ready = routes.ready(sink, options)?;
                     let by_category = routes.sinks.entry((name.clone(), (*cell).to_owned())).or_default();
                     by_category.insert(category.clone(), ready);
                 }
@@ -73,11 +73,11 @@ impl Routes {
     }
 
     /// `sink` made ready, once.
-    fn ready(&mut self, sink: &Sink) -> Result<Arc<ReadySink>, OutboxError> {
+    fn ready(&mut self, sink: &Sink, options: &DrainOptions) -> Result<Arc<ReadySink>, OutboxError> {
         if let Some(ready) = self.ready.iter().find(|ready| ready.name == sink.name.value) {
             return Ok(ready.clone());
         }
-        let ready = Arc::new(ReadySink::new(sink)?);
+        let ready = Arc::new(ReadySink::new(sink, &options.variables)?);
         self.ready.push(ready.clone());
         Ok(ready)
     }

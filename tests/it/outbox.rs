@@ -11,8 +11,8 @@ use std::sync::atomic::AtomicBool;
 use std::time::{Duration, SystemTime};
 
 use cascade::db::Database;
-use cascade::outbox::{Clock, DrainReport};
-use common::outbox::{ManualClock, drainer, pass, project_config};
+use cascade::outbox::{Clock, DrainReport, Drainer, Variables};
+use common::outbox::{ManualClock, drainer, drainer_with_variables, pass, project_config};
 use common::prometheus::{SERVING, parse, scrape, value};
 use common::random::Random;
 use common::running::Running;
@@ -340,6 +340,13 @@ fn drain_refuses_unknown_filters_and_unset_secrets_before_delivering() {
     assert_eq!(count(&url, "SELECT COUNT(*) FROM cascade_outbox"), 1, "nothing was delivered or deleted");
 }
 
+/// A drainer of a `webhook_config`, its token in `CASCADE_TEST_BILLING_TOKEN` (given, the
+/// process's environment left alone).
+async fn webhook_drainer(url: &str, text: &str, clock: &Arc<ManualClock>) -> (Database, Drainer) {
+    let token = [("CASCADE_TEST_BILLING_TOKEN".to_owned(), "Bearer s3cret".to_owned())];
+    drainer_with_variables(url, text, clock, Variables::Given(token.into())).await
+}
+
 fn webhook_config(url: &str, timeout: &str) -> String {
     let sink = format!(
         r#"[outbox.sinks.billing]
@@ -356,8 +363,6 @@ async fn webhooks_get_the_body_headers_and_idempotency_key_and_5xx_is_retried() 
     use wiremock::matchers::{header, method, path};
     use wiremock::{Mock, MockServer, ResponseTemplate};
 
-    // SAFETY: set before any thread of this test reads the environment; the name is this test's.
-    unsafe { std::env::set_var("CASCADE_TEST_BILLING_TOKEN", "Bearer s3cret") };
     let server = MockServer::start().await;
     let hook =
         || Mock::given(method("POST")).and(path("/hooks/tombstones")).and(header("Authorization", "Bearer s3cret"));
@@ -369,7 +374,7 @@ async fn webhooks_get_the_body_headers_and_idempotency_key_and_5xx_is_retried() 
     let rows = project_updates(&[("5", "x"), ("5", "y"), ("5", "x")]);
     tokio::task::block_in_place(|| write_outbox(&url, &rows));
     let clock = ManualClock::after_writes();
-    let (database, drainer) = drainer(&url, &webhook_config(&server.uri(), "5s"), &clock).await;
+    let (database, drainer) = webhook_drainer(&url, &webhook_config(&server.uri(), "5s"), &clock).await;
     let stop = Arc::new(AtomicBool::new(false));
 
     let first = drainer.drain_due(&stop).await.unwrap();
@@ -403,13 +408,11 @@ async fn a_webhook_slower_than_its_timeout_fails_and_keeps_the_rows() {
         .respond_with(ResponseTemplate::new(200).set_delay(Duration::from_secs(5)))
         .mount(&server)
         .await;
-    // SAFETY: as above; the value is the same in every test that sets it.
-    unsafe { std::env::set_var("CASCADE_TEST_BILLING_TOKEN", "Bearer s3cret") };
     let dir = tempfile::tempdir().unwrap();
     let url = tokio::task::block_in_place(|| sqlite_database(dir.path(), SCHEMA));
     tokio::task::block_in_place(|| write_outbox(&url, &[("1".into(), "project_update", "a".into())]));
     let clock = ManualClock::after_writes();
-    let (database, drainer) = drainer(&url, &webhook_config(&server.uri(), "1s"), &clock).await;
+    let (database, drainer) = webhook_drainer(&url, &webhook_config(&server.uri(), "1s"), &clock).await;
 
     let report = drainer.drain_due(&Arc::new(AtomicBool::new(false))).await.unwrap();
     assert_eq!((report.delivered, report.failed_deliveries), (0, 1));
@@ -690,13 +693,11 @@ async fn a_redirect_is_not_a_delivery() {
     let moved = ResponseTemplate::new(302).insert_header("Location", format!("{}/ok", server.uri()));
     Mock::given(method("POST")).and(path("/hooks/tombstones")).respond_with(moved).mount(&server).await;
     Mock::given(method("GET")).and(path("/ok")).respond_with(ResponseTemplate::new(200)).mount(&server).await;
-    // SAFETY: as above; the value is the same in every test that sets it.
-    unsafe { std::env::set_var("CASCADE_TEST_BILLING_TOKEN", "Bearer s3cret") };
     let dir = tempfile::tempdir().unwrap();
     let url = tokio::task::block_in_place(|| sqlite_database(dir.path(), SCHEMA));
     tokio::task::block_in_place(|| write_outbox(&url, &[("1".into(), "project_update", "a".into())]));
     let clock = ManualClock::after_writes();
-    let (database, drainer) = drainer(&url, &webhook_config(&server.uri(), "5s"), &clock).await;
+    let (database, drainer) = webhook_drainer(&url, &webhook_config(&server.uri(), "5s"), &clock).await;
 
     let report = drainer.drain_due(&Arc::new(AtomicBool::new(false))).await.unwrap();
     assert_eq!((report.delivered, report.failed_deliveries), (0, 1));

@@ -11,6 +11,7 @@ mod command;
 mod kafka;
 mod webhook;
 
+use std::collections::BTreeMap;
 use std::time::Duration;
 
 use serde::Serialize;
@@ -42,6 +43,37 @@ pub struct Message {
     pub date_added: String,
 }
 
+/// Where the drainer reads the values of the sinks' `env:NAME` headers and Kafka properties.
+#[derive(Clone, Default)]
+pub enum Variables {
+    /// The process's environment, as the command line reads them.
+    #[default]
+    Process,
+    /// These values, and none from the process's environment: for a program that keeps the
+    /// secrets elsewhere, or a test, which must not change the environment of a process whose
+    /// other threads read it. A command sink's `env` list still passes the process's variables.
+    Given(BTreeMap<String, String>),
+}
+
+impl Variables {
+    fn get(&self, name: &str) -> Option<String> {
+        match self {
+            Variables::Process => std::env::var(name).ok(),
+            Variables::Given(values) => values.get(name).cloned(),
+        }
+    }
+}
+
+/// The names only: the values are secrets.
+impl std::fmt::Debug for Variables {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Variables::Process => f.write_str("Process"),
+            Variables::Given(values) => f.debug_tuple("Given").field(&values.keys().collect::<Vec<_>>()).finish(),
+        }
+    }
+}
+
 /// A sink ready to deliver: secrets read from the environment, its client built once.
 #[derive(Debug)]
 pub(crate) struct ReadySink {
@@ -70,9 +102,9 @@ impl ReadySink {
     /// Reads the `env:NAME` values of headers and properties and builds the sink's client; a
     /// variable that is not set, a header HTTP cannot carry or a property librdkafka refuses is an
     /// error now, not at the first delivery.
-    pub(super) fn new(sink: &Sink) -> Result<Self, OutboxError> {
+    pub(super) fn new(sink: &Sink, variables: &Variables) -> Result<Self, OutboxError> {
         let name = sink.name.value.clone();
-        let settings = read_settings(sink)?;
+        let settings = read_settings(sink, variables)?;
         register_secrets(sink, &settings);
         let refuse = |reason: String| OutboxError::Sink { sink: name.clone(), reason: crate::secret::redact(&reason) };
         let command = sink.command.as_ref().and_then(|command| command.value.split_first());
@@ -136,12 +168,12 @@ pub(super) struct ReadSetting<'a> {
     pub value: String,
 }
 
-/// Every header and property of `sink`, `env:NAME` values read from the environment.
-fn read_settings(sink: &Sink) -> Result<Vec<ReadSetting<'_>>, OutboxError> {
+/// Every header and property of `sink`, `env:NAME` values read from `variables`.
+fn read_settings<'a>(sink: &'a Sink, variables: &Variables) -> Result<Vec<ReadSetting<'a>>, OutboxError> {
     sink.settings()
         .map(|setting| {
             let value = match setting.value.value.strip_prefix("env:") {
-                Some(variable) => std::env::var(variable).map_err(|_| OutboxError::Sink {
+                Some(variable) => variables.get(variable).ok_or_else(|| OutboxError::Sink {
                     sink: sink.name.value.clone(),
                     reason: format!(
                         "{} reads the environment variable `{variable}`, which is not set",

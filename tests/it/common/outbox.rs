@@ -6,7 +6,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
 
 use cascade::db::{Access, Database};
-use cascade::outbox::{Clock, DrainOptions, DrainReport, Drainer};
+use cascade::outbox::{Clock, DrainOptions, DrainReport, Drainer, Variables};
 
 use super::{create_tool_tables, texts};
 
@@ -62,12 +62,23 @@ impl Clock for ManualClock {
 
 /// A drainer (`--once`) of the config `text`, which must load without a diagnostic.
 pub async fn drainer(url: &str, text: &str, clock: &Arc<ManualClock>) -> (Database, Drainer) {
+    drainer_with_variables(url, text, clock, Variables::Process).await
+}
+
+/// A drainer (`--once`) of the config `text` that reads its sinks' `env:NAME` values from
+/// `variables`: the tests share one process, whose environment they never change.
+pub async fn drainer_with_variables(
+    url: &str,
+    text: &str,
+    clock: &Arc<ManualClock>,
+    variables: Variables,
+) -> (Database, Drainer) {
     let database = Database::connect(url, Access::ReadWrite).await.unwrap();
     let mut sources = cascade::diagnostic::Sources::default();
     sources.add("cascade.toml", text.to_owned());
     let loaded = cascade::config::load_sources(sources);
     assert!(loaded.diagnostics.is_empty(), "{:?}", loaded.diagnostics);
-    let options = DrainOptions { once: true, ..DrainOptions::default() };
+    let options = DrainOptions { once: true, variables, ..DrainOptions::default() };
     let drainer = Drainer::new(database.clone(), &loaded.config, options, clock.clone()).unwrap();
     (database, drainer)
 }
