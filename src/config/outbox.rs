@@ -70,6 +70,17 @@ pub const MAX_SINK_BATCH_SIZE: u64 = 10_000;
 /// The longest a sink's `timeout` may be (a claim lasts twice as long).
 pub const MAX_SINK_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(24 * 3600);
 
+/// Whether this build delivers to Kafka: the `kafka` feature, on by default (librdkafka is built
+/// from C, with cmake, so a build may leave it out).
+pub const KAFKA_SUPPORTED: bool = cfg!(feature = "kafka");
+
+/// What a build without Kafka support says about a Kafka sink, and how to get one with it.
+pub const KAFKA_UNSUPPORTED: &str =
+    "this build of cascade has no Kafka support (it was built without the `kafka` feature)";
+
+/// How to install a build with Kafka support.
+pub const KAFKA_INSTALL: &str = "install cascade with its default features, which include Kafka: `cargo install --locked --path .` in its repository, without `--no-default-features`";
+
 /// The topic a Kafka sink writes to when `topic` is not given.
 pub const DEFAULT_KAFKA_TOPIC: &str = "cascade.{scope}.{category}";
 

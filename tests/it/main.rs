@@ -1,6 +1,7 @@
 //! The integration tests, one binary: each file of `tests/it/` is a module, `common` their shared
 //! helpers. One binary links the crate (and librdkafka) once instead of once per file; run one
-//! file's tests with its module as the filter (`scripts/test --test it delete::`).
+//! file's tests with its module as the filter (`scripts/test --test it trees::`). The Kafka tests
+//! need the `kafka` feature (on by default).
 
 mod common;
 
@@ -32,6 +33,7 @@ mod orphans_delete;
 mod outbox;
 mod outbox_cells;
 mod outbox_faults;
+#[cfg(feature = "kafka")]
 mod outbox_kafka;
 mod partitions;
 mod plan;

@@ -383,3 +383,56 @@ fn a_long_line_is_shown_only_around_each_label() {
         assert!(carets.contains(&format!("{} no model of this name", "^".repeat(name.len()))), "{carets}");
     }
 }
+
+/// A config whose one scope delivers to a Kafka sink.
+const KAFKA_SINK: &str = r#"[models.project]
+table = "project"
+outbox = "project_update"
+
+[outbox.scopes.organization]
+shard_key = "org_id"
+categories = ["project_update"]
+sink = "events"
+
+[outbox.sinks.events]
+kafka = { brokers = "127.0.0.1:9" }
+"#;
+
+/// A Kafka sink is fine for a build with Kafka support (the default). A build without it (`cargo
+/// build --no-default-features`) reports `kafka-unsupported` at the sink's `kafka`, with how to get
+/// a build that has it, and every command that loads the config (`outbox drain` here, which
+/// would deliver to it) refuses it the same way: exit 1, never a panic.
+#[test]
+fn a_kafka_sink_needs_a_build_with_kafka_support() {
+    let dir = project(&[("cascades/cascade.toml", KAFKA_SINK)]);
+    let validate = cascade(dir.path()).args(["validate", "--format", "json"]).output().unwrap();
+    let report: Value = serde_json::from_slice(&validate.stdout).unwrap();
+    if cfg!(feature = "kafka") {
+        assert!(validate.status.success(), "{report}");
+        assert_eq!(report["diagnostics"], json!([]));
+        return;
+    }
+    assert_eq!(validate.status.code(), Some(1), "{report}");
+    let diagnostics = report["diagnostics"].as_array().unwrap();
+    assert_eq!(diagnostics.len(), 1, "{report}");
+    let diagnostic = &diagnostics[0];
+    assert_eq!(
+        (&diagnostic["code"], &diagnostic["severity"], &diagnostic["line"], &diagnostic["column"]),
+        (&json!("kafka-unsupported"), &json!("error"), &json!(11), &json!(9))
+    );
+    assert_eq!(
+        diagnostic["message"],
+        "sink `events` writes to Kafka, but this build of cascade has no Kafka support (it was built without the \
+         `kafka` feature)"
+    );
+    assert!(diagnostic["help"].as_str().unwrap().contains("cargo install --locked --path ."), "{diagnostic}");
+
+    let drain = cascade(dir.path()).args(["outbox", "drain", "--once", "--database-url", "sqlite://none.db"]).output();
+    let drain = drain.unwrap();
+    let stderr = String::from_utf8_lossy(&drain.stderr);
+    assert_eq!(drain.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("error[kafka-unsupported]: sink `events` writes to Kafka"), "{stderr}");
+    assert!(stderr.contains("cascades/cascade.toml:11:9"), "{stderr}");
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    assert!(!dir.path().join("none.db").exists(), "refused before it connects");
+}

@@ -8,6 +8,7 @@
 //! printed, in whatever form it comes back.
 
 mod command;
+#[cfg(feature = "kafka")]
 mod kafka;
 mod webhook;
 
@@ -87,6 +88,7 @@ pub(crate) struct ReadySink {
 enum Target {
     Command(command::CommandSink),
     Webhook(webhook::Webhook),
+    #[cfg(feature = "kafka")]
     Kafka(kafka::KafkaSink),
 }
 
@@ -116,9 +118,12 @@ impl ReadySink {
             (None, Some(url), None) => {
                 Target::Webhook(webhook::Webhook::new(&url.value, &settings, sink.timeout()).map_err(refuse)?)
             }
+            #[cfg(feature = "kafka")]
             (None, None, Some(kafka)) => {
                 Target::Kafka(kafka::KafkaSink::new(&name, &kafka.value, &settings, sink.timeout()).map_err(refuse)?)
             }
+            #[cfg(not(feature = "kafka"))]
+            (None, None, Some(_)) => return Err(refuse(kafka_unsupported())),
             _ => {
                 return Err(refuse(
                     "it needs exactly one of `command`, `url` and `kafka` (run `cascade validate`)".into(),
@@ -133,10 +138,20 @@ impl ReadySink {
         let delivered = match &self.target {
             Target::Command(command) => command.deliver(&self.name, messages, self.timeout).await,
             Target::Webhook(webhook) => webhook.deliver(messages).await,
+            #[cfg(feature = "kafka")]
             Target::Kafka(kafka) => kafka.deliver(messages).await,
         };
         delivered.map_err(|DeliveryError(error)| DeliveryError(crate::secret::redact(&error)))
     }
+}
+
+/// Why a Kafka sink cannot be made ready by a build without Kafka support (whose `cascade
+/// validate` reports it as `kafka-unsupported`; a program may make a drainer of an unchecked
+/// config).
+#[cfg(any(test, not(feature = "kafka")))]
+fn kafka_unsupported() -> String {
+    use crate::config::{KAFKA_INSTALL, KAFKA_UNSUPPORTED};
+    format!("it writes to Kafka, but {KAFKA_UNSUPPORTED}: {KAFKA_INSTALL}")
 }
 
 /// Registers what the sink may be handed back that must never be shown: every header's value (a
@@ -211,4 +226,38 @@ fn tail(text: &str, limit: usize) -> &str {
         start += 1;
     }
     &text[start..]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{ReadySink, Variables, kafka_unsupported};
+    use crate::outbox::OutboxError;
+
+    /// A build with Kafka support makes the sink's producer (no broker needed for that); one
+    /// without refuses the sink, saying so and how to get a build that has it.
+    #[test]
+    fn a_kafka_sink_is_ready_only_in_a_build_with_kafka_support() {
+        let mut sources = crate::diagnostic::Sources::default();
+        sources.add("cascade.toml", "[outbox.sinks.events]\nkafka = { brokers = \"127.0.0.1:9\" }\n");
+        let loaded = crate::config::load_sources(sources);
+        assert_eq!(loaded.diagnostics, vec![]);
+        let ready = ReadySink::new(&loaded.config.outbox.sinks["events"], &Variables::Process);
+        match (ready, crate::config::KAFKA_SUPPORTED) {
+            (Ok(_), true) => {}
+            (Err(OutboxError::Sink { sink, reason }), false) => {
+                assert_eq!((sink.as_str(), reason), ("events", kafka_unsupported()));
+            }
+            (other, supported) => panic!("with Kafka support {supported}: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn the_refusal_says_how_to_get_kafka_support() {
+        assert_eq!(
+            kafka_unsupported(),
+            "it writes to Kafka, but this build of cascade has no Kafka support (it was built without the \
+             `kafka` feature): install cascade with its default features, which include Kafka: `cargo install \
+             --locked --path .` in its repository, without `--no-default-features`"
+        );
+    }
 }

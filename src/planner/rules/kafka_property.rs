@@ -3,10 +3,14 @@
 //! librdkafka itself (`rd_kafka_conf_set`, which needs no broker): an `env:NAME` value is not
 //! known before the drainer starts, so only its name is checked. The properties that make a
 //! delivery what the sink promises (its brokers, an idempotent producer acknowledged by all
-//! in-sync replicas, the sink's `timeout`) are the sink's own: setting them is refused too.
+//! in-sync replicas, the sink's `timeout`) are the sink's own: setting them is refused too. A
+//! build without Kafka support has no librdkafka to ask: `kafka-unsupported` says so instead.
 
+#[cfg(feature = "kafka")]
 use rdkafka::ClientConfig;
+#[cfg(feature = "kafka")]
 use rdkafka::error::KafkaError;
+#[cfg(feature = "kafka")]
 use rdkafka::types::RDKafkaConfRes;
 
 use crate::config::KAFKA_SINK_PROPERTIES;
@@ -43,6 +47,7 @@ pub(super) fn check(context: &Context<'_>, diagnostics: &mut Vec<Diagnostic>) {
 }
 
 /// Why librdkafka refuses `name = value`, if it does; for `env:NAME`, only an unknown name.
+#[cfg(feature = "kafka")]
 fn refusal(name: &str, value: &str) -> Option<String> {
     let from_environment = value.starts_with("env:");
     let checked = if from_environment { "" } else { value };
@@ -55,7 +60,13 @@ fn refusal(name: &str, value: &str) -> Option<String> {
     }
 }
 
-#[cfg(test)]
+/// Nothing to ask without librdkafka (the sink is a `kafka-unsupported` error then).
+#[cfg(not(feature = "kafka"))]
+fn refusal(_: &str, _: &str) -> Option<String> {
+    None
+}
+
+#[cfg(all(test, feature = "kafka"))]
 mod tests {
     use crate::diagnostic::Code;
     use crate::planner::fixture;

@@ -109,6 +109,7 @@ cell_sinks = { us = "fixed" }
 "#;
 
     #[test]
+    #[cfg_attr(not(feature = "kafka"), ignore = "a config with a Kafka sink is a kafka-unsupported error without the kafka feature")]
     fn reports_a_bad_template_and_a_topic_kafka_refuses_but_not_a_fixed_topic() {
         assert_eq!(fixture::codes(CONFIG), vec![(Code::KafkaTopic, 3), (Code::KafkaTopic, 6)]);
         insta::assert_snapshot!(fixture::human(CONFIG));

@@ -88,6 +88,7 @@ category_sinks = { project_update = "billing", member_update = "events" }
 "#;
 
     #[test]
+    #[cfg_attr(not(feature = "kafka"), ignore = "a config with a Kafka sink is a kafka-unsupported error without the kafka feature")]
     fn warns_about_literal_values_of_secret_headers_only() {
         assert_eq!(
             fixture::codes(CONFIG),

@@ -110,6 +110,7 @@ category_sinks = { project_update = "both", member_update = "script", group_upda
 "#;
 
     #[test]
+    #[cfg_attr(not(feature = "kafka"), ignore = "a config with a Kafka sink is a kafka-unsupported error without the kafka feature")]
     fn reports_a_sink_without_target_with_two_and_headers_on_a_command() {
         assert_eq!(
             fixture::codes(CONFIG),

@@ -7,6 +7,7 @@ pub mod diamond;
 pub mod framing;
 pub mod github;
 pub mod inert;
+#[cfg(feature = "kafka")]
 pub mod kafka;
 pub mod lsp;
 pub mod mutation;
