@@ -338,38 +338,32 @@ impl NodeSql<'_> {
         let key = self.key_columns();
         let slots: Vec<String> = (0..key.len()).map(|index| format!("cascade_{index}")).collect();
         let mut sql = self.builder();
-        sql.push("WITH RECURSIVE cascade_down (").identifiers(&slots).push(", cascade_depth) AS (SELECT ");
-        sql.identifiers(&key).push(", 1 FROM ").push(&self.table()).push(" WHERE ");
+        // Each row's key text is made where the row is read: joining the rows back to the table
+        // afterwards made PostgreSQL scan all of it.
+        sql.push("WITH RECURSIVE cascade_down (").identifiers(&slots).push(", cascade_depth, ");
+        sql.identifier(KEY_ALIAS).push(") AS (SELECT ").identifiers(&key).push(", 1, ");
+        self.key_text(&mut sql);
+        sql.push(" FROM ").push(&self.table()).push(" WHERE ");
         self.write_match(&mut sql, matched);
-        sql.push(" UNION ALL SELECT ");
-        for column in &key {
-            sql.identifier(ROW_ALIAS).push(".").identifier(column).push(", ");
-        }
-        sql.push("cascade_down.cascade_depth + 1 FROM ").push(&self.table()).push(" AS ").identifier(ROW_ALIAS);
-        sql.push(" JOIN cascade_down ON ");
+        // The table's own columns are unqualified: the query's names all start with `cascade_`.
+        sql.push(" UNION ALL SELECT ").identifiers(&key).push(", cascade_down.cascade_depth + 1, ");
+        self.key_text(&mut sql);
+        sql.push(" FROM ").push(&self.table()).push(" JOIN cascade_down ON ");
         for (index, (column, slot)) in self.match_columns().iter().zip(&slots).enumerate() {
-            sql.push(if index == 0 { "" } else { " AND " }).identifier(ROW_ALIAS).push(".").identifier(column);
+            sql.push(if index == 0 { "" } else { " AND " }).identifier(column);
             sql.push(" = cascade_down.").identifier(slot);
         }
         // A row that references itself is not its own child (see `write_match`).
         sql.push(" WHERE cascade_down.cascade_depth < ").push(&depth.to_string()).push(" AND NOT (");
         for (index, (column, referenced)) in self.match_columns().iter().zip(&key).enumerate() {
-            sql.push(if index == 0 { "" } else { " AND " }).identifier(ROW_ALIAS).push(".").identifier(column);
-            sql.push(" = ").identifier(ROW_ALIAS).push(".").identifier(referenced);
+            sql.push(if index == 0 { "" } else { " AND " }).identifier(column).push(" = ").identifier(referenced);
         }
-        sql.push(")), cascade_some AS (SELECT * FROM cascade_down LIMIT ").push(&rows.to_string());
+        sql.push(")), cascade_some AS (SELECT cascade_depth, ").identifier(KEY_ALIAS);
+        sql.push(" FROM cascade_down LIMIT ").push(&rows.to_string());
         // Named apart from the level's number, which the levels are ordered by (not as text).
         sql.push(") SELECT CAST(cascade_depth AS TEXT) AS cascade_level, ");
         self.backend.json_array_agg(&mut sql, KEY_ALIAS, KEY_ALIAS);
-        sql.push(" FROM (SELECT cascade_some.cascade_depth, ");
-        self.key_text(&mut sql);
-        sql.push(" AS ").identifier(KEY_ALIAS).push(" FROM ").push(&self.table()).push(" AS ").identifier(CHILD_ALIAS);
-        sql.push(" JOIN cascade_some ON ");
-        for (index, (column, slot)) in key.iter().zip(&slots).enumerate() {
-            sql.push(if index == 0 { "" } else { " AND " }).identifier(CHILD_ALIAS).push(".").identifier(column);
-            sql.push(" = cascade_some.").identifier(slot);
-        }
-        sql.push(") AS cascade_levels GROUP BY cascade_depth ORDER BY cascade_depth");
+        sql.push(" FROM cascade_some GROUP BY cascade_depth ORDER BY cascade_depth");
         sql.finish()
     }
 

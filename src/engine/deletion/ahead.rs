@@ -1,8 +1,8 @@
 //! The next chunk of a frame, fetched or read ahead.
 //!
 //! Levels of a self-reference read ahead: going down a chain one fetch per level was most of a
-//! deep tree's time. Once a frame of a self-reference fetched its last chunk, the levels below
-//! it come in one recursive query, each the rows the fetch of the frame below would find (when
+//! deep tree's time. Once a frame of a self-reference fetched its last chunk, of a few rows, the
+//! levels below it come in one recursive query, each the rows the fetch of the frame below would find (when
 //! they are fewer than its chunk), so those frames fetch nothing.
 //!
 //! A level read ahead is used only by the frame of the same step found by the same keys, and the
@@ -21,6 +21,10 @@ use crate::engine::table_keys;
 const LEVELS: u64 = 1_000;
 /// Rows read ahead at most at once.
 const ROWS: u64 = 1_000;
+/// Rows a chunk has at most for the levels below it to be read ahead: a chain's levels are a row
+/// each, while the wide levels of a bushy tree are each a chunk's fetch anyway (reading them
+/// ahead made a forest of threads a third slower).
+const NARROW: usize = 16;
 
 /// The levels read ahead below a chunk of one self-reference: the step, and each level's rows
 /// with the keys the frame that finds them is found by.
@@ -40,6 +44,8 @@ impl Deletion<'_> {
             self.stack.last_mut().expect("the frame being worked on").last_chunk = true;
             return Ok((!keys.is_empty()).then_some(keys));
         }
+        let level = self.stack.last().expect("the frame being worked on").step.sql.self_reference;
+        self.settle_shared(level).await?;
         let frame = self.stack.last().expect("the frame being worked on");
         let excluded = match self.in_loops.get(&frame.node.table) {
             Some(keys) => Some(Param::Keys(table_keys(&frame.node.table, &frame.step.sql.key_types, keys.clone())?)),
@@ -54,7 +60,7 @@ impl Deletion<'_> {
         let frame = self.stack.last_mut().expect("the frame being worked on");
         frame.last_chunk = (keys.len() as u64) < frame.limit;
         let keys = table_keys(&frame.node.table, &frame.step.sql.key_types, keys)?;
-        if frame.last_chunk {
+        if frame.last_chunk && keys.len() <= NARROW {
             self.read_levels_ahead(&keys).await?;
         }
         Ok(Some(keys))
@@ -84,6 +90,7 @@ impl Deletion<'_> {
         }
         let (step, table, key_types) = (frame.node.step, &frame.node.table, frame.step.sql.key_types.clone());
         let statement = frame.step.sql.levels_below(Param::Keys(keys.clone()), LEVELS, ROWS);
+        self.settle_shared(true).await?;
         let rows = self.read_texts(&statement).await?;
         let mut levels = VecDeque::new();
         let (mut parents, mut read, mut whole) = (keys.clone(), 0, true);

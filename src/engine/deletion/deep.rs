@@ -58,6 +58,7 @@ impl<'a> Deletion<'a> {
         };
         // A loop through them is at most as long as the levels above them.
         let levels = self.stack.len() as u64 + self.stack[first].dropped_above;
+        self.settle_shared(true).await?;
         let found = self.read_texts(&step.sql.loop_above(Param::Keys(keys.clone()), levels)).await?;
         if crate::db::first_text(&found) == Some("1") {
             let key = keys.texts().into_iter().next().unwrap_or_default();
@@ -84,6 +85,7 @@ impl<'a> Deletion<'a> {
     pub(super) async fn rebuild_level(&mut self, keys: Keys) -> Result<(), DeleteError> {
         let statement =
             self.stack.last().expect("the level being rebuilt").step.sql.parents_of(Param::Keys(keys.clone()));
+        self.settle_shared(true).await?;
         let parents = self.read_array(&statement).await?;
         let frame = self.stack.last_mut().expect("the level being rebuilt");
         frame.matched = table_keys(&frame.node.table, &frame.step.sql.key_types, parents)?;

@@ -1,6 +1,6 @@
 //! Levels of a tree in one transaction. A chain deletes one row per level, and a commit per row
 //! was most of its time: a chunk of a tree's rows whose transaction is still young leaves it open
-//! for the chunk of the level above, up to half the target time (`target_chunk_ms`), so a deep
+//! for the chunk of the level above, up to a quarter of the target time (`target_chunk_ms`), so a deep
 //! chain commits about as often as any other deletion of as many rows.
 //!
 //! Until it commits, the deletion reads through it: it sees its own deletes, and on SQLite it
@@ -8,13 +8,20 @@
 //! again by the levels above, as a child inserted meanwhile would be, and no transaction is shared
 //! again until one has committed.
 
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use super::{DeleteError, Deletion};
+use crate::config::Config;
 use crate::db::TextRows;
 use crate::db::Transaction;
 use crate::db::sql::Statement;
 use crate::planner::PlanNode;
+
+/// How long a transaction is shared at most before the next chunk: a quarter of the target, so
+/// that with the chunk after it, and the reads between, it stays well within the target.
+fn share_for(config: &Config) -> Duration {
+    config.settings.target_chunk() / 4
+}
 
 /// A transaction left open for the next level's chunk, with the rows its chunks wrote.
 pub(super) struct Shared<'a> {
@@ -29,11 +36,11 @@ pub(super) type Carried<'a> = (Instant, Vec<(&'a PlanNode, u64)>);
 
 impl<'a> Deletion<'a> {
     /// Whether a chunk begun at `started` leaves its transaction open: a chunk of a tree's rows
-    /// or of their children (`in_tree`), while the transaction is younger than half the target
+    /// or of their children (`in_tree`), while the transaction is younger than a quarter of the target
     /// time.
     pub(super) fn may_share(&self, in_tree: bool, started: Instant) -> bool {
         let began = self.carried.as_ref().map_or(started, |(began, _)| *began);
-        in_tree && !self.sharing_paused && began.elapsed() < self.config.settings.target_chunk() / 2
+        in_tree && !self.sharing_paused && began.elapsed() < share_for(self.config)
     }
 
     /// Leaves `transaction` open, with the rows of `steps`, for the next chunk.
@@ -77,6 +84,21 @@ impl<'a> Deletion<'a> {
         if self.carried.take().is_some() {
             self.sharing_paused = true;
         }
+    }
+
+    /// Before a read: commits the open transaction unless the read is a tree level's own
+    /// (`level`: its rows, its parents, the levels below it, all by key) and the transaction is
+    /// younger than a quarter of the target time. Another read (a lookup by a relation's column, which a
+    /// table's dead index entries can slow down) runs outside: no transaction waits on it.
+    pub(super) async fn settle_shared(&mut self, level: bool) -> Result<(), DeleteError> {
+        let Some(shared) = &self.shared else { return Ok(()) };
+        if level && shared.started.elapsed() < share_for(self.config) {
+            return Ok(());
+        }
+        if let Some(steps) = self.commit_shared().await? {
+            self.charge_rate_limits(&steps).await;
+        }
+        Ok(())
     }
 
     /// A read of the deletion's: through the open transaction, if a chunk left one.
