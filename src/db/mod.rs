@@ -227,6 +227,11 @@ impl Transaction {
         )?))
     }
 
+    /// The texts of a statement that aggregates them with `Backend::json_array_agg`.
+    pub async fn fetch_array(&mut self, statement: &Statement) -> Result<Vec<String>, DbError> {
+        json_array_texts(&self.fetch_texts(statement).await?)
+    }
+
     /// Runs a `SELECT COUNT(*) ...` (or any statement returning one integer).
     pub async fn fetch_count(&mut self, statement: &Statement) -> Result<u64, DbError> {
         let count: i64 = on_either!(&mut self.inner, TransactionInner, statement, |query, tx| sqlx::Row::try_get(

@@ -281,6 +281,106 @@ impl NodeSql<'_> {
         sql.finish()
     }
 
+    /// A self-reference: the keys (as one JSON array of texts) of the rows that the rows `keys`
+    /// reference by this relation, their parents, the way [`Self::select_chunk`] returns keys.
+    pub(super) fn parents_of(&self, keys: Param) -> Statement {
+        let mut sql = self.builder();
+        sql.push("SELECT ");
+        self.backend.json_array_agg(&mut sql, KEY_ALIAS, KEY_ALIAS);
+        sql.push(" FROM (SELECT ");
+        self.key_text(&mut sql);
+        sql.push(" AS ").identifier(KEY_ALIAS).push(" FROM ").push(&self.table()).push(" WHERE ");
+        self.write_referenced(&mut sql);
+        sql.push(" IN (SELECT ").identifiers(&self.match_columns()).push(" FROM ").push(&self.table());
+        sql.push(" WHERE ").keys_in(&self.key_columns(), &self.key_types, keys).push(")) AS cascade_chunk");
+        sql.finish()
+    }
+
+    /// A self-reference: `"1"` when a row among `keys` is its own ancestor by this relation within
+    /// `depth` levels up (its parent's parent, and so on, comes back to it), `"0"` otherwise. Each
+    /// row has one parent, so the walk up holds one row per row of `keys` at a time.
+    pub(super) fn loop_above(&self, keys: Param, depth: u64) -> Statement {
+        let columns = self.match_columns();
+        let referenced = self.referenced_columns();
+        let slots: Vec<String> = (0..columns.len()).map(|index| format!("cascade_{index}")).collect();
+        let mut sql = self.builder();
+        sql.push("WITH RECURSIVE cascade_up (").identifiers(&slots).push(", cascade_depth) AS (SELECT ");
+        sql.identifiers(&columns).push(", 1 FROM ").push(&self.table()).push(" WHERE ");
+        sql.keys_in(&self.key_columns(), &self.key_types, keys.clone()).push(" UNION ALL SELECT ");
+        for column in &columns {
+            sql.identifier(ROW_ALIAS).push(".").identifier(column).push(", ");
+        }
+        sql.push("cascade_up.cascade_depth + 1 FROM ").push(&self.table()).push(" AS ").identifier(ROW_ALIAS);
+        sql.push(" JOIN cascade_up ON ");
+        for (index, (column, slot)) in referenced.iter().zip(&slots).enumerate() {
+            sql.push(if index == 0 { "" } else { " AND " }).identifier(ROW_ALIAS).push(".").identifier(column);
+            sql.push(" = cascade_up.").identifier(slot);
+        }
+        sql.push(" WHERE cascade_up.cascade_depth < ").push(&depth.to_string());
+        sql.push(") SELECT CASE WHEN EXISTS (SELECT 1 FROM ").push(&self.table()).push(" WHERE ");
+        sql.keys_in(&self.key_columns(), &self.key_types, keys).push(" AND ");
+        self.write_referenced(&mut sql);
+        sql.push(" IN (SELECT ").identifiers(&slots).push(" FROM cascade_up)) THEN '1' ELSE '0' END");
+        sql.finish()
+    }
+
+    /// Whether [`Self::levels_below`] can read this node's rows: a self-reference to the key.
+    pub(super) fn reads_levels_below(&self) -> bool {
+        self.self_reference
+            && self.through_parent.is_none()
+            && self.node.references.as_ref().is_none_or(|referenced| *referenced == key_of(self.node))
+    }
+
+    /// A self-reference to the key: the rows below the keys `matched`, level by level, up to
+    /// `depth` levels and `rows` rows in all (the deepest level read may be cut short), as rows
+    /// of the level (1: the rows `matched` reaches) and its keys in a JSON array of texts.
+    pub(super) fn levels_below(&self, matched: Param, depth: u64, rows: u64) -> Statement {
+        let key = self.key_columns();
+        let slots: Vec<String> = (0..key.len()).map(|index| format!("cascade_{index}")).collect();
+        let mut sql = self.builder();
+        // Each row's key text is made where the row is read: joining the rows back to the table
+        // afterwards made PostgreSQL scan all of it.
+        sql.push("WITH RECURSIVE cascade_down (").identifiers(&slots).push(", cascade_depth, ");
+        sql.identifier(KEY_ALIAS).push(") AS (SELECT ").identifiers(&key).push(", 1, ");
+        self.key_text(&mut sql);
+        sql.push(" FROM ").push(&self.table()).push(" WHERE ");
+        self.write_match(&mut sql, matched);
+        // The table's own columns are unqualified: the query's names all start with `cascade_`.
+        sql.push(" UNION ALL SELECT ").identifiers(&key).push(", cascade_down.cascade_depth + 1, ");
+        self.key_text(&mut sql);
+        sql.push(" FROM ").push(&self.table()).push(" JOIN cascade_down ON ");
+        for (index, (column, slot)) in self.match_columns().iter().zip(&slots).enumerate() {
+            sql.push(if index == 0 { "" } else { " AND " }).identifier(column);
+            sql.push(" = cascade_down.").identifier(slot);
+        }
+        // A row that references itself is not its own child (see `write_match`).
+        sql.push(" WHERE cascade_down.cascade_depth < ").push(&depth.to_string()).push(" AND NOT (");
+        for (index, (column, referenced)) in self.match_columns().iter().zip(&key).enumerate() {
+            sql.push(if index == 0 { "" } else { " AND " }).identifier(column).push(" = ").identifier(referenced);
+        }
+        sql.push(")), cascade_some AS (SELECT cascade_depth, ").identifier(KEY_ALIAS);
+        sql.push(" FROM cascade_down LIMIT ").push(&rows.to_string());
+        // Named apart from the level's number, which the levels are ordered by (not as text).
+        sql.push(") SELECT CAST(cascade_depth AS TEXT) AS cascade_level, ");
+        self.backend.json_array_agg(&mut sql, KEY_ALIAS, KEY_ALIAS);
+        sql.push(" FROM cascade_some GROUP BY cascade_depth ORDER BY cascade_depth");
+        sql.finish()
+    }
+
+    /// The columns a self-reference's columns point at, as the catalog spells them.
+    fn referenced_columns(&self) -> Vec<String> {
+        let referenced = self.node.references.clone().unwrap_or_else(|| key_of(self.node));
+        referenced.iter().map(|column| self.names.column(column)).collect()
+    }
+
+    /// The referenced columns, one or a row of several, to compare with `IN`.
+    fn write_referenced(&self, sql: &mut SqlBuilder) {
+        match self.referenced_columns().as_slice() {
+            [one] => sql.identifier(one),
+            several => sql.push("(").identifiers(several).push(")"),
+        };
+    }
+
     /// bulk and nullify: one set-based statement over up to `limit` of the rows matching
     /// `matched`; a delete returns what the outbox and archive need.
     pub(super) fn set_based_chunk(&self, matched: Param, returning: Option<&Returning>, limit: u64) -> Statement {

@@ -310,21 +310,24 @@ on_each_database!(
     |databases| a_deleted_row_is_never_counted_nullified(&databases)
 );
 
-/// kill -9 in the middle of a chain thousands of rows deep, then the same command again: the
-/// first run leaves a shorter chain (children first: never a row without its parent), the second
-/// finishes it.
-fn a_chain_killed_midway_is_finished_by_running_it_again(databases: &Databases) {
-    const DEPTH: i64 = 3_000;
-    let rows: Vec<String> = (1..=DEPTH)
-        .map(|id| format!("({id}, {})", if id == 1 { "NULL".into() } else { (id - 1).to_string() }))
-        .collect();
-    let ddl = format!(
+/// A chain `depth` rows deep, 1 at the top: as DDL that makes the rows in the database itself.
+fn chain(depth: u64) -> String {
+    format!(
         "CREATE TABLE node (id bigint PRIMARY KEY, parent_id bigint REFERENCES node (id));
          CREATE INDEX node_parent ON node (parent_id);
-         INSERT INTO node VALUES {};",
-        rows.join(", ")
-    );
-    let url = databases.create(&ddl);
+         WITH RECURSIVE level (id) AS (SELECT 1 UNION ALL SELECT id + 1 FROM level WHERE id < {depth})
+         INSERT INTO node SELECT id, NULLIF(id - 1, 0) FROM level;"
+    )
+}
+
+/// kill -9 in the middle of a chain 100,000 rows deep (10,000 on PostgreSQL, whose round trips
+/// make the debug build's run several minutes long; both are deeper than the levels the executor
+/// keeps, so the levels above are dropped and rebuilt), then the same command again: the first
+/// run leaves a shorter chain (children first: never a row without its parent), the second
+/// finishes it.
+fn a_chain_killed_midway_is_finished_by_running_it_again(databases: &Databases) {
+    let depth: i64 = if databases.is_sqlite() { 100_000 } else { 10_000 };
+    let url = databases.create(&chain(depth as u64));
     let dir = initialised(&url);
     let args = ["--database-url", url.as_str(), "delete", "node", "1", "--confirm"];
     let mut run = common::running::Running::start(dir.path(), &args);
@@ -335,7 +338,7 @@ fn a_chain_killed_midway_is_finished_by_running_it_again(databases: &Databases) 
     let left = texts(&url, "SELECT CAST(COUNT(*) AS TEXT), CAST(MAX(id) AS TEXT) FROM node");
     let (count, deepest): (i64, i64) =
         (left[0][0].as_deref().unwrap().parse().unwrap(), left[0][1].as_deref().unwrap().parse().unwrap());
-    assert!(count < DEPTH && count > 0, "the kill came midway: {count} rows left");
+    assert!(count < depth && count > 0, "the kill came midway: {count} rows left");
     assert_eq!(deepest, count, "the deepest rows went first, one level at a time: {count} rows up to {deepest}");
     let again = cascade(dir.path()).args(args).output().unwrap();
     assert!(again.status.success(), "{}", String::from_utf8_lossy(&again.stderr));
@@ -346,6 +349,116 @@ on_each_database!(
     a_chain_killed_midway_is_finished_by_running_it_again_on_sqlite,
     a_chain_killed_midway_is_finished_by_running_it_again_on_postgres,
     |databases| a_chain_killed_midway_is_finished_by_running_it_again(&databases)
+);
+
+/// A tree deeper than the levels the executor keeps, with branches off its spine, notes on
+/// some rows and a second tree that stays: what cascade leaves is what following every parent
+/// link in the test leaves (SQLite's own cascade stops at 1,000 levels, "too many levels of
+/// trigger recursion", so it cannot be the oracle here), and the plan counts what the run deletes.
+/// The levels dropped are rebuilt from the rows below them, whose parents are fewer than the
+/// level's rows where a branch forks.
+fn a_tree_deeper_than_the_levels_kept_goes_whole(databases: &Databases) {
+    const SPINE: u64 = 2_600;
+    let mut random = common::random::Random::seeded(41);
+    let mut parents: Vec<(u64, Option<u64>)> = Vec::new();
+    let mut next = SPINE + 1;
+    for id in 1..=SPINE {
+        parents.push((id, (id > 1).then(|| id - 1)));
+        if random.chance(20) {
+            // A branch: a short chain, forked again here and there.
+            let mut parent = id;
+            for _ in 0..random.below(30) + 1 {
+                parents.push((next, Some(parent)));
+                if random.chance(70) {
+                    parent = next;
+                }
+                next += 1;
+            }
+        }
+    }
+    // A second tree, which stays.
+    parents.extend([(next, None), (next + 1, Some(next))]);
+    let notes: Vec<(u64, u64)> =
+        (1..next + 2).filter(|_| random.chance(10)).enumerate().map(|(n, id)| (n as u64 + 1, id)).collect();
+    let values = |rows: Vec<String>| rows.join(", ");
+    let url = databases.create(&format!(
+        "CREATE TABLE node (id bigint PRIMARY KEY, parent_id bigint REFERENCES node (id));
+         CREATE INDEX node_parent ON node (parent_id);
+         CREATE TABLE note (id bigint PRIMARY KEY, node_id bigint NOT NULL REFERENCES node (id));
+         CREATE INDEX note_node ON note (node_id);
+         INSERT INTO node VALUES {};
+         INSERT INTO note VALUES {};",
+        values(
+            parents
+                .iter()
+                .map(|(id, parent)| format!("({id}, {})", parent.map_or("NULL".into(), |p| p.to_string())))
+                .collect()
+        ),
+        values(notes.iter().map(|(id, node)| format!("({id}, {node})")).collect()),
+    ));
+    // The oracle: the rows below node 1, by following each parent link.
+    let mut gone = std::collections::BTreeSet::from([1]);
+    for (id, parent) in &parents {
+        // Children come after their parents in `parents`.
+        if parent.is_some_and(|parent| gone.contains(&parent)) {
+            gone.insert(*id);
+        }
+    }
+    let dir = initialised(&url);
+    let plan = json_output(cascade(dir.path()).args([
+        "--database-url",
+        &url,
+        "plan",
+        "node",
+        "--id",
+        "1",
+        "--format",
+        "json",
+    ]));
+    let run = json_output(cascade(dir.path()).args([
+        "--database-url",
+        &url,
+        "delete",
+        "node",
+        "1",
+        "--confirm",
+        "--format",
+        "json",
+    ]));
+    assert_eq!(plan["totals"], run["deleted"], "plan: {plan}\nrun: {run}");
+    let ids = |sql: &str| -> Vec<u64> {
+        texts(&url, sql).into_iter().map(|row| row[0].as_deref().unwrap().parse().unwrap()).collect()
+    };
+    let kept_nodes: Vec<u64> = parents.iter().map(|(id, _)| *id).filter(|id| !gone.contains(id)).collect();
+    let kept_notes: Vec<u64> = notes.iter().filter(|(_, node)| !gone.contains(node)).map(|(id, _)| *id).collect();
+    assert_eq!(ids("SELECT CAST(id AS TEXT) FROM node ORDER BY id"), kept_nodes);
+    assert_eq!(ids("SELECT CAST(id AS TEXT) FROM note ORDER BY id"), kept_notes);
+    assert_eq!(run["deleted"]["node"], gone.len(), "{run}");
+}
+
+on_each_database!(
+    a_tree_deeper_than_the_levels_kept_goes_whole_on_sqlite,
+    a_tree_deeper_than_the_levels_kept_goes_whole_on_postgres,
+    |databases| a_tree_deeper_than_the_levels_kept_goes_whole(&databases)
+);
+
+/// A loop of rows longer than the levels the executor keeps never repeats on its path: the walk
+/// up from the levels it drops finds it, and the deletion stops with the loop error, having
+/// deleted nothing, instead of going round for ever.
+fn a_loop_longer_than_the_levels_kept_is_refused(databases: &Databases) {
+    let url = databases.create(&format!("{}\nUPDATE node SET parent_id = 3000 WHERE id = 1;", chain(3_000)));
+    let dir = initialised(&url);
+    let run = cascade(dir.path()).args(["--database-url", &url, "delete", "node", "2", "--confirm"]).output().unwrap();
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    assert_eq!(run.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("rows reference each other in a loop"), "{stderr}");
+    assert_eq!(texts(&url, "SELECT CAST(COUNT(*) AS TEXT) FROM node")[0][0].as_deref(), Some("3000"));
+}
+
+on_each_database!(
+    a_loop_longer_than_the_levels_kept_is_refused_on_sqlite,
+    a_loop_longer_than_the_levels_kept_is_refused_on_postgres,
+    |databases| a_loop_longer_than_the_levels_kept_is_refused(&databases)
 );
 
 /// A delete cycle through two tables: a store's manager is a staff member of another store.

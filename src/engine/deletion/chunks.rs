@@ -27,20 +27,20 @@ impl<'a> Deletion<'a> {
             let child_rows = self.delete_children(&mut transaction, child, step, keys).await?;
             steps.push((*child, child_rows.rows));
             if child_rows.some_left {
-                self.commit(transaction, &steps).await?;
-                self.record_transaction(started, &steps);
+                let (began, steps) = self.commit(transaction, &steps, started).await?;
+                self.record_transaction(began, &steps);
                 self.sizes.overflowed(frame.node, frame.limit, child_rows.counted, self.sizes.in_parent(child));
                 return Ok(Together::ChildrenLeft(steps));
             }
         }
         if self.children_exist(&mut transaction, frame, true, keys).await? {
-            transaction.rollback().await?;
+            self.roll_back(transaction).await?;
             return Ok(Together::ChildrenAppeared);
         }
         steps.extend(self.count_database_children(&mut transaction, &frame.step, keys).await?);
         let deleted = match self.delete_all(&mut transaction, frame.node, &frame.step, keys, true).await {
             Err(DeleteError::Database(error)) if self.is_foreign_key_violation(&error) => {
-                transaction.rollback().await?;
+                self.roll_back(transaction).await?;
                 if !self.database.backend().tuning().concurrent_writers {
                     return Err(DeleteError::Refused { model: frame.node.model.clone(), reason: error.to_string() });
                 }
@@ -51,19 +51,19 @@ impl<'a> Deletion<'a> {
         if let Some((child, child_rows)) = self.delete_children_after(&mut transaction, frame, keys, &mut steps).await?
         {
             // Too many to go with the chunk: they go first, chunk by chunk, as elsewhere.
-            transaction.rollback().await?;
+            self.roll_back(transaction).await?;
             self.sizes.overflowed(frame.node, frame.limit, child_rows.counted, self.sizes.in_parent(child));
             return Ok(Together::ChildrenLeft(Vec::new()));
         }
         self.advance_checkpoint(&mut transaction, frame.node, keys).await?;
-        steps.push((frame.node, deleted));
-        self.commit(transaction, &steps).await?;
-        self.sizes.record(frame.node, frame.limit, keys.len() as u64, started.elapsed());
-        for (child, rows) in &steps[..steps.len() - 1] {
+        for (child, rows) in &steps {
             let fitting = self.sizes.in_parent(child);
             self.sizes.children_fit(frame.node, keys.len() as u64, *rows, fitting);
         }
-        self.record_transaction(started, &steps);
+        steps.push((frame.node, deleted));
+        let (began, steps) = self.commit(transaction, &steps, started).await?;
+        self.sizes.record(frame.node, frame.limit, keys.len() as u64, started.elapsed());
+        self.record_transaction(began, &steps);
         Ok(Together::Done(steps))
     }
 
@@ -165,7 +165,7 @@ impl<'a> Deletion<'a> {
         // delete itself fail, and one that goes after the chunk's rows goes with them: the check
         // looks only at the others.
         if self.children_exist(&mut transaction, frame, false, keys).await? {
-            transaction.rollback().await?;
+            self.roll_back(transaction).await?;
             return Ok(Outcome::ChildrenAppeared { refused: None });
         }
         let mut steps = self.count_database_children(&mut transaction, &frame.step, keys).await?;
@@ -173,7 +173,7 @@ impl<'a> Deletion<'a> {
             Ok(rows) => rows,
             // A child inserted after the check: the database's foreign key caught it.
             Err(DeleteError::Database(error)) if self.is_foreign_key_violation(&error) => {
-                transaction.rollback().await?;
+                self.roll_back(transaction).await?;
                 // Without concurrent writers, no child was inserted meanwhile: the reference is
                 // undeclared.
                 if !self.database.backend().tuning().concurrent_writers {
@@ -185,13 +185,18 @@ impl<'a> Deletion<'a> {
         };
         // More rows than a chunk of theirs, written since they went first.
         if self.delete_children_after(&mut transaction, frame, keys, &mut steps).await?.is_some() {
-            transaction.rollback().await?;
+            self.roll_back(transaction).await?;
             return Ok(Outcome::ChildrenAppeared { refused: None });
         }
         self.advance_checkpoint(&mut transaction, frame.node, keys).await?;
         steps.push((frame.node, deleted));
-        self.commit(transaction, &steps).await?;
-        self.record_transaction(started, &steps);
+        if self.may_share(frame.in_tree, started) {
+            self.sizes.record(frame.node, frame.limit, keys.len() as u64, started.elapsed());
+            self.share(transaction, steps, started);
+            return Ok(Outcome::Shared);
+        }
+        let (began, steps) = self.commit(transaction, &steps, started).await?;
+        self.record_transaction(began, &steps);
         self.sizes.record(frame.node, frame.limit, keys.len() as u64, started.elapsed());
         Ok(Outcome::Done(steps))
     }
@@ -205,8 +210,15 @@ impl<'a> Deletion<'a> {
             || (std::ptr::eq(frame.node, self.root) && frame.step.key_unique && rows >= frame.matched.len() as u64)
     }
 
-    /// One set-based statement of up to `limit` rows of `frame`; the rows it touched.
-    pub(super) async fn set_based_chunk(&mut self, frame: &Frame<'a>, limit: u64) -> Result<u64, DeleteError> {
+    /// One set-based statement of up to `limit` rows of `frame`: the rows it touched, and those of
+    /// every chunk its transaction committed, unless it was left open for the next chunk (where
+    /// the rows are children of a tree's, `under_tree`).
+    pub(super) async fn set_based_chunk(
+        &mut self,
+        frame: &Frame<'a>,
+        limit: u64,
+        under_tree: bool,
+    ) -> Result<(u64, Option<Vec<(&'a PlanNode, u64)>>), DeleteError> {
         let started = Instant::now();
         let statement =
             frame.step.sql.set_based_chunk(Param::Keys(frame.matched.clone()), frame.step.returning.as_ref(), limit);
@@ -214,7 +226,7 @@ impl<'a> Deletion<'a> {
         let rows = match self.run_write(&mut transaction, &statement, frame.node, &frame.step).await {
             Ok(rows) => rows,
             Err(DeleteError::Database(error)) if self.is_foreign_key_violation(&error) => {
-                transaction.rollback().await?;
+                self.roll_back(transaction).await?;
                 return Err(DeleteError::Refused { model: frame.node.model.clone(), reason: error.to_string() });
             }
             Err(error) => return Err(error),
@@ -223,12 +235,21 @@ impl<'a> Deletion<'a> {
         if self.is_last_set_based(frame, limit, rows) {
             self.advance_checkpoint(&mut transaction, frame.node, &frame.matched).await?;
         }
-        self.commit(transaction, &[(frame.node, rows)]).await?;
+        if self.may_share(under_tree, started) {
+            if rows > 0 {
+                self.sizes.record(frame.node, limit, rows, started.elapsed());
+            }
+            self.share(transaction, vec![(frame.node, rows)], started);
+            return Ok((rows, None));
+        }
+        let (began, steps) = self.commit(transaction, &[(frame.node, rows)], started).await?;
+        if steps.iter().any(|(_, rows)| *rows > 0) {
+            self.record_transaction(began, &steps);
+        }
         if rows > 0 {
-            self.record_transaction(started, &[(frame.node, rows)]);
             self.sizes.record(frame.node, limit, rows, started.elapsed());
         }
-        Ok(rows)
+        Ok((rows, Some(steps)))
     }
 
     pub(super) fn is_foreign_key_violation(&self, error: &DbError) -> bool {

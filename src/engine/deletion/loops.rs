@@ -47,6 +47,10 @@ impl<'a> Deletion<'a> {
     /// attaches them to the first chunk on the path that holds one of them. `false` when no loop
     /// of rows is among the open chunks (then the caller reports one).
     pub(super) async fn resolve_loop(&mut self, fetched: &Keys) -> Result<bool, DeleteError> {
+        // Its reads see what the levels sharing an open transaction deleted: it commits first.
+        if let Some(steps) = self.commit_shared().await? {
+            self.charge_rate_limits(&steps).await;
+        }
         let top = self.stack.len() - 1;
         let mut chunks: Vec<OpenChunk<'a>> = Vec::new();
         for (level, frame) in self.stack.iter().enumerate() {
@@ -239,20 +243,20 @@ impl<'a> Deletion<'a> {
                 steps
             }
             Err(DeleteError::Database(error)) if self.is_foreign_key_violation(&error) => {
-                transaction.rollback().await?;
+                self.roll_back(transaction).await?;
                 return Ok(Outcome::ChildrenAppeared { refused: Some(error.to_string()) });
             }
             Err(error) => return Err(error),
         };
-        match self.commit(transaction, &steps).await {
-            Ok(()) => {}
+        let (began, steps) = match self.commit(transaction, &steps, started).await {
+            Ok(committed) => committed,
             // Deferred checks fail at the commit.
             Err(DeleteError::Database(error)) if self.is_foreign_key_violation(&error) => {
                 return Ok(Outcome::ChildrenAppeared { refused: Some(error.to_string()) });
             }
             Err(error) => return Err(error),
-        }
-        self.record_transaction(started, &steps);
+        };
+        self.record_transaction(began, &steps);
         Ok(Outcome::Done(steps))
     }
 }

@@ -5,13 +5,16 @@
 //! or stop between chunks. Nothing needs saving between runs: every step finds the rows that
 //! are still there, so running the same deletion again after an interruption finishes it.
 
+mod ahead;
 mod chunks;
+mod deep;
 mod error;
 mod limits;
 mod loops;
 mod options;
 mod preflight;
 mod roots;
+mod shared;
 mod summary;
 mod tree;
 mod writes;
@@ -40,7 +43,7 @@ use crate::config::{Config, OnDelete};
 use crate::db::Database;
 use crate::db::Keys;
 use crate::db::outbox::registration;
-use crate::db::sql::{Param, Statement};
+use crate::db::sql::Statement;
 use crate::planner::{Plan, PlanNode, worked};
 use crate::schema::Schema;
 use roots::{PendingRoots, sort_roots};
@@ -71,6 +74,9 @@ struct Frame<'a> {
     /// The last fetch found fewer rows than it asked for: once its chunk is done, nothing is left
     /// (a child inserted meanwhile is caught by the parent's check or foreign key).
     last_chunk: bool,
+    /// Levels of the node dropped right above this one to keep memory flat ([`deep`]): rebuilt
+    /// one by one as this frame and then each rebuilt level finishes.
+    dropped_above: u64,
     state: State,
 }
 
@@ -94,6 +100,8 @@ enum State {
     Delete { keys: Keys, attempts: u32 },
     /// bulk or nullify: one set-based statement per chunk until none is left.
     SetBased,
+    /// per_row: a dropped level of a deep tree comes back with its chunk `keys` ([`deep`]).
+    Rebuild { keys: Keys },
 }
 
 /// What the transaction of a chunk together with its children did.
@@ -110,8 +118,11 @@ enum Together<'a> {
 
 /// What one transaction did.
 enum Outcome<'a> {
-    /// Committed: the rows of the chunk's node and of each child deleted after them.
+    /// Committed: the rows of the chunk's node and of each child deleted after them (and of
+    /// the chunks that shared the transaction, first).
     Done(Vec<(&'a PlanNode, u64)>),
+    /// Written in a transaction left open for the next level of the tree ([`shared`]).
+    Shared,
     /// Children appeared under the chunk meanwhile (or, with `refused`, a foreign key refused
     /// the delete): nothing was deleted.
     ChildrenAppeared { refused: Option<String> },
@@ -168,6 +179,14 @@ pub struct Deletion<'a> {
     /// Keys of rows found in loops, by table: every fetch leaves them out, since they go with
     /// the chunk of the first of them on the path.
     in_loops: HashMap<String, Vec<String>>,
+    /// Levels of a self-reference read ahead of their frames ([`ahead`]).
+    ahead: ahead::LevelsAhead,
+    /// A transaction a tree's chunk left open for the next level's ([`shared`]).
+    shared: Option<shared::Shared<'a>>,
+    /// What the open transaction carries while a chunk works in it.
+    carried: Option<shared::Carried<'a>>,
+    /// A transaction that chunks shared was undone: none is shared until one commits.
+    sharing_paused: bool,
 }
 
 impl<'a> Deletion<'a> {
@@ -263,6 +282,10 @@ impl<'a> Deletion<'a> {
                 .collect(),
             recursive_models,
             in_loops: HashMap::new(),
+            ahead: ahead::LevelsAhead::default(),
+            shared: None,
+            carried: None,
+            sharing_paused: false,
             recursive_steps: plan
                 .steps_with_parents()
                 .into_iter()
@@ -292,12 +315,26 @@ impl<'a> Deletion<'a> {
 
     /// Runs until one chunk's transaction has committed. `Ok(false)` when nothing is left.
     pub async fn chunk(&mut self) -> Result<bool, DeleteError> {
+        let done = self.next_chunk().await;
+        if done.is_err() {
+            self.abandon_shared().await;
+        }
+        done
+    }
+
+    async fn next_chunk(&mut self) -> Result<bool, DeleteError> {
         loop {
             if self.stack.is_empty() {
                 // Each root chunk binds only its own ids: binding all of them to every fetch made
                 // 100,000 ids quadratic. The ids were read when the deletion started, so a per_row
                 // root chunk needs no fetch: its keys are the ids.
-                let Some(matched) = self.pending_roots.take(self.size_of(self.root)) else { return Ok(false) };
+                let Some(matched) = self.pending_roots.take(self.size_of(self.root)) else {
+                    if let Some(steps) = self.commit_shared().await? {
+                        self.charge_rate_limits(&steps).await;
+                        return Ok(true);
+                    }
+                    return Ok(false);
+                };
                 let mut frame = self.frame_of(self.root, None, matched.clone());
                 if !self.root.is_set_based() {
                     frame.limit = matched.len() as u64;
@@ -310,22 +347,11 @@ impl<'a> Deletion<'a> {
             let frame = self.stack.last_mut().expect("a frame was pushed");
             match &mut frame.state {
                 State::Fetch => {
-                    frame.limit = self.sizes.of(frame.node);
-                    let excluded = match self.in_loops.get(&frame.node.table) {
-                        Some(keys) => {
-                            Some(Param::Keys(table_keys(&frame.node.table, &frame.step.sql.key_types, keys.clone())?))
-                        }
-                        None => None,
-                    };
-                    let matched = Param::Keys(frame.matched.clone());
-                    let statement = frame.step.sql.select_chunk(matched, frame.step.status, frame.limit, excluded);
-                    let keys = self.database.fetch_array(&statement).await?;
-                    if keys.is_empty() {
-                        self.stack.pop();
+                    let Some(keys) = self.next_keys().await? else {
+                        self.pop_frame();
                         continue;
-                    }
-                    frame.last_chunk = (keys.len() as u64) < frame.limit;
-                    let keys = table_keys(&frame.node.table, &frame.step.sql.key_types, keys)?;
+                    };
+                    let frame = self.stack.last_mut().expect("the frame being worked on");
                     if let Err(loop_error) = enter_tree(&mut self.tree_path, frame, &keys) {
                         if !self.resolve_loop(&keys).await? {
                             return Err(loop_error);
@@ -374,6 +400,11 @@ impl<'a> Deletion<'a> {
                     }
                     let child_frame = self.frame_of(child, Some(parent), matched);
                     self.stack.push(child_frame);
+                    self.drop_deep_levels().await?;
+                }
+                State::Rebuild { keys } => {
+                    let keys = keys.clone();
+                    self.rebuild_level(keys).await?;
                 }
                 State::Delete { keys, attempts } => {
                     let (keys, attempts) = (keys.clone(), *attempts);
@@ -391,6 +422,7 @@ impl<'a> Deletion<'a> {
                             self.chunk_done();
                             return Ok(true);
                         }
+                        Outcome::Shared => self.chunk_done(),
                         Outcome::ChildrenAppeared { .. } if self.postpone_to_loop(&keys) => {
                             self.chunk_done();
                         }
@@ -412,16 +444,15 @@ impl<'a> Deletion<'a> {
                     let node = frame.node;
                     let limit = self.size_of(node);
                     let frame = self.stack.pop().expect("the frame being worked on");
-                    let rows = self.set_based_chunk(&frame, limit).await;
+                    let under_tree = self.stack.last().is_some_and(|parent| parent.in_tree);
+                    let written = self.set_based_chunk(&frame, limit, under_tree).await;
                     self.stack.push(frame);
-                    let rows = rows?;
-                    if rows > 0 {
-                        self.charge_rate_limits(&[(node, rows)]).await;
-                    }
+                    let (rows, committed) = written?;
                     if self.is_last_set_based(self.stack.last().expect("the frame being worked on"), limit, rows) {
                         self.stack.pop();
                     }
-                    if rows > 0 {
+                    if let Some(steps) = committed.filter(|steps| steps.iter().any(|(_, rows)| *rows > 0)) {
+                        self.charge_rate_limits(&steps).await;
                         return Ok(true);
                     }
                 }
@@ -446,7 +477,7 @@ impl<'a> Deletion<'a> {
             self.tree_path.leave(&frame.node.table, keys.texts());
         }
         if frame.last_chunk {
-            self.stack.pop();
+            self.pop_frame();
         } else {
             frame.state = State::Fetch;
         }
@@ -471,6 +502,8 @@ impl<'a> Deletion<'a> {
 
     /// Records how the run ended in `cascade_run` and closes the archive.
     pub async fn finish(mut self, outcome: RunOutcome, error: Option<&str>) -> Result<Summary, DeleteError> {
+        // A run stopped between chunks has none open; one that failed may (it holds the lock).
+        self.abandon_shared().await;
         // Counted even when recording the run fails below: the deletion ended all the same. A
         // batch of a caller's run is counted as part of that run, by the caller.
         if self.run.is_some() {
@@ -520,6 +553,7 @@ impl<'a> Deletion<'a> {
             loop_rows: Vec::new(),
             limit: node.chunk_size,
             last_chunk: false,
+            dropped_above: 0,
             state: initial_state(node),
         }
     }
@@ -562,7 +596,7 @@ fn child_at<'a>(
 fn chunk_keys<'f>(frame: &'f Frame<'_>) -> Option<&'f Keys> {
     match &frame.state {
         State::Together { keys } | State::Children { keys, .. } | State::Delete { keys, .. } => Some(keys),
-        State::Fetch | State::SetBased => None,
+        State::Fetch | State::SetBased | State::Rebuild { .. } => None,
     }
 }
 

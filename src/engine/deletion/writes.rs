@@ -7,6 +7,7 @@ use std::time::Instant;
 use tracing::debug;
 
 use super::roots::with_status_before;
+use super::shared::Carried;
 use super::{DeleteError, Deletion};
 use crate::audit;
 use crate::config::OnDelete;
@@ -22,7 +23,13 @@ impl<'a> Deletion<'a> {
     /// A chunk's transaction (see [`Database::begin_key_array_write`]), which first registers the
     /// plan's outbox names until a transaction that did has committed: no extra commit, and no
     /// tombstone without its names.
+    /// A transaction a tree's chunk left open ([`super::shared`]) is taken as it is.
     pub(super) async fn begin(&mut self) -> Result<Transaction, DeleteError> {
+        if let Some(transaction) = self.take_shared() {
+            return Ok(transaction);
+        }
+        // One that carried chunks and was dropped did not commit.
+        self.lost_shared();
         // Those of a transaction rolled back never counted, and its rows were never archived.
         self.uncommitted_outbox_rows = 0;
         if let Some(archive) = &mut self.archive {
@@ -37,16 +44,20 @@ impl<'a> Deletion<'a> {
 
     /// Records the run's rows with those of `steps` in `cascade_run`, makes the chunk's archive
     /// lines durable, then commits: no row is gone before it is on disk, and a run killed after
-    /// any commit shows what it did.
+    /// any commit shows what it did. When it began (`started`, or earlier where chunks shared it)
+    /// and the rows of every chunk it committed.
     pub(super) async fn commit(
         &mut self,
         mut transaction: Transaction,
-        steps: &[(&PlanNode, u64)],
-    ) -> Result<(), DeleteError> {
-        if steps.iter().any(|(_, rows)| *rows > 0) {
+        steps: &[(&'a PlanNode, u64)],
+        started: Instant,
+    ) -> Result<Carried<'a>, DeleteError> {
+        let (started, mut all) = self.carried.take().unwrap_or((started, Vec::new()));
+        all.extend_from_slice(steps);
+        if all.iter().any(|(_, rows)| *rows > 0) {
             let before = self.options.within.as_ref().map(|batch| &batch.rows_before);
             let mut rows = before.cloned().unwrap_or_default().plus(&self.summary.deleted, &self.summary.nullified);
-            for (node, count) in steps {
+            for (node, count) in &all {
                 *rows.of(node.action, &node.model) += count;
             }
             audit::record_rows(&mut transaction, self.run_id, &rows).await?;
@@ -54,10 +65,15 @@ impl<'a> Deletion<'a> {
         if let Some(archive) = &mut self.archive {
             archive.sync()?;
         }
-        transaction.commit().await?;
+        if let Err(error) = transaction.commit().await {
+            // What chunks sharing it wrote is undone with it.
+            self.sharing_paused |= all.len() > steps.len();
+            return Err(error.into());
+        }
+        self.sharing_paused = false;
         self.unregistered_outbox_names = None;
         self.summary.outbox_rows += std::mem::take(&mut self.uncommitted_outbox_rows);
-        Ok(())
+        Ok((started, all))
     }
 
     /// Deletes (or nullifies) every row of `node` whose key (`by_key`) or relation column is in
