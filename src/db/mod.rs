@@ -175,7 +175,7 @@ pub fn first_text(rows: &TextRows) -> Option<&str> {
 
 /// The values of a `json_array_agg` result (one row, a JSON array of texts, or NULL when it saw
 /// no row), in order.
-fn json_array_texts(rows: &TextRows) -> Result<Vec<String>, DbError> {
+pub(crate) fn json_array_texts(rows: &TextRows) -> Result<Vec<String>, DbError> {
     first_text(rows)
         .map_or(Ok(Vec::new()), serde_json::from_str)
         .map_err(|error| DbError::Query(sqlx::Error::Decode(Box::new(error))))

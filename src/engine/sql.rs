@@ -282,17 +282,37 @@ impl NodeSql<'_> {
     }
 
     /// A self-reference: the keys (as one JSON array of texts) of the rows that the rows `keys`
-    /// reference by this relation, their parents, the way [`Self::select_chunk`] returns keys.
+    /// reference by this relation, their parents, the way [`Self::select_chunk`] returns keys;
+    /// and `"1"` when those parents have other children than `keys` (which a fetch by the
+    /// parents' keys would find), `"0"` otherwise.
     pub(super) fn parents_of(&self, keys: Param) -> Statement {
+        let columns = self.match_columns();
+        let key = self.key_columns();
+        let of_keys = |sql: &mut SqlBuilder| {
+            sql.push("(SELECT ").identifiers(&columns).push(" FROM ").push(&self.table()).push(" WHERE ");
+            sql.keys_in(&key, &self.key_types, keys.clone()).push(")");
+        };
         let mut sql = self.builder();
         sql.push("SELECT ");
         self.backend.json_array_agg(&mut sql, KEY_ALIAS, KEY_ALIAS);
-        sql.push(" FROM (SELECT ");
+        sql.push(", CASE WHEN EXISTS (SELECT 1 FROM ").push(&self.table()).push(" WHERE ");
+        match columns.as_slice() {
+            [one] => sql.identifier(one),
+            several => sql.push("(").identifiers(several).push(")"),
+        };
+        sql.push(" IN ");
+        of_keys(&mut sql);
+        sql.push(" AND NOT (").keys_in(&key, &self.key_types, keys.clone()).push(") AND NOT (");
+        for (index, (column, referenced)) in columns.iter().zip(self.referenced_columns()).enumerate() {
+            sql.push(if index == 0 { "" } else { " AND " }).identifier(column).push(" = ").identifier(&referenced);
+        }
+        sql.push(")) THEN '1' ELSE '0' END FROM (SELECT ");
         self.key_text(&mut sql);
         sql.push(" AS ").identifier(KEY_ALIAS).push(" FROM ").push(&self.table()).push(" WHERE ");
         self.write_referenced(&mut sql);
-        sql.push(" IN (SELECT ").identifiers(&self.match_columns()).push(" FROM ").push(&self.table());
-        sql.push(" WHERE ").keys_in(&self.key_columns(), &self.key_types, keys).push(")) AS cascade_chunk");
+        sql.push(" IN ");
+        of_keys(&mut sql);
+        sql.push(") AS cascade_chunk");
         sql.finish()
     }
 

@@ -86,9 +86,14 @@ impl<'a> Deletion<'a> {
         let statement =
             self.stack.last().expect("the level being rebuilt").step.sql.parents_of(Param::Keys(keys.clone()));
         self.settle_shared(true).await?;
-        let parents = self.read_array(&statement).await?;
+        let read = self.read_texts(&statement).await?;
+        let parents = crate::db::json_array_texts(&read)?;
+        let others = read.first().and_then(|row| row.get(1)).is_none_or(|others| others.as_deref() != Some("0"));
         let frame = self.stack.last_mut().expect("the level being rebuilt");
         frame.matched = table_keys(&frame.node.table, &frame.step.sql.key_types, parents)?;
+        // Without other children of those parents, nothing is left to fetch once the chunk goes
+        // (a row left out of fetches, of a loop, is not counted there: then it fetches).
+        frame.last_chunk = !others && !self.in_loops.contains_key(&frame.node.table);
         let recursive = frame.children.iter().position(|child| child.step == frame.node.step);
         let frame: &Frame<'a> = frame;
         enter_tree(&mut self.tree_path, frame, &keys)?;
