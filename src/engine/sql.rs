@@ -84,6 +84,14 @@ pub(super) fn count_reached(nodes: &[&NodeSql<'_>], matched: &Param) -> Statemen
     sql.finish()
 }
 
+/// One column, or a row of several, to compare with `IN`.
+fn write_columns(sql: &mut SqlBuilder, columns: &[String]) {
+    match columns {
+        [one] => sql.identifier(one),
+        several => sql.push("(").identifiers(several).push(")"),
+    };
+}
+
 /// What a plan node's statements need to know beyond the node itself.
 pub(crate) struct NodeSql<'a> {
     pub backend: &'static dyn Backend,
@@ -157,15 +165,19 @@ impl NodeSql<'_> {
         if self.self_reference {
             sql.push("(");
             self.write_parent_match(sql, matched);
-            let referenced = self.node.references.clone().unwrap_or_else(|| self.node.key.clone());
             sql.push(" AND NOT (");
-            for (part, (column, referenced)) in self.node.columns.iter().zip(&referenced).enumerate() {
-                sql.push(if part == 0 { "" } else { " AND " });
-                sql.identifier(&self.names.column(column)).push(" = ").identifier(&self.names.column(referenced));
-            }
+            self.write_points_at_itself(sql);
             sql.push("))");
         } else {
             self.write_parent_match(sql, matched);
+        }
+    }
+
+    /// A self-reference's row points at itself: each of its columns equals the column it
+    /// references, unqualified.
+    fn write_points_at_itself(&self, sql: &mut SqlBuilder) {
+        for (index, (column, referenced)) in self.match_columns().iter().zip(self.referenced_columns()).enumerate() {
+            sql.push(if index == 0 { "" } else { " AND " }).identifier(column).push(" = ").identifier(&referenced);
         }
     }
 
@@ -174,10 +186,7 @@ impl NodeSql<'_> {
             sql.keys_in(&self.match_columns(), &self.match_types, matched);
             return;
         };
-        match self.match_columns().as_slice() {
-            [one] => sql.identifier(one),
-            several => sql.push("(").identifiers(several).push(")"),
-        };
+        write_columns(sql, &self.match_columns());
         sql.push(" IN (SELECT ");
         let referenced: Vec<String> =
             parent.referenced.iter().map(|column| format!("{PARENT_ALIAS}.{}", quote_identifier(column))).collect();
@@ -296,16 +305,11 @@ impl NodeSql<'_> {
         sql.push("SELECT ");
         self.backend.json_array_agg(&mut sql, KEY_ALIAS, KEY_ALIAS);
         sql.push(", CASE WHEN EXISTS (SELECT 1 FROM ").push(&self.table()).push(" WHERE ");
-        match columns.as_slice() {
-            [one] => sql.identifier(one),
-            several => sql.push("(").identifiers(several).push(")"),
-        };
+        write_columns(&mut sql, &columns);
         sql.push(" IN ");
         of_keys(&mut sql);
         sql.push(" AND NOT (").keys_in(&key, &self.key_types, keys.clone()).push(") AND NOT (");
-        for (index, (column, referenced)) in columns.iter().zip(self.referenced_columns()).enumerate() {
-            sql.push(if index == 0 { "" } else { " AND " }).identifier(column).push(" = ").identifier(&referenced);
-        }
+        self.write_points_at_itself(&mut sql);
         sql.push(")) THEN '1' ELSE '0' END FROM (SELECT ");
         self.key_text(&mut sql);
         sql.push(" AS ").identifier(KEY_ALIAS).push(" FROM ").push(&self.table()).push(" WHERE ");
@@ -375,9 +379,7 @@ impl NodeSql<'_> {
         }
         // A row that references itself is not its own child (see `write_match`).
         sql.push(" WHERE cascade_down.cascade_depth < ").push(&depth.to_string()).push(" AND NOT (");
-        for (index, (column, referenced)) in self.match_columns().iter().zip(&key).enumerate() {
-            sql.push(if index == 0 { "" } else { " AND " }).identifier(column).push(" = ").identifier(referenced);
-        }
+        self.write_points_at_itself(&mut sql);
         sql.push(")), cascade_some AS (SELECT cascade_depth, ").identifier(KEY_ALIAS);
         sql.push(" FROM cascade_down LIMIT ").push(&rows.to_string());
         // Named apart from the level's number, which the levels are ordered by (not as text).
@@ -395,10 +397,7 @@ impl NodeSql<'_> {
 
     /// The referenced columns, one or a row of several, to compare with `IN`.
     fn write_referenced(&self, sql: &mut SqlBuilder) {
-        match self.referenced_columns().as_slice() {
-            [one] => sql.identifier(one),
-            several => sql.push("(").identifiers(several).push(")"),
-        };
+        write_columns(sql, &self.referenced_columns());
     }
 
     /// bulk and nullify: one set-based statement over up to `limit` of the rows matching
