@@ -22,6 +22,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../../schemas/migrations/sqlite/0007_outbox_model.sql"),
     include_str!("../../schemas/migrations/sqlite/0008_outbox_cells.sql"),
     include_str!("../../schemas/migrations/sqlite/0009_outbox_entry.sql"),
+    include_str!("../../schemas/migrations/sqlite/0010_nullified_rows.sql"),
 ];
 
 /// Whether SQLite can create its journal, WAL index and lock files beside the database. Where it

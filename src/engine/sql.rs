@@ -115,6 +115,9 @@ pub(crate) struct NodeSql<'a> {
     /// A nullify's ` AND NOT ...` over its row (aliased [`ROW_ALIAS`]): the rows a later step
     /// deletes before their parent row goes (see `steps::spared_rows`), which keep their value.
     pub spared: Option<String>,
+    /// A nullify returns the identity (as one text) of each row it sets to NULL, which the run
+    /// records (see `audit::nullified`).
+    pub returns_nullified: bool,
 }
 
 /// The parent rows a relation to parent columns other than the key finds its rows through.
@@ -467,9 +470,27 @@ impl NodeSql<'_> {
     }
 
     fn set_based_tail(&self, sql: &mut SqlBuilder, returning: Option<&Returning>) {
-        if self.node.action == OnDelete::Delete {
-            self.returning(sql, returning);
+        match self.node.action {
+            OnDelete::Delete => self.returning(sql, returning),
+            OnDelete::Nullify if self.returns_nullified => {
+                sql.push(" RETURNING ");
+                self.backend.key_text(sql, &self.identity_columns());
+            }
+            _ => {}
         }
+    }
+
+    /// The columns that identify a row of the node's model, as the catalog spells them.
+    fn identity_columns(&self) -> Vec<String> {
+        self.node.identity.iter().map(|column| self.names.column(column)).collect()
+    }
+
+    /// How many rows have one of the identities `keys` (of the identity's column types `types`).
+    pub(super) fn count_identified(&self, keys: Param, types: &[KeyType]) -> Statement {
+        let mut sql = self.builder();
+        sql.push("SELECT CAST(COUNT(*) AS TEXT) FROM ").push(&self.table()).push(" WHERE ");
+        sql.keys_in(&self.identity_columns(), types, keys);
+        sql.finish()
     }
 
     /// `RETURNING` the key, shard key, payload object and row object, each as text (or NULL).

@@ -6,6 +6,7 @@ use serde::Serialize;
 use super::sql::{
     NodeSql, ParentRows, ROW_ALIAS, Returning, count_reached, delete_archived, delete_with_tombstones, outbox_insert,
 };
+use crate::audit::nullified;
 use crate::config::{Config, OnDelete, StatusCheck};
 use crate::db::sql::{KeyType, Param, SqlValue, Statement, quote_identifier, quote_literal};
 use crate::db::{Backend, Keys, Kind};
@@ -85,6 +86,16 @@ impl<'a> StepSql<'a> {
             key_unique: schema.is_some_and(|schema| schema.unique_columns(&node.table, &node.identity)),
             deletes: node.action == OnDelete::Delete,
         }
+    }
+
+    /// Makes a nullify whose model is one of `recorded` ([`Plan::models_nullified_and_reached_again`])
+    /// return the rows it sets to NULL, for the run to record: where the model's identity is
+    /// unique, so that one key is one row.
+    pub(super) fn record_nullified(mut self, recorded: &std::collections::HashSet<&str>) -> Self {
+        self.sql.returns_nullified = self.sql.node.action == OnDelete::Nullify
+            && self.key_unique
+            && recorded.contains(self.sql.node.model.as_str());
+        self
     }
 
     /// Whether the rows of child `index` go after a chunk's own, in its transaction (whether or
@@ -300,6 +311,14 @@ fn tie(schema: Option<&Schema>, node: &PlanNode, child: &PlanNode) -> Tie {
     }
 }
 
+/// The key types of `columns` of `table` (an integer where the table or column is unknown).
+pub(crate) fn column_types(table: Option<&Table>, columns: &[String]) -> Vec<KeyType> {
+    columns
+        .iter()
+        .map(|column| table.and_then(|t| t.column(column)).map_or(KeyType::Integer, |c| c.key_type.clone()))
+        .collect()
+}
+
 /// The statement builder of one node, with key types from the schema (integer when unknown).
 pub(crate) fn node_sql<'a>(
     node: &'a PlanNode,
@@ -308,25 +327,19 @@ pub(crate) fn node_sql<'a>(
     schema: Option<&'a Schema>,
 ) -> NodeSql<'a> {
     let table_of = |node: &PlanNode| schema.and_then(|s| s.table(&node.table));
-    let types_of = |table: Option<&Table>, columns: &[String]| -> Vec<KeyType> {
-        columns
-            .iter()
-            .map(|column| table.and_then(|t| t.column(column)).map_or(KeyType::Integer, |c| c.key_type.clone()))
-            .collect()
-    };
     let names = CatalogNames::of(schema, &node.table);
     let table = names.table();
     let own_key = key_of(node);
-    let key_types = types_of(table, &own_key);
+    let key_types = column_types(table, &own_key);
     let (match_types, through_parent) = match parent {
         None => (key_types.clone(), None),
         Some(parent) => {
             let parent_names = CatalogNames::of(schema, &parent.table);
             let parent_key = key_of(parent);
-            let parent_types = types_of(table_of(parent), &parent_key);
+            let parent_types = column_types(table_of(parent), &parent_key);
             match &node.references {
                 None => {
-                    let column_types = types_of(table, &node.columns);
+                    let column_types = column_types(table, &node.columns);
                     let compared =
                         parent_types.iter().zip(&column_types).map(|(key, column)| backend.compared_as(key, column));
                     (compared.collect(), None)
@@ -354,6 +367,7 @@ pub(crate) fn node_sql<'a>(
         self_reference: node.recursive && parent.is_some_and(|parent| parent.model == node.model),
         guard: None,
         spared: None,
+        returns_nullified: false,
     }
 }
 
@@ -417,7 +431,8 @@ fn list_node(
 ) -> StepStatements {
     let children = plan.children_of(node);
     let siblings = parent.map_or(&[][..], |parent| plan.children_of(parent));
-    let step = StepSql::new(node, parent, siblings, children, config, backend, schema, false);
+    let step = StepSql::new(node, parent, siblings, children, config, backend, schema, false)
+        .record_nullified(&plan.models_nullified_and_reached_again());
     for (index, child) in worked(children).enumerate() {
         if step.child_goes_after(index) {
             goes_after.insert(child.step, (node.model.clone(), node.step));
@@ -482,6 +497,11 @@ fn deleting_all(step: &StepSql<'_>, keys: Param, by_key: bool) -> Vec<Statement>
 /// `statement` with its tombstones, as the executor writes them: in the statement's own `WITH`
 /// where the database can, else from the rows it returns (one JSON parameter).
 fn writing(step: &StepSql<'_>, statement: Statement) -> Vec<Statement> {
+    if step.sql.returns_nullified {
+        let (run, keys) =
+            (Param::Described("the run's id".into()), Param::Described("the keys it returned (JSON)".into()));
+        return vec![statement, nullified::record_statement(step.sql.backend, run, &step.sql.node.model, keys)];
+    }
     if step.row_data().is_none() {
         return vec![statement];
     }

@@ -188,6 +188,15 @@ impl Plan {
         models
     }
 
+    /// The models a nullify step sets rows of to NULL that another step also reaches (a delete,
+    /// or a nullify by another relation): a row nullified there may be deleted, or nullified
+    /// again, later in the same run, which the run records to count each row once.
+    pub fn models_nullified_and_reached_again(&self) -> HashSet<&str> {
+        let steps = self.steps();
+        let nullified = steps.iter().filter(|node| node.action == OnDelete::Nullify).map(|node| node.model.as_str());
+        nullified.filter(|model| steps.iter().filter(|node| node.model == *model).count() > 1).collect()
+    }
+
     /// Every node in execution order, each once (a shared subtree's nodes once).
     pub fn steps(&self) -> Vec<&PlanNode> {
         self.steps_with_parents().into_iter().map(|(node, _)| node).collect()

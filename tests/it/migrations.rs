@@ -42,7 +42,9 @@ async fn count(database: &Database, sql: &str) -> u64 {
 /// The versions recorded, oldest first.
 async fn versions(database: &Database) -> Vec<String> {
     let rows = database
-        .fetch_texts(&statement("SELECT CAST(version AS TEXT) FROM cascade_schema_version ORDER BY version"))
+        .fetch_texts(&statement(
+            "SELECT CAST(version AS TEXT) FROM cascade_schema_version ORDER BY cascade_schema_version.version",
+        ))
         .await
         .unwrap();
     rows.into_iter().map(|row| row[0].clone().unwrap()).collect()

@@ -33,9 +33,16 @@ fn delete_as_the_oracle(dir: &Path, url: &str, oracle: &str, model: &str, id: &s
     let run =
         json_output(cascade(dir).args(["--database-url", url, "delete", model, id, "--confirm", "--format", "json"]));
     assert_eq!(plan["totals"], run["deleted"], "plan: {plan}\nrun: {run}");
+    assert_eq!(nonzero(&plan["nullify"]), nonzero(&run["nullified"]), "plan: {plan}\nrun: {run}");
     texts(oracle, &format!("DELETE FROM {model} WHERE id = {id}"));
     assert_eq!(user_rows(url), user_rows(oracle));
     run
+}
+
+/// The counts of a JSON object of counts that are not 0.
+fn nonzero(counts: &serde_json::Value) -> serde_json::Map<String, serde_json::Value> {
+    let counts = counts.as_object().cloned().unwrap_or_default();
+    counts.into_iter().filter(|(_, count)| count.as_u64() != Some(0)).collect()
 }
 
 /// Shape 1: a version chain under `NO ACTION`, whose later versions belong to another document.
@@ -303,6 +310,36 @@ strategy = "bulk"
     ]));
     assert_eq!((&run["deleted"]["grp"], &run["nullified"]["grp"]), (&2.into(), &1.into()), "{run}");
 }
+
+/// Shape 4 under a tree: a reply quoting another comment of the same thread loses its quote
+/// when the quoted comment goes, and is itself deleted later in the run. The run reports it
+/// deleted only, as the plan does, and keeps no record of it afterwards; the reply in another
+/// thread keeps its row and loses its quote, counted once.
+fn a_quote_nullified_inside_a_deleted_thread_counts_as_deleted(databases: &Databases) {
+    const QUOTES: &str = "
+        CREATE TABLE post (id bigint PRIMARY KEY);
+        CREATE TABLE comment (id bigint PRIMARY KEY, post_id bigint NOT NULL REFERENCES post (id) ON DELETE CASCADE,
+            parent_id bigint REFERENCES comment (id) ON DELETE CASCADE,
+            quoted_id bigint REFERENCES comment (id) ON DELETE SET NULL);
+        CREATE INDEX comment_post ON comment (post_id);
+        CREATE INDEX comment_parent ON comment (parent_id);
+        CREATE INDEX comment_quoted ON comment (quoted_id);
+        INSERT INTO post VALUES (1), (2);
+        INSERT INTO comment VALUES (1, 1, NULL, NULL), (2, 1, 1, NULL), (3, 1, 2, 2), (4, 1, 3, 1),
+            (5, 2, NULL, 1), (6, 2, 5, 3);";
+    let url = databases.create(QUOTES);
+    let oracle = databases.create(QUOTES);
+    let dir = initialised(&url);
+    let run = delete_as_the_oracle(dir.path(), &url, &oracle, "post", "1");
+    assert_eq!((&run["deleted"]["comment"], &run["nullified"]["comment"]), (&4.into(), &2.into()), "{run}");
+    assert_eq!(texts(&url, "SELECT CAST(COUNT(*) AS TEXT) FROM cascade_nullified_row"), [[Some("0".to_owned())]]);
+}
+
+on_each_database!(
+    a_quote_nullified_inside_a_deleted_thread_counts_as_deleted_on_sqlite,
+    a_quote_nullified_inside_a_deleted_thread_counts_as_deleted_on_postgres,
+    |databases| a_quote_nullified_inside_a_deleted_thread_counts_as_deleted(&databases)
+);
 
 on_each_database!(
     a_deleted_row_is_never_counted_nullified_on_sqlite,

@@ -11,6 +11,7 @@ mod deep;
 mod error;
 mod limits;
 mod loops;
+mod nullified;
 mod options;
 mod preflight;
 mod roots;
@@ -173,6 +174,8 @@ pub struct Deletion<'a> {
     recursive_steps: HashMap<usize, Arc<StepSql<'a>>>,
     /// The models whose rows are trees or cycles ([`Plan::recursive_models`]).
     recursive_models: std::collections::HashSet<&'a str>,
+    /// The models whose nullified rows the run records ([`Plan::models_nullified_and_reached_again`]).
+    nullified_recorded: std::collections::HashSet<&'a str>,
     /// The delete relations between recursive models, (child, parent): how rows of a loop can
     /// reference each other.
     loop_relations: Vec<(&'a PlanNode, &'a PlanNode)>,
@@ -246,6 +249,10 @@ impl<'a> Deletion<'a> {
         let unregistered_outbox_names = registration(database, &names.map(String::as_str).collect());
         let pacing = options.within.as_ref().map_or_else(|| Pacing::for_plan(plan), |batch| batch.pacing.clone());
         let recursive_models = plan.recursive_models();
+        let nullified_recorded = plan.models_nullified_and_reached_again();
+        if !nullified_recorded.is_empty() {
+            audit::nullified::forget(database, run_id).await?;
+        }
         Ok(Self {
             database,
             config,
@@ -281,6 +288,7 @@ impl<'a> Deletion<'a> {
                 })
                 .collect(),
             recursive_models,
+            nullified_recorded,
             in_loops: HashMap::new(),
             ahead: ahead::LevelsAhead::default(),
             shared: None,
@@ -514,6 +522,7 @@ impl<'a> Deletion<'a> {
         if outcome == RunOutcome::Succeeded && !self.statuses_before.is_empty() {
             audit::statuses::forget(self.database, &self.root.table, &self.root_keys).await?;
         }
+        self.count_nullified_rows().await;
         if let Some(run) = self.run.take() {
             run.finish(outcome, &self.summary.run_rows(), error).await?;
             info!(run = self.run_id, outcome = outcome.as_str(), rows = self.summary.rows(), "deletion finished");
@@ -529,6 +538,7 @@ impl<'a> Deletion<'a> {
         let step_of = |node: &'a PlanNode, parent, siblings, children| {
             let (backend, archive) = (self.database.backend(), self.archive.is_some());
             StepSql::new(node, parent, siblings, children, self.config, backend, Some(self.schema), archive)
+                .record_nullified(&self.nullified_recorded)
         };
         let step = match self.recursive_steps.get(&node.step) {
             Some(shared) => shared.clone(),
