@@ -35,6 +35,17 @@ impl KeyType {
         }
     }
 
+    /// Whether a key of this type is always found by `=` in a column of type `other` on either
+    /// database: integers in integers, strings in strings, and a `uuid` in a `uuid`. A lookup
+    /// between such columns needs no check by the database before a deletion.
+    pub fn always_compares_with(&self, other: &KeyType) -> bool {
+        match (self, other) {
+            (KeyType::Integer, KeyType::Integer) | (KeyType::Text, KeyType::Text) => true,
+            (KeyType::Other(left), KeyType::Other(right)) => left == "uuid" && right == "uuid",
+            _ => false,
+        }
+    }
+
     /// Whether PostgreSQL converts a column of this type to `to` in `ALTER COLUMN ... TYPE ...
     /// USING column::to`: every type converts to and from a string type (its I/O conversion
     /// cast), and integers to integers; a `uuid` and an integer have no cast between them. A type

@@ -18,17 +18,12 @@ pub async fn check_lookups(
     schema: &Schema,
 ) -> Result<Vec<Diagnostic>, DbError> {
     let mut diagnostics: Vec<Diagnostic> = Vec::new();
-    let mut reported: Vec<(String, String, Vec<String>)> = Vec::new();
+    // Each relation once, however many models' plans reach it.
+    let mut checked = std::collections::HashSet::new();
     for model in config.models.keys() {
         let Ok(plan) = planner::compile(config, model) else { continue };
-        let (found, _) = uncomparable_relations(database, &plan, schema).await?;
+        let (found, _) = uncomparable_relations(database, &plan, schema, &mut checked).await?;
         for uncomparable in found {
-            let which =
-                (uncomparable.parent_model.clone(), uncomparable.child_model.clone(), uncomparable.columns.clone());
-            if reported.contains(&which) {
-                continue;
-            }
-            reported.push(which);
             let relation = config.model(&uncomparable.parent_model).and_then(|parent| {
                 parent.children.iter().find(|relation| {
                     relation.model.value == uncomparable.child_model && relation.column_names() == uncomparable.columns

@@ -393,7 +393,9 @@ impl Schema {
             child
                 .foreign_keys
                 .iter()
-                .filter(move |fk| self.resolve(fk).is_some_and(|target| std::ptr::eq(target, table)))
+                .filter(move |fk| {
+                    names(fk, table) && self.resolve(fk).is_some_and(|target| std::ptr::eq(target, table))
+                })
                 .map(move |fk| (child, fk))
         })
     }
@@ -414,6 +416,7 @@ impl Schema {
             .iter()
             .filter(|fk| {
                 fk.columns.len() == columns.len()
+                    && names(fk, parent)
                     && self.resolve(fk).is_some_and(|target| std::ptr::eq(target, parent))
                     && fk.pairs(parent).all(|(column, target)| {
                         let at = columns.iter().position(|c| c.eq_ignore_ascii_case(column));
@@ -470,6 +473,12 @@ impl Schema {
             None => self.table(&fk.referenced_table),
         }
     }
+}
+
+/// Whether `fk` names `table` (in any case): the cheap test before resolving it, which looks the
+/// name up among all tables (a large schema has hundreds of foreign keys to check each time).
+fn names(fk: &ForeignKey, table: &Table) -> bool {
+    fk.referenced_table.eq_ignore_ascii_case(&table.name)
 }
 
 /// Reads the schema of a live database.

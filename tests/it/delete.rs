@@ -1082,14 +1082,16 @@ on_each_database!(
 );
 
 /// Key types come from the catalog, domains resolved: a domain over `uuid` whose name contains
-/// "int" binds its keys as uuids, and a mixed-case domain over text as text.
+/// "int" binds its keys as uuids (and so does a domain over that domain), and a mixed-case
+/// domain over text as text.
 #[test]
 fn keys_of_domain_types_are_bound_by_what_the_catalog_says_on_postgres() {
     let schema = r#"
         CREATE DOMAIN print_id AS uuid;
+        CREATE DOMAIN sheet_ref AS print_id;
         CREATE DOMAIN "OddKey" AS text;
         CREATE TABLE sheet (id print_id PRIMARY KEY);
-        CREATE TABLE line (id "OddKey" PRIMARY KEY, sheet_id print_id NOT NULL REFERENCES sheet (id));
+        CREATE TABLE line (id "OddKey" PRIMARY KEY, sheet_id sheet_ref NOT NULL REFERENCES sheet (id));
         CREATE INDEX line_sheet_id_idx ON line (sheet_id);
         CREATE TABLE mark (id serial PRIMARY KEY, line_id "OddKey" NOT NULL REFERENCES line (id));
         CREATE INDEX mark_line_id_idx ON mark (line_id);
@@ -1099,6 +1101,11 @@ fn keys_of_domain_types_are_bound_by_what_the_catalog_says_on_postgres() {
         INSERT INTO mark (line_id) VALUES ('a'), ('a'), ('b');
     "#;
     let Some(url) = postgres_database(schema) else { return };
+    let read = block_on(cascade::schema::introspect_url(&url)).unwrap();
+    let key_type = |table: &str, column: &str| read.table(table).and_then(|t| t.column(column)).map(|c| &c.key_type);
+    let uuid = cascade::db::sql::KeyType::Other("uuid".to_owned());
+    assert_eq!((key_type("sheet", "id"), key_type("line", "sheet_id")), (Some(&uuid), Some(&uuid)));
+    assert_eq!(key_type("line", "id"), Some(&cascade::db::sql::KeyType::Text));
     let config = project(&[(
         "cascades/sheet.toml",
         "[models.sheet]\ntable = \"sheet\"\nchildren = [{ model = \"line\", column = \"sheet_id\" }]\n\n\

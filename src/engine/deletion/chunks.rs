@@ -9,10 +9,35 @@ use crate::audit;
 use crate::db::Keys;
 use crate::db::sql::Param;
 use crate::db::{DbError, Failure, Transaction, first_text};
-use crate::engine::steps::StepSql;
+use crate::engine::sql::children_present;
+use crate::engine::steps::{StepSql, node_sql};
 use crate::planner::PlanNode;
 
+/// The fewest children a chunk has for [`Deletion::absent_children`] to ask which have rows.
+const PROBED_CHILDREN: usize = 4;
+
 impl<'a> Deletion<'a> {
+    /// Which children of the top frame's chunk `keys` have no rows under it (by index in its
+    /// `children`), asked in one statement where the frame has at least [`PROBED_CHILDREN`]
+    /// children and is no tree's level: an empty child then costs no statement of its own, and a
+    /// set-based one no transaction. A row written under the chunk after this read is found by
+    /// the check for new children before the chunk goes, as one written after its own child's
+    /// drain would be. None where it does not ask.
+    pub(super) async fn absent_children(&mut self, keys: &Keys) -> Result<Vec<bool>, DeleteError> {
+        let frame = self.stack.last().expect("the frame being worked on");
+        let (node, children) = (frame.node, frame.children);
+        if frame.in_tree || children.len() < PROBED_CHILDREN {
+            return Ok(Vec::new());
+        }
+        let backend = self.database.backend();
+        let probed: Vec<_> =
+            children.iter().map(|child| node_sql(child, Some(node), backend, Some(self.schema))).collect();
+        self.settle_shared(false).await?;
+        let rows = self.read_texts(&children_present(&probed, &Param::Keys(keys.clone()))).await?;
+        let present = rows.into_iter().next().unwrap_or_default();
+        Ok(present.into_iter().map(|present| present.as_deref() == Some("0")).collect())
+    }
+
     /// Deletes the chunk `keys` of `frame` and its set-based children's rows in one transaction,
     /// when the children's rows fit one chunk of theirs.
     pub(super) async fn delete_together(

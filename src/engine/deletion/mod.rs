@@ -75,6 +75,9 @@ struct Frame<'a> {
     /// The last fetch found fewer rows than it asked for: once its chunk is done, nothing is left
     /// (a child inserted meanwhile is caught by the parent's check or foreign key).
     last_chunk: bool,
+    /// The children (by index in `children`) that had no rows under the chunk being drained
+    /// when its drain began ([`Deletion::absent_children`]): their frames are skipped.
+    absent_children: Vec<bool>,
     /// Levels of the node dropped right above this one to keep memory flat ([`deep`]): rebuilt
     /// one by one as this frame and then each rebuilt level finishes.
     dropped_above: u64,
@@ -397,13 +400,18 @@ impl<'a> Deletion<'a> {
                 }
                 State::Children { keys, next, attempts } => {
                     let (keys, at, attempts) = (keys.clone(), *next, *attempts);
+                    if at == 0 {
+                        let absent = self.absent_children(&keys).await?;
+                        self.stack.last_mut().expect("the frame being worked on").absent_children = absent;
+                    }
+                    let frame = self.stack.last_mut().expect("the frame being worked on");
                     let Some((child, parent, matched)) = child_at(frame, at, &keys, self.plan) else {
                         frame.state = State::Delete { keys, attempts };
                         continue;
                     };
                     frame.state = State::Children { keys, next: at + 1, attempts };
-                    if child.action == OnDelete::Database {
-                        // The database deletes them with the chunk, which counts them first.
+                    // The database deletes its children with the chunk, which counts them first.
+                    if child.action == OnDelete::Database || frame.absent_children.get(at) == Some(&true) {
                         continue;
                     }
                     let child_frame = self.frame_of(child, Some(parent), matched);
@@ -563,6 +571,7 @@ impl<'a> Deletion<'a> {
             loop_rows: Vec::new(),
             limit: node.chunk_size,
             last_chunk: false,
+            absent_children: Vec::new(),
             dropped_above: 0,
             state: initial_state(node),
         }

@@ -2,11 +2,13 @@
 //! database takes for children, and the database can compare every relation with its parent's
 //! keys.
 
+use std::collections::HashSet;
+
 use super::DeleteError;
 use crate::db::Keys;
-use crate::db::sql::{KeyType, Param};
+use crate::db::sql::{KeyType, Param, SqlBuilder};
 use crate::db::{Database, DbError, Failure, first_text};
-use crate::engine::steps::{key_of, node_sql};
+use crate::engine::steps::{column_types, key_of, node_sql};
 use crate::planner::{Plan, PlanNode};
 use crate::schema::Schema;
 
@@ -78,7 +80,7 @@ async fn refuse_ambiguous_keys(database: &Database, plan: &Plan, schema: &Schema
 /// [`uncomparable_relations`]). Found later, the error would stop the deletion halfway, after the
 /// steps before it had committed. Whether every step was checked.
 async fn refuse_uncomparable_relations(database: &Database, plan: &Plan, schema: &Schema) -> Result<bool, DeleteError> {
-    let (mut found, all_checked) = uncomparable_relations(database, plan, schema).await?;
+    let (mut found, all_checked) = uncomparable_relations(database, plan, schema, &mut HashSet::new()).await?;
     match found.drain(..).next() {
         Some(uncomparable) => Err(DeleteError::UncomparableRelation {
             child: uncomparable.child,
@@ -107,20 +109,39 @@ pub(crate) struct Uncomparable {
 /// its types: each step's lookup is run once with no keys, which the database parses and
 /// type-checks as it would every chunk's. `relation-type-mismatch` names the common pairs from
 /// the schema alone; this catches every pair the database itself refuses. Whether every step
-/// was checked: a step whose lookup met a transient error (a lock) is left out.
+/// was checked: a step whose lookup met a transient error (a lock) is left out. `checked`: the
+/// relations (parent model, child model, columns) checked before, which are left out and to
+/// which these are added.
 pub(crate) async fn uncomparable_relations(
     database: &Database,
     plan: &Plan,
     schema: &Schema,
+    checked: &mut HashSet<(String, String, Vec<String>)>,
 ) -> Result<(Vec<Uncomparable>, bool), DbError> {
-    let mut all_checked = true;
-    let mut found = Vec::new();
+    let mut lookups = Vec::new();
     for (node, parent) in plan.steps_with_parents() {
         let Some(parent) = parent else { continue };
-        let lookup = node_sql(node, Some(parent), database.backend(), Some(schema));
-        let no_keys = Keys::none(&lookup.match_types);
-        let lookup = lookup.count_up_to(Param::Keys(no_keys), 1);
-        if let Err(error) = database.fetch_texts(&lookup).await {
+        let new = checked.insert((parent.model.clone(), node.model.clone(), node.columns.clone()));
+        if new && !always_compares(node, parent, schema) {
+            lookups.push((node, parent, node_sql(node, Some(parent), database.backend(), Some(schema))));
+        }
+    }
+    let (mut all_checked, mut found) = (true, Vec::new());
+    // Many lookups in one statement: one round trip where the database takes them all, which
+    // on a large schema is every time; the lookups of a statement it refuses are run one by one.
+    for batch in lookups.chunks(LOOKUPS_PER_STATEMENT) {
+        let mut together = SqlBuilder::new(database.backend());
+        for (index, (_, _, lookup)) in batch.iter().enumerate() {
+            together.push(if index == 0 { "SELECT (" } else { ", (" });
+            lookup.write_count_up_to(&mut together, Param::Keys(Keys::none(&lookup.match_types)), 1);
+            together.push(")");
+        }
+        if database.fetch_texts(&together.finish()).await.is_ok() {
+            continue;
+        }
+        for (node, parent, lookup) in batch {
+            let lookup = lookup.count_up_to(Param::Keys(Keys::none(&lookup.match_types)), 1);
+            let Err(error) = database.fetch_texts(&lookup).await else { continue };
             // A lock held elsewhere or a lost connection is no fault of the relation: the
             // deletion meets it again where it is recorded and retried.
             if database.classify(&error) != Failure::Permanent {
@@ -143,3 +164,18 @@ pub(crate) async fn uncomparable_relations(
     }
     Ok((found, all_checked))
 }
+
+/// Whether every column of `node`'s relation holds values of a type its parent's keys always
+/// compare with ([`KeyType::always_compares_with`]), the keys bound as a parameter: the
+/// database would take the lookup, so it is not asked. A lookup through the parent's rows
+/// (`references`) compares two columns, whose collations may disagree, so it is always asked.
+fn always_compares(node: &PlanNode, parent: &PlanNode, schema: &Schema) -> bool {
+    let columns = column_types(schema.table(&node.table), &node.columns);
+    let keys = column_types(schema.table(&parent.table), &key_of(parent));
+    node.references.is_none()
+        && columns.len() == keys.len()
+        && keys.iter().zip(&columns).all(|(key, column)| key.always_compares_with(column))
+}
+
+/// How many lookups [`uncomparable_relations`] runs in one statement.
+const LOOKUPS_PER_STATEMENT: usize = 100;
