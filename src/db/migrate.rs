@@ -1,6 +1,8 @@
 //! The tool's own tables are versioned: `cascade_schema_version` holds one row per applied
 //! migration, and every command that writes brings the tables to the newest version first.
 
+use sha2::{Digest, Sha256};
+
 use super::sql::{Param, Statement};
 use std::sync::atomic::Ordering;
 
@@ -44,9 +46,56 @@ pub async fn migrate(database: &Database) -> Result<i64, DbError> {
         transaction.execute(&record.finish()).await?;
         tracing::debug!(version, "migrated the tool's tables");
     }
+    // Refused, the transaction is dropped: rolled back.
+    if known >= CHECKSUMS_FROM {
+        check_checksums(database, &mut transaction, migrations).await?;
+    }
     transaction.commit().await?;
     database.migrated.store(true, Ordering::SeqCst);
     Ok(known)
+}
+
+/// The migration that adds `checksum` to `cascade_schema_version`.
+const CHECKSUMS_FROM: i64 = 11;
+
+/// A migration script's checksum: its SHA-256, as lowercase hex.
+pub fn checksum(script: &str) -> String {
+    format!("{:x}", Sha256::digest(script.as_bytes()))
+}
+
+/// Writes the checksum of each applied migration that has none (those applied before migration
+/// 11, and those just applied), and refuses the database when an applied migration's checksum is
+/// not this build's script's: another build (a development one, with an edited migration)
+/// migrated it, and its tables may not be what this build expects.
+async fn check_checksums(
+    database: &Database,
+    transaction: &mut super::Transaction,
+    migrations: &[&'static str],
+) -> Result<(), DbError> {
+    let recorded = Statement {
+        sql:
+            "SELECT CAST(version AS TEXT), checksum FROM cascade_schema_version ORDER BY cascade_schema_version.version"
+                .to_owned(),
+        params: Vec::new(),
+    };
+    for row in transaction.fetch_texts(&recorded).await? {
+        let version: i64 = row.first().cloned().flatten().and_then(|v| v.parse().ok()).unwrap_or(0);
+        let Some(script) = usize::try_from(version - 1).ok().and_then(|index| migrations.get(index)) else {
+            continue;
+        };
+        let expected = checksum(script);
+        match row.get(1).cloned().flatten() {
+            Some(found) if found != expected => return Err(DbError::EditedMigration { version, found, expected }),
+            Some(_) => {}
+            None => {
+                let mut record = database.sql();
+                record.push("UPDATE cascade_schema_version SET checksum = ").bind_text(&expected);
+                record.push(" WHERE version = ").bind(Param::integer(version));
+                transaction.execute(&record.finish()).await?;
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Every table the migrations create, in the order they first do: the tables a pending

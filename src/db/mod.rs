@@ -16,7 +16,7 @@ mod url;
 use backend::Driver;
 pub(crate) use backend::{Backend, WriterLock};
 pub use backend::{Failure, Kind};
-pub use migrate::{SCHEMA_VERSION_TABLE, migrate, schema_version};
+pub use migrate::{SCHEMA_VERSION_TABLE, checksum, migrate, schema_version};
 pub(crate) use url::redact_with_query;
 pub(crate) use url::register_secrets_with_query;
 pub use url::register_url_secrets;
@@ -102,6 +102,19 @@ pub enum DbError {
         found: i64,
         /// The newest version this build knows.
         known: i64,
+    },
+    /// An applied migration of the tool's tables is not this build's script of that version.
+    #[error(
+        "migration {version} of the tool's tables in this database is not this cascade's (checksum {found}, \
+         expected {expected}): another build migrated it; use that build, or the release that made the database"
+    )]
+    EditedMigration {
+        /// The migration's version.
+        version: i64,
+        /// The checksum recorded in the database.
+        found: String,
+        /// This build's script's checksum.
+        expected: String,
     },
     /// A statement failed.
     #[error("database error: {}", describe(.0))]
@@ -445,7 +458,10 @@ impl Database {
     pub fn classify(&self, error: &DbError) -> Failure {
         match error {
             DbError::Query(error) | DbError::Connect { reason: error, .. } => self.driver.classify(error),
-            DbError::UnsupportedUrl(_) | DbError::NoSuchFile(_) | DbError::NewerTables { .. } => Failure::Permanent,
+            DbError::UnsupportedUrl(_)
+            | DbError::NoSuchFile(_)
+            | DbError::NewerTables { .. }
+            | DbError::EditedMigration { .. } => Failure::Permanent,
         }
     }
 

@@ -23,6 +23,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../../schemas/migrations/sqlite/0008_outbox_cells.sql"),
     include_str!("../../schemas/migrations/sqlite/0009_outbox_entry.sql"),
     include_str!("../../schemas/migrations/sqlite/0010_nullified_rows.sql"),
+    include_str!("../../schemas/migrations/sqlite/0011_migration_checksums.sql"),
 ];
 
 /// Whether SQLite can create its journal, WAL index and lock files beside the database. Where it

@@ -98,6 +98,80 @@ async fn newer_release_is_refused(url: &str) {
     database.close().await;
 }
 
+/// A database one of whose applied migrations another build's script made (its recorded checksum
+/// differs) is refused, naming the migration, by the next process that migrates.
+async fn edited_migration_is_refused(url: &str) {
+    let database = Database::connect(url, Access::ReadWrite).await.unwrap();
+    migrate(&database).await.unwrap();
+    let recorded = database
+        .fetch_texts(&statement("SELECT checksum FROM cascade_schema_version WHERE version = 2"))
+        .await
+        .unwrap();
+    let migration_2 = format!(
+        "{}/schemas/migrations/{}/0002_claim_tokens_and_run_heartbeats.sql",
+        env!("CARGO_MANIFEST_DIR"),
+        if url.starts_with("sqlite") { "sqlite" } else { "postgres" }
+    );
+    let expected = cascade::db::checksum(&std::fs::read_to_string(migration_2).unwrap());
+    assert_eq!(recorded, [[Some(expected.clone())]], "each applied migration's checksum is recorded");
+    let edited = "UPDATE cascade_schema_version SET checksum = 'edited' WHERE version = 2";
+    let mut transaction = database.begin_write().await.unwrap();
+    transaction.execute(&statement(edited)).await.unwrap();
+    transaction.commit().await.unwrap();
+    database.close().await;
+    let database = Database::connect(url, Access::ReadWrite).await.unwrap();
+    match migrate(&database).await {
+        Err(DbError::EditedMigration { version, found, expected: wanted }) => {
+            assert_eq!((version, found.as_str(), wanted), (2, "edited", expected))
+        }
+        other => panic!("expected a refusal, got {other:?}"),
+    }
+    let refusal = migrate(&database).await.unwrap_err().to_string();
+    assert!(refusal.contains("migration 2 of the tool's tables") && refusal.contains("another build"), "{refusal}");
+    database.close().await;
+}
+
+on_each_database!(
+    a_sqlite_database_migrated_by_an_edited_migration_is_refused,
+    a_postgres_database_migrated_by_an_edited_migration_is_refused,
+    |databases| {
+        block_on(edited_migration_is_refused(&databases.create("")));
+    }
+);
+
+/// Every shipped migration keeps the checksum pinned in `schemas/migrations/CHECKSUMS`: an edited
+/// one fails here (a database it migrated would refuse the edited build), and a new one needs
+/// its line, which the failure prints.
+#[test]
+fn shipped_migrations_keep_their_checksums() {
+    let root = format!("{}/schemas/migrations", env!("CARGO_MANIFEST_DIR"));
+    let pinned_text = std::fs::read_to_string(format!("{root}/CHECKSUMS")).unwrap();
+    let pinned: std::collections::BTreeMap<&str, &str> = pinned_text
+        .lines()
+        .filter(|line| !line.starts_with('#') && !line.trim().is_empty())
+        .map(|line| line.split_once(' ').expect("a file and its checksum"))
+        .collect();
+    let mut shipped = std::collections::BTreeMap::new();
+    for dialect in ["postgres", "sqlite"] {
+        for entry in std::fs::read_dir(format!("{root}/{dialect}")).unwrap() {
+            let name = entry.unwrap().file_name().into_string().unwrap();
+            let script = std::fs::read_to_string(format!("{root}/{dialect}/{name}")).unwrap();
+            shipped.insert(format!("{dialect}/{name}"), cascade::db::checksum(&script));
+        }
+    }
+    for (file, checksum) in &shipped {
+        match pinned.get(file.as_str()) {
+            Some(pinned) => assert_eq!(
+                pinned, checksum,
+                "{file} was edited after it shipped: put the change in a new migration instead"
+            ),
+            None => panic!("{file} is new: add its line to schemas/migrations/CHECKSUMS:\n{file} {checksum}"),
+        }
+    }
+    let gone: Vec<&&str> = pinned.keys().filter(|file| !shipped.contains_key(**file)).collect();
+    assert!(gone.is_empty(), "shipped migrations were removed: {gone:?}");
+}
+
 on_each_database!(
     an_empty_sqlite_database_reaches_the_newest_version,
     an_empty_postgres_database_reaches_the_newest_version,
