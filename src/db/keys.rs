@@ -40,11 +40,9 @@ impl Keys {
     /// is the error.
     pub fn parse(key_type: &KeyType, keys: Vec<String>) -> Result<Self, String> {
         match key_type {
-            KeyType::Integer => keys
-                .into_iter()
-                .map(|key| key.trim().parse::<i64>().map_err(|_| key))
-                .collect::<Result<Vec<_>, _>>()
-                .map(Keys::Integers),
+            KeyType::Integer => {
+                keys.into_iter().map(|key| integer(&key).ok_or(key)).collect::<Result<Vec<_>, _>>().map(Keys::Integers)
+            }
             KeyType::Untyped => Ok(Keys::Untyped(keys)),
             KeyType::Text | KeyType::Other(_) => Ok(Keys::Texts(keys)),
         }
@@ -151,15 +149,21 @@ pub(crate) fn typed_key_json(key_type: &KeyType, key: &str) -> serde_json::Value
 
 /// Whether each part fits its column's type (an integer column's part reads as an integer).
 fn parts_fit(types: &[KeyType], parts: &[String]) -> bool {
-    types.iter().zip(parts).all(|(key_type, part)| *key_type != KeyType::Integer || part.trim().parse::<i64>().is_ok())
+    types.iter().zip(parts).all(|(key_type, part)| *key_type != KeyType::Integer || integer(part).is_some())
 }
 
 fn integer_key(key_type: &KeyType, key: &str) -> Option<i64> {
     match key_type {
-        KeyType::Integer => key.trim().parse().ok(),
+        KeyType::Integer => integer(key),
         KeyType::Untyped => exact_integer(key),
         KeyType::Text | KeyType::Other(_) => None,
     }
+}
+
+/// `key` as an integer column reads it (the module's rule): the decimal form of a 64-bit integer,
+/// surrounding whitespace and leading zeros allowed.
+fn integer(key: &str) -> Option<i64> {
+    key.trim().parse().ok()
 }
 
 /// `key` as an integer when it reads exactly as one: `7`, not `007` or `+7`.

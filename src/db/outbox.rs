@@ -52,7 +52,7 @@ pub(crate) fn push_code(sql: &mut SqlBuilder, name: &str) {
 /// usual way: what SQLite's `CAST(CAST(x AS INTEGER) AS TEXT) = x` accepts (no sign but `-`, no
 /// leading zeros, within 64 bits).
 pub(crate) fn stored_as_integer(text: &str) -> Option<i64> {
-    text.parse::<i64>().ok().filter(|integer| integer.to_string() == text)
+    super::keys::exact_integer(text)
 }
 
 /// `text` bound as the outbox identifier column stores it.

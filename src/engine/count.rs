@@ -14,7 +14,8 @@ use crate::planner::{Plan, PlanNode};
 
 use super::not_found;
 use super::sql::ROW_ALIAS;
-use super::steps::{goes_after, key_of};
+use super::sql::key_of;
+use super::steps::goes_after;
 use crate::schema::{CatalogNames, Schema};
 
 /// How many rows a plan would delete or nullify for some root ids.

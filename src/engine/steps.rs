@@ -4,7 +4,8 @@
 use serde::Serialize;
 
 use super::sql::{
-    NodeSql, ParentRows, ROW_ALIAS, Returning, count_reached, delete_archived, delete_with_tombstones, outbox_insert,
+    NodeSql, ParentRows, ROW_ALIAS, Returning, count_reached, delete_archived, delete_with_tombstones, key_of,
+    outbox_insert,
 };
 use crate::audit::nullified;
 use crate::config::{Config, OnDelete, StatusCheck};
@@ -207,11 +208,6 @@ fn tied_goes_after(backend: &'static dyn Backend, parent: &PlanNode, child: &Pla
         && backend.tuning().concurrent_writers
         && tie == Tie::None
         && child.references.is_none()
-}
-
-/// The key a node's rows are deleted by, and its children's relations reference by default.
-pub(crate) fn key_of(node: &PlanNode) -> Vec<String> {
-    if node.key.is_empty() { vec!["id".to_owned()] } else { node.key.clone() }
 }
 
 /// The rows a nullify step `node` (a child of `parent`, one of `siblings`) leaves alone, as

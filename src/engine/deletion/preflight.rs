@@ -8,7 +8,8 @@ use super::DeleteError;
 use crate::db::Keys;
 use crate::db::sql::{KeyType, Param, SqlBuilder};
 use crate::db::{Database, DbError, Failure, first_text};
-use crate::engine::steps::{column_types, key_of, node_sql};
+use crate::engine::sql::key_of;
+use crate::engine::steps::{column_types, node_sql};
 use crate::planner::{Plan, PlanNode};
 use crate::schema::Schema;
 

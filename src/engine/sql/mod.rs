@@ -10,8 +10,6 @@ use crate::db::sql::{KeyType, Param, SqlBuilder, SqlValue, Statement, quote_iden
 use crate::planner::{OutboxTarget, PlanNode};
 use crate::schema::CatalogNames;
 
-use super::steps::key_of;
-
 mod with;
 
 use with::tombstones_select;
@@ -100,6 +98,11 @@ pub(super) fn children_present(children: &[NodeSql<'_>], matched: &Param) -> Sta
         sql.push(") THEN '1' ELSE '0' END AS TEXT)");
     }
     sql.finish()
+}
+
+/// The key a node's rows are deleted by, and its children's relations reference by default.
+pub(crate) fn key_of(node: &PlanNode) -> Vec<String> {
+    if node.key.is_empty() { vec!["id".to_owned()] } else { node.key.clone() }
 }
 
 /// One column, or a row of several, to compare with `IN`.
