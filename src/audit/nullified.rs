@@ -51,8 +51,7 @@ pub(crate) async fn recorded(
         sql.push(" AND row_key > ").bind_text(after);
     }
     sql.push(" ORDER BY row_key LIMIT ").push(&KEYS_PER_READ.to_string());
-    let rows = database.fetch_texts(&sql.finish()).await?;
-    Ok(rows.into_iter().filter_map(|row| row.into_iter().next().flatten()).collect())
+    Ok(crate::db::first_column(database.fetch_texts(&sql.finish()).await?))
 }
 
 /// Forgets what the run `run_id` recorded, and what runs that no longer run recorded (a run

@@ -186,6 +186,11 @@ pub fn first_text(rows: &TextRows) -> Option<&str> {
     rows.first()?.first()?.as_deref()
 }
 
+/// The first column of every row that has a value there: the answer of a one-column query.
+pub(crate) fn first_column(rows: TextRows) -> Vec<String> {
+    rows.into_iter().filter_map(|row| row.into_iter().next().flatten()).collect()
+}
+
 /// The values of a `json_array_agg` result (one row, a JSON array of texts, or NULL when it saw
 /// no row), in order.
 pub(crate) fn json_array_texts(rows: &TextRows) -> Result<Vec<String>, DbError> {

@@ -1,6 +1,8 @@
 //! The statements each step of a plan runs. The executor binds real values to them; `plan --sql`
 //! lists the same statements with described parameters.
 
+use std::collections::HashSet;
+
 use serde::Serialize;
 
 use super::sql::{
@@ -89,13 +91,11 @@ impl<'a> StepSql<'a> {
         }
     }
 
-    /// Makes a nullify whose model is one of `recorded` ([`Plan::models_nullified_and_reached_again`])
-    /// return the rows it sets to NULL, for the run to record: where the model's identity is
-    /// unique, so that one key is one row.
-    pub(super) fn record_nullified(mut self, recorded: &std::collections::HashSet<&str>) -> Self {
-        self.sql.returns_nullified = self.sql.node.action == OnDelete::Nullify
-            && self.key_unique
-            && recorded.contains(self.sql.node.model.as_str());
+    /// Makes a nullify whose model is one of `recorded` ([`models_recording_nullified`]) return
+    /// the rows it sets to NULL, for the run to record.
+    pub(super) fn record_nullified(mut self, recorded: &HashSet<&str>) -> Self {
+        self.sql.returns_nullified =
+            self.sql.node.action == OnDelete::Nullify && recorded.contains(self.sql.node.model.as_str());
         self
     }
 
@@ -307,6 +307,20 @@ fn tie(schema: Option<&Schema>, node: &PlanNode, child: &PlanNode) -> Tie {
     }
 }
 
+/// The models whose nullified rows a run records (see `audit::nullified`): those a nullify step
+/// sets rows of to NULL that another step also reaches ([`Plan::models_nullified_and_reached_again`]),
+/// where the model's identity is unique, so that one key is one row.
+pub(crate) fn models_recording_nullified<'p>(plan: &'p Plan, schema: Option<&Schema>) -> HashSet<&'p str> {
+    let again = plan.models_nullified_and_reached_again();
+    let steps = plan.steps();
+    let recorded =
+        steps.into_iter().filter(|node| node.action == OnDelete::Nullify && again.contains(node.model.as_str()));
+    recorded
+        .filter(|node| schema.is_some_and(|schema| schema.unique_columns(&node.table, &node.identity)))
+        .map(|node| node.model.as_str())
+        .collect()
+}
+
 /// The key types of `columns` of `table` (an integer where the table or column is unknown).
 pub(crate) fn column_types(table: Option<&Table>, columns: &[String]) -> Vec<KeyType> {
     columns
@@ -427,8 +441,10 @@ fn list_node(
 ) -> StepStatements {
     let children = plan.children_of(node);
     let siblings = parent.map_or(&[][..], |parent| plan.children_of(parent));
-    let step = StepSql::new(node, parent, siblings, children, config, backend, schema, false)
-        .record_nullified(&plan.models_nullified_and_reached_again());
+    let mut step = StepSql::new(node, parent, siblings, children, config, backend, schema, false);
+    if node.action == OnDelete::Nullify {
+        step = step.record_nullified(&models_recording_nullified(plan, schema));
+    }
     for (index, child) in worked(children).enumerate() {
         if step.child_goes_after(index) {
             goes_after.insert(child.step, (node.model.clone(), node.step));

@@ -339,12 +339,7 @@ async fn archive(
     let fetch = fetch.finish();
     let mut rows = 0;
     loop {
-        let batch: Vec<String> = transaction
-            .fetch_texts(&fetch)
-            .await?
-            .into_iter()
-            .filter_map(|row| row.into_iter().next().flatten())
-            .collect();
+        let batch = crate::db::first_column(transaction.fetch_texts(&fetch).await?);
         if batch.is_empty() {
             break;
         }

@@ -36,7 +36,7 @@ pub(crate) use summary::whole_microseconds;
 
 use super::archive::Archive;
 use super::chunk_size::ChunkSizes;
-use super::steps::StepSql;
+use super::steps::{StepSql, models_recording_nullified};
 use super::throttle::Pacing;
 use super::{root_keys, table_keys};
 use crate::audit::{self, Run, RunOutcome, RunStart};
@@ -177,7 +177,7 @@ pub struct Deletion<'a> {
     recursive_steps: HashMap<usize, Arc<StepSql<'a>>>,
     /// The models whose rows are trees or cycles ([`Plan::recursive_models`]).
     recursive_models: std::collections::HashSet<&'a str>,
-    /// The models whose nullified rows the run records ([`Plan::models_nullified_and_reached_again`]).
+    /// The models whose nullified rows the run records ([`models_recording_nullified`]).
     nullified_recorded: std::collections::HashSet<&'a str>,
     /// The delete relations between recursive models, (child, parent): how rows of a loop can
     /// reference each other.
@@ -252,7 +252,7 @@ impl<'a> Deletion<'a> {
         let unregistered_outbox_names = registration(database, &names.map(String::as_str).collect());
         let pacing = options.within.as_ref().map_or_else(|| Pacing::for_plan(plan), |batch| batch.pacing.clone());
         let recursive_models = plan.recursive_models();
-        let nullified_recorded = plan.models_nullified_and_reached_again();
+        let nullified_recorded = models_recording_nullified(plan, Some(schema));
         if !nullified_recorded.is_empty() {
             audit::nullified::forget(database, run_id).await?;
         }

@@ -6,10 +6,9 @@ use tracing::warn;
 
 use super::{DeleteError, Deletion};
 use crate::audit::nullified::{self, KEYS_PER_READ};
-use crate::config::OnDelete;
 use crate::db::sql::Param;
 use crate::db::{Keys, first_text};
-use crate::engine::steps::{StepSql, column_types};
+use crate::engine::steps::{column_types, node_sql};
 use crate::schema::CatalogNames;
 
 impl Deletion<'_> {
@@ -23,12 +22,11 @@ impl Deletion<'_> {
         let models: Vec<&str> = self.nullified_recorded.iter().copied().collect();
         for model in models {
             match self.nullified_rows_left(model).await {
-                Ok(Some(rows)) => {
+                Ok(rows) => {
                     if let Some(count) = self.summary.nullified.get_mut(model) {
                         *count = rows;
                     }
                 }
-                Ok(None) => {}
                 Err(error) => {
                     warn!(model, %error, "could not count the rows nullified once; the count is per statement")
                 }
@@ -39,34 +37,27 @@ impl Deletion<'_> {
         }
     }
 
-    /// How many of the rows of `model` the run recorded as nullified are still there; none when
-    /// it records none of that model.
-    async fn nullified_rows_left(&self, model: &str) -> Result<Option<u64>, DeleteError> {
+    /// How many of the rows of `model` (one whose rows the run records) the run recorded as
+    /// nullified are still there.
+    async fn nullified_rows_left(&self, model: &str) -> Result<u64, DeleteError> {
         let steps = self.plan.steps();
-        let Some(node) = steps.into_iter().find(|node| node.model == model && node.action == OnDelete::Nullify) else {
-            return Ok(None);
-        };
-        let backend = self.database.backend();
-        let step = StepSql::new(node, None, &[], &[], self.config, backend, Some(self.schema), false)
-            .record_nullified(&self.nullified_recorded);
-        if !step.sql.returns_nullified {
-            return Ok(None);
-        }
+        let Some(node) = steps.into_iter().find(|node| node.model == model) else { return Ok(0) };
+        let sql = node_sql(node, None, self.database.backend(), Some(self.schema));
         let types = column_types(CatalogNames::of(Some(self.schema), &node.table).table(), &node.identity);
         let (mut after, mut rows) = (None, 0);
         loop {
             let keys = nullified::recorded(self.database, self.run_id, model, after.as_deref()).await?;
             let read = keys.len() as u64;
             if read == 0 {
-                return Ok(Some(rows));
+                return Ok(rows);
             }
             after = keys.last().cloned();
             // A key read back from the table fits its columns.
             let keys = Keys::parse_for(&types, keys).unwrap_or_else(|_| Keys::none(&types));
-            let counted = self.database.fetch_texts(&step.sql.count_identified(Param::Keys(keys), &types)).await?;
+            let counted = self.database.fetch_texts(&sql.count_identified(Param::Keys(keys), &types)).await?;
             rows += first_text(&counted).and_then(|count| count.parse::<u64>().ok()).unwrap_or(0);
             if read < KEYS_PER_READ {
-                return Ok(Some(rows));
+                return Ok(rows);
             }
         }
     }

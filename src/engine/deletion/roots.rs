@@ -52,12 +52,9 @@ pub(super) async fn sort_roots(
             && database.fetch_count(&root.sql.count_roots(Param::Keys(ids.clone()))).await? == requested.len() as u64
     {
         let skipped: Vec<String> = match root.status {
-            Some(status) => database
-                .fetch_texts(&root.sql.skipped_roots(Param::Keys(ids.clone()), status))
-                .await?
-                .into_iter()
-                .filter_map(|row| row.into_iter().next().flatten())
-                .collect(),
+            Some(status) => crate::db::first_column(
+                database.fetch_texts(&root.sql.skipped_roots(Param::Keys(ids.clone()), status)).await?,
+            ),
             None => Vec::new(),
         };
         let left_out: std::collections::HashSet<&str> = skipped.iter().map(String::as_str).collect();

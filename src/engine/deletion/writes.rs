@@ -180,7 +180,7 @@ impl<'a> Deletion<'a> {
         step: &StepSql<'_>,
     ) -> Result<u64, DeleteError> {
         if step.sql.returns_nullified {
-            let keys: Vec<String> = transaction.fetch_texts(statement).await?.into_iter().filter_map(first).collect();
+            let keys = crate::db::first_column(transaction.fetch_texts(statement).await?);
             let rows = keys.len() as u64;
             audit::nullified::record(transaction, self.run_id, &node.model, keys).await?;
             return Ok(rows);
@@ -285,11 +285,6 @@ fn counted_lines(rows: TextRows) -> (u64, Vec<String>) {
     let count = row.next().flatten().and_then(|count| count.parse().ok()).unwrap_or(0);
     let lines = row.next().flatten().map(|text| text.split('\n').map(str::to_owned).collect()).unwrap_or_default();
     (count, lines)
-}
-
-/// The first column of a row read as text.
-fn first(row: Vec<Option<String>>) -> Option<String> {
-    row.into_iter().next().flatten()
 }
 
 /// A composite key's JSON array as one spelling on every database (`[1,3]`: PostgreSQL writes

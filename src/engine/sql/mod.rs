@@ -92,10 +92,9 @@ pub(super) fn children_present(children: &[NodeSql<'_>], matched: &Param) -> Sta
     let first = children.first().expect("a probe of at least one child");
     let mut sql = first.builder();
     for (index, child) in children.iter().enumerate() {
-        sql.push(if index == 0 { "SELECT " } else { ", " });
-        sql.push("CAST(CASE WHEN EXISTS (SELECT 1 FROM ").push(&child.table()).push(" WHERE ");
-        child.write_match(&mut sql, matched.clone());
-        sql.push(") THEN '1' ELSE '0' END AS TEXT)");
+        sql.push(if index == 0 { "SELECT CAST(CASE WHEN " } else { ", CAST(CASE WHEN " });
+        child.write_exists(&mut sql, matched.clone());
+        sql.push(" THEN '1' ELSE '0' END AS TEXT)");
     }
     sql.finish()
 }
@@ -195,6 +194,13 @@ impl NodeSql<'_> {
         } else {
             self.write_parent_match(sql, matched);
         }
+    }
+
+    /// `EXISTS` a row that `matched` reaches.
+    fn write_exists(&self, sql: &mut SqlBuilder, matched: Param) {
+        sql.push("EXISTS (SELECT 1 FROM ").push(&self.table()).push(" WHERE ");
+        self.write_match(sql, matched);
+        sql.push(")");
     }
 
     /// A self-reference's row points at itself: each of its columns equals the column it
@@ -638,9 +644,7 @@ impl NodeSql<'_> {
             if index > 0 {
                 sql.push(" OR ");
             }
-            sql.push("EXISTS (SELECT 1 FROM ").push(&child.table()).push(" WHERE ");
-            child.write_match(&mut sql, keys.clone());
-            sql.push(")");
+            child.write_exists(&mut sql, keys.clone());
         }
         sql.push(" THEN '1' ELSE '0' END AS TEXT)");
         sql.finish()
