@@ -24,7 +24,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use cascade::db::sql::Statement;
+use cascade::db::Statement;
 use cascade::db::{Access, Database};
 use pg_server::{PgServer, with_database};
 

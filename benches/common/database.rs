@@ -1,7 +1,7 @@
 //! The benches' own statements, through cascade's connections (the settings the tool runs with):
 //! fresh PostgreSQL databases, the durability of commits, and the bench's arguments.
 
-use cascade::db::sql::Statement;
+use cascade::db::Statement;
 use cascade::db::{Access, Database, Kind};
 
 /// A statement without parameters.

@@ -4,7 +4,7 @@ use std::process::ExitCode;
 use cascade::cleanup::BatchError;
 use cascade::cleanup::duplicates::{self, DEFAULT_SAMPLE, Duplicates, DuplicatesError, Keep, Search, Uniqueness};
 use cascade::db::Access;
-use cascade::db::sql::quote_literal;
+use cascade::db::quote_literal;
 use cascade::engine::DeleteError;
 use cascade::planner::CheckedConfig;
 

@@ -5,7 +5,7 @@ use std::time::{Duration, SystemTime};
 
 use anyhow::Context as _;
 
-use cascade::db::{Access, Database, sql::db_time};
+use cascade::db::{Access, Database, db_time};
 use cascade::scheduler::{self, ScheduleError};
 use cascade::{config, engine, planner};
 
@@ -56,7 +56,7 @@ pub fn schedule(cli: &Cli, args: &ScheduleArgs) -> anyhow::Result<ExitCode> {
         Some(at) => at,
         None => SystemTime::now()
             .checked_add(args.delay.unwrap_or(scheduler::DEFAULT_DELAY))
-            .filter(|at| *at <= cascade::db::sql::latest_time())
+            .filter(|at| *at <= cascade::db::latest_time())
             .context("--in is too far in the future: the latest date that can be scheduled is 9999-12-31")?,
     };
     let url = super::database_url(cli, &loaded);
@@ -139,7 +139,7 @@ where
 /// An RFC 3339 time, with `Z`, an offset such as `+02:00`, or none (UTC), from 1970 to 9999.
 fn parse_time(text: &str) -> Result<SystemTime, String> {
     let time = parse_time_with_offset(text)?;
-    if time < SystemTime::UNIX_EPOCH || time > cascade::db::sql::latest_time() {
+    if time < SystemTime::UNIX_EPOCH || time > cascade::db::latest_time() {
         return Err("the time must be between 1970-01-01 and 9999-12-31 (UTC)".to_owned());
     }
     Ok(time)

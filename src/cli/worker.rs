@@ -5,8 +5,8 @@ use std::time::Duration;
 
 use cascade::db::{Access, redact_command_line};
 use cascade::partitions::RetentionReport;
-use cascade::scheduler::worker::WorkerOptions;
-use cascade::service::{ServiceOptions, WorkerService};
+use cascade::scheduler::worker::{WorkerError, WorkerOptions};
+use cascade::service::{ServiceError, ServiceOptions, WorkerService};
 
 use super::Cli;
 use super::delete::EXIT_INTERRUPTED;
@@ -63,7 +63,16 @@ pub fn run(cli: &Cli, args: &Args) -> anyhow::Result<ExitCode> {
         let service = WorkerService::new(engine, options)?;
         let ran = service.run(stop.clone()).await;
         database.close().await;
-        let report = ran?;
+        let report = match ran {
+            Err(ServiceError::Worker(WorkerError::Invalid(diagnostics))) => {
+                eprintln!(
+                    "error: the database's schema changed while the worker ran, and the config no longer fits it"
+                );
+                super::refuse_diagnostics(loaded.sources(), &diagnostics);
+                return Ok(ExitCode::from(1));
+            }
+            ran => ran?,
+        };
         let deleted = &report.deleted;
         println!(
             "worker done: {} succeeded, {} cancelled, {} failed, {} interrupted, {} not found",

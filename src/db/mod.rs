@@ -9,7 +9,7 @@ mod migrate;
 pub mod options;
 pub(crate) mod outbox;
 mod postgres;
-pub mod sql;
+pub(crate) mod sql;
 mod sqlite;
 mod url;
 
@@ -25,10 +25,13 @@ pub use url::{DEFAULT_DATABASE_FILE, DEFAULT_DATABASE_URL, DatabaseUrl, redact, 
 use sqlx::postgres::PgPool;
 use sqlx::sqlite::SqlitePool;
 
-use sql::{Param, SqlValue, Statement};
+use sql::{Param, SqlValue};
 
 pub use keys::Keys;
+// The few statement pieces the command line, the tests and programs need; the builder itself is
+// internal.
 pub(crate) use keys::{key_value, typed_key_json};
+pub use sql::{KeyType, Statement, db_time, latest_time, quote_literal};
 
 /// A pool of connections to one database, with the backend that speaks to it.
 #[derive(Debug, Clone)]
@@ -376,15 +379,28 @@ impl Database {
     /// Like [`Self::fetch_array`], for a statement that picks rows by a bound key array, planned
     /// as the chunks of a deletion are ([`Self::begin_key_array_write`]).
     pub async fn fetch_key_array(&self, statement: &Statement, unpartitioned: bool) -> Result<Vec<String>, DbError> {
-        self.fetch_array_with(statement, self.driver.tuning().key_array_setting.filter(|_| unpartitioned)).await
+        json_array_texts(&self.fetch_key_texts(statement, unpartitioned).await?)
+    }
+
+    /// Like [`Self::fetch_texts`], for a statement that looks rows up by a bound key array,
+    /// planned as the chunks of a deletion are ([`Self::begin_key_array_write`]): a statement of
+    /// many lookups (which children of a chunk have rows) is then planned once, not at every
+    /// execution.
+    pub async fn fetch_key_texts(&self, statement: &Statement, unpartitioned: bool) -> Result<TextRows, DbError> {
+        self.fetch_texts_with(statement, self.driver.tuning().key_array_setting.filter(|_| unpartitioned)).await
     }
 
     async fn fetch_array_with(&self, statement: &Statement, setting: Option<&str>) -> Result<Vec<String>, DbError> {
-        let Some(setting) = setting else { return self.fetch_array(statement).await };
+        json_array_texts(&self.fetch_texts_with(statement, setting).await?)
+    }
+
+    /// The rows of `statement`, in a transaction of its own that runs `setting` first, if any.
+    async fn fetch_texts_with(&self, statement: &Statement, setting: Option<&str>) -> Result<TextRows, DbError> {
+        let Some(setting) = setting else { return self.fetch_texts(statement).await };
         let mut transaction = self.begin_write_with(Some(setting)).await?;
         let texts = transaction.fetch_texts(statement).await?;
         transaction.commit().await?;
-        json_array_texts(&texts)
+        Ok(texts)
     }
 
     /// Runs a query whose columns are all text (or NULL), outside any transaction.

@@ -2,14 +2,15 @@
 //! commands, a program embedding the library): the live schema is read and the config checked
 //! against it once, before anything is written; then deletions run chunk by chunk to their end.
 
-use std::sync::Arc;
+use std::collections::HashMap;
 use std::sync::atomic::Ordering;
+use std::sync::{Arc, Mutex};
 
 use super::deletion::{DeleteError, DeleteOptions, Deletion, Summary};
 use crate::audit::RunOutcome;
 use crate::db::{Database, DbError, Failure};
 use crate::diagnostic::{Diagnostic, Sources};
-use crate::planner::{self, CheckedConfig, Plan};
+use crate::planner::{self, CheckedConfig, CompileError, Plan};
 use crate::schema::Schema;
 
 /// A database whose live schema the config was checked against: what deletions run on.
@@ -20,6 +21,15 @@ pub struct Engine {
     /// The config, checked against `schema`.
     config: CheckedConfig,
     schema: Arc<Schema>,
+    /// The schema's version, read before the schema ([`crate::schema::version`]): a change
+    /// while it was being read shows as a version that differs next time.
+    schema_version: Arc<str>,
+    /// The references check of each set of deleted models (by name, sorted) this engine has
+    /// made: it depends only on the config, the schema and that set, and on a schema of hundreds
+    /// of tables it costs more than a small deletion, which a worker runs thousands of.
+    references_checked: Arc<Mutex<HashMap<Vec<String>, Vec<Diagnostic>>>>,
+    /// The plans [`Engine::plan`] compiled, by root model.
+    plans: Arc<Mutex<HashMap<String, Arc<Plan>>>>,
 }
 
 /// Why an engine could not be prepared.
@@ -48,9 +58,38 @@ impl Engine {
     /// config does not declare, a missing table or a missing column stops the deletion before
     /// its first write.
     pub async fn prepare(database: Database, config: &CheckedConfig) -> Result<Self, PrepareError> {
+        let schema_version = crate::schema::version(&database).await?;
+        Self::prepare_at(database, config, schema_version).await
+    }
+
+    async fn prepare_at(
+        database: Database,
+        config: &CheckedConfig,
+        schema_version: String,
+    ) -> Result<Self, PrepareError> {
         let schema = crate::schema::introspect(&database).await?;
         let config = config.against(&schema).map_err(PrepareError::Invalid)?;
-        Ok(Self { database, config, schema: Arc::new(schema) })
+        Ok(Self {
+            database,
+            config,
+            schema: Arc::new(schema),
+            schema_version: schema_version.into(),
+            references_checked: Arc::default(),
+            plans: Arc::default(),
+        })
+    }
+
+    /// The engine prepared anew ([`Engine::prepare`]) when the database's schema changed since
+    /// this one read it (a table, column, key, index or trigger added, changed or dropped), or
+    /// `None` while it has not: one small read. A long-running caller (the worker) asks before
+    /// each deletion, so a foreign key added meanwhile is checked as at a command's start, and a
+    /// config the schema no longer fits refuses to run ([`PrepareError::Invalid`]).
+    pub async fn refreshed(&self) -> Result<Option<Self>, PrepareError> {
+        let version = crate::schema::version(&self.database).await?;
+        if *version == *self.schema_version {
+            return Ok(None);
+        }
+        Self::prepare_at(self.database.clone(), &self.config, version).await.map(Some)
     }
 
     /// The database deletions run on.
@@ -73,6 +112,18 @@ impl Engine {
         &self.schema
     }
 
+    /// The plan of the deletion of `root` rows ([`planner::compile`]), compiled once per engine:
+    /// a worker runs many deletions of the same few models.
+    pub fn plan(&self, root: &str) -> Result<Arc<Plan>, CompileError> {
+        let mut plans = self.plans.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some(plan) = plans.get(root) {
+            return Ok(plan.clone());
+        }
+        let plan = Arc::new(planner::compile(&self.config, root)?);
+        plans.insert(root.to_owned(), plan.clone());
+        Ok(plan)
+    }
+
     /// Starts the deletion of the root rows `ids` of `plan`; call [`Deletion::chunk`] until it
     /// reports no more work, then [`Deletion::finish`]. A foreign key into a table of the plan
     /// that the config does not declare refuses the deletion here, before anything is written
@@ -84,7 +135,7 @@ impl Engine {
         ids: &[String],
         options: DeleteOptions,
     ) -> Result<Deletion<'a>, DeleteError> {
-        let unregistered = planner::check_references(&self.config, self.config.sources(), &self.schema, plan);
+        let unregistered = self.unregistered_references(plan);
         let counted_here = options.within.is_none();
         let started = if unregistered.is_empty() {
             Deletion::start(&self.database, &self.config, &self.schema, plan, ids, options).await
@@ -105,11 +156,23 @@ impl Engine {
     /// re-points children first, which must not happen for a deletion that is then refused.
     /// Whether every lookup was checked: one that met a transient error (a lock) was not.
     pub async fn refuse_undeletable(&self, plan: &Plan) -> Result<bool, DeleteError> {
-        let unregistered = planner::check_references(&self.config, self.config.sources(), &self.schema, plan);
+        let unregistered = self.unregistered_references(plan);
         if !unregistered.is_empty() {
             return Err(DeleteError::UnregisteredReferences(unregistered));
         }
         super::deletion::refuse_unmatched_lookups(&self.database, plan, &self.schema).await
+    }
+
+    /// The foreign keys that refuse `plan` ([`planner::check_references`]), checked once per set
+    /// of deleted models.
+    fn unregistered_references(&self, plan: &Plan) -> Vec<Diagnostic> {
+        let deleted = planner::deleted_models(&self.config, plan);
+        let mut names: Vec<String> = deleted.iter().map(|model| model.name.value.clone()).collect();
+        names.sort_unstable();
+        let mut checked = self.references_checked.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        (checked.entry(names))
+            .or_insert_with(|| planner::check_references(&self.config, self.config.sources(), &self.schema, deleted))
+            .clone()
     }
 
     /// Whether running a deletion again can get past `error` by itself (a lost connection, a

@@ -72,7 +72,7 @@ pub fn starting_config(schema: &Schema) -> String {
     // else: its foreign keys then stay undeclared, so a deletion that reaches it is refused.
     let (nameable, unnameable): (Vec<&Table>, Vec<&Table>) =
         schema.tables.iter().partition(|table| config_can_name(table));
-    let schema = &Schema { tables: nameable.into_iter().cloned().collect(), kind: schema.kind };
+    let schema = &Schema::new(nameable.into_iter().cloned().collect(), schema.kind);
     let names = model_names(&schema.tables);
     let (edges, mut comments) = edges(schema);
     let decisions = decide(schema.tables.len(), &edges, &names);

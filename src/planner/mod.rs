@@ -104,19 +104,31 @@ pub(crate) fn validate(config: &Config, sources: &Sources, schema: Option<&Schem
     diagnostics
 }
 
-/// What must hold before `plan` deletes anything from the live `schema`: every foreign key
-/// into a table it (or the database, for it) deletes from that the database enforces (`ON DELETE NO ACTION` or
-/// `RESTRICT`) is a declared relation or an `ignore_references` entry, whether or not
-/// `require_all_references` is set. Each one that is not is an `unregistered-reference` error.
-pub(crate) fn check_references(config: &Config, sources: &Sources, schema: &Schema, plan: &Plan) -> Vec<Diagnostic> {
-    let graph = ModelGraph::build(config);
-    let context = Context { config, graph: &graph, sources, schema: Some(schema) };
+/// The models whose tables `plan` deletes rows from, each once: all that
+/// [`check_references`] depends on besides the config and the schema.
+pub(crate) fn deleted_models<'c>(config: &'c Config, plan: &Plan) -> Vec<&'c Model> {
     let mut deleted: Vec<&Model> = Vec::new();
     for step in plan.steps().into_iter().filter(|step| step.action.deletes()) {
         if let Some(model) = config.model(&step.model).filter(|m| !deleted.iter().any(|d| std::ptr::eq(*d, *m))) {
             deleted.push(model);
         }
     }
+    deleted
+}
+
+/// What must hold before a plan deletes anything from the live `schema` from the tables of
+/// `deleted` ([`deleted_models`]): every foreign key into a table it (or the database, for it)
+/// deletes from that the database enforces (`ON DELETE NO ACTION` or `RESTRICT`) is a declared
+/// relation or an `ignore_references` entry, whether or not `require_all_references` is set.
+/// Each one that is not is an `unregistered-reference` error.
+pub(crate) fn check_references(
+    config: &Config,
+    sources: &Sources,
+    schema: &Schema,
+    deleted: Vec<&Model>,
+) -> Vec<Diagnostic> {
+    let graph = ModelGraph::build(config);
+    let context = Context { config, graph: &graph, sources, schema: Some(schema) };
     let mut diagnostics = Vec::new();
     rules::check_deleted_tables(&context, deleted, &mut diagnostics);
     sort(&mut diagnostics);

@@ -14,8 +14,8 @@ use crate::audit::RunOutcome;
 use crate::config::Settings;
 use crate::db::sql::latest_time;
 use crate::db::{Database, DbError, Failure};
-use crate::engine::{DeleteError, DeleteOptions, Engine, default_actor};
-use crate::planner;
+use crate::diagnostic::Diagnostic;
+use crate::engine::{DeleteError, DeleteOptions, Engine, PrepareError, default_actor};
 use crate::stop::{CHECK_EVERY, pause};
 use crate::telemetry;
 
@@ -85,6 +85,35 @@ pub enum WorkerError {
     /// A lane crashed.
     #[error("a worker lane stopped unexpectedly: {0}")]
     Lane(#[from] tokio::task::JoinError),
+    /// The database's schema changed while the worker ran, and the config has errors against
+    /// it (every diagnostic, warnings included): no deletion runs until they are fixed, as at
+    /// a start against that schema.
+    #[error(
+        "the database's schema changed, and the config has {} errors against it; fix them first",
+        .0.iter().filter(|d| d.is_error()).count()
+    )]
+    Invalid(Vec<Diagnostic>),
+}
+
+/// The engine the lanes share, prepared anew when the database's schema changes
+/// ([`Engine::refreshed`], asked before each claim): a deletion never runs on a schema read
+/// before a foreign key into its tables was added.
+struct CurrentEngine(tokio::sync::Mutex<Engine>);
+
+impl CurrentEngine {
+    async fn get(&self) -> Result<Engine, WorkerError> {
+        let mut engine = self.0.lock().await;
+        match engine.refreshed().await {
+            Ok(Some(refreshed)) => {
+                info!("the database's schema changed: read it again and checked the config against it");
+                *engine = refreshed;
+            }
+            Ok(None) => {}
+            Err(PrepareError::Database(error)) => return Err(error.into()),
+            Err(PrepareError::Invalid(diagnostics)) => return Err(WorkerError::Invalid(diagnostics)),
+        }
+        Ok(engine.clone())
+    }
 }
 
 /// Runs until `stop` is set (after the current chunk, releasing the claim), or with `once`
@@ -94,10 +123,13 @@ pub async fn run(engine: Engine, options: WorkerOptions, stop: Arc<AtomicBool>) 
     metrics::gauge!(telemetry::WORKER_START_TIME).set(started.as_secs_f64());
     crate::db::migrate(engine.database()).await?;
     let due = Arc::new(DueGauge::default());
+    let database = engine.database().clone();
+    let current = Arc::new(CurrentEngine(tokio::sync::Mutex::new(engine)));
     let mut lanes = tokio::task::JoinSet::new();
     for lane in 0..options.concurrency.max(1) {
-        let (engine, options, stop, due) = (engine.clone(), options.clone(), stop.clone(), due.clone());
-        lanes.spawn(async move { work(lane, &engine, &options, &stop, &due).await });
+        let (database, current, options, stop, due) =
+            (database.clone(), current.clone(), options.clone(), stop.clone(), due.clone());
+        lanes.spawn(async move { work(lane, &database, &current, &options, &stop, &due).await });
     }
     let mut report = WorkerReport::default();
     while let Some(lane) = lanes.join_next().await {
@@ -110,22 +142,23 @@ pub async fn run(engine: Engine, options: WorkerOptions, stop: Arc<AtomicBool>) 
 /// database restarting) is waited out; a permanent one stops the worker.
 async fn work(
     lane: usize,
-    engine: &Engine,
+    database: &Database,
+    current: &CurrentEngine,
     options: &WorkerOptions,
     stop: &Arc<AtomicBool>,
     due: &DueGauge,
 ) -> Result<WorkerReport, WorkerError> {
     let mut report = WorkerReport::default();
     while !stop.load(Ordering::SeqCst) {
-        match next(lane, engine, options, stop, due, &mut report).await {
+        match next(lane, current, options, stop, due, &mut report).await {
             Ok(Next::Continue) => {}
             Ok(Next::NothingDue) if options.once => break,
             Ok(Next::NothingDue) => pause(options.poll, stop).await,
-            Err(error) if engine.database().classify(&error) == Failure::Transient => {
+            Err(WorkerError::Database(error)) if database.classify(&error) == Failure::Transient => {
                 warn!(lane, %error, "the worker's bookkeeping failed; trying again after the poll interval");
                 pause(options.poll, stop).await;
             }
-            Err(error) => return Err(error.into()),
+            Err(error) => return Err(error),
         }
     }
     Ok(report)
@@ -166,15 +199,16 @@ impl DueGauge {
     }
 }
 
-/// Releases expired claims, claims one due deletion and runs it.
+/// Releases expired claims, claims one due deletion and runs it, on the schema as it is now.
 async fn next(
     lane: usize,
-    engine: &Engine,
+    current: &CurrentEngine,
     options: &WorkerOptions,
     stop: &Arc<AtomicBool>,
     due: &DueGauge,
     report: &mut WorkerReport,
-) -> Result<Next, DbError> {
+) -> Result<Next, WorkerError> {
+    let engine = &current.get().await?;
     let database = engine.database();
     let released = super::release_expired(database, options.lease).await?;
     if released > 0 {
@@ -332,7 +366,7 @@ fn keep_alive(
 /// Runs one claimed deletion; an error is returned as the message kept with the claim, and
 /// whether a retry can fix it.
 async fn run_claim(engine: &Engine, stop: &Arc<AtomicBool>, claim: &Claim) -> Result<RunOutcome, (String, Failure)> {
-    let plan = planner::compile(engine.config(), &claim.model).map_err(|error| {
+    let plan = engine.plan(&claim.model).map_err(|error| {
         // No run is recorded for a model the config no longer has, but the deletion failed.
         RunOutcome::Failed.count();
         (chain(&error), Failure::Permanent)

@@ -22,11 +22,34 @@ pub(crate) const OWN_TABLE_PREFIX: &str = "cascade_";
 /// A database schema: its tables.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct Schema {
-    /// In a stable order: as declared (DDL) or by name (introspection).
+    /// In a stable order: as declared (DDL) or by name (introspection). Tables are not added,
+    /// removed or renamed after the first [`Schema::table`] lookup, which indexes their names.
     pub tables: Vec<Table>,
     /// The database the schema is of (the dialect a DDL script was read in), when known.
     #[serde(skip)]
     pub kind: Option<Kind>,
+    #[serde(skip)]
+    names: NameIndex,
+}
+
+/// The positions of the tables by name in ASCII lower case (the case rule of [`Schema::table`]),
+/// built at the first lookup: a plan of hundreds of tables looks names up hundreds of thousands
+/// of times, and a search through every table each time was most of a small deletion's work.
+#[derive(Debug, Clone, Default)]
+struct NameIndex(std::sync::OnceLock<std::collections::HashMap<String, Vec<usize>>>);
+
+impl Schema {
+    /// The schema of `tables`, of a `kind` of database when known.
+    pub fn new(tables: Vec<Table>, kind: Option<Kind>) -> Self {
+        Self { tables, kind, names: NameIndex::default() }
+    }
+}
+
+impl PartialEq for NameIndex {
+    /// An index says nothing the tables do not.
+    fn eq(&self, _: &Self) -> bool {
+        true
+    }
 }
 
 /// One table with its columns, keys and indexes.
@@ -357,10 +380,21 @@ impl Schema {
             };
             same(&table.name, name) && schema_matches
         };
-        if let Some(table) = self.tables.iter().find(|t| matches(t, true)) {
+        let positions = self.names.0.get_or_init(|| {
+            let mut positions: std::collections::HashMap<String, Vec<usize>> = std::collections::HashMap::new();
+            for (position, table) in self.tables.iter().enumerate() {
+                positions.entry(table.name.to_ascii_lowercase()).or_default().push(position);
+            }
+            positions
+        });
+        let named = || {
+            let found = positions.get(&name.to_ascii_lowercase()).map_or(&[][..], Vec::as_slice);
+            found.iter().map(|position| &self.tables[*position])
+        };
+        if let Some(table) = named().find(|t| matches(t, true)) {
             return Some(table);
         }
-        let mut folded = self.tables.iter().filter(|t| matches(t, false));
+        let mut folded = named().filter(|t| matches(t, false));
         match (folded.next(), folded.next()) {
             (Some(table), None) => Some(table),
             _ => None,
@@ -486,6 +520,18 @@ pub async fn introspect(database: &Database) -> Result<Schema, DbError> {
     match database.pool() {
         Pool::Sqlite(pool) => sqlite::introspect(pool).await,
         Pool::Postgres(pool) => postgres::introspect(pool).await,
+    }
+}
+
+/// The live schema's version: a text that every change of a table, column, key, index or
+/// trigger changes (SQLite's `schema_version`; on PostgreSQL, the number and the transaction ids
+/// of the user tables' catalog rows). Equal versions mean a schema read again would be the same,
+/// so a long-running process asks for this before each piece of work instead of reading the
+/// schema again.
+pub async fn version(database: &Database) -> Result<String, DbError> {
+    match database.pool() {
+        Pool::Sqlite(pool) => sqlite::version(pool).await,
+        Pool::Postgres(pool) => postgres::version(pool).await,
     }
 }
 

@@ -28,7 +28,13 @@ pub(super) async fn introspect(pool: &SqlitePool) -> Result<Schema, DbError> {
             .collect();
         tables.push(table);
     }
-    Ok(Schema { tables, kind: Some(Kind::Sqlite) })
+    Ok(Schema::new(tables, Some(Kind::Sqlite)))
+}
+
+/// SQLite counts every change of its schema in `schema_version`.
+pub(super) async fn version(pool: &SqlitePool) -> Result<String, DbError> {
+    let version: i64 = sqlx::query_scalar("SELECT schema_version FROM pragma_schema_version").fetch_one(pool).await?;
+    Ok(version.to_string())
 }
 
 /// Whether a `CREATE TRIGGER` statement fires before a delete: `DELETE ON` in its head (before

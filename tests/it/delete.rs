@@ -1103,9 +1103,9 @@ fn keys_of_domain_types_are_bound_by_what_the_catalog_says_on_postgres() {
     let Some(url) = postgres_database(schema) else { return };
     let read = block_on(cascade::schema::introspect_url(&url)).unwrap();
     let key_type = |table: &str, column: &str| read.table(table).and_then(|t| t.column(column)).map(|c| &c.key_type);
-    let uuid = cascade::db::sql::KeyType::Other("uuid".to_owned());
+    let uuid = cascade::db::KeyType::Other("uuid".to_owned());
     assert_eq!((key_type("sheet", "id"), key_type("line", "sheet_id")), (Some(&uuid), Some(&uuid)));
-    assert_eq!(key_type("line", "id"), Some(&cascade::db::sql::KeyType::Text));
+    assert_eq!(key_type("line", "id"), Some(&cascade::db::KeyType::Text));
     let config = project(&[(
         "cascades/sheet.toml",
         "[models.sheet]\ntable = \"sheet\"\nchildren = [{ model = \"line\", column = \"sheet_id\" }]\n\n\

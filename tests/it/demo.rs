@@ -2,7 +2,7 @@
 
 use crate::common;
 
-use cascade::db::sql::Statement;
+use cascade::db::Statement;
 use cascade::db::{Access, Database};
 use common::{block_on, cascade, repository};
 

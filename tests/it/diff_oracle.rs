@@ -11,7 +11,7 @@ use crate::common;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
-use cascade::db::sql::Statement;
+use cascade::db::Statement;
 use cascade::db::{Access, Database};
 use cascade::diagnostic::Sources;
 use cascade::engine::{DeleteOptions, Engine};

@@ -136,7 +136,7 @@ on_each_database!(
 fn execute(url: &str, sql: &str) -> Result<(), String> {
     block_on(async {
         let database = cascade::db::Database::connect(url, cascade::db::Access::ReadWrite).await.unwrap();
-        let statement = cascade::db::sql::Statement { sql: sql.to_owned(), params: Vec::new() };
+        let statement = cascade::db::Statement { sql: sql.to_owned(), params: Vec::new() };
         let result = database.execute(&statement).await.map(drop).map_err(|error| error.to_string());
         database.close().await;
         result

@@ -79,7 +79,7 @@ fn pairs(items: &[(&str, &str)]) -> Vec<(String, String)> {
 fn execute(url: &str, statement: &str) -> Result<(), String> {
     common::block_on(async {
         let database = cascade::db::Database::connect(url, cascade::db::Access::ReadWrite).await.unwrap();
-        let statement = cascade::db::sql::Statement { sql: statement.to_owned(), params: Vec::new() };
+        let statement = cascade::db::Statement { sql: statement.to_owned(), params: Vec::new() };
         let result = database.execute(&statement).await.map(drop).map_err(|error| error.to_string());
         database.close().await;
         result

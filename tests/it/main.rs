@@ -51,6 +51,7 @@ mod schema_validation;
 mod secrets;
 mod sqlite_access;
 mod stacked_diamonds;
+mod surface;
 mod trees;
 mod validate;
 mod worker;

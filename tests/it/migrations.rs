@@ -5,7 +5,7 @@
 
 use crate::common;
 
-use cascade::db::sql::Statement;
+use cascade::db::Statement;
 use cascade::db::{Access, Database, DbError, SCHEMA_VERSION_TABLE, migrate, schema_version};
 use common::{block_on, on_each_database, postgres_database};
 

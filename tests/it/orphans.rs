@@ -344,7 +344,7 @@ fn postgres_read_only_connections_refuse_writes() {
     let Some(url) = postgres_database(&postgres_schema(ROWS)) else { return };
     let refused = common::block_on(async {
         let database = cascade::db::Database::connect(&url, cascade::db::Access::ReadOnly).await.unwrap();
-        let insert = cascade::db::sql::Statement { sql: "INSERT INTO grp VALUES (2)".to_owned(), params: Vec::new() };
+        let insert = cascade::db::Statement { sql: "INSERT INTO grp VALUES (2)".to_owned(), params: Vec::new() };
         let result = database.execute(&insert).await;
         database.close().await;
         result.unwrap_err().to_string()

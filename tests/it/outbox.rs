@@ -226,7 +226,7 @@ async fn shard_state(database: &Database, clock: &ManualClock) -> Vec<Value> {
 }
 
 fn db_time(clock: &ManualClock, after: Duration) -> String {
-    cascade::db::sql::db_time(clock.now() + after)
+    cascade::db::db_time(clock.now() + after)
 }
 
 async fn failures_back_off(url: String) {

@@ -9,7 +9,7 @@ use crate::common;
 use std::collections::{BTreeMap, BTreeSet};
 
 use cascade::audit::RunOutcome;
-use cascade::db::sql::Statement;
+use cascade::db::Statement;
 use cascade::db::{Access, Database};
 use cascade::diagnostic::Sources;
 use cascade::engine::{DeleteOptions, Engine};

@@ -6,7 +6,7 @@ use crate::common;
 use std::path::Path;
 use std::time::{Duration, Instant, SystemTime};
 
-use cascade::db::sql::Statement;
+use cascade::db::Statement;
 use cascade::db::{Access, Database};
 use common::running::{CHUNK_COMMITTED, Running, STOPPING};
 use common::{
@@ -430,4 +430,48 @@ on_each_database!(
     a_worker_stopped_by_sigterm_mid_deletion_exits_130_on_sqlite,
     a_worker_stopped_by_sigterm_mid_deletion_exits_130_on_postgres,
     |databases| sigterm_exits_130(&databases.create(&format!("{SCHEMA}{}", rows(1, 60))))
+);
+
+/// What the worker logs when it reads a changed schema again.
+const SCHEMA_READ_AGAIN: &str = "the database's schema changed: read it again and checked the config against it";
+
+/// A running worker reads the schema again when DDL changes it, before its next claim: a table
+/// that references nothing of the config is read and the next deletion runs; a foreign key into
+/// a `require_all_references` model's table that the config does not declare stops the worker
+/// before it claims the next deletion, as the same worker started now would refuse to start.
+/// Without the new read, the database's own `ON DELETE CASCADE` would have taken the new
+/// table's row with the item, unplanned.
+fn schema_changes_are_read_again(url: &str) {
+    let config = config("", None).replace("[models.item]\n", "[models.item]\nrequire_all_references = true\n");
+    let dir = project(&[("cascades/items.toml", &config)]);
+    schedule_now(url, "item", [1]);
+    let mut worker = spawn_worker(dir.path(), url, &["--poll", "50ms"]);
+    wait_until("item 1 is deleted", || count(url, "SELECT COUNT(*) FROM item WHERE id = 1") == 0);
+
+    texts(url, "CREATE TABLE audit_note (id INTEGER PRIMARY KEY, body TEXT)");
+    schedule_now(url, "item", [2]);
+    worker.expect(SCHEMA_READ_AGAIN);
+    wait_until("item 2 is deleted", || count(url, "SELECT COUNT(*) FROM item WHERE id = 2") == 0);
+    assert_eq!(count(url, "SELECT COUNT(*) FROM part WHERE item_id IN (1, 2)"), 0);
+
+    texts(url, "CREATE TABLE note (id INTEGER PRIMARY KEY, item_id INTEGER REFERENCES item (id) ON DELETE CASCADE)");
+    texts(url, "INSERT INTO note VALUES (1, 3)");
+    schedule_now(url, "item", [3]);
+    wait_until("the worker stops", || worker.ended());
+    let finished = worker.finish();
+    assert_eq!(finished.status.code(), Some(1), "{}", finished.stderr);
+    assert!(finished.stderr.contains("the database's schema changed while the worker ran"), "{}", finished.stderr);
+    assert!(finished.stderr.contains("note"), "the diagnostic names the new foreign key: {}", finished.stderr);
+    assert_eq!(count(url, "SELECT COUNT(*) FROM item WHERE id = 3"), 1, "item 3 is kept");
+    assert_eq!(count(url, "SELECT COUNT(*) FROM part WHERE item_id = 3"), 5, "its parts are kept");
+    assert_eq!(count(url, "SELECT COUNT(*) FROM note"), 1, "the new table's row is kept");
+    let pending = "SELECT COUNT(*) FROM cascade_scheduled_deletion WHERE object_id = '3' AND NOT in_progress";
+    assert_eq!(count(url, pending), 1, "the deletion waits, unclaimed");
+    assert_eq!(count(url, "SELECT COUNT(*) FROM cascade_run"), 2, "no run was started for item 3");
+}
+
+on_each_database!(
+    a_worker_reads_a_changed_schema_again_on_sqlite,
+    a_worker_reads_a_changed_schema_again_on_postgres,
+    |databases| schema_changes_are_read_again(&databases.create(&format!("{SCHEMA}{}", rows(3, 5))))
 );

@@ -33,7 +33,8 @@ impl<'a> Deletion<'a> {
         let probed: Vec<_> =
             children.iter().map(|child| node_sql(child, Some(node), backend, Some(self.schema))).collect();
         self.settle_shared(false).await?;
-        let rows = self.read_texts(&children_present(&probed, &Param::Keys(keys.clone()))).await?;
+        let probe = children_present(&probed, &Param::Keys(keys.clone()));
+        let rows = self.database.fetch_key_texts(&probe, self.unpartitioned).await?;
         let present = rows.into_iter().next().unwrap_or_default();
         Ok(present.into_iter().map(|present| present.as_deref() == Some("0")).collect())
     }

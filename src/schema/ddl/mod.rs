@@ -63,7 +63,7 @@ pub fn parse_ddl(sql: &str) -> ParsedDdl {
     let best = if sqlite_wins { sqlite } else { postgres };
     let kind = best.flavor.kind();
     let skipped = best.skipped;
-    ParsedDdl { schema: Schema { tables: best.finish(), kind: Some(kind) }, dialect: kind.name(), skipped }
+    ParsedDdl { schema: Schema::new(best.finish(), Some(kind)), dialect: kind.name(), skipped }
 }
 
 /// The schema as one dialect reads a script.
@@ -696,7 +696,7 @@ ALTER TABLE public.customer OWNER TO postgres;
     fn empty_and_comment_only_scripts_have_no_tables() {
         for sql in ["", "  \n", "-- nothing here\n/* at all */"] {
             let parsed = parse_ddl(sql);
-            let schema = Schema { tables: Vec::new(), kind: Some(Kind::Postgres) };
+            let schema = Schema::new(Vec::new(), Some(Kind::Postgres));
             assert_eq!(parsed, ParsedDdl { schema, dialect: "postgresql", skipped: 0 });
         }
     }

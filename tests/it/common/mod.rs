@@ -63,7 +63,7 @@ pub fn repository() -> &'static Path {
 pub fn texts(url: &str, sql: &str) -> Vec<Vec<Option<String>>> {
     block_on(async {
         let database = cascade::db::Database::connect(url, cascade::db::Access::ReadWrite).await.unwrap();
-        let statement = cascade::db::sql::Statement { sql: sql.to_owned(), params: Vec::new() };
+        let statement = cascade::db::Statement { sql: sql.to_owned(), params: Vec::new() };
         let rows = database.fetch_texts(&statement).await.unwrap();
         database.close().await;
         rows
