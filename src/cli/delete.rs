@@ -10,13 +10,9 @@ use indexmap::IndexMap;
 use indicatif::{ProgressBar, ProgressStyle};
 
 use super::Cli;
+use super::exit::EXIT_INTERRUPTED;
+use super::output::SummaryFormat;
 use super::table::plural;
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum SummaryFormat {
-    Human,
-    Json,
-}
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
@@ -43,9 +39,6 @@ pub struct Args {
     #[arg(long)]
     pub count: bool,
 }
-
-/// Exit code of a deletion stopped by Ctrl-C or SIGTERM (as a shell reports SIGINT).
-pub(super) const EXIT_INTERRUPTED: u8 = 130;
 
 /// How often a progress line is logged when there is no progress bar.
 const PROGRESS_EVERY: std::time::Duration = std::time::Duration::from_secs(5);

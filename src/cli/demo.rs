@@ -103,9 +103,9 @@ pub fn run(cli: &Cli, args: &Args) -> anyhow::Result<ExitCode> {
             return Ok(ExitCode::from(1));
         };
         database.close().await;
-        print!("{}", super::delete::render_summary(&finished.summary, super::delete::SummaryFormat::Human));
+        print!("{}", super::delete::render_summary(&finished.summary, super::output::SummaryFormat::Human));
         if finished.outcome == RunOutcome::Interrupted {
-            return Ok(ExitCode::from(super::delete::EXIT_INTERRUPTED));
+            return Ok(ExitCode::from(super::exit::EXIT_INTERRUPTED));
         }
         // The last organization's status blocks deletion; suggest one that can go.
         if let [_, next, _, ..] = built.organizations.as_slice() {

@@ -9,7 +9,8 @@ use cascade::diagnostic::{Format, Report, Sources};
 use cascade::planner::CheckedConfig;
 use cascade::review::{self, CountedRoots, DiffFormat, Review, Severity, Side};
 
-use super::{Cli, EXIT_USAGE};
+use super::Cli;
+use super::exit::EXIT_USAGE;
 
 #[derive(Debug, clap::Args)]
 pub struct Args {

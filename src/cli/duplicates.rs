@@ -9,7 +9,7 @@ use cascade::engine::DeleteError;
 use cascade::planner::CheckedConfig;
 
 use super::Cli;
-use super::delete::SummaryFormat;
+use super::output::SummaryFormat;
 use super::table::plural;
 
 #[derive(Debug, clap::Args)]
@@ -41,7 +41,7 @@ pub struct Args {
     #[arg(long, requires = "confirm")]
     pub merge: bool,
     #[command(flatten)]
-    pub batches: super::orphans::BatchArgs,
+    pub batches: super::batch::BatchArgs,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -98,7 +98,7 @@ async fn confirmed(url: &str, loaded: &CheckedConfig, search: &Search, args: &Ar
         }
         Err(DuplicatesError::Cleanup(running @ BatchError::AlreadyRunning { .. })) => {
             database.close().await;
-            return Ok(super::orphans::already_running(&running));
+            return Ok(super::batch::already_running(&running));
         }
         other => other,
     };
@@ -107,16 +107,16 @@ async fn confirmed(url: &str, loaded: &CheckedConfig, search: &Search, args: &Ar
         Err(_) => None,
     };
     database.close().await;
-    let (removed, after) = (removed.map_err(super::orphans::cleanup_failed)?, after.expect("found after a removal"));
+    let (removed, after) = (removed.map_err(super::batch::cleanup_failed)?, after.expect("found after a removal"));
     match args.format {
         SummaryFormat::Json => {
             let mut json = serde_json::to_value(&removed)?;
             json["after"] = serde_json::to_value(&after)?;
             println!("{}", serde_json::to_string_pretty(&json)?);
         }
-        SummaryFormat::Human => print!("{}\n{}", super::orphans::human_summary(&removed), human(&after, false)),
+        SummaryFormat::Human => print!("{}\n{}", super::batch::human_summary(&removed), human(&after, false)),
     }
-    Ok(super::orphans::cleanup_exit(&removed))
+    Ok(super::batch::cleanup_exit(&removed))
 }
 
 /// A key as written, or quoted where spaces, commas or nothing at all would blur it.

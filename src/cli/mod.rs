@@ -1,15 +1,18 @@
 //! The command line: parses arguments and calls the library. One file per command.
 
+mod batch;
 mod delete;
 mod demo;
 mod diff;
 mod duplicates;
+mod exit;
 mod init;
 mod lsp;
 mod metrics;
 mod option;
 mod orphans;
 mod outbox;
+mod output;
 mod partitions;
 mod plan;
 mod runs;
@@ -28,7 +31,9 @@ use cascade::db::Database;
 use cascade::diagnostic::{Diagnostic, Format, Report, Sources};
 use cascade::engine::{Engine, PrepareError};
 use cascade::planner::CheckedConfig;
-use clap::{Parser, Subcommand, ValueEnum};
+use clap::{Parser, Subcommand};
+use exit::{EXIT_CODES, EXIT_USAGE};
+use output::LogFormat;
 
 /// Where the config is without `--config` (and where `init` writes one without `--out`).
 pub const DEFAULT_CONFIG: &str = "cascades";
@@ -55,32 +60,6 @@ pub struct Cli {
     pub log_format: LogFormat,
     #[command(subcommand)]
     pub command: Command,
-}
-
-#[derive(Debug, Clone, Copy, ValueEnum)]
-pub enum LogFormat {
-    Text,
-    Json,
-}
-
-/// `--format` of `validate`: the library's report formats.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum ReportFormat {
-    Human,
-    Json,
-    Github,
-    Sarif,
-}
-
-impl From<ReportFormat> for Format {
-    fn from(format: ReportFormat) -> Self {
-        match format {
-            ReportFormat::Human => Format::Human,
-            ReportFormat::Json => Format::Json,
-            ReportFormat::Github => Format::Github,
-            ReportFormat::Sarif => Format::Sarif,
-        }
-    }
 }
 
 #[derive(Debug, Subcommand)]
@@ -131,24 +110,6 @@ pub enum Command {
     /// Print the man page (roff), or write every page into a directory.
     Man(shell::ManArgs),
 }
-
-/// The exit codes, for `--help` (the README has the same table).
-const EXIT_CODES: &str = "Exit codes:
-  0    success (a dry run, unless --confirm would refuse it: 1; a deletion that finished, a clean
-       config, a report such as `orphans`, whether or not it found any)
-  1    problems found: config errors (or warnings with --deny-warnings), a deletion refused before
-       any write (a root id that does not fit the key, undeclared foreign keys, key values or a
-       relation no lookup by key can match), a clean-up while the same clean-up runs, `worker
-       --once` with a failed attempt, delivery (--drain) or partition prune, `outbox drain
-       --once` with a failed delivery, `cancel` of a running or unknown deletion
-  2    usage, I/O or database errors; a deletion that stopped on an error (what it deleted stays
-       deleted: run it again); a destructive command run by a user that `[settings]
-       allowed_users` does not list
-  130  interrupted by Ctrl-C or SIGTERM after a complete chunk or delivery: run the same command
-       again";
-
-/// Exit code for usage and I/O problems, as opposed to problems found in the config (1).
-pub const EXIT_USAGE: u8 = 2;
 
 pub fn main() -> ExitCode {
     let mut cli = Cli::parse();

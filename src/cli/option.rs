@@ -8,7 +8,7 @@ use cascade::diagnostic::did_you_mean;
 use indexmap::IndexMap;
 
 use super::Cli;
-use super::delete::SummaryFormat;
+use super::output::SummaryFormat;
 
 #[derive(Debug, clap::Subcommand)]
 pub enum Command {

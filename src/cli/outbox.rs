@@ -9,7 +9,8 @@ use cascade::db::Access;
 use cascade::outbox::{self, DrainOptions, DrainReport, Drainer, OutboxStats, SystemClock};
 
 use super::Cli;
-use super::delete::{EXIT_INTERRUPTED, SummaryFormat};
+use super::exit::EXIT_INTERRUPTED;
+use super::output::SummaryFormat;
 
 #[derive(Debug, clap::Subcommand)]
 pub enum Command {

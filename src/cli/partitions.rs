@@ -7,7 +7,7 @@ use cascade::engine::default_actor;
 use cascade::partitions::{self, Created, Detach, Dropped, Policy, PruneOptions, Report};
 
 use super::Cli;
-use super::delete::SummaryFormat;
+use super::output::SummaryFormat;
 use super::table::Table;
 
 #[derive(Debug, clap::Args)]

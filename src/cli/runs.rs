@@ -7,7 +7,7 @@ use cascade::config;
 use cascade::db::Access;
 
 use super::Cli;
-use super::delete::SummaryFormat;
+use super::output::SummaryFormat;
 
 #[derive(Debug, clap::Args)]
 pub struct Args {

@@ -42,8 +42,8 @@ pub struct CancelArgs {
 #[derive(Debug, clap::Args)]
 pub struct ListArgs {
     /// Output format: human, or json (a list of objects).
-    #[arg(long, value_enum, default_value_t = super::delete::SummaryFormat::Human)]
-    pub format: super::delete::SummaryFormat,
+    #[arg(long, value_enum, default_value_t = super::output::SummaryFormat::Human)]
+    pub format: super::output::SummaryFormat,
 }
 
 pub fn schedule(cli: &Cli, args: &ScheduleArgs) -> anyhow::Result<ExitCode> {
@@ -100,7 +100,7 @@ pub fn list(cli: &Cli, args: &ListArgs) -> anyhow::Result<ExitCode> {
     let settings = &loaded.config.settings;
     let rows =
         with_database(&url, &loaded.config, |database| async move { scheduler::list(&database, settings).await })?;
-    if args.format == super::delete::SummaryFormat::Json {
+    if args.format == super::output::SummaryFormat::Json {
         println!("{}", serde_json::to_string_pretty(&rows)?);
         return Ok(ExitCode::SUCCESS);
     }

@@ -9,7 +9,8 @@ use cascade::diagnostic::{Format, Report};
 use cascade::schema::{self, Schema};
 use cascade::{config, engine, planner};
 
-use super::{Cli, ReportFormat};
+use super::Cli;
+use super::output::ReportFormat;
 
 #[derive(Debug, clap::Args)]
 pub struct Args {

@@ -9,7 +9,7 @@ use cascade::scheduler::worker::{WorkerError, WorkerOptions};
 use cascade::service::{ServiceError, ServiceOptions, WorkerService};
 
 use super::Cli;
-use super::delete::EXIT_INTERRUPTED;
+use super::exit::EXIT_INTERRUPTED;
 
 #[derive(Debug, clap::Args)]
 pub struct Args {

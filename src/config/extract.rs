@@ -6,11 +6,12 @@ use indexmap::IndexMap;
 use toml::Spanned;
 use toml::de::{DeTable, DeValue};
 
+use super::located::Located;
 use super::outbox::{Kafka, MAX_SINK_BATCH_SIZE, MAX_SINK_TIMEOUT, Outbox, Scope, Sink};
 use super::read::{Diagnostics, Fields, Node};
 use super::types::{
-    Config, IgnoredReference, Key, Located, MAX_RETENTION_KEEP, Model, OnDelete, Relation, Retention, Settings,
-    StatusCheck, StatusValue, Strategy,
+    Config, IgnoredReference, Key, MAX_RETENTION_KEEP, Model, OnDelete, Relation, Retention, Settings, StatusCheck,
+    StatusValue, Strategy,
 };
 use crate::diagnostic::{Code, Diagnostic, FileId, Location, Sources};
 

@@ -2,6 +2,7 @@
 //! then read into one typed [`Config`]. Both phases collect diagnostics instead of stopping.
 
 mod extract;
+mod located;
 mod outbox;
 mod read;
 mod schema;
@@ -14,6 +15,7 @@ use std::path::{Path, PathBuf};
 
 use toml::de::DeTable;
 
+pub use located::Located;
 pub use outbox::*;
 pub(crate) use read::is_identifier;
 pub use schema::json_schema;

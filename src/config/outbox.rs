@@ -5,7 +5,7 @@ use indexmap::IndexMap;
 use schemars::{JsonSchema, Schema, SchemaGenerator};
 use serde::Serialize;
 
-use super::types::{Config, Located};
+use super::located::Located;
 
 /// The transactional-outbox registry.
 #[derive(Debug, Clone, Default, Serialize, JsonSchema)]
@@ -340,39 +340,6 @@ impl SinkSetting<'_> {
                 name == "ssl.key.pem" || ["password", "secret"].iter().any(|word| name.contains(word))
             }
         }
-    }
-}
-
-impl Config {
-    /// The sink that receives the messages of `category` in `scope`: the category's own sink,
-    /// else the scope's. None when neither names a declared sink.
-    pub fn sink_for(&self, scope: &str, category: &str) -> Option<&Sink> {
-        let scope = self.outbox.scopes.get(scope)?;
-        let name = scope.category_sinks.get(category).or(scope.sink.as_ref())?;
-        self.outbox.sinks.get(&name.value)
-    }
-
-    /// Where the messages of `category` in `scope` go: for a scope with cells, each cell with
-    /// its sink (`cell_sinks`); otherwise the one sink of [`Config::sink_for`], for the cell
-    /// `""`. Cells and sinks that are not declared are left out.
-    pub fn deliveries_of<'a>(&'a self, scope: &str, category: &str) -> Vec<(&'a str, &'a Sink)> {
-        let Some(declared) = self.outbox.scopes.get(scope) else { return Vec::new() };
-        if !declared.has_cells() {
-            return self.sink_for(scope, category).map(|sink| ("", sink)).into_iter().collect();
-        }
-        declared
-            .cells
-            .iter()
-            .filter_map(|cell| {
-                let sink = declared.cell_sinks.get(&cell.value)?;
-                Some((cell.value.as_str(), self.outbox.sinks.get(&sink.value)?))
-            })
-            .collect()
-    }
-
-    /// The scope a category is registered in (the first, if it is wrongly in several).
-    pub fn scope_of(&self, category: &str) -> Option<&Scope> {
-        self.outbox.scopes.values().find(|scope| scope.categories.iter().any(|c| c.value == category))
     }
 }
 

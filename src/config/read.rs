@@ -4,7 +4,7 @@
 use toml::Spanned;
 use toml::de::{DeTable, DeValue};
 
-use super::types::Located;
+use super::located::Located;
 use crate::diagnostic::text::{escaped, is_hidden, shown};
 use crate::diagnostic::{Code, Diagnostic, FileId, Location, did_you_mean};
 

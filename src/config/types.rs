@@ -1,56 +1,16 @@
 //! The typed config. The same types describe one file (for the JSON Schema that editors use) and
 //! the merged config of all files; every value remembers where it was written.
 
-use std::borrow::Cow;
 use std::collections::BTreeSet;
 use std::time::Duration;
 
 use indexmap::IndexMap;
-use schemars::{JsonSchema, Schema, SchemaGenerator};
-use serde::{Serialize, Serializer};
+use schemars::JsonSchema;
+use serde::Serialize;
 
-use super::outbox::Outbox;
+use super::located::Located;
+use super::outbox::{Outbox, Scope, Sink};
 use crate::diagnostic::Location;
-
-/// A config value with the place it was written, so later checks can point at it.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Located<T> {
-    /// The value itself.
-    pub value: T,
-    /// Where the value was written.
-    pub location: Location,
-}
-
-impl<T> Located<T> {
-    /// A `value` written at `location`.
-    pub fn new(value: T, location: Location) -> Self {
-        Self { value, location }
-    }
-}
-
-impl<T: Serialize> Serialize for Located<T> {
-    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        self.value.serialize(serializer)
-    }
-}
-
-impl<T: JsonSchema> JsonSchema for Located<T> {
-    fn inline_schema() -> bool {
-        T::inline_schema()
-    }
-
-    fn schema_name() -> Cow<'static, str> {
-        T::schema_name()
-    }
-
-    fn schema_id() -> Cow<'static, str> {
-        T::schema_id()
-    }
-
-    fn json_schema(generator: &mut SchemaGenerator) -> Schema {
-        T::json_schema(generator)
-    }
-}
 
 /// A cascade config: models, the relations between them, and the outbox registry. All `*.toml`
 /// files under the config directory are merged into one.
@@ -608,5 +568,38 @@ impl Config {
     /// Every option's value as the config sets it (`cascade_option` rows may override them).
     pub fn option_values(&self) -> IndexMap<String, f64> {
         self.options.iter().map(|(name, value)| (name.clone(), value.value)).collect()
+    }
+}
+
+impl Config {
+    /// The sink that receives the messages of `category` in `scope`: the category's own sink,
+    /// else the scope's. None when neither names a declared sink.
+    pub fn sink_for(&self, scope: &str, category: &str) -> Option<&Sink> {
+        let scope = self.outbox.scopes.get(scope)?;
+        let name = scope.category_sinks.get(category).or(scope.sink.as_ref())?;
+        self.outbox.sinks.get(&name.value)
+    }
+
+    /// Where the messages of `category` in `scope` go: for a scope with cells, each cell with
+    /// its sink (`cell_sinks`); otherwise the one sink of [`Config::sink_for`], for the cell
+    /// `""`. Cells and sinks that are not declared are left out.
+    pub fn deliveries_of<'a>(&'a self, scope: &str, category: &str) -> Vec<(&'a str, &'a Sink)> {
+        let Some(declared) = self.outbox.scopes.get(scope) else { return Vec::new() };
+        if !declared.has_cells() {
+            return self.sink_for(scope, category).map(|sink| ("", sink)).into_iter().collect();
+        }
+        declared
+            .cells
+            .iter()
+            .filter_map(|cell| {
+                let sink = declared.cell_sinks.get(&cell.value)?;
+                Some((cell.value.as_str(), self.outbox.sinks.get(&sink.value)?))
+            })
+            .collect()
+    }
+
+    /// The scope a category is registered in (the first, if it is wrongly in several).
+    pub fn scope_of(&self, category: &str) -> Option<&Scope> {
+        self.outbox.scopes.values().find(|scope| scope.categories.iter().any(|c| c.value == category))
     }
 }

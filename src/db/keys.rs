@@ -14,7 +14,7 @@
 //! A key of several columns (a composite key) is read back as one text, the JSON array of its
 //! columns' values as texts (`["7","a"]`), and each part follows the rule of its column's type.
 
-use super::sql::{KeyType, SqlValue};
+use super::values::{KeyType, SqlValue};
 
 /// The keys of one chunk (or the root ids), typed as their column binds them.
 #[derive(Debug, Clone, PartialEq)]

@@ -6,7 +6,7 @@ use sha2::{Digest, Sha256};
 use super::sql::{Param, Statement};
 use std::sync::atomic::Ordering;
 
-use super::backend::WriterLock;
+use super::driver::WriterLock;
 use super::{Database, DbError};
 
 /// The table recording which migrations have run.

@@ -2,9 +2,10 @@
 //! embedded default) and PostgreSQL. Every difference between the two lives behind
 //! `Backend`; nothing here knows of configs or plans.
 
-mod backend;
 mod dialect;
+mod driver;
 mod keys;
+mod kind;
 mod migrate;
 pub mod options;
 pub(crate) mod outbox;
@@ -12,11 +13,14 @@ mod postgres;
 pub(crate) mod sql;
 mod sqlite;
 mod url;
+mod values;
 
-use backend::Driver;
-pub(crate) use backend::{Backend, WriterLock};
-pub use backend::{Failure, Kind};
+use driver::Driver;
+pub use driver::Failure;
+pub(crate) use driver::WriterLock;
+pub use kind::Kind;
 pub use migrate::{SCHEMA_VERSION_TABLE, checksum, migrate, schema_version};
+pub(crate) use sql::Backend;
 pub(crate) use url::redact_with_query;
 pub(crate) use url::register_secrets_with_query;
 pub use url::register_url_secrets;
@@ -28,6 +32,22 @@ use sqlx::sqlite::SqlitePool;
 use sql::{Param, SqlValue};
 
 pub use keys::Keys;
+
+impl Kind {
+    /// The backend of this kind of database.
+    pub(crate) fn backend(self) -> &'static dyn Backend {
+        self.driver()
+    }
+
+    /// How the tool connects to this kind of database and reads its errors.
+    fn driver(self) -> &'static dyn Driver {
+        match self {
+            Kind::Sqlite => &sqlite::Sqlite,
+            Kind::Postgres => &postgres::Postgres,
+        }
+    }
+}
+
 // The few statement pieces the command line, the tests and programs need; the builder itself is
 // internal.
 pub(crate) use keys::{key_value, typed_key_json};

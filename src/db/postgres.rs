@@ -7,9 +7,10 @@ use std::time::{Duration, SystemTime};
 use sqlx::Connection as _;
 use sqlx::postgres::{PgConnectOptions, PgConnection, PgPoolOptions};
 
-use super::backend::sealed::Sealed;
-use super::backend::{Backend, BoxFuture, Driver, Failure, Kind, RowSelector, Tuning, WriterLock, connection_failure};
-use super::sql::{KeyType, Param, SqlBuilder, db_time, quote_identifier};
+use super::driver::{BoxFuture, Driver, Failure, WriterLock, connection_failure};
+use super::kind::Kind;
+use super::sql::sealed::Sealed;
+use super::sql::{Backend, KeyType, Param, RowSelector, SqlBuilder, Tuning, db_time, quote_identifier};
 use super::url::DatabaseUrl;
 use super::{Access, ConnectOptions, Database, DbError, Pool};
 

@@ -1,7 +1,7 @@
 //! Database URLs: parsed once into the backend they name, and redacted wherever they are shown.
 
 use super::DbError;
-use super::backend::Kind;
+use super::kind::Kind;
 
 /// The file of [`DEFAULT_DATABASE_FILE`] and [`DEFAULT_DATABASE_URL`], written once.
 macro_rules! default_database_file {

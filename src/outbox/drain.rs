@@ -10,47 +10,15 @@ use std::time::{Duration, Instant, SystemTime};
 use tokio::sync::Mutex;
 use tracing::{info, warn};
 
+use super::options::DrainOptions;
 use super::routes::Routes;
-use super::sink::{Message, ReadySink, Variables};
+use super::sink::{Message, ReadySink};
 use super::store::{self, Row, Shard, ShardClaim};
 use super::{Clock, OutboxError, backoff, cells, gauges};
 use crate::config::Config;
 use crate::db::{Database, DbError, Failure, migrate};
 use crate::stop::pause;
 use crate::telemetry;
-
-/// How a drainer runs.
-#[derive(Debug, Clone)]
-pub struct DrainOptions {
-    /// Deliver what is due now, then return, instead of polling.
-    pub once: bool,
-    /// Shards delivered at the same time.
-    pub concurrency: usize,
-    /// Only these scopes (all when empty).
-    pub scopes: Vec<String>,
-    /// Only these categories (all when empty).
-    pub categories: Vec<String>,
-    /// Stop after delivering this many messages.
-    pub max_messages: Option<u64>,
-    /// How long to wait when nothing is due.
-    pub poll: Duration,
-    /// Where the sinks' `env:NAME` values are read (the process's environment by default).
-    pub variables: Variables,
-}
-
-impl Default for DrainOptions {
-    fn default() -> Self {
-        Self {
-            once: false,
-            concurrency: 1,
-            scopes: Vec::new(),
-            categories: Vec::new(),
-            max_messages: None,
-            poll: Duration::from_secs(1),
-            variables: Variables::Process,
-        }
-    }
-}
 
 /// What a drain did.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]

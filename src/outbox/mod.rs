@@ -14,6 +14,7 @@
 mod cells;
 mod drain;
 mod gauges;
+mod options;
 mod routes;
 mod sink;
 mod stats;
@@ -21,7 +22,8 @@ mod store;
 
 use std::time::{Duration, SystemTime};
 
-pub use drain::{DrainOptions, DrainReport, Drainer};
+pub use drain::{DrainReport, Drainer};
+pub use options::DrainOptions;
 pub use sink::{Message, Variables};
 pub use stats::{CategoryStats, CellStats, OutboxStats, ShardState, stats};
 

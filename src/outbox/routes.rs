@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use super::OutboxError;
-use super::drain::DrainOptions;
+use super::options::DrainOptions;
 use super::sink::ReadySink;
 use super::store::{Deliverable, DeliverableScope, Shard};
 use crate::config::{Config, Sink};

@@ -4,18 +4,17 @@
 use indexmap::IndexMap;
 use serde::Serialize;
 
-use super::filter::selected;
+use super::group::Group;
+use super::relations::selected;
 use super::relations::{Candidate, table_label};
 use super::sql::Among;
 use super::{LeftAlone, OrphanError, OrphanOptions, UNDECLARED, cannot_clean, deletes_first};
 use crate::audit::Alone;
 use crate::cleanup::batches::{BatchOptions, BatchRun, CleanupSummary, Next, Read, Scan};
-use crate::config::{OnDelete, describe_columns};
+use crate::config::OnDelete;
 use crate::db::Database;
-use crate::db::sql::KeyType;
 use crate::engine::Engine;
 use crate::planner::{self, Plan};
-use crate::schema::Table;
 
 /// What deleting the orphans did, and the relations it left alone.
 #[derive(Debug, Clone, Serialize)]
@@ -143,47 +142,6 @@ async fn leave_alone(
         }
     }
     Ok(left)
-}
-
-/// The orphans of one child model by some of its relations, resolved for deleting.
-pub(super) struct Group<'a> {
-    pub(super) engine: &'a Engine,
-    pub(super) model: &'a str,
-    pub(super) table: &'a Table,
-    /// The key column as the catalog spells it, and how its values are bound.
-    pub(super) key: String,
-    pub(super) key_type: KeyType,
-    relations: Vec<&'a Candidate<'a>>,
-}
-
-impl<'a> Group<'a> {
-    /// The group, or why its orphans cannot be cleaned up.
-    fn resolve(engine: &'a Engine, model: &'a str, relations: &[&'a Candidate<'a>]) -> Result<Self, String> {
-        let (config, schema) = (engine.config(), engine.schema());
-        let declared = config.model(model).ok_or_else(|| format!("no model `{model}`"))?;
-        let table =
-            schema.table(&declared.table.value).ok_or_else(|| format!("no table `{}`", declared.table.value))?;
-        let key = match declared.key.as_ref().map(|key| &key.value) {
-            None => "id",
-            Some(key) => key.single().ok_or_else(|| {
-                format!("the key of `{model}` is composite: a clean-up deletes rows by a single-column key")
-            })?,
-        };
-        let column = table.column(key).ok_or_else(|| format!("`{}` has no column `{key}`", table.name))?;
-        let relations = relations.to_vec();
-        Ok(Self { engine, model, table, key: column.name.clone(), key_type: column.key_type.clone(), relations })
-    }
-
-    /// The checkpoint of the orphans of `relations`.
-    fn checkpoint(&self, relations: &[&Candidate<'_>]) -> String {
-        let columns: Vec<String> = relations.iter().map(|relation| describe_columns(&relation.columns)).collect();
-        format!("orphans:{}:{}", self.model, columns.join(","))
-    }
-
-    /// Whether the model's rows carry a `status`, which a deletion sets before deleting them.
-    fn has_status(&self) -> bool {
-        self.engine.config().model(self.model).is_some_and(|model| model.status.is_some())
-    }
 }
 
 /// Keys of orphans to clean up, in key order.

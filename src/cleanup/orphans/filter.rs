@@ -2,8 +2,7 @@
 //! and the schema (a name that is no model may name a table), and an error, with a suggestion,
 //! for one that names nothing.
 
-use super::relations::{Candidate, candidates};
-use super::{OrphanError, OrphanOptions, SkippedRelation};
+use super::{OrphanError, OrphanOptions};
 use crate::config::Config;
 use crate::schema::{Schema, Table};
 
@@ -93,6 +92,15 @@ impl<'a> Filter<'a> {
             || self.models.iter().any(|target| target.is(parent.0, parent.1) || target.is(child.0, child.1));
         relation_ok && model_ok
     }
+
+    /// The error for the first relation filter that matched no relation, with a suggestion
+    /// among the relations looked at; none once every filter was used.
+    pub(super) fn unused(&self) -> Option<OrphanError> {
+        let index = self.used.iter().position(|used| !used)?;
+        let relation = self.relations[index].0.clone();
+        let suggestion = crate::diagnostic::did_you_mean(&relation, self.seen.iter().map(String::as_str));
+        Some(OrphanError::UnknownRelation { relation, suggestion })
+    }
 }
 
 /// Columns as a filter compares them: without parentheses and blanks (`(a, b)` is `a,b`).
@@ -102,21 +110,4 @@ fn columns_spelled(columns: &str) -> String {
 
 fn model_suggestion(config: &Config, name: &str) -> Option<String> {
     crate::diagnostic::did_you_mean(name, config.models.keys().map(String::as_str))
-}
-
-/// The relations `options` selects, and those that cannot be counted; an error for a filter
-/// that names nothing.
-pub(super) fn selected<'a>(
-    config: &'a Config,
-    schema: &'a Schema,
-    options: &OrphanOptions,
-) -> Result<(Vec<Candidate<'a>>, Vec<SkippedRelation>), OrphanError> {
-    let mut filter = Filter::new(options, config, schema)?;
-    let selected = candidates(config, schema, &mut filter);
-    if let Some(index) = filter.used.iter().position(|used| !used) {
-        let relation = filter.relations[index].0.clone();
-        let suggestion = crate::diagnostic::did_you_mean(&relation, filter.seen.iter().map(String::as_str));
-        return Err(OrphanError::UnknownRelation { relation, suggestion });
-    }
-    Ok(selected)
 }

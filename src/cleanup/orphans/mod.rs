@@ -15,6 +15,7 @@
 
 mod delete;
 mod filter;
+mod group;
 mod preview;
 mod relations;
 mod report;

@@ -2,8 +2,8 @@
 //! live schema that the config does not declare, each over one column or several and resolved
 //! against the schema (or skipped, with why).
 
-use super::SkippedRelation;
 use super::filter::Filter;
+use super::{OrphanError, OrphanOptions, SkippedRelation};
 use crate::config::{Config, Key, OnDelete, describe_columns};
 use crate::db::sql::quote_qualified;
 use crate::schema::{Schema, Table};
@@ -80,6 +80,21 @@ fn sample_key(declared: Option<&Key>, table: &Table) -> Vec<String> {
         .map(|column| table.column(column).map(|c| c.name.clone()))
         .collect::<Option<Vec<_>>>()
         .unwrap_or_default()
+}
+
+/// The relations `options` selects, and those that cannot be counted; an error for a filter
+/// that names nothing.
+pub(super) fn selected<'a>(
+    config: &'a Config,
+    schema: &'a Schema,
+    options: &OrphanOptions,
+) -> Result<(Vec<Candidate<'a>>, Vec<SkippedRelation>), OrphanError> {
+    let mut filter = Filter::new(options, config, schema)?;
+    let selected = candidates(config, schema, &mut filter);
+    match filter.unused() {
+        Some(error) => Err(error),
+        None => Ok(selected),
+    }
 }
 
 /// Every relation to count (after the filters) and those that cannot be.

@@ -1,7 +1,7 @@
 //! The report: per selected relation, its orphans counted, the first keys listed, and the index
 //! its anti-join wants when the child table has none.
 
-use super::filter::selected;
+use super::relations::selected;
 use super::relations::table_label;
 use super::{OrphanError, OrphanOptions, OrphanReport, RelationOrphans};
 use crate::config::Config;

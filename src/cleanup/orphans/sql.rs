@@ -2,7 +2,7 @@
 //! are all not NULL and match no parent row, one equality per column): a relation's count and sample, the keys of a batch,
 //! the dry run's count of rows to nullify, and a batch's update and root guard.
 
-use super::delete::Group;
+use super::group::Group;
 use super::relations::Candidate;
 use crate::cleanup::batches;
 use crate::db::sql::{Param, SqlBuilder, Statement, quote_identifier};
