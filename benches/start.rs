@@ -27,8 +27,7 @@ use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
 
-use big_schema::{FOREIGN_KEYS, TABLES, assert_gone, schema_database, small_trees};
-use cascade::db::{Access, Database};
+use big_schema::{FOREIGN_KEYS, TABLES, assert_gone, small_trees};
 
 fn main() {
     let runs = args::number_argument("--runs").unwrap_or(9) as usize;
@@ -38,29 +37,7 @@ fn main() {
     };
     let runtime = tokio::runtime::Runtime::new().expect("a runtime");
     let (ddl, children) = big_schema::schema();
-    // Each build gets a database of its own, whose tool tables its own migrations made.
-    let built = env!("CARGO_BIN_EXE_cascade").to_owned();
-    let builds: Vec<(String, String)> = std::iter::once((built, "cascade_start_bench"))
-        .chain(args::text_argument("--baseline").map(|path| (path, "cascade_start_bench_baseline")))
-        .map(|(build, name)| (build, runtime.block_on(schema_database(&server.url, name, &ddl))))
-        .collect();
-    let durability = runtime.block_on(async {
-        let database = Database::connect(&builds[0].1, Access::ReadOnly).await.expect("connect");
-        let durability = database::durability(&database).await;
-        database.close().await;
-        durability
-    });
-    let project = tempfile::tempdir().expect("a project directory");
-    let init = Command::new(&builds[0].0)
-        .current_dir(project.path())
-        .args(["init", "--database-url", &builds[0].1, "--out", "cascades"])
-        .output()
-        .expect("run init");
-    assert!(init.status.success(), "init: {}", String::from_utf8_lossy(&init.stderr));
-    // Each build writes its tool tables first, so no run below pays for a migration.
-    for (build, url) in &builds {
-        run(build, project.path(), &["delete", "t001", "0", "--confirm", "--database-url", url]);
-    }
+    let big_schema::Setup { builds, durability, project } = big_schema::set_up(&runtime, &server.url, &ddl, "start");
 
     let cases: [(&str, &[&str]); 3] = [
         ("validate --database-url", &["validate", "--database-url"]),

@@ -5,9 +5,54 @@
 //! foreign key; and small trees in it: a `t001` root with one row in each of the first 19
 //! tables that reference it by their first key (20 rows).
 
+use std::process::Command;
+
 use cascade::db::{Access, Database};
 
-use crate::database;
+use crate::{args, database};
+
+/// What a bench on the schema runs against: each build (`cascade` as built, then `--baseline`'s,
+/// if given) with a database of its own holding the schema, whose tool tables that build's
+/// migrations made; how durable their commits are; a project directory with `cascade init`'s
+/// config.
+pub struct Setup {
+    /// (binary, database URL) of each build.
+    pub builds: Vec<(String, String)>,
+    pub durability: String,
+    pub project: tempfile::TempDir,
+}
+
+/// The [`Setup`] of the schema `ddl` on `server`, its databases named after `bench`.
+pub fn set_up(runtime: &tokio::runtime::Runtime, server: &str, ddl: &str, bench: &str) -> Setup {
+    let built = env!("CARGO_BIN_EXE_cascade").to_owned();
+    let builds: Vec<(String, String)> = std::iter::once((built, format!("cascade_{bench}_bench")))
+        .chain(args::text_argument("--baseline").map(|path| (path, format!("cascade_{bench}_bench_baseline"))))
+        .map(|(build, name)| (build, runtime.block_on(schema_database(server, &name, ddl))))
+        .collect();
+    let durability = runtime.block_on(async {
+        let database = Database::connect(&builds[0].1, Access::ReadOnly).await.expect("connect");
+        let durability = database::durability(&database).await;
+        database.close().await;
+        durability
+    });
+    let project = tempfile::tempdir().expect("a project directory");
+    let init = Command::new(&builds[0].0)
+        .current_dir(project.path())
+        .args(["init", "--database-url", &builds[0].1, "--out", "cascades"])
+        .output()
+        .expect("run init");
+    assert!(init.status.success(), "init: {}", String::from_utf8_lossy(&init.stderr));
+    // Each build writes its tool tables first, so no timed run pays for a migration.
+    for (build, url) in &builds {
+        let migrated = Command::new(build)
+            .current_dir(project.path())
+            .args(["delete", "t001", "0", "--confirm", "--database-url", url])
+            .output()
+            .expect("run cascade");
+        assert!(migrated.status.success(), "{build}: {}", String::from_utf8_lossy(&migrated.stderr));
+    }
+    Setup { builds, durability, project }
+}
 
 pub const TABLES: u64 = 371;
 pub const FOREIGN_KEYS: u64 = 762;
