@@ -7,6 +7,9 @@
 //! (the defaults) choose the cases; `--baseline PATH` runs every case a second time, right after
 //! the first, with another build of `cascade` (an earlier commit's), for a comparison in one run.
 //!
+//! `--database sqlite` drains a SQLite file instead (the embedded default), `--shards N` spreads
+//! the backlog over N shards instead of 1,000.
+//!
 //! Each shard holds `rows / shards` rows over 80 % as many objects (one row in five is coalesced
 //! into a later row of its object). The backlog is spread over 1,000 shards, and for the command
 //! sink also written into a single shard (one large deletion's tombstones). Timed: the whole `cascade` process (start-up, config, claims,
@@ -35,7 +38,7 @@ use rdkafka::mocking::MockCluster;
 use rdkafka::producer::DefaultProducerContext;
 
 use args::{list_argument, number_argument, text_argument};
-use cascade::db::{Access, Database};
+use cascade::db::{Access, Database, Kind};
 use database::{durability, fresh_database, statement};
 use pg_server::PgServer;
 
@@ -54,13 +57,30 @@ struct Run {
 
 fn main() {
     let rows = number_argument("--rows").unwrap_or(DEFAULT_ROWS);
+    let shards = number_argument("--shards").unwrap_or(SHARDS);
+    let sqlite = text_argument("--database").is_some_and(|database| database == "sqlite");
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("a runtime");
-    let Some(server) = PgServer::start() else {
-        eprintln!("no PostgreSQL: set CASCADE_TEST_POSTGRES_URL or install the server binaries");
-        std::process::exit(1);
-    };
-    let url = runtime.block_on(fresh_database(&server.url, "cascade_drain_bench"));
     let dir = tempfile::tempdir().expect("a temporary directory");
+    let server = if sqlite {
+        None
+    } else {
+        let Some(server) = PgServer::start() else {
+            eprintln!("no PostgreSQL: set CASCADE_TEST_POSTGRES_URL or install the server binaries");
+            std::process::exit(1);
+        };
+        Some(server)
+    };
+    // A database of each build's own; on SQLite a file in the temporary directory.
+    let database_url = |name: &str| match &server {
+        Some(server) => runtime.block_on(fresh_database(&server.url, name)),
+        None => {
+            // An empty file is an empty SQLite database; cascade opens only files that exist.
+            let file = dir.path().join(format!("{name}.db"));
+            std::fs::File::create(&file).expect("a database file");
+            format!("sqlite://{}", file.display())
+        }
+    };
+    let url = database_url("cascade_drain_bench");
     let received = Arc::new(AtomicU64::new(0));
     let webhook = runtime.block_on(start_webhook(received.clone()));
 
@@ -68,8 +88,8 @@ fn main() {
     let (durability, floor) = runtime.block_on(async {
         let database = Database::connect(&url, Access::ReadWrite).await.expect("connect");
         cascade::db::migrate(&database).await.expect("the tool's tables");
-        let durability = durability(&database).await;
-        let messages = write_backlog(&database, rows, SHARDS, false).await;
+        let durability = format!("{:?} ({})", database.kind(), durability(&database).await);
+        let messages = write_backlog(&database, rows, shards, false).await;
         let started = Instant::now();
         let deleted = database.execute_alone(&statement("DELETE FROM cascade_outbox_entry")).await.expect("delete");
         assert_eq!(deleted, rows);
@@ -99,14 +119,14 @@ fn main() {
         .map(|(label, target)| (*label, target.as_str(), 1, rows, 1));
     let cases = sinks.iter().flat_map(|(label, target)| {
         concurrencies.iter().flat_map(move |&concurrency| {
-            [rows / 10, rows].into_iter().map(move |backlog| (*label, target.as_str(), concurrency, backlog, SHARDS))
+            [rows / 10, rows].into_iter().map(move |backlog| (*label, target.as_str(), concurrency, backlog, shards))
         })
     });
     let built = Build { label: String::new(), binary: PathBuf::from(env!("CARGO_BIN_EXE_cascade")), url: url.clone() };
     // The baseline drains a database of its own, whose tables its own migrations made: an earlier
     // build refuses tables newer than it knows.
     let baseline = text_argument("--baseline").map(|path| {
-        let url = runtime.block_on(fresh_database(&server.url, "cascade_drain_bench_baseline"));
+        let url = database_url("cascade_drain_bench_baseline");
         let binary = PathBuf::from(path);
         run_drain(&binary, &config(dir.path(), "command = [\"cat\"]"), &url, 1);
         Build { label: BASELINE.to_owned(), binary, url }
@@ -219,8 +239,14 @@ async fn write_backlog(database: &Database, rows: u64, shards: u64, legacy: bool
     // At least one row per shard and one object per shard, for small `--rows`.
     let per_shard = (rows / shards).max(1);
     let objects = (per_shard * 4 / 5).max(1);
+    // As cascade writes them: text on PostgreSQL; on SQLite an identifier whose text is an
+    // integer's is stored as the integer.
+    let as_written = |expression: String| match database.kind() {
+        Kind::Sqlite => expression,
+        Kind::Postgres => format!("CAST({expression} AS TEXT)"),
+    };
     let (shard, object) =
-        (format!("CAST(n / {per_shard} AS TEXT)"), format!("CAST((n / {per_shard}) * 100000 + n % {objects} AS TEXT)"));
+        (as_written(format!("n / {per_shard}")), as_written(format!("(n / {per_shard}) * 100000 + n % {objects}")));
     let (table, sql) = if legacy {
         let columns = "scope, shard_identifier, category, object_identifier, payload";
         (
@@ -243,7 +269,15 @@ async fn write_backlog(database: &Database, rows: u64, shards: u64, legacy: bool
             ),
         )
     };
-    let sql = format!("{sql}, '{{\"slug\": \"project\"}}' FROM generate_series(0, {}) AS n", rows - 1);
+    // The numbers 0..rows: PostgreSQL's `generate_series`, SQLite's recursive `WITH`.
+    let series = match database.kind() {
+        Kind::Postgres => format!("generate_series(0, {}) AS n", rows - 1),
+        Kind::Sqlite => format!(
+            "(WITH RECURSIVE s(n) AS (SELECT 0 UNION ALL SELECT n + 1 FROM s WHERE n < {}) SELECT n FROM s)",
+            rows - 1
+        ),
+    };
+    let sql = format!("{sql}, '{{\"slug\": \"project\"}}' FROM {series}");
     database.execute_alone(&statement(&sql)).await.expect("write the backlog");
     database.execute_alone(&statement(&format!("ANALYZE {table}"))).await.expect("analyze");
     rows.div_ceil(per_shard) * objects
@@ -298,7 +332,7 @@ async fn start_webhook(received: Arc<AtomicU64>) -> String {
 }
 
 fn report(runs: &[Run], rows: u64, floor: Duration, durability: &str) {
-    println!("PostgreSQL ({durability}); batches of {BATCH_SIZE}, one row in five coalesced.");
+    println!("{durability}; batches of {BATCH_SIZE}, one row in five coalesced.");
     println!(
         "Floor: one `DELETE FROM cascade_outbox_entry` of {rows} rows took {:.0} ms ({:.2} µs per row).",
         ms(floor),

@@ -280,7 +280,12 @@ impl Inner {
             }
             match sink.deliver(&messages(shard, &rows)).await {
                 Ok(()) => {
-                    let deleted = if shard.cell.is_empty() {
+                    // The last batch of a shard without cells gives the claim back in its own
+                    // transaction.
+                    let finished = last_batch && shard.cell.is_empty();
+                    let deleted = if finished {
+                        store::delete_last_delivered(&self.database, claim, &rows).await?
+                    } else if shard.cell.is_empty() {
                         store::delete_delivered(&self.database, shard, &rows).await?
                     } else {
                         cells::record_delivered(&self.database, shard, &rows, self.routes.cells(&shard.scope)).await?
@@ -299,7 +304,9 @@ impl Inner {
                     // Failures count in a row: a delivery that went through starts them over.
                     claim.attempts = 0;
                     if last_batch {
-                        store::finish(&self.database, claim).await?;
+                        if !finished {
+                            store::finish(&self.database, claim).await?;
+                        }
                         return Ok(report);
                     }
                 }
