@@ -72,13 +72,11 @@ async fn check_checksums(
     transaction: &mut super::Transaction,
     migrations: &[&'static str],
 ) -> Result<(), DbError> {
-    let recorded = Statement {
-        sql:
-            "SELECT CAST(version AS TEXT), checksum FROM cascade_schema_version ORDER BY cascade_schema_version.version"
-                .to_owned(),
-        params: Vec::new(),
-    };
-    for row in transaction.fetch_texts(&recorded).await? {
+    let mut recorded = database.sql();
+    recorded.push(
+        "SELECT CAST(version AS TEXT), checksum FROM cascade_schema_version ORDER BY cascade_schema_version.version",
+    );
+    for row in transaction.fetch_texts(&recorded.finish()).await? {
         let version: i64 = row.first().cloned().flatten().and_then(|v| v.parse().ok()).unwrap_or(0);
         let Some(script) = usize::try_from(version - 1).ok().and_then(|index| migrations.get(index)) else {
             continue;

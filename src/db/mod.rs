@@ -393,7 +393,7 @@ impl Database {
     /// connection turns off for chunk-sized statements turned back on
     /// (`Tuning::wide_read_setting`).
     pub async fn fetch_wide_array(&self, statement: &Statement) -> Result<Vec<String>, DbError> {
-        self.fetch_array_with(statement, self.driver.tuning().wide_read_setting).await
+        json_array_texts(&self.fetch_texts_with(statement, self.driver.tuning().wide_read_setting).await?)
     }
 
     /// Like [`Self::fetch_array`], for a statement that picks rows by a bound key array, planned
@@ -408,10 +408,6 @@ impl Database {
     /// execution.
     pub async fn fetch_key_texts(&self, statement: &Statement, unpartitioned: bool) -> Result<TextRows, DbError> {
         self.fetch_texts_with(statement, self.driver.tuning().key_array_setting.filter(|_| unpartitioned)).await
-    }
-
-    async fn fetch_array_with(&self, statement: &Statement, setting: Option<&str>) -> Result<Vec<String>, DbError> {
-        json_array_texts(&self.fetch_texts_with(statement, setting).await?)
     }
 
     /// The rows of `statement`, in a transaction of its own that runs `setting` first, if any.

@@ -414,10 +414,11 @@ pub struct ListedStatement {
 pub fn list(plan: &Plan, config: &Config, kind: Kind, schema: Option<&Schema>) -> Vec<StepStatements> {
     let backend = kind.backend();
     let mut goes_after: std::collections::HashMap<usize, (String, usize)> = std::collections::HashMap::new();
+    let context = ListContext { plan, config, backend, schema, recorded: models_recording_nullified(plan, schema) };
     let mut steps: Vec<StepStatements> = plan
         .steps_with_parents()
         .into_iter()
-        .map(|(node, parent)| list_node(plan, node, parent, config, backend, schema, &mut goes_after))
+        .map(|(node, parent)| list_node(&context, node, parent, &mut goes_after))
         .collect();
     for listed in &mut steps {
         if let Some((model, step)) = goes_after.remove(&listed.step) {
@@ -428,23 +429,30 @@ pub fn list(plan: &Plan, config: &Config, kind: Kind, schema: Option<&Schema>) -
     steps
 }
 
+/// What listing every step's statements shares: the models whose nullified rows a run records
+/// are found once for the plan, not once per step.
+struct ListContext<'p> {
+    plan: &'p Plan,
+    config: &'p Config,
+    backend: &'static dyn Backend,
+    schema: Option<&'p Schema>,
+    recorded: HashSet<&'p str>,
+}
+
 /// The statements of `node`'s step; the children that go after its rows are added to
 /// `goes_after` (by step: the parent's model and step).
 fn list_node(
-    plan: &Plan,
+    context: &ListContext<'_>,
     node: &PlanNode,
     parent: Option<&PlanNode>,
-    config: &Config,
-    backend: &'static dyn Backend,
-    schema: Option<&Schema>,
     goes_after: &mut std::collections::HashMap<usize, (String, usize)>,
 ) -> StepStatements {
+    let ListContext { plan, config, backend, schema, recorded } = context;
+    let (backend, schema) = (*backend, *schema);
     let children = plan.children_of(node);
     let siblings = parent.map_or(&[][..], |parent| plan.children_of(parent));
-    let mut step = StepSql::new(node, parent, siblings, children, config, backend, schema, false);
-    if node.action == OnDelete::Nullify {
-        step = step.record_nullified(&models_recording_nullified(plan, schema));
-    }
+    let step =
+        StepSql::new(node, parent, siblings, children, config, backend, schema, false).record_nullified(recorded);
     for (index, child) in worked(children).enumerate() {
         if step.child_goes_after(index) {
             goes_after.insert(child.step, (node.model.clone(), node.step));

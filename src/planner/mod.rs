@@ -107,13 +107,10 @@ pub(crate) fn validate(config: &Config, sources: &Sources, schema: Option<&Schem
 /// The models whose tables `plan` deletes rows from, each once: all that
 /// [`check_references`] depends on besides the config and the schema.
 pub(crate) fn deleted_models<'c>(config: &'c Config, plan: &Plan) -> Vec<&'c Model> {
-    let mut deleted: Vec<&Model> = Vec::new();
-    for step in plan.steps().into_iter().filter(|step| step.action.deletes()) {
-        if let Some(model) = config.model(&step.model).filter(|m| !deleted.iter().any(|d| std::ptr::eq(*d, *m))) {
-            deleted.push(model);
-        }
-    }
-    deleted
+    let mut seen = std::collections::HashSet::new();
+    let steps = plan.steps();
+    let deleting = steps.into_iter().filter(|step| step.action.deletes() && seen.insert(step.model.as_str()));
+    deleting.filter_map(|step| config.model(&step.model)).collect()
 }
 
 /// What must hold before a plan deletes anything from the live `schema` from the tables of

@@ -45,6 +45,21 @@ impl Schema {
     }
 }
 
+impl NameIndex {
+    /// The tables of `tables` named `name` in any case, in their order.
+    fn named<'t>(&self, tables: &'t [Table], name: &str) -> impl Iterator<Item = &'t Table> {
+        let positions = self.0.get_or_init(|| {
+            let mut positions: std::collections::HashMap<String, Vec<usize>> = std::collections::HashMap::new();
+            for (position, table) in tables.iter().enumerate() {
+                positions.entry(table.name.to_ascii_lowercase()).or_default().push(position);
+            }
+            positions
+        });
+        let found = positions.get(&name.to_ascii_lowercase()).map_or(&[][..], Vec::as_slice);
+        found.iter().map(move |position| &tables[*position])
+    }
+}
+
 impl PartialEq for NameIndex {
     /// An index says nothing the tables do not.
     fn eq(&self, _: &Self) -> bool {
@@ -380,17 +395,7 @@ impl Schema {
             };
             same(&table.name, name) && schema_matches
         };
-        let positions = self.names.0.get_or_init(|| {
-            let mut positions: std::collections::HashMap<String, Vec<usize>> = std::collections::HashMap::new();
-            for (position, table) in self.tables.iter().enumerate() {
-                positions.entry(table.name.to_ascii_lowercase()).or_default().push(position);
-            }
-            positions
-        });
-        let named = || {
-            let found = positions.get(&name.to_ascii_lowercase()).map_or(&[][..], Vec::as_slice);
-            found.iter().map(|position| &self.tables[*position])
-        };
+        let named = || self.names.named(&self.tables, name);
         if let Some(table) = named().find(|t| matches(t, true)) {
             return Some(table);
         }
