@@ -6,9 +6,9 @@ use serde::Serialize;
 
 use super::outcome::{RUNNING, RunOutcome, RunState};
 use super::process;
-use super::run::{first_integer, ids_json, stale};
+use super::run::{ids_json, stale};
 use crate::db::sql::Param;
-use crate::db::{Database, DbError};
+use crate::db::{Database, DbError, Record};
 
 /// A row of `cascade_run`, as `cascade runs` lists it.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -52,36 +52,35 @@ pub async fn list_runs(database: &Database, limit: u64, run_lease: Duration) -> 
     }
     let backend = database.backend();
     let mut sql = database.sql();
-    sql.push("SELECT CAST(id AS TEXT), ").push(&backend.timestamp_text("started_at")).push(", ");
-    sql.push(&backend.timestamp_text("finished_at")).push(", actor, command, root_model, root_ids, CASE WHEN ");
+    sql.push("SELECT CAST(id AS TEXT) AS id, ").push(&backend.timestamp_text("started_at")).push(" AS started_at, ");
+    sql.push(&backend.timestamp_text("finished_at"));
+    sql.push(" AS finished_at, actor, command, root_model, root_ids, CASE WHEN ");
     stale(&mut sql, run_lease);
-    sql.push(" THEN ").bind_text(RunOutcome::Interrupted.as_str()).push(" ELSE outcome END, rows, error, ");
-    sql.push("CAST(resumes AS TEXT), host, CAST(pid AS TEXT), process FROM cascade_run ");
+    sql.push(" THEN ").bind_text(RunOutcome::Interrupted.as_str()).push(" ELSE outcome END AS outcome, rows, error, ");
+    sql.push("CAST(resumes AS TEXT) AS resumes, host, CAST(pid AS TEXT) AS pid, process FROM cascade_run ");
     sql.push("ORDER BY id DESC LIMIT ").bind(Param::integer(i64::try_from(limit).unwrap_or(i64::MAX)));
-    let rows = database.fetch_texts(&sql.finish()).await?;
-    Ok(rows
-        .into_iter()
+    let rows = database.fetch_records(&sql.finish()).await?;
+    rows.into_iter()
         .map(|row| {
-            let field = |index: usize| row.get(index).cloned().flatten();
-            let state = RunState::parse(&field(7).unwrap_or_default()).unwrap_or(RunState::Ended(RunOutcome::Failed));
-            RunRecord {
-                id: first_integer(&row).unwrap_or(0),
-                started_at: field(1).unwrap_or_default(),
-                finished_at: field(2),
-                actor: field(3).unwrap_or_default(),
-                command: field(4).unwrap_or_default(),
-                root_model: field(5).unwrap_or_default(),
-                root_ids: json_column(field(6).unwrap_or_default()),
+            let state = RunState::parse(&row.text("outcome")?).unwrap_or(RunState::Ended(RunOutcome::Failed));
+            Ok(RunRecord {
+                id: row.parsed("id")?,
+                started_at: row.text("started_at")?,
+                finished_at: row.optional_text("finished_at")?,
+                actor: row.text("actor")?,
+                command: row.text("command")?,
+                root_model: row.text("root_model")?,
+                root_ids: json_column(row.text("root_ids")?),
                 outcome: match state {
-                    RunState::Running if process_gone(&row, 11) => RunState::Ended(RunOutcome::Interrupted),
+                    RunState::Running if process_gone(&row)? => RunState::Ended(RunOutcome::Interrupted),
                     state => state,
                 },
-                rows: field(8).map(json_column),
-                error: field(9),
-                resumes: field(10).and_then(|id| id.parse().ok()),
-            }
+                rows: row.optional_text("rows")?.map(json_column),
+                error: row.optional_text("error")?,
+                resumes: row.optional("resumes")?,
+            })
         })
-        .collect())
+        .collect()
 }
 
 /// Whether a run of `root_model` and `root_ids` is `running` with a heartbeat newer than
@@ -94,17 +93,21 @@ pub(crate) async fn run_alive(
 ) -> Result<bool, DbError> {
     let ids = ids_json(root_ids);
     let mut sql = database.sql();
-    sql.push("SELECT host, CAST(pid AS TEXT), process FROM cascade_run WHERE outcome = ").bind_text(RUNNING);
+    sql.push("SELECT host, CAST(pid AS TEXT) AS pid, process FROM cascade_run WHERE outcome = ").bind_text(RUNNING);
     sql.push(" AND NOT (");
     stale(&mut sql, run_lease);
     sql.push(") AND root_model = ").bind_text(root_model).push(" AND root_ids = ").bind_text(&ids);
-    let runs = database.fetch_texts(&sql.finish()).await?;
-    Ok(runs.iter().any(|row| !process_gone(row, 0)))
+    for run in database.fetch_records(&sql.finish()).await? {
+        if !process_gone(&run)? {
+            return Ok(true);
+        }
+    }
+    Ok(false)
 }
 
-/// Whether the run whose `host`, `pid` and `process` are the row's fields from `first` on is
-/// known to have lost its process.
-fn process_gone(row: &[Option<String>], first: usize) -> bool {
-    let field = |index: usize| row.get(first + index).cloned().flatten();
-    process::is_gone(field(0).as_deref(), field(1).and_then(|pid| pid.parse().ok()), field(2).as_deref())
+/// Whether the run whose `host`, `pid` and `process` the row holds is known to have lost its
+/// process.
+fn process_gone(run: &Record) -> Result<bool, DbError> {
+    let (host, process) = (run.optional_text("host")?, run.optional_text("process")?);
+    Ok(process::is_gone(host.as_deref(), run.optional("pid")?, process.as_deref()))
 }

@@ -262,12 +262,13 @@ async fn end_dead_runs(
     }
     if earlier.resumes.is_none() {
         let mut latest = database.sql();
-        latest.push("SELECT CAST(id AS TEXT) FROM cascade_run WHERE id = (SELECT MAX(id) FROM cascade_run WHERE ");
+        latest
+            .push("SELECT CAST(id AS TEXT) AS id FROM cascade_run WHERE id = (SELECT MAX(id) FROM cascade_run WHERE ");
         latest.push("root_model = ").bind_text(start.root_model);
         latest.push(" AND root_ids = ").bind_text(&ids_json(start.root_ids));
         latest.push(") AND outcome = ").bind_text(RunOutcome::Interrupted.as_str());
-        let interrupted = transaction.fetch_texts(&latest.finish()).await?;
-        earlier.resumes = interrupted.first().and_then(|row| first_integer(row));
+        let interrupted = transaction.fetch_records(&latest.finish()).await?;
+        earlier.resumes = interrupted.first().map(|run| run.parsed("id")).transpose()?;
     }
     Ok(earlier)
 }
@@ -283,40 +284,35 @@ async fn running(
     lease: Duration,
 ) -> Result<Vec<(LiveRun, bool)>, DbError> {
     let mut sql = database.sql();
-    sql.push("SELECT CAST(id AS TEXT), actor, ").push(&database.backend().timestamp_text("started_at"));
-    sql.push(", host, CAST(pid AS TEXT), process, CASE WHEN ");
+    sql.push("SELECT CAST(id AS TEXT) AS id, actor, ").push(&database.backend().timestamp_text("started_at"));
+    sql.push(" AS started_at, host, CAST(pid AS TEXT) AS pid, process, CASE WHEN ");
     stale(&mut sql, lease);
-    sql.push(" THEN 'stale' END, root_model FROM cascade_run WHERE outcome = ").bind_text(RUNNING);
+    sql.push(" THEN 'stale' END AS stale, root_model FROM cascade_run WHERE outcome = ").bind_text(RUNNING);
     if let Some(root_ids) = root_ids {
         sql.push(" AND root_model = ").bind_text(root_model).push(" AND root_ids = ").bind_text(&ids_json(root_ids));
     }
     sql.push(" ORDER BY id");
-    let rows = transaction.fetch_texts(&sql.finish()).await?;
-    // A clean-up of several models records them as `a, b`: any run of the model counts.
-    let of_model = |row: &[Option<String>]| {
-        root_ids.is_some()
-            || row.get(7).cloned().flatten().is_some_and(|models| models.split(", ").any(|model| model == root_model))
-    };
-    Ok(rows
-        .into_iter()
-        .filter(|row| of_model(row))
-        .map(|row| {
-            let field = |index: usize| row.get(index).cloned().flatten();
-            let run = LiveRun {
-                id: first_integer(&row).unwrap_or(0),
-                actor: field(1).unwrap_or_default(),
-                started_at: field(2).unwrap_or_default(),
-                host: field(3),
-                pid: field(4).and_then(|pid| pid.parse().ok()),
-                process: field(5),
-            };
-            let (host, process) = (run.host.as_deref(), run.process.as_deref());
-            let dead = field(6).is_some()
-                || process::is_gone(host, run.pid, process)
-                || (process::is_this(host, run.pid, process) && !Held::is_held(run.id));
-            (run, dead)
-        })
-        .collect())
+    let mut runs = Vec::new();
+    for row in transaction.fetch_records(&sql.finish()).await? {
+        // A clean-up of several models records them as `a, b`: any run of the model counts.
+        if root_ids.is_none() && !row.text("root_model")?.split(", ").any(|model| model == root_model) {
+            continue;
+        }
+        let run = LiveRun {
+            id: row.parsed("id")?,
+            actor: row.text("actor")?,
+            started_at: row.text("started_at")?,
+            host: row.optional_text("host")?,
+            pid: row.optional("pid")?,
+            process: row.optional_text("process")?,
+        };
+        let (host, process) = (run.host.as_deref(), run.process.as_deref());
+        let dead = row.optional_text("stale")?.is_some()
+            || process::is_gone(host, run.pid, process)
+            || (process::is_this(host, run.pid, process) && !Held::is_held(run.id));
+        runs.push((run, dead));
+    }
+    Ok(runs)
 }
 
 async fn insert(
@@ -340,9 +336,9 @@ async fn insert(
         Some(id) => sql.push(", ").bind(Param::integer(id)),
         None => sql.push(", NULL"),
     };
-    sql.push(") RETURNING CAST(id AS TEXT)");
-    let rows = transaction.fetch_texts(&sql.finish()).await?;
-    Ok(rows.first().and_then(|row| first_integer(row)).unwrap_or(0))
+    sql.push(") RETURNING CAST(id AS TEXT) AS id");
+    let rows = transaction.fetch_records(&sql.finish()).await?;
+    rows.first().map_or_else(|| Err(DbError::NoRowReturned("cascade_run")), |run| run.parsed("id"))
 }
 
 /// Root ids as `cascade_run.root_ids` holds them: a JSON array of texts.
@@ -356,10 +352,6 @@ pub(super) fn stale(sql: &mut SqlBuilder, lease: Duration) {
     let cutoff = SystemTime::now().checked_sub(lease).unwrap_or(SystemTime::UNIX_EPOCH);
     sql.push("outcome = ").bind_text(RUNNING).push(" AND (heartbeat IS NULL OR heartbeat < ").timestamp(cutoff);
     sql.push(")");
-}
-
-pub(super) fn first_integer(row: &[Option<String>]) -> Option<i64> {
-    row.first().cloned().flatten().and_then(|value| value.parse().ok())
 }
 
 #[cfg(test)]

@@ -74,15 +74,16 @@ async fn check_checksums(
 ) -> Result<(), DbError> {
     let mut recorded = database.sql();
     recorded.push(
-        "SELECT CAST(version AS TEXT), checksum FROM cascade_schema_version ORDER BY cascade_schema_version.version",
+        "SELECT CAST(version AS TEXT) AS version, checksum FROM cascade_schema_version \
+         ORDER BY cascade_schema_version.version",
     );
-    for row in transaction.fetch_texts(&recorded.finish()).await? {
-        let version: i64 = row.first().cloned().flatten().and_then(|v| v.parse().ok()).unwrap_or(0);
+    for row in transaction.fetch_records(&recorded.finish()).await? {
+        let version: i64 = row.parsed("version")?;
         let Some(script) = usize::try_from(version - 1).ok().and_then(|index| migrations.get(index)) else {
             continue;
         };
         let expected = checksum(script);
-        match row.get(1).cloned().flatten() {
+        match row.optional_text("checksum")? {
             Some(found) if found != expected => return Err(DbError::EditedMigration { version, found, expected }),
             Some(_) => {}
             None => {

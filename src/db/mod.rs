@@ -10,6 +10,7 @@ mod migrate;
 pub mod options;
 pub(crate) mod outbox;
 mod postgres;
+mod record;
 pub(crate) mod sql;
 mod sqlite;
 mod url;
@@ -32,6 +33,7 @@ use sqlx::sqlite::SqlitePool;
 use sql::{Param, SqlValue};
 
 pub use keys::Keys;
+pub(crate) use record::Record;
 
 impl Kind {
     /// The backend of this kind of database.
@@ -139,6 +141,17 @@ pub enum DbError {
         /// This build's script's checksum.
         expected: String,
     },
+    /// A row of the tool's tables holds what this build cannot read.
+    #[error("cannot read column `{column}` of the tool's tables: {problem}")]
+    UnreadableColumn {
+        /// The column.
+        column: String,
+        /// What is wrong with it.
+        problem: String,
+    },
+    /// An insert into a tool's table returned no row.
+    #[error("the insert into `{0}` returned no row")]
+    NoRowReturned(&'static str),
     /// A statement failed.
     #[error("database error: {}", describe(.0))]
     Query(sqlx::Error),
@@ -264,6 +277,13 @@ impl Transaction {
     /// Runs a statement whose columns are all text (or NULL), such as `... RETURNING`.
     pub async fn fetch_texts(&mut self, statement: &Statement) -> Result<TextRows, DbError> {
         Ok(on_either!(&mut self.inner, TransactionInner, statement, |query, tx| texts(
+            &query.fetch_all(&mut **tx).await?
+        )?))
+    }
+
+    /// The rows of a statement, by column name.
+    pub(crate) async fn fetch_records(&mut self, statement: &Statement) -> Result<Vec<Record>, DbError> {
+        Ok(on_either!(&mut self.inner, TransactionInner, statement, |query, tx| record::records(
             &query.fetch_all(&mut **tx).await?
         )?))
     }
@@ -424,6 +444,11 @@ impl Database {
         Ok(on_either!(&self.pool, Pool, statement, |query, pool| texts(&query.fetch_all(pool).await?)?))
     }
 
+    /// The rows of a statement, by column name.
+    pub(crate) async fn fetch_records(&self, statement: &Statement) -> Result<Vec<Record>, DbError> {
+        Ok(on_either!(&self.pool, Pool, statement, |query, pool| record::records(&query.fetch_all(pool).await?)?))
+    }
+
     /// The rows of a query of two text columns, as pairs; a row with a NULL in either is left
     /// out.
     pub(crate) async fn fetch_pairs(&self, statement: &Statement) -> Result<Vec<(String, String)>, DbError> {
@@ -498,7 +523,9 @@ impl Database {
             DbError::UnsupportedUrl(_)
             | DbError::NoSuchFile(_)
             | DbError::NewerTables { .. }
-            | DbError::EditedMigration { .. } => Failure::Permanent,
+            | DbError::EditedMigration { .. }
+            | DbError::UnreadableColumn { .. }
+            | DbError::NoRowReturned(_) => Failure::Permanent,
         }
     }
 

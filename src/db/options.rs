@@ -16,15 +16,8 @@ pub async fn overrides(database: &Database) -> Result<IndexMap<String, f64>, DbE
         sql: "SELECT name, CAST(value AS TEXT) AS value FROM cascade_option".to_owned(),
         params: Vec::new(),
     };
-    let rows = database.fetch_texts(&options).await?;
-    Ok(rows
-        .into_iter()
-        .filter_map(|row| {
-            let mut fields = row.into_iter();
-            let (name, value) = (fields.next().flatten()?, fields.next().flatten()?);
-            Some((name, value.trim().parse().ok()?))
-        })
-        .collect())
+    let rows = database.fetch_records(&options).await?;
+    rows.iter().map(|row| Ok((row.text("name")?, row.parsed("value")?))).collect()
 }
 
 /// Removes an option's runtime value, so the config's applies again; whether there was one.

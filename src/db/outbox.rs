@@ -21,13 +21,10 @@ impl Codes {
     /// Reads every registered name's code (none before migration 9's table has rows).
     pub(crate) async fn read(&self, database: &Database) -> Result<(), DbError> {
         let mut sql = database.sql();
-        sql.push("SELECT name, CAST(code AS TEXT) FROM cascade_outbox_name");
-        let rows = database.fetch_texts(&sql.finish()).await?;
-        let codes = rows.into_iter().filter_map(|row| {
-            let mut row = row.into_iter().flatten();
-            Some((row.next()?, row.next()?.parse().ok()?))
-        });
-        *self.0.write().unwrap_or_else(std::sync::PoisonError::into_inner) = codes.collect();
+        sql.push("SELECT name, CAST(code AS TEXT) AS code FROM cascade_outbox_name");
+        let rows = database.fetch_records(&sql.finish()).await?;
+        let codes = rows.iter().map(|row| Ok((row.text("name")?, row.parsed("code")?)));
+        *self.0.write().unwrap_or_else(std::sync::PoisonError::into_inner) = codes.collect::<Result<_, DbError>>()?;
         Ok(())
     }
 

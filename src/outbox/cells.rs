@@ -141,9 +141,10 @@ pub(crate) async fn backlog(
         return Ok(Vec::new());
     }
     let mut sql = database.sql();
-    sql.push("SELECT c.column1, c.column2, CAST(COUNT(*) AS TEXT), ");
-    sql.push("CAST(COUNT(DISTINCT COALESCE(o.shard_identifier, '')) AS TEXT), ");
-    sql.push(&database.backend().timestamp_text("MIN(o.date_added)")).push(" FROM cascade_outbox o JOIN (VALUES ");
+    sql.push("SELECT c.column1 AS scope, c.column2 AS cell, CAST(COUNT(*) AS TEXT) AS waiting, ");
+    sql.push("CAST(COUNT(DISTINCT COALESCE(o.shard_identifier, '')) AS TEXT) AS shards, ");
+    sql.push(&database.backend().timestamp_text("MIN(o.date_added)"));
+    sql.push(" AS oldest FROM cascade_outbox o JOIN (VALUES ");
     for (index, (scope, cell)) in cells.iter().enumerate() {
         sql.push(if index == 0 { "(" } else { ", (" });
         sql.bind_text(scope).push(", ").bind_text(cell).push(")");
@@ -155,20 +156,15 @@ pub(crate) async fn backlog(
         });
     }
     sql.push(" GROUP BY c.column1, c.column2");
-    Ok(database
-        .fetch_texts(&sql.finish())
-        .await?
-        .into_iter()
-        .map(|row| {
-            let text = |index: usize| row.get(index).cloned().flatten();
-            let number = |index: usize| text(index).and_then(|n| n.parse().ok()).unwrap_or_default();
-            CellBacklog {
-                scope: text(0).unwrap_or_default(),
-                cell: text(1).unwrap_or_default(),
-                rows: number(2),
-                shards: number(3),
-                oldest: text(4),
-            }
+    let rows = database.fetch_records(&sql.finish()).await?;
+    let backlog = rows.iter().map(|row| {
+        Ok(CellBacklog {
+            scope: row.text("scope")?,
+            cell: row.text("cell")?,
+            rows: row.parsed("waiting")?,
+            shards: row.parsed("shards")?,
+            oldest: row.optional_text("oldest")?,
         })
-        .collect())
+    });
+    backlog.collect()
 }

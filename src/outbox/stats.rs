@@ -96,16 +96,16 @@ pub async fn stats(database: &Database, config: &Config, now: SystemTime) -> Res
     }
     let backend = database.backend();
     let mut sql = database.sql();
-    sql.push("SELECT scope, category, CAST(COUNT(*) AS TEXT), CAST(COUNT(DISTINCT COALESCE(shard_identifier, '') || '/' || model || '/' || object_identifier) AS TEXT), ");
-    sql.push("CAST(COUNT(DISTINCT COALESCE(shard_identifier, '')) AS TEXT), ")
+    sql.push("SELECT scope, category, CAST(COUNT(*) AS TEXT) AS pending, CAST(COUNT(DISTINCT ");
+    sql.push("COALESCE(shard_identifier, '') || '/' || model || '/' || object_identifier) AS TEXT) AS objects, ");
+    sql.push("CAST(COUNT(DISTINCT COALESCE(shard_identifier, '')) AS TEXT) AS shards, ")
         .push(&backend.timestamp_text("MIN(date_added)"));
-    sql.push(" FROM cascade_outbox GROUP BY scope, category ORDER BY scope, category");
-    for row in database.fetch_texts(&sql.finish()).await? {
-        let text = |index: usize| row.get(index).cloned().flatten().unwrap_or_default();
-        let number = |index: usize| text(index).parse::<u64>().unwrap_or_default();
-        let (scope, category) = (text(0), text(1));
-        let oldest = humantime::parse_rfc3339_weak(&text(5)).unwrap_or(now);
-        result.pending += number(2);
+    sql.push(" AS oldest FROM cascade_outbox GROUP BY scope, category ORDER BY scope, category");
+    for row in database.fetch_records(&sql.finish()).await? {
+        let (scope, category) = (row.text("scope")?, row.text("category")?);
+        let oldest = humantime::parse_rfc3339_weak(&row.text("oldest")?).unwrap_or(now);
+        let pending: u64 = row.parsed("pending")?;
+        result.pending += pending;
         result.categories.push(CategoryStats {
             sink: config.sink_for(&scope, &category).map(|sink| sink.name.value.clone()),
             cells: config
@@ -115,9 +115,9 @@ pub async fn stats(database: &Database, config: &Config, now: SystemTime) -> Res
                 .map_or_else(Vec::new, |declared| declared.cells.iter().map(|cell| cell.value.clone()).collect()),
             scope,
             category,
-            pending: number(2),
-            objects: number(3),
-            shards: number(4),
+            pending,
+            objects: row.parsed("objects")?,
+            shards: row.parsed("shards")?,
             oldest_age_seconds: now.duration_since(oldest).unwrap_or_default().as_secs_f64(),
         });
     }
@@ -129,33 +129,32 @@ pub async fn stats(database: &Database, config: &Config, now: SystemTime) -> Res
         return Ok(result);
     }
     let mut sql = database.sql();
-    sql.push("SELECT scope, shard_identifier, CAST(attempts AS TEXT), ")
+    sql.push("SELECT scope, shard_identifier, CAST(attempts AS TEXT) AS attempts, ")
         .push(&backend.timestamp_text("next_attempt_at"));
-    sql.push(", last_error, CASE WHEN claim_expires_at > ").timestamp(now);
+    sql.push(" AS next_attempt_at, last_error, CASE WHEN claim_expires_at > ").timestamp(now);
     sql.push(" THEN 'delivering' WHEN next_attempt_at > ").timestamp(now);
-    sql.push(" THEN 'backing_off' ELSE 'due' END, ");
+    sql.push(" THEN 'backing_off' ELSE 'due' END AS state, ");
     if cells_migrated {
-        sql.push("cell, ").push(&backend.timestamp_text("failing_since"));
+        sql.push("cell, ").push(&backend.timestamp_text("failing_since")).push(" AS failing_since");
     } else {
-        sql.push("NULL, NULL");
+        sql.push("NULL AS cell, NULL AS failing_since");
     }
     sql.push(" FROM cascade_outbox_shard WHERE claim_expires_at > ").timestamp(now);
     sql.push(" OR attempts > 0 ORDER BY scope, shard_identifier, cell");
-    for row in database.fetch_texts(&sql.finish()).await? {
-        let text = |index: usize| row.get(index).cloned().flatten();
+    for row in database.fetch_records(&sql.finish()).await? {
         result.shards.push(ShardState {
-            scope: text(0).unwrap_or_default(),
-            shard_identifier: text(1).unwrap_or_default(),
-            state: match text(5).as_deref() {
-                Some("delivering") => "delivering",
-                Some("backing_off") => "backing_off",
+            scope: row.text("scope")?,
+            shard_identifier: row.text("shard_identifier")?,
+            state: match row.text("state")?.as_str() {
+                "delivering" => "delivering",
+                "backing_off" => "backing_off",
                 _ => "due",
             },
-            attempts: text(2).and_then(|n| n.parse().ok()).unwrap_or_default(),
-            next_attempt_at: text(3),
-            last_error: text(4),
-            cell: text(6).filter(|cell| !cell.is_empty()),
-            failing_since: text(7),
+            attempts: row.parsed("attempts")?,
+            next_attempt_at: row.optional_text("next_attempt_at")?,
+            last_error: row.optional_text("last_error")?,
+            cell: row.optional_text("cell")?.filter(|cell| !cell.is_empty()),
+            failing_since: row.optional_text("failing_since")?,
         });
     }
     result.cells = cell_stats(database, config, now, &result.shards, cells_migrated).await?;

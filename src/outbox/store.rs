@@ -9,7 +9,7 @@ use std::time::SystemTime;
 
 use crate::db::outbox::{Codes, push_identifier};
 use crate::db::sql::{Param, SqlBuilder, Statement};
-use crate::db::{Database, DbError, first_text};
+use crate::db::{Database, DbError};
 
 /// Messages with the same `(scope, shard_identifier)` are delivered in order by one drainer, to
 /// each cell of a scope with cells on its own.
@@ -147,8 +147,9 @@ pub(crate) async fn due_shards(
             continue;
         }
         let mut sql = database.sql();
-        sql.push("SELECT n.name, CAST(o.shard_identifier AS TEXT), ").push(if with_cells { "c.column2" } else { "''" });
-        sql.push(", CAST(MIN(o.id) AS TEXT), CAST(o.scope_code AS TEXT) FROM cascade_outbox_entry o ");
+        sql.push("SELECT n.name AS scope, CAST(o.shard_identifier AS TEXT) AS shard_identifier, ");
+        sql.push(if with_cells { "c.column2" } else { "''" }).push(" AS cell, CAST(MIN(o.id) AS TEXT) AS first_id, ");
+        sql.push("CAST(o.scope_code AS TEXT) AS scope_code FROM cascade_outbox_entry o ");
         sql.push("JOIN cascade_outbox_name n ON n.code = o.scope_code ");
         if with_cells {
             sql.push("JOIN ");
@@ -171,16 +172,14 @@ pub(crate) async fn due_shards(
         sql.push(")) GROUP BY o.scope_code, n.name, o.shard_identifier");
         sql.push(if with_cells { ", c.column2" } else { "" });
         sql.push(" ORDER BY MIN(o.id) LIMIT ").bind(Param::integer(clamp(limit)));
-        for row in database.fetch_texts(&sql.finish()).await? {
-            let text = |index: usize| row.get(index).cloned().flatten();
-            let first: i64 = text(3).and_then(|id| id.parse().ok()).unwrap_or_default();
+        for row in database.fetch_records(&sql.finish()).await? {
             let shard = Shard {
-                scope: text(0).unwrap_or_default(),
-                scope_code: text(4).and_then(|code| code.parse().ok()).unwrap_or_default(),
-                identifier: text(1),
-                cell: text(2).unwrap_or_default(),
+                scope: row.text("scope")?,
+                scope_code: row.parsed("scope_code")?,
+                identifier: row.optional_text("shard_identifier")?,
+                cell: row.text("cell")?,
             };
-            found.push((first, shard));
+            found.push((row.parsed::<i64>("first_id")?, shard));
         }
     }
     // Both kinds together, oldest first.
@@ -220,13 +219,10 @@ pub(crate) async fn claim(
     sql.push(") ON CONFLICT (scope, shard_identifier, cell) DO UPDATE SET claim_token = excluded.claim_token, ");
     sql.push("claim_expires_at = excluded.claim_expires_at WHERE ");
     push_claimable(&mut sql, "cascade_outbox_shard", now, due);
-    sql.push(" RETURNING CAST(attempts AS TEXT)");
-    let rows = database.fetch_texts(&sql.finish()).await?;
-    Ok(first_text(&rows).map(|attempts| ShardClaim {
-        shard: shard.clone(),
-        token,
-        attempts: attempts.parse().unwrap_or_default(),
-    }))
+    sql.push(" RETURNING CAST(attempts AS TEXT) AS attempts");
+    let rows = database.fetch_records(&sql.finish()).await?;
+    let Some(row) = rows.first() else { return Ok(None) };
+    Ok(Some(ShardClaim { shard: shard.clone(), token, attempts: row.parsed("attempts")? }))
 }
 
 /// Extends the claim to `until`; false when it is no longer this drainer's.
@@ -314,9 +310,10 @@ pub(crate) async fn next_messages(
 ) -> Result<Vec<Row>, DbError> {
     let backend = database.backend();
     let mut sql = database.sql();
-    sql.push("SELECT CAST(o.id AS TEXT), CAST(o.category_code AS TEXT), CAST(o.model_code AS TEXT), ");
-    sql.push("CAST(o.object_identifier AS TEXT), o.payload, ");
-    sql.push(&backend.timestamp_text("o.date_added")).push(" FROM cascade_outbox_entry o WHERE ");
+    sql.push("SELECT CAST(o.id AS TEXT) AS id, CAST(o.category_code AS TEXT) AS category_code, ");
+    sql.push("CAST(o.model_code AS TEXT) AS model_code, CAST(o.object_identifier AS TEXT) AS object_identifier, ");
+    sql.push("o.payload AS payload, ").push(&backend.timestamp_text("o.date_added"));
+    sql.push(" AS date_added FROM cascade_outbox_entry o WHERE ");
     push_shard(&mut sql, "o", shard);
     sql.push(" AND o.id > ").bind(Param::integer(after)).push(" AND ");
     push_scheduled_by(&mut sql, "o", due);
@@ -338,25 +335,20 @@ pub(crate) async fn next_messages(
     not_received(&mut sql, "later");
     sql.push(")");
     sql.push(" ORDER BY o.id LIMIT ").bind(Param::integer(clamp(limit)));
-    let rows = database.fetch_texts(&sql.finish()).await?;
-    let mut rows: Vec<Row> = rows
-        .into_iter()
-        .map(|row| {
-            let mut row = row.into_iter();
-            let mut next = || row.next().flatten();
-            let number = |text: Option<String>| text.and_then(|text| text.parse().ok()).unwrap_or_default();
-            Row {
-                id: number(next()),
-                category_code: number(next()),
-                model_code: number(next()),
-                object_identifier: next().unwrap_or_default(),
-                payload: next(),
-                date_added: next().unwrap_or_default(),
-                category: String::new(),
-                model: String::new(),
-            }
+    let rows = database.fetch_records(&sql.finish()).await?;
+    let rows = rows.into_iter().map(|row| {
+        Ok(Row {
+            id: row.parsed("id")?,
+            category_code: row.parsed("category_code")?,
+            model_code: row.parsed("model_code")?,
+            object_identifier: row.text("object_identifier")?,
+            payload: row.optional_text("payload")?,
+            date_added: row.text("date_added")?,
+            category: String::new(),
+            model: String::new(),
         })
-        .collect();
+    });
+    let mut rows = rows.collect::<Result<Vec<Row>, DbError>>()?;
     // The names come from the codes read before the look; a name registered since (a new model
     // writing a category already delivered) is read now. Joining the names in the statement
     // cost a fifth of its time.
@@ -429,16 +421,11 @@ pub(super) fn push_covered(sql: &mut SqlBuilder, shard: &Shard, delivered: &[Row
 /// Rows waiting per scope, and the oldest row's `date_added` as text.
 pub(crate) async fn backlog(database: &Database) -> Result<Vec<(String, u64, String)>, DbError> {
     let mut sql = database.sql();
-    sql.push("SELECT n.name, CAST(COUNT(*) AS TEXT), ").push(&database.backend().timestamp_text("MIN(o.date_added)"));
+    sql.push("SELECT n.name AS scope, CAST(COUNT(*) AS TEXT) AS waiting, ");
+    sql.push(&database.backend().timestamp_text("MIN(o.date_added)")).push(" AS oldest");
     sql.push(" FROM cascade_outbox_entry o JOIN cascade_outbox_name n ON n.code = o.scope_code GROUP BY n.name");
-    let rows = database.fetch_texts(&sql.finish()).await?;
-    Ok(rows
-        .into_iter()
-        .map(|row| {
-            let text = |index: usize| row.get(index).cloned().flatten().unwrap_or_default();
-            (text(0), text(1).parse().unwrap_or_default(), text(2))
-        })
-        .collect())
+    let rows = database.fetch_records(&sql.finish()).await?;
+    rows.iter().map(|row| Ok((row.text("scope")?, row.parsed("waiting")?, row.text("oldest")?))).collect()
 }
 
 /// The shards of one `(scope, cell)` whose latest delivery failed.
@@ -455,20 +442,17 @@ pub(crate) struct Failing {
 /// The failing shards per `(scope, cell)` (a pair with none has no entry).
 pub(crate) async fn failing(database: &Database) -> Result<Vec<Failing>, DbError> {
     let mut sql = database.sql();
-    sql.push("SELECT scope, cell, CAST(COUNT(*) AS TEXT), ");
+    sql.push("SELECT scope, cell, CAST(COUNT(*) AS TEXT) AS shards, ");
     sql.push(&database.backend().timestamp_text("MIN(failing_since)"));
-    sql.push(" FROM cascade_outbox_shard WHERE attempts > 0 GROUP BY scope, cell");
-    let rows = database.fetch_texts(&sql.finish()).await?;
-    Ok(rows
-        .into_iter()
-        .map(|row| {
-            let text = |index: usize| row.get(index).cloned().flatten();
-            Failing {
-                scope: text(0).unwrap_or_default(),
-                cell: text(1).unwrap_or_default(),
-                shards: text(2).and_then(|n| n.parse().ok()).unwrap_or_default(),
-                since: text(3),
-            }
+    sql.push(" AS since FROM cascade_outbox_shard WHERE attempts > 0 GROUP BY scope, cell");
+    let rows = database.fetch_records(&sql.finish()).await?;
+    let failing = rows.iter().map(|row| {
+        Ok(Failing {
+            scope: row.text("scope")?,
+            cell: row.text("cell")?,
+            shards: row.parsed("shards")?,
+            since: row.optional_text("since")?,
         })
-        .collect())
+    });
+    failing.collect()
 }

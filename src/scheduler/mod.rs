@@ -96,13 +96,14 @@ pub async fn schedule(
     let mut transaction = database.begin_write().await?;
     let mut sql = database.sql();
     sql.push(
-        "SELECT guid, CASE WHEN in_progress THEN 'yes' ELSE 'no' END FROM cascade_scheduled_deletion WHERE model = ",
+        "SELECT guid, CASE WHEN in_progress THEN 'yes' ELSE 'no' END AS in_progress FROM cascade_scheduled_deletion \
+         WHERE model = ",
     );
     sql.bind(text(model)).push(" AND object_id = ").bind(text(object_id));
-    let existing = transaction.fetch_texts(&sql.finish()).await?;
+    let existing = transaction.fetch_records(&sql.finish()).await?;
     let optional = |value: Option<&str>| Param::text(value.unwrap_or_default());
     let guid = match existing.first() {
-        Some(row) if row[1].as_deref() == Some("yes") => {
+        Some(row) if row.text("in_progress")? == "yes" => {
             transaction.rollback().await?;
             return Err(ScheduleError::InProgress {
                 model: model.into(),
@@ -111,7 +112,7 @@ pub async fn schedule(
             });
         }
         Some(row) => {
-            let guid = row[0].clone().unwrap_or_default();
+            let guid = row.text("guid")?;
             let mut sql = database.sql();
             sql.push("UPDATE cascade_scheduled_deletion SET date_scheduled = ").timestamp(at);
             sql.push(", actor = NULLIF(").bind(optional(actor)).push(", ''), data = NULLIF(").bind(optional(data));
@@ -166,28 +167,25 @@ pub async fn list(database: &Database, settings: &Settings) -> Result<Vec<Schedu
     let silent_since = SystemTime::now().checked_sub(worker_gone_after(settings)).unwrap_or(SystemTime::UNIX_EPOCH);
     let mut sql = database.sql();
     sql.push("SELECT guid, model, object_id, ").push(&backend.timestamp_text("date_scheduled"));
-    sql.push(", CASE WHEN in_progress AND heartbeat < ").timestamp(silent_since);
+    sql.push(" AS date_scheduled, CASE WHEN in_progress AND heartbeat < ").timestamp(silent_since);
     sql.push(" THEN 'interrupted' WHEN in_progress THEN 'in_progress' WHEN attempts >= ");
     sql.bind(Param::integer(i64::try_from(settings.max_attempts()).unwrap_or(i64::MAX)));
-    sql.push(" THEN 'failed' ELSE 'pending' END, CAST(attempts AS TEXT), last_error, actor ");
+    sql.push(" THEN 'failed' ELSE 'pending' END AS state, CAST(attempts AS TEXT) AS attempts, last_error, actor ");
     sql.push("FROM cascade_scheduled_deletion ORDER BY date_scheduled, id");
-    let rows = database.fetch_texts(&sql.finish()).await?;
-    Ok(rows
-        .into_iter()
-        .map(|row| {
-            let field = |index: usize| row.get(index).cloned().flatten();
-            Scheduled {
-                guid: field(0).unwrap_or_default(),
-                model: field(1).unwrap_or_default(),
-                object_id: field(2).unwrap_or_default(),
-                date_scheduled: field(3).unwrap_or_default(),
-                state: field(4).unwrap_or_default(),
-                attempts: field(5).and_then(|a| a.parse().ok()).unwrap_or(0),
-                last_error: field(6),
-                actor: field(7),
-            }
+    let rows = database.fetch_records(&sql.finish()).await?;
+    let scheduled = rows.into_iter().map(|row| {
+        Ok(Scheduled {
+            guid: row.text("guid")?,
+            model: row.text("model")?,
+            object_id: row.text("object_id")?,
+            date_scheduled: row.text("date_scheduled")?,
+            state: row.text("state")?,
+            attempts: row.parsed("attempts")?,
+            last_error: row.optional_text("last_error")?,
+            actor: row.optional_text("actor")?,
         })
-        .collect())
+    });
+    Ok(scheduled.collect::<Result<_, DbError>>()?)
 }
 
 /// How often a worker heartbeats its claim: a quarter of the lease, from 0.2 to 30 seconds.
@@ -244,20 +242,21 @@ pub(crate) async fn claim(database: &Database, max_attempts: u64, lease: Duratio
     sql.timestamp(now);
     sql.push(" AND attempts < ").bind(Param::integer(i64::try_from(max_attempts).unwrap_or(i64::MAX)));
     sql.push(" ORDER BY date_scheduled, id LIMIT 1").push(database.backend().claim_lock());
-    sql.push(") AND NOT in_progress RETURNING CAST(id AS TEXT), guid, model, object_id, actor, CAST(attempts AS TEXT)");
-    let rows = database.fetch_texts_alone(&sql.finish()).await?;
-    Ok(rows.first().map(|row| {
-        let field = |index: usize| row.get(index).cloned().flatten().unwrap_or_default();
-        Claim {
-            id: field(0).parse().unwrap_or(0),
-            token: token.clone(),
-            guid: field(1),
-            model: field(2),
-            object_id: field(3),
-            actor: row.get(4).cloned().flatten(),
-            attempts: field(5).parse().unwrap_or(1),
-            lease,
-        }
+    sql.push(") AND NOT in_progress RETURNING CAST(id AS TEXT) AS id, guid, model, object_id, actor, ");
+    sql.push("CAST(attempts AS TEXT) AS attempts");
+    let mut transaction = database.begin_write().await?;
+    let rows = transaction.fetch_records(&sql.finish()).await?;
+    transaction.commit().await?;
+    let Some(row) = rows.first() else { return Ok(None) };
+    Ok(Some(Claim {
+        id: row.parsed("id")?,
+        token,
+        guid: row.text("guid")?,
+        model: row.text("model")?,
+        object_id: row.text("object_id")?,
+        actor: row.optional_text("actor")?,
+        attempts: row.parsed("attempts")?,
+        lease,
     }))
 }
 

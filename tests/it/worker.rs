@@ -475,3 +475,27 @@ on_each_database!(
     a_worker_reads_a_changed_schema_again_on_postgres,
     |databases| schema_changes_are_read_again(&databases.create(&format!("{SCHEMA}{}", rows(3, 5))))
 );
+
+/// A tool's row that holds what no cascade writes (edited by hand: SQLite keeps any text in an
+/// integer column) is an error naming the column, never read as a default.
+#[test]
+fn a_tool_row_that_cannot_be_read_is_an_error_naming_its_column() {
+    let dir = tempfile::tempdir().unwrap();
+    let url = sqlite_database(dir.path(), &format!("{SCHEMA}{}", rows(1, 1)));
+    let config_dir = project(&[("cascades/items.toml", &config("", None))]);
+    schedule_now(&url, "item", [1]);
+    texts(&url, "UPDATE cascade_scheduled_deletion SET attempts = 'many'");
+    cascade(config_dir.path()).args(["scheduled", "--database-url", &url]).assert().code(2).stderr(
+        predicates::str::contains(
+            "cannot read column `attempts` of the tool's tables: holds `many`, which does not read as u64",
+        ),
+    );
+    texts(&url, "UPDATE cascade_scheduled_deletion SET attempts = 0");
+    cascade(config_dir.path()).args(["worker", "--once", "--database-url", &url]).assert().success();
+    texts(&url, "UPDATE cascade_run SET resumes = 'the last one'");
+    cascade(config_dir.path())
+        .args(["runs", "--database-url", &url])
+        .assert()
+        .code(2)
+        .stderr(predicates::str::contains("cannot read column `resumes` of the tool's tables: holds `the last one`"));
+}

@@ -12,7 +12,7 @@
 
 use std::collections::VecDeque;
 
-use super::{DeleteError, Deletion};
+use super::{DeleteError, Deletion, NodeWork};
 use crate::db::Keys;
 use crate::db::sql::Param;
 use crate::engine::table_keys;
@@ -38,30 +38,29 @@ impl Deletion<'_> {
     /// The top frame's next chunk: read ahead, or fetched (and the levels below it read ahead
     /// where it is the last). `None` once nothing is left.
     pub(super) async fn next_keys(&mut self) -> Result<Option<Keys>, DeleteError> {
-        let frame = self.stack.last_mut().expect("the frame being worked on");
-        frame.limit = self.sizes.of(frame.node);
+        let limit = self.sizes.of(self.top().work.node);
+        self.top_mut().limit = limit;
         if let Some(keys) = self.level_ahead() {
-            self.stack.last_mut().expect("the frame being worked on").last_chunk = true;
+            self.top_mut().last_chunk = true;
             return Ok((!keys.is_empty()).then_some(keys));
         }
-        let level = self.stack.last().expect("the frame being worked on").step.sql.self_reference;
-        self.settle_shared(level).await?;
-        let frame = self.stack.last().expect("the frame being worked on");
-        let excluded = match self.in_loops.get(&frame.node.table) {
-            Some(keys) => Some(Param::Keys(table_keys(&frame.node.table, &frame.step.sql.key_types, keys.clone())?)),
+        let (work, matched) = (self.top().work.clone(), self.top().matched.clone());
+        self.settle_shared(work.step.sql.self_reference).await?;
+        let (table, key_types) = (&work.node.table, &work.step.sql.key_types);
+        let excluded = match self.in_loops.get(table) {
+            Some(keys) => Some(Param::Keys(table_keys(table, key_types, keys.clone())?)),
             None => None,
         };
-        let matched = Param::Keys(frame.matched.clone());
-        let statement = frame.step.sql.select_chunk(matched, frame.step.status, frame.limit, excluded);
+        let statement = work.step.sql.select_chunk(Param::Keys(matched), work.step.status, limit, excluded);
         let keys = self.read_array(&statement).await?;
         if keys.is_empty() {
             return Ok(None);
         }
-        let frame = self.stack.last_mut().expect("the frame being worked on");
-        frame.last_chunk = (keys.len() as u64) < frame.limit;
-        let keys = table_keys(&frame.node.table, &frame.step.sql.key_types, keys)?;
-        if frame.last_chunk && keys.len() <= NARROW {
-            self.read_levels_ahead(&keys).await?;
+        let last_chunk = (keys.len() as u64) < limit;
+        self.top_mut().last_chunk = last_chunk;
+        let keys = table_keys(table, key_types, keys)?;
+        if last_chunk && keys.len() <= NARROW {
+            self.read_levels_ahead(&work, &keys).await?;
         }
         Ok(Some(keys))
     }
@@ -69,7 +68,7 @@ impl Deletion<'_> {
     /// The rows the top frame's fetch would find, where they were read ahead: its whole chunk.
     fn level_ahead(&mut self) -> Option<Keys> {
         let frame = self.stack.last()?;
-        if frame.node.step != self.ahead.step {
+        if frame.work.node.step != self.ahead.step {
             return None;
         }
         match self.ahead.levels.pop_front() {
@@ -81,15 +80,15 @@ impl Deletion<'_> {
         }
     }
 
-    /// The top frame fetched `keys`, fewer than it asked for: reads the levels below them ahead,
-    /// where its node reads them in one query and no loop of rows is being left out of fetches.
-    async fn read_levels_ahead(&mut self, keys: &Keys) -> Result<(), DeleteError> {
-        let frame = self.stack.last().expect("the frame that fetched");
-        if !frame.step.sql.reads_levels_below() || !self.in_loops.is_empty() {
+    /// The top frame (`work`) fetched `keys`, fewer than it asked for: reads the levels below
+    /// them ahead, where its node reads them in one query and no loop of rows is being left out
+    /// of fetches.
+    async fn read_levels_ahead(&mut self, work: &NodeWork<'_>, keys: &Keys) -> Result<(), DeleteError> {
+        if !work.step.sql.reads_levels_below() || !self.in_loops.is_empty() {
             return Ok(());
         }
-        let (step, table, key_types) = (frame.node.step, &frame.node.table, frame.step.sql.key_types.clone());
-        let statement = frame.step.sql.levels_below(Param::Keys(keys.clone()), LEVELS, ROWS);
+        let (step, table, key_types) = (work.node.step, &work.node.table, &work.step.sql.key_types);
+        let statement = work.step.sql.levels_below(Param::Keys(keys.clone()), LEVELS, ROWS);
         self.settle_shared(true).await?;
         let rows = self.read_texts(&statement).await?;
         let mut levels = VecDeque::new();
@@ -102,7 +101,7 @@ impl Deletion<'_> {
             }
             let texts: Vec<String> = serde_json::from_str(array).unwrap_or_default();
             read += texts.len() as u64;
-            let level = table_keys(table, &key_types, texts)?;
+            let level = table_keys(table, key_types, texts)?;
             levels.push_back((parents, level.clone()));
             parents = level;
         }
@@ -111,7 +110,7 @@ impl Deletion<'_> {
             levels.pop_back();
         } else if whole && (levels.len() as u64) < LEVELS {
             // Nothing below the deepest level.
-            levels.push_back((parents, table_keys(table, &key_types, Vec::new())?));
+            levels.push_back((parents, table_keys(table, key_types, Vec::new())?));
         }
         self.ahead = LevelsAhead { step, levels };
         Ok(())

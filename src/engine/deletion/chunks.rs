@@ -4,7 +4,7 @@
 
 use std::time::Instant;
 
-use super::{DeleteError, Deletion, Frame, Outcome, Together};
+use super::{DeleteError, Deletion, NodeWork, Outcome, Together};
 use crate::audit;
 use crate::db::Keys;
 use crate::db::sql::Param;
@@ -24,9 +24,9 @@ impl<'a> Deletion<'a> {
     /// the check for new children before the chunk goes, as one written after its own child's
     /// drain would be. None where it does not ask.
     pub(super) async fn absent_children(&mut self, keys: &Keys) -> Result<Vec<bool>, DeleteError> {
-        let frame = self.stack.last().expect("the frame being worked on");
-        let (node, children) = (frame.node, frame.children);
-        if frame.in_tree || children.len() < PROBED_CHILDREN {
+        let work = &self.top().work;
+        let (node, children) = (work.node, work.children);
+        if work.in_tree || children.len() < PROBED_CHILDREN {
             return Ok(Vec::new());
         }
         let backend = self.database.backend();
@@ -39,11 +39,13 @@ impl<'a> Deletion<'a> {
         Ok(present.into_iter().map(|present| present.as_deref() == Some("0")).collect())
     }
 
-    /// Deletes the chunk `keys` of `frame` and its set-based children's rows in one transaction,
-    /// when the children's rows fit one chunk of theirs.
+    /// Deletes the chunk `keys` (of a fetch that asked for `limit` rows) of `frame` and its
+    /// set-based children's rows in one transaction, when the children's rows fit one chunk of
+    /// theirs.
     pub(super) async fn delete_together(
         &mut self,
-        frame: &Frame<'a>,
+        frame: &NodeWork<'a>,
+        limit: u64,
         keys: &Keys,
     ) -> Result<Together<'a>, DeleteError> {
         let started = Instant::now();
@@ -55,7 +57,7 @@ impl<'a> Deletion<'a> {
             if child_rows.some_left {
                 let (began, steps) = self.commit(transaction, &steps, started).await?;
                 self.record_transaction(began, &steps);
-                self.sizes.overflowed(frame.node, frame.limit, child_rows.counted, self.sizes.in_parent(child));
+                self.sizes.overflowed(frame.node, limit, child_rows.counted, self.sizes.in_parent(child));
                 return Ok(Together::ChildrenLeft(steps));
             }
         }
@@ -78,7 +80,7 @@ impl<'a> Deletion<'a> {
         {
             // Too many to go with the chunk: they go first, chunk by chunk, as elsewhere.
             self.roll_back(transaction).await?;
-            self.sizes.overflowed(frame.node, frame.limit, child_rows.counted, self.sizes.in_parent(child));
+            self.sizes.overflowed(frame.node, limit, child_rows.counted, self.sizes.in_parent(child));
             return Ok(Together::ChildrenLeft(Vec::new()));
         }
         self.advance_checkpoint(&mut transaction, frame.node, keys).await?;
@@ -88,7 +90,7 @@ impl<'a> Deletion<'a> {
         }
         steps.push((frame.node, deleted));
         let (began, steps) = self.commit(transaction, &steps, started).await?;
-        self.sizes.record(frame.node, frame.limit, keys.len() as u64, started.elapsed());
+        self.sizes.record(frame.node, limit, keys.len() as u64, started.elapsed());
         self.record_transaction(began, &steps);
         Ok(Together::Done(steps))
     }
@@ -134,7 +136,7 @@ impl<'a> Deletion<'a> {
     pub(super) async fn delete_children_after(
         &mut self,
         transaction: &mut Transaction,
-        frame: &Frame<'a>,
+        frame: &NodeWork<'a>,
         keys: &Keys,
         steps: &mut Vec<(&'a PlanNode, u64)>,
     ) -> Result<Option<(&'a PlanNode, ChildRows)>, DeleteError> {
@@ -153,7 +155,7 @@ impl<'a> Deletion<'a> {
     pub(super) async fn children_exist(
         &self,
         transaction: &mut Transaction,
-        frame: &Frame<'a>,
+        frame: &NodeWork<'a>,
         together: bool,
         keys: &Keys,
     ) -> Result<bool, DeleteError> {
@@ -181,9 +183,14 @@ impl<'a> Deletion<'a> {
         Ok(counted)
     }
 
-    /// Deletes the chunk `keys` of `frame`, then the rows of its children that go after it,
-    /// unless children appeared under it.
-    pub(super) async fn delete_chunk(&mut self, frame: &Frame<'a>, keys: &Keys) -> Result<Outcome<'a>, DeleteError> {
+    /// Deletes the chunk `keys` (of a fetch that asked for `limit` rows) of `frame`, then the rows
+    /// of its children that go after it, unless children appeared under it.
+    pub(super) async fn delete_chunk(
+        &mut self,
+        frame: &NodeWork<'a>,
+        limit: u64,
+        keys: &Keys,
+    ) -> Result<Outcome<'a>, DeleteError> {
         let started = Instant::now();
         let step = &frame.step;
         let mut transaction = self.begin().await?;
@@ -217,37 +224,37 @@ impl<'a> Deletion<'a> {
         self.advance_checkpoint(&mut transaction, frame.node, keys).await?;
         steps.push((frame.node, deleted));
         if self.may_share(frame.in_tree, started) {
-            self.sizes.record(frame.node, frame.limit, keys.len() as u64, started.elapsed());
+            self.sizes.record(frame.node, limit, keys.len() as u64, started.elapsed());
             self.share(transaction, steps, started);
             return Ok(Outcome::Shared);
         }
         let (began, steps) = self.commit(transaction, &steps, started).await?;
         self.record_transaction(began, &steps);
-        self.sizes.record(frame.node, frame.limit, keys.len() as u64, started.elapsed());
+        self.sizes.record(frame.node, limit, keys.len() as u64, started.elapsed());
         Ok(Outcome::Done(steps))
     }
 
-    /// Whether a set-based statement of `frame` that touched `rows` of at most `limit` was its
-    /// last: it came back short, or at the root, matched by a unique key, it deleted a row for
-    /// every root id (without this, a chunk of exactly `limit` roots took a second, empty
-    /// transaction).
-    pub(super) fn is_last_set_based(&self, frame: &Frame<'a>, limit: u64, rows: u64) -> bool {
-        rows < limit
-            || (std::ptr::eq(frame.node, self.root) && frame.step.key_unique && rows >= frame.matched.len() as u64)
+    /// Whether a set-based statement of `frame` under the keys `matched` that touched `rows` of at
+    /// most `limit` was its last: it came back short, or at the root, matched by a unique key, it
+    /// deleted a row for every root id (without this, a chunk of exactly `limit` roots took a
+    /// second, empty transaction).
+    pub(super) fn is_last_set_based(&self, frame: &NodeWork<'a>, matched: &Keys, limit: u64, rows: u64) -> bool {
+        rows < limit || (std::ptr::eq(frame.node, self.root) && frame.step.key_unique && rows >= matched.len() as u64)
     }
 
-    /// One set-based statement of up to `limit` rows of `frame`: the rows it touched, and those of
-    /// every chunk its transaction committed, unless it was left open for the next chunk (where
-    /// the rows are children of a tree's, `under_tree`).
+    /// One set-based statement of up to `limit` rows of `frame` under the keys `matched`: the rows
+    /// it touched, and those of every chunk its transaction committed, unless it was left open for
+    /// the next chunk (where the rows are children of a tree's, `under_tree`).
     pub(super) async fn set_based_chunk(
         &mut self,
-        frame: &Frame<'a>,
+        frame: &NodeWork<'a>,
+        matched: &Keys,
         limit: u64,
         under_tree: bool,
     ) -> Result<(u64, Option<Vec<(&'a PlanNode, u64)>>), DeleteError> {
         let started = Instant::now();
         let statement =
-            frame.step.sql.set_based_chunk(Param::Keys(frame.matched.clone()), frame.step.returning.as_ref(), limit);
+            frame.step.sql.set_based_chunk(Param::Keys(matched.clone()), frame.step.returning.as_ref(), limit);
         let mut transaction = self.begin().await?;
         let rows = match self.run_write(&mut transaction, &statement, frame.node, &frame.step).await {
             Ok(rows) => rows,
@@ -258,8 +265,8 @@ impl<'a> Deletion<'a> {
             Err(error) => return Err(error),
         };
         // The frame's last statement: every root it matched is gone.
-        if self.is_last_set_based(frame, limit, rows) {
-            self.advance_checkpoint(&mut transaction, frame.node, &frame.matched).await?;
+        if self.is_last_set_based(frame, matched, limit, rows) {
+            self.advance_checkpoint(&mut transaction, frame.node, matched).await?;
         }
         if self.may_share(under_tree, started) {
             if rows > 0 {

@@ -29,10 +29,10 @@ impl<'a> Deletion<'a> {
     pub(super) async fn drop_deep_levels(&mut self) -> Result<(), DeleteError> {
         let Some(first) = self.stack.len().checked_sub(2 * KEPT_LEVELS + 1) else { return Ok(()) };
         let end = first + KEPT_LEVELS;
-        let step = self.stack[end].node.step;
+        let step = self.stack[end].work.node.step;
         let droppable = |frame: &Frame<'_>| {
-            frame.node.recursive
-                && frame.node.step == step
+            frame.work.node.recursive
+                && frame.work.node.step == step
                 && frame.loop_rows.is_empty()
                 && matches!(frame.state, State::Children { .. })
         };
@@ -43,9 +43,9 @@ impl<'a> Deletion<'a> {
         let mut deepest = None;
         for frame in self.stack.drain(first..end) {
             let State::Children { keys, .. } = frame.state else { unreachable!("checked above") };
-            self.tree_path.leave(&frame.node.table, keys.texts());
+            self.tree_path.leave(&frame.work.node.table, keys.texts());
             dropped += frame.dropped_above + 1;
-            deepest = Some((frame.step, frame.node, keys));
+            deepest = Some((frame.work.step.clone(), frame.work.node, keys));
         }
         let below = &mut self.stack[first];
         let before = below.dropped_above;
@@ -74,7 +74,7 @@ impl<'a> Deletion<'a> {
         if done.dropped_above == 0 {
             return;
         }
-        let mut level = self.frame_of(done.node, None, done.matched.clone());
+        let mut level = self.frame_of(done.work.node, None, done.matched.clone());
         level.dropped_above = done.dropped_above - 1;
         level.state = State::Rebuild { keys: done.matched };
         self.stack.push(level);
@@ -83,21 +83,20 @@ impl<'a> Deletion<'a> {
     /// The top frame is a dropped level coming back with its chunk `keys`: reads the keys its
     /// rows are found by (their parents) and goes on with its children after the recursive one.
     pub(super) async fn rebuild_level(&mut self, keys: Keys) -> Result<(), DeleteError> {
-        let statement =
-            self.stack.last().expect("the level being rebuilt").step.sql.parents_of(Param::Keys(keys.clone()));
+        let work = self.top().work.clone();
+        let statement = work.step.sql.parents_of(Param::Keys(keys.clone()));
         self.settle_shared(true).await?;
         let read = self.read_texts(&statement).await?;
         let parents = crate::db::json_array_texts(&read)?;
         let others = read.first().and_then(|row| row.get(1)).is_none_or(|others| others.as_deref() != Some("0"));
-        let frame = self.stack.last_mut().expect("the level being rebuilt");
-        frame.matched = table_keys(&frame.node.table, &frame.step.sql.key_types, parents)?;
+        let matched = table_keys(&work.node.table, &work.step.sql.key_types, parents)?;
+        enter_tree(&mut self.tree_path, &work, &keys)?;
         // Without other children of those parents, nothing is left to fetch once the chunk goes
         // (a row left out of fetches, of a loop, is not counted there: then it fetches).
-        frame.last_chunk = !others && !self.in_loops.contains_key(&frame.node.table);
-        let recursive = frame.children.iter().position(|child| child.step == frame.node.step);
-        let frame: &Frame<'a> = frame;
-        enter_tree(&mut self.tree_path, frame, &keys)?;
-        let frame = self.stack.last_mut().expect("the level being rebuilt");
+        let last_chunk = !others && !self.in_loops.contains_key(&work.node.table);
+        let recursive = work.children.iter().position(|child| child.step == work.node.step);
+        let frame = self.top_mut();
+        (frame.matched, frame.last_chunk) = (matched, last_chunk);
         frame.state = State::Children { keys, next: recursive.map_or(0, |index| index + 1), attempts: 0 };
         Ok(())
     }

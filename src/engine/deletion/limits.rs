@@ -17,7 +17,7 @@ impl<'a> Deletion<'a> {
     /// limits on its path, waiting as long as they ask.
     pub(super) async fn charge_rate_limits(&mut self, steps: &[(&'a PlanNode, u64)]) {
         for (node, rows) in steps {
-            let path = self.stack.iter().map(|frame| frame.node).filter(|above| !std::ptr::eq(*above, *node));
+            let path = self.stack.iter().map(|frame| frame.work.node).filter(|above| !std::ptr::eq(*above, *node));
             let limits = limits_on_path(path.chain(std::iter::once(*node)));
             self.wait_for_limits(limits, *rows).await;
         }

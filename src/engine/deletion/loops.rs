@@ -18,7 +18,7 @@ use std::time::Instant;
 
 use petgraph::graphmap::DiGraphMap;
 
-use super::{DeleteError, Deletion, Frame, Outcome, State, chunk_keys};
+use super::{DeleteError, Deletion, NodeWork, Outcome, State, chunk_keys};
 use crate::db::Keys;
 use crate::db::sql::Param;
 use crate::engine::sql::{NodeSql, delete_together};
@@ -27,6 +27,7 @@ use crate::engine::table_keys;
 use crate::planner::PlanNode;
 
 /// Rows of a loop, of one plan node, that go with the chunk of the frame that holds them.
+#[derive(Clone)]
 pub(super) struct LoopRows<'a> {
     pub node: &'a PlanNode,
     pub step: Arc<StepSql<'a>>,
@@ -55,8 +56,13 @@ impl<'a> Deletion<'a> {
         let mut chunks: Vec<OpenChunk<'a>> = Vec::new();
         for (level, frame) in self.stack.iter().enumerate() {
             let keys = if level == top { Some(fetched) } else { chunk_keys(frame) };
-            if let (true, Some(keys)) = (frame.in_tree, keys) {
-                chunks.push(OpenChunk { level, node: frame.node, step: frame.step.clone(), keys: keys.texts() });
+            if let (true, Some(keys)) = (frame.work.in_tree, keys) {
+                chunks.push(OpenChunk {
+                    level,
+                    node: frame.work.node,
+                    step: frame.work.step.clone(),
+                    keys: keys.texts(),
+                });
             }
         }
         let members = self.loop_members(&chunks).await?;
@@ -90,11 +96,11 @@ impl<'a> Deletion<'a> {
             self.in_loops.entry(table.to_string()).or_default().push(key.to_string());
         }
         // Unwind to that chunk: whatever the frames above it found is found again.
-        self.tree_path.leave(&self.stack[top].node.table, fetched.texts());
+        self.tree_path.leave(&self.stack[top].work.node.table, fetched.texts());
         while self.stack.len() > level + 1 {
             let frame = self.stack.pop().expect("a frame above the loop's first chunk");
-            if let (true, Some(keys)) = (frame.in_tree, chunk_keys(&frame)) {
-                self.tree_path.leave(&frame.node.table, keys.texts());
+            if let (true, Some(keys)) = (frame.work.in_tree, chunk_keys(&frame)) {
+                self.tree_path.leave(&frame.work.node.table, keys.texts());
             }
         }
         let frame = self.stack.last_mut().expect("the loop's first chunk");
@@ -118,7 +124,7 @@ impl<'a> Deletion<'a> {
         let Some(owner) = self.stack[..top].iter().rposition(|frame| !frame.loop_rows.is_empty()) else {
             return false;
         };
-        let (node, step) = (self.stack[top].node, self.stack[top].step.clone());
+        let (node, step) = (self.stack[top].work.node, self.stack[top].work.step.clone());
         self.in_loops.entry(node.table.clone()).or_default().extend(keys.texts());
         self.stack[owner].loop_rows.push(LoopRows { node, step, keys: keys.clone() });
         true
@@ -178,12 +184,17 @@ impl<'a> Deletion<'a> {
 
     /// Deletes the chunk `keys` of `frame` with the loop rows attached to it, in one transaction
     /// whose keys are checked once every row is gone.
-    pub(super) async fn delete_loop(&mut self, frame: &Frame<'a>, keys: &Keys) -> Result<Outcome<'a>, DeleteError> {
+    pub(super) async fn delete_loop(
+        &mut self,
+        frame: &NodeWork<'a>,
+        loop_rows: &[LoopRows<'a>],
+        keys: &Keys,
+    ) -> Result<Outcome<'a>, DeleteError> {
         let started = Instant::now();
         // Each row once: a chunk that waited for the loop may hold a row of it too.
         let mut seen: HashSet<(&str, String)> = HashSet::new();
         let mut groups: Vec<(&'a PlanNode, &StepSql<'a>, Keys)> = Vec::new();
-        let attached = frame.loop_rows.iter().map(|rows| (rows.node, rows.step.as_ref(), &rows.keys));
+        let attached = loop_rows.iter().map(|rows| (rows.node, rows.step.as_ref(), &rows.keys));
         for (node, step, keys) in std::iter::once((frame.node, frame.step.as_ref(), keys)).chain(attached) {
             let new: Vec<String> =
                 keys.texts().into_iter().filter(|key| seen.insert((node.table.as_str(), key.clone()))).collect();

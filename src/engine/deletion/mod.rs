@@ -53,18 +53,9 @@ use tree::TreePath;
 
 /// One plan node being worked on, for one set of parent rows.
 struct Frame<'a> {
-    node: &'a PlanNode,
-    /// The node's children ([`Plan::children_of`]: a recursive node's are its model's).
-    children: &'a [PlanNode],
-    /// The node's rows are a tree or part of a cycle (its model is recursive, see
-    /// [`Plan::recursive_models`]), so its chunks' keys are on [`Deletion::tree_path`] while their
-    /// children are deleted.
-    in_tree: bool,
-    /// The node's statements; a recursive node's frames, one per level of a tree, share one.
-    step: Arc<StepSql<'a>>,
-    /// The statements of the node's children when every one is set-based (bulk or nullify): a
-    /// chunk then goes with its children's rows in one transaction when they fit.
-    set_based_children: Option<Vec<(&'a PlanNode, StepSql<'a>)>>,
+    /// The node and its statements: fixed while the frame is on the stack, and shared with the
+    /// transaction of its chunk, so the frame stays on the stack while it runs.
+    work: Arc<NodeWork<'a>>,
     /// The parent chunk's keys (or the root ids) this node's rows are found by.
     matched: Keys,
     /// The rows the last fetch asked for.
@@ -84,7 +75,23 @@ struct Frame<'a> {
     state: State,
 }
 
-impl<'a> Frame<'a> {
+/// What a frame's transactions read: its plan node and statements.
+struct NodeWork<'a> {
+    node: &'a PlanNode,
+    /// The node's children ([`Plan::children_of`]: a recursive node's are its model's).
+    children: &'a [PlanNode],
+    /// The node's rows are a tree or part of a cycle (its model is recursive, see
+    /// [`Plan::recursive_models`]), so its chunks' keys are on [`Deletion::tree_path`] while their
+    /// children are deleted.
+    in_tree: bool,
+    /// The node's statements; a recursive node's frames, one per level of a tree, share one.
+    step: Arc<StepSql<'a>>,
+    /// The statements of the node's children when every one is set-based (bulk or nullify): a
+    /// chunk then goes with its children's rows in one transaction when they fit.
+    set_based_children: Option<Vec<(&'a PlanNode, StepSql<'a>)>>,
+}
+
+impl<'a> NodeWork<'a> {
     /// The set-based children whose rows go after the chunk's own in its transaction (`after`,
     /// see [`StepSql::child_goes_after`]), or those whose rows go before them.
     fn set_based_children_going(&self, after: bool) -> impl Iterator<Item = &(&'a PlanNode, StepSql<'a>)> {
@@ -350,42 +357,38 @@ impl<'a> Deletion<'a> {
                 if !self.root.is_set_based() {
                     frame.limit = matched.len() as u64;
                     frame.last_chunk = true;
-                    enter_tree(&mut self.tree_path, &frame, &matched)?;
+                    enter_tree(&mut self.tree_path, &frame.work, &matched)?;
                     frame.state = chunk_state(&frame, matched);
                 }
                 self.stack.push(frame);
             }
-            let frame = self.stack.last_mut().expect("a frame was pushed");
-            match &mut frame.state {
+            let frame = self.top();
+            match &frame.state {
                 State::Fetch => {
                     let Some(keys) = self.next_keys().await? else {
                         self.pop_frame();
                         continue;
                     };
-                    let frame = self.stack.last_mut().expect("the frame being worked on");
-                    if let Err(loop_error) = enter_tree(&mut self.tree_path, frame, &keys) {
+                    let work = self.top().work.clone();
+                    if let Err(loop_error) = enter_tree(&mut self.tree_path, &work, &keys) {
                         if !self.resolve_loop(&keys).await? {
                             return Err(loop_error);
                         }
                         continue;
                     }
-                    let frame = self.stack.last_mut().expect("the frame being worked on");
+                    let frame = self.top_mut();
                     frame.state = chunk_state(frame, keys);
                 }
                 State::Together { keys } => {
-                    let (keys, node) = (keys.clone(), frame.node);
-                    let frame = self.stack.pop().expect("the frame being worked on");
-                    let together = self.delete_together(&frame, &keys).await;
-                    self.stack.push(frame);
-                    let top = self.stack.last_mut().expect("the frame being worked on");
-                    match together? {
+                    let (keys, work, limit) = (keys.clone(), frame.work.clone(), frame.limit);
+                    match self.delete_together(&work, limit, &keys).await? {
                         Together::Done(steps) => {
                             self.charge_rate_limits(&steps).await;
                             self.chunk_done();
                             return Ok(true);
                         }
                         Together::ChildrenLeft(steps) => {
-                            top.state = State::Children { keys, next: 0, attempts: 0 };
+                            self.top_mut().state = State::Children { keys, next: 0, attempts: 0 };
                             if steps.is_empty() {
                                 continue;
                             }
@@ -393,8 +396,8 @@ impl<'a> Deletion<'a> {
                             return Ok(true);
                         }
                         Together::ChildrenAppeared => {
-                            debug!(model = %node.model, "children appeared under a chunk; draining them again");
-                            top.state = State::Children { keys, next: 0, attempts: 1 };
+                            debug!(model = %work.node.model, "children appeared under a chunk; draining them again");
+                            self.top_mut().state = State::Children { keys, next: 0, attempts: 1 };
                         }
                     }
                 }
@@ -402,10 +405,11 @@ impl<'a> Deletion<'a> {
                     let (keys, at, attempts) = (keys.clone(), *next, *attempts);
                     if at == 0 {
                         let absent = self.absent_children(&keys).await?;
-                        self.stack.last_mut().expect("the frame being worked on").absent_children = absent;
+                        self.top_mut().absent_children = absent;
                     }
-                    let frame = self.stack.last_mut().expect("the frame being worked on");
-                    let Some((child, parent, matched)) = child_at(frame, at, &keys, self.plan) else {
+                    let plan = self.plan;
+                    let frame = self.top_mut();
+                    let Some((child, parent, matched)) = child_at(frame, at, &keys, plan) else {
                         frame.state = State::Delete { keys, attempts };
                         continue;
                     };
@@ -423,16 +427,14 @@ impl<'a> Deletion<'a> {
                     self.rebuild_level(keys).await?;
                 }
                 State::Delete { keys, attempts } => {
-                    let (keys, attempts) = (keys.clone(), *attempts);
-                    let frame = self.stack.pop().expect("the frame being worked on");
+                    let (keys, attempts, work, limit) = (keys.clone(), *attempts, frame.work.clone(), frame.limit);
                     let outcome = if frame.loop_rows.is_empty() {
-                        self.delete_chunk(&frame, &keys).await
+                        self.delete_chunk(&work, limit, &keys).await?
                     } else {
-                        self.delete_loop(&frame, &keys).await
+                        let loop_rows = frame.loop_rows.clone();
+                        self.delete_loop(&work, &loop_rows, &keys).await?
                     };
-                    let node = frame.node;
-                    self.stack.push(frame);
-                    match outcome? {
+                    match outcome {
                         Outcome::Done(steps) => {
                             self.charge_rate_limits(&steps).await;
                             self.chunk_done();
@@ -443,12 +445,11 @@ impl<'a> Deletion<'a> {
                             self.chunk_done();
                         }
                         Outcome::ChildrenAppeared { .. } if attempts < self.options.orphan_retries => {
-                            debug!(model = %node.model, attempts, "children appeared under a chunk; draining them again");
-                            let frame = self.stack.last_mut().expect("the frame being worked on");
-                            frame.state = State::Children { keys, next: 0, attempts: attempts + 1 };
+                            debug!(model = %work.node.model, attempts, "children appeared under a chunk; draining them again");
+                            self.top_mut().state = State::Children { keys, next: 0, attempts: attempts + 1 };
                         }
                         Outcome::ChildrenAppeared { refused } => {
-                            let model = node.model.clone();
+                            let model = work.node.model.clone();
                             return Err(match refused {
                                 Some(reason) => DeleteError::Refused { model, reason },
                                 None => DeleteError::ChildrenKeepAppearing { model, attempts: attempts + 1 },
@@ -457,14 +458,11 @@ impl<'a> Deletion<'a> {
                     }
                 }
                 State::SetBased => {
-                    let node = frame.node;
-                    let limit = self.size_of(node);
-                    let frame = self.stack.pop().expect("the frame being worked on");
-                    let under_tree = self.stack.last().is_some_and(|parent| parent.in_tree);
-                    let written = self.set_based_chunk(&frame, limit, under_tree).await;
-                    self.stack.push(frame);
-                    let (rows, committed) = written?;
-                    if self.is_last_set_based(self.stack.last().expect("the frame being worked on"), limit, rows) {
+                    let (work, matched) = (frame.work.clone(), frame.matched.clone());
+                    let limit = self.size_of(work.node);
+                    let under_tree = self.stack.iter().rev().nth(1).is_some_and(|parent| parent.work.in_tree);
+                    let (rows, committed) = self.set_based_chunk(&work, &matched, limit, under_tree).await?;
+                    if self.is_last_set_based(&work, &matched, limit, rows) {
                         self.stack.pop();
                     }
                     if let Some(steps) = committed.filter(|steps| steps.iter().any(|(_, rows)| *rows > 0)) {
@@ -474,6 +472,16 @@ impl<'a> Deletion<'a> {
                 }
             }
         }
+    }
+
+    /// The frame being worked on: the stack's top, which [`Deletion::next_chunk`] has made sure
+    /// exists before any step works on it.
+    fn top(&self) -> &Frame<'a> {
+        self.stack.last().expect("a frame is being worked on")
+    }
+
+    fn top_mut(&mut self) -> &mut Frame<'a> {
+        self.stack.last_mut().expect("a frame is being worked on")
     }
 
     /// Rows per transaction of `node` now.
@@ -486,11 +494,11 @@ impl<'a> Deletion<'a> {
 
     /// The top frame's chunk is deleted: fetch the next, or, after its last, go back to its parent.
     fn chunk_done(&mut self) {
-        let frame = self.stack.last_mut().expect("the frame being worked on");
-        if frame.in_tree
+        let frame = self.stack.last_mut().expect("a frame is being worked on");
+        if frame.work.in_tree
             && let Some(keys) = chunk_keys(frame)
         {
-            self.tree_path.leave(&frame.node.table, keys.texts());
+            self.tree_path.leave(&frame.work.node.table, keys.texts());
         }
         if frame.last_chunk {
             self.pop_frame();
@@ -562,11 +570,13 @@ impl<'a> Deletion<'a> {
             node.worked_children().map(|child| (child, step_of(child, Some(node), children, &child.children))).collect()
         });
         Frame {
-            node,
-            children,
-            in_tree: self.recursive_models.contains(node.model.as_str()),
-            step,
-            set_based_children,
+            work: Arc::new(NodeWork {
+                node,
+                children,
+                in_tree: self.recursive_models.contains(node.model.as_str()),
+                step,
+                set_based_children,
+            }),
             matched,
             loop_rows: Vec::new(),
             limit: node.chunk_size,
@@ -580,12 +590,12 @@ impl<'a> Deletion<'a> {
 
 /// A chunk of a tree's rows starts: its keys go on the tree's path while their children are
 /// deleted; a loop of rows is an error.
-fn enter_tree<'a>(path: &mut TreePath<'a>, frame: &Frame<'a>, keys: &Keys) -> Result<(), DeleteError> {
-    if !frame.in_tree {
+fn enter_tree<'a>(path: &mut TreePath<'a>, work: &NodeWork<'a>, keys: &Keys) -> Result<(), DeleteError> {
+    if !work.in_tree {
         return Ok(());
     }
-    path.enter(&frame.node.table, keys.texts())
-        .map_err(|key| DeleteError::RowLoop { model: frame.node.model.clone(), key })
+    path.enter(&work.node.table, keys.texts())
+        .map_err(|key| DeleteError::RowLoop { model: work.node.model.clone(), key })
 }
 
 /// The `next`th child frame to push under the chunk `keys` of `frame`: (child node, parent node,
@@ -597,10 +607,10 @@ fn child_at<'a>(
     keys: &Keys,
     plan: &'a Plan,
 ) -> Option<(&'a PlanNode, &'a PlanNode, Keys)> {
-    if let Some(child) = frame.children.get(next) {
-        return Some((child, frame.node, keys.clone()));
+    if let Some(child) = frame.work.children.get(next) {
+        return Some((child, frame.work.node, keys.clone()));
     }
-    let mut index = next - frame.children.len();
+    let mut index = next - frame.work.children.len();
     for rows in &frame.loop_rows {
         let children = plan.children_of(rows.node);
         if let Some(child) = children.get(index) {
@@ -625,9 +635,9 @@ fn initial_state(node: &PlanNode) -> State {
 
 /// What a per_row frame does with a chunk of `keys` it has read.
 fn chunk_state(frame: &Frame<'_>, keys: Keys) -> State {
-    if worked(frame.children).next().is_none() {
+    if worked(frame.work.children).next().is_none() {
         State::Delete { keys, attempts: 0 }
-    } else if frame.set_based_children.is_some() {
+    } else if frame.work.set_based_children.is_some() {
         State::Together { keys }
     } else {
         State::Children { keys, next: 0, attempts: 0 }
