@@ -33,7 +33,8 @@
 //! The items re-exported at the crate root are the library's interface: loading and checking
 //! configs ([`load`], [`check`], [`CheckedConfig`]), plans ([`compile`], [`Plan`]), schemas
 //! ([`introspect`], [`parse_ddl`], [`Schema`]), databases ([`Database`]), deletions ([`Engine`],
-//! [`Deletion`], [`DeleteOptions`]), the outbox drainer ([`Drainer`]) and the worker service
+//! [`Deletion`], [`DeleteOptions`]), the outbox drainer ([`Drainer`]), the inbox of tombstones
+//! from other databases ([`inbox::receive`], [`inbox::apply`]) and the worker service
 //! ([`WorkerService`]), with the modules they live in. A change that breaks a caller of those is
 //! a breaking change of the crate. The modules hidden from these docs (the renderings of plans,
 //! the CI review, the language server, the demo) serve the command line only and change with it;
@@ -52,6 +53,7 @@ pub mod db;
 pub mod demo;
 pub mod diagnostic;
 pub mod engine;
+pub mod inbox;
 // The language server behind `cascade lsp`; for the command line only.
 #[doc(hidden)]
 pub mod lsp;

@@ -1,7 +1,7 @@
 //! The worker service: what `cascade worker` runs, for any program to embed. It runs the
-//! scheduler's worker, the outbox drainer (when asked) and the partition retention schedule
-//! (when the database partitions by range and some model has `retention`) on one stop flag, and
-//! says whether the run counts as failed.
+//! scheduler's worker, the outbox drainer (when asked), the inbox's applier (when the config has
+//! remote models) and the partition retention schedule (when the database partitions by range
+//! and some model has `retention`) on one stop flag, and says whether the run counts as failed.
 //!
 //! ```no_run
 //! # async fn example(engine: cascade::engine::Engine) -> Result<(), Box<dyn std::error::Error>> {
@@ -23,6 +23,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use crate::config::Settings;
 use crate::engine::{Engine, default_actor};
+use crate::inbox::{ApplyOptions, ApplyReport, InboxError, run_applier};
 use crate::outbox::{DrainOptions, DrainReport, Drainer, OutboxError, SystemClock};
 use crate::partitions::{PruneOptions, RetentionReport, run_retention};
 use crate::scheduler::worker::{self, WorkerError, WorkerOptions, WorkerReport};
@@ -58,16 +59,19 @@ pub struct ServiceReport {
     pub drained: Option<DrainReport>,
     /// The partition retention schedule, when it ran.
     pub retained: Option<RetentionReport>,
+    /// The inbox's tombstones, when the config has remote models.
+    pub applied: Option<ApplyReport>,
 }
 
 impl ServiceReport {
     /// Whether the run counts as failed, so that cron and systemd notice: any failed attempt of
-    /// a deletion, and with `once` any failed delivery or prune (a long-running service retries
-    /// those).
+    /// a deletion, and with `once` any failed delivery, prune or tombstone (a long-running
+    /// service retries those).
     pub fn failed(&self) -> bool {
         let drain_failed = self.drained.is_some_and(|drained| self.once && drained.failed_deliveries > 0);
         let retention_failed = self.retained.is_some_and(|retained| self.once && retained.failed > 0);
-        self.deleted.failed > 0 || drain_failed || retention_failed
+        let inbox_failed = self.applied.as_ref().is_some_and(|applied| self.once && applied.failed > 0);
+        self.deleted.failed > 0 || drain_failed || retention_failed || inbox_failed
     }
 }
 
@@ -80,6 +84,9 @@ pub enum ServiceError {
     /// The drainer failed.
     #[error(transparent)]
     Outbox(#[from] OutboxError),
+    /// The inbox's applier failed.
+    #[error(transparent)]
+    Inbox(#[from] InboxError),
 }
 
 /// The worker, the drainer and the retention schedule of one engine.
@@ -110,10 +117,10 @@ impl WorkerService {
             && self.engine.config().models.values().any(|model| model.retention.is_some())
     }
 
-    /// Runs until `stop` is set, or with `once` until nothing is due. With `once` the drainer
-    /// runs after the deletions (so it delivers their tombstones) and the retention round after
-    /// it; otherwise all three run side by side, and the worker or the drainer ending (stopped,
-    /// or failed for good) stops the others.
+    /// Runs until `stop` is set, or with `once` until nothing is due. With `once` the inbox's
+    /// tombstones are applied first, the drainer runs after the deletions (so it delivers their
+    /// tombstones) and the retention round after it; otherwise all run side by side, and the
+    /// worker, the drainer or the applier ending (stopped, or failed for good) stops the others.
     pub async fn run(&self, stop: Arc<AtomicBool>) -> Result<ServiceReport, ServiceError> {
         let once = self.options.worker.once;
         let drained = async {
@@ -146,14 +153,28 @@ impl WorkerService {
             let interval = settings.retention_interval();
             Some(run_retention(self.engine.database(), config, &options, interval, once, stop.clone()).await)
         };
-        let (deleted, drained, retained) = if once {
+        let applied = async {
+            if self.engine.config().remote_models.is_empty() {
+                return Ok(None);
+            }
+            let mut options = ApplyOptions::default();
+            options.batches.command = self.options.command.clone();
+            let poll = self.options.worker.poll;
+            let applied = run_applier(&self.engine, &options, once, poll, stop.clone()).await;
+            if !once {
+                stop.store(true, Ordering::SeqCst);
+            }
+            applied.map(Some)
+        };
+        let (applied, deleted, drained, retained) = if once {
+            let applied = applied.await;
             let deleted = deleted.await;
             let drained = drained.await;
-            (deleted, drained, retained.await)
+            (applied, deleted, drained, retained.await)
         } else {
-            tokio::join!(deleted, drained, retained)
+            tokio::join!(applied, deleted, drained, retained)
         };
-        Ok(ServiceReport { once, deleted: deleted?, drained: drained?, retained })
+        Ok(ServiceReport { once, deleted: deleted?, drained: drained?, retained, applied: applied? })
     }
 }
 
@@ -168,6 +189,7 @@ mod tests {
     use crate::db::{Access, Database};
     use crate::diagnostic::Sources;
     use crate::engine::Engine;
+    use crate::inbox::ApplyReport;
     use crate::outbox::DrainReport;
     use crate::partitions::RetentionReport;
     use crate::scheduler::worker::WorkerReport;
@@ -209,15 +231,20 @@ mod tests {
     }
 
     #[test]
-    fn failed_deliveries_and_prunes_fail_only_a_run_with_once() {
+    fn failed_deliveries_prunes_and_tombstones_fail_only_a_run_with_once() {
         let failing = ServiceReport {
             once: false,
             deleted: WorkerReport { succeeded: 3, ..WorkerReport::default() },
             drained: Some(DrainReport { failed_deliveries: 1, ..DrainReport::default() }),
             retained: Some(RetentionReport { dropped: 0, failed: 1 }),
+            applied: None,
         };
         assert!(!failing.failed());
         assert!(ServiceReport { once: true, ..failing.clone() }.failed());
+        let tombstone = ApplyReport { failed: 1, ..ApplyReport::default() };
+        let applying = ServiceReport { applied: Some(tombstone), ..ServiceReport::default() };
+        assert!(!applying.failed());
+        assert!(ServiceReport { once: true, ..applying }.failed());
         let failed_attempt = WorkerReport { failed: 1, ..WorkerReport::default() };
         assert!(ServiceReport { deleted: failed_attempt, ..ServiceReport::default() }.failed());
     }

@@ -6,6 +6,7 @@ mod demo;
 mod diff;
 mod duplicates;
 mod exit;
+mod inbox;
 mod init;
 mod lsp;
 mod metrics;
@@ -92,6 +93,9 @@ pub enum Command {
     /// Deliver the outbox through its sinks, and see its backlog.
     #[command(subcommand)]
     Outbox(outbox::Command),
+    /// Tombstones from another database's outbox: take them in, apply them, see the backlog.
+    #[command(subcommand)]
+    Inbox(inbox::Command),
     /// Report groups of rows that are equal on some columns, and the unique index that stops them
     /// (read only).
     Duplicates(duplicates::Args),
@@ -138,6 +142,7 @@ pub fn main() -> ExitCode {
         Command::Worker(args) => worker::run(&cli, args),
         Command::Option(command) => option::run(&cli, command),
         Command::Outbox(command) => outbox::run(&cli, command),
+        Command::Inbox(command) => inbox::run(&cli, command),
         Command::Duplicates(args) => duplicates::run(&cli, args),
         Command::Orphans(args) => orphans::run(&cli, args),
         Command::Partitions(args) => partitions::run(&cli, args),

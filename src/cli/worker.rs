@@ -78,6 +78,9 @@ pub fn run(cli: &Cli, args: &Args) -> anyhow::Result<ExitCode> {
             "worker done: {} succeeded, {} cancelled, {} failed, {} interrupted, {} not found",
             deleted.succeeded, deleted.cancelled, deleted.failed, deleted.interrupted, deleted.not_found
         );
+        if let Some(applied) = &report.applied {
+            print!("{}", super::inbox::human_apply(applied));
+        }
         if let Some(drained) = &report.drained {
             super::outbox::print_report(drained);
         }

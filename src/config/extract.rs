@@ -9,6 +9,7 @@ use toml::de::{DeTable, DeValue};
 use super::located::Located;
 use super::outbox::{Kafka, MAX_SINK_BATCH_SIZE, MAX_SINK_TIMEOUT, Outbox, Scope, Sink};
 use super::read::{Diagnostics, Fields, Node};
+use super::remote::{Remote, RemoteModel};
 use super::types::{
     Config, IgnoredReference, Key, MAX_RETENTION_KEEP, Model, OnDelete, Relation, Retention, Settings, StatusCheck,
     StatusValue, Strategy,
@@ -53,7 +54,18 @@ pub(crate) fn config(files: &[(FileId, &Spanned<DeTable<'_>>)], sources: &Source
         .collect();
     let models = Fields::merged(first.clone(), "[models]", "model", models, describe, d);
     let mut unreadable_models = BTreeSet::new();
-    let models = read_named(models, "model", d, read_model, &mut unreadable_models);
+    let declared = read_named(models, "model", d, read_model, &mut unreadable_models);
+    let (mut models, mut remote_models) = (IndexMap::new(), IndexMap::new());
+    for (name, model) in declared {
+        match model {
+            Declared::Local(model) => {
+                models.insert(name, *model);
+            }
+            Declared::Remote(model) => {
+                remote_models.insert(name, model);
+            }
+        }
+    }
     let scopes = Fields::merged(first.clone(), "[outbox.scopes]", "scope", scopes, describe, d);
     let scopes = read_named(scopes, "scope", d, read_scope, &mut BTreeSet::new());
     let sinks = Fields::merged(first, "[outbox.sinks]", "sink", sinks, describe, d);
@@ -63,6 +75,7 @@ pub(crate) fn config(files: &[(FileId, &Spanned<DeTable<'_>>)], sources: &Source
         settings,
         options,
         models,
+        remote_models,
         outbox: Outbox { scopes, sinks },
         unreadable_models,
         unreadable_sinks,
@@ -187,7 +200,17 @@ fn read_allowed_users(node: &Node<'_>, d: &mut Diagnostics) -> Option<Located<Ve
     Some(Located::new(users, node.location()))
 }
 
-fn read_model(name: Located<String>, mut fields: Fields<'_>, d: &mut Diagnostics) -> Option<Model> {
+/// An entry of `[models]`: a model of a local table, or a remote model.
+enum Declared {
+    Local(Box<Model>),
+    Remote(RemoteModel),
+}
+
+fn read_model(name: Located<String>, mut fields: Fields<'_>, d: &mut Diagnostics) -> Option<Declared> {
+    if fields.has("remote") {
+        fields.describe_as(format!("remote model `{}`", name.value));
+        return read_remote_model(name, fields, d).map(Declared::Remote);
+    }
     let table = fields.required("table", d).and_then(|n| n.identifier(d));
     let key = fields.optional("key").and_then(|n| read_key(&n, d));
     let strategy = fields.optional("strategy").and_then(|n| strategy(&n, d));
@@ -202,7 +225,7 @@ fn read_model(name: Located<String>, mut fields: Fields<'_>, d: &mut Diagnostics
         fields.optional("ignore_references").map_or_else(Vec::new, |n| n.array_of(d, read_ignored_reference));
     let retention = fields.optional("retention").and_then(|n| read_retention(&n, d));
     fields.finish(d);
-    Some(Model {
+    Some(Declared::Local(Box::new(Model {
         name,
         table: table?,
         key,
@@ -216,7 +239,53 @@ fn read_model(name: Located<String>, mut fields: Fields<'_>, d: &mut Diagnostics
         require_all_references,
         ignore_references,
         retention,
-    })
+    })))
+}
+
+/// A remote model: `remote = { category = "..." }`, an optional one-column `key`, and
+/// `children`.
+fn read_remote_model(name: Located<String>, mut fields: Fields<'_>, d: &mut Diagnostics) -> Option<RemoteModel> {
+    let remote = fields.optional("remote")?;
+    let key = fields.optional("key").and_then(|n| read_key(&n, d));
+    let children = fields.optional("children").map_or_else(Vec::new, |n| n.array_of(d, read_relation));
+    fields.finish(d);
+    // A tombstone carries one key value: a relation names the one column that holds it.
+    let children = children.into_iter().filter(|relation| {
+        let problem = if relation.references.is_some() {
+            Some("`references`: a tombstone carries the remote model's key only")
+        } else if relation.columns().len() > 1 {
+            Some("several columns: a tombstone carries one key value")
+        } else {
+            None
+        };
+        if let Some(problem) = problem {
+            d.push(
+                Diagnostic::new(
+                    Code::InvalidValue,
+                    relation.location.clone(),
+                    format!("a remote model's relation names one `column`, without {problem}"),
+                )
+                .label("not a relation of a remote model"),
+            );
+        }
+        problem.is_none()
+    });
+    let children: Vec<Relation> = children.collect();
+    let mut remote_fields = remote.table(d)?;
+    let category = remote_fields.required("category", d).and_then(|n| n.name("category", d));
+    remote_fields.finish(d);
+    if let Some(key) = key.as_ref().filter(|key| key.value.single().is_none()) {
+        d.push(
+            Diagnostic::new(
+                Code::InvalidValue,
+                key.location.clone(),
+                "a remote model's `key` is one column: a tombstone carries one key value".to_owned(),
+            )
+            .label("several columns"),
+        );
+        return None;
+    }
+    Some(RemoteModel { name, remote: Remote { location: remote.location(), category: category? }, key, children })
 }
 
 /// `retention = { keep = "90d", column = "entered_at" }`.

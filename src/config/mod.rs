@@ -5,6 +5,7 @@ mod extract;
 mod located;
 mod outbox;
 mod read;
+mod remote;
 mod schema;
 mod types;
 mod users;
@@ -18,6 +19,7 @@ use toml::de::DeTable;
 pub use located::Located;
 pub use outbox::*;
 pub(crate) use read::is_identifier;
+pub use remote::{Remote, RemoteModel};
 pub use schema::json_schema;
 pub use types::*;
 pub use users::{UserNotAllowed, check_allowed_user};
@@ -338,6 +340,9 @@ zzz = 1
 [models.r]
 table = "r"
 retention = { keep = "1d", column = "c", zzz = 1 }
+[models.o]
+remote = { category = "c", zzz = 1 }
+zzz = 1
 "#;
         let tables = [
             (1, &schema),
@@ -349,6 +354,8 @@ retention = { keep = "1d", column = "c", zzz = 1 }
             (11, &schema["definitions"]["Outbox"]),
             (14, &schema["definitions"]["Scope"]),
             (17, &schema["definitions"]["Retention"]),
+            (19, &schema["definitions"]["Remote"]),
+            (20, &schema["definitions"]["RemoteModel"]),
         ];
         let (diagnostics, sources) = fixture::check_files(&[("cascade.toml", config)]);
         for (line, object) in tables {

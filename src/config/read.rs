@@ -313,6 +313,16 @@ impl<'a> Fields<'a> {
         fields
     }
 
+    /// Whether the table has `key`, leaving it to be taken.
+    pub(super) fn has(&self, key: &str) -> bool {
+        self.entries.iter().any(|f| f.key.get_ref() == key)
+    }
+
+    /// How messages name this table from now on.
+    pub(super) fn describe_as(&mut self, described: String) {
+        self.described = described;
+    }
+
     /// Reports that the table has none of `keys`, one of which it needs.
     pub(super) fn missing_one_of(&self, keys: &[&str], d: &mut Diagnostics) {
         let names: Vec<String> = keys.iter().map(|key| format!("`{key}`")).collect();

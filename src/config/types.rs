@@ -10,6 +10,7 @@ use serde::Serialize;
 
 use super::located::Located;
 use super::outbox::{Outbox, Scope, Sink};
+use super::remote::RemoteModel;
 use crate::diagnostic::Location;
 
 /// A cascade config: models, the relations between them, and the outbox registry. All `*.toml`
@@ -24,9 +25,15 @@ pub struct Config {
     /// `cascade_option` override these values while a deletion runs.
     #[serde(default)]
     pub options: IndexMap<String, Located<f64>>,
-    /// The models: one per table that takes part in a deletion, keyed by model name.
+    /// The models: one per table that takes part in a deletion, keyed by model name, and the
+    /// remote models (`remote = { category = "..." }`), whose rows are in another database.
     #[serde(default)]
+    #[schemars(schema_with = "super::remote::models_schema")]
     pub models: IndexMap<String, Model>,
+    /// The remote models, declared under `[models]` with `remote`.
+    #[serde(skip_serializing_if = "IndexMap::is_empty")]
+    #[schemars(skip)]
+    pub remote_models: IndexMap<String, RemoteModel>,
     /// The transactional-outbox registry.
     #[serde(default)]
     pub outbox: Outbox,
@@ -563,6 +570,18 @@ impl Config {
     /// The model named `name`, if there is one.
     pub fn model(&self, name: &str) -> Option<&Model> {
         self.models.get(name)
+    }
+
+    /// Every relation of every model, local and remote, with the name of the model declaring it.
+    pub fn every_relation(&self) -> impl Iterator<Item = (&Located<String>, &Relation)> {
+        let local = self.models.values().map(|model| (&model.name, &model.children));
+        let remote = self.remote_models.values().map(|model| (&model.name, &model.children));
+        local.chain(remote).flat_map(|(name, children)| children.iter().map(move |relation| (name, relation)))
+    }
+
+    /// The remote model whose tombstones are of `category`, if one reads them.
+    pub fn remote_model_of(&self, category: &str) -> Option<&RemoteModel> {
+        self.remote_models.values().find(|model| model.remote.category.value == category)
     }
 
     /// Every option's value as the config sets it (`cascade_option` rows may override them).

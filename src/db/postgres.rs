@@ -26,6 +26,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../../schemas/migrations/postgres/0009_outbox_entry.sql"),
     include_str!("../../schemas/migrations/postgres/0010_nullified_rows.sql"),
     include_str!("../../schemas/migrations/postgres/0011_migration_checksums.sql"),
+    include_str!("../../schemas/migrations/postgres/0012_inbox.sql"),
 ];
 
 /// How long connecting may take before it is given up.

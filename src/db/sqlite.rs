@@ -25,6 +25,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../../schemas/migrations/sqlite/0009_outbox_entry.sql"),
     include_str!("../../schemas/migrations/sqlite/0010_nullified_rows.sql"),
     include_str!("../../schemas/migrations/sqlite/0011_migration_checksums.sql"),
+    include_str!("../../schemas/migrations/sqlite/0012_inbox.sql"),
 ];
 
 /// Whether SQLite can create its journal, WAL index and lock files beside the database. Where it

@@ -85,6 +85,9 @@ codes! { $
     DuplicateDeclaration = "duplicate-declaration", Error, "A model, scope, option or setting is declared in more than one place.";
     InvalidName = "invalid-name", Error, "A model, scope, category, sink, option or cell name (a key, or a value naming one) holds a control character, a line or paragraph separator or a bidirectional control: names are identifiers, and they reach terminals, CI logs and pull-request comments.";
     UnknownModel = "unknown-model", Error, rule unknown_model, "A relation names a model that is not declared.";
+    RemoteModelChild = "remote-model-child", Error, rule remote_model_child, "A relation names a remote model as a child: its rows are in another database.";
+    RemoteCategoryTwice = "remote-category-twice", Error, rule remote_category_twice, "Two remote models read the same outbox category.";
+    RemoteDatabaseAction = "remote-database-action", Error, rule remote_database_action, "A remote model's relation has `on_delete = \"database\"`, but no foreign key crosses databases.";
     DuplicateRelation = "duplicate-relation", Error, rule duplicate_relation, "A model declares the same child model and column twice.";
     PlanTooDeep = "plan-too-deep", Error, rule plan_depth, "A chain of delete relations is deeper than 1,000 models, deeper than a plan may be.";
     BulkWithChildren = "bulk-with-children", Error, rule bulk_with_children, "A bulk model has children: a set-based delete loads no rows, so delete-children would be orphaned and nullify children left pointing at deleted rows.";

@@ -125,7 +125,13 @@ fn key_candidates(analysis: &Analysis, syntax: &Lazy<'_>, table: &[Segment], hea
             .map(|name| Candidate::name(&name.value, CompletionItemKind::ENUM_MEMBER, None))
             .collect();
     }
-    keys::keys(table)
+    let written_keys: Vec<&str> = syntax
+        .keys
+        .iter()
+        .filter(|k| !header && k.path.len() == table.len() + 1 && k.path.starts_with(table))
+        .filter_map(|k| k.path.last().and_then(Segment::key))
+        .collect();
+    keys::keys(table, &written_keys)
         .into_iter()
         .filter(|(key, _)| !written(key))
         .map(|(key, description)| Candidate {

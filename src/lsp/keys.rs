@@ -84,19 +84,24 @@ fn is_shown(default: &Value) -> bool {
     }
 }
 
-/// The keys of the table at `path`, with their descriptions, in the schema's order.
-pub(crate) fn keys(path: &[Segment]) -> Vec<(&'static str, &'static str)> {
+/// The keys of the table at `path`, with their descriptions, in the schema's order, each once.
+/// Where the table is one of several kinds (a model of a local table, or a remote model), the
+/// kinds that have every key of `written` (all, when none has).
+pub(crate) fn keys(path: &[Segment], written: &[&str]) -> Vec<(&'static str, &'static str)> {
     let Some(node) = at(path) else { return Vec::new() };
-    alternatives(node)
-        .into_iter()
-        .filter_map(|choice| choice.get("properties")?.as_object())
-        .flat_map(|properties| {
-            properties.iter().map(|(key, property)| {
-                let description = property.get("description").or_else(|| resolve(property).get("description"));
-                (key.as_str(), description.and_then(Value::as_str).unwrap_or_default())
-            })
-        })
-        .collect()
+    let kinds: Vec<_> =
+        alternatives(node).into_iter().filter_map(|choice| choice.get("properties")?.as_object()).collect();
+    let fitting: Vec<_> =
+        kinds.iter().filter(|properties| written.iter().all(|key| properties.contains_key(*key))).collect();
+    let chosen = if fitting.is_empty() { kinds.iter().collect() } else { fitting };
+    let mut keys: Vec<(&'static str, &'static str)> = Vec::new();
+    for (key, property) in chosen.into_iter().flat_map(|properties| properties.iter()) {
+        if keys.iter().all(|(known, _)| *known != key.as_str()) {
+            let description = property.get("description").or_else(|| resolve(property).get("description"));
+            keys.push((key.as_str(), description.and_then(Value::as_str).unwrap_or_default()));
+        }
+    }
+    keys
 }
 
 /// The values the key at `path` takes, when they are a fixed set (`strategy`, a boolean), as
@@ -127,7 +132,8 @@ mod tests {
 
     #[test]
     fn every_table_of_the_config_has_its_keys() {
-        let names = |keys: &[&str]| -> Vec<&str> { super::keys(&path(keys)).into_iter().map(|(k, _)| k).collect() };
+        let names =
+            |keys: &[&str]| -> Vec<&str> { super::keys(&path(keys), &[]).into_iter().map(|(k, _)| k).collect() };
         assert_eq!(names(&[]), ["settings", "options", "models", "outbox"]);
         assert_eq!(names(&["outbox"]), ["scopes", "sinks"]);
         assert!(names(&["models", "any"]).starts_with(&["table", "key", "strategy"]));
@@ -138,6 +144,18 @@ mod tests {
             ["shard_key", "categories", "sink", "category_sinks", "cells", "cell_sinks"]
         );
         assert!(names(&["models", "any", "table"]).is_empty());
+    }
+
+    #[test]
+    fn a_model_table_offers_the_keys_of_its_kind() {
+        let names = |written: &[&str]| -> Vec<&str> {
+            super::keys(&path(&["models", "any"]), written).into_iter().map(|(k, _)| k).collect()
+        };
+        assert_eq!(names(&["remote"]), ["remote", "key", "children"]);
+        assert!(!names(&["table"]).contains(&"remote"));
+        let both = names(&[]);
+        assert!(both.contains(&"remote") && both.contains(&"table"));
+        assert_eq!(both.iter().filter(|key| **key == "children").count(), 1, "{both:?}");
     }
 
     #[test]

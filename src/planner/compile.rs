@@ -234,6 +234,17 @@ pub enum CompileError {
         /// "did you mean `x`?" when a model's name is close.
         suggestion: Option<String>,
     },
+    /// The root is a remote model: its rows are in another database.
+    #[error(
+        "model `{model}` is remote: its rows are in another database, whose deletions arrive here as `{category}` \
+         tombstones and are applied to its children by `cascade worker` (or `cascade inbox apply`)"
+    )]
+    RemoteRoot {
+        /// The remote model.
+        model: String,
+        /// The category its tombstones have.
+        category: String,
+    },
     /// The root model has a composite key: root rows are given by one id each.
     #[error(
         "model `{model}` has a composite key ({columns}): it cannot be the root of a deletion; delete its rows \
@@ -264,6 +275,10 @@ pub fn compile(config: &CheckedConfig, root: &str) -> Result<Plan, CompileError>
 
 /// The declared model `name`; an unknown one is an error with the nearest name suggested.
 pub fn declared_model<'a>(config: &'a Config, name: &str) -> Result<&'a Model, CompileError> {
+    if let Some(remote) = config.remote_models.get(name) {
+        let category = remote.remote.category.value.clone();
+        return Err(CompileError::RemoteRoot { model: name.to_owned(), category });
+    }
     config.model(name).ok_or_else(|| CompileError::UnknownModel {
         name: name.to_owned(),
         suggestion: super::suggest_model(config, name),
@@ -452,6 +467,11 @@ categories = ["organization_update"]
     fn unknown_root_suggests_a_model() {
         let error = compile(&checked(DIAMOND), "projects").unwrap_err();
         assert_eq!(error.to_string(), "unknown model `projects` (did you mean `project`?)");
+        let remote = checked(
+            "[models.organization]\nremote = { category = \"organization_deleted\" }\n\n[models.project]\ntable = \"project\"\n",
+        );
+        let error = compile(&remote, "organization").unwrap_err();
+        assert!(error.to_string().starts_with("model `organization` is remote: its rows are in another database"));
     }
 
     #[test]

@@ -15,7 +15,7 @@ pub(crate) use graph::ModelGraph;
 
 use std::sync::Arc;
 
-use crate::config::{Config, Loaded, Located, Model, Relation};
+use crate::config::{Config, Loaded, Located, Model, Relation, RemoteModel};
 use crate::diagnostic::{Diagnostic, Sources};
 use crate::schema::{Column, ForeignKey, Schema, Table};
 
@@ -73,6 +73,17 @@ impl<'a> Context<'a> {
     /// The schema table of a model, when a schema is given and has it.
     pub(crate) fn table_of(&self, model: &Model) -> Option<&'a Table> {
         self.schema?.table(&model.table.value)
+    }
+
+    /// Every relation of a remote model whose child model exists and whose child table is in the
+    /// schema: (remote model, relation, child table).
+    pub(crate) fn remote_relations(&self) -> impl Iterator<Item = (&'a RemoteModel, &'a Relation, &'a Table)> + '_ {
+        self.config.remote_models.values().flat_map(move |remote| {
+            remote.children.iter().filter_map(move |relation| {
+                let child = self.config.model(&relation.model.value)?;
+                Some((remote, relation, self.table_of(child)?))
+            })
+        })
     }
 
     /// Every relation that can be checked against the schema (none without a schema).

@@ -27,7 +27,8 @@ const LAYERS: &[(&str, u8)] = &[
     ("cleanup", 5),
     ("partitions", 5),
     ("demo", 6),
-    ("service", 6),
+    ("inbox", 6),
+    ("service", 7),
     ("review", 6),
 ];
 

@@ -18,6 +18,7 @@ mod diff_oracle;
 mod duplicates;
 mod duplicates_remove;
 mod identifiers;
+mod inbox;
 mod layers;
 mod lsp;
 mod lsp_neovim;

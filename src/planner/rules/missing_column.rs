@@ -25,6 +25,14 @@ pub(super) fn check(context: &Context<'_>, diagnostics: &mut Vec<Diagnostic>) {
             missing(&column.value, &column.location, "outbox payload");
         }
     }
+    for (remote, relation, child_table) in context.remote_relations() {
+        for column in relation.columns() {
+            if child_table.column(&column.value).is_none() {
+                let role = format!("relation from remote model `{}`", remote.name.value);
+                diagnostics.push(diagnostic(child_table, &column.value, &column.location, &role));
+            }
+        }
+    }
     for SchemaRelation { parent, parent_table, relation, child_table, .. } in context.schema_relations() {
         for column in relation.columns() {
             if child_table.column(&column.value).is_none() {
@@ -91,6 +99,15 @@ fn diagnostic(table: &Table, column: &str, location: &Location, role: &str) -> D
 mod tests {
     use crate::diagnostic::Code;
     use crate::planner::fixture;
+
+    #[test]
+    fn a_remote_models_relation_is_checked_too() {
+        let config = "[models.organization]\nremote = { category = \"organization_deleted\" }\n\
+                      children = [{ model = \"member\", column = \"org_id\" }]\n\n\
+                      [models.member]\ntable = \"member\"\n";
+        let ddl = "CREATE TABLE member (id integer PRIMARY KEY, organization_id integer NOT NULL);";
+        assert_eq!(fixture::codes_against(config, Some(ddl)), vec![(Code::MissingColumn, 3)]);
+    }
 
     const DDL: &str = "
         CREATE TABLE organization (organization_id integer PRIMARY KEY, state integer, slug text);

@@ -3,10 +3,12 @@
 
 use crate::config::OnDelete;
 use crate::diagnostic::{Code, Diagnostic};
-use crate::planner::{Context, SchemaRelation};
+use crate::planner::Context;
 
 pub(super) fn check(context: &Context<'_>, diagnostics: &mut Vec<Diagnostic>) {
-    for SchemaRelation { relation, child_table, .. } in context.schema_relations() {
+    let local = context.schema_relations().map(|found| (found.relation, found.child_table));
+    let remote = context.remote_relations().map(|(_, relation, child_table)| (relation, child_table));
+    for (relation, child_table) in local.chain(remote) {
         let Some(on_delete) = relation.on_delete.as_ref().filter(|a| a.value == OnDelete::Nullify) else {
             continue;
         };
@@ -46,6 +48,16 @@ children = [{ model = "employee", column = "office_id", on_delete = "nullify" }]
 table = "employee"
 children = [{ model = "employee", column = "reports_to", on_delete = "nullify" }]
 "#;
+
+    #[test]
+    fn a_remote_models_relation_is_checked_too() {
+        let config = "[models.organization]\nremote = { category = \"organization_deleted\" }\n\
+                      children = [{ model = \"member\", column = \"organization_id\", on_delete = \"nullify\" }]\n\n\
+                      [models.member]\ntable = \"member\"\n";
+        let ddl = "CREATE TABLE member (id integer PRIMARY KEY, organization_id integer NOT NULL);
+                   CREATE INDEX member_organization ON member (organization_id);";
+        assert_eq!(fixture::codes_against(config, Some(ddl)), vec![(Code::NullifyNotNull, 3)]);
+    }
 
     #[test]
     fn a_not_null_column_cannot_be_nullified_but_a_nullable_one_can() {

@@ -3,10 +3,14 @@
 
 use crate::db::sql::quote_qualified;
 use crate::diagnostic::{Code, Diagnostic, Fix};
-use crate::planner::{Context, SchemaRelation};
+use crate::planner::Context;
 
 pub(super) fn check(context: &Context<'_>, diagnostics: &mut Vec<Diagnostic>) {
-    for SchemaRelation { parent, relation, child, child_table, .. } in context.schema_relations() {
+    let local = context.schema_relations().map(|found| (&found.parent.name, found.relation, found.child, found.child_table));
+    let remote = context.remote_relations().filter_map(|(remote, relation, child_table)| {
+        Some((&remote.name, relation, context.config.model(&relation.model.value)?, child_table))
+    });
+    for (parent, relation, child, child_table) in local.chain(remote) {
         let columns = relation.column_names();
         if columns.iter().any(|column| child_table.column(column).is_none()) {
             continue;
@@ -22,7 +26,7 @@ pub(super) fn check(context: &Context<'_>, diagnostics: &mut Vec<Diagnostic>) {
                     "no index of `{}` leads with `{}`: every chunk of `{}` would scan the table",
                     child_table.name,
                     columns.join(", "),
-                    parent.name.value
+                    parent.value
                 ),
             )
             .label("unindexed relation column")
@@ -36,6 +40,17 @@ pub(super) fn check(context: &Context<'_>, diagnostics: &mut Vec<Diagnostic>) {
 mod tests {
     use crate::diagnostic::Code;
     use crate::planner::fixture;
+
+    #[test]
+    fn a_remote_models_relation_is_checked_too() {
+        let config = "[models.organization]\nremote = { category = \"organization_deleted\" }\n\
+                      children = [{ model = \"member\", column = \"organization_id\" }]\n\n\
+                      [models.member]\ntable = \"member\"\n";
+        let ddl = "CREATE TABLE member (id integer PRIMARY KEY, organization_id integer NOT NULL);";
+        assert_eq!(fixture::codes_against(config, Some(ddl)), vec![(Code::UnindexedRelation, 3)]);
+        let indexed = format!("{ddl} CREATE INDEX member_organization ON member (organization_id);");
+        assert_eq!(fixture::codes_against(config, Some(&indexed)), vec![]);
+    }
 
     const DDL: &str = "
         CREATE TABLE project (id integer PRIMARY KEY);

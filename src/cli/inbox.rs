@@ -1,0 +1,149 @@
+//! `cascade inbox`: tombstones from another database's outbox taken in, applied, and counted.
+
+use std::io::Read;
+use std::process::ExitCode;
+use std::time::{Duration, SystemTime};
+
+use cascade::db::{Access, redact_command_line};
+use cascade::inbox::{self, ApplyOptions, ApplyReport, CategoryInbox};
+
+use super::Cli;
+use super::exit::EXIT_INTERRUPTED;
+use super::output::SummaryFormat;
+
+#[derive(Debug, clap::Subcommand)]
+pub enum Command {
+    /// Take in one delivery of an outbox command sink (its JSON array on stdin): exits 0 once
+    /// the tombstones are committed, so the sender counts them delivered; a message received
+    /// before from the same source is not taken again.
+    Receive {
+        /// The sending database, as this one names it: an idempotency key is unique per source.
+        #[arg(long, value_name = "NAME")]
+        source: String,
+    },
+    /// Apply every pending tombstone of the config's remote models (as `cascade worker` does),
+    /// then exit: 0 when all went, 1 when any failed (kept for another attempt, or parked).
+    Apply {
+        /// Output format: human, or json.
+        #[arg(long, value_enum, default_value_t = SummaryFormat::Human)]
+        format: SummaryFormat,
+    },
+    /// Tombstones per category: pending, applied and parked, and the oldest pending one's age.
+    Stats {
+        /// Output format: human, or json.
+        #[arg(long, value_enum, default_value_t = SummaryFormat::Human)]
+        format: SummaryFormat,
+    },
+}
+
+pub fn run(cli: &Cli, command: &Command) -> anyhow::Result<ExitCode> {
+    match command {
+        Command::Receive { source } => receive(cli, source),
+        Command::Apply { format } => apply(cli, *format),
+        Command::Stats { format } => stats(cli, *format),
+    }
+}
+
+fn receive(cli: &Cli, source: &str) -> anyhow::Result<ExitCode> {
+    let loaded = cascade::config::load(&cli.config)?;
+    let url = super::database_url(cli, &loaded.config);
+    let mut body = String::new();
+    std::io::stdin().read_to_string(&mut body)?;
+    let received = super::block_on(async {
+        let database = super::connect(&url, &loaded.config, Access::ReadWrite).await?;
+        let received = inbox::receive(&database, source, &body).await;
+        database.close().await;
+        anyhow::Ok(received?)
+    })?;
+    println!(
+        "received {} from `{source}`: {} new, {} received before",
+        super::table::plural(received.messages, "tombstone", "tombstones"),
+        received.new,
+        received.messages - received.new
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
+fn apply(cli: &Cli, format: SummaryFormat) -> anyhow::Result<ExitCode> {
+    let Some(loaded) = super::load_valid(cli)? else { return Ok(ExitCode::from(1)) };
+    let url = super::database_url(cli, &loaded);
+    let mut options = ApplyOptions::default();
+    options.batches.command = redact_command_line(std::env::args());
+    let report = super::block_on(async {
+        options.batches.stop = Some(super::stop_on_signals());
+        let database = super::connect(&url, &loaded, Access::ReadWrite).await?;
+        let Some(engine) = super::prepare(database.clone(), &loaded).await? else { return anyhow::Ok(None) };
+        let report = inbox::apply(&engine, &options).await;
+        database.close().await;
+        Ok(Some(report?))
+    })?;
+    let Some(report) = report else { return Ok(ExitCode::from(1)) };
+    match format {
+        SummaryFormat::Json => println!("{}", serde_json::to_string_pretty(&report)?),
+        SummaryFormat::Human => print!("{}", human_apply(&report)),
+    }
+    Ok(if report.stopped {
+        ExitCode::from(EXIT_INTERRUPTED)
+    } else if report.failed > 0 {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    })
+}
+
+pub fn human_apply(report: &ApplyReport) -> String {
+    let rows = |counts: &indexmap::IndexMap<String, u64>| {
+        let parts: Vec<String> = counts.iter().map(|(model, rows)| format!("{model} {rows}")).collect();
+        if parts.is_empty() { "none".to_owned() } else { parts.join(", ") }
+    };
+    let mut out = format!(
+        "inbox applied: {} applied, {} failed; deleted: {}; nullified: {}\n",
+        report.applied,
+        report.failed,
+        rows(&report.deleted),
+        rows(&report.nullified)
+    );
+    for error in &report.errors {
+        out += &format!("  failed: {error}\n");
+    }
+    out
+}
+
+fn stats(cli: &Cli, format: SummaryFormat) -> anyhow::Result<ExitCode> {
+    let loaded = cascade::config::load(&cli.config)?;
+    let url = super::database_url(cli, &loaded.config);
+    let stats = super::block_on(async {
+        let database = super::connect(&url, &loaded.config, Access::ReadOnly).await?;
+        let stats = inbox::stats(&database, &loaded.config, SystemTime::now()).await;
+        database.close().await;
+        anyhow::Ok(stats?)
+    })?;
+    match format {
+        SummaryFormat::Json => println!("{}", serde_json::to_string_pretty(&stats)?),
+        SummaryFormat::Human => print!("{}", human_stats(&stats)),
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn human_stats(stats: &[CategoryInbox]) -> String {
+    let pending: u64 = stats.iter().map(|category| category.pending).sum();
+    let mut out = format!("{} pending in the inbox\n", super::table::plural(pending, "tombstone", "tombstones"));
+    let age = |seconds: f64| humantime::format_duration(Duration::from_secs(seconds as u64)).to_string();
+    let rows: Vec<[String; 6]> = stats
+        .iter()
+        .map(|c| {
+            let model = c.remote_model.clone().unwrap_or_else(|| "(no remote model)".to_owned());
+            let [pending, applied, parked] = [c.pending, c.applied, c.parked].map(|n| n.to_string());
+            [c.category.clone(), model, pending, applied, parked, age(c.oldest_pending_age_seconds)]
+        })
+        .collect();
+    if !rows.is_empty() {
+        out += "\n";
+        out += &super::table::Table::render(
+            ["category", "remote model", "pending", "applied", "parked", "oldest pending"],
+            &rows,
+            &[2, 3, 4],
+        );
+    }
+    out
+}

@@ -1,0 +1,368 @@
+//! Applying tombstones: a worker claims pending ones, folds those of one remote model into one
+//! clean-up of its children (every child row naming one of their keys deleted as the root of its
+//! own cascade, or its column set to NULL, batch after batch in one recorded run), and marks them
+//! applied. A tombstone whose application fails keeps its error and waits `[settings]
+//! retry_delay_seconds` for another attempt; after `max_attempts` it is parked.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, SystemTime};
+
+use indexmap::IndexMap;
+use serde::Serialize;
+use tracing::{info, warn};
+
+use super::{InboxError, Tombstone, store};
+use crate::audit::Alone;
+use crate::cleanup::batches::{BatchError, BatchOptions, BatchRun, Next, Read, Scan};
+use crate::config::{OnDelete, Relation, RemoteModel};
+use crate::db::sql::{KeyType, Param, SqlBuilder, Statement, quote_identifier};
+use crate::db::{DbError, Keys};
+use crate::engine::Engine;
+use crate::planner::{self, Plan};
+use crate::schema::CatalogNames;
+
+/// How tombstones are applied.
+#[derive(Debug, Clone)]
+pub struct ApplyOptions {
+    /// The batches of each clean-up (their size, pause, archive, actor and command, and the
+    /// flag that stops them).
+    pub batches: BatchOptions,
+    /// Tombstones a worker claims at once, folded by remote model.
+    pub claim: u64,
+}
+
+impl Default for ApplyOptions {
+    fn default() -> Self {
+        Self { batches: BatchOptions { command: "inbox apply".to_owned(), ..BatchOptions::default() }, claim: 500 }
+    }
+}
+
+/// What applying did.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct ApplyReport {
+    /// Tombstones applied.
+    pub applied: u64,
+    /// Tombstones whose application failed (released for another attempt, or parked).
+    pub failed: u64,
+    /// Rows deleted per model.
+    pub deleted: IndexMap<String, u64>,
+    /// Rows set to NULL per model.
+    pub nullified: IndexMap<String, u64>,
+    /// The applications that failed, with their errors.
+    pub errors: Vec<String>,
+    /// Stopped by the caller's flag before every pending tombstone was applied.
+    pub stopped: bool,
+}
+
+/// Applies every pending tombstone of the config's remote models, a claim at a time, until none
+/// is left (or the stop flag is set), each at most once: one that fails waits for the next call.
+/// Tombstones of a category no remote model reads wait.
+pub async fn apply(engine: &Engine, options: &ApplyOptions) -> Result<ApplyReport, InboxError> {
+    let config = engine.config();
+    let categories: Vec<&str> =
+        config.remote_models.values().map(|model| model.remote.category.value.as_str()).collect();
+    let mut report = ApplyReport::default();
+    // Each tombstone is tried once per call: one that failed waits for the next.
+    let mut tried = Vec::new();
+    let settings = &config.settings;
+    let (lease, max_attempts, retry_delay) = (settings.run_lease(), settings.max_attempts(), settings.retry_delay());
+    loop {
+        if options.batches.stop.as_ref().is_some_and(|stop| stop.load(Ordering::SeqCst)) {
+            report.stopped = true;
+            break;
+        }
+        let token = uuid::Uuid::new_v4().simple().to_string();
+        let now = SystemTime::now();
+        let until = now.checked_add(lease).unwrap_or(now);
+        let claimed = store::claim(engine.database(), (&categories, &tried), options.claim, &token, now, until).await?;
+        if claimed.is_empty() {
+            break;
+        }
+        let mut by_model: IndexMap<&str, (&RemoteModel, Vec<&Tombstone>)> = IndexMap::new();
+        for tombstone in &claimed {
+            // The claim took only categories of remote models.
+            let Some(model) = config.remote_model_of(&tombstone.category) else { continue };
+            by_model.entry(model.name.value.as_str()).or_insert((model, Vec::new())).1.push(tombstone);
+        }
+        let mut stopped = false;
+        for (_, (model, tombstones)) in by_model {
+            let ids: Vec<i64> = tombstones.iter().map(|tombstone| tombstone.id).collect();
+            let keys: Vec<String> = tombstones.iter().map(|tombstone| tombstone.key.clone()).collect();
+            match clean_up(engine, model, &keys, &token, options).await {
+                Ok(cleaned) if !cleaned.stopped => {
+                    store::applied(engine.database(), &ids, &token).await?;
+                    report.applied += ids.len() as u64;
+                    info!(model = %model.name.value, tombstones = ids.len(), "tombstones applied");
+                    add_rows(&mut report, cleaned);
+                }
+                // Stopped between batches: the claim lapses and the rest is applied again later
+                // (what was deleted stays deleted).
+                Ok(cleaned) => {
+                    add_rows(&mut report, cleaned);
+                    stopped = true;
+                    break;
+                }
+                Err(error) => {
+                    let error = crate::secret::redact(&error.to_string());
+                    let attempts = tombstones.iter().map(|tombstone| tombstone.attempts).max().unwrap_or(0);
+                    warn!(model = %model.name.value, attempts, %error, "applying tombstones failed");
+                    tried.extend(&ids);
+                    let retry_at = SystemTime::now().checked_add(retry_delay).unwrap_or(now);
+                    store::failed(engine.database(), &ids, &token, &error, (max_attempts, retry_at)).await?;
+                    report.failed += ids.len() as u64;
+                    report.errors.push(format!("remote model `{}`: {error}", model.name.value));
+                }
+            }
+        }
+        if stopped {
+            report.stopped = true;
+            break;
+        }
+    }
+    Ok(report)
+}
+
+/// Applies pending tombstones until `stop` is set, looking again every `poll` when none is
+/// pending; with `once`, until none is pending. A failed application does not stop it: the
+/// tombstone is tried again, or parked.
+pub async fn run_applier(
+    engine: &Engine,
+    options: &ApplyOptions,
+    once: bool,
+    poll: Duration,
+    stop: Arc<AtomicBool>,
+) -> Result<ApplyReport, InboxError> {
+    let options =
+        ApplyOptions { batches: BatchOptions { stop: Some(stop.clone()), ..options.batches.clone() }, ..*options };
+    let mut total = ApplyReport::default();
+    loop {
+        let report = apply(engine, &options).await?;
+        let idle = report.applied + report.failed == 0;
+        total.add(report);
+        if once || stop.load(Ordering::SeqCst) {
+            return Ok(total);
+        }
+        if idle {
+            crate::stop::pause(poll, &stop).await;
+        }
+    }
+}
+
+impl ApplyReport {
+    fn add(&mut self, other: ApplyReport) {
+        self.applied += other.applied;
+        self.failed += other.failed;
+        self.errors.extend(other.errors);
+        self.stopped |= other.stopped;
+        add_rows(self, Cleaned { deleted: other.deleted, nullified: other.nullified, stopped: other.stopped });
+    }
+}
+
+fn add_rows(report: &mut ApplyReport, cleaned: Cleaned) {
+    for (model, rows) in cleaned.deleted {
+        *report.deleted.entry(model).or_default() += rows;
+    }
+    for (model, rows) in cleaned.nullified {
+        *report.nullified.entry(model).or_default() += rows;
+    }
+}
+
+/// What one clean-up of a remote model's children did.
+struct Cleaned {
+    deleted: IndexMap<String, u64>,
+    nullified: IndexMap<String, u64>,
+    stopped: bool,
+}
+
+/// Why a remote model's children could not be cleaned up.
+#[derive(Debug, thiserror::Error)]
+enum ApplyError {
+    #[error("{0}")]
+    Unresolved(String),
+    #[error(transparent)]
+    Batch(#[from] BatchError),
+    #[error(transparent)]
+    Compile(#[from] planner::CompileError),
+}
+
+impl From<DbError> for ApplyError {
+    fn from(error: DbError) -> Self {
+        ApplyError::Batch(error.into())
+    }
+}
+
+/// Deletes or nullifies, in one recorded run, every child row of `model` that names one of
+/// `keys`: the delete relations first, so that no row is nullified that is deleted anyway.
+async fn clean_up(
+    engine: &Engine,
+    model: &RemoteModel,
+    keys: &[String],
+    token: &str,
+    options: &ApplyOptions,
+) -> Result<Cleaned, ApplyError> {
+    let mut relations: Vec<Child<'_>> =
+        model.children.iter().map(|relation| Child::resolve(engine, relation)).collect::<Result<_, _>>()?;
+    relations.sort_by_key(|child| child.relation.action() != OnDelete::Delete);
+    let targets: Vec<String> = relations.iter().map(|child| format!("{}.{}", child.model, child.column)).collect();
+    // The claim's token makes the run its own: two workers apply different tombstones at once.
+    let root = format!("inbox {} {token}", model.name.value);
+    let mut run = BatchRun::start(engine, (&root, &targets), Alone::SameRoots, options.batches.clone()).await?;
+    let mut outcome = Ok(Next::Continue);
+    for child in &relations {
+        let plan = match child.relation.action() {
+            OnDelete::Nullify => None,
+            _ => Some(planner::compile(engine.config(), child.model)?),
+        };
+        let clean = match &plan {
+            Some(plan) => Clean::Delete(plan),
+            None => Clean::Nullify,
+        };
+        let checkpoint = format!("inbox:{token}:{}.{}", child.model, child.column);
+        let mut scan = ChildScan { engine, child, keys, clean, checkpoint, after: None, exhausted: false };
+        outcome = run.scan(&mut scan).await;
+        if !matches!(outcome, Ok(Next::Continue)) {
+            break;
+        }
+    }
+    let error = outcome.as_ref().err().map(ToString::to_string);
+    let finished = run.finish(error.as_deref()).await;
+    let next = outcome?;
+    let summary = finished?;
+    Ok(Cleaned { deleted: summary.deleted, nullified: summary.nullified, stopped: next == Next::Stop })
+}
+
+/// A relation of a remote model, resolved against the schema.
+struct Child<'a> {
+    relation: &'a Relation,
+    model: &'a str,
+    /// The child table, quoted as the catalog spells it.
+    table: String,
+    /// The child's key column as the catalog spells it, and how its values are bound.
+    key: String,
+    key_type: KeyType,
+    /// The relation column as the catalog spells it, and how the remote keys are bound to it.
+    column: String,
+    column_type: KeyType,
+}
+
+impl<'a> Child<'a> {
+    fn resolve(engine: &'a Engine, relation: &'a Relation) -> Result<Self, ApplyError> {
+        let (config, schema) = (engine.config(), engine.schema());
+        let model = relation.model.value.as_str();
+        let declared = config.model(model).ok_or_else(|| ApplyError::Unresolved(format!("no model `{model}`")))?;
+        let names = CatalogNames::of(Some(schema), &declared.table.value);
+        let table =
+            names.table().ok_or_else(|| ApplyError::Unresolved(format!("no table `{}`", declared.table.value)))?;
+        let key = match declared.key.as_ref().map(|key| &key.value) {
+            None => "id",
+            Some(key) => key.single().ok_or_else(|| {
+                ApplyError::Unresolved(format!("the key of `{model}` is composite: its rows go by a one-column key"))
+            })?,
+        };
+        let column_of = |name: &str| {
+            table.column(name).ok_or_else(|| ApplyError::Unresolved(format!("`{}` has no column `{name}`", table.name)))
+        };
+        let key = column_of(key)?;
+        let written = relation.columns();
+        let column = column_of(written.first().map_or("", |column| column.value.as_str()))?;
+        Ok(Self {
+            relation,
+            model,
+            table: names.quoted_table(),
+            key: key.name.clone(),
+            key_type: key.key_type.clone(),
+            column: column.name.clone(),
+            column_type: column.key_type.clone(),
+        })
+    }
+
+    /// `"column" IN (the remote keys)`, in a statement of the child table alone.
+    fn names_a_key(&self, sql: &mut SqlBuilder, keys: &[String]) {
+        sql.key_list(&self.column, &self.column_type, Param::Keys(Keys::read(&self.column_type, keys.to_vec())));
+    }
+
+    /// The keys, ascending, of up to `limit` rows after `after` that name one of `keys`.
+    fn batch(&self, engine: &Engine, keys: &[String], after: Option<&str>, limit: u64) -> Statement {
+        let backend = engine.database().backend();
+        let key = quote_identifier(&self.key);
+        let mut sql = SqlBuilder::new(backend);
+        sql.push("SELECT ");
+        backend.json_array_agg(&mut sql, "cascade_key", "cascade_order");
+        sql.push(" FROM (SELECT CAST(").push(&key).push(" AS TEXT) AS cascade_key, ").push(&key);
+        sql.push(" AS cascade_order FROM ").push(&self.table).push(" WHERE ");
+        self.names_a_key(&mut sql, keys);
+        crate::cleanup::batches::after(&mut sql, &key, &self.key_type, after);
+        sql.push(" ORDER BY ")
+            .push(&key)
+            .push(" LIMIT ")
+            .bind(Param::integer(i64::try_from(limit).unwrap_or(i64::MAX)));
+        sql.push(") AS cascade_batch");
+        sql.finish()
+    }
+
+    /// Sets the relation column of the rows among `batch` that still name one of `keys` to NULL.
+    fn nullify(&self, engine: &Engine, keys: &[String], batch: &[String]) -> Statement {
+        let mut sql = SqlBuilder::new(engine.database().backend());
+        sql.push("UPDATE ").push(&self.table).push(" SET ").identifier(&self.column).push(" = NULL WHERE ");
+        sql.key_list(&self.key, &self.key_type, Param::Keys(Keys::read(&self.key_type, batch.to_vec()))).push(" AND ");
+        self.names_a_key(&mut sql, keys);
+        sql.finish()
+    }
+}
+
+/// What a batch of child rows gets.
+enum Clean<'p> {
+    /// Deleted as the roots of the child model's plan, each with everything below it.
+    Delete(&'p Plan),
+    /// The relation column set to NULL.
+    Nullify,
+}
+
+/// The rows of one child relation that name a remote key, in key order.
+struct ChildScan<'a> {
+    engine: &'a Engine,
+    child: &'a Child<'a>,
+    keys: &'a [String],
+    clean: Clean<'a>,
+    checkpoint: String,
+    after: Option<String>,
+    /// The last read found fewer keys than it asked for.
+    exhausted: bool,
+}
+
+impl Scan for ChildScan<'_> {
+    type Batch = Vec<String>;
+    type Error = BatchError;
+
+    fn checkpoint(&self) -> &str {
+        &self.checkpoint
+    }
+
+    fn start_after(&mut self, after: Option<String>) {
+        self.after = after;
+    }
+
+    async fn read(&mut self, size: u64) -> Result<Read<Vec<String>>, BatchError> {
+        let engine = self.engine;
+        let statement = self.child.batch(engine, self.keys, self.after.as_deref(), size);
+        let keys = engine.database().fetch_array(&statement).await?;
+        self.exhausted = (keys.len() as u64) < size;
+        self.after = keys.last().cloned().or(self.after.take());
+        Ok(if keys.is_empty() { Read::Through } else { Read::Batch(keys) })
+    }
+
+    fn through(&self) -> bool {
+        self.exhausted
+    }
+
+    async fn clean(&self, run: &mut BatchRun<'_>, batch: Vec<String>) -> Result<Next, BatchError> {
+        match self.clean {
+            Clean::Delete(plan) => run.delete_batch(plan, &batch, &self.checkpoint, None).await,
+            Clean::Nullify => {
+                let update = self.child.nullify(self.engine, self.keys, &batch);
+                run.nullify_batch(&update, &batch, self.child.model, &self.checkpoint).await
+            }
+        }
+    }
+}

@@ -1,0 +1,145 @@
+//! The statements of `cascade_inbox`: taking delivered tombstones in, claiming pending ones for
+//! a worker, marking them applied or failed, and counting them.
+
+use std::time::SystemTime;
+
+use super::{Tombstone, TombstoneIn};
+use crate::db::sql::{Param, latest_time};
+use crate::db::{Database, DbError, Transaction};
+
+/// Rows per insert: seven values each, well under SQLite's limit of bound values.
+const ROWS_PER_INSERT: usize = 500;
+
+/// Inserts `tombstones` from `source` in `transaction`, each once: one whose idempotency key the
+/// source sent before is left as it is. The number inserted.
+pub(super) async fn insert(
+    database: &Database,
+    transaction: &mut Transaction,
+    source: &str,
+    tombstones: &[TombstoneIn],
+) -> Result<u64, DbError> {
+    let mut inserted = 0;
+    for part in tombstones.chunks(ROWS_PER_INSERT) {
+        let mut sql = database.sql();
+        sql.push("INSERT INTO cascade_inbox (source, idempotency_key, category, model, object_key, payload, sent_at) ");
+        sql.push("VALUES ");
+        for (index, tombstone) in part.iter().enumerate() {
+            sql.push(if index == 0 { "(" } else { ", (" });
+            let texts = [source, &tombstone.idempotency_key, &tombstone.category, &tombstone.model, &tombstone.key];
+            sql.binds(texts.map(Param::text)).push(", ");
+            match &tombstone.payload {
+                Some(payload) => sql.bind_text(payload),
+                None => sql.push("NULL"),
+            };
+            sql.push(", ");
+            match &tombstone.sent_at {
+                Some(sent_at) => sql.bind_text(sent_at),
+                None => sql.push("NULL"),
+            };
+            sql.push(")");
+        }
+        sql.push(" ON CONFLICT (source, idempotency_key) DO NOTHING");
+        inserted += transaction.execute(&sql.finish()).await?;
+    }
+    Ok(inserted)
+}
+
+/// Claims up to `limit` pending tombstones of `categories` (oldest first) until `until`: those
+/// not applied, not parked, not among `tried`, and not claimed by another worker (nor waiting to
+/// be tried again) at `now`. Each claim counts as an attempt, so one whose worker dies every
+/// time is parked in the end too.
+pub(super) async fn claim(
+    database: &Database,
+    (categories, tried): (&[&str], &[i64]),
+    limit: u64,
+    token: &str,
+    now: SystemTime,
+    until: SystemTime,
+) -> Result<Vec<Tombstone>, DbError> {
+    if categories.is_empty() {
+        return Ok(Vec::new());
+    }
+    let mut sql = database.sql();
+    sql.push("UPDATE cascade_inbox SET claim_token = ").bind_text(token).push(", claim_expires_at = ");
+    sql.timestamp(until.min(latest_time()))
+        .push(", attempts = attempts + 1 WHERE id IN (SELECT id FROM cascade_inbox ");
+    sql.push("WHERE applied_at IS NULL AND parked_at IS NULL AND ");
+    sql.one_of("category", categories.iter().map(|category| Param::text(category)));
+    if !tried.is_empty() {
+        sql.push(" AND NOT ").one_of("id", tried.iter().map(|id| Param::integer(*id)));
+    }
+    sql.push(" AND (claim_expires_at IS NULL OR claim_expires_at < ").timestamp(now).push(") ORDER BY id LIMIT ");
+    sql.bind(Param::integer(i64::try_from(limit).unwrap_or(i64::MAX))).push(database.backend().claim_lock());
+    sql.push(") RETURNING CAST(id AS TEXT) AS id, category, object_key, CAST(attempts AS TEXT) AS attempts");
+    let mut transaction = database.begin_write().await?;
+    let rows = transaction.fetch_records(&sql.finish()).await?;
+    transaction.commit().await?;
+    let mut claimed = rows
+        .iter()
+        .map(|row| {
+            Ok(Tombstone {
+                id: row.parsed("id")?,
+                category: row.text("category")?,
+                key: row.text("object_key")?,
+                attempts: row.parsed("attempts")?,
+            })
+        })
+        .collect::<Result<Vec<_>, DbError>>()?;
+    claimed.sort_by_key(|tombstone| tombstone.id);
+    Ok(claimed)
+}
+
+/// Marks the claimed tombstones `ids` applied; those another worker claimed since (this claim
+/// expired) are left to it.
+pub(super) async fn applied(database: &Database, ids: &[i64], token: &str) -> Result<(), DbError> {
+    let mut sql = database.sql();
+    sql.push("UPDATE cascade_inbox SET applied_at = CURRENT_TIMESTAMP, last_error = NULL, claim_token = NULL, ");
+    sql.push("claim_expires_at = NULL WHERE claim_token = ").bind_text(token).push(" AND ");
+    sql.one_of("id", ids.iter().map(|id| Param::integer(*id)));
+    database.execute_alone(&sql.finish()).await?;
+    Ok(())
+}
+
+/// Records `error` on the claimed tombstones `ids` and leaves them for another attempt at
+/// `retry_at` (held by no worker until then), or parks those that have had `max_attempts`.
+pub(super) async fn failed(
+    database: &Database,
+    ids: &[i64],
+    token: &str,
+    error: &str,
+    (max_attempts, retry_at): (u64, SystemTime),
+) -> Result<(), DbError> {
+    let mut sql = database.sql();
+    sql.push("UPDATE cascade_inbox SET last_error = ").bind_text(error);
+    sql.push(", claim_token = NULL, claim_expires_at = ").timestamp(retry_at.min(latest_time()));
+    sql.push(", parked_at = CASE WHEN attempts >= ");
+    sql.bind(Param::integer(i64::try_from(max_attempts).unwrap_or(i64::MAX)));
+    sql.push(" THEN CURRENT_TIMESTAMP END WHERE claim_token = ").bind_text(token).push(" AND ");
+    sql.one_of("id", ids.iter().map(|id| Param::integer(*id)));
+    database.execute_alone(&sql.finish()).await?;
+    Ok(())
+}
+
+/// Per category: pending, applied and parked tombstones, and the oldest pending one's
+/// `received_at` (UTC, as text).
+pub(super) async fn counts(database: &Database) -> Result<Vec<(String, u64, u64, u64, Option<String>)>, DbError> {
+    let backend = database.backend();
+    let mut sql = database.sql();
+    sql.push("SELECT category, CAST(SUM(CASE WHEN applied_at IS NULL AND parked_at IS NULL THEN 1 ELSE 0 END) ");
+    sql.push("AS TEXT) AS pending, CAST(SUM(CASE WHEN applied_at IS NOT NULL THEN 1 ELSE 0 END) AS TEXT) AS applied, ");
+    sql.push("CAST(SUM(CASE WHEN parked_at IS NOT NULL THEN 1 ELSE 0 END) AS TEXT) AS parked, ");
+    sql.push(&backend.timestamp_text("MIN(CASE WHEN applied_at IS NULL AND parked_at IS NULL THEN received_at END)"));
+    sql.push(" AS oldest FROM cascade_inbox GROUP BY category ORDER BY category");
+    let rows = database.fetch_records(&sql.finish()).await?;
+    rows.iter()
+        .map(|row| {
+            Ok((
+                row.text("category")?,
+                row.parsed("pending")?,
+                row.parsed("applied")?,
+                row.parsed("parked")?,
+                row.optional_text("oldest")?,
+            ))
+        })
+        .collect()
+}

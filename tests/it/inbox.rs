@@ -1,0 +1,258 @@
+//! Deletions that cross databases: a sender's tombstones delivered by its command sink to
+//! `cascade inbox receive`, applied by the receiver's worker to a remote model's children, and
+//! compared with one database holding both sides under foreign keys with the same actions.
+
+use crate::common;
+
+use std::path::Path;
+
+use common::databases::Databases;
+use common::random::Random;
+use common::{cascade, count, json_output, on_each_database, project, sqlite_database, texts};
+
+/// The receiving side: members of organizations (deleted, with their notes) and invitations
+/// (kept, their organization set to NULL). `REFERENCES` only in the oracle, where the
+/// organizations are a table too.
+fn receiver_ddl(with_organizations: bool) -> String {
+    let references = |action: &str| {
+        if with_organizations { format!(" REFERENCES organization (id) ON DELETE {action}") } else { String::new() }
+    };
+    format!(
+        "CREATE TABLE member (id INTEGER PRIMARY KEY, organization_id INTEGER NOT NULL{});
+         CREATE INDEX member_organization ON member (organization_id);
+         CREATE TABLE member_note (id INTEGER PRIMARY KEY, member_id INTEGER NOT NULL REFERENCES member (id) ON DELETE CASCADE);
+         CREATE INDEX member_note_member ON member_note (member_id);
+         CREATE TABLE invite (id INTEGER PRIMARY KEY, organization_id INTEGER{});
+         CREATE INDEX invite_organization ON invite (organization_id);\n",
+        references("CASCADE"),
+        references("SET NULL"),
+    )
+}
+
+const RECEIVER_CONFIG: &str = r#"
+[models.organization]
+remote = { category = "organization_deleted" }
+children = [
+  { model = "member", column = "organization_id" },
+  { model = "invite", column = "organization_id", on_delete = "nullify" },
+]
+
+[models.member]
+table = "member"
+children = [{ model = "member_note", column = "member_id" }]
+
+[models.member_note]
+table = "member_note"
+strategy = "bulk"
+
+[models.invite]
+table = "invite"
+"#;
+
+/// The sender's config: its organizations write `organization_deleted` tombstones, delivered by
+/// a command sink that runs this build's `cascade inbox receive` on the receiver.
+fn sender_config(receiver_dir: &Path, receiver_url: &str) -> String {
+    format!(
+        r#"
+[models.organization]
+table = "organization"
+outbox = "organization_deleted"
+
+[outbox.scopes.control]
+shard_key = "id"
+categories = ["organization_deleted"]
+sink = "receiver"
+
+[outbox.sinks.receiver]
+command = ["{bin}", "inbox", "receive", "--source", "control", "--config", "{config}", "--database-url", "{url}"]
+"#,
+        bin = env!("CARGO_BIN_EXE_cascade"),
+        config = receiver_dir.join("cascades").display(),
+        url = receiver_url,
+    )
+}
+
+/// Seeded rows: `organizations` organizations with members, notes and invitations (some
+/// invitations naming no organization), as `INSERT`s for the receiver and the oracle.
+fn rows(random: &mut Random, organizations: u64) -> String {
+    let mut sql = String::new();
+    let (mut member, mut note, mut invite) = (0, 0, 0);
+    for organization in 1..=organizations {
+        for _ in 0..random.below(4) {
+            member += 1;
+            sql += &format!("INSERT INTO member VALUES ({member}, {organization});\n");
+            for _ in 0..random.below(3) {
+                note += 1;
+                sql += &format!("INSERT INTO member_note VALUES ({note}, {member});\n");
+            }
+        }
+        for _ in 0..random.below(3) {
+            invite += 1;
+            let named = if random.chance(80) { organization.to_string() } else { "NULL".to_owned() };
+            sql += &format!("INSERT INTO invite VALUES ({invite}, {named});\n");
+        }
+    }
+    sql
+}
+
+/// Deletes a seeded subset of the sender's organizations, drains its outbox into the receiver,
+/// runs the receiver's worker once, and compares the receiver's rows with the oracle's after
+/// the same organizations are deleted there.
+fn deletes_what_one_database_would(senders: &Databases, receiver_url: impl Fn(&str) -> String) {
+    for seed in 1..=3 {
+        let mut random = Random::seeded(seed);
+        let organizations = 12;
+        let data = rows(&mut random, organizations);
+        let receiver = receiver_url(&format!("{}{data}", receiver_ddl(false)));
+        let oracle_ddl = format!("CREATE TABLE organization (id INTEGER PRIMARY KEY);\n{}", receiver_ddl(true));
+        let organization_rows: Vec<String> = (1..=organizations).map(|id| format!("({id})")).collect();
+        let oracle = receiver_url(&format!(
+            "{oracle_ddl}INSERT INTO organization VALUES {};\n{data}",
+            organization_rows.join(", ")
+        ));
+        let sender_url = senders.create(&format!(
+            "CREATE TABLE organization (id INTEGER PRIMARY KEY);\nINSERT INTO organization VALUES {};",
+            organization_rows.join(", ")
+        ));
+
+        let before = common::user_rows(&receiver);
+        let receiver_dir = project(&[("cascades/cascade.toml", RECEIVER_CONFIG)]);
+        let sender_dir = project(&[("cascades/cascade.toml", &sender_config(receiver_dir.path(), &receiver))]);
+        let deleted: Vec<String> = (1..=organizations).filter(|_| random.chance(40)).map(|id| id.to_string()).collect();
+        let deleted = if deleted.is_empty() { vec!["1".to_owned()] } else { deleted };
+        let mut delete = cascade(sender_dir.path());
+        delete.args(["delete", "organization"]).args(&deleted).args(["--confirm", "--database-url", &sender_url]);
+        delete.assert().success();
+        cascade(sender_dir.path())
+            .args(["outbox", "drain", "--once", "--database-url", &sender_url])
+            .assert()
+            .success();
+        assert_eq!(
+            count(&sender_url, "SELECT COUNT(*) FROM cascade_outbox"),
+            0,
+            "seed {seed}: every tombstone delivered"
+        );
+        let pending = "SELECT COUNT(*) FROM cascade_inbox WHERE applied_at IS NULL";
+        assert_eq!(count(&receiver, pending), deleted.len() as u64, "seed {seed}: one tombstone per organization");
+
+        cascade(receiver_dir.path()).args(["worker", "--once", "--database-url", &receiver]).assert().success();
+        texts(&oracle, &format!("DELETE FROM organization WHERE id IN ({})", deleted.join(", ")));
+        assert_eq!(count(&receiver, pending), 0, "seed {seed}: every tombstone applied");
+        let mut expected = common::user_rows(&oracle);
+        expected.remove("organization");
+        assert_ne!(expected, before, "seed {seed}: the deletion reaches some rows");
+        assert_eq!(common::user_rows(&receiver), expected, "seed {seed}: deleted {deleted:?}");
+    }
+}
+
+on_each_database!(
+    tombstones_delete_what_one_database_would_from_sqlite_to_postgres,
+    tombstones_delete_what_one_database_would_from_postgres_to_postgres,
+    |databases| {
+        let Some(server) = common::databases::postgres_server() else { return };
+        deletes_what_one_database_would(&databases, |ddl| common::databases::postgres_database_on(&server, ddl));
+    }
+);
+
+/// One delivery as the command sink sends it: `(idempotency key, category, object)` each.
+fn delivery(messages: &[(&str, &str, &str)]) -> String {
+    let messages: Vec<serde_json::Value> = messages
+        .iter()
+        .map(|(key, category, object)| {
+            serde_json::json!({
+                "idempotency_key": key, "id": 1, "scope": "control", "shard_identifier": null,
+                "category": category, "model": "organization", "object_identifier": object,
+                "payload": null, "date_added": "2026-12-07 09:00:00.000",
+            })
+        })
+        .collect();
+    serde_json::Value::from(messages).to_string()
+}
+
+/// A message delivered again is taken once; a body that is not a delivery is refused whole,
+/// with where it went wrong, and nothing is taken.
+#[test]
+fn a_delivery_is_taken_once_and_a_bad_one_not_at_all() {
+    let dir = tempfile::tempdir().unwrap();
+    let url = sqlite_database(dir.path(), &receiver_ddl(false));
+    let config = project(&[("cascades/cascade.toml", RECEIVER_CONFIG)]);
+    let receive = |body: &str| {
+        let mut command = cascade(config.path());
+        command.args(["inbox", "receive", "--source", "control", "--database-url", &url]).write_stdin(body.to_owned());
+        command.assert()
+    };
+    let first = delivery(&[("a/1/1", "organization_deleted", "1"), ("a/2/2", "organization_deleted", "2")]);
+    receive(&first).success().stdout("received 2 tombstones from `control`: 2 new, 0 received before\n");
+    let again = delivery(&[("a/2/2", "organization_deleted", "2"), ("a/3/3", "organization_deleted", "3")]);
+    receive(&again).success().stdout("received 2 tombstones from `control`: 1 new, 1 received before\n");
+    assert_eq!(count(&url, "SELECT COUNT(*) FROM cascade_inbox"), 3);
+
+    let broken = format!("{}, {{\"idempotency_key\": \"a/4/4\"}}]", first.trim_end_matches(']'));
+    receive(&broken).code(2).stderr(predicates::str::contains(
+        "cannot read the delivered messages: missing field `category` at line 1 column",
+    ));
+    let empty = delivery(&[("a/5/5", "organization_deleted", "5"), ("a/6/6", "organization_deleted", "")]);
+    receive(&empty)
+        .code(2)
+        .stderr(predicates::str::contains("message 2 of the delivery has an empty `object_identifier`"));
+    assert_eq!(count(&url, "SELECT COUNT(*) FROM cascade_inbox"), 3, "nothing of a refused delivery is taken");
+}
+
+/// A tombstone whose children cannot be deleted fails, is tried again on the next run, and is
+/// parked after `max_attempts`; the others are applied meanwhile, and one of a category no
+/// remote model reads waits. `inbox stats` shows each.
+#[test]
+fn a_failing_tombstone_is_parked_and_the_others_are_applied() {
+    let dir = tempfile::tempdir().unwrap();
+    let ddl = format!(
+        "{}CREATE TABLE team (id INTEGER PRIMARY KEY, organization_id INTEGER NOT NULL);
+         CREATE INDEX team_organization ON team (organization_id);
+         CREATE TRIGGER keep_teams BEFORE DELETE ON team BEGIN SELECT RAISE(ABORT, 'teams are kept'); END;
+         INSERT INTO member VALUES (1, 1), (2, 2);
+         INSERT INTO team VALUES (1, 7);",
+        receiver_ddl(false)
+    );
+    let url = sqlite_database(dir.path(), &ddl);
+    let config = format!(
+        "[settings]\nmax_attempts = 2\nretry_delay_seconds = 0\n{RECEIVER_CONFIG}\n[models.group]\nremote = {{ category = \"group_deleted\" }}\n\
+         children = [{{ model = \"team\", column = \"organization_id\" }}]\n\n[models.team]\ntable = \"team\"\n"
+    );
+    let config = project(&[("cascades/cascade.toml", &config)]);
+    let body = delivery(&[
+        ("a/1/1", "organization_deleted", "1"),
+        ("b/7/1", "group_deleted", "7"),
+        ("c/9/1", "project_deleted", "9"),
+    ]);
+    let mut receive = cascade(config.path());
+    receive.args(["inbox", "receive", "--source", "control", "--database-url", &url]).write_stdin(body);
+    receive.assert().success();
+
+    let apply = || {
+        let mut command = cascade(config.path());
+        command.args(["inbox", "apply", "--format", "json", "--database-url", &url]);
+        command
+    };
+    let first = apply().output().unwrap();
+    assert_eq!(first.status.code(), Some(1), "a failed tombstone fails the run");
+    let first: serde_json::Value = serde_json::from_slice(&first.stdout).unwrap();
+    assert_eq!((first["applied"].as_u64(), first["failed"].as_u64()), (Some(1), Some(1)), "{first}");
+    assert!(first["errors"][0].as_str().unwrap().contains("teams are kept"), "{first}");
+    assert_eq!(count(&url, "SELECT COUNT(*) FROM member"), 1, "organization 1's member is deleted");
+    apply().assert().code(1);
+    apply().assert().success();
+    assert_eq!(count(&url, "SELECT COUNT(*) FROM team"), 1, "the refused row is kept");
+
+    let stats =
+        json_output(cascade(config.path()).args(["inbox", "stats", "--format", "json", "--database-url", &url]));
+    let of = |category: &str| stats.as_array().unwrap().iter().find(|c| c["category"] == category).unwrap().clone();
+    let counts = |c: serde_json::Value| {
+        (c["remote_model"].clone(), c["pending"].clone(), c["applied"].clone(), c["parked"].clone())
+    };
+    assert_eq!(counts(of("organization_deleted")), ("organization".into(), 0.into(), 1.into(), 0.into()));
+    assert_eq!(counts(of("group_deleted")), ("group".into(), 0.into(), 0.into(), 1.into()));
+    assert_eq!(counts(of("project_deleted")), (serde_json::Value::Null, 1.into(), 0.into(), 0.into()));
+    let parked =
+        texts(&url, "SELECT last_error, CAST(attempts AS TEXT) FROM cascade_inbox WHERE parked_at IS NOT NULL");
+    assert!(parked[0][0].as_deref().unwrap().contains("teams are kept"), "{parked:?}");
+    assert_eq!(parked[0][1].as_deref(), Some("2"));
+}
