@@ -58,7 +58,8 @@ pub async fn list_runs(database: &Database, limit: u64, run_lease: Duration) -> 
     stale(&mut sql, run_lease);
     sql.push(" THEN ").bind_text(RunOutcome::Interrupted.as_str()).push(" ELSE outcome END AS outcome, rows, error, ");
     sql.push("CAST(resumes AS TEXT) AS resumes, host, CAST(pid AS TEXT) AS pid, process FROM cascade_run ");
-    sql.push("ORDER BY id DESC LIMIT ").bind(Param::integer(i64::try_from(limit).unwrap_or(i64::MAX)));
+    // The table's column, not the text alias of the same name (which would sort `9` after `10`).
+    sql.push("ORDER BY cascade_run.id DESC LIMIT ").bind(Param::integer(i64::try_from(limit).unwrap_or(i64::MAX)));
     let rows = database.fetch_records(&sql.finish()).await?;
     rows.into_iter()
         .map(|row| {

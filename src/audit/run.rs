@@ -291,7 +291,8 @@ async fn running(
     if let Some(root_ids) = root_ids {
         sql.push(" AND root_model = ").bind_text(root_model).push(" AND root_ids = ").bind_text(&ids_json(root_ids));
     }
-    sql.push(" ORDER BY id");
+    // The table's column, not the text alias of the same name (which would sort `9` after `10`).
+    sql.push(" ORDER BY cascade_run.id");
     let mut runs = Vec::new();
     for row in transaction.fetch_records(&sql.finish()).await? {
         // A clean-up of several models records them as `a, b`: any run of the model counts.

@@ -17,7 +17,7 @@ use crate::audit::Alone;
 use crate::cleanup::batches::{BatchError, BatchOptions, BatchRun, Next, Read, Scan};
 use crate::config::{OnDelete, Relation, RemoteModel};
 use crate::db::sql::{KeyType, Param, SqlBuilder, Statement, quote_identifier};
-use crate::db::{DbError, Keys};
+use crate::db::{DbError, Failure, Keys};
 use crate::engine::Engine;
 use crate::planner::{self, Plan};
 use crate::schema::CatalogNames;
@@ -63,10 +63,18 @@ pub async fn apply(engine: &Engine, options: &ApplyOptions) -> Result<ApplyRepor
     let categories: Vec<&str> =
         config.remote_models.values().map(|model| model.remote.category.value.as_str()).collect();
     let mut report = ApplyReport::default();
-    // Each tombstone is tried once per call: one that failed waits for the next.
-    let mut tried = Vec::new();
+    // Each tombstone is tried once per call (claims go up the ids): one that failed waits for the
+    // next call.
+    let mut after = 0;
     let settings = &config.settings;
-    let (lease, max_attempts, retry_delay) = (settings.run_lease(), settings.max_attempts(), settings.retry_delay());
+    // The worker's lease, as for a scheduled deletion: a claim outlives a long clean-up.
+    let (lease, max_attempts, retry_delay) = (settings.lease(), settings.max_attempts(), settings.retry_delay());
+    let parked = store::park_exhausted(engine.database(), max_attempts, SystemTime::now()).await?;
+    if parked > 0 {
+        warn!(parked, "tombstones parked: their worker stopped while applying them, on every attempt");
+        report.failed += parked;
+        report.errors.push(format!("{parked} parked: their worker stopped while applying them, on every attempt"));
+    }
     loop {
         if options.batches.stop.as_ref().is_some_and(|stop| stop.load(Ordering::SeqCst)) {
             report.stopped = true;
@@ -75,10 +83,10 @@ pub async fn apply(engine: &Engine, options: &ApplyOptions) -> Result<ApplyRepor
         let token = uuid::Uuid::new_v4().simple().to_string();
         let now = SystemTime::now();
         let until = now.checked_add(lease).unwrap_or(now);
-        let claimed = store::claim(engine.database(), (&categories, &tried), options.claim, &token, now, until).await?;
-        if claimed.is_empty() {
-            break;
-        }
+        let claim = (categories.as_slice(), after, max_attempts);
+        let claimed = store::claim(engine.database(), claim, options.claim, &token, now, until).await?;
+        let Some(last) = claimed.last() else { break };
+        after = last.id;
         let mut by_model: IndexMap<&str, (&RemoteModel, Vec<&Tombstone>)> = IndexMap::new();
         for tombstone in &claimed {
             // The claim took only categories of remote models.
@@ -91,8 +99,8 @@ pub async fn apply(engine: &Engine, options: &ApplyOptions) -> Result<ApplyRepor
             let keys: Vec<String> = tombstones.iter().map(|tombstone| tombstone.key.clone()).collect();
             match clean_up(engine, model, &keys, &token, options).await {
                 Ok(cleaned) if !cleaned.stopped => {
-                    store::applied(engine.database(), &ids, &token).await?;
-                    report.applied += ids.len() as u64;
+                    // Those whose claim lapsed and went to another worker are that worker's to count.
+                    report.applied += store::applied(engine.database(), &ids, &token).await?;
                     info!(model = %model.name.value, tombstones = ids.len(), "tombstones applied");
                     add_rows(&mut report, cleaned);
                 }
@@ -107,7 +115,6 @@ pub async fn apply(engine: &Engine, options: &ApplyOptions) -> Result<ApplyRepor
                     let error = crate::secret::redact(&error.to_string());
                     let attempts = tombstones.iter().map(|tombstone| tombstone.attempts).max().unwrap_or(0);
                     warn!(model = %model.name.value, attempts, %error, "applying tombstones failed");
-                    tried.extend(&ids);
                     let retry_at = SystemTime::now().checked_add(retry_delay).unwrap_or(now);
                     store::failed(engine.database(), &ids, &token, &error, (max_attempts, retry_at)).await?;
                     report.failed += ids.len() as u64;
@@ -137,7 +144,19 @@ pub async fn run_applier(
         ApplyOptions { batches: BatchOptions { stop: Some(stop.clone()), ..options.batches.clone() }, ..*options };
     let mut total = ApplyReport::default();
     loop {
-        let report = apply(engine, &options).await?;
+        let report = match apply(engine, &options).await {
+            Ok(report) => report,
+            // A lost connection or a busy database is waited out, as the worker and the drainer
+            // do: the claims it cut short lapse and are taken again.
+            Err(InboxError::Database(error))
+                if engine.database().classify(&error) == Failure::Transient && !stop.load(Ordering::SeqCst) =>
+            {
+                warn!(error = %crate::secret::redact(&error.to_string()), "applying tombstones failed; trying again");
+                crate::stop::pause(poll, &stop).await;
+                continue;
+            }
+            Err(error) => return Err(error),
+        };
         let idle = report.applied + report.failed == 0;
         total.add(report);
         if once || stop.load(Ordering::SeqCst) {

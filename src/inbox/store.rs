@@ -44,13 +44,12 @@ pub(super) async fn insert(
     Ok(inserted)
 }
 
-/// Claims up to `limit` pending tombstones of `categories` (oldest first) until `until`: those
-/// not applied, not parked, not among `tried`, and not claimed by another worker (nor waiting to
-/// be tried again) at `now`. Each claim counts as an attempt, so one whose worker dies every
-/// time is parked in the end too.
+/// Claims up to `limit` pending tombstones of `categories` with an id above `after` (oldest
+/// first) until `until`: those not applied, not parked, with attempts left, and not claimed by
+/// another worker (nor waiting to be tried again) at `now`. Each claim counts as an attempt.
 pub(super) async fn claim(
     database: &Database,
-    (categories, tried): (&[&str], &[i64]),
+    (categories, after, max_attempts): (&[&str], i64, u64),
     limit: u64,
     token: &str,
     now: SystemTime,
@@ -65,9 +64,7 @@ pub(super) async fn claim(
         .push(", attempts = attempts + 1 WHERE id IN (SELECT id FROM cascade_inbox ");
     sql.push("WHERE applied_at IS NULL AND parked_at IS NULL AND ");
     sql.one_of("category", categories.iter().map(|category| Param::text(category)));
-    if !tried.is_empty() {
-        sql.push(" AND NOT ").one_of("id", tried.iter().map(|id| Param::integer(*id)));
-    }
+    sql.push(" AND id > ").bind(Param::integer(after)).push(" AND attempts < ").bind(attempts_param(max_attempts));
     sql.push(" AND (claim_expires_at IS NULL OR claim_expires_at < ").timestamp(now).push(") ORDER BY id LIMIT ");
     sql.bind(Param::integer(i64::try_from(limit).unwrap_or(i64::MAX))).push(database.backend().claim_lock());
     sql.push(") RETURNING CAST(id AS TEXT) AS id, category, object_key, CAST(attempts AS TEXT) AS attempts");
@@ -89,15 +86,29 @@ pub(super) async fn claim(
     Ok(claimed)
 }
 
+/// Parks the tombstones that have had `max_attempts` and whose last claim lapsed at `now`: their
+/// worker stopped (killed, or lost its database) while applying them, every time.
+pub(super) async fn park_exhausted(database: &Database, max_attempts: u64, now: SystemTime) -> Result<u64, DbError> {
+    let mut sql = database.sql();
+    sql.push("UPDATE cascade_inbox SET parked_at = CURRENT_TIMESTAMP, last_error = COALESCE(last_error, ");
+    sql.bind_text("its worker stopped while applying it, on every attempt").push("), claim_token = NULL ");
+    sql.push("WHERE applied_at IS NULL AND parked_at IS NULL AND attempts >= ").bind(attempts_param(max_attempts));
+    sql.push(" AND claim_expires_at < ").timestamp(now);
+    database.execute_alone(&sql.finish()).await
+}
+
+fn attempts_param(max_attempts: u64) -> Param {
+    Param::integer(i64::try_from(max_attempts).unwrap_or(i64::MAX))
+}
+
 /// Marks the claimed tombstones `ids` applied; those another worker claimed since (this claim
-/// expired) are left to it.
-pub(super) async fn applied(database: &Database, ids: &[i64], token: &str) -> Result<(), DbError> {
+/// expired) are left to it. The number marked.
+pub(super) async fn applied(database: &Database, ids: &[i64], token: &str) -> Result<u64, DbError> {
     let mut sql = database.sql();
     sql.push("UPDATE cascade_inbox SET applied_at = CURRENT_TIMESTAMP, last_error = NULL, claim_token = NULL, ");
     sql.push("claim_expires_at = NULL WHERE claim_token = ").bind_text(token).push(" AND ");
     sql.one_of("id", ids.iter().map(|id| Param::integer(*id)));
-    database.execute_alone(&sql.finish()).await?;
-    Ok(())
+    database.execute_alone(&sql.finish()).await
 }
 
 /// Records `error` on the claimed tombstones `ids` and leaves them for another attempt at
@@ -112,8 +123,7 @@ pub(super) async fn failed(
     let mut sql = database.sql();
     sql.push("UPDATE cascade_inbox SET last_error = ").bind_text(error);
     sql.push(", claim_token = NULL, claim_expires_at = ").timestamp(retry_at.min(latest_time()));
-    sql.push(", parked_at = CASE WHEN attempts >= ");
-    sql.bind(Param::integer(i64::try_from(max_attempts).unwrap_or(i64::MAX)));
+    sql.push(", parked_at = CASE WHEN attempts >= ").bind(attempts_param(max_attempts));
     sql.push(" THEN CURRENT_TIMESTAMP END WHERE claim_token = ").bind_text(token).push(" AND ");
     sql.one_of("id", ids.iter().map(|id| Param::integer(*id)));
     database.execute_alone(&sql.finish()).await?;

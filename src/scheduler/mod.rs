@@ -171,7 +171,9 @@ pub async fn list(database: &Database, settings: &Settings) -> Result<Vec<Schedu
     sql.push(" THEN 'interrupted' WHEN in_progress THEN 'in_progress' WHEN attempts >= ");
     sql.bind(Param::integer(i64::try_from(settings.max_attempts()).unwrap_or(i64::MAX)));
     sql.push(" THEN 'failed' ELSE 'pending' END AS state, CAST(attempts AS TEXT) AS attempts, last_error, actor ");
-    sql.push("FROM cascade_scheduled_deletion ORDER BY date_scheduled, id");
+    // The table's columns, not the text aliases of the same names.
+    sql.push("FROM cascade_scheduled_deletion ORDER BY cascade_scheduled_deletion.date_scheduled, ");
+    sql.push("cascade_scheduled_deletion.id");
     let rows = database.fetch_records(&sql.finish()).await?;
     let scheduled = rows.into_iter().map(|row| {
         Ok(Scheduled {

@@ -256,3 +256,29 @@ fn a_failing_tombstone_is_parked_and_the_others_are_applied() {
     assert!(parked[0][0].as_deref().unwrap().contains("teams are kept"), "{parked:?}");
     assert_eq!(parked[0][1].as_deref(), Some("2"));
 }
+
+/// A tombstone whose worker stopped while applying it, on its last attempt, is parked by the
+/// next worker (its claim lapsed) instead of being taken again and again.
+#[test]
+fn a_tombstone_whose_worker_kept_stopping_is_parked() {
+    let dir = tempfile::tempdir().unwrap();
+    let url = sqlite_database(dir.path(), &format!("{}INSERT INTO member VALUES (1, 1);", receiver_ddl(false)));
+    let config = project(&[("cascades/cascade.toml", &format!("[settings]\nmax_attempts = 3\n{RECEIVER_CONFIG}"))]);
+    let mut receive = cascade(config.path());
+    receive.args(["inbox", "receive", "--source", "control", "--database-url", &url]);
+    receive.write_stdin(delivery(&[("a/1/1", "organization_deleted", "1")])).assert().success();
+    // As a worker killed on its third attempt leaves it: claimed, its claim lapsed.
+    texts(
+        &url,
+        "UPDATE cascade_inbox SET attempts = 3, claim_token = 'gone', claim_expires_at = '2000-01-01 00:00:00'",
+    );
+    let mut apply = cascade(config.path());
+    apply.args(["inbox", "apply", "--database-url", &url]);
+    apply
+        .assert()
+        .code(1)
+        .stdout(predicates::str::contains("1 parked: their worker stopped while applying them, on every attempt"));
+    let parked = texts(&url, "SELECT last_error FROM cascade_inbox WHERE parked_at IS NOT NULL");
+    assert_eq!(parked, [[Some("its worker stopped while applying it, on every attempt".to_owned())]]);
+    assert_eq!(count(&url, "SELECT COUNT(*) FROM member"), 1, "a parked tombstone deletes nothing");
+}

@@ -499,3 +499,35 @@ fn a_tool_row_that_cannot_be_read_is_an_error_naming_its_column() {
         .code(2)
         .stderr(predicates::str::contains("cannot read column `resumes` of the tool's tables: holds `the last one`"));
 }
+
+/// `runs` lists the newest runs first by their number, and a new run resumes the latest
+/// interrupted run of its roots, past run 9 too: the query reads each id as text under the
+/// column's own name, and orders by the column.
+fn runs_are_ordered_by_number(url: &str) {
+    common::create_tool_tables(url);
+    let dir = project(&[("cascades/items.toml", &config("", None))]);
+    for _ in 0..11 {
+        texts(
+            url,
+            "INSERT INTO cascade_run (actor, command, root_model, root_ids, outcome) \
+             VALUES ('test', 'delete', 'item', '[\"1\"]', 'interrupted')",
+        );
+    }
+    cascade(dir.path()).args(["delete", "item", "1", "--confirm", "--database-url", url]).assert().success();
+    let listed = common::json_output(cascade(dir.path()).args([
+        "runs",
+        "--limit",
+        "3",
+        "--format",
+        "json",
+        "--database-url",
+        url,
+    ]));
+    let ids: Vec<i64> = listed.as_array().unwrap().iter().map(|run| run["id"].as_i64().unwrap()).collect();
+    assert_eq!(ids, [12, 11, 10]);
+    assert_eq!(listed[0]["resumes"], 11, "{listed}");
+}
+
+on_each_database!(runs_are_ordered_by_number_on_sqlite, runs_are_ordered_by_number_on_postgres, |databases| {
+    runs_are_ordered_by_number(&databases.create(&format!("{SCHEMA}{}", rows(1, 2))))
+});
