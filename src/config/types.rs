@@ -441,7 +441,13 @@ impl Relation {
     /// The parent's columns the relation's columns reference: `references`, else `parent`'s key
     /// (`id` when it declares none).
     pub fn referenced(&self, parent: &Model) -> Vec<String> {
-        match (&self.references, &parent.key) {
+        self.referenced_by(parent.key.as_ref())
+    }
+
+    /// The parent's columns the relation's columns reference, for a parent whose key is
+    /// `parent_key` (`id` when `None`): `references`, else that key.
+    pub fn referenced_by(&self, parent_key: Option<&Located<Key>>) -> Vec<String> {
+        match (&self.references, parent_key) {
             (Some(references), _) => references.value.columns(),
             (None, Some(key)) => key.value.columns(),
             (None, None) => vec!["id".to_owned()],

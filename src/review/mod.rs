@@ -22,6 +22,7 @@ mod markdown;
 mod models;
 mod outbox;
 mod relations;
+mod remote;
 mod roots;
 mod settings;
 
@@ -91,6 +92,8 @@ pub enum ChangeKind {
     PayloadChanged,
     /// A model's partition retention changed.
     RetentionChanged,
+    /// The category a remote model reads changed.
+    RemoteCategoryChanged,
     /// `require_all_references` or `ignore_references` changed.
     ReferencesCheckChanged,
     /// A relation was declared.
@@ -204,6 +207,7 @@ impl Review {
         let roots = roots::Roots::new(base.config, head.config);
         let mut found = Found { base, head, roots, changes: Vec::new() };
         models::compare(&mut found);
+        remote::compare(&mut found);
         relations::compare(&mut found);
         outbox::compare(&mut found);
         settings::compare(&mut found);

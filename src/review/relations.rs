@@ -1,23 +1,48 @@
-//! Changes to the relations of models both configs declare. A relation is the same in both when
-//! it joins the same parent and child by the same columns; a child joined by other columns is a
-//! relation whose columns changed. The relations of an added or removed model come and go with
-//! it (its own change says so).
+//! Changes to the relations of models both configs declare (local models, and remote models,
+//! whose children are local). A relation is the same in both when it joins the same parent and
+//! child by the same columns; a child joined by other columns is a relation whose columns
+//! changed. The relations of an added or removed model come and go with it (its own change says
+//! so).
 
 use super::models::describe_strategy;
 use super::{ChangeKind as Kind, Draft, Found, Severity};
-use crate::config::{Model, OnDelete, Relation, Strategy, describe_columns};
+use crate::config::{Key, Located, Model, OnDelete, Relation, RemoteModel, Strategy, describe_columns};
+use crate::diagnostic::Location;
 
 pub(super) fn compare(found: &mut Found<'_>) {
     let (base, head) = (found.base.config, found.head.config);
     for (name, after) in &head.models {
         if let Some(before) = base.models.get(name) {
-            compare_parent(found, name, before, after);
+            compare_parent(found, name, &Parent::local(before), &Parent::local(after));
+        }
+    }
+    for (name, after) in &head.remote_models {
+        if let Some(before) = base.remote_models.get(name) {
+            compare_parent(found, name, &Parent::remote(before), &Parent::remote(after));
         }
     }
 }
 
-fn compare_parent(found: &mut Found<'_>, parent: &str, before: &Model, after: &Model) {
-    let pairs = pair(&before.children, &after.children);
+/// What the comparison of relations needs of their parent, a local or a remote model.
+struct Parent<'a> {
+    key: Option<&'a Located<Key>>,
+    children: &'a [Relation],
+    /// Where the model is declared.
+    location: &'a Location,
+}
+
+impl<'a> Parent<'a> {
+    fn local(model: &'a Model) -> Self {
+        Self { key: model.key.as_ref(), children: &model.children, location: &model.name.location }
+    }
+
+    fn remote(model: &'a RemoteModel) -> Self {
+        Self { key: model.key.as_ref(), children: &model.children, location: &model.name.location }
+    }
+}
+
+fn compare_parent(found: &mut Found<'_>, parent: &str, before: &Parent<'_>, after: &Parent<'_>) {
+    let pairs = pair(before.children, after.children);
     let mut kept_order = Vec::new();
     for pair in &pairs {
         match *pair {
@@ -44,8 +69,8 @@ fn compare_parent(found: &mut Found<'_>, parent: &str, before: &Model, after: &M
             format!("the children of `{parent}` are deleted in another order: the same rows"),
         )
         .model(parent)
-        .values(order(&before.children, old_indexes), order(&after.children, new_indexes));
-        let location = after.children.first().map_or(&after.name.location, |relation| &relation.location);
+        .values(order(before.children, old_indexes), order(after.children, new_indexes));
+        let location = after.children.first().map_or(after.location, |relation| &relation.location);
         found.add(draft, Some(location), None);
     }
 }
@@ -146,8 +171,8 @@ fn removed(found: &mut Found<'_>, parent: &str, relation: &Relation) {
 fn compare_relation(
     found: &mut Found<'_>,
     parent: &str,
-    parent_before: &Model,
-    parent_after: &Model,
+    parent_before: &Parent<'_>,
+    parent_after: &Parent<'_>,
     before: &Relation,
     after: &Relation,
 ) {
@@ -155,9 +180,9 @@ fn compare_relation(
     let change =
         |severity, kind, reason: String| Draft::new(severity, kind, reason).model(parent).relation(parent, after);
     // The same (column, referenced column) pairs in another order find the same rows.
-    let pairs = |relation: &Relation, parent: &Model| {
+    let pairs = |relation: &Relation, parent: &Parent<'_>| {
         let mut pairs: Vec<(String, String)> =
-            relation.column_names().into_iter().zip(relation.referenced(parent)).collect();
+            relation.column_names().into_iter().zip(relation.referenced_by(parent.key)).collect();
         pairs.sort();
         pairs
     };
@@ -175,7 +200,8 @@ fn compare_relation(
         .values(before.column_names(), after.column_names());
         found.add(draft, Some(&after.columns_location()), None);
     }
-    let (referenced_before, referenced_after) = (before.referenced(parent_before), after.referenced(parent_after));
+    let (referenced_before, referenced_after) =
+        (before.referenced_by(parent_before.key), after.referenced_by(parent_after.key));
     if !same_pairs && referenced_before != referenced_after {
         let draft = change(
             Severity::Destructive,

@@ -577,3 +577,51 @@ fn an_unchecked_name_is_escaped_in_every_text_form() {
         assert_eq!(commands, usize::from(format == super::DiffFormat::Github), "{format:?}:\n{text}");
     }
 }
+
+#[test]
+fn remote_models_and_their_relations_are_compared() {
+    let base = r#"
+[models.organization]
+remote = { category = "organization_deleted" }
+children = [
+  { model = "member", column = "organization_id" },
+  { model = "invite", column = "organization_id", on_delete = "nullify" },
+]
+
+[models.group]
+remote = { category = "group_deleted" }
+children = [{ model = "member", column = "group_id", on_delete = "nullify" }]
+
+[models.member]
+table = "member"
+
+[models.invite]
+table = "invite"
+"#;
+    let head = r#"
+[models.organization]
+remote = { category = "org_deleted" }
+children = [{ model = "invite", column = "organization_id" }]
+
+[models.team]
+remote = { category = "team_deleted" }
+children = [{ model = "member", column = "team_id" }]
+
+[models.member]
+table = "member"
+
+[models.invite]
+table = "invite"
+"#;
+    let found = changes(base, head);
+    let expected = [
+        (Destructive, Kind::RemoteCategoryChanged, "organization"),
+        (Destructive, Kind::ModelAdded, "team"),
+        (Destructive, Kind::OnDeleteChanged, "organization → invite (organization_id)"),
+        (Attention, Kind::ModelRemoved, "group"),
+        (Attention, Kind::RelationRemoved, "organization → member (organization_id)"),
+    ];
+    let expected: Vec<(Severity, Kind, String)> =
+        expected.into_iter().map(|(severity, kind, about)| (severity, kind, about.to_owned())).collect();
+    assert_eq!(found, expected);
+}
