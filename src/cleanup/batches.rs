@@ -21,9 +21,10 @@ use tracing::info;
 use crate::audit::{self, Alone, LiveRun, Run, RunOutcome, RunRows, RunStart};
 use crate::config::OnDelete;
 use crate::db::sql::{KeyType, Param, SqlBuilder, Statement};
-use crate::db::{DbError, key_value};
+use crate::db::{Backend, DbError, key_value};
 use crate::engine::{DeleteError, DeleteOptions, Engine, Pacing, RootGuard, RunBatch, Summary};
 use crate::planner::Plan;
+use crate::schema::{Column, Table};
 
 /// The fewest and the most root keys a batch may hold.
 pub const BATCH_SIZES: std::ops::RangeInclusive<u64> = 50..=5_000;
@@ -539,6 +540,44 @@ impl<'a> BatchRun<'a> {
         );
         Ok(summary)
     }
+}
+
+/// The table of `model` and its key column, resolved against the engine's schema: what a
+/// clean-up deletes rows of, by a single-column key. Why not, when it cannot.
+pub(crate) fn keyed_table<'e>(engine: &'e Engine, model: &str) -> Result<(&'e Table, &'e Column), String> {
+    let (config, schema) = (engine.config(), engine.schema());
+    let declared = config.model(model).ok_or_else(|| format!("no model `{model}`"))?;
+    let table = schema.table(&declared.table.value).ok_or_else(|| format!("no table `{}`", declared.table.value))?;
+    let key = match declared.key.as_ref().map(|key| &key.value) {
+        None => "id",
+        Some(key) => key.single().ok_or_else(|| {
+            format!("the key of `{model}` is composite: a clean-up deletes rows by a single-column key")
+        })?,
+    };
+    let column = table.column(key).ok_or_else(|| format!("`{}` has no column `{key}`", table.name))?;
+    Ok((table, column))
+}
+
+/// The keys, as text in one JSON array in key order, of the rows that `rows` writes (` FROM …
+/// WHERE …`, and what narrows them further): `key` is their key column as the statement names it.
+pub(crate) fn key_array(backend: &'static dyn Backend, key: &str, rows: impl FnOnce(&mut SqlBuilder)) -> Statement {
+    const KEY: &str = "cascade_key";
+    const ORDER: &str = "cascade_order";
+    let mut sql = SqlBuilder::new(backend);
+    sql.push("SELECT ");
+    backend.json_array_agg(&mut sql, KEY, ORDER);
+    sql.push(" FROM (SELECT CAST(").push(key).push(" AS TEXT) AS ").identifier(KEY);
+    sql.push(", ").push(key).push(" AS ").identifier(ORDER);
+    rows(&mut sql);
+    sql.push(") AS cascade_batch");
+    sql.finish()
+}
+
+/// ` AND key > AFTER ORDER BY key LIMIT n`: the next `limit` keys of a scan after `after` (from the
+/// lowest without it), `key` as the statement names the column.
+pub(crate) fn next_keys(sql: &mut SqlBuilder, key: &str, key_type: &KeyType, after: Option<&str>, limit: u64) {
+    self::after(sql, key, key_type, after);
+    sql.push(" ORDER BY ").push(key).push(" LIMIT ").bind(Param::integer(i64::try_from(limit).unwrap_or(i64::MAX)));
 }
 
 /// `AND "alias"."key" > CHECKPOINT` when there is a checkpoint: the scan goes on after it.

@@ -490,6 +490,15 @@ impl Database {
         Ok(rows)
     }
 
+    /// Runs one statement returning rows (`... RETURNING`) in a transaction of its own; its rows
+    /// by column name.
+    pub(crate) async fn fetch_records_alone(&self, statement: &Statement) -> Result<Vec<Record>, DbError> {
+        let mut transaction = self.begin_write().await?;
+        let rows = transaction.fetch_records(statement).await?;
+        transaction.commit().await?;
+        Ok(rows)
+    }
+
     /// Begins a write transaction. On SQLite it takes the write lock at once (`BEGIN
     /// IMMEDIATE`), so what the transaction checks cannot change before it writes.
     pub async fn begin_write(&self) -> Result<Transaction, DbError> {

@@ -14,13 +14,12 @@ use tracing::{info, warn};
 
 use super::{InboxError, Tombstone, store};
 use crate::audit::Alone;
-use crate::cleanup::batches::{BatchError, BatchOptions, BatchRun, Next, Read, Scan};
+use crate::cleanup::batches::{self, BatchError, BatchOptions, BatchRun, Next, Read, Scan};
 use crate::config::{OnDelete, Relation, RemoteModel};
 use crate::db::sql::{KeyType, Param, SqlBuilder, Statement, quote_identifier};
 use crate::db::{DbError, Failure, Keys};
 use crate::engine::Engine;
 use crate::planner::{self, Plan};
-use crate::schema::CatalogNames;
 
 /// How tombstones are applied.
 #[derive(Debug, Clone)]
@@ -102,12 +101,12 @@ pub async fn apply(engine: &Engine, options: &ApplyOptions) -> Result<ApplyRepor
                     // Those whose claim lapsed and went to another worker are that worker's to count.
                     report.applied += store::applied(engine.database(), &ids, &token).await?;
                     info!(model = %model.name.value, tombstones = ids.len(), "tombstones applied");
-                    add_rows(&mut report, cleaned);
+                    report.add_rows(cleaned.deleted, cleaned.nullified);
                 }
                 // Stopped between batches: the claim lapses and the rest is applied again later
                 // (what was deleted stays deleted).
                 Ok(cleaned) => {
-                    add_rows(&mut report, cleaned);
+                    report.add_rows(cleaned.deleted, cleaned.nullified);
                     stopped = true;
                     break;
                 }
@@ -174,16 +173,15 @@ impl ApplyReport {
         self.failed += other.failed;
         self.errors.extend(other.errors);
         self.stopped |= other.stopped;
-        add_rows(self, Cleaned { deleted: other.deleted, nullified: other.nullified, stopped: other.stopped });
+        self.add_rows(other.deleted, other.nullified);
     }
-}
 
-fn add_rows(report: &mut ApplyReport, cleaned: Cleaned) {
-    for (model, rows) in cleaned.deleted {
-        *report.deleted.entry(model).or_default() += rows;
-    }
-    for (model, rows) in cleaned.nullified {
-        *report.nullified.entry(model).or_default() += rows;
+    fn add_rows(&mut self, deleted: IndexMap<String, u64>, nullified: IndexMap<String, u64>) {
+        for (into, rows) in [(&mut self.deleted, deleted), (&mut self.nullified, nullified)] {
+            for (model, count) in rows {
+                *into.entry(model).or_default() += count;
+            }
+        }
     }
 }
 
@@ -267,28 +265,16 @@ struct Child<'a> {
 
 impl<'a> Child<'a> {
     fn resolve(engine: &'a Engine, relation: &'a Relation) -> Result<Self, ApplyError> {
-        let (config, schema) = (engine.config(), engine.schema());
         let model = relation.model.value.as_str();
-        let declared = config.model(model).ok_or_else(|| ApplyError::Unresolved(format!("no model `{model}`")))?;
-        let names = CatalogNames::of(Some(schema), &declared.table.value);
-        let table =
-            names.table().ok_or_else(|| ApplyError::Unresolved(format!("no table `{}`", declared.table.value)))?;
-        let key = match declared.key.as_ref().map(|key| &key.value) {
-            None => "id",
-            Some(key) => key.single().ok_or_else(|| {
-                ApplyError::Unresolved(format!("the key of `{model}` is composite: its rows go by a one-column key"))
-            })?,
-        };
-        let column_of = |name: &str| {
-            table.column(name).ok_or_else(|| ApplyError::Unresolved(format!("`{}` has no column `{name}`", table.name)))
-        };
-        let key = column_of(key)?;
-        let written = relation.columns();
-        let column = column_of(written.first().map_or("", |column| column.value.as_str()))?;
+        let (table, key) = batches::keyed_table(engine, model).map_err(ApplyError::Unresolved)?;
+        let written = relation.columns().first().map_or("", |column| column.value.as_str());
+        let column = table
+            .column(written)
+            .ok_or_else(|| ApplyError::Unresolved(format!("`{}` has no column `{written}`", table.name)))?;
         Ok(Self {
             relation,
             model,
-            table: names.quoted_table(),
+            table: table.quoted(),
             key: key.name.clone(),
             key_type: key.key_type.clone(),
             column: column.name.clone(),
@@ -303,21 +289,12 @@ impl<'a> Child<'a> {
 
     /// The keys, ascending, of up to `limit` rows after `after` that name one of `keys`.
     fn batch(&self, engine: &Engine, keys: &[String], after: Option<&str>, limit: u64) -> Statement {
-        let backend = engine.database().backend();
         let key = quote_identifier(&self.key);
-        let mut sql = SqlBuilder::new(backend);
-        sql.push("SELECT ");
-        backend.json_array_agg(&mut sql, "cascade_key", "cascade_order");
-        sql.push(" FROM (SELECT CAST(").push(&key).push(" AS TEXT) AS cascade_key, ").push(&key);
-        sql.push(" AS cascade_order FROM ").push(&self.table).push(" WHERE ");
-        self.names_a_key(&mut sql, keys);
-        crate::cleanup::batches::after(&mut sql, &key, &self.key_type, after);
-        sql.push(" ORDER BY ")
-            .push(&key)
-            .push(" LIMIT ")
-            .bind(Param::integer(i64::try_from(limit).unwrap_or(i64::MAX)));
-        sql.push(") AS cascade_batch");
-        sql.finish()
+        batches::key_array(engine.database().backend(), &key, |sql| {
+            sql.push(" FROM ").push(&self.table).push(" WHERE ");
+            self.names_a_key(sql, keys);
+            batches::next_keys(sql, &key, &self.key_type, after, limit);
+        })
     }
 
     /// Sets the relation column of the rows among `batch` that still name one of `keys` to NULL.

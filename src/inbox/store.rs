@@ -68,9 +68,7 @@ pub(super) async fn claim(
     sql.push(" AND (claim_expires_at IS NULL OR claim_expires_at < ").timestamp(now).push(") ORDER BY id LIMIT ");
     sql.bind(Param::integer(i64::try_from(limit).unwrap_or(i64::MAX))).push(database.backend().claim_lock());
     sql.push(") RETURNING CAST(id AS TEXT) AS id, category, object_key, CAST(attempts AS TEXT) AS attempts");
-    let mut transaction = database.begin_write().await?;
-    let rows = transaction.fetch_records(&sql.finish()).await?;
-    transaction.commit().await?;
+    let rows = database.fetch_records_alone(&sql.finish()).await?;
     let mut claimed = rows
         .iter()
         .map(|row| {

@@ -246,9 +246,7 @@ pub(crate) async fn claim(database: &Database, max_attempts: u64, lease: Duratio
     sql.push(" ORDER BY date_scheduled, id LIMIT 1").push(database.backend().claim_lock());
     sql.push(") AND NOT in_progress RETURNING CAST(id AS TEXT) AS id, guid, model, object_id, actor, ");
     sql.push("CAST(attempts AS TEXT) AS attempts");
-    let mut transaction = database.begin_write().await?;
-    let rows = transaction.fetch_records(&sql.finish()).await?;
-    transaction.commit().await?;
+    let rows = database.fetch_records_alone(&sql.finish()).await?;
     let Some(row) = rows.first() else { return Ok(None) };
     Ok(Some(Claim {
         id: row.parsed("id")?,

@@ -332,6 +332,14 @@ impl Table {
         })
     }
 
+    /// The name as a statement writes it, quoted: `"schema"."name"`, or `"name"` without a schema.
+    pub(crate) fn quoted(&self) -> String {
+        match &self.schema {
+            Some(schema) => format!("{}.{}", quote_identifier(schema), quote_identifier(&self.name)),
+            None => quote_identifier(&self.name),
+        }
+    }
+
     /// `schema.name`, or `name` without a schema.
     pub fn qualified_name(&self) -> String {
         match &self.schema {
@@ -362,13 +370,7 @@ impl<'a> CatalogNames<'a> {
 
     /// The table's name, quoted: `"schema"."name"` as the catalog has it, or the config's name.
     pub(crate) fn quoted_table(&self) -> String {
-        match self.table {
-            Some(table) => match &table.schema {
-                Some(schema) => format!("{}.{}", quote_identifier(schema), quote_identifier(&table.name)),
-                None => quote_identifier(&table.name),
-            },
-            None => quote_qualified(self.config_table),
-        }
+        self.table.map_or_else(|| quote_qualified(self.config_table), Table::quoted)
     }
 
     /// A column's name as the catalog spells it (or as written).

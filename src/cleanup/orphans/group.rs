@@ -2,6 +2,7 @@
 //! the schema (its table and key) before any statement is written for it.
 
 use super::relations::Candidate;
+use crate::cleanup::batches::keyed_table;
 use crate::config::describe_columns;
 use crate::db::sql::KeyType;
 use crate::engine::Engine;
@@ -21,17 +22,7 @@ pub(super) struct Group<'a> {
 impl<'a> Group<'a> {
     /// The group, or why its orphans cannot be cleaned up.
     pub(super) fn resolve(engine: &'a Engine, model: &'a str, relations: &[&'a Candidate<'a>]) -> Result<Self, String> {
-        let (config, schema) = (engine.config(), engine.schema());
-        let declared = config.model(model).ok_or_else(|| format!("no model `{model}`"))?;
-        let table =
-            schema.table(&declared.table.value).ok_or_else(|| format!("no table `{}`", declared.table.value))?;
-        let key = match declared.key.as_ref().map(|key| &key.value) {
-            None => "id",
-            Some(key) => key.single().ok_or_else(|| {
-                format!("the key of `{model}` is composite: a clean-up deletes rows by a single-column key")
-            })?,
-        };
-        let column = table.column(key).ok_or_else(|| format!("`{}` has no column `{key}`", table.name))?;
+        let (table, column) = keyed_table(engine, model)?;
         let relations = relations.to_vec();
         Ok(Self { engine, model, table, key: column.name.clone(), key_type: column.key_type.clone(), relations })
     }

@@ -12,9 +12,6 @@ use crate::schema::Table;
 
 /// The alias of the child table in every orphan query.
 const CHILD: &str = "orphan";
-/// The columns of a batch pick: a key as text, and as the key itself to keep the order by.
-const BATCH_KEY: &str = "cascade_key";
-const BATCH_ORDER: &str = "cascade_order";
 /// The alias of the parent table in the anti-join.
 const PARENT: &str = "parent";
 
@@ -31,7 +28,7 @@ impl Candidate<'_> {
     /// stops at the first parent row where SQLite's join reads every row holding the value (a
     /// key held by 10,000 parent rows made a 0.03 s count take 25 s).
     fn orphans_from(&self, sql: &mut SqlBuilder) {
-        sql.push(" FROM ").push(&quoted(self.child_table)).push(" AS ").identifier(CHILD);
+        sql.push(" FROM ").push(&self.child_table.quoted()).push(" AS ").identifier(CHILD);
         if self.parent_table.columns_are_unique(&self.parent_key) {
             self.parent_missing().write_join(sql, CHILD);
         } else {
@@ -43,7 +40,7 @@ impl Candidate<'_> {
     fn parent_missing(&self) -> ParentMissing {
         ParentMissing {
             pairs: self.catalog_columns().into_iter().zip(self.parent_key.iter().cloned()).collect(),
-            parent_table: quoted(self.parent_table),
+            parent_table: self.parent_table.quoted(),
         }
     }
 
@@ -124,14 +121,6 @@ impl ParentMissing {
     }
 }
 
-/// A table as a statement names it: `"schema"."name"` when the catalog has a schema.
-fn quoted(table: &Table) -> String {
-    match &table.schema {
-        Some(schema) => format!("{}.{}", quote_identifier(schema), quote_identifier(&table.name)),
-        None => quote_identifier(&table.name),
-    }
-}
-
 /// `SELECT COUNT(*)` of the rows of `table` that dangle by any of `relations` (`None`: a
 /// relation that no longer resolves against the schema, which matches no row).
 pub(super) fn count_dangling(
@@ -140,7 +129,7 @@ pub(super) fn count_dangling(
     relations: &[Option<Candidate<'_>>],
 ) -> Statement {
     let mut sql = SqlBuilder::new(backend);
-    sql.push("SELECT COUNT(*) FROM ").push(&quoted(table)).push(" AS ").identifier(CHILD).push(" WHERE ");
+    sql.push("SELECT COUNT(*) FROM ").push(&table.quoted()).push(" AS ").identifier(CHILD).push(" WHERE ");
     for (index, relation) in relations.iter().enumerate() {
         if index > 0 {
             sql.push(" OR ");
@@ -168,45 +157,31 @@ impl Group<'_> {
     /// The keys of rows that dangle by any of `relations`, ascending, among `keys`.
     pub(super) fn orphan_keys(&self, relations: &[&Candidate<'_>], keys: Among<'_>) -> Statement {
         let key = format!("{}.{}", quote_identifier(CHILD), quote_identifier(&self.key));
-        let backend = self.engine.database().backend();
-        let mut sql = SqlBuilder::new(backend);
-        // The keys come back as one JSON array, in key order.
-        sql.push("SELECT ");
-        backend.json_array_agg(&mut sql, BATCH_KEY, BATCH_ORDER);
-        sql.push(" FROM (SELECT CAST(").push(&key).push(" AS TEXT) AS ").identifier(BATCH_KEY);
-        sql.push(", ").push(&key).push(" AS ").identifier(BATCH_ORDER);
-        match (relations, &keys) {
-            // A scan reads many rows: the join's anti-join is the faster one. Among given keys,
-            // each row is tested by itself (its key's lookup names the table's column alone).
-            ([relation], Among::Next { .. }) => relation.orphans_from(&mut sql),
-            // A row dangling by any of several relations: joined to each parent, a row matching
-            // two rows of one parent (a key that is not unique) would come back twice.
-            _ => {
-                sql.push(" FROM ").push(&quoted(self.table)).push(" AS ").identifier(CHILD).push(" WHERE (");
-                for (index, relation) in relations.iter().enumerate() {
-                    sql.push(if index == 0 { "(" } else { " OR (" });
-                    relation.orphan_condition(&mut sql);
+        batches::key_array(self.engine.database().backend(), &key, |sql| {
+            match (relations, &keys) {
+                // A scan reads many rows: the join's anti-join is the faster one. Among given keys,
+                // each row is tested by itself (its key's lookup names the table's column alone).
+                ([relation], Among::Next { .. }) => relation.orphans_from(sql),
+                // A row dangling by any of several relations: joined to each parent, a row matching
+                // two rows of one parent (a key that is not unique) would come back twice.
+                _ => {
+                    sql.push(" FROM ").push(&self.table.quoted()).push(" AS ").identifier(CHILD).push(" WHERE (");
+                    for (index, relation) in relations.iter().enumerate() {
+                        sql.push(if index == 0 { "(" } else { " OR (" });
+                        relation.orphan_condition(sql);
+                        sql.push(")");
+                    }
                     sql.push(")");
                 }
-                sql.push(")");
             }
-        }
-        match keys {
-            Among::Next { after, limit } => {
-                batches::after(&mut sql, &key, &self.key_type, after);
-                sql.push(" ORDER BY ").push(&key).push(" LIMIT ");
-                sql.bind(Param::integer(i64::try_from(limit).unwrap_or(i64::MAX)));
+            match keys {
+                Among::Next { after, limit } => batches::next_keys(sql, &key, &self.key_type, after, limit),
+                Among::These(keys) => {
+                    let keys = Param::Keys(Keys::read(&self.key_type, keys.to_vec()));
+                    sql.push(" AND ").key_list(&self.key, &self.key_type, keys);
+                }
             }
-            Among::These(keys) => {
-                sql.push(" AND ").key_list(
-                    &self.key,
-                    &self.key_type,
-                    Param::Keys(Keys::read(&self.key_type, keys.to_vec())),
-                );
-            }
-        }
-        sql.push(") AS cascade_batch");
-        sql.finish()
+        })
     }
 
     /// The test, as a deletion's root guard, that a row still dangles by any of `relations`.
@@ -230,7 +205,7 @@ impl Group<'_> {
         let mut sql = SqlBuilder::new(self.engine.database().backend());
         // The anti-join tests each updated row; an `IN (SELECT ...)` of the table's orphans was
         // read whole by SQLite for every batch (270 against 19 ms a batch at 1M rows).
-        sql.push("UPDATE ").push(&quoted(self.table)).push(" AS ").identifier(CHILD).push(" SET ");
+        sql.push("UPDATE ").push(&self.table.quoted()).push(" AS ").identifier(CHILD).push(" SET ");
         for (index, column) in relation.catalog_columns().iter().enumerate() {
             sql.push(if index == 0 { "" } else { ", " }).identifier(column).push(" = NULL");
         }
