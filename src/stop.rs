@@ -14,3 +14,10 @@ pub(crate) async fn pause(duration: Duration, stop: &AtomicBool) {
         tokio::time::sleep(CHECK_EVERY.min(duration.saturating_sub(started.elapsed()))).await;
     }
 }
+
+/// Completes once `stop` is set.
+pub(crate) async fn stopped(stop: &AtomicBool) {
+    while !stop.load(Ordering::SeqCst) {
+        tokio::time::sleep(CHECK_EVERY).await;
+    }
+}

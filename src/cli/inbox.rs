@@ -1,11 +1,12 @@
 //! `cascade inbox`: tombstones from another database's outbox taken in, applied, and counted.
 
 use std::io::Read;
+use std::net::SocketAddr;
 use std::process::ExitCode;
 use std::time::{Duration, SystemTime};
 
 use cascade::db::{Access, redact_command_line};
-use cascade::inbox::{self, ApplyOptions, ApplyReport, CategoryInbox};
+use cascade::inbox::{self, ApplyOptions, ApplyReport, CategoryInbox, ServeOptions};
 
 use super::Cli;
 use super::exit::EXIT_INTERRUPTED;
@@ -20,6 +21,17 @@ pub enum Command {
         /// The sending database, as this one names it: an idempotency key is unique per source.
         #[arg(long, value_name = "NAME")]
         source: String,
+    },
+    /// Take in deliveries of an outbox webhook sink: POST /inbox/SOURCE (or /inbox with
+    /// --source), each with `Authorization: Bearer` and the token in CASCADE_INBOX_TOKEN, answered
+    /// 200 once its tombstones are committed; GET /health. Runs until Ctrl-C or SIGTERM.
+    Serve {
+        /// Where to listen, HOST:PORT (port 0 takes any free port; the log line says which).
+        #[arg(long, value_name = "HOST:PORT", value_parser = super::metrics::parse_addr)]
+        addr: SocketAddr,
+        /// The source of deliveries POSTed to /inbox, without a source in the path.
+        #[arg(long, value_name = "NAME")]
+        source: Option<String>,
     },
     /// Apply every pending tombstone of the config's remote models (as `cascade worker` does),
     /// then exit: 0 when all went, 1 when any failed (kept for another attempt, or parked).
@@ -39,6 +51,7 @@ pub enum Command {
 pub fn run(cli: &Cli, command: &Command) -> anyhow::Result<ExitCode> {
     match command {
         Command::Receive { source } => receive(cli, source),
+        Command::Serve { addr, source } => serve(cli, *addr, source.clone()),
         Command::Apply { format } => apply(cli, *format),
         Command::Stats { format } => stats(cli, *format),
     }
@@ -60,6 +73,45 @@ fn receive(cli: &Cli, source: &str) -> anyhow::Result<ExitCode> {
         super::table::plural(received.messages, "tombstone", "tombstones"),
         received.new,
         received.messages - received.new
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The variable that holds the token deliveries must carry.
+const TOKEN_VARIABLE: &str = "CASCADE_INBOX_TOKEN";
+
+fn serve(cli: &Cli, addr: SocketAddr, source: Option<String>) -> anyhow::Result<ExitCode> {
+    let token = std::env::var(TOKEN_VARIABLE).unwrap_or_default();
+    if token.trim().is_empty() {
+        anyhow::bail!(
+            "set {TOKEN_VARIABLE} to the token senders send as `Authorization: Bearer TOKEN` \
+             (a webhook sink's header `Authorization = \"env:NAME\"`); the inbox takes no delivery without one"
+        );
+    }
+    cascade::secret::register(&token);
+    let loaded = cascade::config::load(&cli.config)?;
+    let url = super::database_url(cli, &loaded.config);
+    let report = super::block_on(async {
+        let stop = super::stop_on_signals();
+        let listener = tokio::net::TcpListener::bind(addr).await.map_err(|error| match error.kind() {
+            std::io::ErrorKind::AddrInUse => {
+                anyhow::anyhow!("cannot listen on {addr}: the address is already in use; choose another with --addr")
+            }
+            _ => anyhow::Error::new(error).context(format!("cannot listen on {addr}")),
+        })?;
+        let database = super::connect(&url, &loaded.config, Access::ReadWrite).await?;
+        if let Ok(bound) = listener.local_addr() {
+            println!("taking deliveries at http://{bound}/inbox/SOURCE until Ctrl-C or SIGTERM");
+        }
+        let report = inbox::serve(&database, listener, ServeOptions { token, source }, stop).await;
+        database.close().await;
+        anyhow::Ok(report?)
+    })?;
+    println!(
+        "took {} ({} new of {})",
+        super::table::plural(report.deliveries, "delivery", "deliveries"),
+        report.new,
+        super::table::plural(report.messages, "tombstone", "tombstones")
     );
     Ok(ExitCode::SUCCESS)
 }

@@ -17,6 +17,7 @@
 //! ```
 
 mod apply;
+mod serve;
 mod store;
 
 use std::time::SystemTime;
@@ -24,6 +25,7 @@ use std::time::SystemTime;
 use serde::{Deserialize, Serialize};
 
 pub use apply::{ApplyOptions, ApplyReport, apply, run_applier};
+pub use serve::{LISTENING, MAX_BODY_BYTES, ServeOptions, ServeReport, serve};
 
 use crate::config::Config;
 use crate::db::{Database, DbError};
@@ -98,6 +100,13 @@ pub struct Received {
 /// and the delivery may be acknowledged. A message received before from the same source (its
 /// idempotency key) is not taken again. Nothing is taken when any message cannot be read.
 pub async fn receive(database: &Database, source: &str, body: &str) -> Result<Received, InboxError> {
+    let tombstones = parse_delivery(body)?;
+    crate::db::migrate(database).await?;
+    take(database, source, &tombstones).await
+}
+
+/// The tombstones of a delivery's body; an error for the first message that is not one.
+fn parse_delivery(body: &str) -> Result<Vec<TombstoneIn>, InboxError> {
     let messages: Vec<Message> = serde_json::from_str(body).map_err(InboxError::Body)?;
     let mut tombstones = Vec::with_capacity(messages.len());
     for (index, message) in (1..).zip(messages) {
@@ -119,9 +128,13 @@ pub async fn receive(database: &Database, source: &str, body: &str) -> Result<Re
             sent_at: message.date_added,
         });
     }
-    crate::db::migrate(database).await?;
+    Ok(tombstones)
+}
+
+/// Inserts `tombstones` from `source` in one transaction, committed when this returns `Ok`.
+async fn take(database: &Database, source: &str, tombstones: &[TombstoneIn]) -> Result<Received, InboxError> {
     let mut transaction = database.begin_write().await?;
-    let new = store::insert(database, &mut transaction, source, &tombstones).await?;
+    let new = store::insert(database, &mut transaction, source, tombstones).await?;
     transaction.commit().await?;
     Ok(Received { messages: tombstones.len() as u64, new })
 }

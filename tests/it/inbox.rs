@@ -1,6 +1,7 @@
 //! Deletions that cross databases: a sender's tombstones delivered by its command sink to
-//! `cascade inbox receive`, applied by the receiver's worker to a remote model's children, and
-//! compared with one database holding both sides under foreign keys with the same actions.
+//! `cascade inbox receive` or by its webhook sink to `cascade inbox serve`, applied by the
+//! receiver's worker to a remote model's children, and compared with one database holding both
+//! sides under foreign keys with the same actions.
 
 use crate::common;
 
@@ -8,6 +9,7 @@ use std::path::Path;
 
 use common::databases::Databases;
 use common::random::Random;
+use common::running::Running;
 use common::{cascade, count, json_output, on_each_database, project, sqlite_database, texts};
 
 /// The receiving side: members of organizations (deleted, with their notes) and invitations
@@ -49,9 +51,22 @@ strategy = "bulk"
 table = "invite"
 "#;
 
+/// How the sender's tombstones reach the receiver.
+#[derive(Debug, Clone, Copy)]
+enum WayIn {
+    /// The command sink runs this build's `cascade inbox receive`.
+    Command,
+    /// The webhook sink POSTs to a running `cascade inbox serve`.
+    Webhook,
+}
+
+/// The token the receiver's `inbox serve` wants, and the variable the sender reads it from.
+const TOKEN: &str = "inbox-token-7f3a9c";
+const SENDER_AUTHORIZATION: (&str, &str) = ("RECEIVER_AUTHORIZATION", "Bearer inbox-token-7f3a9c");
+
 /// The sender's config: its organizations write `organization_deleted` tombstones, delivered by
-/// a command sink that runs this build's `cascade inbox receive` on the receiver.
-fn sender_config(receiver_dir: &Path, receiver_url: &str) -> String {
+/// the sink `sink` (the body of `[outbox.sinks.receiver]`).
+fn sender_config(sink: &str) -> String {
     format!(
         r#"
 [models.organization]
@@ -64,12 +79,32 @@ categories = ["organization_deleted"]
 sink = "receiver"
 
 [outbox.sinks.receiver]
-command = ["{bin}", "inbox", "receive", "--source", "control", "--config", "{config}", "--database-url", "{url}"]
-"#,
+{sink}
+"#
+    )
+}
+
+/// A command sink running `cascade inbox receive` on the receiver.
+fn command_sink(receiver_dir: &Path, receiver_url: &str) -> String {
+    format!(
+        r#"command = ["{bin}", "inbox", "receive", "--source", "control", "--config", "{config}", "--database-url", "{receiver_url}"]"#,
         bin = env!("CARGO_BIN_EXE_cascade"),
         config = receiver_dir.join("cascades").display(),
-        url = receiver_url,
     )
+}
+
+/// A webhook sink POSTing to the inbox server at `inbox` (its `/inbox` URL) as source `control`.
+fn webhook_sink(inbox: &str) -> String {
+    format!("url = \"{inbox}/control\"\nheaders = {{ Authorization = \"env:{}\" }}", SENDER_AUTHORIZATION.0)
+}
+
+/// Starts `cascade inbox serve` on the receiver; its `/inbox` URL once it listens.
+fn start_server(receiver_dir: &Path, receiver_url: &str) -> (Running, String) {
+    let args = ["inbox", "serve", "--addr", "127.0.0.1:0", "--database-url", receiver_url];
+    let mut server = Running::start_with(receiver_dir, &args, &[("CASCADE_INBOX_TOKEN", TOKEN)]);
+    let listening = server.expect(cascade::inbox::LISTENING);
+    let url = listening.fields["url"].as_str().expect("the URL it listens on").to_owned();
+    (server, url)
 }
 
 /// Seeded rows: `organizations` organizations with members, notes and invitations (some
@@ -98,7 +133,7 @@ fn rows(random: &mut Random, organizations: u64) -> String {
 /// Deletes a seeded subset of the sender's organizations, drains its outbox into the receiver,
 /// runs the receiver's worker once, and compares the receiver's rows with the oracle's after
 /// the same organizations are deleted there.
-fn deletes_what_one_database_would(senders: &Databases, receiver_url: impl Fn(&str) -> String) {
+fn deletes_what_one_database_would(senders: &Databases, way_in: WayIn, receiver_url: impl Fn(&str) -> String) {
     for seed in 1..=3 {
         let mut random = Random::seeded(seed);
         let organizations = 12;
@@ -117,7 +152,15 @@ fn deletes_what_one_database_would(senders: &Databases, receiver_url: impl Fn(&s
 
         let before = common::user_rows(&receiver);
         let receiver_dir = project(&[("cascades/cascade.toml", RECEIVER_CONFIG)]);
-        let sender_dir = project(&[("cascades/cascade.toml", &sender_config(receiver_dir.path(), &receiver))]);
+        let server = match way_in {
+            WayIn::Command => None,
+            WayIn::Webhook => Some(start_server(receiver_dir.path(), &receiver)),
+        };
+        let sink = match &server {
+            None => command_sink(receiver_dir.path(), &receiver),
+            Some((_, inbox)) => webhook_sink(inbox),
+        };
+        let sender_dir = project(&[("cascades/cascade.toml", &sender_config(&sink))]);
         let deleted: Vec<String> = (1..=organizations).filter(|_| random.chance(40)).map(|id| id.to_string()).collect();
         let deleted = if deleted.is_empty() { vec!["1".to_owned()] } else { deleted };
         let mut delete = cascade(sender_dir.path());
@@ -125,8 +168,16 @@ fn deletes_what_one_database_would(senders: &Databases, receiver_url: impl Fn(&s
         delete.assert().success();
         cascade(sender_dir.path())
             .args(["outbox", "drain", "--once", "--database-url", &sender_url])
+            .env(SENDER_AUTHORIZATION.0, SENDER_AUTHORIZATION.1)
             .assert()
             .success();
+        if let Some((mut server, _)) = server {
+            server.terminate();
+            let finished = server.finish();
+            assert!(finished.status.success(), "seed {seed}: {}", finished.stderr);
+            assert!(finished.stdout.contains(&format!("{} new", deleted.len())), "{}", finished.stdout);
+            assert!(!finished.stderr.contains(TOKEN), "the token is never printed");
+        }
         assert_eq!(
             count(&sender_url, "SELECT COUNT(*) FROM cascade_outbox"),
             0,
@@ -150,7 +201,18 @@ on_each_database!(
     tombstones_delete_what_one_database_would_from_postgres_to_postgres,
     |databases| {
         let Some(server) = common::databases::postgres_server() else { return };
-        deletes_what_one_database_would(&databases, |ddl| common::databases::postgres_database_on(&server, ddl));
+        let receiver = |ddl: &str| common::databases::postgres_database_on(&server, ddl);
+        deletes_what_one_database_would(&databases, WayIn::Command, receiver);
+    }
+);
+
+on_each_database!(
+    tombstones_through_a_webhook_delete_what_one_database_would_from_sqlite_to_postgres,
+    tombstones_through_a_webhook_delete_what_one_database_would_from_postgres_to_postgres,
+    |databases| {
+        let Some(server) = common::databases::postgres_server() else { return };
+        let receiver = |ddl: &str| common::databases::postgres_database_on(&server, ddl);
+        deletes_what_one_database_would(&databases, WayIn::Webhook, receiver);
     }
 );
 
@@ -281,4 +343,76 @@ fn a_tombstone_whose_worker_kept_stopping_is_parked() {
     let parked = texts(&url, "SELECT last_error FROM cascade_inbox WHERE parked_at IS NOT NULL");
     assert_eq!(parked, [[Some("its worker stopped while applying it, on every attempt".to_owned())]]);
     assert_eq!(count(&url, "SELECT COUNT(*) FROM member"), 1, "a parked tombstone deletes nothing");
+}
+
+/// `inbox serve` takes a delivery only with the bearer token, answers 200 once it is committed
+/// (a redelivered message taken once), refuses a bad body whole, says where deliveries go, and
+/// stops on SIGTERM with what it took; without a token it does not start.
+#[test]
+fn the_inbox_server_takes_only_authorized_deliveries() {
+    let dir = tempfile::tempdir().unwrap();
+    let url = sqlite_database(dir.path(), &receiver_ddl(false));
+    let config = project(&[("cascades/cascade.toml", RECEIVER_CONFIG)]);
+    cascade(config.path())
+        .args(["inbox", "serve", "--addr", "127.0.0.1:0", "--database-url", &url])
+        .env_remove("CASCADE_INBOX_TOKEN")
+        .assert()
+        .code(2)
+        .stderr(predicates::str::contains("set CASCADE_INBOX_TOKEN to the token senders send"));
+
+    let (mut server, inbox) = start_server(config.path(), &url);
+    let base = inbox.trim_end_matches("/inbox").to_owned();
+    let client = reqwest::Client::new();
+    let send = |path: &str, authorization: Option<&str>, body: String| {
+        let mut request = client.post(format!("{base}{path}")).body(body);
+        if let Some(authorization) = authorization {
+            request = request.header("Authorization", authorization);
+        }
+        common::block_on(async {
+            let response = request.send().await.expect("the server answers");
+            let status = response.status().as_u16();
+            let challenge = response.headers().get("www-authenticate").map(|value| value.to_str().unwrap().to_owned());
+            (status, challenge, response.text().await.unwrap())
+        })
+    };
+    let health = common::block_on(async { client.get(format!("{base}/health")).send().await.unwrap().status() });
+    assert_eq!(health.as_u16(), 200);
+
+    let first = delivery(&[("a/1/1", "organization_deleted", "1"), ("a/2/2", "organization_deleted", "2")]);
+    let bearer = format!("Bearer {TOKEN}");
+    for authorization in [None, Some("Bearer wrong-token"), Some(TOKEN), Some(&format!("Basic {TOKEN}"))] {
+        let (status, challenge, _) = send("/inbox/control", authorization, first.clone());
+        assert_eq!((status, challenge.as_deref()), (401, Some("Bearer")), "{authorization:?}");
+    }
+    assert_eq!(count(&url, "SELECT COUNT(*) FROM cascade_inbox"), 0, "nothing is taken without the token");
+
+    let (status, _, body) = send("/inbox/control", Some(&bearer), first.clone());
+    assert_eq!((status, body.as_str()), (200, r#"{"messages":2,"new":2}"#));
+    let again = delivery(&[("a/2/2", "organization_deleted", "2"), ("a/3/3", "organization_deleted", "3")]);
+    let (status, _, body) = send("/inbox/control", Some(&bearer), again);
+    assert_eq!((status, body.as_str()), (200, r#"{"messages":2,"new":1}"#));
+    let (status, _, body) = send("/inbox/cell-2", Some(&bearer), first.clone());
+    assert_eq!((status, body.as_str()), (200, r#"{"messages":2,"new":2}"#), "another source's keys are its own");
+    let sources =
+        texts(&url, "SELECT source, CAST(COUNT(*) AS TEXT) FROM cascade_inbox GROUP BY source ORDER BY source");
+    let sources: Vec<Vec<String>> =
+        sources.into_iter().map(|row| row.into_iter().map(Option::unwrap).collect()).collect();
+    assert_eq!(sources, [["cell-2", "2"], ["control", "3"]]);
+
+    let broken = format!("{}, {{\"idempotency_key\": \"a/4/4\"}}]", first.trim_end_matches(']'));
+    let (status, _, body) = send("/inbox/control", Some(&bearer), broken);
+    assert_eq!(status, 400);
+    assert!(body.contains("missing field `category`"), "{body}");
+    let (status, _, body) = send("/inbox", Some(&bearer), first.clone());
+    assert_eq!(status, 404);
+    assert!(body.contains("POST to /inbox/SOURCE, or start the server with --source"), "{body}");
+    let (status, _, _) = send("/elsewhere", Some(&bearer), first);
+    assert_eq!(status, 404);
+    assert_eq!(count(&url, "SELECT COUNT(*) FROM cascade_inbox"), 5, "refused deliveries take nothing");
+
+    server.terminate();
+    let finished = server.finish();
+    assert!(finished.status.success(), "{}", finished.stderr);
+    assert_eq!(finished.stdout.lines().last(), Some("took 3 deliveries (5 new of 6 tombstones)"));
+    assert!(!finished.stderr.contains(TOKEN) && !finished.stdout.contains(TOKEN), "the token is never printed");
 }

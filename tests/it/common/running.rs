@@ -62,7 +62,13 @@ impl Running {
     /// Starts `cascade ARGS` in `dir`, with the engine's debug events (one per committed chunk)
     /// logged as JSON lines.
     pub fn start(dir: &Path, args: &[&str]) -> Self {
+        Self::start_with(dir, args, &[])
+    }
+
+    /// [`Running::start`] with `variables` in its environment.
+    pub fn start_with(dir: &Path, args: &[&str], variables: &[(&str, &str)]) -> Self {
         let mut child = Command::new(assert_cmd::cargo::cargo_bin("cascade"))
+            .envs(variables.iter().copied())
             .current_dir(dir)
             .args(["--log-format", "json"])
             .args(args)
