@@ -34,7 +34,9 @@ pub enum Command {
         source: Option<String>,
     },
     /// Apply every pending tombstone of the config's remote models (as `cascade worker` does),
-    /// then exit: 0 when all went, 1 when any failed (kept for another attempt, or parked).
+    /// sweep the applied ones kept for late children and remove those past `[settings]
+    /// inbox_retention`, then exit: 0 when all went, 1 when any failed (kept for another
+    /// attempt, or parked).
     Apply {
         /// Output format: human, or json.
         #[arg(long, value_enum, default_value_t = SummaryFormat::Human)]
@@ -122,10 +124,10 @@ fn apply(cli: &Cli, format: SummaryFormat) -> anyhow::Result<ExitCode> {
     let mut options = ApplyOptions::default();
     options.batches.command = redact_command_line(std::env::args());
     let report = super::block_on(async {
-        options.batches.stop = Some(super::stop_on_signals());
+        let stop = super::stop_on_signals();
         let database = super::connect(&url, &loaded, Access::ReadWrite).await?;
         let Some(engine) = super::prepare(database.clone(), &loaded).await? else { return anyhow::Ok(None) };
-        let report = inbox::apply(&engine, &options).await;
+        let report = inbox::run_applier(&engine, &options, true, Duration::from_secs(1), stop).await;
         database.close().await;
         Ok(Some(report?))
     })?;
@@ -136,7 +138,7 @@ fn apply(cli: &Cli, format: SummaryFormat) -> anyhow::Result<ExitCode> {
     }
     Ok(if report.stopped {
         ExitCode::from(EXIT_INTERRUPTED)
-    } else if report.failed > 0 {
+    } else if report.failed > 0 || !report.errors.is_empty() {
         ExitCode::from(1)
     } else {
         ExitCode::SUCCESS
@@ -155,6 +157,18 @@ pub fn human_apply(report: &ApplyReport) -> String {
         rows(&report.deleted),
         rows(&report.nullified)
     );
+    if report.late_rows > 0 {
+        out += &format!(
+            "  {} written after their tombstone was applied\n",
+            super::table::plural(report.late_rows, "row", "rows")
+        );
+    }
+    if report.purged > 0 {
+        out += &format!(
+            "  {} past the retention window removed\n",
+            super::table::plural(report.purged, "applied tombstone", "applied tombstones")
+        );
+    }
     for error in &report.errors {
         out += &format!("  failed: {error}\n");
     }

@@ -144,6 +144,10 @@ fn read_settings(mut fields: Fields<'_>, d: &mut Diagnostics) -> Settings {
     let allowed_users = fields.optional("allowed_users").and_then(|n| read_allowed_users(&n, d));
     let retention_interval =
         fields.optional("retention_interval").and_then(|n| duration(&n, "a duration such as \"1d\" or \"6h\"", d));
+    let inbox_retention =
+        fields.optional("inbox_retention").and_then(|n| duration(&n, "a duration such as \"7d\" or \"12h\"", d));
+    let inbox_sweep_interval =
+        fields.optional("inbox_sweep_interval").and_then(|n| duration(&n, "a duration such as \"5m\" or \"1h\"", d));
     fields.finish(d);
     Settings {
         per_row_chunk_size,
@@ -159,6 +163,8 @@ fn read_settings(mut fields: Fields<'_>, d: &mut Diagnostics) -> Settings {
         adaptive,
         allowed_users,
         retention_interval,
+        inbox_retention,
+        inbox_sweep_interval,
     }
 }
 

@@ -73,6 +73,10 @@ pub const DEFAULT_MAX_CHUNK_SIZE: u64 = 25_000;
 /// How often the worker prunes the partitions of models with `retention` when `[settings]
 /// retention_interval` is not set.
 pub const DEFAULT_RETENTION_INTERVAL: Duration = Duration::from_secs(24 * 3600);
+/// How long applied tombstones of the inbox are kept, and swept for late children, by default.
+pub const DEFAULT_INBOX_RETENTION: Duration = Duration::from_secs(7 * 24 * 3600);
+/// How often the inbox's kept tombstones are swept for late children by default.
+pub const DEFAULT_INBOX_SWEEP_INTERVAL: Duration = Duration::from_secs(5 * 60);
 /// The longest `retention.keep`: 50 years (humantime's years of 365.25 days), so now minus
 /// `keep` stays well after 1970, where the clock and the archive's timestamps begin.
 pub const MAX_RETENTION_KEEP: Duration = Duration::from_secs(50 * 31_557_600);
@@ -149,6 +153,18 @@ pub struct Settings {
     #[schemars(with = "Option<String>")]
     #[schemars(extend("default" = humantime::format_duration(DEFAULT_RETENTION_INTERVAL).to_string()))]
     pub retention_interval: Option<Located<Duration>>,
+    /// How long the inbox keeps an applied tombstone, such as `"7d"`: until then the worker
+    /// sweeps for child rows written after it was applied (a race the sender cannot see) and
+    /// deletes or nullifies them as it did the others; after it, the tombstone is removed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "Option<String>")]
+    #[schemars(extend("default" = humantime::format_duration(DEFAULT_INBOX_RETENTION).to_string()))]
+    pub inbox_retention: Option<Located<Duration>>,
+    /// How often the worker sweeps the inbox's kept tombstones for late children, such as `"5m"`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "Option<String>")]
+    #[schemars(extend("default" = humantime::format_duration(DEFAULT_INBOX_SWEEP_INTERVAL).to_string()))]
+    pub inbox_sweep_interval: Option<Located<Duration>>,
 }
 
 impl Settings {
@@ -203,6 +219,16 @@ impl Settings {
     /// How often the worker prunes partitions.
     pub fn retention_interval(&self) -> Duration {
         self.retention_interval.as_ref().map_or(DEFAULT_RETENTION_INTERVAL, |interval| interval.value)
+    }
+
+    /// How long the inbox keeps applied tombstones, and sweeps them for late children.
+    pub fn inbox_retention(&self) -> Duration {
+        self.inbox_retention.as_ref().map_or(DEFAULT_INBOX_RETENTION, |retention| retention.value)
+    }
+
+    /// How often the worker sweeps the inbox's kept tombstones for late children.
+    pub fn inbox_sweep_interval(&self) -> Duration {
+        self.inbox_sweep_interval.as_ref().map_or(DEFAULT_INBOX_SWEEP_INTERVAL, |interval| interval.value)
     }
 }
 

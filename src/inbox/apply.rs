@@ -6,13 +6,13 @@
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::{Duration, SystemTime};
+use std::time::{Duration, Instant, SystemTime};
 
 use indexmap::IndexMap;
 use serde::Serialize;
 use tracing::{info, warn};
 
-use super::{InboxError, Tombstone, store};
+use super::{InboxError, Tombstone, store, sweep};
 use crate::audit::Alone;
 use crate::cleanup::batches::{self, BatchError, BatchOptions, BatchRun, Next, Read, Scan};
 use crate::config::{OnDelete, Relation, RemoteModel};
@@ -50,6 +50,11 @@ pub struct ApplyReport {
     pub nullified: IndexMap<String, u64>,
     /// The applications that failed, with their errors.
     pub errors: Vec<String>,
+    /// Rows of those deleted or nullified that were written after their parent's tombstone had
+    /// been applied, found by the sweep of kept tombstones.
+    pub late_rows: u64,
+    /// Applied tombstones removed after the retention window.
+    pub purged: u64,
     /// Stopped by the caller's flag before every pending tombstone was applied.
     pub stopped: bool,
 }
@@ -130,8 +135,10 @@ pub async fn apply(engine: &Engine, options: &ApplyOptions) -> Result<ApplyRepor
 }
 
 /// Applies pending tombstones until `stop` is set, looking again every `poll` when none is
-/// pending; with `once`, until none is pending. A failed application does not stop it: the
-/// tombstone is tried again, or parked.
+/// pending; with `once`, until none is pending. Every `[settings] inbox_sweep_interval` (with
+/// `once`, at the end) the kept tombstones are swept for late children and those past the
+/// retention window removed. A failed application does not stop it: the tombstone is tried
+/// again, or parked.
 pub async fn run_applier(
     engine: &Engine,
     options: &ApplyOptions,
@@ -141,21 +148,25 @@ pub async fn run_applier(
 ) -> Result<ApplyReport, InboxError> {
     let options =
         ApplyOptions { batches: BatchOptions { stop: Some(stop.clone()), ..options.batches.clone() }, ..*options };
+    let sweep_interval = engine.config().settings.inbox_sweep_interval();
+    let mut swept_at: Option<Instant> = None;
     let mut total = ApplyReport::default();
     loop {
-        let report = match apply(engine, &options).await {
+        let mut report = match apply(engine, &options).await {
             Ok(report) => report,
-            // A lost connection or a busy database is waited out, as the worker and the drainer
-            // do: the claims it cut short lapse and are taken again.
-            Err(InboxError::Database(error))
-                if engine.database().classify(&error) == Failure::Transient && !stop.load(Ordering::SeqCst) =>
-            {
-                warn!(error = %crate::secret::redact(&error.to_string()), "applying tombstones failed; trying again");
-                crate::stop::pause(poll, &stop).await;
+            Err(error) => {
+                wait_out(engine, error, poll, &stop).await?;
                 continue;
             }
-            Err(error) => return Err(error),
         };
+        if !report.stopped && (once || swept_at.is_none_or(|at| at.elapsed() >= sweep_interval)) {
+            if let Err(error) = sweep::sweep(engine, &options, SystemTime::now(), &mut report).await {
+                wait_out(engine, error, poll, &stop).await?;
+                total.add(report);
+                continue;
+            }
+            swept_at = Some(Instant::now());
+        }
         let idle = report.applied + report.failed == 0;
         total.add(report);
         if once || stop.load(Ordering::SeqCst) {
@@ -167,16 +178,33 @@ pub async fn run_applier(
     }
 }
 
+/// Waits `poll` after a transient database error, as the worker and the drainer do (the claims
+/// it cut short lapse and are taken again); any other error, or one while stopping, is returned.
+async fn wait_out(engine: &Engine, error: InboxError, poll: Duration, stop: &AtomicBool) -> Result<(), InboxError> {
+    match error {
+        InboxError::Database(error)
+            if engine.database().classify(&error) == Failure::Transient && !stop.load(Ordering::SeqCst) =>
+        {
+            warn!(error = %crate::secret::redact(&error.to_string()), "applying tombstones failed; trying again");
+            crate::stop::pause(poll, stop).await;
+            Ok(())
+        }
+        error => Err(error),
+    }
+}
+
 impl ApplyReport {
     fn add(&mut self, other: ApplyReport) {
         self.applied += other.applied;
         self.failed += other.failed;
         self.errors.extend(other.errors);
         self.stopped |= other.stopped;
+        self.late_rows += other.late_rows;
+        self.purged += other.purged;
         self.add_rows(other.deleted, other.nullified);
     }
 
-    fn add_rows(&mut self, deleted: IndexMap<String, u64>, nullified: IndexMap<String, u64>) {
+    pub(super) fn add_rows(&mut self, deleted: IndexMap<String, u64>, nullified: IndexMap<String, u64>) {
         for (into, rows) in [(&mut self.deleted, deleted), (&mut self.nullified, nullified)] {
             for (model, count) in rows {
                 *into.entry(model).or_default() += count;
@@ -186,15 +214,15 @@ impl ApplyReport {
 }
 
 /// What one clean-up of a remote model's children did.
-struct Cleaned {
-    deleted: IndexMap<String, u64>,
-    nullified: IndexMap<String, u64>,
-    stopped: bool,
+pub(super) struct Cleaned {
+    pub(super) deleted: IndexMap<String, u64>,
+    pub(super) nullified: IndexMap<String, u64>,
+    pub(super) stopped: bool,
 }
 
 /// Why a remote model's children could not be cleaned up.
 #[derive(Debug, thiserror::Error)]
-enum ApplyError {
+pub(super) enum ApplyError {
     #[error("{0}")]
     Unresolved(String),
     #[error(transparent)]
@@ -211,7 +239,7 @@ impl From<DbError> for ApplyError {
 
 /// Deletes or nullifies, in one recorded run, every child row of `model` that names one of
 /// `keys`: the delete relations first, so that no row is nullified that is deleted anyway.
-async fn clean_up(
+pub(super) async fn clean_up(
     engine: &Engine,
     model: &RemoteModel,
     keys: &[String],
@@ -250,8 +278,8 @@ async fn clean_up(
 }
 
 /// A relation of a remote model, resolved against the schema.
-struct Child<'a> {
-    relation: &'a Relation,
+pub(super) struct Child<'a> {
+    pub(super) relation: &'a Relation,
     model: &'a str,
     /// The child table, quoted as the catalog spells it.
     table: String,
@@ -264,7 +292,7 @@ struct Child<'a> {
 }
 
 impl<'a> Child<'a> {
-    fn resolve(engine: &'a Engine, relation: &'a Relation) -> Result<Self, ApplyError> {
+    pub(super) fn resolve(engine: &'a Engine, relation: &'a Relation) -> Result<Self, ApplyError> {
         let model = relation.model.value.as_str();
         let (table, key) = batches::keyed_table(engine, model).map_err(ApplyError::Unresolved)?;
         let written = relation.columns().first().map_or("", |column| column.value.as_str());
@@ -294,6 +322,16 @@ impl<'a> Child<'a> {
             sql.push(" FROM ").push(&self.table).push(" WHERE ");
             self.names_a_key(sql, keys);
             batches::next_keys(sql, &key, &self.key_type, after, limit);
+        })
+    }
+
+    /// Those of `keys` that some row of the child table names, ascending.
+    pub(super) fn named(&self, engine: &Engine, keys: &[String]) -> Statement {
+        let column = quote_identifier(&self.column);
+        batches::key_array(engine.database().backend(), &column, |sql| {
+            sql.push(" FROM ").push(&self.table).push(" WHERE ");
+            self.names_a_key(sql, keys);
+            sql.push(" GROUP BY ").push(&column);
         })
     }
 

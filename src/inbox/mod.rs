@@ -19,6 +19,7 @@
 mod apply;
 mod serve;
 mod store;
+mod sweep;
 
 use std::time::SystemTime;
 

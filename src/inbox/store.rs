@@ -128,6 +128,41 @@ pub(super) async fn failed(
     Ok(())
 }
 
+/// Up to `limit` applied tombstones of `category` with an id above `after`, applied at `since`
+/// or later: the keys the sweep looks for late children of. `(id, key)` each, by id.
+pub(super) async fn kept(
+    database: &Database,
+    category: &str,
+    (after, since): (i64, SystemTime),
+    limit: u64,
+) -> Result<Vec<(i64, String)>, DbError> {
+    let mut sql = database.sql();
+    sql.push("SELECT CAST(id AS TEXT) AS id, object_key FROM cascade_inbox WHERE category = ").bind_text(category);
+    sql.push(" AND applied_at >= ").timestamp(since).push(" AND id > ").bind(Param::integer(after));
+    sql.push(" ORDER BY id LIMIT ").bind(Param::integer(i64::try_from(limit).unwrap_or(i64::MAX)));
+    let rows = database.fetch_records(&sql.finish()).await?;
+    rows.iter().map(|row| Ok((row.parsed("id")?, row.text("object_key")?))).collect()
+}
+
+/// Rows a purge removes per statement, so that no one statement holds the table for long.
+const ROWS_PER_PURGE: i64 = 5_000;
+
+/// Removes the tombstones applied before `before`: past the retention window, a late child of
+/// theirs is no longer looked for. The number removed.
+pub(super) async fn purge(database: &Database, before: SystemTime) -> Result<u64, DbError> {
+    let mut purged = 0;
+    loop {
+        let mut sql = database.sql();
+        sql.push("DELETE FROM cascade_inbox WHERE id IN (SELECT id FROM cascade_inbox WHERE applied_at < ");
+        sql.timestamp(before).push(" ORDER BY id LIMIT ").bind(Param::integer(ROWS_PER_PURGE)).push(")");
+        let removed = database.execute_alone(&sql.finish()).await?;
+        purged += removed;
+        if removed < ROWS_PER_PURGE as u64 {
+            return Ok(purged);
+        }
+    }
+}
+
 /// Per category: pending, applied and parked tombstones, and the oldest pending one's
 /// `received_at` (UTC, as text).
 pub(super) async fn counts(database: &Database) -> Result<Vec<(String, u64, u64, u64, Option<String>)>, DbError> {

@@ -416,3 +416,52 @@ fn the_inbox_server_takes_only_authorized_deliveries() {
     assert_eq!(finished.stdout.lines().last(), Some("took 3 deliveries (5 new of 6 tombstones)"));
     assert!(!finished.stderr.contains(TOKEN) && !finished.stdout.contains(TOKEN), "the token is never printed");
 }
+
+/// A child row written after its parent's tombstone was applied is deleted (or nullified) by the
+/// next run's sweep while the tombstone is kept; past `inbox_retention` the tombstone is removed
+/// and its key no longer looked for.
+fn sweeps_late_children(databases: &Databases) {
+    let url = databases.create(&format!("{}INSERT INTO member VALUES (1, 1), (2, 2);", receiver_ddl(false)));
+    let config = project(&[("cascades/cascade.toml", RECEIVER_CONFIG)]);
+    let mut receive = cascade(config.path());
+    receive.args(["inbox", "receive", "--source", "control", "--database-url", &url]);
+    receive.write_stdin(delivery(&[("a/1/1", "organization_deleted", "1")])).assert().success();
+    let apply = || {
+        let mut command = cascade(config.path());
+        command.args(["inbox", "apply", "--format", "json", "--database-url", &url]);
+        json_output(&mut command)
+    };
+    let first = apply();
+    assert_eq!((first["applied"].as_u64(), first["late_rows"].as_u64()), (Some(1), Some(0)), "{first}");
+    let members = || texts(&url, "SELECT CAST(id AS TEXT) FROM member ORDER BY member.id");
+    assert_eq!(members(), [[Some("2".to_owned())]]);
+
+    // Written by the application after organization 1's tombstone was applied.
+    texts(&url, "INSERT INTO member VALUES (10, 1), (11, 2)");
+    texts(&url, "INSERT INTO member_note VALUES (1, 10)");
+    texts(&url, "INSERT INTO invite VALUES (1, 1), (2, 2)");
+    let second = apply();
+    assert_eq!((second["applied"].as_u64(), second["late_rows"].as_u64()), (Some(0), Some(3)), "{second}");
+    assert_eq!(second["deleted"], serde_json::json!({ "member": 1, "member_note": 1 }), "{second}");
+    assert_eq!(members(), [[Some("2".to_owned())], [Some("11".to_owned())]]);
+    let invites = texts(&url, "SELECT CAST(id AS TEXT), CAST(organization_id AS TEXT) FROM invite ORDER BY invite.id");
+    assert_eq!(invites, [[Some("1".to_owned()), None], [Some("2".to_owned()), Some("2".to_owned())]]);
+    let third = apply();
+    assert_eq!((third["late_rows"].as_u64(), third["purged"].as_u64()), (Some(0), Some(0)), "a sweep finds each once");
+
+    // Applied long ago: past the default retention of seven days.
+    texts(&url, "UPDATE cascade_inbox SET applied_at = '2000-01-01 00:00:00'");
+    texts(&url, "INSERT INTO member VALUES (12, 1)");
+    let mut command = cascade(config.path());
+    command.args(["inbox", "apply", "--database-url", &url]);
+    command
+        .assert()
+        .success()
+        .stdout(predicates::str::contains("1 applied tombstone past the retention window removed"));
+    assert_eq!(count(&url, "SELECT COUNT(*) FROM cascade_inbox"), 0);
+    assert_eq!(count(&url, "SELECT COUNT(*) FROM member WHERE id = 12"), 1, "no key is looked for after the window");
+}
+
+on_each_database!(late_children_are_swept_on_sqlite, late_children_are_swept_on_postgres, |databases| {
+    sweeps_late_children(&databases)
+});
