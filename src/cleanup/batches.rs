@@ -53,6 +53,17 @@ pub struct BatchOptions {
     pub command: String,
     /// Set by the caller to stop between two chunks.
     pub stop: Option<Arc<AtomicBool>>,
+    /// Stop (as interrupted) before a batch once the run has used this much.
+    pub budget: Option<Budget>,
+}
+
+/// What one run may use before it stops between two batches, so that other work gets its turn.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Budget {
+    /// Rows deleted and nullified.
+    pub rows: u64,
+    /// Time since the run started.
+    pub time: Duration,
 }
 
 impl Default for BatchOptions {
@@ -66,6 +77,7 @@ impl Default for BatchOptions {
             actor: crate::engine::default_actor(),
             command: String::new(),
             stop: None,
+            budget: None,
         }
     }
 }
@@ -218,6 +230,8 @@ pub(crate) struct BatchRun<'a> {
     batch_sizes: IndexMap<String, u64>,
     /// Whether batch sizes follow the batches' transaction times.
     adaptive: bool,
+    /// Whether the run stopped because its budget was spent.
+    out_of_budget: bool,
 }
 
 impl<'a> BatchRun<'a> {
@@ -274,6 +288,7 @@ impl<'a> BatchRun<'a> {
             first_batch_size,
             batch_sizes: IndexMap::new(),
             adaptive,
+            out_of_budget: false,
         })
     }
 
@@ -357,7 +372,21 @@ impl<'a> BatchRun<'a> {
             self.summary.stopped_early = Some(format!("--max-batches {} reached", self.summary.batches));
             return false;
         }
+        if let Some(budget) = self.options.budget
+            && (self.summary.rows() >= budget.rows || self.started.elapsed() >= budget.time)
+        {
+            self.summary.outcome = RunOutcome::Interrupted;
+            let time = humantime::format_duration(budget.time);
+            self.summary.stopped_early = Some(format!("its budget of {} rows or {time} spent", budget.rows));
+            self.out_of_budget = true;
+            return false;
+        }
         true
+    }
+
+    /// Whether the run stopped because its budget was spent.
+    pub(crate) fn out_of_budget(&self) -> bool {
+        self.out_of_budget
     }
 
     /// Deletes the roots `keys` (ascending) of `plan`, each with everything below it, advancing

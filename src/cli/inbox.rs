@@ -157,6 +157,12 @@ pub fn human_apply(report: &ApplyReport) -> String {
         rows(&report.deleted),
         rows(&report.nullified)
     );
+    if report.deferred > 0 {
+        out += &format!(
+            "  {} deferred: the run's budget was spent before their children were all gone; the next run continues\n",
+            super::table::plural(report.deferred, "tombstone", "tombstones")
+        );
+    }
     if report.late_rows > 0 {
         out += &format!(
             "  {} written after their tombstone was applied\n",

@@ -128,13 +128,17 @@ fn read_settings(mut fields: Fields<'_>, d: &mut Diagnostics) -> Settings {
     let mut unsigned = |key| fields.optional(key).and_then(|n| n.unsigned(d));
     let per_row_chunk_size = unsigned("per_row_chunk_size");
     let bulk_chunk_size = unsigned("bulk_chunk_size");
-    let max_attempts = unsigned("max_attempts");
     let retry_delay_seconds = unsigned("retry_delay_seconds");
-    let lease_seconds = unsigned("lease_seconds");
-    let run_lease_seconds = unsigned("run_lease_seconds");
     let busy_timeout_seconds = unsigned("busy_timeout_seconds");
     let target_chunk_ms = unsigned("target_chunk_ms");
     let max_chunk_size = unsigned("max_chunk_size");
+    // 0 attempts would run nothing, a lease of 0 seconds hand every claim to the next worker at
+    // once, and a budget of 0 rows stop every application before its first batch.
+    let mut positive = |key| fields.optional(key).and_then(|n| n.positive(d));
+    let max_attempts = positive("max_attempts");
+    let lease_seconds = positive("lease_seconds");
+    let run_lease_seconds = positive("run_lease_seconds");
+    let inbox_budget_rows = positive("inbox_budget_rows");
     let adaptive = fields.optional("adaptive").and_then(|n| n.boolean(d));
     let database_url = fields.optional("database_url").and_then(|n| n.string(d));
     // Its password is shown nowhere from now on: not in a snippet of this file, not in a log.
@@ -148,6 +152,8 @@ fn read_settings(mut fields: Fields<'_>, d: &mut Diagnostics) -> Settings {
         fields.optional("inbox_retention").and_then(|n| duration(&n, "a duration such as \"7d\" or \"12h\"", d));
     let inbox_sweep_interval =
         fields.optional("inbox_sweep_interval").and_then(|n| duration(&n, "a duration such as \"5m\" or \"1h\"", d));
+    let inbox_budget_time =
+        fields.optional("inbox_budget_time").and_then(|n| duration(&n, "a duration such as \"1m\" or \"30s\"", d));
     fields.finish(d);
     Settings {
         per_row_chunk_size,
@@ -165,6 +171,8 @@ fn read_settings(mut fields: Fields<'_>, d: &mut Diagnostics) -> Settings {
         retention_interval,
         inbox_retention,
         inbox_sweep_interval,
+        inbox_budget_rows,
+        inbox_budget_time,
     }
 }
 

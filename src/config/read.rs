@@ -90,6 +90,16 @@ impl<'a> Node<'a> {
         }
     }
 
+    /// A whole number of at least 1 (a count or a time that 0 would make meaningless).
+    pub(super) fn positive(&self, d: &mut Diagnostics) -> Option<Located<u64>> {
+        let value = self.unsigned(d)?;
+        if value.value == 0 {
+            self.invalid(format!("`{}` must be at least 1", self.key), "zero", d);
+            return None;
+        }
+        Some(value)
+    }
+
     /// A non-negative number, integer or float.
     pub(super) fn number(&self, d: &mut Diagnostics) -> Option<Located<f64>> {
         let number = match self.value.get_ref() {

@@ -75,6 +75,11 @@ pub const DEFAULT_MAX_CHUNK_SIZE: u64 = 25_000;
 pub const DEFAULT_RETENTION_INTERVAL: Duration = Duration::from_secs(24 * 3600);
 /// How long applied tombstones of the inbox are kept, and swept for late children, by default.
 pub const DEFAULT_INBOX_RETENTION: Duration = Duration::from_secs(7 * 24 * 3600);
+/// Rows one application of inbox tombstones deletes or nullifies before it lets others go first,
+/// by default.
+pub const DEFAULT_INBOX_BUDGET_ROWS: u64 = 100_000;
+/// How long one application of inbox tombstones runs before it lets others go first, by default.
+pub const DEFAULT_INBOX_BUDGET_TIME: Duration = Duration::from_secs(60);
 /// How often the inbox's kept tombstones are swept for late children by default.
 pub const DEFAULT_INBOX_SWEEP_INTERVAL: Duration = Duration::from_secs(5 * 60);
 /// The longest `retention.keep`: 50 years (humantime's years of 365.25 days), so now minus
@@ -165,6 +170,18 @@ pub struct Settings {
     #[schemars(with = "Option<String>")]
     #[schemars(extend("default" = humantime::format_duration(DEFAULT_INBOX_SWEEP_INTERVAL).to_string()))]
     pub inbox_sweep_interval: Option<Located<Duration>>,
+    /// Rows one application of inbox tombstones (those of one remote model a worker claimed)
+    /// deletes or nullifies before it stops between two batches and lets the tombstones behind
+    /// it go first; what it left is continued by the next run.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1), extend("default" = DEFAULT_INBOX_BUDGET_ROWS))]
+    pub inbox_budget_rows: Option<Located<u64>>,
+    /// How long one application of inbox tombstones runs before it stops between two batches
+    /// and lets the tombstones behind it go first, such as `"1m"`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "Option<String>")]
+    #[schemars(extend("default" = humantime::format_duration(DEFAULT_INBOX_BUDGET_TIME).to_string()))]
+    pub inbox_budget_time: Option<Located<Duration>>,
 }
 
 impl Settings {
@@ -229,6 +246,15 @@ impl Settings {
     /// How often the worker sweeps the inbox's kept tombstones for late children.
     pub fn inbox_sweep_interval(&self) -> Duration {
         self.inbox_sweep_interval.as_ref().map_or(DEFAULT_INBOX_SWEEP_INTERVAL, |interval| interval.value)
+    }
+
+    /// What one application of inbox tombstones may use before the tombstones behind it go first.
+    /// Rows, and time.
+    pub fn inbox_budget(&self) -> (u64, Duration) {
+        (
+            or_default(&self.inbox_budget_rows, DEFAULT_INBOX_BUDGET_ROWS),
+            self.inbox_budget_time.as_ref().map_or(DEFAULT_INBOX_BUDGET_TIME, |time| time.value),
+        )
     }
 }
 

@@ -4,6 +4,7 @@
 //! applied. A tombstone whose application fails keeps its error and waits `[settings]
 //! retry_delay_seconds` for another attempt; after `max_attempts` it is parked.
 
+use std::collections::HashSet;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant, SystemTime};
@@ -14,8 +15,8 @@ use tracing::{info, warn};
 
 use super::{InboxError, Tombstone, store, sweep};
 use crate::audit::Alone;
-use crate::cleanup::batches::{self, BatchError, BatchOptions, BatchRun, Next, Read, Scan};
-use crate::config::{OnDelete, Relation, RemoteModel};
+use crate::cleanup::batches::{self, BatchError, BatchOptions, BatchRun, Budget, Next, Read, Scan};
+use crate::config::{OnDelete, Relation, RemoteModel, Settings};
 use crate::db::sql::{KeyType, Param, SqlBuilder, Statement, quote_identifier};
 use crate::db::{DbError, Failure, Keys};
 use crate::engine::Engine;
@@ -25,7 +26,8 @@ use crate::planner::{self, Plan};
 #[derive(Debug, Clone)]
 pub struct ApplyOptions {
     /// The batches of each clean-up (their size, pause, archive, actor and command, and the
-    /// flag that stops them).
+    /// flag that stops them); without a budget of their own, `[settings] inbox_budget_rows` and
+    /// `inbox_budget_time` are each application's.
     pub batches: BatchOptions,
     /// Tombstones a worker claims at once, folded by remote model.
     pub claim: u64,
@@ -50,6 +52,10 @@ pub struct ApplyReport {
     pub nullified: IndexMap<String, u64>,
     /// The applications that failed, with their errors.
     pub errors: Vec<String>,
+    /// Tombstones whose run spent its budget (`[settings] inbox_budget_rows` or
+    /// `inbox_budget_time`) before their children were all gone: released, not counted as an
+    /// attempt, and continued by the next run, after the tombstones behind them had their turn.
+    pub deferred: u64,
     /// Rows of those deleted or nullified that were written after their parent's tombstone had
     /// been applied, found by the sweep of kept tombstones.
     pub late_rows: u64,
@@ -73,6 +79,7 @@ pub async fn apply(engine: &Engine, options: &ApplyOptions) -> Result<ApplyRepor
     let settings = &config.settings;
     // The worker's lease, as for a scheduled deletion: a claim outlives a long clean-up.
     let (lease, max_attempts, retry_delay) = (settings.lease(), settings.max_attempts(), settings.retry_delay());
+    let options = &options.budgeted(settings);
     let parked = store::park_exhausted(engine.database(), max_attempts, SystemTime::now()).await?;
     if parked > 0 {
         warn!(parked, "tombstones parked: their worker stopped while applying them, on every attempt");
@@ -102,6 +109,20 @@ pub async fn apply(engine: &Engine, options: &ApplyOptions) -> Result<ApplyRepor
             let ids: Vec<i64> = tombstones.iter().map(|tombstone| tombstone.id).collect();
             let keys: Vec<String> = tombstones.iter().map(|tombstone| tombstone.key.clone()).collect();
             match clean_up(engine, model, &keys, &token, options).await {
+                Ok(cleaned) if cleaned.out_of_budget => {
+                    report.add_rows(cleaned.deleted, cleaned.nullified);
+                    let (done, left) = match finished_tombstones(engine, model, &tombstones).await {
+                        Ok(split) => split,
+                        // Nothing is known finished: all are released, and the next run looks again.
+                        Err(error) => {
+                            warn!(model = %model.name.value, %error, "cannot tell which tombstones are finished");
+                            (Vec::new(), ids)
+                        }
+                    };
+                    report.applied += store::applied(engine.database(), &done, &token).await?;
+                    report.deferred += store::release(engine.database(), &left, &token).await?;
+                    info!(model = %model.name.value, applied = done.len(), left = left.len(), "the run's budget is spent");
+                }
                 Ok(cleaned) if !cleaned.stopped => {
                     // Those whose claim lapsed and went to another worker are that worker's to count.
                     report.applied += store::applied(engine.database(), &ids, &token).await?;
@@ -132,6 +153,30 @@ pub async fn apply(engine: &Engine, options: &ApplyOptions) -> Result<ApplyRepor
         }
     }
     Ok(report)
+}
+
+/// Splits the claimed `tombstones` of `model` whose run spent its budget into those none of
+/// whose keys a child row names any more (applied: a key the database reads another way is
+/// found by the sweep) and those left, by id.
+async fn finished_tombstones(
+    engine: &Engine,
+    model: &RemoteModel,
+    tombstones: &[&Tombstone],
+) -> Result<(Vec<i64>, Vec<i64>), ApplyError> {
+    let children: Vec<Child<'_>> =
+        model.children.iter().map(|relation| Child::resolve(engine, relation)).collect::<Result<_, _>>()?;
+    let keys: Vec<String> = tombstones.iter().map(|tombstone| tombstone.key.clone()).collect();
+    let named = still_named(engine, &children, &keys).await?;
+    let named: Vec<HashSet<String>> = children
+        .iter()
+        .zip(named)
+        .map(|(child, keys)| keys.iter().map(|key| child.comparable(key)).collect())
+        .collect();
+    let (left, done): (Vec<&&Tombstone>, Vec<&&Tombstone>) = tombstones.iter().partition(|tombstone| {
+        children.iter().zip(&named).any(|(child, named)| named.contains(&child.comparable(&tombstone.key)))
+    });
+    let ids = |tombstones: Vec<&&Tombstone>| tombstones.into_iter().map(|tombstone| tombstone.id).collect();
+    Ok((ids(done), ids(left)))
 }
 
 /// Applies pending tombstones until `stop` is set, looking again every `poll` when none is
@@ -167,7 +212,7 @@ pub async fn run_applier(
             }
             swept_at = Some(Instant::now());
         }
-        let idle = report.applied + report.failed == 0;
+        let idle = report.applied + report.failed + report.deferred == 0;
         total.add(report);
         if once || stop.load(Ordering::SeqCst) {
             return Ok(total);
@@ -193,6 +238,15 @@ async fn wait_out(engine: &Engine, error: InboxError, poll: Duration, stop: &Ato
     }
 }
 
+impl ApplyOptions {
+    /// These options with the budget of `[settings]` unless they set one.
+    pub(super) fn budgeted(&self, settings: &Settings) -> ApplyOptions {
+        let (rows, time) = settings.inbox_budget();
+        let budget = self.batches.budget.or(Some(Budget { rows, time }));
+        ApplyOptions { batches: BatchOptions { budget, ..self.batches.clone() }, ..*self }
+    }
+}
+
 impl ApplyReport {
     fn add(&mut self, other: ApplyReport) {
         self.applied += other.applied;
@@ -200,6 +254,7 @@ impl ApplyReport {
         self.errors.extend(other.errors);
         self.stopped |= other.stopped;
         self.late_rows += other.late_rows;
+        self.deferred += other.deferred;
         self.purged += other.purged;
         self.add_rows(other.deleted, other.nullified);
     }
@@ -217,7 +272,10 @@ impl ApplyReport {
 pub(super) struct Cleaned {
     pub(super) deleted: IndexMap<String, u64>,
     pub(super) nullified: IndexMap<String, u64>,
+    /// Stopped by the caller's flag.
     pub(super) stopped: bool,
+    /// Stopped because the run's budget was spent: some keys may still be named.
+    pub(super) out_of_budget: bool,
 }
 
 /// Why a remote model's children could not be cleaned up.
@@ -271,10 +329,12 @@ pub(super) async fn clean_up(
         }
     }
     let error = outcome.as_ref().err().map(ToString::to_string);
+    let out_of_budget = run.out_of_budget();
     let finished = run.finish(error.as_deref()).await;
     let next = outcome?;
     let summary = finished?;
-    Ok(Cleaned { deleted: summary.deleted, nullified: summary.nullified, stopped: next == Next::Stop })
+    let stopped = next == Next::Stop && !out_of_budget;
+    Ok(Cleaned { deleted: summary.deleted, nullified: summary.nullified, stopped, out_of_budget })
 }
 
 /// A relation of a remote model, resolved against the schema.
@@ -325,6 +385,15 @@ impl<'a> Child<'a> {
         })
     }
 
+    /// `key` as this child's column compares it: an integer column's keys as integers (`07` is
+    /// 7), any other's as written.
+    pub(super) fn comparable(&self, key: &str) -> String {
+        match self.column_type {
+            KeyType::Integer => key.parse::<i64>().map_or_else(|_| key.to_owned(), |n| n.to_string()),
+            _ => key.to_owned(),
+        }
+    }
+
     /// Those of `keys` that some row of the child table names, ascending.
     pub(super) fn named(&self, engine: &Engine, keys: &[String]) -> Statement {
         let column = quote_identifier(&self.column);
@@ -343,6 +412,20 @@ impl<'a> Child<'a> {
         self.names_a_key(&mut sql, keys);
         sql.finish()
     }
+}
+
+/// Those of `keys` that some row of each of `children` still names, as the database reads them:
+/// per child, in the order of `children`.
+pub(super) async fn still_named(
+    engine: &Engine,
+    children: &[Child<'_>],
+    keys: &[String],
+) -> Result<Vec<Vec<String>>, DbError> {
+    let mut named = Vec::with_capacity(children.len());
+    for child in children {
+        named.push(engine.database().fetch_array(&child.named(engine, keys)).await?);
+    }
+    Ok(named)
 }
 
 /// What a batch of child rows gets.

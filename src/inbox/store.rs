@@ -102,9 +102,25 @@ fn attempts_param(max_attempts: u64) -> Param {
 /// Marks the claimed tombstones `ids` applied; those another worker claimed since (this claim
 /// expired) are left to it. The number marked.
 pub(super) async fn applied(database: &Database, ids: &[i64], token: &str) -> Result<u64, DbError> {
+    if ids.is_empty() {
+        return Ok(0);
+    }
     let mut sql = database.sql();
     sql.push("UPDATE cascade_inbox SET applied_at = CURRENT_TIMESTAMP, last_error = NULL, claim_token = NULL, ");
     sql.push("claim_expires_at = NULL WHERE claim_token = ").bind_text(token).push(" AND ");
+    sql.one_of("id", ids.iter().map(|id| Param::integer(*id)));
+    database.execute_alone(&sql.finish()).await
+}
+
+/// Releases the claimed tombstones `ids` for the next run without counting this claim as an
+/// attempt: their run stopped on its budget, not on an error. The number released.
+pub(super) async fn release(database: &Database, ids: &[i64], token: &str) -> Result<u64, DbError> {
+    if ids.is_empty() {
+        return Ok(0);
+    }
+    let mut sql = database.sql();
+    sql.push("UPDATE cascade_inbox SET claim_token = NULL, claim_expires_at = NULL, attempts = attempts - 1 ");
+    sql.push("WHERE claim_token = ").bind_text(token).push(" AND ");
     sql.one_of("id", ids.iter().map(|id| Param::integer(*id)));
     database.execute_alone(&sql.finish()).await
 }

@@ -8,7 +8,7 @@ use std::time::SystemTime;
 
 use tracing::warn;
 
-use super::apply::{ApplyError, Child, clean_up};
+use super::apply::{ApplyError, Child, clean_up, still_named};
 use super::{ApplyOptions, ApplyReport, InboxError, store};
 use crate::config::RemoteModel;
 use crate::engine::Engine;
@@ -24,6 +24,7 @@ pub(super) async fn sweep(
     now: SystemTime,
     report: &mut ApplyReport,
 ) -> Result<(), InboxError> {
+    let options = &options.budgeted(&engine.config().settings);
     let retention = engine.config().settings.inbox_retention();
     let since = now.checked_sub(retention).unwrap_or(SystemTime::UNIX_EPOCH);
     for model in engine.config().remote_models.values() {
@@ -76,11 +77,8 @@ async fn sweep_model(
         after = *last;
         let keys: Vec<String> = kept.into_iter().map(|(_, key)| key).collect();
         // Most sweeps find nothing: looking first keeps them from recording empty runs.
-        let mut named = Vec::new();
-        for child in &children {
-            let statement = child.named(engine, &keys);
-            named.extend(engine.database().fetch_array(&statement).await.map_err(ApplyError::from)?);
-        }
+        let named = still_named(engine, &children, &keys).await.map_err(ApplyError::from)?;
+        let mut named: Vec<String> = named.into_iter().flatten().collect();
         named.sort();
         named.dedup();
         if named.is_empty() {

@@ -465,3 +465,61 @@ fn sweeps_late_children(databases: &Databases) {
 on_each_database!(late_children_are_swept_on_sqlite, late_children_are_swept_on_postgres, |databases| {
     sweeps_late_children(&databases)
 });
+
+/// An application that spends its budget stops between batches: the tombstones whose children
+/// are all gone are applied, the others released without an attempt counted, and continued by
+/// the next run.
+#[test]
+fn a_run_that_spends_its_budget_applies_what_it_finished_and_defers_the_rest() {
+    let dir = tempfile::tempdir().unwrap();
+    let ddl = format!(
+        "{}INSERT INTO member VALUES (1, 1), (2, 1), (3, 1), (4, 2), (5, 3);
+         INSERT INTO invite VALUES (1, 1), (2, 1), (3, 3);",
+        receiver_ddl(false)
+    );
+    let url = sqlite_database(dir.path(), &ddl);
+    // One attempt each: a deferral that counted as one would park organization 1.
+    let settings = "[settings]\nmax_attempts = 1\ninbox_budget_rows = 1\n";
+    let config = project(&[("cascades/cascade.toml", &format!("{settings}{RECEIVER_CONFIG}"))]);
+    let mut receive = cascade(config.path());
+    receive.args(["inbox", "receive", "--source", "control", "--database-url", &url]);
+    let body = delivery(&[("a/1/1", "organization_deleted", "1"), ("a/2/2", "organization_deleted", "2")]);
+    receive.write_stdin(body).assert().success();
+    let apply = || {
+        let mut command = cascade(config.path());
+        command.args(["inbox", "apply", "--format", "json", "--database-url", &url]);
+        json_output(&mut command)
+    };
+
+    // The members' batch spends the budget: organization 2 has nothing else, organization 1
+    // still has invitations.
+    let first = apply();
+    assert_eq!((first["applied"].as_u64(), first["deferred"].as_u64()), (Some(1), Some(1)), "{first}");
+    assert_eq!(count(&url, "SELECT COUNT(*) FROM member"), 1, "members of 1 and 2 deleted, 3's kept");
+    assert_eq!(count(&url, "SELECT COUNT(*) FROM invite WHERE organization_id = 1"), 2, "not reached yet");
+    let state = "SELECT object_key || ':' || CAST(attempts AS TEXT) || ':' || \
+                 CASE WHEN applied_at IS NULL THEN 'pending' ELSE 'applied' END FROM cascade_inbox ORDER BY cascade_inbox.id";
+    let states = || texts(&url, state).into_iter().map(|row| row[0].clone().unwrap()).collect::<Vec<_>>();
+    assert_eq!(states(), ["1:0:pending", "2:1:applied"]);
+
+    let second = apply();
+    assert_eq!((second["applied"].as_u64(), second["deferred"].as_u64()), (Some(1), Some(0)), "{second}");
+    assert_eq!(second["nullified"], serde_json::json!({ "invite": 2 }), "{second}");
+    assert_eq!(states(), ["1:1:applied", "2:1:applied"]);
+    assert_eq!(count(&url, "SELECT COUNT(*) FROM invite WHERE organization_id IS NULL"), 2);
+    assert_eq!(count(&url, "SELECT COUNT(*) FROM invite WHERE organization_id = 3"), 1, "another's kept");
+}
+
+/// Settings that 0 would make meaningless are refused where they are written.
+#[test]
+fn settings_of_zero_that_would_never_finish_are_refused() {
+    for key in ["max_attempts", "lease_seconds", "run_lease_seconds", "inbox_budget_rows"] {
+        let config = project(&[("cascades/cascade.toml", &format!("[settings]\n{key} = 0\n{RECEIVER_CONFIG}"))]);
+        cascade(config.path())
+            .arg("validate")
+            .assert()
+            .code(1)
+            .stdout(predicates::str::contains(format!("`{key}` must be at least 1")))
+            .stdout(predicates::str::contains("cascade.toml:2:"));
+    }
+}
