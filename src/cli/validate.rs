@@ -25,13 +25,22 @@ pub struct Args {
     /// Exit 1 on warnings too.
     #[arg(long)]
     pub deny_warnings: bool,
+    /// The config (file or directory) of a database that sends this one tombstones: every
+    /// remote model's category must be written there by one model keyed as the remote model
+    /// reads it, in one scope, with a sink. Repeat it for several senders.
+    #[arg(long, value_name = "DIR")]
+    pub peer: Vec<PathBuf>,
 }
 
 pub fn run(cli: &Cli, args: &Args) -> anyhow::Result<ExitCode> {
     let mut loaded = config::load(&cli.config)?;
     info!(files = loaded.sources.len(), models = loaded.config.models.len(), "config loaded");
     let schema = load_schema(cli, args)?;
+    let peers = load_peers(&args.peer)?;
     let checked = planner::check(&mut loaded, schema.as_ref());
+    if !peers.is_empty() {
+        planner::check_peers(&mut loaded, &peers);
+    }
     if let Some(schema) = &schema {
         planner::check_deletions(&mut loaded, schema);
     }
@@ -59,6 +68,27 @@ pub fn run(cli: &Cli, args: &Args) -> anyhow::Result<ExitCode> {
     }
     let failed = report.errors() > 0 || (args.deny_warnings && report.warnings() > 0);
     Ok(if failed { ExitCode::from(1) } else { ExitCode::SUCCESS })
+}
+
+/// The configs of `--peer`, each named by its path as given; one with errors of its own is
+/// refused, since what it sends cannot be known.
+fn load_peers(paths: &[PathBuf]) -> anyhow::Result<Vec<(String, config::Loaded)>> {
+    let mut peers = Vec::new();
+    for path in paths {
+        let loaded =
+            config::load(path).with_context(|| format!("cannot read the peer's config `{}`", path.display()))?;
+        let errors = loaded.diagnostics.iter().filter(|diagnostic| diagnostic.is_error()).count();
+        if errors > 0 {
+            anyhow::bail!(
+                "the peer's config `{}` has {}: run `cascade validate --config {}` and fix it first",
+                path.display(),
+                super::table::plural(errors as u64, "error", "errors"),
+                path.display()
+            );
+        }
+        peers.push((path.display().to_string(), loaded));
+    }
+    Ok(peers)
 }
 
 /// The schema to check against: a DDL file, a live database (read only), or none.

@@ -88,6 +88,8 @@ codes! { $
     RemoteModelChild = "remote-model-child", Error, rule remote_model_child, "A relation names a remote model as a child: its rows are in another database.";
     RemoteCategoryTwice = "remote-category-twice", Error, rule remote_category_twice, "Two remote models read the same outbox category.";
     RemoteDatabaseAction = "remote-database-action", Error, rule remote_database_action, "A remote model's relation has `on_delete = \"database\"`, but no foreign key crosses databases.";
+    PeerCategoryUnsent = "peer-category-unsent", Error, "With `validate --peer`: a remote model reads a category that the peer's config never delivers: no model of it writes the category, no scope registers it, or its scope has no sink for it.";
+    PeerCategoryMismatch = "peer-category-mismatch", Error, "With `validate --peer`: the peer writes a remote model's category from several models, registers it in several scopes, or keys its tombstones by another column than the remote model's `key`.";
     DuplicateRelation = "duplicate-relation", Error, rule duplicate_relation, "A model declares the same child model and column twice.";
     PlanTooDeep = "plan-too-deep", Error, rule plan_depth, "A chain of delete relations is deeper than 1,000 models, deeper than a plan may be.";
     BulkWithChildren = "bulk-with-children", Error, rule bulk_with_children, "A bulk model has children: a set-based delete loads no rows, so delete-children would be orphaned and nullify children left pointing at deleted rows.";

@@ -209,6 +209,36 @@ pub fn check_deletions(loaded: &mut Loaded, schema: &Schema) {
     add_diagnostics(loaded, diagnostics);
 }
 
+/// Adds to `loaded` where its remote models disagree with the configs of the databases that
+/// send their tombstones, `peers` (each loaded from its directory, named as given): a category no
+/// peer delivers, or one a peer keys or scopes otherwise. The peers' files join `loaded`'s
+/// sources, so that each diagnostic shows the peer's side too.
+pub fn check_peers(loaded: &mut Loaded, peers: &[(String, Loaded)]) {
+    let mut diagnostics = Vec::new();
+    let mut offsets = Vec::new();
+    for (_, peer) in peers {
+        offsets.push(loaded.sources.len());
+        for file in peer.sources.ids() {
+            loaded.sources.add(peer.sources.name(file), peer.sources.text(file));
+        }
+    }
+    let relocators: Vec<_> = offsets
+        .iter()
+        .map(|&offset| {
+            move |location: &crate::diagnostic::Location| {
+                crate::diagnostic::Location::new(location.file + offset, location.span.clone())
+            }
+        })
+        .collect();
+    let views: Vec<rules::peer::Peer<'_>> = peers
+        .iter()
+        .zip(&relocators)
+        .map(|((name, peer), relocate)| rules::peer::Peer { name, config: &peer.config, relocate })
+        .collect();
+    rules::peer::check(&loaded.config, &views, &mut diagnostics);
+    add_diagnostics(loaded, diagnostics);
+}
+
 /// Adds `found` to `loaded`'s diagnostics, all of them in source order.
 pub fn add_diagnostics(loaded: &mut Loaded, found: Vec<Diagnostic>) {
     loaded.diagnostics.extend(found);

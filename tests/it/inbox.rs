@@ -523,3 +523,104 @@ fn settings_of_zero_that_would_never_finish_are_refused() {
             .stdout(predicates::str::contains("cascade.toml:2:"));
     }
 }
+
+/// `validate --peer DIR` checks each remote model against the sender's config: the end-to-end
+/// configs agree; a category never sent, sent from a scope without a sink, keyed by another
+/// column or written by two models is an error at the remote model's line.
+#[test]
+fn validate_with_the_peer_checks_both_sides_agree() {
+    let receiver = project(&[("cascades/cascade.toml", RECEIVER_CONFIG)]);
+    let sender = project(&[("cascades/cascade.toml", &sender_config(&webhook_sink("http://control.internal/inbox")))]);
+    let peer = sender.path().join("cascades");
+    cascade(receiver.path()).args(["validate", "--peer"]).arg(&peer).assert().success();
+
+    let receiver_config = format!(
+        "{RECEIVER_CONFIG}
+[models.project]
+remote = {{ category = \"project_deleted\" }}
+key = \"uuid\"
+children = [{{ model = \"invite\", column = \"project_id\", on_delete = \"nullify\" }}]
+
+[models.team]
+remote = {{ category = \"team_gone\" }}
+children = [{{ model = \"invite\", column = \"team_id\", on_delete = \"nullify\" }}]
+
+[models.user]
+remote = {{ category = \"user_deleted\" }}
+children = [{{ model = \"member\", column = \"user_id\" }}]
+"
+    );
+    let sender_config = r#"
+[models.organization]
+table = "organization"
+outbox = "organization_deleted"
+
+[models.project]
+table = "project"
+outbox = "project_deleted"
+
+[models.team]
+table = "team"
+outbox = "team_deleted"
+
+[models.user]
+table = "user"
+outbox = "user_deleted"
+
+[models.account]
+table = "account"
+outbox = "user_deleted"
+
+[outbox.scopes.control]
+shard_key = "id"
+categories = ["organization_deleted", "team_deleted", "user_deleted"]
+
+[outbox.scopes.projects]
+shard_key = "id"
+categories = ["project_deleted"]
+sink = "hook"
+
+[outbox.sinks.hook]
+url = "http://control.internal/inbox/sender"
+"#;
+    let receiver = project(&[("cascades/cascade.toml", &receiver_config)]);
+    let sender = project(&[("cascades/cascade.toml", sender_config)]);
+    let mut validate = cascade(receiver.path());
+    validate.args(["validate", "--format", "json", "--peer"]).arg(sender.path().join("cascades"));
+    let output = validate.assert().code(1).get_output().stdout.clone();
+    let report: serde_json::Value = serde_json::from_slice(&output).unwrap();
+    let found: Vec<(String, u64, String)> = report["diagnostics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| {
+            (
+                d["code"].as_str().unwrap().to_owned(),
+                d["line"].as_u64().unwrap(),
+                d["message"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect();
+    let codes: Vec<(&str, u64)> = found.iter().map(|(code, line, _)| (code.as_str(), *line)).collect();
+    assert_eq!(
+        codes,
+        [
+            ("peer-category-unsent", 3),
+            ("peer-category-mismatch", 22),
+            ("peer-category-unsent", 26),
+            ("peer-category-unsent", 30),
+            ("peer-category-mismatch", 30),
+        ],
+        "{found:#?}"
+    );
+    assert!(found[0].2.contains("scope `control` has no sink for category `organization_deleted`"), "{found:#?}");
+    assert!(found[1].2.contains("reads its keys as `uuid`, but the peer's `project` sends `id`"), "{found:#?}");
+    assert!(found[2].2.contains("writes category `team_gone`"), "{found:#?}");
+    assert!(found[3].2.contains("scope `control` has no sink for category `user_deleted`"), "{found:#?}");
+    assert!(found[4].2.contains("from models `user` and `account`"), "{found:#?}");
+
+    let broken = project(&[("cascades/cascade.toml", "[models.organization\n")]);
+    let mut validate = cascade(receiver.path());
+    validate.args(["validate", "--peer"]).arg(broken.path().join("cascades"));
+    validate.assert().code(2).stderr(predicates::str::contains("has 1 error: run `cascade validate --config"));
+}

@@ -2,6 +2,8 @@
 //! looks at the whole config and pushes every problem it finds; none stops the others. Each file
 //! carries its own fixtures and snapshot tests.
 
+pub(crate) mod peer;
+
 pub(crate) use unregistered_reference::{check_deleted_tables, check_every_model};
 
 use super::Context;
