@@ -62,6 +62,20 @@ pub const SCHEDULED_DUE: &str = "cascade_scheduled_deletions_due";
 /// Gauge: when the worker started, in seconds since the Unix epoch. A new value is a restart.
 pub const WORKER_START_TIME: &str = "cascade_worker_start_time_seconds";
 
+/// Counter, label [`MODEL`] (a remote model): inbox tombstones applied.
+pub const INBOX_APPLIED: &str = "cascade_inbox_applied_total";
+
+/// Gauge, label [`CATEGORY`]: inbox tombstones waiting to be applied; measured by the worker.
+pub const INBOX_PENDING: &str = "cascade_inbox_pending";
+
+/// Gauge, label [`CATEGORY`]: age in seconds of the oldest inbox tombstone waiting to be applied
+/// (0 when none waits); measured by the worker.
+pub const INBOX_OLDEST_PENDING_AGE: &str = "cascade_inbox_oldest_pending_age_seconds";
+
+/// Gauge, label [`CATEGORY`]: inbox tombstones parked after failing every attempt; they wait for
+/// an operator. Measured by the worker.
+pub const INBOX_PARKED: &str = "cascade_inbox_parked";
+
 /// Label: the model of the rows.
 pub const MODEL: &str = "model";
 /// Label: how a deletion ended.
@@ -74,6 +88,8 @@ pub const SINK: &str = "sink";
 pub const SCOPE: &str = "scope";
 /// Label: a cell of an outbox scope with cells.
 pub const CELL: &str = "cell";
+/// Label: an outbox category, as an inbox receives it.
+pub const CATEGORY: &str = "category";
 
 /// Histogram buckets for [`CHUNK_DURATION`], in seconds: 1 ms to 10 s (chunks aim at 50 ms).
 pub const CHUNK_DURATION_BUCKETS: &[f64] =
@@ -113,6 +129,14 @@ pub fn describe() {
         Unit::Count,
         "Outbox shards whose latest delivery failed, per scope (and cell)."
     );
+    describe_counter!(INBOX_APPLIED, Unit::Count, "Inbox tombstones applied, per remote model.");
+    describe_gauge!(INBOX_PENDING, Unit::Count, "Inbox tombstones waiting to be applied, per category.");
+    describe_gauge!(
+        INBOX_OLDEST_PENDING_AGE,
+        Unit::Seconds,
+        "Age of the oldest inbox tombstone waiting to be applied, per category; 0 when none waits."
+    );
+    describe_gauge!(INBOX_PARKED, Unit::Count, "Inbox tombstones parked after failing every attempt, per category.");
     describe_gauge!(
         OUTBOX_LONGEST_FAILING,
         Unit::Seconds,

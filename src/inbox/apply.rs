@@ -21,6 +21,7 @@ use crate::db::sql::{KeyType, Param, SqlBuilder, Statement, quote_identifier};
 use crate::db::{DbError, Failure, Keys};
 use crate::engine::Engine;
 use crate::planner::{self, Plan};
+use crate::telemetry;
 
 /// How tombstones are applied.
 #[derive(Debug, Clone)]
@@ -119,13 +120,19 @@ pub async fn apply(engine: &Engine, options: &ApplyOptions) -> Result<ApplyRepor
                             (Vec::new(), ids)
                         }
                     };
-                    report.applied += store::applied(engine.database(), &done, &token).await?;
+                    let applied = store::applied(engine.database(), &done, &token).await?;
+                    metrics::counter!(telemetry::INBOX_APPLIED, telemetry::MODEL => model.name.value.clone())
+                        .increment(applied);
+                    report.applied += applied;
                     report.deferred += store::release(engine.database(), &left, &token).await?;
                     info!(model = %model.name.value, applied = done.len(), left = left.len(), "the run's budget is spent");
                 }
                 Ok(cleaned) if !cleaned.stopped => {
                     // Those whose claim lapsed and went to another worker are that worker's to count.
-                    report.applied += store::applied(engine.database(), &ids, &token).await?;
+                    let applied = store::applied(engine.database(), &ids, &token).await?;
+                    metrics::counter!(telemetry::INBOX_APPLIED, telemetry::MODEL => model.name.value.clone())
+                        .increment(applied);
+                    report.applied += applied;
                     info!(model = %model.name.value, tombstones = ids.len(), "tombstones applied");
                     report.add_rows(cleaned.deleted, cleaned.nullified);
                 }
@@ -212,6 +219,9 @@ pub async fn run_applier(
             }
             swept_at = Some(Instant::now());
         }
+        if let Err(error) = set_gauges(engine).await {
+            wait_out(engine, error, poll, &stop).await?;
+        }
         let idle = report.applied + report.failed + report.deferred == 0;
         total.add(report);
         if once || stop.load(Ordering::SeqCst) {
@@ -221,6 +231,17 @@ pub async fn run_applier(
             crate::stop::pause(poll, &stop).await;
         }
     }
+}
+
+/// Sets the inbox's gauges per category: pending, parked, and the oldest pending one's age.
+async fn set_gauges(engine: &Engine) -> Result<(), InboxError> {
+    for category in super::stats(engine.database(), engine.config(), SystemTime::now()).await? {
+        let labels = [(telemetry::CATEGORY, category.category)];
+        metrics::gauge!(telemetry::INBOX_PENDING, &labels).set(category.pending as f64);
+        metrics::gauge!(telemetry::INBOX_PARKED, &labels).set(category.parked as f64);
+        metrics::gauge!(telemetry::INBOX_OLDEST_PENDING_AGE, &labels).set(category.oldest_pending_age_seconds);
+    }
+    Ok(())
 }
 
 /// Waits `poll` after a transient database error, as the worker and the drainer do (the claims

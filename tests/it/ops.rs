@@ -21,8 +21,14 @@ const ALERT_TESTS: &str = "ops/prometheus/alerts_test.yml";
 const DASHBOARD: &str = "ops/grafana/cascade.json";
 
 /// The alerts `alerts.yml` defines.
-const ALERT_NAMES: [&str; 4] =
-    ["CascadeOutboxBacklogOld", "CascadeOutboxShardFailing", "CascadeDeletionsStalled", "CascadeWorkerCrashLooping"];
+const ALERT_NAMES: [&str; 6] = [
+    "CascadeOutboxBacklogOld",
+    "CascadeOutboxShardFailing",
+    "CascadeInboxPendingOld",
+    "CascadeInboxParked",
+    "CascadeDeletionsStalled",
+    "CascadeWorkerCrashLooping",
+];
 
 fn promtool() -> Option<PathBuf> {
     tools::required("promtool", "apt-get install prometheus")
@@ -176,9 +182,15 @@ CREATE TABLE part (id INTEGER PRIMARY KEY, item_id INTEGER NOT NULL REFERENCES i
 CREATE TABLE note (id INTEGER PRIMARY KEY, item_id INTEGER REFERENCES item (id));
 CREATE INDEX part_item_id_idx ON part (item_id);
 CREATE INDEX note_item_id_idx ON note (item_id);
+CREATE TABLE membership (id INTEGER PRIMARY KEY, account_id INTEGER NOT NULL);
+CREATE INDEX membership_account_id_idx ON membership (account_id);
 INSERT INTO item VALUES (1), (2), (3), (4);
+INSERT INTO membership VALUES (1, 1), (2, 1), (3, 2);
 ";
 
+/// Accounts of another database, deleted there: account 1's tombstone is applied by the worker
+/// (its memberships deleted), account 2's was parked after failing every attempt.
+///
 /// An item's deletion waits for its rate limit (20 rows a second, a bucket of 20 rows since no
 /// chunk is larger: 30 parts in chunks of 10),
 /// nullifies notes and writes tombstones: the item's to scope `items`, delivered; its parts' to
@@ -217,6 +229,13 @@ shard_key = "item_id"
 categories = ["part_deleted"]
 cells = ["us", "de"]
 cell_sinks = { us = "refusing", de = "accepting" }
+
+[models.account]
+remote = { category = "account_deleted" }
+children = [{ model = "membership", column = "account_id" }]
+
+[models.membership]
+table = "membership"
 
 [outbox.sinks.accepting]
 command = ["sh", "-c", "cat > /dev/null"]
@@ -270,6 +289,12 @@ fn start_worker(url: &str) -> Worker {
          heartbeat = '9999-12-31 00:00:00.000', claim_expires_at = '9999-12-31 00:00:00.000' WHERE object_id = '2'",
     );
     texts(url, "UPDATE cascade_scheduled_deletion SET attempts = 1000 WHERE object_id = '4'");
+    texts(
+        url,
+        "INSERT INTO cascade_inbox (source, idempotency_key, category, model, object_key) VALUES \
+         ('control', 'account/1', 'account_deleted', 'account', '1'), ('control', 'account/2', 'account_deleted', 'account', '2')",
+    );
+    texts(url, "UPDATE cascade_inbox SET parked_at = CURRENT_TIMESTAMP, attempts = 5 WHERE object_key = '2'");
     common::block_on(async {
         let database = cascade::db::Database::connect(url, cascade::db::Access::ReadWrite).await.unwrap();
         let tomorrow = SystemTime::now() + std::time::Duration::from_secs(24 * 3600);
@@ -286,6 +311,7 @@ fn start_worker(url: &str) -> Worker {
 }
 
 const US: [(&str, &str); 2] = [("scope", "parts"), ("cell", "us")];
+const ACCOUNTS: [(&str, &str); 1] = [("category", "account_deleted")];
 const DE: [(&str, &str); 2] = [("scope", "parts"), ("cell", "de")];
 
 /// Scrapes the worker until its counters and gauges show what the deletion and the deliveries
@@ -300,6 +326,8 @@ fn settled(worker: &Worker) -> (String, Vec<Sample>) {
             && value(s, "cascade_outbox_failing_shards", &US) == Some(1.0)
             && value(s, "cascade_outbox_longest_failing_seconds", &US).is_some_and(|seconds| seconds > 0.0)
             && value(s, "cascade_scheduled_deletions_due", &[]) == Some(1.0)
+            && value(s, "cascade_inbox_applied_total", &[("model", "account")]) == Some(1.0)
+            && value(s, "cascade_inbox_pending", &ACCOUNTS) == Some(0.0)
     })
 }
 
@@ -348,7 +376,8 @@ fn serves_every_metric(url: &str) {
 
     // The new metrics' values: one claim, the deletions due, the start time, the failing cell.
     assert_eq!(value(&samples, "cascade_scheduled_deletions_claimed_total", &[("model", "item")]), Some(1.0));
-    assert_eq!(value(&samples, "cascade_deletions_total", &[("outcome", "succeeded")]), Some(1.0));
+    // Item 1's, and the batch of memberships the inbox's tombstone deleted.
+    assert_eq!(value(&samples, "cascade_deletions_total", &[("outcome", "succeeded")]), Some(2.0));
     assert_eq!(value(&samples, "cascade_rows_deleted_total", &[("model", "part")]), Some(30.0));
     let started = value(&samples, "cascade_worker_start_time_seconds", &[]).expect("a start time");
     assert!(unix_seconds(before) <= started && started <= unix_seconds(before) + elapsed, "{started}");
@@ -359,6 +388,9 @@ fn serves_every_metric(url: &str) {
     assert_eq!(value(&samples, "cascade_outbox_failing_shards", &[("scope", "items")]), Some(0.0));
     assert!(value(&samples, "cascade_outbox_failed_total", &[("sink", "refusing")]).is_some_and(|n| n >= 1.0));
     assert!(body.contains("# HELP cascade_outbox_failing_shards "), "{body}");
+    assert_eq!(value(&samples, "cascade_inbox_parked", &ACCOUNTS), Some(1.0));
+    assert_eq!(value(&samples, "cascade_inbox_oldest_pending_age_seconds", &ACCOUNTS), Some(0.0));
+    assert_eq!(count(url, "SELECT COUNT(*) FROM membership"), 1, "account 1's memberships are deleted, 2's kept");
     assert!(body.contains("# TYPE cascade_scheduled_deletions_claimed_total counter"), "{body}");
 
     worker.running.terminate();
