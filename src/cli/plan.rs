@@ -7,12 +7,14 @@ use indexmap::IndexMap;
 use cascade::db::{Access, Database, DatabaseUrl};
 use cascade::diagnostic::Report;
 use cascade::engine;
+use cascade::inbox;
 use cascade::planner;
 use cascade::planner::CheckedConfig;
 use cascade::render::{Folding, PlanFormat, PlanView};
 use cascade::schema::Schema;
 
 use super::Cli;
+use super::output::SummaryFormat;
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
@@ -41,10 +43,17 @@ pub struct Args {
     /// Fold everything below this model (repeatable) in the text, mermaid, dot and html forms.
     #[arg(long, value_name = "MODEL")]
     pub collapse: Vec<String>,
+    /// MODEL is a remote model: count what its pending inbox tombstones would delete and
+    /// nullify if a worker applied them now (text or json).
+    #[arg(long, conflicts_with_all = ["ids", "ids_from", "template", "sql", "depth", "collapse"])]
+    pub inbox: bool,
 }
 
 pub fn run(cli: &Cli, args: &Args) -> anyhow::Result<ExitCode> {
     let Some((loaded, diagnostics)) = super::load_valid_with_diagnostics(cli)? else { return Ok(ExitCode::from(1)) };
+    if args.inbox {
+        return inbox_preview(cli, &loaded, args);
+    }
     let plan = planner::compile(&loaded, &args.model)?;
     for model in &args.collapse {
         if loaded.model(model).is_none() {
@@ -85,6 +94,61 @@ pub fn run(cli: &Cli, args: &Args) -> anyhow::Result<ExitCode> {
     };
     print!("{output}");
     Ok(ExitCode::SUCCESS)
+}
+
+/// `plan MODEL --inbox`.
+fn inbox_preview(cli: &Cli, loaded: &CheckedConfig, args: &Args) -> anyhow::Result<ExitCode> {
+    let format = match args.format {
+        PlanFormatArg::Text => SummaryFormat::Human,
+        PlanFormatArg::Json => SummaryFormat::Json,
+        other => {
+            let name = clap::ValueEnum::to_possible_value(&other).map(|value| value.get_name().to_owned());
+            anyhow::bail!("--inbox shows text or json, not {}", name.unwrap_or_default())
+        }
+    };
+    let url = super::database_url(cli, loaded);
+    let preview = super::block_on(async {
+        let database = super::connect(&url, loaded, Access::ReadOnly).await?;
+        let Some(engine) = super::prepare(database.clone(), loaded).await? else { return anyhow::Ok(None) };
+        let preview = inbox::preview(&engine, &args.model).await;
+        database.close().await;
+        Ok(Some(preview?))
+    })?;
+    let Some(preview) = preview else { return Ok(ExitCode::from(1)) };
+    match format {
+        SummaryFormat::Json => println!("{}", serde_json::to_string_pretty(&preview)?),
+        SummaryFormat::Human => print!("{}", human_preview(&preview)),
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn human_preview(preview: &inbox::InboxPreview) -> String {
+    let tombstones = super::table::plural(preview.pending, "pending tombstone", "pending tombstones");
+    let mut out = format!("remote model `{}` (category `{}`): {tombstones}", preview.model, preview.category);
+    if preview.counted < preview.pending {
+        out += &format!(", the oldest {} counted", preview.counted);
+    }
+    out += "\n";
+    let rows = |counts: &IndexMap<String, u64>| {
+        let parts: Vec<String> = counts.iter().map(|(model, rows)| format!("{model} {rows}")).collect();
+        if parts.is_empty() { "nothing".to_owned() } else { parts.join(", ") }
+    };
+    for relation in &preview.relations {
+        out += &format!(
+            "  {}.{} ({}): {}\n",
+            relation.model,
+            relation.column,
+            relation.on_delete,
+            super::table::plural(relation.rows, "row names one of them", "rows name one of them")
+        );
+        if relation.on_delete == "delete" {
+            out += &format!("    deletes: {}\n", rows(&relation.deleted));
+        }
+        if !relation.nullified.is_empty() {
+            out += &format!("    nullifies: {}\n", rows(&relation.nullified));
+        }
+    }
+    out
 }
 
 /// Counts against the live schema, after checking the config against it. `None` when the

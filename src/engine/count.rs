@@ -73,6 +73,8 @@ enum Roots<'a> {
     Ids { key_types: Vec<KeyType>, ids: Keys },
     /// Rows that dangle by any of these relations.
     Dangling(&'a [Dangling]),
+    /// Rows whose `column` holds one of `keys` (a remote model's keys).
+    Naming { column: &'a str, column_type: &'a KeyType, keys: Keys },
 }
 
 /// What the count queries need besides the plan.
@@ -129,6 +131,21 @@ pub(crate) async fn count_dangling(
     dangling: &[Dangling],
 ) -> Result<Counts, CountError> {
     let counter = Counter { backend: database.backend(), config, schema, roots: Roots::Dangling(dangling) };
+    count_from(database, plan, &counter, Counts::default()).await
+}
+
+/// Counts every node of `plan` for the root rows whose `column` (as the catalog spells it, read
+/// as `column_type`) holds one of `keys`: what applying a remote model's tombstones would remove
+/// through one delete relation. Nothing is loaded; `not_found` is always empty.
+pub(crate) async fn count_naming(
+    database: &Database,
+    (config, schema): (&Config, &Schema),
+    plan: &Plan,
+    (column, column_type): (&str, &KeyType),
+    keys: Vec<String>,
+) -> Result<Counts, CountError> {
+    let roots = Roots::Naming { column, column_type, keys: Keys::read(column_type, keys) };
+    let counter = Counter { backend: database.backend(), config, schema, roots };
     count_from(database, plan, &counter, Counts::default()).await
 }
 
@@ -653,6 +670,9 @@ impl Counter<'_> {
                     sql.push("))");
                 }
                 sql.push(")");
+            }
+            Roots::Naming { column, column_type, keys } => {
+                sql.key_list(&names.column(column), column_type, Param::Keys(keys.clone()));
             }
         }
         let status = self.config.model(&root.model).and_then(|m| m.status.as_ref()).filter(|_| with_status);

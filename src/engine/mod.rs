@@ -16,7 +16,7 @@ pub(crate) use archive::Archive;
 pub use archive::ArchiveError;
 pub(crate) use chunk_size::next_size as next_chunk_size;
 pub use count::{CountError, Counts, count};
-pub(crate) use count::{Dangling, count_dangling};
+pub(crate) use count::{Dangling, count_dangling, count_naming};
 pub(crate) use deletion::RunBatch;
 pub(crate) use deletion::whole_microseconds;
 pub use deletion::{DeleteError, DeleteOptions, Deletion, Summary, default_actor};

@@ -361,15 +361,15 @@ pub(super) async fn clean_up(
 /// A relation of a remote model, resolved against the schema.
 pub(super) struct Child<'a> {
     pub(super) relation: &'a Relation,
-    model: &'a str,
+    pub(super) model: &'a str,
     /// The child table, quoted as the catalog spells it.
     table: String,
     /// The child's key column as the catalog spells it, and how its values are bound.
     key: String,
     key_type: KeyType,
     /// The relation column as the catalog spells it, and how the remote keys are bound to it.
-    column: String,
-    column_type: KeyType,
+    pub(super) column: String,
+    pub(super) column_type: KeyType,
 }
 
 impl<'a> Child<'a> {
@@ -389,6 +389,14 @@ impl<'a> Child<'a> {
             column: column.name.clone(),
             column_type: column.key_type.clone(),
         })
+    }
+
+    /// `SELECT COUNT(*)` of the child rows naming one of `keys`.
+    pub(super) fn count(&self, engine: &Engine, keys: &[String]) -> Statement {
+        let mut sql = SqlBuilder::new(engine.database().backend());
+        sql.push("SELECT COUNT(*) FROM ").push(&self.table).push(" WHERE ");
+        self.names_a_key(&mut sql, keys);
+        sql.finish()
     }
 
     /// `"column" IN (the remote keys)`, in a statement of the child table alone.

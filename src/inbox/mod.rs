@@ -17,6 +17,7 @@
 //! ```
 
 mod apply;
+mod preview;
 mod serve;
 mod store;
 mod sweep;
@@ -26,6 +27,7 @@ use std::time::SystemTime;
 use serde::{Deserialize, Serialize};
 
 pub use apply::{ApplyOptions, ApplyReport, apply, run_applier};
+pub use preview::{InboxPreview, PREVIEW_TOMBSTONES, RelationPreview, preview};
 pub use serve::{LISTENING, MAX_BODY_BYTES, ServeOptions, ServeReport, serve};
 
 use crate::config::Config;
@@ -48,6 +50,15 @@ pub enum InboxError {
     /// The inbox's database failed.
     #[error(transparent)]
     Database(#[from] DbError),
+    /// A preview was asked of a model that is not remote.
+    #[error("`{model}` is not a remote model: only a remote model's deletions come through the inbox")]
+    NotRemote {
+        /// The model.
+        model: String,
+    },
+    /// A relation of the remote model could not be counted.
+    #[error("cannot count what the tombstones would delete: {0}")]
+    Preview(String),
 }
 
 /// One message of an outbox sink's delivery, as the inbox reads it (other fields are ignored).

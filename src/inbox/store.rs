@@ -160,6 +160,17 @@ pub(super) async fn kept(
     rows.iter().map(|row| Ok((row.parsed("id")?, row.text("object_key")?))).collect()
 }
 
+/// The keys of up to `limit` pending tombstones of `category` (neither applied nor parked),
+/// oldest first.
+pub(super) async fn pending_keys(database: &Database, category: &str, limit: u64) -> Result<Vec<String>, DbError> {
+    let mut sql = database.sql();
+    sql.push("SELECT object_key FROM cascade_inbox WHERE category = ").bind_text(category);
+    sql.push(" AND applied_at IS NULL AND parked_at IS NULL ORDER BY id LIMIT ");
+    sql.bind(Param::integer(i64::try_from(limit).unwrap_or(i64::MAX)));
+    let rows = database.fetch_records(&sql.finish()).await?;
+    rows.iter().map(|row| row.text("object_key")).collect()
+}
+
 /// Rows a purge removes per statement, so that no one statement holds the table for long.
 const ROWS_PER_PURGE: i64 = 5_000;
 

@@ -624,3 +624,69 @@ url = "http://control.internal/inbox/sender"
     validate.args(["validate", "--peer"]).arg(broken.path().join("cascades"));
     validate.assert().code(2).stderr(predicates::str::contains("has 1 error: run `cascade validate --config"));
 }
+
+/// `plan MODEL --inbox` counts what the pending tombstones would do, changing nothing; applying
+/// them then does exactly that (seeded rows, on each database).
+fn previews_what_applying_does(databases: &Databases) {
+    for seed in 1..=3 {
+        let mut random = Random::seeded(seed);
+        let url = databases.create(&format!("{}{}", receiver_ddl(false), rows(&mut random, 10)));
+        let config = project(&[("cascades/cascade.toml", RECEIVER_CONFIG)]);
+        let deleted: Vec<String> = (1..=10).filter(|_| random.chance(50)).map(|id| id.to_string()).collect();
+        let messages: Vec<(String, &str, &str)> =
+            deleted.iter().map(|id| (format!("a/{id}"), "organization_deleted", id.as_str())).collect();
+        let messages: Vec<(&str, &str, &str)> = messages.iter().map(|(k, c, o)| (k.as_str(), *c, *o)).collect();
+        let mut receive = cascade(config.path());
+        receive.args(["inbox", "receive", "--source", "control", "--database-url", &url]);
+        receive.write_stdin(delivery(&messages)).assert().success();
+        let before = common::user_rows(&url);
+
+        let mut plan = cascade(config.path());
+        plan.args(["plan", "organization", "--inbox", "--format", "json", "--database-url", &url]);
+        let preview = json_output(&mut plan);
+        assert_eq!(common::user_rows(&url), before, "seed {seed}: a preview changes nothing");
+        assert_eq!(preview["pending"].as_u64(), Some(deleted.len() as u64), "seed {seed}: {preview}");
+        let mut apply = cascade(config.path());
+        apply.args(["inbox", "apply", "--format", "json", "--database-url", &url]);
+        let applied = json_output(&mut apply);
+        let total = |key: &str| {
+            let mut total = serde_json::Map::new();
+            for relation in preview["relations"].as_array().unwrap() {
+                for (model, rows) in relation[key].as_object().unwrap() {
+                    let sum =
+                        total.get(model).and_then(serde_json::Value::as_u64).unwrap_or(0) + rows.as_u64().unwrap();
+                    total.insert(model.clone(), sum.into());
+                }
+            }
+            total.retain(|_, rows| rows.as_u64() != Some(0));
+            serde_json::Value::Object(total)
+        };
+        let nonzero = |value: &serde_json::Value| {
+            let mut map = value.as_object().unwrap().clone();
+            map.retain(|_, rows| rows.as_u64() != Some(0));
+            serde_json::Value::Object(map)
+        };
+        assert_eq!(total("deleted"), nonzero(&applied["deleted"]), "seed {seed}: {preview} {applied}");
+        assert_eq!(total("nullified"), nonzero(&applied["nullified"]), "seed {seed}: {preview} {applied}");
+    }
+    // Not a remote model, or a format the preview has not.
+    let config = project(&[("cascades/cascade.toml", RECEIVER_CONFIG)]);
+    let url = databases.create(&receiver_ddl(false));
+    let mut plan = cascade(config.path());
+    plan.args(["plan", "member", "--inbox", "--database-url", &url]);
+    plan.assert().code(2).stderr(predicates::str::contains("`member` is not a remote model"));
+    let mut plan = cascade(config.path());
+    plan.args(["plan", "organization", "--inbox", "--format", "mermaid", "--database-url", &url]);
+    plan.assert().code(2).stderr(predicates::str::contains("--inbox shows text or json, not mermaid"));
+    let mut plan = cascade(config.path());
+    plan.args(["plan", "organization", "--inbox", "--database-url", &url]);
+    plan.assert().success().stdout(predicates::str::starts_with(
+        "remote model `organization` (category `organization_deleted`): 0 pending tombstones\n",
+    ));
+}
+
+on_each_database!(
+    the_inbox_preview_counts_what_applying_does_on_sqlite,
+    the_inbox_preview_counts_what_applying_does_on_postgres,
+    |databases| { previews_what_applying_does(&databases) }
+);
