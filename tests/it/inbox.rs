@@ -690,3 +690,110 @@ on_each_database!(
     the_inbox_preview_counts_what_applying_does_on_postgres,
     |databases| { previews_what_applying_does(&databases) }
 );
+
+/// The middle database of a chain: [`RECEIVER_CONFIG`] whose members write `member_deleted`
+/// tombstones, delivered by a command sink to the last database's `inbox receive`.
+fn middle_config(last_dir: &Path, last_url: &str) -> String {
+    let receiver = RECEIVER_CONFIG.replace(
+        "[models.member]\ntable = \"member\"",
+        "[models.member]\ntable = \"member\"\noutbox = \"member_deleted\"",
+    );
+    format!(
+        "{receiver}
+[outbox.scopes.members]
+shard_key = \"organization_id\"
+categories = [\"member_deleted\"]
+sink = \"last\"
+
+[outbox.sinks.last]
+command = [\"{bin}\", \"inbox\", \"receive\", \"--source\", \"middle\", \"--config\", \"{config}\", \"--database-url\", \"{last_url}\"]
+",
+        bin = env!("CARGO_BIN_EXE_cascade"),
+        config = last_dir.join("cascades").display(),
+    )
+}
+
+/// The last database of a chain: badges of members, which live in the middle database.
+const LAST_CONFIG: &str = r#"
+[models.member]
+remote = { category = "member_deleted" }
+children = [{ model = "member_badge", column = "member_id" }]
+
+[models.member_badge]
+table = "member_badge"
+"#;
+
+/// A → B → C: organizations deleted in A delete B's members (and their notes, and nullify
+/// invitations), whose own tombstones delete C's badges of those members; the three databases
+/// end as one database with the same foreign keys would.
+fn chain(first: &Databases, rest: impl Fn(&str) -> String) {
+    for seed in 1..=2 {
+        let mut random = Random::seeded(seed);
+        let organizations = 8;
+        let data = rows(&mut random, organizations);
+        let members = data.lines().filter(|line| line.starts_with("INSERT INTO member VALUES")).count() as u64;
+        let badges: String = (1..=members)
+            .filter(|_| random.chance(70))
+            .map(|m| format!("INSERT INTO member_badge VALUES ({m}, {m});\n"))
+            .collect();
+        let badge_ddl = |references: &str| {
+            format!(
+                "CREATE TABLE member_badge (id INTEGER PRIMARY KEY, member_id INTEGER NOT NULL{references});
+                     CREATE INDEX member_badge_member ON member_badge (member_id);\n"
+            )
+        };
+        let organization_rows: Vec<String> = (1..=organizations).map(|id| format!("({id})")).collect();
+        let organizations_sql = format!(
+            "CREATE TABLE organization (id INTEGER PRIMARY KEY);\nINSERT INTO organization VALUES {};\n",
+            organization_rows.join(", ")
+        );
+        let last = rest(&format!("{}{badges}", badge_ddl("")));
+        let middle = rest(&format!("{}{data}", receiver_ddl(false)));
+        let oracle = rest(&format!(
+            "{organizations_sql}{}{}{data}{badges}",
+            receiver_ddl(true),
+            badge_ddl(" REFERENCES member (id) ON DELETE CASCADE")
+        ));
+        let first_url = first.create(&organizations_sql);
+        let last_before = common::user_rows(&last);
+
+        let last_dir = project(&[("cascades/cascade.toml", LAST_CONFIG)]);
+        let middle_dir = project(&[("cascades/cascade.toml", &middle_config(last_dir.path(), &last))]);
+        let first_dir =
+            project(&[("cascades/cascade.toml", &sender_config(&command_sink(middle_dir.path(), &middle)))]);
+        for (dir, peer) in [(&middle_dir, &first_dir), (&last_dir, &middle_dir)] {
+            cascade(dir.path()).args(["validate", "--peer"]).arg(peer.path().join("cascades")).assert().success();
+        }
+        let deleted: Vec<String> = (1..=organizations).filter(|_| random.chance(50)).map(|id| id.to_string()).collect();
+        let deleted = if deleted.is_empty() { vec!["2".to_owned()] } else { deleted };
+        let mut delete = cascade(first_dir.path());
+        delete.args(["delete", "organization"]).args(&deleted).args(["--confirm", "--database-url", &first_url]);
+        delete.assert().success();
+        cascade(first_dir.path()).args(["outbox", "drain", "--once", "--database-url", &first_url]).assert().success();
+        // The middle applies, then delivers its own tombstones; the last applies those.
+        cascade(middle_dir.path()).args(["worker", "--once", "--drain", "--database-url", &middle]).assert().success();
+        cascade(last_dir.path()).args(["worker", "--once", "--database-url", &last]).assert().success();
+
+        texts(&oracle, &format!("DELETE FROM organization WHERE id IN ({})", deleted.join(", ")));
+        let expected = common::user_rows(&oracle);
+        let mut got = common::user_rows(&middle);
+        got.extend(common::user_rows(&last));
+        let mut expected_without_organizations = expected.clone();
+        expected_without_organizations.remove("organization");
+        assert_eq!(got, expected_without_organizations, "seed {seed}: deleted {deleted:?}");
+        assert!(
+            count(&last, "SELECT COUNT(*) FROM cascade_inbox WHERE applied_at IS NOT NULL") > 0,
+            "seed {seed}: the chain reached C"
+        );
+        assert_ne!(common::user_rows(&last), last_before, "seed {seed}: badges in C are deleted");
+    }
+}
+
+on_each_database!(
+    a_chain_of_three_databases_deletes_what_one_would_from_sqlite,
+    a_chain_of_three_databases_deletes_what_one_would_from_postgres,
+    |databases| {
+        let Some(server) = common::databases::postgres_server() else { return };
+        chain(&databases, |ddl| common::databases::postgres_database_on(&server, ddl));
+    }
+);
