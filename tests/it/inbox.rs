@@ -15,7 +15,7 @@ use common::{cascade, count, json_output, on_each_database, project, sqlite_data
 /// The receiving side: members of organizations (deleted, with their notes) and invitations
 /// (kept, their organization set to NULL). `REFERENCES` only in the oracle, where the
 /// organizations are a table too.
-fn receiver_ddl(with_organizations: bool) -> String {
+pub(crate) fn receiver_ddl(with_organizations: bool) -> String {
     let references = |action: &str| {
         if with_organizations { format!(" REFERENCES organization (id) ON DELETE {action}") } else { String::new() }
     };
@@ -31,7 +31,7 @@ fn receiver_ddl(with_organizations: bool) -> String {
     )
 }
 
-const RECEIVER_CONFIG: &str = r#"
+pub(crate) const RECEIVER_CONFIG: &str = r#"
 [models.organization]
 remote = { category = "organization_deleted" }
 children = [
@@ -61,12 +61,12 @@ enum WayIn {
 }
 
 /// The token the receiver's `inbox serve` wants, and the variable the sender reads it from.
-const TOKEN: &str = "inbox-token-7f3a9c";
-const SENDER_AUTHORIZATION: (&str, &str) = ("RECEIVER_AUTHORIZATION", "Bearer inbox-token-7f3a9c");
+pub(crate) const TOKEN: &str = "inbox-token-7f3a9c";
+pub(crate) const SENDER_AUTHORIZATION: (&str, &str) = ("RECEIVER_AUTHORIZATION", "Bearer inbox-token-7f3a9c");
 
 /// The sender's config: its organizations write `organization_deleted` tombstones, delivered by
 /// the sink `sink` (the body of `[outbox.sinks.receiver]`).
-fn sender_config(sink: &str) -> String {
+pub(crate) fn sender_config(sink: &str) -> String {
     format!(
         r#"
 [models.organization]
@@ -85,7 +85,7 @@ sink = "receiver"
 }
 
 /// A command sink running `cascade inbox receive` on the receiver.
-fn command_sink(receiver_dir: &Path, receiver_url: &str) -> String {
+pub(crate) fn command_sink(receiver_dir: &Path, receiver_url: &str) -> String {
     format!(
         r#"command = ["{bin}", "inbox", "receive", "--source", "control", "--config", "{config}", "--database-url", "{receiver_url}"]"#,
         bin = env!("CARGO_BIN_EXE_cascade"),
@@ -94,7 +94,7 @@ fn command_sink(receiver_dir: &Path, receiver_url: &str) -> String {
 }
 
 /// A webhook sink POSTing to the inbox server at `inbox` (its `/inbox` URL) as source `control`.
-fn webhook_sink(inbox: &str) -> String {
+pub(crate) fn webhook_sink(inbox: &str) -> String {
     format!("url = \"{inbox}/control\"\nheaders = {{ Authorization = \"env:{}\" }}", SENDER_AUTHORIZATION.0)
 }
 
@@ -109,7 +109,7 @@ fn start_server(receiver_dir: &Path, receiver_url: &str) -> (Running, String) {
 
 /// Seeded rows: `organizations` organizations with members, notes and invitations (some
 /// invitations naming no organization), as `INSERT`s for the receiver and the oracle.
-fn rows(random: &mut Random, organizations: u64) -> String {
+pub(crate) fn rows(random: &mut Random, organizations: u64) -> String {
     let mut sql = String::new();
     let (mut member, mut note, mut invite) = (0, 0, 0);
     for organization in 1..=organizations {
@@ -217,7 +217,7 @@ on_each_database!(
 );
 
 /// One delivery as the command sink sends it: `(idempotency key, category, object)` each.
-fn delivery(messages: &[(&str, &str, &str)]) -> String {
+pub(crate) fn delivery(messages: &[(&str, &str, &str)]) -> String {
     let messages: Vec<serde_json::Value> = messages
         .iter()
         .map(|(key, category, object)| {

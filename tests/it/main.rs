@@ -19,6 +19,7 @@ mod duplicates;
 mod duplicates_remove;
 mod identifiers;
 mod inbox;
+mod inbox_faults;
 mod layers;
 mod lsp;
 mod lsp_neovim;
