@@ -12,6 +12,31 @@ use super::Cli;
 use super::exit::EXIT_INTERRUPTED;
 use super::output::SummaryFormat;
 
+#[derive(Debug, clap::Args)]
+pub struct ConsumeArgs {
+    /// The bootstrap brokers, HOST:PORT separated by commas.
+    #[arg(long, value_name = "HOSTS")]
+    brokers: String,
+    /// A topic the sender's Kafka sink writes (repeatable).
+    #[arg(long = "topic", value_name = "TOPIC", required = true)]
+    topics: Vec<String>,
+    /// The consumer group: run several consumers of one group to share the partitions.
+    #[arg(long, value_name = "ID", default_value = "cascade-inbox")]
+    group: String,
+    /// The sending database, as this one names it: an idempotency key is unique per source.
+    #[arg(long, value_name = "NAME")]
+    source: String,
+    /// A librdkafka setting, NAME=VALUE (repeatable); write a secret as NAME=env:VARIABLE.
+    #[arg(long = "property", value_name = "NAME=VALUE")]
+    properties: Vec<String>,
+    /// Records taken into the inbox per transaction, at most.
+    #[arg(long, value_name = "N", default_value_t = 500, value_parser = clap::value_parser!(u16).range(1..))]
+    batch_size: u16,
+    /// Stop once every partition is read to its end.
+    #[arg(long)]
+    once: bool,
+}
+
 #[derive(Debug, clap::Subcommand)]
 pub enum Command {
     /// Take in one delivery of an outbox command sink (its JSON array on stdin): exits 0 once
@@ -33,6 +58,10 @@ pub enum Command {
         #[arg(long, value_name = "NAME")]
         source: Option<String>,
     },
+    /// Take in what an outbox Kafka sink writes: a consumer group reads the topics, and commits
+    /// a batch's offsets only once its tombstones are committed in the inbox. Runs until Ctrl-C
+    /// or SIGTERM (with --once, until every partition is read to its end).
+    Consume(ConsumeArgs),
     /// Apply every pending tombstone of the config's remote models (as `cascade worker` does),
     /// sweep the applied ones kept for late children and remove those past `[settings]
     /// inbox_retention`, then exit: 0 when all went, 1 when any failed (kept for another
@@ -54,6 +83,7 @@ pub fn run(cli: &Cli, command: &Command) -> anyhow::Result<ExitCode> {
     match command {
         Command::Receive { source } => receive(cli, source),
         Command::Serve { addr, source } => serve(cli, *addr, source.clone()),
+        Command::Consume(args) => consume(cli, args),
         Command::Apply { format } => apply(cli, *format),
         Command::Stats { format } => stats(cli, *format),
     }
@@ -112,6 +142,53 @@ fn serve(cli: &Cli, addr: SocketAddr, source: Option<String>) -> anyhow::Result<
     println!(
         "took {} ({} new of {})",
         super::table::plural(report.deliveries, "delivery", "deliveries"),
+        report.new,
+        super::table::plural(report.messages, "tombstone", "tombstones")
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
+#[cfg(not(feature = "kafka"))]
+fn consume(_: &Cli, _: &ConsumeArgs) -> anyhow::Result<ExitCode> {
+    anyhow::bail!("this build has no Kafka support: build cascade with its default `kafka` feature to consume a topic")
+}
+
+#[cfg(feature = "kafka")]
+fn consume(cli: &Cli, args: &ConsumeArgs) -> anyhow::Result<ExitCode> {
+    let mut properties = Vec::new();
+    for property in &args.properties {
+        let Some((name, value)) = property.split_once('=') else {
+            anyhow::bail!("--property `{}`: expected NAME=VALUE", property.split('=').next().unwrap_or_default());
+        };
+        let value = match value.strip_prefix("env:") {
+            Some(variable) => std::env::var(variable)
+                .map_err(|_| anyhow::anyhow!("--property {name}: the variable `{variable}` is not set"))?,
+            None => value.to_owned(),
+        };
+        cascade::secret::register(&value);
+        properties.push((name.to_owned(), value));
+    }
+    let loaded = cascade::config::load(&cli.config)?;
+    let url = super::database_url(cli, &loaded.config);
+    let options = inbox::ConsumeOptions {
+        brokers: args.brokers.clone(),
+        topics: args.topics.clone(),
+        group: args.group.clone(),
+        source: args.source.clone(),
+        properties,
+        batch: usize::from(args.batch_size),
+        once: args.once,
+    };
+    let report = super::block_on(async {
+        let stop = super::stop_on_signals();
+        let database = super::connect(&url, &loaded.config, Access::ReadWrite).await?;
+        let report = inbox::consume(&database, &options, stop).await;
+        database.close().await;
+        anyhow::Ok(report?)
+    })?;
+    println!(
+        "took {} ({} new of {})",
+        super::table::plural(report.batches, "batch", "batches"),
         report.new,
         super::table::plural(report.messages, "tombstone", "tombstones")
     );

@@ -17,6 +17,8 @@
 //! ```
 
 mod apply;
+#[cfg(feature = "kafka")]
+mod consume;
 mod preview;
 mod serve;
 mod store;
@@ -27,6 +29,8 @@ use std::time::SystemTime;
 use serde::{Deserialize, Serialize};
 
 pub use apply::{ApplyOptions, ApplyReport, apply, run_applier};
+#[cfg(feature = "kafka")]
+pub use consume::{ConsumeError, ConsumeOptions, ConsumeReport, consume};
 pub use preview::{InboxPreview, PREVIEW_TOMBSTONES, RelationPreview, preview};
 pub use serve::{LISTENING, MAX_BODY_BYTES, ServeOptions, ServeReport, serve};
 
@@ -120,27 +124,30 @@ pub async fn receive(database: &Database, source: &str, body: &str) -> Result<Re
 /// The tombstones of a delivery's body; an error for the first message that is not one.
 fn parse_delivery(body: &str) -> Result<Vec<TombstoneIn>, InboxError> {
     let messages: Vec<Message> = serde_json::from_str(body).map_err(InboxError::Body)?;
-    let mut tombstones = Vec::with_capacity(messages.len());
-    for (index, message) in (1..).zip(messages) {
+    (1..).zip(messages).map(|(index, message)| message.tombstone(index)).collect()
+}
+
+impl Message {
+    /// The tombstone of the message at `index` (from 1) of its delivery.
+    fn tombstone(self, index: usize) -> Result<TombstoneIn, InboxError> {
         for (field, value) in [
-            ("idempotency_key", &message.idempotency_key),
-            ("category", &message.category),
-            ("object_identifier", &message.object_identifier),
+            ("idempotency_key", &self.idempotency_key),
+            ("category", &self.category),
+            ("object_identifier", &self.object_identifier),
         ] {
             if value.is_empty() {
                 return Err(InboxError::EmptyField { index, field });
             }
         }
-        tombstones.push(TombstoneIn {
-            idempotency_key: message.idempotency_key,
-            category: message.category,
-            model: message.model,
-            key: message.object_identifier,
-            payload: (!message.payload.is_null()).then(|| message.payload.to_string()),
-            sent_at: message.date_added,
-        });
+        Ok(TombstoneIn {
+            idempotency_key: self.idempotency_key,
+            category: self.category,
+            model: self.model,
+            key: self.object_identifier,
+            payload: (!self.payload.is_null()).then(|| self.payload.to_string()),
+            sent_at: self.date_added,
+        })
     }
-    Ok(tombstones)
 }
 
 /// Inserts `tombstones` from `source` in one transaction, committed when this returns `Ok`.

@@ -17,6 +17,8 @@ mod gauges;
 mod options;
 mod routes;
 mod sink;
+#[cfg(feature = "kafka")]
+pub(crate) use sink::{KafkaLogger, kafka_log_level};
 mod stats;
 mod store;
 

@@ -52,12 +52,22 @@ table = "invite"
 "#;
 
 /// How the sender's tombstones reach the receiver.
-#[derive(Debug, Clone, Copy)]
-enum WayIn {
+#[derive(Clone, Copy)]
+pub(crate) enum WayIn<'a> {
     /// The command sink runs this build's `cascade inbox receive`.
     Command,
     /// The webhook sink POSTs to a running `cascade inbox serve`.
     Webhook,
+    /// The Kafka sink writes to the mock cluster at this bootstrap address, on the topic
+    /// [`kafka_topic`] names for the seed (made beforehand by `make_topic`), read back by
+    /// `cascade inbox consume`.
+    #[cfg_attr(not(feature = "kafka"), allow(dead_code))]
+    Kafka(&'a str, &'a dyn Fn(&str)),
+}
+
+/// The topic of the seed's tombstones on the Kafka sink.
+pub(crate) fn kafka_topic(seed: u64) -> String {
+    format!("seed{seed}.control.organization_deleted")
 }
 
 /// The token the receiver's `inbox serve` wants, and the variable the sender reads it from.
@@ -133,7 +143,11 @@ pub(crate) fn rows(random: &mut Random, organizations: u64) -> String {
 /// Deletes a seeded subset of the sender's organizations, drains its outbox into the receiver,
 /// runs the receiver's worker once, and compares the receiver's rows with the oracle's after
 /// the same organizations are deleted there.
-fn deletes_what_one_database_would(senders: &Databases, way_in: WayIn, receiver_url: impl Fn(&str) -> String) {
+pub(crate) fn deletes_what_one_database_would(
+    senders: &Databases,
+    way_in: WayIn<'_>,
+    receiver_url: impl Fn(&str) -> String,
+) {
     for seed in 1..=3 {
         let mut random = Random::seeded(seed);
         let organizations = 12;
@@ -153,12 +167,17 @@ fn deletes_what_one_database_would(senders: &Databases, way_in: WayIn, receiver_
         let before = common::user_rows(&receiver);
         let receiver_dir = project(&[("cascades/cascade.toml", RECEIVER_CONFIG)]);
         let server = match way_in {
-            WayIn::Command => None,
             WayIn::Webhook => Some(start_server(receiver_dir.path(), &receiver)),
+            _ => None,
         };
-        let sink = match &server {
-            None => command_sink(receiver_dir.path(), &receiver),
-            Some((_, inbox)) => webhook_sink(inbox),
+        let sink = match (way_in, &server) {
+            (_, Some((_, inbox))) => webhook_sink(inbox),
+            (WayIn::Kafka(bootstrap, make_topic), _) => {
+                make_topic(&kafka_topic(seed));
+                let topic = format!("seed{seed}.{{scope}}.{{category}}");
+                format!("[outbox.sinks.receiver.kafka]\nbrokers = \"{bootstrap}\"\ntopic = \"{topic}\"")
+            }
+            _ => command_sink(receiver_dir.path(), &receiver),
         };
         let sender_dir = project(&[("cascades/cascade.toml", &sender_config(&sink))]);
         let deleted: Vec<String> = (1..=organizations).filter(|_| random.chance(40)).map(|id| id.to_string()).collect();
@@ -177,6 +196,15 @@ fn deletes_what_one_database_would(senders: &Databases, way_in: WayIn, receiver_
             assert!(finished.status.success(), "seed {seed}: {}", finished.stderr);
             assert!(finished.stdout.contains(&format!("{} new", deleted.len())), "{}", finished.stdout);
             assert!(!finished.stderr.contains(TOKEN), "the token is never printed");
+        }
+        if let WayIn::Kafka(bootstrap, _) = way_in {
+            let mut consume = cascade(receiver_dir.path());
+            consume.args(["inbox", "consume", "--once", "--brokers", bootstrap, "--topic", &kafka_topic(seed)]);
+            consume.args(["--group", &format!("receiver-{seed}"), "--source", "control", "--database-url", &receiver]);
+            let output = consume.output().unwrap();
+            let stdout = String::from_utf8_lossy(&output.stdout);
+            assert!(output.status.success(), "seed {seed}: {}", String::from_utf8_lossy(&output.stderr));
+            assert!(stdout.contains(&format!("({} new of", deleted.len())), "seed {seed}: {stdout}");
         }
         assert_eq!(
             count(&sender_url, "SELECT COUNT(*) FROM cascade_outbox"),

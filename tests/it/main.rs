@@ -20,6 +20,8 @@ mod duplicates_remove;
 mod identifiers;
 mod inbox;
 mod inbox_faults;
+#[cfg(feature = "kafka")]
+mod inbox_kafka;
 mod layers;
 mod lsp;
 mod lsp_neovim;

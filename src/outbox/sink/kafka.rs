@@ -202,7 +202,7 @@ fn create(config: &ClientConfig, context: &Logger) -> Result<FutureProducer<Logg
 }
 
 /// librdkafka logs what the process's own log level lets through.
-fn log_level() -> RDKafkaLogLevel {
+pub(crate) fn log_level() -> RDKafkaLogLevel {
     match LevelFilter::current() {
         LevelFilter::TRACE | LevelFilter::DEBUG => RDKafkaLogLevel::Debug,
         LevelFilter::INFO => RDKafkaLogLevel::Info,
@@ -211,11 +211,14 @@ fn log_level() -> RDKafkaLogLevel {
     }
 }
 
-/// librdkafka's log lines and errors, through `tracing`, with every secret cut out.
+/// librdkafka's log lines and errors, through `tracing`, with every secret cut out; `sink` names
+/// the client (a sink, or the inbox's consumer).
 #[derive(Clone)]
-struct Logger {
-    sink: String,
+pub(crate) struct Logger {
+    pub(crate) sink: String,
 }
+
+impl rdkafka::consumer::ConsumerContext for Logger {}
 
 impl ClientContext for Logger {
     fn log(&self, level: RDKafkaLogLevel, facility: &str, message: &str) {

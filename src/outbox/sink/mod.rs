@@ -10,6 +10,8 @@
 mod command;
 #[cfg(feature = "kafka")]
 mod kafka;
+#[cfg(feature = "kafka")]
+pub(crate) use kafka::{Logger as KafkaLogger, log_level as kafka_log_level};
 mod webhook;
 
 use std::collections::BTreeMap;

@@ -31,6 +31,11 @@ impl Cluster {
             .create()
             .expect("a client with a mock Kafka cluster");
         let bootstrap = owner.client().mock_cluster().expect("the mock cluster").bootstrap_servers();
+        let mock = unsafe { bindings::rd_kafka_handle_mock_cluster(owner.client().native_ptr()) };
+        // SAFETY: `mock` is the cluster the owner client holds, alive as long as it. A consumer
+        // group is formed at once instead of after the broker's default wait of 3 s for more
+        // members.
+        unsafe { bindings::rd_kafka_mock_group_initial_rebalance_delay_ms(mock, 0) };
         Self { owner, bootstrap, brokers }
     }
 
@@ -76,6 +81,23 @@ impl Cluster {
             if up { mock.broker_up(broker) } else { mock.broker_down(broker) }.expect("set a broker's state");
         }
     }
+}
+
+/// The offsets `group` has committed on `topic`'s `partitions`, summed: how many records the
+/// group counts as consumed.
+pub fn committed(bootstrap: &str, group: &str, topic: &str, partitions: i32) -> i64 {
+    let consumer: BaseConsumer = ClientConfig::new()
+        .set("bootstrap.servers", bootstrap)
+        .set("group.id", group)
+        .set("enable.auto.commit", "false")
+        .create()
+        .expect("a consumer");
+    let mut list = TopicPartitionList::new();
+    for partition in 0..partitions {
+        list.add_partition(topic, partition).set_offset(Offset::Invalid).expect("a partition");
+    }
+    let committed = consumer.committed_offsets(list, Duration::from_secs(10)).expect("the committed offsets");
+    committed.elements().iter().map(|element| element.offset().to_raw().unwrap_or(0).max(0)).sum()
 }
 
 /// One record read back from a topic.

@@ -1,0 +1,104 @@
+//! Deletions across databases through Kafka: the sender's Kafka sink writes to librdkafka's mock
+//! cluster (a real Kafka-protocol broker inside the test process) and the receiver's `cascade
+//! inbox consume` reads the topic in a consumer group, commits offsets only after the inbox's
+//! transaction, and loses nothing to a kill -9 or brokers that go away.
+
+use crate::common;
+use crate::inbox::{RECEIVER_CONFIG, WayIn, deletes_what_one_database_would, receiver_ddl, sender_config};
+
+use common::kafka::{Cluster, committed};
+use common::running::Running;
+use common::{cascade, count, on_each_database, project, sqlite_database, texts};
+
+on_each_database!(
+    tombstones_through_kafka_delete_what_one_database_would_from_sqlite_to_postgres,
+    tombstones_through_kafka_delete_what_one_database_would_from_postgres_to_postgres,
+    |databases| {
+        let Some(server) = common::databases::postgres_server() else { return };
+        let cluster = Cluster::start(1);
+        let make_topic = |topic: &str| cluster.topic(topic, 3);
+        let receiver = |ddl: &str| common::databases::postgres_database_on(&server, ddl);
+        deletes_what_one_database_would(&databases, WayIn::Kafka(&cluster.bootstrap, &make_topic), receiver);
+    }
+);
+
+const TOPIC: &str = "cascade.control.organization_deleted";
+
+/// 60 tombstones on a topic of three partitions, read while every broker goes away and comes
+/// back: each tombstone is taken once, and the group's offsets are committed to the end. A consumer of another group, into another inbox, killed with -9 mid-stream has
+/// committed no offset past what its inbox holds, and a rerun takes the rest.
+#[test]
+fn lost_brokers_and_a_killed_consumer_lose_no_tombstone() {
+    let dir = tempfile::tempdir().unwrap();
+    let organizations = 60;
+    let organization_rows: Vec<String> = (1..=organizations).map(|id| format!("({id})")).collect();
+    let sender = sqlite_database(
+        dir.path(),
+        &format!(
+            "CREATE TABLE organization (id INTEGER PRIMARY KEY);\nINSERT INTO organization VALUES {};",
+            organization_rows.join(", ")
+        ),
+    );
+    let cluster = Cluster::start(1);
+    cluster.topic(TOPIC, 3);
+    let sink = format!("batch_size = 7\n[outbox.sinks.receiver.kafka]\nbrokers = \"{}\"", cluster.bootstrap);
+    let sender_dir = project(&[("cascades/cascade.toml", &sender_config(&sink))]);
+    let receiver_dir = project(&[("cascades/cascade.toml", RECEIVER_CONFIG)]);
+    let ids: Vec<String> = (1..=organizations).map(|id| id.to_string()).collect();
+    let mut delete = cascade(sender_dir.path());
+    delete.args(["delete", "organization"]).args(&ids).args(["--confirm", "--database-url", &sender]);
+    delete.assert().success();
+    cascade(sender_dir.path()).args(["outbox", "drain", "--once", "--database-url", &sender]).assert().success();
+    assert_eq!(count(&sender, "SELECT COUNT(*) FROM cascade_outbox"), 0);
+
+    let consumer = |group: &str, url: &str| {
+        let args = [
+            "inbox",
+            "consume",
+            "--brokers",
+            &cluster.bootstrap,
+            "--topic",
+            TOPIC,
+            "--group",
+            group,
+            "--source",
+            "control",
+            "--batch-size",
+            "4",
+            "--database-url",
+            url,
+        ];
+        Running::start(receiver_dir.path(), &args)
+    };
+    let inbox = |url: &str| count(url, "SELECT COUNT(*) FROM cascade_inbox");
+    let keys = |url: &str| -> Vec<String> {
+        let rows = texts(url, "SELECT object_key FROM cascade_inbox ORDER BY CAST(object_key AS INTEGER)");
+        rows.into_iter().map(|row| row[0].clone().unwrap()).collect()
+    };
+
+    let receiver = sqlite_database(dir.path(), &receiver_ddl(false));
+    let mut first = consumer("receivers", &receiver);
+    first.expect("batch taken");
+    cluster.set_up(false);
+    cluster.set_up(true);
+    common::wait_until("every tombstone is taken", || inbox(&receiver) == organizations);
+    first.terminate();
+    assert!(first.finish().status.success());
+    assert_eq!(keys(&receiver), ids, "each organization's tombstone, once");
+    assert_eq!(committed(&cluster.bootstrap, "receivers", TOPIC, 3), organizations as i64, "every offset committed");
+    cascade(receiver_dir.path()).args(["worker", "--once", "--database-url", &receiver]).assert().success();
+    assert_eq!(count(&receiver, "SELECT COUNT(*) FROM cascade_inbox WHERE applied_at IS NULL"), 0);
+
+    let crashed = sqlite_database(dir.path(), &receiver_ddl(false));
+    let mut killed = consumer("crashing", &crashed);
+    killed.expect("batch taken");
+    killed.expect("batch taken");
+    killed.kill();
+    let committed = committed(&cluster.bootstrap, "crashing", TOPIC, 3);
+    assert!(committed >= 8 && committed <= inbox(&crashed) as i64, "{committed} committed, {} taken", inbox(&crashed));
+    let mut rerun = cascade(receiver_dir.path());
+    rerun.args(["inbox", "consume", "--once", "--brokers", &cluster.bootstrap, "--topic", TOPIC]);
+    rerun.args(["--group", "crashing-rerun", "--source", "control", "--database-url", &crashed]);
+    rerun.assert().success();
+    assert_eq!(keys(&crashed), ids, "each organization's tombstone, once");
+}
