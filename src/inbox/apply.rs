@@ -162,9 +162,9 @@ pub async fn apply(engine: &Engine, options: &ApplyOptions) -> Result<ApplyRepor
     Ok(report)
 }
 
-/// Splits the claimed `tombstones` of `model` whose run spent its budget into those none of
-/// whose keys a child row names any more (applied: a key the database reads another way is
-/// found by the sweep) and those left, by id.
+/// Splits the claimed `tombstones` of `model` whose run spent its budget into those whose key no
+/// child row names any more (to be marked applied) and those left, by id. A key of a type whose
+/// text cannot be compared counts as left.
 async fn finished_tombstones(
     engine: &Engine,
     model: &RemoteModel,
@@ -177,10 +177,14 @@ async fn finished_tombstones(
     let named: Vec<HashSet<String>> = children
         .iter()
         .zip(named)
-        .map(|(child, keys)| keys.iter().map(|key| child.comparable(key)).collect())
+        .map(|(child, keys)| keys.iter().filter_map(|key| child.comparable(key)).collect())
         .collect();
     let (left, done): (Vec<&&Tombstone>, Vec<&&Tombstone>) = tombstones.iter().partition(|tombstone| {
-        children.iter().zip(&named).any(|(child, named)| named.contains(&child.comparable(&tombstone.key)))
+        // A key this cannot compare counts as still named: its tombstone waits for the next run.
+        children
+            .iter()
+            .zip(&named)
+            .any(|(child, named)| child.comparable(&tombstone.key).is_none_or(|key| named.contains(&key)))
     });
     let ids = |tombstones: Vec<&&Tombstone>| tombstones.into_iter().map(|tombstone| tombstone.id).collect();
     Ok((ids(done), ids(left)))
@@ -415,11 +419,14 @@ impl<'a> Child<'a> {
     }
 
     /// `key` as this child's column compares it: an integer column's keys as integers (`07` is
-    /// 7), any other's as written.
-    pub(super) fn comparable(&self, key: &str) -> String {
+    /// 7), a text column's (or an untyped SQLite column's, which binds a key as written) as
+    /// written. `None` for another type (a `uuid` compares `ABC…` equal to the `abc…` it reads
+    /// back), where the text alone cannot tell.
+    pub(super) fn comparable(&self, key: &str) -> Option<String> {
         match self.column_type {
-            KeyType::Integer => key.parse::<i64>().map_or_else(|_| key.to_owned(), |n| n.to_string()),
-            _ => key.to_owned(),
+            KeyType::Integer => Some(key.parse::<i64>().map_or_else(|_| key.to_owned(), |n| n.to_string())),
+            KeyType::Text | KeyType::Untyped => Some(key.to_owned()),
+            KeyType::Other(_) => None,
         }
     }
 
