@@ -113,8 +113,9 @@ fn receive(cli: &Cli, source: &str) -> anyhow::Result<ExitCode> {
 const TOKEN_VARIABLE: &str = "CASCADE_INBOX_TOKEN";
 
 fn serve(cli: &Cli, addr: SocketAddr, source: Option<String>) -> anyhow::Result<ExitCode> {
-    let token = std::env::var(TOKEN_VARIABLE).unwrap_or_default();
-    if token.trim().is_empty() {
+    // A trailing newline of a variable read from a file is not part of the token.
+    let token = std::env::var(TOKEN_VARIABLE).unwrap_or_default().trim().to_owned();
+    if token.is_empty() {
         anyhow::bail!(
             "set {TOKEN_VARIABLE} to the token senders send as `Authorization: Bearer TOKEN` \
              (a webhook sink's header `Authorization = \"env:NAME\"`); the inbox takes no delivery without one"
@@ -156,16 +157,23 @@ fn consume(_: &Cli, _: &ConsumeArgs) -> anyhow::Result<ExitCode> {
 #[cfg(feature = "kafka")]
 fn consume(cli: &Cli, args: &ConsumeArgs) -> anyhow::Result<ExitCode> {
     let mut properties = Vec::new();
-    for property in &args.properties {
+    for (number, property) in (1..).zip(&args.properties) {
+        // The argument is not shown: it may be a secret written without its name.
         let Some((name, value)) = property.split_once('=') else {
-            anyhow::bail!("--property `{}`: expected NAME=VALUE", property.split('=').next().unwrap_or_default());
+            anyhow::bail!("--property number {number}: expected NAME=VALUE");
         };
         let value = match value.strip_prefix("env:") {
-            Some(variable) => std::env::var(variable)
-                .map_err(|_| anyhow::anyhow!("--property {name}: the variable `{variable}` is not set"))?,
+            Some(variable) => {
+                let value = std::env::var(variable)
+                    .map_err(|_| anyhow::anyhow!("--property {name}: the variable `{variable}` is not set"))?;
+                cascade::secret::register(&value);
+                value
+            }
             None => value.to_owned(),
         };
-        cascade::secret::register(&value);
+        if cascade::config::kafka_property_looks_secret(name) {
+            cascade::secret::register(&value);
+        }
         properties.push((name.to_owned(), value));
     }
     let loaded = cascade::config::load(&cli.config)?;

@@ -152,8 +152,15 @@ fn read_settings(mut fields: Fields<'_>, d: &mut Diagnostics) -> Settings {
         fields.optional("inbox_retention").and_then(|n| duration(&n, "a duration such as \"7d\" or \"12h\"", d));
     let inbox_sweep_interval =
         fields.optional("inbox_sweep_interval").and_then(|n| duration(&n, "a duration such as \"5m\" or \"1h\"", d));
-    let inbox_budget_time =
-        fields.optional("inbox_budget_time").and_then(|n| duration(&n, "a duration such as \"1m\" or \"30s\"", d));
+    // Less than a second could stop every application before its first batch.
+    let inbox_budget_time = fields.optional("inbox_budget_time").and_then(|n| {
+        let time = duration(&n, "a duration such as \"1m\" or \"30s\"", d)?;
+        if time.value < std::time::Duration::from_secs(1) {
+            n.invalid("`inbox_budget_time` must be at least 1s", "too short", d);
+            return None;
+        }
+        Some(time)
+    });
     fields.finish(d);
     Settings {
         per_row_chunk_size,

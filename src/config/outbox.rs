@@ -336,11 +336,16 @@ impl SinkSetting<'_> {
                 ["authorization", "proxy-authorization", "cookie"].contains(&name.as_str())
                     || ["token", "secret", "key", "password", "auth"].iter().any(|word| name.contains(word))
             }
-            SettingKind::Property => {
-                name == "ssl.key.pem" || ["password", "secret"].iter().any(|word| name.contains(word))
-            }
+            SettingKind::Property => kafka_property_looks_secret(&name),
         }
     }
+}
+
+/// Whether a librdkafka property's name says its value is a credential: a name with password or
+/// secret in it, or `ssl.key.pem` (where `ssl.key.location` and the like name files).
+pub fn kafka_property_looks_secret(name: &str) -> bool {
+    let name = name.to_ascii_lowercase();
+    name == "ssl.key.pem" || ["password", "secret"].iter().any(|word| name.contains(word))
 }
 
 #[cfg(test)]

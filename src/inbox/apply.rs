@@ -111,6 +111,9 @@ pub async fn apply(engine: &Engine, options: &ApplyOptions) -> Result<ApplyRepor
             let keys: Vec<String> = tombstones.iter().map(|tombstone| tombstone.key.clone()).collect();
             match clean_up(engine, model, &keys, &token, options).await {
                 Ok(cleaned) if cleaned.out_of_budget => {
+                    // A run that removed nothing before its budget ran out made no progress: its
+                    // claim counts as an attempt, so a tombstone that can never fit is parked.
+                    let progressed = cleaned.rows() > 0;
                     report.add_rows(cleaned.deleted, cleaned.nullified);
                     let (done, left) = match finished_tombstones(engine, model, &tombstones).await {
                         Ok(split) => split,
@@ -120,19 +123,12 @@ pub async fn apply(engine: &Engine, options: &ApplyOptions) -> Result<ApplyRepor
                             (Vec::new(), ids)
                         }
                     };
-                    let applied = store::applied(engine.database(), &done, &token).await?;
-                    metrics::counter!(telemetry::INBOX_APPLIED, telemetry::MODEL => model.name.value.clone())
-                        .increment(applied);
-                    report.applied += applied;
-                    report.deferred += store::release(engine.database(), &left, &token).await?;
+                    report.applied += mark_applied(engine, model, &done, &token).await?;
+                    report.deferred += store::release(engine.database(), &left, &token, progressed).await?;
                     info!(model = %model.name.value, applied = done.len(), left = left.len(), "the run's budget is spent");
                 }
                 Ok(cleaned) if !cleaned.stopped => {
-                    // Those whose claim lapsed and went to another worker are that worker's to count.
-                    let applied = store::applied(engine.database(), &ids, &token).await?;
-                    metrics::counter!(telemetry::INBOX_APPLIED, telemetry::MODEL => model.name.value.clone())
-                        .increment(applied);
-                    report.applied += applied;
+                    report.applied += mark_applied(engine, model, &ids, &token).await?;
                     info!(model = %model.name.value, tombstones = ids.len(), "tombstones applied");
                     report.add_rows(cleaned.deleted, cleaned.nullified);
                 }
@@ -162,6 +158,14 @@ pub async fn apply(engine: &Engine, options: &ApplyOptions) -> Result<ApplyRepor
     Ok(report)
 }
 
+/// Marks the claimed tombstones `ids` of `model` applied, and counts them; those whose claim
+/// lapsed and went to another worker are that worker's to count.
+async fn mark_applied(engine: &Engine, model: &RemoteModel, ids: &[i64], token: &str) -> Result<u64, InboxError> {
+    let applied = store::applied(engine.database(), ids, token).await?;
+    metrics::counter!(telemetry::INBOX_APPLIED, telemetry::MODEL => model.name.value.clone()).increment(applied);
+    Ok(applied)
+}
+
 /// Splits the claimed `tombstones` of `model` whose run spent its budget into those whose key no
 /// child row names any more (to be marked applied) and those left, by id. A key of a type whose
 /// text cannot be compared counts as left.
@@ -170,8 +174,7 @@ async fn finished_tombstones(
     model: &RemoteModel,
     tombstones: &[&Tombstone],
 ) -> Result<(Vec<i64>, Vec<i64>), ApplyError> {
-    let children: Vec<Child<'_>> =
-        model.children.iter().map(|relation| Child::resolve(engine, relation)).collect::<Result<_, _>>()?;
+    let children = Child::all(engine, model)?;
     let keys: Vec<String> = tombstones.iter().map(|tombstone| tombstone.key.clone()).collect();
     let named = still_named(engine, &children, &keys).await?;
     let named: Vec<HashSet<String>> = children
@@ -215,7 +218,10 @@ pub async fn run_applier(
                 continue;
             }
         };
-        if !report.stopped && (once || swept_at.is_none_or(|at| at.elapsed() >= sweep_interval)) {
+        // Tombstones deferred by a run that removed rows: with `once`, they are taken again now.
+        let more = report.deferred > 0 && report.rows() > 0;
+        let sweep_due = if once { !more } else { swept_at.is_none_or(|at| at.elapsed() >= sweep_interval) };
+        if !report.stopped && sweep_due {
             if let Err(error) = sweep::sweep(engine, &options, SystemTime::now(), &mut report).await {
                 wait_out(engine, error, poll, &stop).await?;
                 total.add(report);
@@ -226,9 +232,9 @@ pub async fn run_applier(
         if let Err(error) = set_gauges(engine).await {
             wait_out(engine, error, poll, &stop).await?;
         }
-        let idle = report.applied + report.failed + report.deferred == 0;
+        let idle = report.applied + report.failed == 0 && !more;
         total.add(report);
-        if once || stop.load(Ordering::SeqCst) {
+        if stop.load(Ordering::SeqCst) || (once && !more) {
             return Ok(total);
         }
         if idle {
@@ -239,7 +245,22 @@ pub async fn run_applier(
 
 /// Sets the inbox's gauges per category: pending, parked, and the oldest pending one's age.
 async fn set_gauges(engine: &Engine) -> Result<(), InboxError> {
-    for category in super::stats(engine.database(), engine.config(), SystemTime::now()).await? {
+    let mut stats = super::stats(engine.database(), engine.config(), SystemTime::now()).await?;
+    // A remote model's category with no row left reads 0, not its last value.
+    for model in engine.config().remote_models.values() {
+        let category = &model.remote.category.value;
+        if !stats.iter().any(|found| &found.category == category) {
+            stats.push(super::CategoryInbox {
+                category: category.clone(),
+                remote_model: Some(model.name.value.clone()),
+                pending: 0,
+                applied: 0,
+                parked: 0,
+                oldest_pending_age_seconds: 0.0,
+            });
+        }
+    }
+    for category in stats {
         let labels = [(telemetry::CATEGORY, category.category)];
         metrics::gauge!(telemetry::INBOX_PENDING, &labels).set(category.pending as f64);
         metrics::gauge!(telemetry::INBOX_PARKED, &labels).set(category.parked as f64);
@@ -284,6 +305,11 @@ impl ApplyReport {
         self.add_rows(other.deleted, other.nullified);
     }
 
+    /// Rows deleted and nullified.
+    fn rows(&self) -> u64 {
+        self.deleted.values().chain(self.nullified.values()).sum()
+    }
+
     pub(super) fn add_rows(&mut self, deleted: IndexMap<String, u64>, nullified: IndexMap<String, u64>) {
         for (into, rows) in [(&mut self.deleted, deleted), (&mut self.nullified, nullified)] {
             for (model, count) in rows {
@@ -301,6 +327,13 @@ pub(super) struct Cleaned {
     pub(super) stopped: bool,
     /// Stopped because the run's budget was spent: some keys may still be named.
     pub(super) out_of_budget: bool,
+}
+
+impl Cleaned {
+    /// Rows deleted and nullified.
+    pub(super) fn rows(&self) -> u64 {
+        self.deleted.values().chain(self.nullified.values()).sum()
+    }
 }
 
 /// Why a remote model's children could not be cleaned up.
@@ -329,8 +362,7 @@ pub(super) async fn clean_up(
     token: &str,
     options: &ApplyOptions,
 ) -> Result<Cleaned, ApplyError> {
-    let mut relations: Vec<Child<'_>> =
-        model.children.iter().map(|relation| Child::resolve(engine, relation)).collect::<Result<_, _>>()?;
+    let mut relations = Child::all(engine, model)?;
     relations.sort_by_key(|child| child.relation.action() != OnDelete::Delete);
     let targets: Vec<String> = relations.iter().map(|child| format!("{}.{}", child.model, child.column)).collect();
     // The claim's token makes the run its own: two workers apply different tombstones at once.
@@ -377,6 +409,11 @@ pub(super) struct Child<'a> {
 }
 
 impl<'a> Child<'a> {
+    /// Every relation of `model`, resolved.
+    pub(super) fn all(engine: &'a Engine, model: &'a RemoteModel) -> Result<Vec<Self>, ApplyError> {
+        model.children.iter().map(|relation| Child::resolve(engine, relation)).collect()
+    }
+
     pub(super) fn resolve(engine: &'a Engine, relation: &'a Relation) -> Result<Self, ApplyError> {
         let model = relation.model.value.as_str();
         let (table, key) = batches::keyed_table(engine, model).map_err(ApplyError::Unresolved)?;
@@ -424,7 +461,8 @@ impl<'a> Child<'a> {
     /// back), where the text alone cannot tell.
     pub(super) fn comparable(&self, key: &str) -> Option<String> {
         match self.column_type {
-            KeyType::Integer => Some(key.parse::<i64>().map_or_else(|_| key.to_owned(), |n| n.to_string())),
+            // As `Keys` binds it: `" 7"` is 7.
+            KeyType::Integer => Some(key.trim().parse::<i64>().map_or_else(|_| key.to_owned(), |n| n.to_string())),
             KeyType::Text | KeyType::Untyped => Some(key.to_owned()),
             KeyType::Other(_) => None,
         }

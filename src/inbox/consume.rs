@@ -22,8 +22,9 @@ use crate::db::{Database, Failure};
 use crate::outbox::{KafkaLogger, kafka_log_level};
 
 /// The properties the consumer sets itself: offsets are committed by hand, after the inbox's
-/// transaction, and a new group starts at the oldest record.
-const OWNED_PROPERTIES: [&str; 4] = ["bootstrap.servers", "group.id", "enable.auto.commit", "enable.auto.offset.store"];
+/// transaction, and a new group starts at the oldest record (a later one would skip tombstones).
+const OWNED_PROPERTIES: [&str; 5] =
+    ["bootstrap.servers", "group.id", "enable.auto.commit", "enable.auto.offset.store", "auto.offset.reset"];
 
 /// How long a read waits for the first record of a batch before it looks at the stop flag (and,
 /// with `once`, whether the consumer has caught up).
@@ -139,7 +140,6 @@ pub async fn consume(
 
 fn subscribe(options: &ConsumeOptions) -> Result<StreamConsumer<KafkaLogger>, ConsumeError> {
     let mut config = ClientConfig::new();
-    config.set("auto.offset.reset", "earliest");
     for (name, value) in &options.properties {
         if !OWNED_PROPERTIES.contains(&name.as_str()) {
             config.set(name, value);
@@ -150,6 +150,7 @@ fn subscribe(options: &ConsumeOptions) -> Result<StreamConsumer<KafkaLogger>, Co
         .set("group.id", &options.group)
         .set("enable.auto.commit", "false")
         .set("enable.auto.offset.store", "false")
+        .set("auto.offset.reset", "earliest")
         .set_log_level(kafka_log_level());
     let context = KafkaLogger { sink: format!("inbox consumer {}", options.group) };
     let kafka = |error: rdkafka::error::KafkaError| ConsumeError::Kafka(crate::secret::redact(&error.to_string()));

@@ -73,8 +73,7 @@ async fn count_relations(
     model: &RemoteModel,
     keys: &[String],
 ) -> Result<Vec<RelationPreview>, ApplyError> {
-    let mut children: Vec<Child<'_>> =
-        model.children.iter().map(|relation| Child::resolve(engine, relation)).collect::<Result<_, _>>()?;
+    let mut children = Child::all(engine, model)?;
     children.sort_by_key(|child| child.relation.action() != OnDelete::Delete);
     let (database, config) = (engine.database(), engine.config());
     let mut relations = Vec::new();

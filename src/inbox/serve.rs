@@ -13,7 +13,7 @@ use hyper::body::{Bytes, Incoming};
 use hyper::header::{ALLOW, AUTHORIZATION, CONTENT_TYPE, HeaderValue, WWW_AUTHENTICATE};
 use hyper::rt::Executor as _;
 use hyper::{Method, Request, Response, StatusCode};
-use hyper_util::rt::{TokioExecutor, TokioIo};
+use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use hyper_util::server::graceful::GracefulShutdown;
 use serde::Serialize;
 use subtle::ConstantTimeEq as _;
@@ -25,6 +25,15 @@ use crate::db::Database;
 
 /// What the server logs once it listens (with `url`).
 pub const LISTENING: &str = "inbox listening";
+
+/// How long a client has to send a request's headers.
+const HEADER_READ_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
+
+/// How long a stop waits for the requests under way.
+const SHUTDOWN_WAIT: std::time::Duration = std::time::Duration::from_secs(30);
+
+/// How long the server waits after a failed accept (out of file descriptors for a moment).
+const ACCEPT_PAUSE: std::time::Duration = std::time::Duration::from_millis(100);
 
 /// The largest delivery taken, in bytes: a webhook sink sends one batch of messages per POST.
 pub const MAX_BODY_BYTES: usize = 32 * 1024 * 1024;
@@ -82,6 +91,7 @@ pub async fn serve(
                 // descriptors for a moment) is the client's to try again.
                 Err(error) => {
                     warn!(%error, "accepting a connection failed");
+                    crate::stop::pause(ACCEPT_PAUSE, &stop).await;
                     continue;
                 }
             },
@@ -92,7 +102,10 @@ pub async fn serve(
             let server = server.clone();
             async move { Ok::<_, Infallible>(server.answer(request).await) }
         });
-        let connection = hyper::server::conn::http1::Builder::new().serve_connection(TokioIo::new(stream), service);
+        let connection = hyper::server::conn::http1::Builder::new()
+            .timer(TokioTimer::new())
+            .header_read_timeout(HEADER_READ_TIMEOUT)
+            .serve_connection(TokioIo::new(stream), service);
         let connection = graceful.watch(connection);
         TokioExecutor::new().execute(async move {
             if let Err(error) = connection.await {
@@ -100,7 +113,10 @@ pub async fn serve(
             }
         });
     }
-    graceful.shutdown().await;
+    // Requests under way finish; a client that holds its connection open does not hold the stop.
+    if tokio::time::timeout(SHUTDOWN_WAIT, graceful.shutdown()).await.is_err() {
+        warn!("connections still open after {SHUTDOWN_WAIT:?} are closed");
+    }
     Ok(*server.report.lock().unwrap_or_else(std::sync::PoisonError::into_inner))
 }
 
@@ -181,10 +197,12 @@ impl Server {
         }
     }
 
-    /// Whether `header` is `Bearer` and the token, compared in constant time.
+    /// Whether `header` is `Bearer` (in any case, as HTTP's schemes are) and the token, compared
+    /// in constant time.
     fn authorized(&self, header: Option<&HeaderValue>) -> bool {
-        let Some(token) = header.and_then(|value| value.as_bytes().strip_prefix(b"Bearer ")) else { return false };
-        bool::from(token.ct_eq(self.options.token.as_bytes()))
+        let Some(value) = header.map(HeaderValue::as_bytes) else { return false };
+        let Some((scheme, token)) = value.split_at_checked(7) else { return false };
+        scheme.eq_ignore_ascii_case(b"Bearer ") && bool::from(token.ct_eq(self.options.token.as_bytes()))
     }
 
     fn count(&self, received: Received) {

@@ -112,14 +112,16 @@ pub(super) async fn applied(database: &Database, ids: &[i64], token: &str) -> Re
     database.execute_alone(&sql.finish()).await
 }
 
-/// Releases the claimed tombstones `ids` for the next run without counting this claim as an
-/// attempt: their run stopped on its budget, not on an error. The number released.
-pub(super) async fn release(database: &Database, ids: &[i64], token: &str) -> Result<u64, DbError> {
+/// Releases the claimed tombstones `ids` for the next run; with `give_back`, without counting
+/// this claim as an attempt (their run stopped on its budget after removing rows, not on an
+/// error). The number released.
+pub(super) async fn release(database: &Database, ids: &[i64], token: &str, give_back: bool) -> Result<u64, DbError> {
     if ids.is_empty() {
         return Ok(0);
     }
     let mut sql = database.sql();
-    sql.push("UPDATE cascade_inbox SET claim_token = NULL, claim_expires_at = NULL, attempts = attempts - 1 ");
+    sql.push("UPDATE cascade_inbox SET claim_token = NULL, claim_expires_at = NULL");
+    sql.push(if give_back { ", attempts = attempts - 1 " } else { " " });
     sql.push("WHERE claim_token = ").bind_text(token).push(" AND ");
     sql.one_of("id", ids.iter().map(|id| Param::integer(*id)));
     database.execute_alone(&sql.finish()).await
@@ -155,7 +157,8 @@ pub(super) async fn kept(
     let mut sql = database.sql();
     sql.push("SELECT CAST(id AS TEXT) AS id, object_key FROM cascade_inbox WHERE category = ").bind_text(category);
     sql.push(" AND applied_at >= ").timestamp(since).push(" AND id > ").bind(Param::integer(after));
-    sql.push(" ORDER BY id LIMIT ").bind(Param::integer(i64::try_from(limit).unwrap_or(i64::MAX)));
+    // By the column, not the text alias `id`, which would sort 10 before 9.
+    sql.push(" ORDER BY cascade_inbox.id LIMIT ").bind(Param::integer(i64::try_from(limit).unwrap_or(i64::MAX)));
     let rows = database.fetch_records(&sql.finish()).await?;
     rows.iter().map(|row| Ok((row.parsed("id")?, row.text("object_key")?))).collect()
 }

@@ -1,10 +1,10 @@
 //! Late children: a child row written after its parent's tombstone was applied (the sender
 //! cannot see that race) names a key whose row is gone. Applied tombstones are kept for `[settings]
 //! inbox_retention`; every `inbox_sweep_interval` the worker looks for child rows naming a kept
-//! key and deletes or nullifies them as the tombstone's application did. After the window the
-//! tombstones are removed.
+//! key and deletes or nullifies them as the tombstone's application did, for at most one
+//! application's `inbox_budget_time`. After the window the tombstones are removed.
 
-use std::time::SystemTime;
+use std::time::{Instant, SystemTime};
 
 use tracing::warn;
 
@@ -25,10 +25,13 @@ pub(super) async fn sweep(
     report: &mut ApplyReport,
 ) -> Result<(), InboxError> {
     let options = &options.budgeted(&engine.config().settings);
+    // One sweep runs for at most one application's time: the pending tombstones wait meanwhile.
+    let (_, time) = engine.config().settings.inbox_budget();
+    let deadline = Instant::now() + time;
     let retention = engine.config().settings.inbox_retention();
     let since = now.checked_sub(retention).unwrap_or(SystemTime::UNIX_EPOCH);
     for model in engine.config().remote_models.values() {
-        match sweep_model(engine, model, since, options, report).await {
+        match sweep_model(engine, model, (since, deadline), options, report).await {
             Ok(stopped) if stopped => {
                 report.stopped = true;
                 return Ok(());
@@ -61,15 +64,15 @@ impl From<ApplyError> for SweepError {
 async fn sweep_model(
     engine: &Engine,
     model: &RemoteModel,
-    since: SystemTime,
+    (since, deadline): (SystemTime, Instant),
     options: &ApplyOptions,
     report: &mut ApplyReport,
 ) -> Result<bool, SweepError> {
-    let children: Vec<Child<'_>> =
-        model.children.iter().map(|relation| Child::resolve(engine, relation)).collect::<Result<_, _>>()?;
+    let children = Child::all(engine, model)?;
     let category = &model.remote.category.value;
     let mut after = 0;
-    loop {
+    // Past the deadline the rest waits for the next sweep.
+    while Instant::now() < deadline {
         let kept = store::kept(engine.database(), category, (after, since), KEYS_PER_LOOK)
             .await
             .map_err(|error| SweepError::Inbox(error.into()))?;
@@ -87,10 +90,11 @@ async fn sweep_model(
         warn!(model = %model.name.value, keys = named.len(), "late children of applied tombstones found");
         let token = uuid::Uuid::new_v4().simple().to_string();
         let cleaned = clean_up(engine, model, &named, &token, options).await?;
-        report.late_rows += cleaned.deleted.values().chain(cleaned.nullified.values()).sum::<u64>();
+        report.late_rows += cleaned.rows();
         report.add_rows(cleaned.deleted, cleaned.nullified);
         if cleaned.stopped {
             return Ok(true);
         }
     }
+    Ok(false)
 }

@@ -495,8 +495,8 @@ on_each_database!(late_children_are_swept_on_sqlite, late_children_are_swept_on_
 });
 
 /// An application that spends its budget stops between batches: the tombstones whose children
-/// are all gone are applied, the others released without an attempt counted, and continued by
-/// the next run.
+/// are all gone are applied, the others released without an attempt counted and taken again,
+/// at once by `inbox apply` while runs make progress.
 #[test]
 fn a_run_that_spends_its_budget_applies_what_it_finished_and_defers_the_rest() {
     let dir = tempfile::tempdir().unwrap();
@@ -513,29 +513,48 @@ fn a_run_that_spends_its_budget_applies_what_it_finished_and_defers_the_rest() {
     receive.args(["inbox", "receive", "--source", "control", "--database-url", &url]);
     let body = delivery(&[("a/1/1", "organization_deleted", "1"), ("a/2/2", "organization_deleted", "2")]);
     receive.write_stdin(body).assert().success();
+
+    // The members' batch spends the first run's budget: organization 2 has nothing else and is
+    // applied, organization 1 still has invitations and is deferred; the next run nullifies them.
+    let mut apply = cascade(config.path());
+    apply.args(["inbox", "apply", "--format", "json", "--database-url", &url]);
+    let report = json_output(&mut apply);
+    assert_eq!((report["applied"].as_u64(), report["deferred"].as_u64()), (Some(2), Some(1)), "{report}");
+    assert_eq!(report["deleted"], serde_json::json!({ "member_note": 0, "member": 4 }), "{report}");
+    assert_eq!(report["nullified"], serde_json::json!({ "invite": 2 }), "{report}");
+    let state = "SELECT object_key || ':' || CAST(attempts AS TEXT) || ':' || \
+                 CASE WHEN applied_at IS NULL THEN 'pending' ELSE 'applied' END FROM cascade_inbox ORDER BY cascade_inbox.id";
+    let states: Vec<String> = texts(&url, state).into_iter().map(|row| row[0].clone().unwrap()).collect();
+    assert_eq!(states, ["1:1:applied", "2:1:applied"], "the deferral gave its attempt back");
+    assert_eq!(count(&url, "SELECT COUNT(*) FROM member"), 1, "organization 3's member is kept");
+    assert_eq!(count(&url, "SELECT COUNT(*) FROM invite WHERE organization_id = 3"), 1, "another's kept");
+}
+
+/// The sweep reads every kept tombstone, however many pages they take (ids past 999 included).
+#[test]
+fn the_sweep_reads_every_kept_tombstone() {
+    let dir = tempfile::tempdir().unwrap();
+    let url = sqlite_database(dir.path(), &receiver_ddl(false));
+    let config = project(&[("cascades/cascade.toml", RECEIVER_CONFIG)]);
+    let organizations = 1_200;
+    let keys: Vec<(String, String)> = (1..=organizations).map(|id| (format!("a/{id}"), id.to_string())).collect();
+    let messages: Vec<(&str, &str, &str)> =
+        keys.iter().map(|(key, id)| (key.as_str(), "organization_deleted", id.as_str())).collect();
+    let mut receive = cascade(config.path());
+    receive.args(["inbox", "receive", "--source", "control", "--database-url", &url]);
+    receive.write_stdin(delivery(&messages)).assert().success();
     let apply = || {
         let mut command = cascade(config.path());
         command.args(["inbox", "apply", "--format", "json", "--database-url", &url]);
         json_output(&mut command)
     };
-
-    // The members' batch spends the budget: organization 2 has nothing else, organization 1
-    // still has invitations.
-    let first = apply();
-    assert_eq!((first["applied"].as_u64(), first["deferred"].as_u64()), (Some(1), Some(1)), "{first}");
-    assert_eq!(count(&url, "SELECT COUNT(*) FROM member"), 1, "members of 1 and 2 deleted, 3's kept");
-    assert_eq!(count(&url, "SELECT COUNT(*) FROM invite WHERE organization_id = 1"), 2, "not reached yet");
-    let state = "SELECT object_key || ':' || CAST(attempts AS TEXT) || ':' || \
-                 CASE WHEN applied_at IS NULL THEN 'pending' ELSE 'applied' END FROM cascade_inbox ORDER BY cascade_inbox.id";
-    let states = || texts(&url, state).into_iter().map(|row| row[0].clone().unwrap()).collect::<Vec<_>>();
-    assert_eq!(states(), ["1:0:pending", "2:1:applied"]);
-
-    let second = apply();
-    assert_eq!((second["applied"].as_u64(), second["deferred"].as_u64()), (Some(1), Some(0)), "{second}");
-    assert_eq!(second["nullified"], serde_json::json!({ "invite": 2 }), "{second}");
-    assert_eq!(states(), ["1:1:applied", "2:1:applied"]);
-    assert_eq!(count(&url, "SELECT COUNT(*) FROM invite WHERE organization_id IS NULL"), 2);
-    assert_eq!(count(&url, "SELECT COUNT(*) FROM invite WHERE organization_id = 3"), 1, "another's kept");
+    assert_eq!(apply()["applied"].as_u64(), Some(organizations));
+    // A member of every organization, written after its tombstone was applied.
+    let members: Vec<String> = (1..=organizations).map(|id| format!("({id}, {id})")).collect();
+    texts(&url, &format!("INSERT INTO member VALUES {}", members.join(", ")));
+    let swept = apply();
+    assert_eq!(swept["late_rows"].as_u64(), Some(organizations), "{swept}");
+    assert_eq!(count(&url, "SELECT COUNT(*) FROM member"), 0);
 }
 
 /// Settings that 0 would make meaningless are refused where they are written.
