@@ -140,12 +140,7 @@ fn serve(cli: &Cli, addr: SocketAddr, source: Option<String>) -> anyhow::Result<
         database.close().await;
         anyhow::Ok(report?)
     })?;
-    println!(
-        "took {} ({} new of {})",
-        super::table::plural(report.deliveries, "delivery", "deliveries"),
-        report.new,
-        super::table::plural(report.messages, "tombstone", "tombstones")
-    );
+    print_taken(&super::table::plural(report.deliveries, "delivery", "deliveries"), report.new, report.messages);
     Ok(ExitCode::SUCCESS)
 }
 
@@ -194,13 +189,13 @@ fn consume(cli: &Cli, args: &ConsumeArgs) -> anyhow::Result<ExitCode> {
         database.close().await;
         anyhow::Ok(report?)
     })?;
-    println!(
-        "took {} ({} new of {})",
-        super::table::plural(report.batches, "batch", "batches"),
-        report.new,
-        super::table::plural(report.messages, "tombstone", "tombstones")
-    );
+    print_taken(&super::table::plural(report.batches, "batch", "batches"), report.new, report.messages);
     Ok(ExitCode::SUCCESS)
+}
+
+/// The last line of `serve` and `consume`: what they took, in `units` (deliveries, batches).
+fn print_taken(units: &str, new: u64, messages: u64) {
+    println!("took {units} ({new} new of {})", super::table::plural(messages, "tombstone", "tombstones"));
 }
 
 fn apply(cli: &Cli, format: SummaryFormat) -> anyhow::Result<ExitCode> {
@@ -231,10 +226,7 @@ fn apply(cli: &Cli, format: SummaryFormat) -> anyhow::Result<ExitCode> {
 }
 
 pub fn human_apply(report: &ApplyReport) -> String {
-    let rows = |counts: &indexmap::IndexMap<String, u64>| {
-        let parts: Vec<String> = counts.iter().map(|(model, rows)| format!("{model} {rows}")).collect();
-        if parts.is_empty() { "none".to_owned() } else { parts.join(", ") }
-    };
+    let rows = |counts| super::table::per_model(counts, "none");
     let mut out = format!(
         "inbox applied: {} applied, {} failed; deleted: {}; nullified: {}\n",
         report.applied,

@@ -129,10 +129,7 @@ fn human_preview(preview: &inbox::InboxPreview) -> String {
         out += &format!(", the oldest {} counted", preview.counted);
     }
     out += "\n";
-    let rows = |counts: &IndexMap<String, u64>| {
-        let parts: Vec<String> = counts.iter().map(|(model, rows)| format!("{model} {rows}")).collect();
-        if parts.is_empty() { "nothing".to_owned() } else { parts.join(", ") }
-    };
+    let rows = |counts| super::table::per_model(counts, "nothing");
     for relation in &preview.relations {
         out += &format!(
             "  {}.{} ({}): {}\n",

@@ -6,6 +6,12 @@ pub fn plural(count: u64, one: &str, many: &str) -> String {
     format!("{count} {}", if count == 1 { one } else { many })
 }
 
+/// Rows per model as `member 3, invite 1`, or `empty` when there are none.
+pub fn per_model(counts: &indexmap::IndexMap<String, u64>, empty: &str) -> String {
+    let parts: Vec<String> = counts.iter().map(|(model, rows)| format!("{model} {rows}")).collect();
+    if parts.is_empty() { empty.to_owned() } else { parts.join(", ") }
+}
+
 /// The widths of a table's columns, and which are numbers (aligned right).
 pub struct Table {
     widths: Vec<usize>,

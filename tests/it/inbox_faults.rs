@@ -92,13 +92,17 @@ fn run(seed: u64) {
     expected_keys.sort_by_key(|key| key.parse::<u64>().unwrap());
     assert_eq!(taken_keys, expected_keys, "seed {seed}: each tombstone taken once");
 
-    // The worker is killed at a seeded moment after its first clean-up started: within its
-    // batches, in the pause between them, or after it marked the tombstones applied; `inbox
-    // apply` finishes once the killed worker's claims have lapsed.
+    // The worker is killed at a seeded signal of its first clean-up: as it starts, after its
+    // first committed chunk (or its first tombstones applied, when they had no child row), or
+    // after it marked them applied; `inbox apply` finishes once the killed worker's claims have
+    // lapsed.
     let mut worker = Running::start(receiver_dir.path(), &["worker", "--poll", "50ms", "--database-url", &receiver]);
     worker.expect("clean-up started");
-    // Not a wait for something to happen: the seeded moment of the fault.
-    std::thread::sleep(std::time::Duration::from_millis(random.below(300)));
+    match random.below(3) {
+        0 => {}
+        1 => drop(worker.expect_one_of(&[common::running::CHUNK_COMMITTED, "tombstones applied"])),
+        _ => drop(worker.expect("tombstones applied")),
+    }
     worker.kill();
     let pending = "SELECT COUNT(*) FROM cascade_inbox WHERE applied_at IS NULL";
     let applied = common::poll(DEADLINE, || {
