@@ -36,7 +36,11 @@ pub struct ApplyOptions {
 
 impl Default for ApplyOptions {
     fn default() -> Self {
-        Self { batches: BatchOptions { command: "inbox apply".to_owned(), ..BatchOptions::default() }, claim: 500 }
+        // Applying tombstones is a deletion: the config's rate limits pace it, not the clean-up
+        // commands' pause between batches.
+        let batches =
+            BatchOptions { command: "inbox apply".to_owned(), sleep: Duration::ZERO, ..BatchOptions::default() };
+        Self { batches, claim: 2000 }
     }
 }
 

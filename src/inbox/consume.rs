@@ -257,9 +257,30 @@ fn caught_up(consumer: &StreamConsumer<KafkaLogger>) -> bool {
     })
 }
 
-/// The partition's end, asked of its broker.
+/// The partition's end as the consumer's last fetch from it saw it; asked of its broker when the
+/// consumer has not fetched from it yet. Asking the broker each time would wait behind the fetch
+/// that holds its connection (up to `fetch.wait.max.ms`, 500 ms, per partition).
 fn high_watermark(consumer: &StreamConsumer<KafkaLogger>, topic: &str, partition: i32) -> Option<i64> {
-    consumer.fetch_watermarks(topic, partition, WATERMARK_WAIT).ok().map(|(_, high)| high)
+    fetched_high_watermark(consumer, topic, partition)
+        .or_else(|| consumer.fetch_watermarks(topic, partition, WATERMARK_WAIT).ok().map(|(_, high)| high))
+}
+
+/// The high watermark of the consumer's last fetch response for the partition, if it had one.
+fn fetched_high_watermark(consumer: &StreamConsumer<KafkaLogger>, topic: &str, partition: i32) -> Option<i64> {
+    let topic = std::ffi::CString::new(topic).ok()?;
+    let (mut low, mut high) = (-1_i64, -1_i64);
+    // SAFETY: the client handle lives as long as `consumer`, borrowed for the call; librdkafka
+    // reads the topic's name and writes the two offsets, nothing else (the safe API lacks it).
+    let error = unsafe {
+        rdkafka::bindings::rd_kafka_get_watermark_offsets(
+            consumer.client().native_ptr(),
+            topic.as_ptr(),
+            partition,
+            &mut low,
+            &mut high,
+        )
+    };
+    (error == rdkafka::bindings::rd_kafka_resp_err_t::RD_KAFKA_RESP_ERR_NO_ERROR && high >= 0).then_some(high)
 }
 
 /// Whether the group's committed offset of the partition is at `high`.

@@ -1,5 +1,6 @@
 //! Hover: on a model, its table, key, strategy and what deleting one of its rows does (the
-//! plan's steps, what it deletes and nullifies); on an outbox category or an option, where it is
+//! plan's steps, what it deletes and nullifies); on a remote model, its category and what a
+//! tombstone deletes and nullifies; on an outbox category or an option, where it is
 //! registered and who uses it; on any other key or value, the key's documentation from the JSON
 //! Schema.
 
@@ -9,7 +10,7 @@ use super::analysis::Analysis;
 use super::keys;
 use super::symbols::Kind;
 use super::syntax::Segment;
-use crate::config::{Key, OnDelete, describe_columns};
+use crate::config::{Key, OnDelete, Relation, RemoteModel, describe_columns};
 use crate::diagnostic::FileId;
 
 pub(crate) fn hover(analysis: &Analysis, file: FileId, offset: usize) -> Option<Hover> {
@@ -42,7 +43,11 @@ fn documentation(path: &[Segment]) -> Option<String> {
 }
 
 fn model(analysis: &Analysis, name: &str) -> String {
-    let Some(model) = analysis.loaded.config.model(name) else {
+    let config = &analysis.loaded.config;
+    if let Some(model) = config.remote_models.get(name) {
+        return remote_model(model);
+    }
+    let Some(model) = config.model(name) else {
         return format!("**model `{name}`** is not declared, or has errors");
     };
     let key = match model.key.as_ref().map(|key| &key.value) {
@@ -87,6 +92,45 @@ fn model(analysis: &Analysis, name: &str) -> String {
             }
         }
         Err(error) => text.push_str(&format!("\n\nNo plan: {error}")),
+    }
+    text
+}
+
+/// A remote model: where its deletions come from and what each tombstone does here.
+fn remote_model(model: &RemoteModel) -> String {
+    let key = match model.key.as_ref().map(|key| &key.value) {
+        Some(Key::Column(column)) => format!("`{column}`"),
+        Some(Key::Composite(columns)) => format!("`({})`", columns.join(", ")),
+        None => "`id` (default)".to_owned(),
+    };
+    let mut text = format!(
+        "**remote model `{}`**: its rows live in another database, whose `{}` tombstones reach this one's \
+         inbox; key {key}",
+        model.name.value, model.remote.category.value
+    );
+    let (deleted, nullified): (Vec<&Relation>, Vec<&Relation>) =
+        model.children.iter().partition(|relation| relation.action() != OnDelete::Nullify);
+    let names = |relations: Vec<&Relation>, columns: bool| -> Vec<String> {
+        relations
+            .iter()
+            .map(|relation| match columns {
+                true => format!("`{}.{}`", relation.model.value, relation.describe_columns()),
+                false => format!("`{}`", relation.model.value),
+            })
+            .collect()
+    };
+    let mut parts = Vec::new();
+    if !deleted.is_empty() {
+        parts.push(format!(
+            "deletes the rows of {} that name its key, each with its own cascade",
+            names(deleted, false).join(", ")
+        ));
+    }
+    if !nullified.is_empty() {
+        parts.push(format!("nullifies {}", names(nullified, true).join(", ")));
+    }
+    if !parts.is_empty() {
+        text.push_str(&format!("\n\nApplying a tombstone {}", parts.join("; ")));
     }
     text
 }

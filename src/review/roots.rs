@@ -1,7 +1,8 @@
 //! Which root models' deletions reach a model. A root is a model that no delete relation makes
 //! a child: deletions start there. A deletion of a root acts in every model its delete relations
 //! reach, and in the children those models nullify (a nullified row's own children are left
-//! alone, so a nullify relation reaches no further).
+//! alone, so a nullify relation reaches no further). A remote model is a root too: its
+//! tombstones start deletions of its children here.
 
 use std::collections::{BTreeSet, HashMap};
 
@@ -22,22 +23,22 @@ struct Root {
 
 impl Roots {
     pub(super) fn new(base: &Config, head: &Config) -> Self {
-        let order: HashMap<&str, usize> = head
-            .models
-            .keys()
-            .chain(base.models.keys().filter(|name| !head.models.contains_key(*name)))
+        let head_names = names(head);
+        let base_names = names(base);
+        let order: HashMap<&str, usize> = head_names
+            .iter()
+            .chain(base_names.iter().filter(|name| !head_names.contains(name)))
             .enumerate()
             .map(|(index, name)| (name.as_str(), index))
             .collect();
         let mut reaching: HashMap<String, BTreeSet<Root>> = HashMap::new();
-        for config in [head, base] {
-            for (model, roots) in reaching_in(config) {
+        for (config, names) in [(head, &head_names), (base, &base_names)] {
+            for (model, roots) in reaching_in(config, names) {
                 let roots = roots.into_iter().map(|root| {
-                    let name = config.models.get_index(root).map(|(name, _)| name.clone()).unwrap_or_default();
+                    let name = names[root].clone();
                     Root { order: order.get(name.as_str()).copied().unwrap_or(usize::MAX), name }
                 });
-                let name = config.models.get_index(model).map(|(name, _)| name.clone()).unwrap_or_default();
-                reaching.entry(name).or_default().extend(roots);
+                reaching.entry(names[model].clone()).or_default().extend(roots);
             }
         }
         Roots { reaching }
@@ -50,13 +51,20 @@ impl Roots {
     }
 }
 
-/// Per model index of `config`, the indexes of the roots reaching it.
-fn reaching_in(config: &Config) -> Vec<(usize, BTreeSet<usize>)> {
-    let count = config.models.len();
+/// The models of `config`, local then remote, in declaration order: the indexes of
+/// [`reaching_in`].
+fn names(config: &Config) -> Vec<String> {
+    config.models.keys().chain(config.remote_models.keys()).cloned().collect()
+}
+
+/// Per model index of `names` (the models of `config`), the indexes of the roots reaching it.
+fn reaching_in(config: &Config, names: &[String]) -> Vec<(usize, BTreeSet<usize>)> {
+    let count = names.len();
     let mut delete_parents: Vec<Vec<usize>> = vec![Vec::new(); count];
     let mut nullify_parents: Vec<Vec<usize>> = vec![Vec::new(); count];
-    for (parent, model) in config.models.values().enumerate() {
-        for relation in &model.children {
+    let relations = config.models.values().map(|model| &model.children);
+    for (parent, children) in relations.chain(config.remote_models.values().map(|model| &model.children)).enumerate() {
+        for relation in children {
             let Some(child) = config.models.get_index_of(&relation.model.value) else { continue };
             match relation.action() {
                 OnDelete::Delete => delete_parents[child].push(parent),

@@ -624,4 +624,14 @@ table = "invite"
     let expected: Vec<(Severity, Kind, String)> =
         expected.into_iter().map(|(severity, kind, about)| (severity, kind, about.to_owned())).collect();
     assert_eq!(found, expected);
+
+    // A remote model is a root: its tombstones start the deletions a change below it alters.
+    let roots = |base: &str, head: &str| -> Vec<(String, Vec<String>)> {
+        let review = review(base, head);
+        review.changes.into_iter().map(|change| (change.model.unwrap_or_default(), change.roots)).collect()
+    };
+    let chunked = head.replace("table = \"invite\"", "table = \"invite\"\nchunk_size = 10");
+    assert_eq!(roots(head, &chunked), [("invite".to_owned(), vec!["organization".to_owned()])]);
+    let chunked = head.replace("table = \"member\"", "table = \"member\"\nchunk_size = 10");
+    assert_eq!(roots(head, &chunked), [("member".to_owned(), vec!["team".to_owned()])]);
 }

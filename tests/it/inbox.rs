@@ -468,6 +468,46 @@ fn sweeps_late_children(databases: &Databases) {
     texts(&url, "INSERT INTO member VALUES (10, 1), (11, 2)");
     texts(&url, "INSERT INTO member_note VALUES (1, 10)");
     texts(&url, "INSERT INTO invite VALUES (1, 1), (2, 2)");
+    // `orphans` reports them before the sweep runs, and leaves them to it.
+    let orphans = |args: &[&str]| {
+        let mut command = cascade(config.path());
+        command.args(["orphans", "--format", "json", "--database-url", &url]).args(args);
+        json_output(&mut command)
+    };
+    let report = orphans(&["--sample", "5", "--model", "organization"]);
+    let late: Vec<(String, String, u64, serde_json::Value)> = report["relations"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|relation| {
+            let name = |field: &str| relation[field].as_str().unwrap_or_default().to_owned();
+            (name("child"), name("remote_category"), relation["orphans"].as_u64().unwrap(), relation["sample"].clone())
+        })
+        .collect();
+    let category = "organization_deleted".to_owned();
+    assert_eq!(
+        late,
+        [
+            ("member".to_owned(), category.clone(), 1, serde_json::json!(["10"])),
+            ("invite".to_owned(), category, 1, serde_json::json!(["1"])),
+        ],
+        "{report}"
+    );
+    assert_eq!(report["total"].as_u64(), Some(2), "{report}");
+    let dry_run = orphans(&["--delete", "--model", "organization"]);
+    let left: Vec<(&str, u64)> = dry_run["delete"]["left_alone"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|left| (left["child"].as_str().unwrap(), left["orphans"].as_u64().unwrap()))
+        .collect();
+    assert_eq!(left, [("member", 1), ("invite", 1)], "{dry_run}");
+    assert!(dry_run["delete"]["left_alone"][0]["reason"].as_str().unwrap().contains("sweep"), "{dry_run}");
+    let mut human = cascade(config.path());
+    human.args(["orphans", "--database-url", &url, "--model", "organization"]);
+    let output = human.output().unwrap();
+    let text = String::from_utf8_lossy(&output.stdout);
+    assert!(output.status.success() && text.contains("organization") && text.contains("total: 2 orphans"), "{text}");
     let second = apply();
     assert_eq!((second["applied"].as_u64(), second["late_rows"].as_u64()), (Some(0), Some(3)), "{second}");
     assert_eq!(second["deleted"], serde_json::json!({ "member": 1, "member_note": 1 }), "{second}");
@@ -476,6 +516,7 @@ fn sweeps_late_children(databases: &Databases) {
     assert_eq!(invites, [[Some("1".to_owned()), None], [Some("2".to_owned()), Some("2".to_owned())]]);
     let third = apply();
     assert_eq!((third["late_rows"].as_u64(), third["purged"].as_u64()), (Some(0), Some(0)), "a sweep finds each once");
+    assert_eq!(orphans(&[])["total"].as_u64(), Some(0), "no orphan left");
 
     // Applied long ago: past the default retention of seven days.
     texts(&url, "UPDATE cascade_inbox SET applied_at = '2000-01-01 00:00:00'");

@@ -583,6 +583,63 @@ fn hover_documents_keys_and_sums_up_models_categories_and_options() {
     assert_eq!(session.client.shutdown().code(), Some(0));
 }
 
+/// A receiving database's config: a remote model, whose rows live in another database.
+const RECEIVER: &str = r#"[models.organization]
+remote = { category = "organization_deleted" }
+children = [
+  { model = "seat", column = "organization_id" },
+  { model = "invite", column = "organization_id", on_delete = "nullify" },
+]
+
+[models.seat]
+table = "seat"
+
+[models.invite]
+table = "invite"
+"#;
+
+/// A remote model is a model to the editor: its relations lead to their models, a hover says
+/// where its deletions come from and what they do here, and renames reach it.
+#[test]
+fn a_remote_model_is_followed_hovered_and_renamed_like_any_model() {
+    let mut session = Session::start(&[], json!({}));
+    session.open("receiver.toml", RECEIVER);
+    assert_eq!(session.diagnostics("receiver.toml", Some(1)), Vec::<Value>::new());
+    let seat = position_of(RECEIVER, "\"seat\"", 0, 2);
+    let definition = session.at("textDocument/definition", "receiver.toml", seat.clone(), json!({}));
+    assert_eq!(definition, Ok(json!([session.location("receiver.toml", RECEIVER, "seat", 1)])));
+
+    let hover =
+        session.at("textDocument/hover", "receiver.toml", position_of(RECEIVER, "organization]", 0, 2), json!({}));
+    assert_eq!(
+        hover.unwrap()["contents"]["value"],
+        "**remote model `organization`**: its rows live in another database, whose `organization_deleted` tombstones \
+         reach this one's inbox; key `id` (default)\n\nApplying a tombstone deletes the rows of `seat` that name its \
+         key, each with its own cascade; nullifies `invite.organization_id`"
+    );
+
+    let edit = session.at("textDocument/rename", "receiver.toml", seat, json!({ "newName": "seating" })).unwrap();
+    assert_eq!(
+        edit,
+        json!({ "changes": { session.uri("receiver.toml"): [
+            { "range": range_of(RECEIVER, "seat", 1), "newText": "seating" },
+            { "range": range_of(RECEIVER, "\"seat\"", 0), "newText": "\"seating\"" },
+        ]}})
+    );
+    let remote = position_of(RECEIVER, "organization]", 0, 2);
+    let edit = session.at("textDocument/rename", "receiver.toml", remote, json!({ "newName": "company" })).unwrap();
+    assert_eq!(
+        edit,
+        json!({ "changes": { session.uri("receiver.toml"): [
+            { "range": range_of(RECEIVER, "organization", 0), "newText": "company" },
+        ]}})
+    );
+    let renamed = apply(RECEIVER, &edit["changes"][session.uri("receiver.toml")]);
+    session.change("receiver.toml", 2, json!([{ "text": renamed }]));
+    assert_eq!(session.diagnostics("receiver.toml", Some(2)), Vec::<Value>::new());
+    assert_eq!(session.client.shutdown().code(), Some(0));
+}
+
 #[test]
 fn rename_changes_every_file_quotes_as_needed_and_refuses_a_clash() {
     let mut session = Session::start(&[], json!({}));

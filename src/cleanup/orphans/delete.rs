@@ -7,6 +7,7 @@ use serde::Serialize;
 use super::group::Group;
 use super::relations::selected;
 use super::relations::{Candidate, table_label};
+use super::remote::SWEPT;
 use super::sql::Among;
 use super::{LeftAlone, OrphanError, OrphanOptions, UNDECLARED, cannot_clean, deletes_first};
 use crate::audit::Alone;
@@ -37,13 +38,13 @@ pub async fn delete(
     options: &OrphanOptions,
     batches: BatchOptions,
 ) -> Result<OrphanCleanup, OrphanError> {
-    let (candidates, _) = selected(engine.config(), engine.schema(), options)?;
+    let selected = selected(engine.config(), engine.schema(), options)?;
     // Not counted first: each scan finds its orphans, or that there are none, as a count would.
     let mut groups: IndexMap<(&str, OnDelete), Vec<&Candidate<'_>>> = IndexMap::new();
     // Relations not cleaned, with why, counted once the run is over: its cascades may have
     // deleted some of their orphans.
     let mut uncleaned: Vec<(Vec<&Candidate<'_>>, String)> = Vec::new();
-    for candidate in &candidates {
+    for candidate in &selected.local {
         match (candidate.child, candidate.on_delete) {
             (Some(child), Some(action)) if candidate.declared => {
                 groups.entry((child, action)).or_default().push(candidate)
@@ -111,6 +112,19 @@ pub async fn delete(
                 Err(error) => {
                     cleaned = Err(error);
                     break;
+                }
+            }
+        }
+        // The late children of remote models are the sweep's: counted, never touched.
+        if cleaned.is_ok() {
+            for remote in &selected.remote {
+                match remote.report(engine.database(), 0).await {
+                    Ok(relation) if relation.orphans > 0 => left_alone.push(LeftAlone::of(&relation, SWEPT)),
+                    Ok(_) => {}
+                    Err(error) => {
+                        cleaned = Err(error);
+                        break;
+                    }
                 }
             }
         }

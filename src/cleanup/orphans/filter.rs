@@ -35,9 +35,12 @@ pub(super) struct Filter<'a> {
 impl<'a> Filter<'a> {
     pub(super) fn new(options: &OrphanOptions, config: &'a Config, schema: &'a Schema) -> Result<Self, OrphanError> {
         let target = |name: &str| -> Option<Target<'a>> {
-            match config.models.get_key_value(name) {
-                Some((model, _)) => Some(Target::Model(model.as_str())),
-                None => schema.table(name).map(Target::Table),
+            match config.models.get_key_value(name).map(|(model, _)| model) {
+                Some(model) => Some(Target::Model(model.as_str())),
+                None => match config.remote_models.get_key_value(name) {
+                    Some((model, _)) => Some(Target::Model(model.as_str())),
+                    None => schema.table(name).map(Target::Table),
+                },
             }
         };
         let mut models = Vec::new();

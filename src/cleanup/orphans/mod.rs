@@ -9,6 +9,9 @@
 //! cascade, counted through the child model's plan with the engine's counting facility.
 //! [`delete`] is the confirmed clean-up, in batches.
 //!
+//! A remote model's relations are reported too: their orphans are the late children its applied
+//! tombstones still name (`remote`), which the inbox's sweep deletes.
+//!
 //! `filter` resolves which relations are asked for, `relations` finds them (declared ones and
 //! undeclared foreign keys), `sql` holds every statement (all built on the anti-join), and
 //! `report`, `preview` and `delete` are the three things done with them.
@@ -18,6 +21,7 @@ mod filter;
 mod group;
 mod preview;
 mod relations;
+mod remote;
 mod report;
 mod sql;
 
@@ -89,6 +93,11 @@ pub struct RelationOrphans {
     pub key: Vec<String>,
     /// What the config does to a child row when its parent is deleted (`None` when undeclared).
     pub on_delete: Option<OnDelete>,
+    /// For a remote model's relation, the category of its tombstones: the orphans are the rows
+    /// that name the key of an applied tombstone still kept (written after it was applied), and
+    /// `parent_table` is the inbox.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub remote_category: Option<String>,
 }
 
 /// Columns as the JSON report writes them: one string, `a, b` over several.

@@ -5,6 +5,7 @@ use indexmap::IndexMap;
 use serde::Serialize;
 
 use super::relations::Candidate;
+use super::remote::SWEPT;
 use super::sql::count_dangling;
 use super::{LeftAlone, OrphanError, OrphanReport, RelationOrphans, UNDECLARED, cannot_clean, deletes_first};
 use crate::config::{Config, OnDelete};
@@ -149,6 +150,7 @@ fn groups(report: &OrphanReport) -> (IndexMap<(&str, OnDelete), Vec<&RelationOrp
     let mut left_alone = Vec::new();
     for relation in report.relations.iter().filter(|r| r.orphans > 0) {
         match (&relation.child, relation.on_delete) {
+            _ if relation.remote_category.is_some() => left_alone.push(LeftAlone::of(relation, SWEPT)),
             (Some(child), Some(action)) if relation.declared => {
                 groups.entry((child.as_str(), action)).or_default().push(relation)
             }

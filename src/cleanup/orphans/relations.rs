@@ -3,6 +3,7 @@
 //! against the schema (or skipped, with why).
 
 use super::filter::Filter;
+use super::remote::{RemoteCandidate, remote_candidates};
 use super::{OrphanError, OrphanOptions, SkippedRelation};
 use crate::config::{Config, Key, OnDelete, describe_columns};
 use crate::db::sql::quote_qualified;
@@ -69,7 +70,7 @@ pub(super) fn table_label(table: &Table) -> String {
 
 /// The key a sample lists: the model's declared key, else the table's primary key, else an `id`
 /// column; empty when none of them is in the table.
-fn sample_key(declared: Option<&Key>, table: &Table) -> Vec<String> {
+pub(super) fn sample_key(declared: Option<&Key>, table: &Table) -> Vec<String> {
     let wanted = match declared {
         Some(key) => key.columns(),
         None if !table.primary_key.is_empty() => table.primary_key.clone(),
@@ -82,18 +83,30 @@ fn sample_key(declared: Option<&Key>, table: &Table) -> Vec<String> {
         .unwrap_or_default()
 }
 
+/// The relations `options` selects.
+pub(super) struct Selected<'a> {
+    /// Relations between local tables: declared ones, then undeclared foreign keys.
+    pub(super) local: Vec<Candidate<'a>>,
+    /// The remote models' relations.
+    pub(super) remote: Vec<RemoteCandidate<'a>>,
+    /// Those that cannot be counted, and why.
+    pub(super) skipped: Vec<SkippedRelation>,
+}
+
 /// The relations `options` selects, and those that cannot be counted; an error for a filter
 /// that names nothing.
 pub(super) fn selected<'a>(
     config: &'a Config,
     schema: &'a Schema,
     options: &OrphanOptions,
-) -> Result<(Vec<Candidate<'a>>, Vec<SkippedRelation>), OrphanError> {
+) -> Result<Selected<'a>, OrphanError> {
     let mut filter = Filter::new(options, config, schema)?;
-    let selected = candidates(config, schema, &mut filter);
+    let (local, mut skipped) = candidates(config, schema, &mut filter);
+    let (remote, remote_skipped) = remote_candidates(config, schema, &mut filter);
+    skipped.extend(remote_skipped);
     match filter.unused() {
         Some(error) => Err(error),
-        None => Ok(selected),
+        None => Ok(Selected { local, remote, skipped }),
     }
 }
 
