@@ -10,8 +10,11 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
+use rdkafka::ClientContext;
 use rdkafka::config::ClientConfig;
-use rdkafka::consumer::{CommitMode, Consumer, StreamConsumer};
+use rdkafka::config::RDKafkaLogLevel;
+use rdkafka::consumer::{BaseConsumer, CommitMode, Consumer, ConsumerContext, Rebalance, StreamConsumer};
+use rdkafka::error::{KafkaError, RDKafkaErrorCode};
 use rdkafka::message::Message as _;
 use rdkafka::{Offset, TopicPartitionList};
 use serde::Serialize;
@@ -138,7 +141,7 @@ pub async fn consume(
     Ok(report)
 }
 
-fn subscribe(options: &ConsumeOptions) -> Result<StreamConsumer<KafkaLogger>, ConsumeError> {
+fn subscribe(options: &ConsumeOptions) -> Result<StreamConsumer<GroupMember>, ConsumeError> {
     let mut config = ClientConfig::new();
     for (name, value) in &options.properties {
         if !OWNED_PROPERTIES.contains(&name.as_str()) {
@@ -152,9 +155,10 @@ fn subscribe(options: &ConsumeOptions) -> Result<StreamConsumer<KafkaLogger>, Co
         .set("enable.auto.offset.store", "false")
         .set("auto.offset.reset", "earliest")
         .set_log_level(kafka_log_level());
-    let context = KafkaLogger { sink: format!("inbox consumer {}", options.group) };
+    let logger = KafkaLogger { sink: format!("inbox consumer {}", options.group) };
+    let context = GroupMember { logger, assigned: AtomicBool::new(false), unknown_topic: AtomicBool::new(false) };
     let kafka = |error: rdkafka::error::KafkaError| ConsumeError::Kafka(crate::secret::redact(&error.to_string()));
-    let consumer: StreamConsumer<KafkaLogger> = config.create_with_context(context).map_err(kafka)?;
+    let consumer: StreamConsumer<GroupMember> = config.create_with_context(context).map_err(kafka)?;
     let topics: Vec<&str> = options.topics.iter().map(String::as_str).collect();
     consumer.subscribe(&topics).map_err(kafka)?;
     Ok(consumer)
@@ -185,7 +189,7 @@ impl Batch {
 
 /// Up to `size` records: waits [`READ_WAIT`] for the first, then takes what follows within
 /// [`FILL_WAIT`] of each. A record that is not an outbox message is an error.
-async fn read_batch(consumer: &StreamConsumer<KafkaLogger>, size: usize) -> Result<Batch, ConsumeError> {
+async fn read_batch(consumer: &StreamConsumer<GroupMember>, size: usize) -> Result<Batch, ConsumeError> {
     let mut batch = Batch { records: Vec::new() };
     let mut wait = READ_WAIT;
     while batch.records.len() < size {
@@ -239,11 +243,49 @@ async fn take_until_committed(
     }
 }
 
-/// Whether the consumer has partitions and has read each to its end.
-fn caught_up(consumer: &StreamConsumer<KafkaLogger>) -> bool {
+/// The consumer's context: librdkafka's log lines through `tracing`, whether the group has given
+/// it an assignment yet (possibly of no partition), and whether a subscribed topic is unknown to
+/// the brokers (nobody wrote it yet: no group assigns its partitions).
+struct GroupMember {
+    logger: KafkaLogger,
+    assigned: AtomicBool,
+    unknown_topic: AtomicBool,
+}
+
+impl ClientContext for GroupMember {
+    fn log(&self, level: RDKafkaLogLevel, facility: &str, message: &str) {
+        self.logger.log(level, facility, message);
+    }
+
+    fn error(&self, error: KafkaError, reason: &str) {
+        if error.rdkafka_error_code() == Some(RDKafkaErrorCode::UnknownTopicOrPartition) {
+            self.unknown_topic.store(true, Ordering::SeqCst);
+        }
+        self.logger.error(error, reason);
+    }
+
+    fn stats_raw(&self, statistics: &[u8]) {
+        self.logger.stats_raw(statistics);
+    }
+}
+
+impl ConsumerContext for GroupMember {
+    fn post_rebalance(&self, _: &BaseConsumer<Self>, rebalance: &Rebalance<'_>) {
+        if let Rebalance::Assign(partitions) = rebalance {
+            self.assigned.store(true, Ordering::SeqCst);
+            info!(partitions = partitions.count(), "partitions assigned");
+        }
+    }
+}
+
+/// Whether the consumer has read each of its partitions to its end: also when it has none because
+/// the group gave it none (more members than partitions) or a topic is unknown (nobody wrote it),
+/// but not before one of those is known.
+fn caught_up(consumer: &StreamConsumer<GroupMember>) -> bool {
     let Ok(assignment) = consumer.assignment() else { return false };
     if assignment.count() == 0 {
-        return false;
+        let member = consumer.context();
+        return member.assigned.load(Ordering::SeqCst) || member.unknown_topic.load(Ordering::SeqCst);
     }
     let Ok(positions) = consumer.position() else { return false };
     positions.elements().iter().all(|element| {
@@ -260,13 +302,13 @@ fn caught_up(consumer: &StreamConsumer<KafkaLogger>) -> bool {
 /// The partition's end as the consumer's last fetch from it saw it; asked of its broker when the
 /// consumer has not fetched from it yet. Asking the broker each time would wait behind the fetch
 /// that holds its connection (up to `fetch.wait.max.ms`, 500 ms, per partition).
-fn high_watermark(consumer: &StreamConsumer<KafkaLogger>, topic: &str, partition: i32) -> Option<i64> {
+fn high_watermark(consumer: &StreamConsumer<GroupMember>, topic: &str, partition: i32) -> Option<i64> {
     fetched_high_watermark(consumer, topic, partition)
         .or_else(|| consumer.fetch_watermarks(topic, partition, WATERMARK_WAIT).ok().map(|(_, high)| high))
 }
 
 /// The high watermark of the consumer's last fetch response for the partition, if it had one.
-fn fetched_high_watermark(consumer: &StreamConsumer<KafkaLogger>, topic: &str, partition: i32) -> Option<i64> {
+fn fetched_high_watermark(consumer: &StreamConsumer<GroupMember>, topic: &str, partition: i32) -> Option<i64> {
     let topic = std::ffi::CString::new(topic).ok()?;
     let (mut low, mut high) = (-1_i64, -1_i64);
     // SAFETY: the client handle lives as long as `consumer`, borrowed for the call; librdkafka
@@ -284,7 +326,7 @@ fn fetched_high_watermark(consumer: &StreamConsumer<KafkaLogger>, topic: &str, p
 }
 
 /// Whether the group's committed offset of the partition is at `high`.
-fn committed_at_end(consumer: &StreamConsumer<KafkaLogger>, topic: &str, partition: i32, high: i64) -> bool {
+fn committed_at_end(consumer: &StreamConsumer<GroupMember>, topic: &str, partition: i32, high: i64) -> bool {
     if high == 0 {
         return true;
     }

@@ -102,3 +102,104 @@ fn lost_brokers_and_a_killed_consumer_lose_no_tombstone() {
     rerun.assert().success();
     assert_eq!(keys(&crashed), ids, "each organization's tombstone, once");
 }
+
+/// Two consumers of one group share the topic's partitions; when one leaves, the group rebalances
+/// and the other reads the partitions it had, from the offsets it committed: every tombstone
+/// written before, between and after is taken exactly once into the shared inbox.
+#[test]
+fn a_rebalance_loses_no_tombstone() {
+    let dir = tempfile::tempdir().unwrap();
+    let organizations = 90;
+    let organization_rows: Vec<String> = (1..=organizations).map(|id| format!("({id})")).collect();
+    let sender = sqlite_database(
+        dir.path(),
+        &format!(
+            "CREATE TABLE organization (id INTEGER PRIMARY KEY);\nINSERT INTO organization VALUES {};",
+            organization_rows.join(", ")
+        ),
+    );
+    let cluster = Cluster::start(1);
+    cluster.topic(TOPIC, 4);
+    let sink = format!("batch_size = 5\n[outbox.sinks.receiver.kafka]\nbrokers = \"{}\"", cluster.bootstrap);
+    let sender_dir = project(&[("cascades/cascade.toml", &sender_config(&sink))]);
+    let receiver_dir = project(&[("cascades/cascade.toml", RECEIVER_CONFIG)]);
+    let send = |ids: std::ops::RangeInclusive<i64>| {
+        let ids: Vec<String> = ids.map(|id| id.to_string()).collect();
+        let mut delete = cascade(sender_dir.path());
+        delete.args(["delete", "organization"]).args(&ids).args(["--confirm", "--database-url", &sender]);
+        delete.assert().success();
+        cascade(sender_dir.path()).args(["outbox", "drain", "--once", "--database-url", &sender]).assert().success();
+    };
+    let receiver = sqlite_database(dir.path(), &receiver_ddl(false));
+    let consumer = || {
+        let args = [
+            "inbox",
+            "consume",
+            "--brokers",
+            &cluster.bootstrap,
+            "--topic",
+            TOPIC,
+            "--group",
+            "receivers",
+            "--source",
+            "control",
+            "--batch-size",
+            "3",
+            "--database-url",
+            &receiver,
+            "--property",
+            "heartbeat.interval.ms=100",
+            "--property",
+            "session.timeout.ms=6000",
+        ];
+        Running::start(receiver_dir.path(), &args)
+    };
+    let inbox = || count(&receiver, "SELECT COUNT(*) FROM cascade_inbox");
+
+    send(1..=30);
+    let mut first = consumer();
+    first.expect("batch taken");
+    let mut second = consumer();
+    send(31..=60);
+    second.expect("batch taken");
+    common::wait_until("the first 60 tombstones are taken", || inbox() == 60);
+    first.terminate();
+    assert!(first.finish().status.success());
+    send(61..=90);
+    common::wait_until("every tombstone is taken", || inbox() == organizations as u64);
+    second.terminate();
+    assert!(second.finish().status.success());
+    let keys = texts(&receiver, "SELECT object_key FROM cascade_inbox ORDER BY CAST(object_key AS INTEGER)");
+    let ids: Vec<Option<String>> = (1..=organizations).map(|id| Some(id.to_string())).collect();
+    assert_eq!(keys.into_iter().map(|row| row[0].clone()).collect::<Vec<_>>(), ids, "each tombstone, once");
+    assert_eq!(committed(&cluster.bootstrap, "receivers", TOPIC, 4), organizations as i64, "every offset committed");
+}
+
+/// `--once` ends when there is nothing to read: a topic nobody wrote, or no partition left for
+/// this member of the group.
+#[test]
+fn once_ends_on_a_topic_with_nothing_to_read() {
+    let dir = tempfile::tempdir().unwrap();
+    let cluster = Cluster::start(1);
+    let receiver_dir = project(&[("cascades/cascade.toml", RECEIVER_CONFIG)]);
+    let receiver = sqlite_database(dir.path(), &receiver_ddl(false));
+    let mut once = cascade(receiver_dir.path());
+    once.args(["inbox", "consume", "--once", "--brokers", &cluster.bootstrap, "--topic", "nobody.wrote.this"]);
+    once.args(["--source", "control", "--database-url", &receiver]).timeout(std::time::Duration::from_secs(60));
+    once.assert().success().stdout(predicates::str::contains("took 0 batches (0 new of 0 tombstones)"));
+
+    // One partition, held by a running member of the group: a `--once` member ends whichever of
+    // the two the group gives it.
+    cluster.topic(TOPIC, 1);
+    let group =
+        ["--group", "receivers", "--property", "heartbeat.interval.ms=100", "--property", "session.timeout.ms=6000"];
+    let consume = ["inbox", "consume", "--brokers", &cluster.bootstrap, "--topic", TOPIC, "--source", "control"];
+    let running_args: Vec<&str> = consume.iter().chain(&group).chain(&["--database-url", &receiver]).copied().collect();
+    let mut running = Running::start(receiver_dir.path(), &running_args);
+    running.expect("partitions assigned");
+    let mut once = cascade(receiver_dir.path());
+    once.args(consume).args(group).args(["--once", "--database-url", &receiver]);
+    once.timeout(std::time::Duration::from_secs(60)).assert().success();
+    running.terminate();
+    assert!(running.finish().status.success());
+}
