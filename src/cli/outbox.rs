@@ -104,9 +104,13 @@ pub fn drain_exit_code(report: &DrainReport, once: bool, stop: &AtomicBool) -> E
 }
 
 pub fn print_report(report: &DrainReport) {
+    use super::table::plural;
     println!(
-        "outbox drain done: {} messages delivered in {} deliveries ({} rows deleted), {} deliveries failed",
-        report.delivered, report.deliveries, report.rows_deleted, report.failed_deliveries
+        "outbox drain done: {} delivered in {} ({} deleted), {} failed",
+        plural(report.delivered, "message", "messages"),
+        plural(report.deliveries, "delivery", "deliveries"),
+        plural(report.rows_deleted, "row", "rows"),
+        plural(report.failed_deliveries, "delivery", "deliveries"),
     );
 }
 

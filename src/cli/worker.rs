@@ -78,6 +78,10 @@ pub fn run(cli: &Cli, args: &Args) -> anyhow::Result<ExitCode> {
             "worker done: {} succeeded, {} cancelled, {} failed, {} interrupted, {} not found",
             deleted.succeeded, deleted.cancelled, deleted.failed, deleted.interrupted, deleted.not_found
         );
+        if let Some(next_due) = deleted.next_due.as_ref().filter(|_| deleted.later > 0) {
+            let later = super::table::plural(deleted.later, "deletion", "deletions");
+            println!("{later} scheduled for later, the first due at {next_due} UTC");
+        }
         if let Some(applied) = &report.applied {
             print!("{}", super::inbox::human_apply(applied));
         }

@@ -57,7 +57,12 @@ impl Backend for Postgres {
     }
 
     fn key_list(&self, sql: &mut SqlBuilder, column: &str, key_type: &KeyType, list: Param) {
-        sql.identifier(column).push(" = ANY(").bind(list).push("::").push(key_cast(key_type)).push("[])");
+        let cast_from_text = bound_as_text(&list, key_type);
+        sql.identifier(column).push(" = ANY(").bind(list);
+        if cast_from_text {
+            sql.push("::text[]");
+        }
+        sql.push("::").push(key_cast(key_type)).push("[])");
     }
 
     fn key_tuples(&self, sql: &mut SqlBuilder, columns: &[String], key_types: &[KeyType], list: Param) {
@@ -79,7 +84,12 @@ impl Backend for Postgres {
     }
 
     fn key_value(&self, sql: &mut SqlBuilder, key_type: &KeyType, value: Param) {
-        sql.push("CAST(").bind(value).push(" AS ").push(key_cast(key_type)).push(")");
+        let cast_from_text = bound_as_text(&value, key_type);
+        sql.push("CAST(").bind(value);
+        if cast_from_text {
+            sql.push("::text");
+        }
+        sql.push(" AS ").push(key_cast(key_type)).push(")");
     }
 
     fn row_selector(&self, partitioned: bool) -> RowSelector {
@@ -340,6 +350,15 @@ impl Driver for Postgres {
 }
 
 /// The type a key of `key_type` is cast to.
+/// Whether `param`, for a key of an integer column, is bound as text (a key that does not read as
+/// an integer, for the database to refuse or match nothing). Its statement then says so: the
+/// statement cache keys prepared statements by their text, and one prepared for a text parameter
+/// refuses an integer one (and the reverse) with the same text.
+fn bound_as_text(param: &Param, key_type: &KeyType) -> bool {
+    *key_type == KeyType::Integer
+        && matches!(param, Param::Keys(super::Keys::Texts(_)) | Param::Value(super::values::SqlValue::Text(_)))
+}
+
 fn key_cast(key_type: &KeyType) -> &str {
     match key_type {
         KeyType::Integer => "int8",

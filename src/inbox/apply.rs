@@ -110,7 +110,10 @@ pub async fn apply(engine: &Engine, options: &ApplyOptions) -> Result<ApplyRepor
             by_model.entry(model.name.value.as_str()).or_insert((model, Vec::new())).1.push(tombstone);
         }
         let mut stopped = false;
-        for (_, (model, tombstones)) in by_model {
+        // A failed application is split in halves and each applied again, so one tombstone that
+        // cannot be applied fails alone instead of taking the rest of its claim with it.
+        let mut groups: Vec<(&RemoteModel, Vec<&Tombstone>)> = by_model.into_values().rev().collect();
+        while let Some((model, tombstones)) = groups.pop() {
             let ids: Vec<i64> = tombstones.iter().map(|tombstone| tombstone.id).collect();
             let keys: Vec<String> = tombstones.iter().map(|tombstone| tombstone.key.clone()).collect();
             match clean_up(engine, model, &keys, &token, options).await {
@@ -143,14 +146,21 @@ pub async fn apply(engine: &Engine, options: &ApplyOptions) -> Result<ApplyRepor
                     stopped = true;
                     break;
                 }
+                Err(error) if tombstones.len() > 1 => {
+                    warn!(model = %model.name.value, tombstones = tombstones.len(), %error, "applying tombstones failed; applying them in halves");
+                    let (first, second) = tombstones.split_at(tombstones.len() / 2);
+                    groups.push((model, second.to_vec()));
+                    groups.push((model, first.to_vec()));
+                }
                 Err(error) => {
                     let error = crate::secret::redact(&error.to_string());
                     let attempts = tombstones.iter().map(|tombstone| tombstone.attempts).max().unwrap_or(0);
-                    warn!(model = %model.name.value, attempts, %error, "applying tombstones failed");
+                    warn!(model = %model.name.value, attempts, %error, "applying a tombstone failed");
                     let retry_at = SystemTime::now().checked_add(retry_delay).unwrap_or(now);
                     store::failed(engine.database(), &ids, &token, &error, (max_attempts, retry_at)).await?;
                     report.failed += ids.len() as u64;
-                    report.errors.push(format!("remote model `{}`: {error}", model.name.value));
+                    let key = &tombstones[0].key;
+                    report.errors.push(format!("remote model `{}`, key `{key}`: {error}", model.name.value));
                 }
             }
         }

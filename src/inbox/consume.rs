@@ -118,7 +118,7 @@ pub async fn consume(
     while !stop.load(Ordering::SeqCst) {
         let batch = read_batch(&consumer, options.batch).await?;
         if batch.records.is_empty() {
-            if options.once && caught_up(&consumer) {
+            if options.once && caught_up(&consumer, &options.topics) {
                 break;
             }
             continue;
@@ -156,7 +156,7 @@ fn subscribe(options: &ConsumeOptions) -> Result<StreamConsumer<GroupMember>, Co
         .set("auto.offset.reset", "earliest")
         .set_log_level(kafka_log_level());
     let logger = KafkaLogger { sink: format!("inbox consumer {}", options.group) };
-    let context = GroupMember { logger, assigned: AtomicBool::new(false), unknown_topic: AtomicBool::new(false) };
+    let context = GroupMember { logger, assigned: AtomicBool::new(false) };
     let kafka = |error: rdkafka::error::KafkaError| ConsumeError::Kafka(crate::secret::redact(&error.to_string()));
     let consumer: StreamConsumer<GroupMember> = config.create_with_context(context).map_err(kafka)?;
     let topics: Vec<&str> = options.topics.iter().map(String::as_str).collect();
@@ -243,13 +243,12 @@ async fn take_until_committed(
     }
 }
 
-/// The consumer's context: librdkafka's log lines through `tracing`, whether the group has given
-/// it an assignment yet (possibly of no partition), and whether a subscribed topic is unknown to
-/// the brokers (nobody wrote it yet: no group assigns its partitions).
+/// The consumer's context: librdkafka's log lines through `tracing`, and whether the group's
+/// latest rebalance has given it its assignment (possibly of no partition) rather than only
+/// taken the last one away.
 struct GroupMember {
     logger: KafkaLogger,
     assigned: AtomicBool,
-    unknown_topic: AtomicBool,
 }
 
 impl ClientContext for GroupMember {
@@ -258,9 +257,6 @@ impl ClientContext for GroupMember {
     }
 
     fn error(&self, error: KafkaError, reason: &str) {
-        if error.rdkafka_error_code() == Some(RDKafkaErrorCode::UnknownTopicOrPartition) {
-            self.unknown_topic.store(true, Ordering::SeqCst);
-        }
         self.logger.error(error, reason);
     }
 
@@ -271,21 +267,26 @@ impl ClientContext for GroupMember {
 
 impl ConsumerContext for GroupMember {
     fn post_rebalance(&self, _: &BaseConsumer<Self>, rebalance: &Rebalance<'_>) {
-        if let Rebalance::Assign(partitions) = rebalance {
-            self.assigned.store(true, Ordering::SeqCst);
-            info!(partitions = partitions.count(), "partitions assigned");
+        match rebalance {
+            Rebalance::Assign(partitions) => {
+                self.assigned.store(true, Ordering::SeqCst);
+                info!(partitions = partitions.count(), "partitions assigned");
+            }
+            // Until the group assigns again, no partition is known to be read to its end.
+            Rebalance::Revoke(_) => self.assigned.store(false, Ordering::SeqCst),
+            Rebalance::Error(_) => {}
         }
     }
 }
 
 /// Whether the consumer has read each of its partitions to its end: also when it has none because
-/// the group gave it none (more members than partitions) or a topic is unknown (nobody wrote it),
-/// but not before one of those is known.
-fn caught_up(consumer: &StreamConsumer<GroupMember>) -> bool {
+/// the group's latest rebalance gave it none (more members than partitions) or because the
+/// brokers know none of `topics` (nobody wrote them yet, so no group assigns them), but not while
+/// a rebalance is under way.
+fn caught_up(consumer: &StreamConsumer<GroupMember>, topics: &[String]) -> bool {
     let Ok(assignment) = consumer.assignment() else { return false };
     if assignment.count() == 0 {
-        let member = consumer.context();
-        return member.assigned.load(Ordering::SeqCst) || member.unknown_topic.load(Ordering::SeqCst);
+        return consumer.context().assigned.load(Ordering::SeqCst) || all_unknown(consumer, topics);
     }
     let Ok(positions) = consumer.position() else { return false };
     positions.elements().iter().all(|element| {
@@ -296,6 +297,20 @@ fn caught_up(consumer: &StreamConsumer<GroupMember>) -> bool {
             // its end before, which the position would show once read).
             _ => committed_at_end(consumer, element.topic(), element.partition(), high),
         }
+    })
+}
+
+/// Whether the brokers know none of `topics`, asked now (with no partition assigned, no fetch
+/// holds the connection).
+fn all_unknown(consumer: &StreamConsumer<GroupMember>, topics: &[String]) -> bool {
+    topics.iter().all(|topic| {
+        consumer.fetch_metadata(Some(topic), WATERMARK_WAIT).is_ok_and(|metadata| {
+            metadata.topics().iter().all(|found| {
+                found
+                    .error()
+                    .is_some_and(|error| RDKafkaErrorCode::from(error) == RDKafkaErrorCode::UnknownTopicOrPartition)
+            })
+        })
     })
 }
 

@@ -50,11 +50,7 @@ fn model(analysis: &Analysis, name: &str) -> String {
     let Some(model) = config.model(name) else {
         return format!("**model `{name}`** is not declared, or has errors");
     };
-    let key = match model.key.as_ref().map(|key| &key.value) {
-        Some(Key::Column(column)) => format!("`{column}`"),
-        Some(Key::Composite(columns)) => format!("`({})`", columns.join(", ")),
-        None => "`id` (default)".to_owned(),
-    };
+    let key = key_text(model.key.as_ref().map(|key| &key.value));
     let strategy = match &model.strategy {
         Some(strategy) => format!("`{}`", strategy.value.as_str()),
         None => "`per_row` (default)".to_owned(),
@@ -96,13 +92,18 @@ fn model(analysis: &Analysis, name: &str) -> String {
     text
 }
 
-/// A remote model: where its deletions come from and what each tombstone does here.
-fn remote_model(model: &RemoteModel) -> String {
-    let key = match model.key.as_ref().map(|key| &key.value) {
+/// A model's key as a hover writes it.
+fn key_text(key: Option<&Key>) -> String {
+    match key {
         Some(Key::Column(column)) => format!("`{column}`"),
         Some(Key::Composite(columns)) => format!("`({})`", columns.join(", ")),
         None => "`id` (default)".to_owned(),
-    };
+    }
+}
+
+/// A remote model: where its deletions come from and what each tombstone does here.
+fn remote_model(model: &RemoteModel) -> String {
+    let key = key_text(model.key.as_ref().map(|key| &key.value));
     let mut text = format!(
         "**remote model `{}`**: its rows live in another database, whose `{}` tombstones reach this one's \
          inbox; key {key}",

@@ -27,6 +27,8 @@ pub struct Configs<'a> {
 #[derive(Serialize)]
 struct RootView {
     root: String,
+    /// A remote model: its deletions start in another database, and have no plan here.
+    remote: bool,
     counts: [usize; 3],
     base: Option<String>,
     head: Option<String>,
@@ -66,6 +68,7 @@ impl Review {
                 counts: by_root.get(&root).copied().unwrap_or_default(),
                 base: drawing(configs.base, &root, &ids, side_counts("base").as_ref(), &base_marks)?,
                 head: drawing(configs.head, &root, &ids, side_counts("head").as_ref(), &head_marks)?,
+                remote: [configs.base, configs.head].iter().any(|config| config.remote_models.contains_key(&root)),
                 root,
             });
         }

@@ -4,7 +4,7 @@
 //! alone, so a nullify relation reaches no further). A remote model is a root too: its
 //! tombstones start deletions of its children here.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeSet, HashMap, HashSet};
 
 use crate::config::{Config, OnDelete};
 
@@ -25,9 +25,10 @@ impl Roots {
     pub(super) fn new(base: &Config, head: &Config) -> Self {
         let head_names = names(head);
         let base_names = names(base);
+        let in_head: HashSet<&String> = head_names.iter().collect();
         let order: HashMap<&str, usize> = head_names
             .iter()
-            .chain(base_names.iter().filter(|name| !head_names.contains(name)))
+            .chain(base_names.iter().filter(|name| !in_head.contains(name)))
             .enumerate()
             .map(|(index, name)| (name.as_str(), index))
             .collect();

@@ -219,6 +219,20 @@ fn expiry(now: SystemTime, lease: Duration) -> SystemTime {
     now.checked_add(lease).filter(|at| *at <= crate::db::sql::latest_time()).unwrap_or_else(crate::db::sql::latest_time)
 }
 
+/// Deletions scheduled for later (waiting, with attempts left, not due yet), and when the first
+/// of them is due (UTC, as text).
+pub(crate) async fn count_later(database: &Database, max_attempts: u64) -> Result<(u64, Option<String>), DbError> {
+    let backend = database.backend();
+    let mut sql = database.sql();
+    sql.push("SELECT CAST(COUNT(*) AS TEXT) AS later, ").push(&backend.timestamp_text("MIN(date_scheduled)"));
+    sql.push(" AS next_due FROM cascade_scheduled_deletion WHERE NOT in_progress AND date_scheduled > ");
+    sql.timestamp(SystemTime::now()).push(" AND attempts < ");
+    sql.bind(Param::integer(i64::try_from(max_attempts).unwrap_or(i64::MAX)));
+    let rows = database.fetch_records(&sql.finish()).await?;
+    let Some(row) = rows.first() else { return Ok((0, None)) };
+    Ok((row.parsed("later")?, row.optional_text("next_due")?))
+}
+
 /// Deletions due now that are not done: waiting for a worker or running, with attempts left
 /// (the rows [`claim`] takes from, and those claimed).
 pub(crate) async fn count_due(database: &Database, max_attempts: u64) -> Result<u64, DbError> {

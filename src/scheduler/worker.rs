@@ -64,6 +64,10 @@ pub struct WorkerReport {
     pub interrupted: u64,
     /// Deletions whose root row no longer existed (dropped: nothing to delete).
     pub not_found: u64,
+    /// With `once`: deletions scheduled for later, not due when the run ended.
+    pub later: u64,
+    /// With `once`: when the first of those is due (UTC, as text).
+    pub next_due: Option<String>,
 }
 
 impl WorkerReport {
@@ -134,6 +138,9 @@ pub async fn run(engine: Engine, options: WorkerOptions, stop: Arc<AtomicBool>) 
     let mut report = WorkerReport::default();
     while let Some(lane) = lanes.join_next().await {
         report.add(&lane??);
+    }
+    if options.once && !stop.load(Ordering::SeqCst) {
+        (report.later, report.next_due) = super::count_later(&database, options.max_attempts).await?;
     }
     Ok(report)
 }

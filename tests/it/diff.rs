@@ -605,3 +605,21 @@ fn the_html_page_draws_both_plans_with_the_changes_marked() {
     let (painted, total) = painted_pixels(&screenshot(&chromium, &file, 1400, 1000));
     assert!(painted * 100 > total, "{painted} of {total} pixels are not the white background");
 }
+
+/// A change below a remote model reaches it as a root; the page says why it has no plan of its
+/// own rather than that the config does not declare it.
+#[test]
+fn a_remote_root_is_named_and_explained() {
+    let receiver = "[models.organization]\nremote = { category = \"organization_deleted\" }\n\
+                    children = [{ model = \"member\", column = \"organization_id\" }]\n\n\
+                    [models.member]\ntable = \"member\"\n";
+    let head = receiver.replace("table = \"member\"", "table = \"member\"\nchunk_size = 10");
+    let dir = project(&[("base/cascade.toml", receiver), ("cascades/cascade.toml", &head)]);
+    let (code, text, err) = run(dir.path(), &["--base", "base"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(text.contains("reaches organization"), "{text}");
+    let (code, page, err) = run(dir.path(), &["--base", "base", "--format", "html"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(page.contains("<code>organization</code> is a remote model"), "{page}");
+    assert!(!page.contains("does not declare <code>organization</code>"), "{page}");
+}

@@ -531,6 +531,33 @@ fn sweeps_late_children(databases: &Databases) {
     assert_eq!(count(&url, "SELECT COUNT(*) FROM member WHERE id = 12"), 1, "no key is looked for after the window");
 }
 
+/// A tombstone that cannot be applied (a key PostgreSQL cannot compare with an integer column)
+/// fails alone: its claim is applied in halves until it is by itself, and the others are applied.
+#[test]
+fn one_bad_tombstone_fails_alone() {
+    let Some(databases) = Databases::postgres() else { return };
+    let members: Vec<String> = (1..=6).map(|id| format!("({id}, {id})")).collect();
+    let url = databases.create(&format!("{}INSERT INTO member VALUES {};", receiver_ddl(false), members.join(", ")));
+    let config = project(&[("cascades/cascade.toml", RECEIVER_CONFIG)]);
+    let keys = ["1", "2", "not a number", "4", "5", "6"];
+    let names: Vec<String> = (1..=keys.len()).map(|n| format!("a/{n}/{n}")).collect();
+    let messages: Vec<(&str, &str, &str)> =
+        names.iter().zip(keys).map(|(name, key)| (name.as_str(), "organization_deleted", key)).collect();
+    let mut receive = cascade(config.path());
+    receive.args(["inbox", "receive", "--source", "control", "--database-url", &url]);
+    receive.write_stdin(delivery(&messages)).assert().success();
+    let output =
+        cascade(config.path()).args(["inbox", "apply", "--format", "json", "--database-url", &url]).output().unwrap();
+    assert_eq!(output.status.code(), Some(1));
+    let report: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!((report["applied"].as_u64(), report["failed"].as_u64()), (Some(5), Some(1)), "{report}");
+    let errors = report["errors"].to_string();
+    assert!(errors.contains("key `not a number`"), "{report}");
+    assert_eq!(texts(&url, "SELECT CAST(id AS TEXT) FROM member"), [[Some("3".to_owned())]]);
+    let failed = "SELECT object_key, CAST(attempts AS TEXT) FROM cascade_inbox WHERE applied_at IS NULL";
+    assert_eq!(texts(&url, failed), [[Some("not a number".to_owned()), Some("1".to_owned())]]);
+}
+
 on_each_database!(late_children_are_swept_on_sqlite, late_children_are_swept_on_postgres, |databases| {
     sweeps_late_children(&databases)
 });

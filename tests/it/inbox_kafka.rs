@@ -160,6 +160,7 @@ fn a_rebalance_loses_no_tombstone() {
     let mut first = consumer();
     first.expect("batch taken");
     let mut second = consumer();
+    second.expect("partitions assigned");
     send(31..=60);
     second.expect("batch taken");
     common::wait_until("the first 60 tombstones are taken", || inbox() == 60);

@@ -485,7 +485,7 @@ fn worker_once_drain_prunes_after_the_drain() {
     let finished = worker.finish();
     assert!(finished.status.success(), "{}{}", finished.stdout, finished.stderr);
     assert!(finished.stdout.contains("worker done: 1 succeeded"), "{}", finished.stdout);
-    assert!(finished.stdout.contains("outbox drain done: 1 messages delivered"), "{}", finished.stdout);
+    assert!(finished.stdout.contains("outbox drain done: 1 message delivered"), "{}", finished.stdout);
     let retained = format!("retention: {} partition(s) dropped, 0 prune(s) failed", to_drop.len());
     assert!(finished.stdout.contains(&retained), "{}", finished.stdout);
     assert!(
@@ -530,7 +530,7 @@ fn a_failing_retention_never_stops_the_worker_deleting_or_draining() {
     let (stdout, stderr) = (String::from_utf8_lossy(&output.stdout), String::from_utf8_lossy(&output.stderr));
     assert_eq!(output.status.code(), Some(1), "{stdout}{stderr}");
     assert!(stdout.contains("worker done: 1 succeeded"), "{stdout}");
-    assert!(stdout.contains("outbox drain done: 1 messages delivered"), "{stdout}");
+    assert!(stdout.contains("outbox drain done: 1 message delivered"), "{stdout}");
     assert!(stdout.contains("retention: 0 partition(s) dropped, 1 prune(s) failed"), "{stdout}");
     assert!(stderr.contains("retention failed") && stderr.contains("clicks are frozen"), "{stderr}");
     assert_eq!(delivered_accounts(dir.path()), ["1"]);

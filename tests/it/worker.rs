@@ -409,6 +409,45 @@ fn a_missing_root_is_reported_as_not_found() {
     assert_eq!(count(&url, "SELECT COUNT(*) FROM cascade_run WHERE outcome = 'not_found'"), 1);
 }
 
+/// `worker --once` runs what is due and says what waits: how many deletions are scheduled for
+/// later and when the first of them is due.
+fn once_says_what_is_scheduled_for_later(url: &str) {
+    let config_dir = project(&[("cascades/items.toml", &config("", None))]);
+    let schedule = |id: &str, delay: &str| {
+        let mut command = cascade(config_dir.path());
+        command.args(["schedule", "item", id, "--in", delay, "--database-url", url]).assert().success();
+    };
+    let before = SystemTime::now();
+    schedule("1", "0s");
+    schedule("2", "2h");
+    schedule("3", "30d");
+    let output = cascade(config_dir.path()).args(["worker", "--once", "--database-url", url]).output().unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(output.status.success() && stdout.contains("worker done: 1 succeeded"), "{stdout}");
+    let line = stdout.lines().find(|line| line.contains("scheduled for later")).unwrap_or_else(|| panic!("{stdout}"));
+    let due = line
+        .strip_prefix("2 deletions scheduled for later, the first due at ")
+        .and_then(|rest| rest.strip_suffix(" UTC"))
+        .unwrap_or_else(|| panic!("{line}"));
+    let due = humantime::parse_rfc3339_weak(due.split('.').next().unwrap()).unwrap_or_else(|e| panic!("{due}: {e}"));
+    let two_hours = before + Duration::from_secs(7200);
+    assert!(due + Duration::from_secs(1) >= two_hours && due <= two_hours + Duration::from_secs(60), "{line}");
+
+    // Nothing waiting: nothing said.
+    schedule("2", "0s");
+    schedule("3", "0s");
+    let mut command = cascade(config_dir.path());
+    let output = command.args(["worker", "--once", "--database-url", url]).output().unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(stdout.contains("worker done: 2 succeeded") && !stdout.contains("later"), "{stdout}");
+}
+
+on_each_database!(
+    once_says_what_is_scheduled_for_later_on_sqlite,
+    once_says_what_is_scheduled_for_later_on_postgres,
+    |databases| once_says_what_is_scheduled_for_later(&databases.create(&format!("{SCHEMA}{}", rows(3, 2))))
+);
+
 /// SIGTERM in the middle of a deletion: the worker finishes the chunk, records the run
 /// interrupted, releases the claim and exits 130, as every command a signal stops does.
 fn sigterm_exits_130(url: &str) {

@@ -4,6 +4,8 @@
 //! deletion had been applied. The worker's sweep deletes them; the report counts them so that
 //! they are seen before it runs.
 
+use std::time::SystemTime;
+
 use super::filter::Filter;
 use super::relations::{sample_key, table_label};
 use super::report::sample_values;
@@ -32,6 +34,8 @@ pub(super) struct RemoteCandidate<'a> {
     key: Vec<String>,
     /// The child table as a `CREATE INDEX` names it.
     index_table: String,
+    /// Tombstones applied since then are kept: those the sweep looks for (`inbox_retention`).
+    kept_since: SystemTime,
 }
 
 /// The remote models' relations that pass `filter`, and those that cannot be counted.
@@ -42,6 +46,8 @@ pub(super) fn remote_candidates<'a>(
 ) -> (Vec<RemoteCandidate<'a>>, Vec<SkippedRelation>) {
     let mut counted = Vec::new();
     let mut skipped = Vec::new();
+    let now = SystemTime::now();
+    let kept_since = now.checked_sub(config.settings.inbox_retention()).unwrap_or(SystemTime::UNIX_EPOCH);
     for (name, model) in &config.remote_models {
         for relation in &model.children {
             let Some((child, child_model)) = config.models.get_key_value(&relation.model.value) else { continue };
@@ -81,6 +87,7 @@ pub(super) fn remote_candidates<'a>(
                 column: column.name.clone(),
                 key: sample_key(key, child_table),
                 index_table: quote_qualified(&child_model.table.value),
+                kept_since,
             });
         }
     }
@@ -93,14 +100,16 @@ impl RemoteCandidate<'_> {
         format!("`{} → {}.{}`", self.model.name.value, self.child, self.relation.describe_columns())
     }
 
-    /// ` FROM child AS "orphan" WHERE ...`: the rows naming a key of an applied tombstone of the
-    /// model's category. Keys are compared as text, as the sender wrote them.
+    /// ` FROM child AS "orphan" WHERE ...`: the rows naming a key of a kept applied tombstone of
+    /// the model's category. Keys are compared as text, as the sender's outbox writes them (an
+    /// integer as its digits, a uuid in lowercase), where the sweep binds them as the column's
+    /// type: a key written another way (`007`, an uppercase uuid) is swept but not reported.
     fn late_from(&self, sql: &mut SqlBuilder) {
         let column = format!("{}.{}", quote_identifier("orphan"), quote_identifier(&self.column));
         sql.push(" FROM ").push(&self.child_table.quoted()).push(" AS ").identifier("orphan").push(" WHERE ");
         sql.push(&column).push(" IS NOT NULL AND CAST(").push(&column).push(" AS TEXT) IN (SELECT object_key FROM ");
         sql.push(INBOX).push(" WHERE category = ").bind_text(&self.model.remote.category.value);
-        sql.push(" AND applied_at IS NOT NULL)");
+        sql.push(" AND applied_at >= ").timestamp(self.kept_since).push(")");
     }
 
     /// `SELECT COUNT(*)` of its late children.
