@@ -244,6 +244,7 @@ async fn write_backlog(database: &Database, rows: u64, shards: u64, legacy: bool
     let as_written = |expression: String| match database.kind() {
         Kind::Sqlite => expression,
         Kind::Postgres => format!("CAST({expression} AS TEXT)"),
+        Kind::Mysql => unreachable!("the outbox does not run on MySQL"),
     };
     let (shard, object) =
         (as_written(format!("n / {per_shard}")), as_written(format!("(n / {per_shard}) * 100000 + n % {objects}")));
@@ -276,6 +277,7 @@ async fn write_backlog(database: &Database, rows: u64, shards: u64, legacy: bool
             "(WITH RECURSIVE s(n) AS (SELECT 0 UNION ALL SELECT n + 1 FROM s WHERE n < {}) SELECT n FROM s)",
             rows - 1
         ),
+        Kind::Mysql => unreachable!("the outbox does not run on MySQL"),
     };
     let sql = format!("{sql}, '{{\"slug\": \"project\"}}' FROM {series}");
     database.execute_alone(&statement(&sql)).await.expect("write the backlog");

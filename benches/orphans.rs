@@ -261,6 +261,7 @@ impl DataSet {
                 (format!("WITH RECURSIVE s(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM s WHERE i < {to}) "), "s".into())
             }
             Kind::Postgres => (String::new(), format!("generate_series(1, {to}) AS s(i)")),
+            Kind::Mysql => unreachable!("`orphans` does not run on MySQL"),
         };
         let (with_parents, parents) = series(self.parent_ids);
         let (with_children, children) = series(self.rows);
@@ -336,6 +337,7 @@ impl Store {
         let after: &[&str] = match kind {
             Kind::Sqlite => &["ANALYZE"],
             Kind::Postgres => &["VACUUM ANALYZE", "CHECKPOINT"],
+            Kind::Mysql => unreachable!("`orphans` does not run on MySQL"),
         };
         for sql in after {
             if let Err(error) = database.execute(&statement(sql)).await {

@@ -40,6 +40,14 @@ pub async fn durability(database: &Database) -> String {
             ],
             &["sqlite_version", "journal_mode", "synchronous"],
         ),
+        Kind::Mysql => (
+            &[
+                "SELECT @@version",
+                "SELECT CAST(@@innodb_flush_log_at_trx_commit AS CHAR)",
+                "SELECT CAST(@@sync_binlog AS CHAR)",
+            ],
+            &["server_version", "innodb_flush_log_at_trx_commit", "sync_binlog"],
+        ),
     };
     let mut values = Vec::new();
     for (query, name) in queries.iter().zip(names) {

@@ -11,7 +11,8 @@ pub(crate) async fn save(transaction: &mut Transaction, name: &str, position: &s
     let mut sql = SqlBuilder::new(transaction.backend());
     sql.push("INSERT INTO cascade_checkpoint (name, position) VALUES (")
         .binds([Param::text(name), Param::text(position)]);
-    sql.push(") ON CONFLICT (name) DO UPDATE SET position = excluded.position, updated_at = CURRENT_TIMESTAMP");
+    sql.push(")");
+    transaction.backend().on_duplicate(&mut sql, &["name"], &["position"], "updated_at = CURRENT_TIMESTAMP");
     transaction.execute(&sql.finish()).await?;
     Ok(())
 }

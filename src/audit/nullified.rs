@@ -32,7 +32,8 @@ pub(crate) fn record_statement(backend: &'static dyn Backend, run_id: Param, mod
     sql.push("INSERT INTO cascade_nullified_row (run_id, model, row_key) SELECT ").bind(run_id);
     sql.push(", ").bind_text(model).push(", ").push(&backend.json_field("key")).push(" FROM ");
     backend.json_records(&mut sql, keys, &["key"]);
-    sql.push(" WHERE true ON CONFLICT (run_id, model, row_key) DO NOTHING");
+    sql.push(" WHERE true");
+    backend.on_duplicate(&mut sql, &["run_id", "model", "row_key"], &[], "");
     sql.finish()
 }
 

@@ -52,12 +52,18 @@ pub async fn list_runs(database: &Database, limit: u64, run_lease: Duration) -> 
     }
     let backend = database.backend();
     let mut sql = database.sql();
-    sql.push("SELECT CAST(id AS TEXT) AS id, ").push(&backend.timestamp_text("started_at")).push(" AS started_at, ");
+    sql.push("SELECT ")
+        .text("id")
+        .push(" AS id, ")
+        .push(&backend.timestamp_text("started_at"))
+        .push(" AS started_at, ");
     sql.push(&backend.timestamp_text("finished_at"));
     sql.push(" AS finished_at, actor, command, root_model, root_ids, CASE WHEN ");
     stale(&mut sql, run_lease);
-    sql.push(" THEN ").bind_text(RunOutcome::Interrupted.as_str()).push(" ELSE outcome END AS outcome, rows, error, ");
-    sql.push("CAST(resumes AS TEXT) AS resumes, host, CAST(pid AS TEXT) AS pid, process FROM cascade_run ");
+    sql.push(" THEN ")
+        .bind_text(RunOutcome::Interrupted.as_str())
+        .push(" ELSE outcome END AS outcome, \"rows\", error, ");
+    sql.text("resumes").push(" AS resumes, host, ").text("pid").push(" AS pid, process FROM cascade_run ");
     // The table's column, not the text alias of the same name (which would sort `9` after `10`).
     sql.push("ORDER BY cascade_run.id DESC LIMIT ").bind(Param::integer(i64::try_from(limit).unwrap_or(i64::MAX)));
     let rows = database.fetch_records(&sql.finish()).await?;
@@ -94,7 +100,7 @@ pub(crate) async fn run_alive(
 ) -> Result<bool, DbError> {
     let ids = ids_json(root_ids);
     let mut sql = database.sql();
-    sql.push("SELECT host, CAST(pid AS TEXT) AS pid, process FROM cascade_run WHERE outcome = ").bind_text(RUNNING);
+    sql.push("SELECT host, ").text("pid").push(" AS pid, process FROM cascade_run WHERE outcome = ").bind_text(RUNNING);
     sql.push(" AND NOT (");
     stale(&mut sql, run_lease);
     sql.push(") AND root_model = ").bind_text(root_model).push(" AND root_ids = ").bind_text(&ids);

@@ -197,7 +197,7 @@ impl Run {
         error: Option<&str>,
     ) -> Result<(), DbError> {
         let mut sql = SqlBuilder::new(transaction.backend());
-        sql.push("UPDATE cascade_run SET finished_at = CURRENT_TIMESTAMP, rows = ").bind_text(&rows.json());
+        sql.push("UPDATE cascade_run SET finished_at = CURRENT_TIMESTAMP, \"rows\" = ").bind_text(&rows.json());
         sql.push(", outcome = ").bind_text(outcome.as_str()).push(", error = ");
         match error {
             Some(error) => sql.bind_text(&crate::secret::redact(error)),
@@ -214,7 +214,10 @@ impl Run {
 /// of a caller's run records into the caller's row.
 pub(crate) async fn record_rows(transaction: &mut Transaction, id: i64, rows: &RunRows) -> Result<(), DbError> {
     let mut sql = SqlBuilder::new(transaction.backend());
-    sql.push("UPDATE cascade_run SET rows = ").bind_text(&rows.json()).push(" WHERE id = ").bind(Param::integer(id));
+    sql.push("UPDATE cascade_run SET \"rows\" = ")
+        .bind_text(&rows.json())
+        .push(" WHERE id = ")
+        .bind(Param::integer(id));
     transaction.execute(&sql.finish()).await?;
     Ok(())
 }
@@ -255,15 +258,17 @@ async fn end_dead_runs(
         let mut mark = database.sql();
         mark.push("UPDATE cascade_run SET outcome = ").bind_text(RunOutcome::Interrupted.as_str());
         mark.push(", finished_at = CURRENT_TIMESTAMP WHERE id = ").bind(Param::integer(run.id));
-        mark.push(" AND outcome = ").bind_text(RUNNING).push(" RETURNING CAST(id AS TEXT)");
-        if !transaction.fetch_texts(&mark.finish()).await?.is_empty() {
+        mark.push(" AND outcome = ").bind_text(RUNNING);
+        if transaction.execute(&mark.finish()).await? > 0 {
             earlier.resumes = Some(run.id);
         }
     }
     if earlier.resumes.is_none() {
         let mut latest = database.sql();
         latest
-            .push("SELECT CAST(id AS TEXT) AS id FROM cascade_run WHERE id = (SELECT MAX(id) FROM cascade_run WHERE ");
+            .push("SELECT ")
+            .text("id")
+            .push(" AS id FROM cascade_run WHERE id = (SELECT MAX(id) FROM cascade_run WHERE ");
         latest.push("root_model = ").bind_text(start.root_model);
         latest.push(" AND root_ids = ").bind_text(&ids_json(start.root_ids));
         latest.push(") AND outcome = ").bind_text(RunOutcome::Interrupted.as_str());
@@ -284,8 +289,8 @@ async fn running(
     lease: Duration,
 ) -> Result<Vec<(LiveRun, bool)>, DbError> {
     let mut sql = database.sql();
-    sql.push("SELECT CAST(id AS TEXT) AS id, actor, ").push(&database.backend().timestamp_text("started_at"));
-    sql.push(" AS started_at, host, CAST(pid AS TEXT) AS pid, process, CASE WHEN ");
+    sql.push("SELECT ").text("id").push(" AS id, actor, ").push(&database.backend().timestamp_text("started_at"));
+    sql.push(" AS started_at, host, ").text("pid").push(" AS pid, process, CASE WHEN ");
     stale(&mut sql, lease);
     sql.push(" THEN 'stale' END AS stale, root_model FROM cascade_run WHERE outcome = ").bind_text(RUNNING);
     if let Some(root_ids) = root_ids {
@@ -337,7 +342,7 @@ async fn insert(
         Some(id) => sql.push(", ").bind(Param::integer(id)),
         None => sql.push(", NULL"),
     };
-    sql.push(") RETURNING CAST(id AS TEXT) AS id");
+    sql.push(") RETURNING ").text("id").push(" AS id");
     let rows = transaction.fetch_records(&sql.finish()).await?;
     rows.first().map_or_else(|| Err(DbError::NoRowReturned("cascade_run")), |run| run.parsed("id"))
 }

@@ -26,7 +26,8 @@ pub(crate) async fn remember(
     sql.push("INSERT INTO cascade_root_status (root_table, root_key, status) SELECT ").bind_text(table);
     sql.push(", ").push(&backend.json_field("key")).push(", ").push(&backend.json_field("status")).push(" FROM ");
     backend.json_records(&mut sql, Param::json_records(records), &["key", "status"]);
-    sql.push(" WHERE true ON CONFLICT (root_table, root_key) DO NOTHING");
+    sql.push(" WHERE true");
+    backend.on_duplicate(&mut sql, &["root_table", "root_key"], &[], "");
     transaction.execute(&sql.finish()).await?;
     Ok(())
 }

@@ -19,12 +19,17 @@ pub struct Args {
     /// The root model.
     pub model: String,
     /// Ids of the root rows to delete.
-    #[arg(required_unless_present = "ids_from", value_name = "ID", value_delimiter = ',')]
+    #[arg(required_unless_present_any = ["ids_from", "condition"], value_name = "ID", value_delimiter = ',')]
     pub ids: Vec<String>,
     /// Also delete the ids listed in FILE (`-`: standard input), separated by whitespace,
     /// newlines or commas: for more ids than a command line holds.
     #[arg(long, value_name = "FILE")]
     pub ids_from: Option<PathBuf>,
+    /// Delete the root rows that match this SQL condition instead of ids (`--where
+    /// "created_at < '2020-01-01'"`): taken in key order, 1,000 roots a run, so running the same
+    /// command again resumes a purge that stopped.
+    #[arg(long = "where", value_name = "CONDITION", conflicts_with_all = ["ids", "ids_from"])]
+    pub condition: Option<String>,
     /// Delete for real. Without it, only the plan with its row counts is printed.
     #[arg(long)]
     pub confirm: bool,
@@ -54,8 +59,27 @@ pub fn run(cli: &Cli, args: &Args) -> anyhow::Result<ExitCode> {
     let access = if args.confirm { Access::ReadWrite } else { Access::ReadOnly };
     super::block_on(async {
         let database = super::connect(&url, &loaded, access).await?;
+        if args.archive.is_some() {
+            database.require_full_support("`delete --archive`")?;
+        }
+        if plan.steps().iter().any(|node| node.outbox.is_some()) {
+            database.require_full_support("a deletion that writes outbox tombstones")?;
+        }
         let Some(engine) = super::prepare(database.clone(), &loaded).await? else {
             return Ok(ExitCode::from(1));
+        };
+        let condition = match &args.condition {
+            Some(text) => Some(engine::RootCondition::parse(database.kind(), text)?),
+            None => None,
+        };
+        if let (Some(condition), true) = (&condition, args.confirm) {
+            let finished = purge(&engine, &plan, condition, &args.archive).await;
+            database.close().await;
+            return report(finished?, args.format);
+        }
+        let ids = match &condition {
+            Some(condition) => condition.all_roots(&database, engine.schema(), &plan).await?,
+            None => ids,
         };
         if !args.confirm {
             let counts = match engine::count(&database, engine.config(), engine.schema(), &plan, &ids).await {
@@ -69,7 +93,8 @@ pub fn run(cli: &Cli, args: &Args) -> anyhow::Result<ExitCode> {
                 Err(error) => return Err(error.into()),
             };
             let rates = engine::current_options(&loaded, &database).await?;
-            let view = PlanView::new(&plan, &ids, Some(&counts), &rates, &Folding::default(), None);
+            let view = PlanView::new(&plan, &ids, Some(&counts), &rates, &Folding::default(), None)
+                .with_condition(args.condition.clone());
             print!(
                 "{}",
                 view.render(if args.format == SummaryFormat::Json { PlanFormat::Json } else { PlanFormat::Text })?
@@ -98,14 +123,57 @@ pub fn run(cli: &Cli, args: &Args) -> anyhow::Result<ExitCode> {
         };
         let finished = delete(&engine, &plan, &ids, options, total).await;
         database.close().await;
-        let Some(finished) = finished? else { return Ok(ExitCode::from(1)) };
-        print!("{}", render_summary(&finished.summary, args.format));
-        if finished.outcome == RunOutcome::Interrupted {
-            eprintln!("interrupted after a complete chunk: run the same command again to finish");
-            return Ok(ExitCode::from(EXIT_INTERRUPTED));
-        }
-        Ok(ExitCode::SUCCESS)
+        report(finished?, args.format)
     })
+}
+
+/// Prints what a deletion did; the exit code.
+fn report(finished: Option<Finished>, format: SummaryFormat) -> anyhow::Result<ExitCode> {
+    let Some(finished) = finished else { return Ok(ExitCode::from(1)) };
+    print!("{}", render_summary(&finished.summary, format));
+    if finished.outcome == RunOutcome::Interrupted {
+        eprintln!("interrupted after a complete chunk: run the same command again to finish");
+        return Ok(ExitCode::from(EXIT_INTERRUPTED));
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `delete --where --confirm`: the root rows that match `condition`, [`engine::ROOTS_PER_RUN`]
+/// at a time in key order, each batch a run of its own, to the end or the first interruption;
+/// what all of them did, as one summary.
+async fn purge(
+    engine: &Engine,
+    plan: &planner::Plan,
+    condition: &engine::RootCondition,
+    archive: &Option<PathBuf>,
+) -> anyhow::Result<Option<Finished>> {
+    let mut done: Option<Finished> = None;
+    let mut after: Option<String> = None;
+    loop {
+        let roots =
+            condition.roots(engine.database(), engine.schema(), plan, after.as_deref(), engine::ROOTS_PER_RUN).await?;
+        let Some(last) = roots.last().cloned() else { break };
+        let mut options = DeleteOptions::for_command(redact_command_line(std::env::args()));
+        options.archive = archive.clone();
+        let Some(finished) = delete(engine, plan, &roots, options, None).await? else { return Ok(None) };
+        let interrupted = finished.outcome == RunOutcome::Interrupted;
+        done = Some(match done {
+            Some(mut so_far) => {
+                so_far.summary.absorb(finished.summary);
+                so_far.outcome = finished.outcome;
+                so_far
+            }
+            None => finished,
+        });
+        if interrupted || (roots.len() as u64) < engine::ROOTS_PER_RUN {
+            break;
+        }
+        after = Some(last);
+    }
+    if done.is_none() {
+        eprintln!("no row of `{}` matches the condition: nothing to delete", plan.root.model);
+    }
+    Ok(Some(done.unwrap_or(Finished { summary: Summary::default(), outcome: RunOutcome::Succeeded })))
 }
 
 /// Runs the deletion to its end or to the first Ctrl-C / SIGTERM, which stop it between chunks,

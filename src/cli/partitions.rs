@@ -89,7 +89,7 @@ pub fn run(cli: &Cli, args: &Args) -> anyhow::Result<ExitCode> {
     let access =
         if confirm || matches!(args.command, Some(Command::Create(_))) { Access::ReadWrite } else { Access::ReadOnly };
     super::block_on(async {
-        let database = super::connect(&url, &loaded, access).await?;
+        let database = super::connect_for("`partitions`", &url, &loaded, access).await?;
         let result = async {
             let schema = cascade::schema::introspect(&database).await?;
             let policies = partitions::policies(&loaded, &schema, &database, common.model.as_deref())?;

@@ -28,6 +28,10 @@ pub struct Args {
     /// newlines or commas.
     #[arg(long, value_name = "FILE")]
     pub ids_from: Option<PathBuf>,
+    /// Count the root rows that match this SQL condition instead of ids (`--where
+    /// "created_at < '2020-01-01'"`), as `delete --where` would take them.
+    #[arg(long = "where", value_name = "CONDITION", conflicts_with_all = ["ids", "ids_from"])]
+    pub condition: Option<String>,
     /// Output format.
     #[arg(long, value_enum, default_value_t = PlanFormatArg::Text)]
     pub format: PlanFormatArg,
@@ -45,7 +49,7 @@ pub struct Args {
     pub collapse: Vec<String>,
     /// MODEL is a remote model: count what its pending inbox tombstones would delete and
     /// nullify if a worker applied them now (text or json).
-    #[arg(long, conflicts_with_all = ["ids", "ids_from", "template", "sql", "depth", "collapse"])]
+    #[arg(long, conflicts_with_all = ["ids", "ids_from", "condition", "template", "sql", "depth", "collapse"])]
     pub inbox: bool,
 }
 
@@ -64,13 +68,13 @@ pub fn run(cli: &Cli, args: &Args) -> anyhow::Result<ExitCode> {
     let url = super::database_url(cli, &loaded);
     let mut rates = loaded.option_values();
 
-    let ids = super::root_ids(&args.ids, args.ids_from.as_deref())?;
-    let (counts, schema) = if ids.is_empty() {
+    let mut ids = super::root_ids(&args.ids, args.ids_from.as_deref())?;
+    let (counts, schema) = if ids.is_empty() && args.condition.is_none() {
         (None, None)
     } else {
         let counted = super::block_on(async {
             let database = super::connect(&url, &loaded, Access::ReadOnly).await?;
-            let result = count(&database, &loaded, &plan, &ids, &mut rates).await;
+            let result = count(&database, &loaded, &plan, &mut ids, args.condition.as_deref(), &mut rates).await;
             database.close().await;
             result
         })?;
@@ -84,7 +88,9 @@ pub fn run(cli: &Cli, args: &Args) -> anyhow::Result<ExitCode> {
     let sql = args.sql.then(|| engine::list_statements(&plan, &loaded, kind, schema.as_ref()));
     let folding = Folding { depth: args.depth, collapse: args.collapse.clone() };
     let report = Report { sources: loaded.sources(), diagnostics: &diagnostics };
-    let view = PlanView::new(&plan, &ids, counts.as_ref(), &rates, &folding, sql).with_diagnostics(&report);
+    let view = PlanView::new(&plan, &ids, counts.as_ref(), &rates, &folding, sql)
+        .with_diagnostics(&report)
+        .with_condition(args.condition.clone());
     let output = match &args.template {
         Some(path) => {
             let source = std::fs::read_to_string(path).with_context(|| format!("cannot read `{}`", path.display()))?;
@@ -148,18 +154,24 @@ fn human_preview(preview: &inbox::InboxPreview) -> String {
     out
 }
 
-/// Counts against the live schema, after checking the config against it. `None` when the
+/// Counts against the live schema, after checking the config against it, the roots being `ids`
+/// or, with a `condition`, the root rows that match it (then put in `ids`). `None` when the
 /// config does not match the database (the diagnostics are printed).
 async fn count(
     database: &Database,
     loaded: &CheckedConfig,
     plan: &planner::Plan,
-    ids: &[String],
+    ids: &mut Vec<String>,
+    condition: Option<&str>,
     rates: &mut IndexMap<String, f64>,
 ) -> anyhow::Result<Option<(engine::Counts, Schema)>> {
     let Some(engine) = super::prepare(database.clone(), loaded).await? else {
         return Ok(None);
     };
+    if let Some(condition) = condition {
+        let condition = engine::RootCondition::parse(database.kind(), condition)?;
+        *ids = condition.all_roots(database, engine.schema(), plan).await?;
+    }
     *rates = engine::current_options(loaded, database).await?;
     let counts = engine::count(database, loaded, engine.schema(), plan, ids).await?;
     Ok(Some((counts, engine.schema().clone())))

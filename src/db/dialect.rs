@@ -1,16 +1,17 @@
 //! How each dialect's SQL text reads, for scripts read without a database (a DDL file): the
 //! parser's dialect and the rules for names.
 
-use sqlparser::dialect::{Dialect, PostgreSqlDialect, SQLiteDialect};
+use sqlparser::dialect::{Dialect, MySqlDialect, PostgreSqlDialect, SQLiteDialect};
 
 use super::Kind;
 
 impl Kind {
-    /// The dialect's name as reports show it: `postgresql` or `sqlite`.
+    /// The dialect's name as reports show it: `postgresql`, `sqlite` or `mysql`.
     pub fn name(self) -> &'static str {
         match self {
             Kind::Postgres => "postgresql",
             Kind::Sqlite => "sqlite",
+            Kind::Mysql => "mysql",
         }
     }
 
@@ -19,12 +20,13 @@ impl Kind {
         match self {
             Kind::Postgres => &PostgreSqlDialect {},
             Kind::Sqlite => &SQLiteDialect {},
+            Kind::Mysql => &MySqlDialect {},
         }
     }
 
     /// An identifier as the database stores it, from its text and its quote (`None` unquoted):
     /// PostgreSQL folds unquoted names to lower case (ASCII only, as it does for UTF-8
-    /// databases); SQLite keeps them as written.
+    /// databases); SQLite and MySQL keep them as written.
     pub fn stored_identifier(self, value: &str, quote_style: Option<char>) -> String {
         match (self, quote_style) {
             (Kind::Postgres, None) => value.to_ascii_lowercase(),
@@ -34,19 +36,22 @@ impl Kind {
 
     /// What two stored identifiers the database takes for the same name have in common: SQLite
     /// compares names ignoring ASCII case; PostgreSQL compares them exactly (its unquoted names
-    /// are folded when stored, and quoted ones are case-sensitive).
+    /// are folded when stored, and quoted ones are case-sensitive); MySQL compares column names
+    /// ignoring case, and table names too unless `lower_case_table_names` is 0, where two tables
+    /// differing in case only are still one name here (the tool refuses to tell them apart).
     pub fn identifier_key(self, stored: &str) -> String {
         match self {
             Kind::Postgres => stored.to_owned(),
-            Kind::Sqlite => stored.to_ascii_lowercase(),
+            Kind::Sqlite | Kind::Mysql => stored.to_ascii_lowercase(),
         }
     }
 
     /// Whether the qualifier of a table name (`x` in `x.name`) is a schema. A SQLite qualifier
-    /// names an attached database, not a schema in the model's sense.
+    /// names an attached database, not a schema in the model's sense; a MySQL one names a
+    /// database, which is MySQL's schema.
     pub fn qualifier_is_schema(self) -> bool {
         match self {
-            Kind::Postgres => true,
+            Kind::Postgres | Kind::Mysql => true,
             Kind::Sqlite => false,
         }
     }

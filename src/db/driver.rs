@@ -34,9 +34,18 @@ pub(super) trait Driver: Backend {
     /// tables to version N.
     fn migrations(&self) -> &'static [&'static str];
 
+    /// The first version of the tool's tables that records each migration's checksum.
+    fn checksummed_from(&self) -> i64;
+
     /// A statement run first in a write transaction so that two processes never run `lock`'s
     /// transaction at once (none where a write transaction already excludes the others).
     fn writer_lock(&self, lock: WriterLock) -> Option<&'static str>;
+
+    /// A statement run just before a transaction that took a `writer_lock` ends, where that
+    /// lock outlives transactions (MySQL's named locks).
+    fn release_writer_locks(&self) -> Option<&'static str> {
+        None
+    }
 
     /// A script run before pending migrations that makes every other writer of `tables` (those
     /// of them that exist) wait until the migration commits, so that no row is written into a

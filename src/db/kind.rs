@@ -1,4 +1,4 @@
-//! Which database: SQLite or PostgreSQL. How each reads its SQL text is in `dialect.rs`; its
+//! Which database: SQLite, PostgreSQL or MySQL (MariaDB). How each reads its SQL text is in `dialect.rs`; its
 //! backend and driver are chosen in the module's root.
 
 /// Which database: the one name for a dialect across the crate.
@@ -8,4 +8,6 @@ pub enum Kind {
     Sqlite,
     /// PostgreSQL.
     Postgres,
+    /// MySQL or MariaDB (tested on MariaDB).
+    Mysql,
 }

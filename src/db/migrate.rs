@@ -28,7 +28,7 @@ pub async fn migrate(database: &Database) -> Result<i64, DbError> {
     let mut transaction = database.begin_write().await?;
     transaction.lock_writers(WriterLock::Migration).await?;
     transaction.execute_script(CREATE_VERSION_TABLE).await?;
-    let current = parse_version(&transaction.fetch_texts(&max_version()).await?);
+    let current = parse_version(&transaction.fetch_texts(&max_version(database)).await?);
     if current > known {
         transaction.rollback().await?;
         return Err(DbError::NewerTables { found: current, known });
@@ -47,16 +47,13 @@ pub async fn migrate(database: &Database) -> Result<i64, DbError> {
         tracing::debug!(version, "migrated the tool's tables");
     }
     // Refused, the transaction is dropped: rolled back.
-    if known >= CHECKSUMS_FROM {
+    if known >= database.driver.checksummed_from() {
         check_checksums(database, &mut transaction, migrations).await?;
     }
     transaction.commit().await?;
     database.migrated.store(true, Ordering::SeqCst);
     Ok(known)
 }
-
-/// The migration that adds `checksum` to `cascade_schema_version`.
-const CHECKSUMS_FROM: i64 = 11;
 
 /// A migration script's checksum: its SHA-256, as lowercase hex.
 pub fn checksum(script: &str) -> String {
@@ -73,10 +70,8 @@ async fn check_checksums(
     migrations: &[&'static str],
 ) -> Result<(), DbError> {
     let mut recorded = database.sql();
-    recorded.push(
-        "SELECT CAST(version AS TEXT) AS version, checksum FROM cascade_schema_version \
-         ORDER BY cascade_schema_version.version",
-    );
+    recorded.push("SELECT ").text("version");
+    recorded.push(" AS version, checksum FROM cascade_schema_version ORDER BY cascade_schema_version.version");
     for row in transaction.fetch_records(&recorded.finish()).await? {
         let version: i64 = row.parsed("version")?;
         let Some(script) = usize::try_from(version - 1).ok().and_then(|index| migrations.get(index)) else {
@@ -119,11 +114,13 @@ pub async fn schema_version(database: &Database) -> Result<i64, DbError> {
     if !database.table_exists(SCHEMA_VERSION_TABLE).await? {
         return Ok(0);
     }
-    Ok(parse_version(&database.fetch_texts(&max_version()).await?))
+    Ok(parse_version(&database.fetch_texts(&max_version(database)).await?))
 }
 
-fn max_version() -> Statement {
-    Statement { sql: "SELECT CAST(MAX(version) AS TEXT) FROM cascade_schema_version".to_owned(), params: Vec::new() }
+fn max_version(database: &Database) -> Statement {
+    let mut sql = database.sql();
+    sql.push("SELECT ").text("MAX(version)").push(" FROM cascade_schema_version");
+    sql.finish()
 }
 
 fn parse_version(rows: &super::TextRows) -> i64 {

@@ -1,5 +1,5 @@
 //! The database leaf: connections, statements and the tool's own tables, for SQLite (the
-//! embedded default) and PostgreSQL. Every difference between the two lives behind
+//! embedded default), PostgreSQL and MySQL. Every difference between them lives behind
 //! `Backend`; nothing here knows of configs or plans.
 
 mod dialect;
@@ -7,6 +7,7 @@ mod driver;
 mod keys;
 mod kind;
 mod migrate;
+mod mysql;
 pub mod options;
 pub(crate) mod outbox;
 mod postgres;
@@ -27,6 +28,7 @@ pub(crate) use url::register_secrets_with_query;
 pub use url::register_url_secrets;
 pub use url::{DEFAULT_DATABASE_FILE, DEFAULT_DATABASE_URL, DatabaseUrl, redact, redact_command_line};
 
+use sqlx::mysql::MySqlPool;
 use sqlx::postgres::PgPool;
 use sqlx::sqlite::SqlitePool;
 
@@ -46,6 +48,7 @@ impl Kind {
         match self {
             Kind::Sqlite => &sqlite::Sqlite,
             Kind::Postgres => &postgres::Postgres,
+            Kind::Mysql => &mysql::Mysql,
         }
     }
 }
@@ -70,6 +73,7 @@ pub struct Database {
 pub(crate) enum Pool {
     Sqlite(SqlitePool),
     Postgres(PgPool),
+    Mysql(MySqlPool),
 }
 
 /// Whether a connection may change the database. Read-only connections never create a missing
@@ -104,7 +108,7 @@ impl From<Access> for ConnectOptions {
 #[derive(Debug, thiserror::Error)]
 pub enum DbError {
     /// The URL names no supported database.
-    #[error("unsupported database URL `{0}`: use sqlite://PATH or postgres://USER@HOST/DB")]
+    #[error("unsupported database URL `{0}`: use sqlite://PATH, postgres://USER@HOST/DB or mysql://USER@HOST/DB")]
     UnsupportedUrl(String),
     /// Connecting failed.
     #[error("cannot connect to `{url}`: {}", describe(reason))]
@@ -155,6 +159,13 @@ pub enum DbError {
     /// A statement failed.
     #[error("database error: {}", describe(.0))]
     Query(sqlx::Error),
+    /// What the tool does not do on this database yet.
+    #[error(
+        "{0} does not run on MySQL or MariaDB yet: there, cascade runs init, validate, plan, delete (by ids or \
+         --where, without an outbox or --archive), schedule, cancel, scheduled, worker (without --drain), runs and \
+         option"
+    )]
+    NotOnMysqlYet(&'static str),
 }
 
 /// What the database said, without sqlx's "error returned from database:" prefix or the server's
@@ -183,6 +194,7 @@ impl From<sqlx::Error> for DbError {
 
 type SqliteQuery<'q> = sqlx::query::Query<'q, sqlx::Sqlite, sqlx::sqlite::SqliteArguments>;
 type PgQuery<'q> = sqlx::query::Query<'q, sqlx::Postgres, sqlx::postgres::PgArguments>;
+type MysqlQuery<'q> = sqlx::query::Query<'q, sqlx::MySql, sqlx::mysql::MySqlArguments>;
 
 fn bind_sqlite<'q>(query: SqliteQuery<'q>, param: &Param) -> SqliteQuery<'q> {
     match bound(param) {
@@ -202,6 +214,15 @@ fn bind_postgres<'q>(query: PgQuery<'q>, param: &Param) -> PgQuery<'q> {
         Bound::Keys(Keys::Texts(values) | Keys::Untyped(values)) => query.bind(values.clone()),
         // Each key's parts are cast to their columns' types where the keys are read.
         Bound::Keys(tuples @ Keys::Tuples { .. }) => query.bind(tuples.json()),
+    }
+}
+
+fn bind_mysql<'q>(query: MysqlQuery<'q>, param: &Param) -> MysqlQuery<'q> {
+    match bound(param) {
+        Bound::Value(SqlValue::Integer(value)) => query.bind(*value),
+        Bound::Value(SqlValue::Text(value)) => query.bind(value.clone()),
+        // Keys travel as one JSON array, read back with JSON_TABLE.
+        Bound::Keys(keys) => query.bind(keys.json()),
     }
 }
 
@@ -250,6 +271,10 @@ macro_rules! on_either {
                 let $query = $statement.params.iter().fold(sqlx::query(sql), bind_postgres);
                 $run
             }
+            $kind::Mysql($executor) => {
+                let $query = $statement.params.iter().fold(sqlx::query(sql), bind_mysql);
+                $run
+            }
         }
     }};
 }
@@ -258,11 +283,14 @@ macro_rules! on_either {
 pub struct Transaction {
     driver: &'static dyn Driver,
     inner: TransactionInner,
+    /// Whether the transaction took a writer lock that outlives it (`Driver::release_writer_locks`).
+    holds_writer_lock: bool,
 }
 
 enum TransactionInner {
     Sqlite(sqlx::Transaction<'static, sqlx::Sqlite>),
     Postgres(sqlx::Transaction<'static, sqlx::Postgres>),
+    Mysql(sqlx::Transaction<'static, sqlx::MySql>),
 }
 
 impl Transaction {
@@ -312,6 +340,9 @@ impl Transaction {
             TransactionInner::Postgres(tx) => {
                 sqlx::raw_sql(script).execute(&mut **tx).await?;
             }
+            TransactionInner::Mysql(tx) => {
+                sqlx::raw_sql(script).execute(&mut **tx).await?;
+            }
         }
         Ok(())
     }
@@ -325,25 +356,42 @@ impl Transaction {
     /// that takes `lock` too (nothing where a write transaction already excludes the others).
     pub(crate) async fn lock_writers(&mut self, lock: WriterLock) -> Result<(), DbError> {
         match self.driver.writer_lock(lock) {
+            Some(statement) => {
+                self.execute_script(statement).await?;
+                self.holds_writer_lock = self.driver.release_writer_locks().is_some();
+                Ok(())
+            }
+            None => Ok(()),
+        }
+    }
+
+    /// Releases a writer lock that outlives the transaction, last before it ends: another
+    /// process can take it between this and the end (MySQL, where nothing else serves).
+    async fn release_writer_locks(&mut self) -> Result<(), DbError> {
+        match self.driver.release_writer_locks().filter(|_| self.holds_writer_lock) {
             Some(statement) => self.execute_script(statement).await,
             None => Ok(()),
         }
     }
 
     /// Commits.
-    pub async fn commit(self) -> Result<(), DbError> {
+    pub async fn commit(mut self) -> Result<(), DbError> {
+        self.release_writer_locks().await?;
         match self.inner {
             TransactionInner::Sqlite(tx) => tx.commit().await?,
             TransactionInner::Postgres(tx) => tx.commit().await?,
+            TransactionInner::Mysql(tx) => tx.commit().await?,
         }
         Ok(())
     }
 
     /// Rolls back.
-    pub async fn rollback(self) -> Result<(), DbError> {
+    pub async fn rollback(mut self) -> Result<(), DbError> {
+        self.release_writer_locks().await?;
         match self.inner {
             TransactionInner::Sqlite(tx) => tx.rollback().await?,
             TransactionInner::Postgres(tx) => tx.rollback().await?,
+            TransactionInner::Mysql(tx) => tx.rollback().await?,
         }
         Ok(())
     }
@@ -505,8 +553,9 @@ impl Database {
         let inner = match &self.pool {
             Pool::Sqlite(pool) => TransactionInner::Sqlite(pool.begin_with("BEGIN IMMEDIATE").await?),
             Pool::Postgres(pool) => TransactionInner::Postgres(pool.begin().await?),
+            Pool::Mysql(pool) => TransactionInner::Mysql(pool.begin().await?),
         };
-        Ok(Transaction { driver: self.driver, inner })
+        Ok(Transaction { driver: self.driver, inner, holds_writer_lock: false })
     }
 
     /// [`Self::begin_write`] for a transaction whose statements all look rows up by key arrays
@@ -534,7 +583,8 @@ impl Database {
             | DbError::NewerTables { .. }
             | DbError::EditedMigration { .. }
             | DbError::UnreadableColumn { .. }
-            | DbError::NoRowReturned(_) => Failure::Permanent,
+            | DbError::NoRowReturned(_)
+            | DbError::NotOnMysqlYet(_) => Failure::Permanent,
         }
     }
 
@@ -557,11 +607,21 @@ impl Database {
         self.driver.raised_by_trigger(error)
     }
 
+    /// Refuses `what` (a command, a feature) on a database where the tool does not run it yet:
+    /// MySQL runs deletions by plan, not the rest.
+    pub fn require_full_support(&self, what: &'static str) -> Result<(), DbError> {
+        match self.kind() {
+            Kind::Mysql => Err(DbError::NotOnMysqlYet(what)),
+            Kind::Sqlite | Kind::Postgres => Ok(()),
+        }
+    }
+
     /// Closes every connection.
     pub async fn close(&self) {
         match &self.pool {
             Pool::Sqlite(pool) => pool.close().await,
             Pool::Postgres(pool) => pool.close().await,
+            Pool::Mysql(pool) => pool.close().await,
         }
     }
 }

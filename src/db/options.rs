@@ -3,7 +3,6 @@
 
 use indexmap::IndexMap;
 
-use super::sql::Statement;
 use super::{Database, DbError, migrate};
 
 /// The option values stored in `cascade_option`; none when the table does not exist yet (it
@@ -12,11 +11,9 @@ pub async fn overrides(database: &Database) -> Result<IndexMap<String, f64>, DbE
     if !database.table_exists("cascade_option").await? {
         return Ok(IndexMap::new());
     }
-    let options = Statement {
-        sql: "SELECT name, CAST(value AS TEXT) AS value FROM cascade_option".to_owned(),
-        params: Vec::new(),
-    };
-    let rows = database.fetch_records(&options).await?;
+    let mut options = database.sql();
+    options.push("SELECT name, ").text("value").push(" AS value FROM cascade_option");
+    let rows = database.fetch_records(&options.finish()).await?;
     rows.iter().map(|row| Ok((row.text("name")?, row.parsed("value")?))).collect()
 }
 
@@ -35,8 +32,8 @@ pub async fn set(database: &Database, name: &str, value: f64) -> Result<(), DbEr
     migrate(database).await?;
     let mut sql = database.sql();
     sql.push("INSERT INTO cascade_option (name, value) VALUES (").bind_text(name);
-    sql.push(", CAST(").bind_text(&value.to_string());
-    sql.push(" AS DOUBLE PRECISION)) ON CONFLICT (name) DO UPDATE SET value = excluded.value, updated_at = CURRENT_TIMESTAMP");
+    sql.push(", CAST(").bind_text(&value.to_string()).push(" AS ").push(database.backend().double_type()).push("))");
+    database.backend().on_duplicate(&mut sql, &["name"], &["value"], "updated_at = CURRENT_TIMESTAMP");
     database.execute_alone(&sql.finish()).await?;
     Ok(())
 }

@@ -92,14 +92,19 @@ impl Backend for Postgres {
         sql.push(" AS ").push(key_cast(key_type)).push(")");
     }
 
-    fn row_selector(&self, partitioned: bool) -> RowSelector {
+    fn row_selector(&self, partitioned: bool, _key: &[String]) -> RowSelector {
         // PostgreSQL looks a `ctid = ANY(ARRAY(...))` up row by row, far faster than the hash
         // join it plans for `ctid IN (SELECT ...)`; a `ctid` is unique only inside one
         // partition, so a partitioned table needs the pair.
         if partitioned {
-            RowSelector { select: "tableoid, ctid", matched: "(tableoid, ctid)", open: " IN (SELECT ", close: ")" }
+            RowSelector {
+                select: "tableoid, ctid".into(),
+                matched: "(tableoid, ctid)".into(),
+                open: " IN (SELECT ",
+                close: ")",
+            }
         } else {
-            RowSelector { select: "ctid", matched: "ctid", open: " = ANY(ARRAY(SELECT ", close: "))" }
+            RowSelector { select: "ctid".into(), matched: "ctid".into(), open: " = ANY(ARRAY(SELECT ", close: "))" }
         }
     }
 
@@ -202,6 +207,8 @@ const TUNING: Tuning = Tuning {
     concurrent_writers: true,
     range_partitions: true,
     defer_foreign_keys: None,
+    materialized_with: true,
+    updates_return: true,
     deletes_in_with: true,
     // `ctid = ANY(ARRAY(SELECT ctid ... LIMIT n))` visits each row once, like the index.
     limited_delete_is_slow: false,
@@ -273,6 +280,10 @@ impl Driver for Postgres {
 
     fn migrations(&self) -> &'static [&'static str] {
         MIGRATIONS
+    }
+
+    fn checksummed_from(&self) -> i64 {
+        11
     }
 
     fn writer_lock(&self, lock: WriterLock) -> Option<&'static str> {

@@ -72,6 +72,18 @@ impl SqlBuilder {
         self
     }
 
+    /// `CAST(expression AS TEXT)`, as the backend writes it.
+    pub(crate) fn text(&mut self, expression: &str) -> &mut Self {
+        let text = self.backend.text(expression);
+        self.push(&text)
+    }
+
+    /// ` AS TEXT)`: the end of a `CAST(` to text whose expression was written piece by piece.
+    pub(crate) fn as_text(&mut self) -> &mut Self {
+        let text_type = self.backend.text_type();
+        self.push(" AS ").push(text_type).push(")")
+    }
+
     /// Appends a quoted identifier.
     pub(crate) fn identifier(&mut self, name: &str) -> &mut Self {
         self.push(&quote_identifier(name))
@@ -215,7 +227,7 @@ mod tests {
 
     #[test]
     fn placeholders_are_numbered_as_the_backend_wants() {
-        for (kind, expected) in [(Kind::Sqlite, "?1, ?2"), (Kind::Postgres, "$1, $2")] {
+        for (kind, expected) in [(Kind::Sqlite, "?1, ?2"), (Kind::Postgres, "$1, $2"), (Kind::Mysql, "?, ?")] {
             let mut sql = SqlBuilder::new(kind.backend());
             sql.bind_text("a").push(", ").bind_text("b");
             assert_eq!(sql.finish().sql, expected);
@@ -229,19 +241,19 @@ pub(super) mod sealed {
 }
 
 /// How a set-based statement addresses the rows it picks in a `LIMIT`ed sub-select.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct RowSelector {
-    /// What the sub-select returns (`rowid`, `ctid`, `tableoid, ctid`).
-    pub select: &'static str,
-    /// What the outer statement compares with it (`rowid`, `ctid`, `(tableoid, ctid)`).
-    pub matched: &'static str,
+    /// What the sub-select returns (`rowid`, `ctid`, `tableoid, ctid`, the key's columns).
+    pub select: String,
+    /// What the outer statement compares with it (`rowid`, `ctid`, `(tableoid, ctid)`, the key).
+    pub matched: String,
     /// Text between `matched` and the sub-select, and after the sub-select.
     pub open: &'static str,
     /// Closes what `open` opened.
     pub close: &'static str,
 }
 
-/// How statements are written for SQLite or PostgreSQL: placeholders, key lists, JSON, timestamps,
+/// How statements are written for SQLite, PostgreSQL or MySQL: placeholders, key lists, JSON, timestamps,
 /// and the database's [`Tuning`]. Sealed: only `db` implements it.
 pub(crate) trait Backend: sealed::Sealed + Send + Sync + Debug {
     /// Which database this backend speaks to.
@@ -274,8 +286,45 @@ pub(crate) trait Backend: sealed::Sealed + Send + Sync + Debug {
     /// One key bound as `value`, typed as `key_type` for a comparison with a key column.
     fn key_value(&self, sql: &mut SqlBuilder, key_type: &KeyType, value: Param);
 
-    /// How a set-based statement addresses rows; `partitioned` for a partitioned table.
-    fn row_selector(&self, partitioned: bool) -> RowSelector;
+    /// How a set-based statement addresses rows; `partitioned` for a partitioned table, whose
+    /// key columns are `key`.
+    fn row_selector(&self, partitioned: bool, key: &[String]) -> RowSelector;
+
+    /// `DELETE FROM table AS alias`, the start of a delete whose conditions name its row by
+    /// `alias` (`table` already quoted).
+    fn delete_from(&self, sql: &mut SqlBuilder, table: &str, alias: &str) {
+        sql.push("DELETE FROM ").push(table).push(" AS ").identifier(alias);
+    }
+
+    /// The type `CAST` converts to text with: `TEXT`, MySQL's `CHAR`.
+    fn text_type(&self) -> &'static str {
+        "TEXT"
+    }
+
+    /// What an insert does with a row whose `key` (a unique key's columns) another row holds:
+    /// nothing when `updated` is empty, else sets the columns `updated` to the inserted row's and
+    /// runs the assignments `also` (`updated_at = CURRENT_TIMESTAMP`, or empty).
+    fn on_duplicate(&self, sql: &mut SqlBuilder, key: &[&str], updated: &[&str], also: &str) {
+        sql.push(" ON CONFLICT (").push(&key.join(", ")).push(")");
+        if updated.is_empty() {
+            sql.push(" DO NOTHING");
+            return;
+        }
+        let mut assignments: Vec<String> =
+            updated.iter().map(|column| format!("{column} = excluded.{column}")).collect();
+        assignments.extend((!also.is_empty()).then(|| also.to_owned()));
+        sql.push(" DO UPDATE SET ").push(&assignments.join(", "));
+    }
+
+    /// The type `CAST` converts to a double-precision number with.
+    fn double_type(&self) -> &'static str {
+        "DOUBLE PRECISION"
+    }
+
+    /// `expression` converted to text.
+    fn text(&self, expression: &str) -> String {
+        format!("CAST({expression} AS {})", self.text_type())
+    }
 
     /// A JSON object (as text) of `columns`, named by themselves.
     fn json_object(&self, sql: &mut SqlBuilder, columns: &[String]);
@@ -375,6 +424,12 @@ pub(crate) struct Tuning {
     /// where the database has one (SQLite); without it (PostgreSQL, whose keys defer only when
     /// declared `DEFERRABLE`), rows that reference each other in a loop go in one statement.
     pub defer_foreign_keys: Option<&'static str>,
+    /// Whether a `WITH` query can be made to be read once (`AS MATERIALIZED`), not inlined where
+    /// it is used.
+    pub materialized_with: bool,
+    /// Whether an `UPDATE` can return what it changed (`RETURNING`); without, a nullify whose rows
+    /// are recorded selects them first, locking them, then sets them to NULL by key.
+    pub updates_return: bool,
     /// Whether a `WITH` query may hold a `DELETE ... RETURNING` whose rows the main statement
     /// inserts elsewhere (PostgreSQL's data-modifying `WITH`).
     pub deletes_in_with: bool,

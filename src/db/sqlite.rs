@@ -109,8 +109,8 @@ impl Backend for Sqlite {
         sql.bind(value);
     }
 
-    fn row_selector(&self, _partitioned: bool) -> RowSelector {
-        RowSelector { select: "rowid", matched: "rowid", open: " IN (SELECT ", close: ")" }
+    fn row_selector(&self, _partitioned: bool, _key: &[String]) -> RowSelector {
+        RowSelector { select: "rowid".into(), matched: "rowid".into(), open: " IN (SELECT ", close: ")" }
     }
 
     fn json_object(&self, sql: &mut SqlBuilder, columns: &[String]) {
@@ -245,6 +245,8 @@ const TUNING: Tuning = Tuning {
     concurrent_writers: false,
     range_partitions: false,
     defer_foreign_keys: Some("PRAGMA defer_foreign_keys = ON"),
+    materialized_with: true,
+    updates_return: true,
     deletes_in_with: false,
     // `rowid IN (SELECT rowid ... LIMIT n)` builds a temporary b-tree of rowids first.
     limited_delete_is_slow: true,
@@ -291,6 +293,10 @@ impl Driver for Sqlite {
 
     fn migrations(&self) -> &'static [&'static str] {
         MIGRATIONS
+    }
+
+    fn checksummed_from(&self) -> i64 {
+        11
     }
 
     fn writer_lock(&self, _lock: WriterLock) -> Option<&'static str> {

@@ -27,12 +27,15 @@ pub struct DatabaseUrl {
 }
 
 impl DatabaseUrl {
-    /// `sqlite:...` or `postgres:`/`postgresql:...`; anything else is refused (redacted).
+    /// `sqlite:...`, `postgres:`/`postgresql:...` or `mysql:`/`mariadb:...`; anything else is
+    /// refused (redacted).
     pub fn parse(url: &str) -> Result<Self, DbError> {
         let kind = if url.starts_with("sqlite:") {
             Kind::Sqlite
         } else if url.starts_with("postgres:") || url.starts_with("postgresql:") {
             Kind::Postgres
+        } else if url.starts_with("mysql:") || url.starts_with("mariadb:") {
+            Kind::Mysql
         } else {
             return Err(DbError::UnsupportedUrl(redact(url)));
         };
@@ -323,7 +326,9 @@ mod tests {
         assert_eq!(DatabaseUrl::parse("sqlite://a.db?mode=ro").unwrap().kind(), Kind::Sqlite);
         assert_eq!(DatabaseUrl::parse("sqlite://a.db?mode=ro").unwrap().sqlite_path(), "a.db");
         assert_eq!(DatabaseUrl::parse("postgresql://u@h/d").unwrap().kind(), Kind::Postgres);
-        let refused = DatabaseUrl::parse("mysql://u:pw@h/d").unwrap_err().to_string();
-        assert!(refused.contains("mysql://u:***@h/d"), "{refused}");
+        assert_eq!(DatabaseUrl::parse("mysql://u@h/d?socket=/s").unwrap().kind(), Kind::Mysql);
+        assert_eq!(DatabaseUrl::parse("mariadb://u@h/d").unwrap().kind(), Kind::Mysql);
+        let refused = DatabaseUrl::parse("oracle://u:pw@h/d").unwrap_err().to_string();
+        assert!(refused.contains("oracle://u:***@h/d"), "{refused}");
     }
 }

@@ -199,7 +199,7 @@ async fn count_from(
         for (index, counted) in batch.iter().enumerate() {
             sql.push(if index == 0 { "CAST((" } else { ", CAST((" });
             counter.count(&mut sql, &graph, counted);
-            sql.push(") AS TEXT)");
+            sql.push(")").as_text();
         }
         let rows = database.fetch_texts(&sql.finish()).await?;
         let values = rows.into_iter().next().unwrap_or_default();
@@ -382,7 +382,8 @@ impl Counter<'_> {
         let referenced = graph.referenced_columns(model);
         let columns: Vec<String> = referenced.iter().map(|column| quote_identifier(&names.column(column))).collect();
         let tree: Vec<&PlanNode> = graph.recursive_nodes(model).collect();
-        sql.identifier(alias).push(if tree.is_empty() { " AS MATERIALIZED (SELECT " } else { " AS (SELECT " });
+        let materialized = tree.is_empty() && self.backend.tuning().materialized_with;
+        sql.identifier(alias).push(if materialized { " AS MATERIALIZED (SELECT " } else { " AS (SELECT " });
         sql.push(&columns.join(", ")).push(" FROM ").push(&names.quoted_table()).push(" WHERE ");
         self.membership_where(sql, graph, model, OnDelete::Delete, |node, _| !node.recursive);
         if !tree.is_empty() {

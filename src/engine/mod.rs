@@ -4,6 +4,7 @@
 
 mod archive;
 mod chunk_size;
+mod condition;
 mod count;
 mod deletion;
 mod lookups;
@@ -15,6 +16,7 @@ mod throttle;
 pub(crate) use archive::Archive;
 pub use archive::ArchiveError;
 pub(crate) use chunk_size::next_size as next_chunk_size;
+pub use condition::{ConditionError, ROOTS_PER_RUN, RootCondition};
 pub use count::{CountError, Counts, count};
 pub(crate) use count::{Dangling, count_dangling, count_naming};
 pub(crate) use deletion::RunBatch;

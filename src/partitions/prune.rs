@@ -376,13 +376,13 @@ async fn clean_references(
                 let nullified = format!("{}.{}", child.qualified_name(), describe_columns(&columns));
                 loop {
                     let mut sql = database.sql();
-                    let selector = database.backend().row_selector(child.partitioned);
+                    let selector = database.backend().row_selector(child.partitioned, &[]);
                     sql.push("UPDATE ").push(&quoted(child)).push(" SET ");
                     for (index, column) in columns.iter().enumerate() {
                         sql.push(if index > 0 { ", " } else { "" }).identifier(column).push(" = NULL");
                     }
                     sql.push(" WHERE ");
-                    sql.push(selector.matched).push(selector.open).push(selector.select).push(" FROM ");
+                    sql.push(&selector.matched).push(selector.open).push(&selector.select).push(" FROM ");
                     sql.push(&quoted(child)).push(" c WHERE ");
                     references(&mut sql, partition, fk, &referenced);
                     sql.push(&format!(" LIMIT {chunk}")).push(selector.close);

@@ -50,8 +50,10 @@ pub struct Folding {
 pub struct PlanView<'a> {
     /// The root model.
     pub root: String,
-    /// The root ids given.
+    /// The root ids given, or those that match [`Self::condition`].
     pub ids: Vec<String>,
+    /// The SQL condition the root rows were picked by (`--where`), as written.
+    pub condition: Option<String>,
     /// Whether rows were counted (a database and ids were given).
     pub counted: bool,
     /// The root node, with nested children (a shared children list under its first node).
@@ -192,6 +194,7 @@ impl<'a> PlanView<'a> {
         Self {
             root: plan.root.model.clone(),
             ids: ids.to_vec(),
+            condition: None,
             counted: counts.is_some(),
             tree,
             nodes: flattening.nodes,
@@ -204,6 +207,12 @@ impl<'a> PlanView<'a> {
             sql,
             diagnostics: Vec::new(),
         }
+    }
+
+    /// The view of roots picked by a SQL `condition` (`--where`), when they were.
+    pub fn with_condition(mut self, condition: Option<String>) -> Self {
+        self.condition = condition;
+        self
     }
 
     /// The view with `report`'s diagnostics, which the HTML page lists.
@@ -231,6 +240,8 @@ impl<'a> PlanView<'a> {
         struct Json<'a> {
             root: &'a str,
             ids: &'a [String],
+            #[serde(rename = "where", skip_serializing_if = "Option::is_none")]
+            condition: &'a Option<String>,
             tree: &'a NodeView<'a>,
             totals: &'a IndexMap<String, u64>,
             nullify: &'a IndexMap<String, u64>,
@@ -243,6 +254,7 @@ impl<'a> PlanView<'a> {
         let json = Json {
             root: &self.root,
             ids: &self.ids,
+            condition: &self.condition,
             tree: &self.tree,
             totals: &self.totals,
             nullify: &self.nullify,

@@ -170,7 +170,7 @@ pub async fn list(database: &Database, settings: &Settings) -> Result<Vec<Schedu
     sql.push(" AS date_scheduled, CASE WHEN in_progress AND heartbeat < ").timestamp(silent_since);
     sql.push(" THEN 'interrupted' WHEN in_progress THEN 'in_progress' WHEN attempts >= ");
     sql.bind(Param::integer(i64::try_from(settings.max_attempts()).unwrap_or(i64::MAX)));
-    sql.push(" THEN 'failed' ELSE 'pending' END AS state, CAST(attempts AS TEXT) AS attempts, last_error, actor ");
+    sql.push(" THEN 'failed' ELSE 'pending' END AS state, ").text("attempts").push(" AS attempts, last_error, actor ");
     // The table's columns, not the text aliases of the same names.
     sql.push("FROM cascade_scheduled_deletion ORDER BY cascade_scheduled_deletion.date_scheduled, ");
     sql.push("cascade_scheduled_deletion.id");
@@ -224,7 +224,7 @@ fn expiry(now: SystemTime, lease: Duration) -> SystemTime {
 pub(crate) async fn count_later(database: &Database, max_attempts: u64) -> Result<(u64, Option<String>), DbError> {
     let backend = database.backend();
     let mut sql = database.sql();
-    sql.push("SELECT CAST(COUNT(*) AS TEXT) AS later, ").push(&backend.timestamp_text("MIN(date_scheduled)"));
+    sql.push("SELECT ").text("COUNT(*)").push(" AS later, ").push(&backend.timestamp_text("MIN(date_scheduled)"));
     sql.push(" AS next_due FROM cascade_scheduled_deletion WHERE NOT in_progress AND date_scheduled > ");
     sql.timestamp(SystemTime::now()).push(" AND attempts < ");
     sql.bind(Param::integer(i64::try_from(max_attempts).unwrap_or(i64::MAX)));
@@ -244,23 +244,68 @@ pub(crate) async fn count_due(database: &Database, max_attempts: u64) -> Result<
 }
 
 /// Claims one due deletion that has attempts left: a conditional update (`in_progress` false →
-/// true), on PostgreSQL over a row locked with `FOR UPDATE SKIP LOCKED`, so no two workers ever
-/// claim the same row. The claim carries a fresh token: every later update of the row names it,
-/// so a worker whose claim expired and went to another cannot touch it any more.
+/// true), on PostgreSQL and MySQL over a row locked with `FOR UPDATE SKIP LOCKED`, so no two
+/// workers ever claim the same row. The claim carries a fresh token: every later update of the
+/// row names it, so a worker whose claim expired and went to another cannot touch it any more.
+/// Where an `UPDATE` returns nothing (MySQL), the row is locked first, then claimed and read in
+/// the same transaction.
 pub(crate) async fn claim(database: &Database, max_attempts: u64, lease: Duration) -> Result<Option<Claim>, DbError> {
     let now = SystemTime::now();
     let token = uuid::Uuid::new_v4().simple().to_string();
-    let mut sql = database.sql();
-    sql.push("UPDATE cascade_scheduled_deletion SET in_progress = TRUE, attempts = attempts + 1, claim_token = ");
-    sql.bind(text(&token)).push(", heartbeat = ").timestamp(now);
-    sql.push(", claim_expires_at = ").timestamp(expiry(now, lease));
-    sql.push(" WHERE id = (SELECT id FROM cascade_scheduled_deletion WHERE NOT in_progress AND date_scheduled <= ");
-    sql.timestamp(now);
-    sql.push(" AND attempts < ").bind(Param::integer(i64::try_from(max_attempts).unwrap_or(i64::MAX)));
-    sql.push(" ORDER BY date_scheduled, id LIMIT 1").push(database.backend().claim_lock());
-    sql.push(") AND NOT in_progress RETURNING CAST(id AS TEXT) AS id, guid, model, object_id, actor, ");
-    sql.push("CAST(attempts AS TEXT) AS attempts");
-    let rows = database.fetch_records_alone(&sql.finish()).await?;
+    let backend = database.backend();
+    // Its id, as text when it is read back rather than compared.
+    let due = |sql: &mut SqlBuilder, as_text: bool| {
+        sql.push("SELECT ");
+        if as_text {
+            sql.text("id")
+        } else {
+            sql.push("id")
+        };
+        sql.push(" FROM cascade_scheduled_deletion WHERE NOT in_progress AND date_scheduled <= ");
+        sql.timestamp(now);
+        sql.push(" AND attempts < ").bind(Param::integer(i64::try_from(max_attempts).unwrap_or(i64::MAX)));
+        sql.push(" ORDER BY date_scheduled, id LIMIT 1").push(backend.claim_lock());
+    };
+    let claimed = |sql: &mut SqlBuilder| {
+        sql.push("UPDATE cascade_scheduled_deletion SET in_progress = TRUE, attempts = attempts + 1, claim_token = ");
+        sql.bind(text(&token)).push(", heartbeat = ").timestamp(now);
+        sql.push(", claim_expires_at = ").timestamp(expiry(now, lease)).push(" WHERE id = ");
+    };
+    let fields = |sql: &mut SqlBuilder| {
+        sql.text("id").push(" AS id, guid, model, object_id, actor, ").text("attempts").push(" AS attempts");
+    };
+    let rows = if backend.tuning().updates_return {
+        let mut sql = database.sql();
+        claimed(&mut sql);
+        sql.push("(");
+        due(&mut sql, false);
+        sql.push(") AND NOT in_progress RETURNING ");
+        fields(&mut sql);
+        database.fetch_records_alone(&sql.finish()).await?
+    } else {
+        let mut transaction = database.begin_write().await?;
+        let mut pick = database.sql();
+        due(&mut pick, true);
+        let Some(id) = crate::db::first_column(transaction.fetch_texts(&pick.finish()).await?).pop() else {
+            transaction.commit().await?;
+            return Ok(None);
+        };
+        let id = Param::integer(id.parse().map_err(|_| DbError::UnreadableColumn {
+            column: "id".to_owned(),
+            problem: format!("holds `{id}`, which does not read as an integer"),
+        })?);
+        let mut update = database.sql();
+        claimed(&mut update);
+        update.bind(id.clone());
+        transaction.execute(&update.finish()).await?;
+        let mut read = database.sql();
+        read.push("SELECT ");
+        fields(&mut read);
+        read.push(" FROM cascade_scheduled_deletion WHERE id = ").bind(id);
+        let rows = transaction.fetch_records(&read.finish()).await?;
+        transaction.commit().await?;
+        rows
+    };
     let Some(row) = rows.first() else { return Ok(None) };
     Ok(Some(Claim {
         id: row.parsed("id")?,

@@ -3,6 +3,7 @@
 //! from SQL DDL files without any database.
 
 pub mod ddl;
+mod mysql;
 pub(crate) mod partitions;
 mod postgres;
 mod predicate;
@@ -527,6 +528,7 @@ pub async fn introspect(database: &Database) -> Result<Schema, DbError> {
     match database.pool() {
         Pool::Sqlite(pool) => sqlite::introspect(pool).await,
         Pool::Postgres(pool) => postgres::introspect(pool).await,
+        Pool::Mysql(pool) => mysql::introspect(pool).await,
     }
 }
 
@@ -539,6 +541,7 @@ pub async fn version(database: &Database) -> Result<String, DbError> {
     match database.pool() {
         Pool::Sqlite(pool) => sqlite::version(pool).await,
         Pool::Postgres(pool) => postgres::version(pool).await,
+        Pool::Mysql(pool) => mysql::version(pool).await,
     }
 }
 

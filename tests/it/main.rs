@@ -29,6 +29,7 @@ mod metrics;
 mod migrations;
 mod mutations;
 mod mutations_cli;
+mod mysql;
 mod ops;
 mod options;
 mod orphans;

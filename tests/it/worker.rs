@@ -8,6 +8,7 @@ use std::time::{Duration, Instant, SystemTime};
 
 use cascade::db::Statement;
 use cascade::db::{Access, Database};
+use common::databases::Databases;
 use common::running::{CHUNK_COMMITTED, Running, STOPPING};
 use common::{
     block_on, cascade, count, on_each_database, postgres_database, project, schedule_now, sqlite_database, texts,
@@ -142,6 +143,8 @@ fn lease_recovery(url: &str) {
 fn last_heartbeat(url: &str) -> SystemTime {
     let column = if url.starts_with("sqlite:") {
         "heartbeat"
+    } else if url.starts_with("mysql:") {
+        "LEFT(DATE_FORMAT(heartbeat, '%Y-%m-%d %H:%i:%s.%f'), 23)"
     } else {
         "to_char(heartbeat AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS.MS')"
     };
@@ -156,6 +159,18 @@ on_each_database!(
         lease_recovery(&databases.create(&format!("{SCHEMA}{}", rows(2, 400))));
     }
 );
+
+#[test]
+fn four_workers_run_each_deletion_exactly_once_on_mariadb() {
+    let Some(databases) = Databases::mysql() else { return };
+    exactly_once(&databases.create(&format!("{SCHEMA}{}", rows(210, 5))));
+}
+
+#[test]
+fn a_killed_worker_is_recovered_after_the_lease_on_mariadb() {
+    let Some(databases) = Databases::mysql() else { return };
+    lease_recovery(&databases.create(&format!("{SCHEMA}{}", rows(2, 400))));
+}
 
 /// A deletion a trigger refuses fails the same way every time: it is kept as failed at once,
 /// with its error, instead of being retried.

@@ -219,8 +219,13 @@ impl<'a> Deletion<'a> {
             for (_, step, keys) in &groups {
                 steps.extend(self.count_database_children(&mut transaction, step, keys).await?);
             }
-            if let Some(defer) = tuning.defer_foreign_keys {
-                transaction.execute_script(defer).await?;
+            // Without a data-modifying `WITH` (SQLite, MySQL), one delete after the other: SQLite
+            // checks the keys at the commit; InnoDB row by row, so a loop only of keys it
+            // cascades or sets to NULL goes (docs/DECISIONS.md).
+            if !tuning.deletes_in_with {
+                if let Some(defer) = tuning.defer_foreign_keys {
+                    transaction.execute_script(defer).await?;
+                }
                 // Counted before the deletes: a row that one table's delete cascades to is gone by
                 // the time its own table's delete runs, and still counted.
                 for (node, step, keys) in &groups {

@@ -44,6 +44,25 @@ impl Summary {
         self.deleted.values().chain(self.nullified.values()).sum()
     }
 
+    /// Adds what a later run of the same command did (a purge's next batch of roots).
+    pub fn absorb(&mut self, later: Summary) {
+        for (model, rows) in later.deleted {
+            *self.deleted.entry(model).or_default() += rows;
+        }
+        for (model, rows) in later.nullified {
+            *self.nullified.entry(model).or_default() += rows;
+        }
+        self.chunks += later.chunks;
+        self.max_chunk_ms = self.max_chunk_ms.max(later.max_chunk_ms);
+        self.chunk_ms.extend(later.chunk_ms);
+        self.p99_chunk_ms = self.p99_chunk_ms.max(later.p99_chunk_ms);
+        self.elapsed_ms += later.elapsed_ms;
+        self.outbox_rows += later.outbox_rows;
+        self.skipped.extend(later.skipped);
+        self.missing.extend(later.missing);
+        self.resumes = self.resumes.or(later.resumes);
+    }
+
     /// Rows deleted and nullified so far, per model.
     pub fn run_rows(&self) -> RunRows {
         RunRows::default().plus(&self.deleted, &self.nullified)

@@ -15,8 +15,9 @@ use crate::db::Keys;
 use crate::db::sql::{Param, Statement};
 use crate::db::{Failure, TextRows, Transaction};
 use crate::engine::sql::Returning;
-use crate::engine::steps::StepSql;
+use crate::engine::steps::{StepSql, column_types};
 use crate::planner::PlanNode;
+use crate::schema::CatalogNames;
 use crate::telemetry;
 
 impl<'a> Deletion<'a> {
@@ -182,6 +183,13 @@ impl<'a> Deletion<'a> {
         if step.sql.returns_nullified {
             let keys = crate::db::first_column(transaction.fetch_texts(statement).await?);
             let rows = keys.len() as u64;
+            if step.sql.selects_nullified_first() && rows > 0 {
+                let table = CatalogNames::of(Some(self.schema), &node.table).table();
+                let types = column_types(table, &node.identity);
+                // Keys read back from the table fit its columns.
+                let identified = Keys::parse_for(&types, keys.clone()).unwrap_or_else(|_| Keys::none(&types));
+                transaction.execute(&step.sql.nullify_identified(Param::Keys(identified), &types)).await?;
+            }
             audit::nullified::record(transaction, self.run_id, &node.model, keys).await?;
             return Ok(rows);
         }

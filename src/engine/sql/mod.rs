@@ -77,7 +77,7 @@ impl std::fmt::Debug for RootGuard {
 pub(super) fn count_reached(nodes: &[&NodeSql<'_>], matched: &Param) -> Statement {
     let first = nodes.first().expect("a count of at least one node");
     let mut sql = first.builder();
-    sql.push("SELECT CAST(COUNT(*) AS TEXT) FROM ").push(&first.table()).push(" WHERE ");
+    sql.push("SELECT ").text("COUNT(*)").push(" FROM ").push(&first.table()).push(" WHERE ");
     for (index, node) in nodes.iter().enumerate() {
         sql.push(if index == 0 { "(" } else { " OR (" });
         node.write_match(&mut sql, matched.clone());
@@ -94,7 +94,7 @@ pub(super) fn children_present(children: &[NodeSql<'_>], matched: &Param) -> Sta
     for (index, child) in children.iter().enumerate() {
         sql.push(if index == 0 { "SELECT CAST(CASE WHEN " } else { ", CAST(CASE WHEN " });
         child.write_exists(&mut sql, matched.clone());
-        sql.push(" THEN '1' ELSE '0' END AS TEXT)");
+        sql.push(" THEN '1' ELSE '0' END").as_text();
     }
     sql.finish()
 }
@@ -295,7 +295,8 @@ impl NodeSql<'_> {
 
     /// `DELETE FROM table WHERE key IN keys`, into a statement being built.
     fn write_delete_by_keys(&self, sql: &mut SqlBuilder, keys: Param) {
-        sql.push("DELETE FROM ").push(&self.table()).push(" AS ").identifier(ROW_ALIAS).push(" WHERE ");
+        self.backend.delete_from(sql, &self.table(), ROW_ALIAS);
+        sql.push(" WHERE ");
         self.matching(sql, keys, true);
     }
 
@@ -413,7 +414,7 @@ impl NodeSql<'_> {
         sql.push(")), cascade_some AS (SELECT cascade_depth, ").identifier(KEY_ALIAS);
         sql.push(" FROM cascade_down LIMIT ").push(&rows.to_string());
         // Named apart from the level's number, which the levels are ordered by (not as text).
-        sql.push(") SELECT CAST(cascade_depth AS TEXT) AS cascade_level, ");
+        sql.push(") SELECT ").text("cascade_depth").push(" AS cascade_level, ");
         self.backend.json_array_agg(&mut sql, KEY_ALIAS, KEY_ALIAS);
         sql.push(" FROM cascade_some GROUP BY cascade_depth ORDER BY cascade_depth");
         sql.finish()
@@ -433,10 +434,13 @@ impl NodeSql<'_> {
     /// bulk and nullify: one set-based statement over up to `limit` of the rows matching
     /// `matched`; a delete returns what the outbox and archive need.
     pub(super) fn set_based_chunk(&self, matched: Param, returning: Option<&Returning>, limit: u64) -> Statement {
-        let rows = self.backend.row_selector(self.partitioned);
+        if self.selects_nullified_first() {
+            return self.nullified_rows(matched, Some(limit));
+        }
+        let rows = self.backend.row_selector(self.partitioned, &self.key_columns());
         let mut sql = self.builder();
         self.set_based_head(&mut sql);
-        sql.push(" WHERE ").push(rows.matched).push(rows.open).push(rows.select).push(" FROM ");
+        sql.push(" WHERE ").push(&rows.matched).push(rows.open).push(&rows.select).push(" FROM ");
         self.table_of_rows(&mut sql);
         sql.push(" WHERE ");
         self.write_rows(&mut sql, matched);
@@ -452,6 +456,9 @@ impl NodeSql<'_> {
     /// rows of this node were counted ([`Self::count_up_to`]) and fit one chunk. Without the
     /// `LIMIT` sub-select the database deletes straight from the relation's index.
     pub(super) fn set_based_all(&self, matched: Param, returning: Option<&Returning>) -> Statement {
+        if self.selects_nullified_first() {
+            return self.nullified_rows(matched, None);
+        }
         let mut sql = self.builder();
         self.set_based_head(&mut sql);
         sql.push(" WHERE ");
@@ -476,7 +483,7 @@ impl NodeSql<'_> {
 
     /// [`Self::count_up_to`] written into `sql`, where it may be one of several.
     pub(super) fn write_count_up_to(&self, sql: &mut SqlBuilder, matched: Param, limit: u64) {
-        sql.push("SELECT CAST(COUNT(*) AS TEXT) FROM (SELECT 1 FROM ");
+        sql.push("SELECT ").text("COUNT(*)").push(" FROM (SELECT 1 FROM ");
         self.table_of_rows(sql);
         sql.push(" WHERE ");
         self.write_rows(sql, matched);
@@ -487,7 +494,8 @@ impl NodeSql<'_> {
         match self.node.action {
             // A database node runs no write (see `count`); a delete is what it stands for.
             OnDelete::Delete | OnDelete::Database => {
-                sql.push("DELETE FROM ").push(&self.table()).push(" AS ").identifier(ROW_ALIAS)
+                self.backend.delete_from(sql, &self.table(), ROW_ALIAS);
+                sql
             }
             OnDelete::Nullify => {
                 sql.push("UPDATE ");
@@ -512,6 +520,45 @@ impl NodeSql<'_> {
         }
     }
 
+    /// Whether this nullify's set-based statements select the identities of the rows it sets to
+    /// NULL, locking them, for [`Self::nullify_identified`] to write: where an `UPDATE` returns
+    /// nothing (MySQL) and the run records those rows.
+    pub(super) fn selects_nullified_first(&self) -> bool {
+        self.node.action == OnDelete::Nullify && self.returns_nullified && !self.backend.tuning().updates_return
+    }
+
+    /// The identities (as one text each) of up to `limit` of the rows a nullify sets to NULL
+    /// among those `matched` reaches, locked until the transaction ends.
+    fn nullified_rows(&self, matched: Param, limit: Option<u64>) -> Statement {
+        let mut sql = self.builder();
+        sql.push("SELECT ");
+        self.backend.key_text(&mut sql, &self.identity_columns());
+        sql.push(" FROM ");
+        self.table_of_rows(&mut sql);
+        sql.push(" WHERE ");
+        self.write_rows(&mut sql, matched);
+        if let Some(guard) = &self.guard {
+            guard.write(&mut sql, ROW_ALIAS);
+        }
+        if let Some(limit) = limit {
+            sql.push(" LIMIT ").push(&limit.to_string());
+        }
+        sql.push(&self.backend.lock_rows_of(ROW_ALIAS));
+        sql.finish()
+    }
+
+    /// Sets to NULL the relation columns of the rows whose identities (of the column types
+    /// `types`) are `keys`: those [`Self::nullified_rows`] selected.
+    pub(super) fn nullify_identified(&self, keys: Param, types: &[KeyType]) -> Statement {
+        let mut sql = self.builder();
+        sql.push("UPDATE ").push(&self.table()).push(" SET ");
+        for (index, column) in self.match_columns().iter().enumerate() {
+            sql.push(if index == 0 { "" } else { ", " }).identifier(column).push(" = NULL");
+        }
+        sql.push(" WHERE ").keys_in(&self.identity_columns(), types, keys);
+        sql.finish()
+    }
+
     /// The columns that identify a row of the node's model, as the catalog spells them.
     fn identity_columns(&self) -> Vec<String> {
         self.node.identity.iter().map(|column| self.names.column(column)).collect()
@@ -520,7 +567,7 @@ impl NodeSql<'_> {
     /// How many rows have one of the identities `keys` (of the identity's column types `types`).
     pub(super) fn count_identified(&self, keys: Param, types: &[KeyType]) -> Statement {
         let mut sql = self.builder();
-        sql.push("SELECT CAST(COUNT(*) AS TEXT) FROM ").push(&self.table()).push(" WHERE ");
+        sql.push("SELECT ").text("COUNT(*)").push(" FROM ").push(&self.table()).push(" WHERE ");
         sql.keys_in(&self.identity_columns(), types, keys);
         sql.finish()
     }
@@ -570,7 +617,7 @@ impl NodeSql<'_> {
         if stored {
             self.backend.outbox_identifier(&quote_identifier(column))
         } else {
-            format!("CAST({} AS TEXT)", quote_identifier(column))
+            self.backend.text(&quote_identifier(column))
         }
     }
 
@@ -646,7 +693,7 @@ impl NodeSql<'_> {
             }
             child.write_exists(&mut sql, keys.clone());
         }
-        sql.push(" THEN '1' ELSE '0' END AS TEXT)");
+        sql.push(" THEN '1' ELSE '0' END").as_text();
         sql.finish()
     }
 
@@ -675,7 +722,7 @@ impl NodeSql<'_> {
         let mut sql = self.builder();
         sql.push("SELECT ");
         self.key_text(&mut sql);
-        sql.push(", CAST(").identifier(&column).push(" AS TEXT) FROM ").push(&self.table()).push(" WHERE ");
+        sql.push(", ").text(&quote_identifier(&column)).push(" FROM ").push(&self.table()).push(" WHERE ");
         sql.keys_in(&self.key_columns(), &self.key_types, ids).push(" AND ");
         status_in(&mut sql, &column, &unmarked);
         sql.finish()

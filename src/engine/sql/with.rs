@@ -23,7 +23,7 @@ pub(crate) fn delete_together(backend: &'static dyn Backend, deletes: Vec<(&Node
     sql.push(" SELECT ");
     for index in 0..count {
         sql.push(if index == 0 { "" } else { ", " }).push("CAST((SELECT COUNT(*) FROM ");
-        sql.identifier(&format!("cascade_loop_{index}")).push(") AS TEXT)");
+        sql.identifier(&format!("cascade_loop_{index}")).push(")").as_text();
     }
     sql.finish()
 }
@@ -57,7 +57,11 @@ pub(crate) fn delete_archived(
         insert_deleted_tombstones(&mut sql, target);
         sql.push(")");
     }
-    sql.push(" SELECT CAST(COUNT(*) AS TEXT), string_agg(cascade_row, ").bind_text("\n").push(") FROM cascade_deleted");
+    sql.push(" SELECT ")
+        .text("COUNT(*)")
+        .push(", string_agg(cascade_row, ")
+        .bind_text("\n")
+        .push(") FROM cascade_deleted");
     sql.finish()
 }
 

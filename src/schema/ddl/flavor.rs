@@ -74,7 +74,11 @@ impl Flavor {
             referenced_schema: target.schema,
             referenced_table: target.name,
             referenced_columns: self.idents(&fk.referred_columns),
-            on_delete: fk.on_delete.map_or(ReferentialAction::NoAction, referential_action),
+            on_delete: match fk.on_delete.map_or(ReferentialAction::NoAction, referential_action) {
+                // InnoDB checks `NO ACTION` at once, row by row, as `RESTRICT` (as read live).
+                ReferentialAction::NoAction if self.0 == Kind::Mysql => ReferentialAction::Restrict,
+                action => action,
+            },
         })
     }
 }

@@ -32,35 +32,49 @@ use tables::{
 pub struct ParsedDdl {
     /// The tables the script declares.
     pub schema: Schema,
-    /// The dialect that read the most tables: "postgresql" or "sqlite". PostgreSQL on a tie, and
-    /// whenever the script has dollar quotes, `COPY ... FROM stdin` data or psql meta-commands.
+    /// The dialect that read the most tables: "postgresql", "sqlite" or "mysql". PostgreSQL on a
+    /// tie, and whenever the script has dollar quotes, `COPY ... FROM stdin` data or psql
+    /// meta-commands; MySQL only for a script with syntax of its own (backquoted names,
+    /// `ENGINE=`, `AUTO_INCREMENT`, `UNSIGNED`) that it reads no fewer tables of.
     pub dialect: &'static str,
     /// Statements that added nothing to the schema: unparseable, or not schema DDL (INSERT, SET,
     /// CREATE FUNCTION, ALTER TABLE ... OWNER TO, psql meta-commands, ...). Skipped, never fatal.
     pub skipped: usize,
 }
 
-/// Parses SQL DDL (PostgreSQL or SQLite dialect, chosen automatically) into a [`Schema`].
+/// Parses SQL DDL (PostgreSQL, SQLite or MySQL dialect, chosen automatically) into a [`Schema`].
 ///
 /// Reads `CREATE TABLE`, `CREATE INDEX` and `ALTER TABLE ... ADD CONSTRAINT` / `ATTACH
 /// PARTITION`; partitions are folded into their partitioned table. Never panics: what it cannot
 /// use it skips and counts in [`ParsedDdl::skipped`].
 pub fn parse_ddl(sql: &str) -> ParsedDdl {
-    // The two readings are independent: side by side, a large script takes the time of one.
-    let (postgres, sqlite) = std::thread::scope(|scope| {
-        let sqlite = std::thread::Builder::new().spawn_scoped(scope, || Reader::read(Kind::Sqlite, sql));
-        let postgres = Reader::read(Kind::Postgres, sql);
-        let sqlite = match sqlite {
-            Ok(reading) => reading.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic)),
-            // No thread to be had: one reading after the other.
-            Err(_) => Reader::read(Kind::Sqlite, sql),
+    // The readings are independent: side by side, a large script takes the time of one.
+    let (postgres, sqlite, mysql) = std::thread::scope(|scope| {
+        let beside = |kind| {
+            let reading = std::thread::Builder::new().spawn_scoped(scope, move || Reader::read(kind, sql));
+            move || match reading {
+                Ok(reading) => reading.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic)),
+                // No thread to be had: one reading after the other.
+                Err(_) => Reader::read(kind, sql),
+            }
         };
-        (postgres, sqlite)
+        let (sqlite, mysql) = (beside(Kind::Sqlite), beside(Kind::Mysql));
+        let postgres = Reader::read(Kind::Postgres, sql);
+        (postgres, sqlite(), mysql())
     });
     // Read as SQLite, a dollar-quoted function body falls apart into statements, and a
     // `CREATE TABLE` inside one would count as a table: syntax only PostgreSQL has settles it.
+    let mysql_wins = !postgres.saw_postgres_only_syntax
+        && mysql.saw_mysql_only_syntax
+        && mysql.tables_read >= postgres.tables_read.max(sqlite.tables_read);
     let sqlite_wins = !postgres.saw_postgres_only_syntax && sqlite.tables_read > postgres.tables_read;
-    let best = if sqlite_wins { sqlite } else { postgres };
+    let best = if mysql_wins {
+        mysql
+    } else if sqlite_wins {
+        sqlite
+    } else {
+        postgres
+    };
     let kind = best.flavor.kind();
     let skipped = best.skipped;
     ParsedDdl { schema: Schema::new(best.finish(), Some(kind)), dialect: kind.name(), skipped }
@@ -75,6 +89,8 @@ struct Reader {
     tables_read: usize,
     /// Dollar-quoted strings, `COPY ... FROM stdin` data or psql meta-commands were seen.
     saw_postgres_only_syntax: bool,
+    /// Backquoted names, `ENGINE`, `AUTO_INCREMENT` or `UNSIGNED` were seen.
+    saw_mysql_only_syntax: bool,
     skipped: usize,
 }
 
@@ -86,6 +102,7 @@ impl Reader {
             partitions: Vec::new(),
             tables_read: 0,
             saw_postgres_only_syntax: false,
+            saw_mysql_only_syntax: false,
             skipped: 0,
         };
         match Tokenizer::new(kind.parser_dialect(), sql).tokenize_with_location() {
@@ -129,6 +146,13 @@ impl Reader {
     fn read_tokens(&mut self, tokens: Vec<TokenWithSpan>) {
         self.saw_postgres_only_syntax |=
             tokens.iter().any(|token| matches!(token.token, Token::DollarQuotedString(_) | Token::CopyData { .. }));
+        self.saw_mysql_only_syntax |= tokens.iter().any(|token| match &token.token {
+            Token::Word(word) => {
+                word.quote_style == Some('`')
+                    || matches!(word.keyword, Keyword::ENGINE | Keyword::AUTO_INCREMENT | Keyword::UNSIGNED)
+            }
+            _ => false,
+        });
         let meta_commands = split_statements(tokens, |statement| self.read_statement(statement));
         self.skipped += meta_commands;
         self.saw_postgres_only_syntax |= meta_commands > 0;
@@ -844,5 +868,29 @@ ALTER TABLE public.customer OWNER TO postgres;
         );
         assert_eq!(table_names(&parsed), ["a", "b"]);
         assert_eq!(table(&parsed, "a").columns, [column("id", "int", true), column("name", "text", true)]);
+    }
+
+    #[test]
+    fn a_mysqldump_is_read_as_mysql() {
+        let parsed = parse_ddl(
+            "/*!40101 SET NAMES utf8mb4 */;
+            CREATE TABLE `org` (`id` bigint(20) unsigned NOT NULL AUTO_INCREMENT, PRIMARY KEY (`id`))
+                ENGINE=InnoDB DEFAULT CHARSET=utf8mb4;
+            CREATE TABLE `member` (
+              `id` bigint(20) unsigned NOT NULL AUTO_INCREMENT,
+              `org_id` bigint(20) unsigned NOT NULL,
+              PRIMARY KEY (`id`),
+              KEY `member_org` (`org_id`),
+              CONSTRAINT `member_org_fk` FOREIGN KEY (`org_id`) REFERENCES `org` (`id`)
+            ) ENGINE=InnoDB;
+            INSERT INTO `org` VALUES (1);",
+        );
+        assert_eq!(parsed.dialect, "mysql");
+        assert_eq!(table_names(&parsed), ["org", "member"]);
+        let member = table(&parsed, "member");
+        assert!(member.has_index_leading_with(&["org_id".to_owned()]));
+        // InnoDB checks a key without an action at once, as RESTRICT.
+        assert_eq!(member.foreign_keys[0].on_delete, ReferentialAction::Restrict);
+        assert_eq!(member.foreign_keys[0].referenced_table, "org");
     }
 }

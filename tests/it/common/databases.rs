@@ -1,6 +1,6 @@
 //! The databases tests run against: SQLite files in a temporary directory and databases on the
-//! PostgreSQL test server; twin tests that run one body on each (`on_each_database!`); and the
-//! PostgreSQL tests skipped without a server, each one counted.
+//! PostgreSQL and MariaDB test servers; twin tests that run one body on SQLite and PostgreSQL
+//! (`on_each_database!`); and the tests skipped without a server, each one counted.
 
 use std::io::Write as _;
 use std::path::Path;
@@ -10,9 +10,9 @@ use tempfile::TempDir;
 
 use super::block_on;
 
-/// The directory where each test that skips PostgreSQL leaves an empty file named after itself
-/// (`MODULE::TEST`, the module being its file of `tests/it/`), for `scripts/test` to count per
-/// module once the tests have run.
+/// The directory where each test that skips a server leaves a file named after itself
+/// (`MODULE::TEST`, the module being its file of `tests/it/`) that names the server
+/// (`PostgreSQL`, `MariaDB`), for `scripts/test` to count per module once the tests have run.
 pub const SKIPPED_DIR: &str = "CASCADE_TEST_SKIPPED_DIR";
 
 /// Makes the names of the databases the test binary creates unique.
@@ -28,26 +28,57 @@ pub fn postgres_server() -> Option<String> {
             panic!("CI is set but CASCADE_TEST_POSTGRES_URL is not: .ci/run starts PostgreSQL with scripts/pg-start")
         }
         Err(_) => {
-            record_skip();
+            record_skip("PostgreSQL", "CASCADE_TEST_POSTGRES_URL=$(scripts/pg-start)");
             None
         }
     }
 }
 
-/// Records that the running test skips PostgreSQL: in `SKIPPED_DIR` when `scripts/test` gave
-/// one, else on the terminal.
-fn record_skip() {
+/// The MariaDB (MySQL) server for tests, from `CASCADE_TEST_MYSQL_URL`: skipped without it
+/// locally, a failure in CI, as [`postgres_server`].
+pub fn mysql_server() -> Option<String> {
+    match std::env::var("CASCADE_TEST_MYSQL_URL") {
+        Ok(url) => Some(url),
+        Err(_) if std::env::var_os("CI").is_some() => {
+            panic!("CI is set but CASCADE_TEST_MYSQL_URL is not: .ci/run starts MariaDB with scripts/mariadb-start")
+        }
+        Err(_) => {
+            record_skip("MariaDB", "CASCADE_TEST_MYSQL_URL=$(scripts/mariadb-start)");
+            None
+        }
+    }
+}
+
+/// A new MariaDB database on `server` with `ddl` applied; its URL.
+pub fn mysql_database_on(server: &str, ddl: &str) -> String {
+    let name = database_name();
+    let url = with_database(server, &name);
+    block_on(async {
+        let admin = sqlx::MySqlPool::connect(server).await.expect("connect to the test server");
+        sqlx::raw_sql(sqlx::AssertSqlSafe(format!("CREATE DATABASE {name}")))
+            .execute(&admin)
+            .await
+            .expect("create a test database");
+        admin.close().await;
+        let pool = sqlx::MySqlPool::connect(&url).await.expect("connect to the test database");
+        sqlx::raw_sql(sqlx::AssertSqlSafe(ddl.to_owned())).execute(&pool).await.expect("apply the test schema");
+        pool.close().await;
+    });
+    url
+}
+
+/// Records that the running test skips the server `what` (started by `start`): in
+/// `SKIPPED_DIR` when `scripts/test` gave one, else on the terminal.
+fn record_skip(what: &str, start: &str) {
     // The test harness names each test's thread after the test: `MODULE::TEST`.
     let thread = std::thread::current();
     let test = thread.name().unwrap_or("(unnamed test)").to_owned();
     match std::env::var_os(SKIPPED_DIR) {
-        Some(dir) => std::fs::write(Path::new(&dir).join(&test), "").expect("record a skipped test"),
+        Some(dir) => std::fs::write(Path::new(&dir).join(&test), what).expect("record a skipped test"),
         None => {
             // Written to the stream itself: the harness keeps what `eprintln!` prints in a test that
             // passes, and this one passes without having run.
-            let line = format!(
-                "{test}: PostgreSQL skipped, no server (export CASCADE_TEST_POSTGRES_URL=$(scripts/pg-start))\n"
-            );
+            let line = format!("{test}: {what} skipped, no server (export {start})\n");
             std::io::stderr().write_all(line.as_bytes()).expect("write to stderr");
         }
     }
@@ -60,11 +91,7 @@ pub fn postgres_database(ddl: &str) -> Option<String> {
 
 /// A new PostgreSQL database on `server` with `ddl` applied; its URL.
 pub fn postgres_database_on(server: &str, ddl: &str) -> String {
-    let number = DATABASES.fetch_add(1, Ordering::Relaxed);
-    // The clock too: a process id comes back (one process per test), and with it a name an
-    // earlier test's database still has.
-    let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos());
-    let name = format!("cascade_test_{}_{nanos}_{number}", std::process::id());
+    let name = database_name();
     let url = with_database(server, &name);
     block_on(async {
         let admin = sqlx::PgPool::connect(server).await.expect("connect to the test server");
@@ -80,10 +107,19 @@ pub fn postgres_database_on(server: &str, ddl: &str) -> String {
     url
 }
 
-/// The server URL with another database name (keeping `?host=...` for a Unix socket).
+/// A name no other test's database has.
+fn database_name() -> String {
+    let number = DATABASES.fetch_add(1, Ordering::Relaxed);
+    // The clock too: a process id comes back (one process per test), and with it a name an
+    // earlier test's database still has.
+    let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos());
+    format!("cascade_test_{}_{nanos}_{number}", std::process::id())
+}
+
+/// The server URL with another database name (keeping `?host=...` or `?socket=...`).
 fn with_database(server: &str, name: &str) -> String {
     let (base, query) = server.split_once('?').map_or((server, None), |(b, q)| (b, Some(q)));
-    let (authority, _) = base.rsplit_once('/').expect("a postgres URL has a database path");
+    let (authority, _) = base.rsplit_once('/').expect("a server URL has a database path");
     match query {
         Some(query) => format!("{authority}/{name}?{query}"),
         None => format!("{authority}/{name}"),
@@ -109,6 +145,8 @@ pub enum Databases {
     Sqlite(TempDir),
     /// Databases on the test server at this URL.
     Postgres(String),
+    /// Databases on the MariaDB test server at this URL.
+    Mysql(String),
 }
 
 impl Databases {
@@ -121,12 +159,23 @@ impl Databases {
         postgres_server().map(Self::Postgres)
     }
 
+    /// `None` when there is no server: the test is skipped (see `mysql_server`).
+    pub fn mysql() -> Option<Self> {
+        mysql_server().map(Self::Mysql)
+    }
+
     /// A new database with `ddl` applied; its URL.
     pub fn create(&self, ddl: &str) -> String {
         match self {
             Self::Sqlite(dir) => sqlite_database(dir.path(), ddl),
             Self::Postgres(server) => postgres_database_on(server, ddl),
+            Self::Mysql(server) => mysql_database_on(server, ddl),
         }
+    }
+
+    /// For what only MySQL writes its own way (its DDL, its triggers).
+    pub fn is_mysql(&self) -> bool {
+        matches!(self, Self::Mysql(_))
     }
 
     /// For a check only SQLite makes (`PRAGMA foreign_key_check`).

@@ -72,7 +72,8 @@ pub fn texts(url: &str, sql: &str) -> Vec<Vec<Option<String>>> {
 
 /// The number a `SELECT COUNT(*) ...` (or any one-integer query) returns.
 pub fn count(url: &str, sql: &str) -> u64 {
-    texts(url, &format!("SELECT CAST(({sql}) AS TEXT)"))[0][0].as_deref().unwrap().parse().unwrap()
+    let text = if url.starts_with("mysql:") { "CHAR" } else { "TEXT" };
+    texts(url, &format!("SELECT CAST(({sql}) AS {text})"))[0][0].as_deref().unwrap().parse().unwrap()
 }
 
 /// How long a test waits for a signal (a row, a log line, a file) before it fails.
@@ -112,7 +113,11 @@ pub fn wait_for_exit(child: &mut std::process::Child, what: &str, deadline: Dura
 /// connection's default schema are named bare, others `schema.table`.
 pub fn dump(url: &str) -> BTreeMap<String, Vec<String>> {
     let sqlite = url.starts_with("sqlite:");
-    let tables = if sqlite {
+    let mysql = url.starts_with("mysql:");
+    let tables = if mysql {
+        "SELECT table_name, '\"' || replace(table_name, '\"', '\"\"') || '\"' FROM information_schema.tables \
+         WHERE table_schema = DATABASE() AND table_type = 'BASE TABLE'"
+    } else if sqlite {
         "SELECT name, '\"' || replace(name, '\"', '\"\"') || '\"' FROM sqlite_schema \
          WHERE type = 'table' AND name NOT LIKE 'sqlite_%'"
     } else {
@@ -124,7 +129,23 @@ pub fn dump(url: &str) -> BTreeMap<String, Vec<String>> {
         .into_iter()
         .map(|row| {
             let (name, quoted) = (row[0].clone().unwrap(), row[1].clone().unwrap());
-            let object = if sqlite {
+            let object = if mysql {
+                let columns: Vec<String> = texts(
+                    url,
+                    &format!(
+                        "SELECT column_name FROM information_schema.columns WHERE table_schema = DATABASE() \
+                         AND table_name = {} ORDER BY ordinal_position",
+                        quote(&name)
+                    ),
+                )
+                .into_iter()
+                .map(|column| {
+                    let column = column[0].clone().unwrap();
+                    format!("{}, t.\"{}\"", quote(&column), column.replace('"', "\"\""))
+                })
+                .collect();
+                format!("JSON_OBJECT({})", columns.join(", "))
+            } else if sqlite {
                 let columns: Vec<String> = texts(url, &format!("SELECT name FROM pragma_table_info({})", quote(&name)))
                     .into_iter()
                     .map(|column| {

@@ -1,0 +1,132 @@
+//! Roots by condition (`delete MODEL --where "created_at < '2020-01-01'"`): the root model's rows
+//! that match a SQL condition, taken in key order a batch at a time, so a long purge resumes
+//! where it stopped and each root's subtree still goes children first.
+
+use sqlparser::parser::Parser;
+use sqlparser::tokenizer::{Token, Tokenizer};
+
+use super::steps::node_sql;
+use crate::db::sql::{Param, SqlBuilder};
+use crate::db::{Database, DbError, Kind, first_column, quote_literal};
+use crate::planner::Plan;
+use crate::schema::Schema;
+
+/// How many root rows one run of a purge takes: each batch is one run in the audit trail, its
+/// roots listed there.
+pub const ROOTS_PER_RUN: u64 = 1_000;
+
+/// A condition on the root model's rows, checked to be one SQL expression in the database's
+/// dialect.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RootCondition {
+    /// As the user wrote it: what the plan shows and the audit trail records.
+    pub written: String,
+    /// As the tool runs it.
+    sql: String,
+}
+
+/// A condition that is not one SQL expression.
+#[derive(Debug, thiserror::Error)]
+#[error("`--where {written}` is not one SQL condition in {dialect}'s dialect: {reason}")]
+pub struct ConditionError {
+    written: String,
+    dialect: &'static str,
+    reason: String,
+}
+
+/// MySQL's double-quoted strings as standard single-quoted ones, the rest as written: the tool's
+/// connections quote identifiers with double quotes (`ANSI_QUOTES`), where a purge's
+/// `"2020-01-01"` would name a column.
+fn single_quoted_strings(tokens: Vec<Token>) -> String {
+    tokens
+        .into_iter()
+        .map(|token| match token {
+            Token::DoubleQuotedString(text) => quote_literal(&text),
+            other => other.to_string(),
+        })
+        .collect()
+}
+
+impl RootCondition {
+    /// `text` as a condition on a `kind` database's rows: one expression, nothing after it.
+    pub fn parse(kind: Kind, text: &str) -> Result<Self, ConditionError> {
+        let refused = |reason: String| ConditionError { written: text.to_owned(), dialect: kind.name(), reason };
+        let mut parser = Parser::new(kind.parser_dialect()).try_with_sql(text).map_err(|e| refused(e.to_string()))?;
+        parser.parse_expr().map_err(|error| refused(error.to_string()))?;
+        let rest = parser.peek_token();
+        if rest.token != sqlparser::tokenizer::Token::EOF {
+            return Err(refused(format!("`{rest}` follows the condition")));
+        }
+        let sql = if kind == Kind::Mysql {
+            let tokens = Tokenizer::new(kind.parser_dialect(), text).tokenize().map_err(|e| refused(e.to_string()))?;
+            single_quoted_strings(tokens)
+        } else {
+            text.to_owned()
+        };
+        Ok(Self { written: text.to_owned(), sql })
+    }
+
+    /// The keys (as text) of up to `limit` root rows of `plan` that match the condition, in key
+    /// order, after the key `after` when given.
+    pub async fn roots(
+        &self,
+        database: &Database,
+        schema: &Schema,
+        plan: &Plan,
+        after: Option<&str>,
+        limit: u64,
+    ) -> Result<Vec<String>, DbError> {
+        let root = node_sql(&plan.root, None, database.backend(), Some(schema));
+        let key = root.key();
+        let mut sql = SqlBuilder::new(database.backend());
+        sql.push("SELECT ");
+        database.backend().key_text(&mut sql, std::slice::from_ref(&key));
+        // Named apart from the key: `ORDER BY` the key's name would sort the text by it.
+        sql.push(" AS cascade_key FROM ").push(&root.names.quoted_table()).push(" WHERE (").push(&self.sql).push(")");
+        if let Some(after) = after {
+            sql.push(" AND ").identifier(&key).push(" > ");
+            let key_type = root.key_types.first().cloned().unwrap_or(crate::db::KeyType::Integer);
+            sql.key_value(&key_type, Param::Value(crate::db::key_value(&key_type, after)));
+        }
+        sql.push(" ORDER BY ").identifier(&key).push(" LIMIT ").push(&limit.to_string());
+        Ok(first_column(database.fetch_texts(&sql.finish()).await?))
+    }
+
+    /// Every root row of `plan` that matches the condition, in key order: for a dry run's counts.
+    pub async fn all_roots(&self, database: &Database, schema: &Schema, plan: &Plan) -> Result<Vec<String>, DbError> {
+        let mut all: Vec<String> = Vec::new();
+        loop {
+            let batch = self.roots(database, schema, plan, all.last().map(String::as_str), ROOTS_PER_RUN).await?;
+            let done = (batch.len() as u64) < ROOTS_PER_RUN;
+            all.extend(batch);
+            if done {
+                return Ok(all);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::RootCondition;
+    use crate::db::Kind;
+
+    #[test]
+    fn a_condition_is_one_expression() {
+        for kind in [Kind::Sqlite, Kind::Postgres, Kind::Mysql] {
+            assert!(RootCondition::parse(kind, "created_at < '2020-01-01' AND status = 'closed'").is_ok());
+            let error = RootCondition::parse(kind, "id > 1; DROP TABLE org").unwrap_err().to_string();
+            assert!(error.contains("`;` follows the condition"), "{error}");
+            assert!(RootCondition::parse(kind, "id >").is_err());
+        }
+    }
+
+    #[test]
+    fn mysql_double_quoted_strings_become_single_quoted() {
+        let condition = RootCondition::parse(Kind::Mysql, r#"`created` < "2020-01-01""#).unwrap();
+        assert_eq!(condition.sql, "`created` < '2020-01-01'");
+        let quoted = RootCondition::parse(Kind::Mysql, r#"note = "it's""#).unwrap();
+        assert_eq!(quoted.sql, "note = 'it''s'");
+        assert_eq!(condition.written, r#"`created` < "2020-01-01""#);
+    }
+}
