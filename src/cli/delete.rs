@@ -73,9 +73,15 @@ pub fn run(cli: &Cli, args: &Args) -> anyhow::Result<ExitCode> {
             None => None,
         };
         if let (Some(condition), true) = (&condition, args.confirm) {
-            let finished = purge(&engine, &plan, condition, &args.archive).await;
+            let (done, ended) = purge(&engine, &plan, condition, &args.archive).await;
             database.close().await;
-            return report(finished?, args.format);
+            // What the batches before a refusal or a failure did is said either way.
+            let code = report(done, args.format)?;
+            return match ended {
+                Ok(true) => Ok(ExitCode::from(1)),
+                Ok(false) => Ok(code),
+                Err(error) => Err(error),
+            };
         }
         let ids = match &condition {
             Some(condition) => condition.all_roots(&database, engine.schema(), &plan).await?,
@@ -139,23 +145,39 @@ fn report(finished: Option<Finished>, format: SummaryFormat) -> anyhow::Result<E
 }
 
 /// `delete --where --confirm`: the root rows that match `condition`, [`engine::ROOTS_PER_RUN`]
-/// at a time in key order, each batch a run of its own, to the end or the first interruption;
-/// what all of them did, as one summary.
+/// at a time in key order, each batch a run of its own, to the end or the first interruption
+/// (one Ctrl-C or SIGTERM for all of them); what the batches did, as one summary, and how the
+/// purge ended: `Ok(true)` when a batch was refused before it wrote anything.
 async fn purge(
     engine: &Engine,
     plan: &planner::Plan,
     condition: &engine::RootCondition,
     archive: &Option<PathBuf>,
-) -> anyhow::Result<Option<Finished>> {
+) -> (Option<Finished>, anyhow::Result<bool>) {
+    let stop = super::stop_on_signals();
     let mut done: Option<Finished> = None;
     let mut after: Option<String> = None;
     loop {
-        let roots =
-            condition.roots(engine.database(), engine.schema(), plan, after.as_deref(), engine::ROOTS_PER_RUN).await?;
+        if stop.load(std::sync::atomic::Ordering::SeqCst) {
+            if let Some(done) = &mut done {
+                done.outcome = RunOutcome::Interrupted;
+            }
+            break;
+        }
+        let read = condition.roots(engine.database(), engine.schema(), plan, after.as_deref(), engine::ROOTS_PER_RUN);
+        let roots = match read.await {
+            Ok(roots) => roots,
+            Err(error) => return (done, Err(error.into())),
+        };
         let Some(last) = roots.last().cloned() else { break };
         let mut options = DeleteOptions::for_command(redact_command_line(std::env::args()));
         options.archive = archive.clone();
-        let Some(finished) = delete(engine, plan, &roots, options, None).await? else { return Ok(None) };
+        options.stop = Some(stop.clone());
+        let finished = match delete(engine, plan, &roots, options, None).await {
+            Ok(Some(finished)) => finished,
+            Ok(None) => return (done, Ok(true)),
+            Err(error) => return (done, Err(error)),
+        };
         let interrupted = finished.outcome == RunOutcome::Interrupted;
         done = Some(match done {
             Some(mut so_far) => {
@@ -173,7 +195,7 @@ async fn purge(
     if done.is_none() {
         eprintln!("no row of `{}` matches the condition: nothing to delete", plan.root.model);
     }
-    Ok(Some(done.unwrap_or(Finished { summary: Summary::default(), outcome: RunOutcome::Succeeded })))
+    (Some(done.unwrap_or(Finished { summary: Summary::default(), outcome: RunOutcome::Succeeded })), Ok(false))
 }
 
 /// Runs the deletion to its end or to the first Ctrl-C / SIGTERM, which stop it between chunks,
@@ -187,7 +209,9 @@ pub(super) async fn delete(
     mut options: DeleteOptions,
     total_rows: Option<u64>,
 ) -> anyhow::Result<Option<Finished>> {
-    options.stop = Some(super::stop_on_signals());
+    if options.stop.is_none() {
+        options.stop = Some(super::stop_on_signals());
+    }
     let bar = progress_bar(total_rows);
     let mut last_line = std::time::Instant::now();
     let finished = engine

@@ -62,6 +62,9 @@ pub fn run(cli: &Cli, args: &Args) -> anyhow::Result<ExitCode> {
         if !loaded.remote_models.is_empty() {
             database.require_full_support("the inbox (a config with remote models)")?;
         }
+        if loaded.models.values().any(|model| model.outbox.is_some()) {
+            database.require_full_support("a worker whose deletions write outbox tombstones")?;
+        }
         let Some(engine) = super::prepare(database.clone(), &loaded).await? else {
             return Ok(ExitCode::from(1));
         };

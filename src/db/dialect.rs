@@ -46,6 +46,18 @@ impl Kind {
         }
     }
 
+    /// A possibly `schema.`-qualified name as this database's own clients read it, in SQL the
+    /// tool suggests to a user: backquoted on MySQL (which the tool's ANSI-mode connections read
+    /// too), double-quoted elsewhere.
+    pub fn quote_for_clients(self, name: &str) -> String {
+        match self {
+            Kind::Mysql => {
+                name.split('.').map(|part| format!("`{}`", part.replace('`', "``"))).collect::<Vec<_>>().join(".")
+            }
+            Kind::Sqlite | Kind::Postgres => super::sql::quote_qualified(name),
+        }
+    }
+
     /// Whether the qualifier of a table name (`x` in `x.name`) is a schema. A SQLite qualifier
     /// names an attached database, not a schema in the model's sense; a MySQL one names a
     /// database, which is MySQL's schema.

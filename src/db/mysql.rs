@@ -245,6 +245,7 @@ const TUNING: Tuning = Tuning {
     defer_foreign_keys: None,
     materialized_with: false,
     updates_return: false,
+    unchecked_foreign_keys: Some(("SET SESSION foreign_key_checks = 0", "SET SESSION foreign_key_checks = 1")),
     deletes_in_with: false,
     // The limited sub-select is materialized before its rows are deleted by key.
     limited_delete_is_slow: true,

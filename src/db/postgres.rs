@@ -209,6 +209,7 @@ const TUNING: Tuning = Tuning {
     defer_foreign_keys: None,
     materialized_with: true,
     updates_return: true,
+    unchecked_foreign_keys: None,
     deletes_in_with: true,
     // `ctid = ANY(ARRAY(SELECT ctid ... LIMIT n))` visits each row once, like the index.
     limited_delete_is_slow: false,

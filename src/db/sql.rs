@@ -430,6 +430,10 @@ pub(crate) struct Tuning {
     /// Whether an `UPDATE` can return what it changed (`RETURNING`); without, a nullify whose rows
     /// are recorded selects them first, locking them, then sets them to NULL by key.
     pub updates_return: bool,
+    /// The statements that turn the session's foreign-key checks off and back on, where the
+    /// database checks every key row by row and defers none (MySQL): a loop's deletes run between
+    /// them, and what the checks would have caught is checked after them.
+    pub unchecked_foreign_keys: Option<(&'static str, &'static str)>,
     /// Whether a `WITH` query may hold a `DELETE ... RETURNING` whose rows the main statement
     /// inserts elsewhere (PostgreSQL's data-modifying `WITH`).
     pub deletes_in_with: bool,

@@ -247,6 +247,7 @@ const TUNING: Tuning = Tuning {
     defer_foreign_keys: Some("PRAGMA defer_foreign_keys = ON"),
     materialized_with: true,
     updates_return: true,
+    unchecked_foreign_keys: None,
     deletes_in_with: false,
     // `rowid IN (SELECT rowid ... LIMIT n)` builds a temporary b-tree of rowids first.
     limited_delete_is_slow: true,

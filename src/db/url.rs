@@ -144,12 +144,12 @@ fn hide_query_values(query: &str, secret: impl Fn(&str) -> bool) -> String {
     pairs.join("&")
 }
 
-/// `scheme://` (or a PostgreSQL scheme typed without the slashes) and what follows it.
+/// `scheme://` (or a PostgreSQL or MySQL scheme typed without the slashes) and what follows it.
 fn split_scheme(url: &str) -> Option<(&str, &str)> {
     if let Some(at) = url.find("://") {
         return Some((&url[..at + 3], &url[at + 3..]));
     }
-    ["postgresql:", "postgres:"]
+    ["postgresql:", "postgres:", "mysql:", "mariadb:"]
         .iter()
         .find(|scheme| url.get(..scheme.len()).is_some_and(|start| start.eq_ignore_ascii_case(scheme)))
         .map(|scheme| url.split_at(scheme.len()))
@@ -294,6 +294,9 @@ mod tests {
             // Forms that do not parse: no slashes, an upper-case scheme, keywords with spaces
             // and quotes.
             ("postgres:app:s3cret@db/app", "postgres:app:***@db/app"),
+            ("mysql://app:s3cret@db/app?socket=/run/m.sock", "mysql://app:***@db/app?socket=/run/m.sock"),
+            ("mysql:app:s3cret@db/app", "mysql:app:***@db/app"),
+            ("mariadb:app:s3cret@db/app", "mariadb:app:***@db/app"),
             ("POSTGRES://app:s3cret@db/app", "POSTGRES://app:***@db/app"),
             ("host=db password = s3cret user=app", "host=db password = *** user=app"),
             ("host=db password='s3 c\\'ret' user=app", "host=db password=*** user=app"),

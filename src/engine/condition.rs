@@ -5,6 +5,8 @@
 use sqlparser::parser::Parser;
 use sqlparser::tokenizer::{Token, Tokenizer};
 
+use crate::schema::ddl::byte_offset;
+
 use super::steps::node_sql;
 use crate::db::sql::{Param, SqlBuilder};
 use crate::db::{Database, DbError, Kind, first_column, quote_literal};
@@ -34,17 +36,22 @@ pub struct ConditionError {
     reason: String,
 }
 
-/// MySQL's double-quoted strings as standard single-quoted ones, the rest as written: the tool's
-/// connections quote identifiers with double quotes (`ANSI_QUOTES`), where a purge's
-/// `"2020-01-01"` would name a column.
-fn single_quoted_strings(tokens: Vec<Token>) -> String {
-    tokens
-        .into_iter()
-        .map(|token| match token {
-            Token::DoubleQuotedString(text) => quote_literal(&text),
-            other => other.to_string(),
-        })
-        .collect()
+/// `text` with each string literal written again as the tool's MySQL connections read it, the
+/// rest as written: single-quoted, the quote doubled. They quote identifiers with double quotes
+/// (`ANSI_QUOTES`), where a purge's `"2020-01-01"` would name a column, and take a backslash as
+/// itself (`NO_BACKSLASH_ESCAPES`), where `'it\'s'` would end the string early. The literal's
+/// value is the one MySQL's own reading of `text` gives it.
+fn standard_strings(text: &str, tokens: &[sqlparser::tokenizer::TokenWithSpan]) -> String {
+    let (mut written, mut copied) = (String::new(), 0);
+    for token in tokens {
+        let (Token::SingleQuotedString(value) | Token::DoubleQuotedString(value)) = &token.token else { continue };
+        let start = byte_offset(text, token.span.start);
+        written.push_str(&text[copied..start]);
+        written.push_str(&quote_literal(value));
+        copied = byte_offset(text, token.span.end);
+    }
+    written.push_str(&text[copied..]);
+    written
 }
 
 impl RootCondition {
@@ -58,8 +65,10 @@ impl RootCondition {
             return Err(refused(format!("`{rest}` follows the condition")));
         }
         let sql = if kind == Kind::Mysql {
-            let tokens = Tokenizer::new(kind.parser_dialect(), text).tokenize().map_err(|e| refused(e.to_string()))?;
-            single_quoted_strings(tokens)
+            let tokens = Tokenizer::new(kind.parser_dialect(), text)
+                .tokenize_with_location()
+                .map_err(|error| refused(error.to_string()))?;
+            standard_strings(text, &tokens)
         } else {
             text.to_owned()
         };
@@ -127,6 +136,11 @@ mod tests {
         assert_eq!(condition.sql, "`created` < '2020-01-01'");
         let quoted = RootCondition::parse(Kind::Mysql, r#"note = "it's""#).unwrap();
         assert_eq!(quoted.sql, "note = 'it''s'");
+        // A doubled or escaped quote stays inside its string: nothing of it becomes SQL.
+        let doubled = RootCondition::parse(Kind::Mysql, "note = 'x'' OR ''1''=''1'").unwrap();
+        assert_eq!(doubled.sql, "note = 'x'' OR ''1''=''1'");
+        let escaped = RootCondition::parse(Kind::Mysql, r"note = 'it\'s' AND id > 1").unwrap();
+        assert_eq!(escaped.sql, "note = 'it''s' AND id > 1");
         assert_eq!(condition.written, r#"`created` < "2020-01-01""#);
     }
 }

@@ -325,11 +325,16 @@ impl Table {
     /// `None` when the table already has one. `quoted_table` is the table as the statement
     /// should name it; the index is called `TABLE_COLUMNS_idx`. `validate` (the
     /// `unindexed-relation` warning) and `cascade orphans` give the same advice.
-    pub fn index_advice(&self, columns: &[String], quoted_table: &str) -> Option<String> {
+    pub fn index_advice(&self, columns: &[String], quoted_table: &str, kind: Option<Kind>) -> Option<String> {
         (!self.has_index_leading_with(columns)).then(|| {
             let index = format!("{}_{}_idx", self.name, columns.join("_"));
-            let quoted: Vec<String> = columns.iter().map(|column| quote_identifier(column)).collect();
-            format!("CREATE INDEX {} ON {quoted_table} ({});", quote_identifier(&index), quoted.join(", "))
+            // A MySQL client reads backquotes (the tool's own connections too); the others, double quotes.
+            let quote = |name: &str| match kind {
+                Some(Kind::Mysql) => format!("`{}`", name.replace('`', "``")),
+                _ => quote_identifier(name),
+            };
+            let quoted: Vec<String> = columns.iter().map(|column| quote(column)).collect();
+            format!("CREATE INDEX {} ON {quoted_table} ({});", quote(&index), quoted.join(", "))
         })
     }
 

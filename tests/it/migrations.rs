@@ -152,7 +152,7 @@ fn shipped_migrations_keep_their_checksums() {
         .map(|line| line.split_once(' ').expect("a file and its checksum"))
         .collect();
     let mut shipped = std::collections::BTreeMap::new();
-    for dialect in ["postgres", "sqlite"] {
+    for dialect in ["mysql", "postgres", "sqlite"] {
         for entry in std::fs::read_dir(format!("{root}/{dialect}")).unwrap() {
             let name = entry.unwrap().file_name().into_string().unwrap();
             let script = std::fs::read_to_string(format!("{root}/{dialect}/{name}")).unwrap();

@@ -190,3 +190,46 @@ fn what_does_not_run_on_mariadb_yet_is_refused_clearly() {
     }
     assert_eq!(count(&url, "SELECT COUNT(*) FROM org"), 3);
 }
+
+/// A store and its manager, who works at the store, reference each other with NOT NULL keys
+/// that InnoDB checks row by row (Sakila's `store` and `staff`): no order deletes them, yet the
+/// deletion of a store takes both, and what the database's own cascade would leave is left.
+#[test]
+fn a_store_and_its_manager_go_together_on_mariadb() {
+    let Some(databases) = Databases::mysql() else { return };
+    let schema = |action: &str| {
+        format!(
+            "SET FOREIGN_KEY_CHECKS = 0;
+             CREATE TABLE staff (staff_id tinyint unsigned PRIMARY KEY, store_id tinyint unsigned NOT NULL,
+               KEY staff_store (store_id),
+               CONSTRAINT fk_staff_store FOREIGN KEY (store_id) REFERENCES store (store_id) {action});
+             CREATE TABLE store (store_id tinyint unsigned PRIMARY KEY, manager_staff_id tinyint unsigned NOT NULL,
+               UNIQUE KEY store_manager (manager_staff_id),
+               CONSTRAINT fk_store_staff FOREIGN KEY (manager_staff_id) REFERENCES staff (staff_id) {action});
+             CREATE TABLE rental (rental_id int PRIMARY KEY, staff_id tinyint unsigned NOT NULL,
+               KEY rental_staff (staff_id),
+               CONSTRAINT fk_rental_staff FOREIGN KEY (staff_id) REFERENCES staff (staff_id) {action});
+             INSERT INTO staff VALUES (1, 1), (2, 1), (3, 2);
+             INSERT INTO store VALUES (1, 1), (2, 3);
+             INSERT INTO rental VALUES (1, 1), (2, 2), (3, 3);
+             SET FOREIGN_KEY_CHECKS = 1;"
+        )
+    };
+    let url = databases.create(&schema("ON DELETE RESTRICT"));
+    let oracle = databases.create(&schema("ON DELETE CASCADE"));
+    let dir = tempfile::tempdir().unwrap();
+    cascade(dir.path()).args(["init", "--database-url", &url]).assert().success();
+    let deleted = json_output(cascade(dir.path()).args([
+        "delete",
+        "store",
+        "1",
+        "--confirm",
+        "--format",
+        "json",
+        "--database-url",
+        &url,
+    ]));
+    assert_eq!(deleted["deleted"], serde_json::json!({"rental": 2, "staff": 2, "store": 1}));
+    texts(&oracle, "DELETE FROM store WHERE store_id = 1");
+    assert_eq!(user_rows(&url), user_rows(&oracle));
+}

@@ -96,10 +96,10 @@ impl Dialect {
         }
     }
 
-    /// Whether the database refuses every delete of rows that reference each other, or a row
-    /// itself, by a key of `action`: InnoDB checks `RESTRICT` and `NO ACTION` row by row, and
-    /// cascade does not delete such rows on MariaDB yet (docs/DECISIONS.md). MariaDB's schemas
-    /// have none: their trees' top rows are NULL, and no rows close a loop.
+    /// Whether the database refuses every delete of a row that references itself by a key of
+    /// `action`: InnoDB checks `RESTRICT` and `NO ACTION` row by row, and cascade does not delete
+    /// such rows on MariaDB yet (docs/DECISIONS.md). MariaDB's trees have none: their top rows
+    /// are NULL.
     fn refuses_own_rows(self, action: &str) -> bool {
         self == Dialect::Mysql && matches!(action, "NO ACTION" | "RESTRICT")
     }
@@ -382,7 +382,8 @@ fn close_cycles(random: &mut Random, tables: &mut [Table], dialect: Dialect) -> 
             let picked = random.below(tables[target].rows.len() as u64) as usize;
             // Some rows close a loop of rows through the tables: they go together.
             if reaches(tables, (target, picked), (index, row)) {
-                // Any key of a loop may be one InnoDB checks: MariaDB's schemas have no loops.
+                // A loop of rows through keys InnoDB checks and cascades within one statement is
+                // refused on MariaDB yet (docs/DECISIONS.md): its schemas close none.
                 if dialect == Dialect::Mysql || !random.chance(50) {
                     continue;
                 }

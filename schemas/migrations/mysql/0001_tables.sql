@@ -12,7 +12,7 @@
 -- Payloads, row counts, root ids and errors, which may be long, are LONGTEXT.
 -- AUTO_INCREMENT ids are never reused: InnoDB keeps the counter of each table across restarts.
 
-CREATE TABLE cascade_scheduled_deletion (
+CREATE TABLE IF NOT EXISTS cascade_scheduled_deletion (
     id BIGINT NOT NULL AUTO_INCREMENT,
     guid VARCHAR(255) NOT NULL,
     model VARCHAR(255) NOT NULL,
@@ -32,7 +32,7 @@ CREATE TABLE cascade_scheduled_deletion (
     UNIQUE KEY cascade_scheduled_deletion_model_object_id_key (model, object_id)
 ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin;
 
-CREATE TABLE cascade_option (
+CREATE TABLE IF NOT EXISTS cascade_option (
     name VARCHAR(255) NOT NULL,
     value DOUBLE NOT NULL,
     updated_at DATETIME(3) NOT NULL DEFAULT CURRENT_TIMESTAMP(3),
@@ -41,7 +41,7 @@ CREATE TABLE cascade_option (
 
 -- `rows` is a reserved word in MariaDB (window frames): the column is quoted, here and wherever
 -- a statement names it.
-CREATE TABLE cascade_run (
+CREATE TABLE IF NOT EXISTS cascade_run (
     id BIGINT NOT NULL AUTO_INCREMENT,
     started_at DATETIME(3) NOT NULL DEFAULT CURRENT_TIMESTAMP(3),
     finished_at DATETIME(3),
@@ -61,7 +61,7 @@ CREATE TABLE cascade_run (
 ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin;
 
 -- Checkpoint names carry a model and the columns of its relations: the whole 3072 bytes.
-CREATE TABLE cascade_checkpoint (
+CREATE TABLE IF NOT EXISTS cascade_checkpoint (
     name VARCHAR(768) NOT NULL,
     position TEXT NOT NULL,
     updated_at DATETIME(3) NOT NULL DEFAULT CURRENT_TIMESTAMP(3),
@@ -70,7 +70,7 @@ CREATE TABLE cascade_checkpoint (
 
 -- The claim and backoff of a shard by the outbox drainer, for each cell (the empty cell for a
 -- scope without cells). A NULL shard_identifier is claimed as the empty string. Key: 3 x 255 characters = 3060 bytes.
-CREATE TABLE cascade_outbox_shard (
+CREATE TABLE IF NOT EXISTS cascade_outbox_shard (
     scope VARCHAR(255) NOT NULL,
     shard_identifier VARCHAR(255) NOT NULL,
     claim_token TEXT,
@@ -85,14 +85,14 @@ CREATE TABLE cascade_outbox_shard (
 ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin;
 
 -- The rows a cell has received while another cell of their scope has not yet.
-CREATE TABLE cascade_outbox_delivered (
+CREATE TABLE IF NOT EXISTS cascade_outbox_delivered (
     outbox_id BIGINT NOT NULL,
     cell VARCHAR(255) NOT NULL,
     PRIMARY KEY (outbox_id, cell)
 ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin;
 
 -- The codes of the scopes, categories and models (a name has one code, never reused).
-CREATE TABLE cascade_outbox_name (
+CREATE TABLE IF NOT EXISTS cascade_outbox_name (
     code BIGINT NOT NULL AUTO_INCREMENT,
     name VARCHAR(255) NOT NULL,
     PRIMARY KEY (code),
@@ -102,7 +102,7 @@ CREATE TABLE cascade_outbox_name (
 -- The rows of the outbox: scope, category and model as codes of cascade_outbox_name, scheduled_for and
 -- scheduled_from NULL when they equal date_added. shard_identifier is no longer than that of
 -- cascade_outbox_shard.
-CREATE TABLE cascade_outbox_entry (
+CREATE TABLE IF NOT EXISTS cascade_outbox_entry (
     id BIGINT NOT NULL AUTO_INCREMENT,
     scope_code INTEGER NOT NULL,
     shard_identifier VARCHAR(255),
@@ -119,7 +119,7 @@ CREATE TABLE cascade_outbox_entry (
     KEY cascade_outbox_entry_object_idx (object_identifier)
 ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin;
 
-CREATE TABLE cascade_root_status (
+CREATE TABLE IF NOT EXISTS cascade_root_status (
     root_table VARCHAR(255) NOT NULL,
     root_key VARCHAR(512) NOT NULL,
     status TEXT NOT NULL,
@@ -127,14 +127,14 @@ CREATE TABLE cascade_root_status (
 ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin;
 
 -- Key: 4 + (255 + 512) x 4 = 3072 bytes, exactly the InnoDB limit.
-CREATE TABLE cascade_nullified_row (
+CREATE TABLE IF NOT EXISTS cascade_nullified_row (
     run_id INTEGER NOT NULL,
     model VARCHAR(255) NOT NULL,
     row_key VARCHAR(512) NOT NULL,
     PRIMARY KEY (run_id, model, row_key)
 ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin;
 
-CREATE TABLE cascade_inbox (
+CREATE TABLE IF NOT EXISTS cascade_inbox (
     id BIGINT NOT NULL AUTO_INCREMENT,
     source VARCHAR(255) NOT NULL,
     idempotency_key VARCHAR(512) NOT NULL,
@@ -159,7 +159,7 @@ CREATE TABLE cascade_inbox (
 -- cascade_outbox, the rows of the outbox with their old columns (names, not codes), as the
 -- view in PostgreSQL. Read only: MariaDB has no INSTEAD OF triggers, so rows are written to and deleted from
 -- cascade_outbox_entry. SQL SECURITY INVOKER: the view does not depend on the user who made it.
-CREATE SQL SECURITY INVOKER VIEW cascade_outbox AS
+CREATE OR REPLACE SQL SECURITY INVOKER VIEW cascade_outbox AS
 SELECT e.id, s.name AS scope, e.shard_identifier, c.name AS category, e.object_identifier, e.payload,
     COALESCE(e.scheduled_for, e.date_added) AS scheduled_for,
     COALESCE(e.scheduled_from, e.date_added) AS scheduled_from,
@@ -170,4 +170,4 @@ JOIN cascade_outbox_name c ON c.code = e.category_code
 JOIN cascade_outbox_name m ON m.code = e.model_code;
 
 -- The column of migration 11: the checksum of each applied migration (SHA-256 of its script, as hex).
-ALTER TABLE cascade_schema_version ADD COLUMN checksum TEXT;
+ALTER TABLE cascade_schema_version ADD COLUMN IF NOT EXISTS checksum TEXT;

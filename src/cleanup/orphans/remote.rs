@@ -149,7 +149,7 @@ impl RemoteCandidate<'_> {
         Ok(RelationOrphans {
             parent: Some(self.model.name.value.clone()),
             child: Some(self.child.to_owned()),
-            index: self.child_table.index_advice(&columns, &self.index_table),
+            index: self.child_table.index_advice(&columns, &self.index_table, None),
             columns,
             declared: true,
             orphans,

@@ -220,8 +220,8 @@ impl<'a> Deletion<'a> {
                 steps.extend(self.count_database_children(&mut transaction, step, keys).await?);
             }
             // Without a data-modifying `WITH` (SQLite, MySQL), one delete after the other: SQLite
-            // checks the keys at the commit; InnoDB row by row, so a loop only of keys it
-            // cascades or sets to NULL goes (docs/DECISIONS.md).
+            // checks the keys at the commit; InnoDB row by row, so its checks are off for the
+            // deletes and done by hand after them (`unchecked.rs`).
             if !tuning.deletes_in_with {
                 if let Some(defer) = tuning.defer_foreign_keys {
                     transaction.execute_script(defer).await?;
@@ -234,10 +234,8 @@ impl<'a> Deletion<'a> {
                         transaction.fetch_count(&step.sql.count_roots(Param::Keys(keys.clone()))).await?,
                     ));
                 }
-                for (_, step, keys) in &groups {
-                    transaction.execute(&step.sql.delete_by_keys(Param::Keys(keys.clone()), None)).await?;
-                }
-                return Ok((steps, archived));
+                let refused = self.delete_groups(&mut transaction, &groups).await?;
+                return Ok((steps, archived, refused));
             }
             let deletes: Vec<(&NodeSql<'_>, Param)> =
                 groups.iter().map(|(_, step, keys)| (&step.sql, Param::Keys(keys.clone()))).collect();
@@ -247,11 +245,15 @@ impl<'a> Deletion<'a> {
             for ((node, ..), count) in groups.iter().zip(counts) {
                 steps.push((*node, count.and_then(|count| count.parse().ok()).unwrap_or(0)));
             }
-            Ok::<_, DeleteError>((steps, archived))
+            Ok::<_, DeleteError>((steps, archived, None))
         }
         .await;
         let steps = match deleted {
-            Ok((steps, archived)) => {
+            Ok((_, _, Some(refused))) => {
+                self.roll_back(transaction).await?;
+                return Ok(Outcome::ChildrenAppeared { refused: Some(refused) });
+            }
+            Ok((steps, archived, None)) => {
                 // Archived once the deletes went through: a refused one leaves no lines behind.
                 for (node, step, lines) in archived {
                     self.archive_lines(node, step, lines)?;

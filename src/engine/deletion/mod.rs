@@ -18,6 +18,7 @@ mod roots;
 mod shared;
 mod summary;
 mod tree;
+mod unchecked;
 mod writes;
 
 use std::collections::HashMap;

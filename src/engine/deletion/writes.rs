@@ -16,6 +16,7 @@ use crate::db::sql::{Param, Statement};
 use crate::db::{Failure, TextRows, Transaction};
 use crate::engine::sql::Returning;
 use crate::engine::steps::{StepSql, column_types};
+use crate::engine::table_keys;
 use crate::planner::PlanNode;
 use crate::schema::CatalogNames;
 use crate::telemetry;
@@ -181,15 +182,17 @@ impl<'a> Deletion<'a> {
         step: &StepSql<'_>,
     ) -> Result<u64, DeleteError> {
         if step.sql.returns_nullified {
-            let keys = crate::db::first_column(transaction.fetch_texts(statement).await?);
-            let rows = keys.len() as u64;
+            let read = transaction.fetch_texts(statement).await?;
+            let rows = read.len() as u64;
             if step.sql.selects_nullified_first() && rows > 0 {
-                let table = CatalogNames::of(Some(self.schema), &node.table).table();
-                let types = column_types(table, &node.identity);
-                // Keys read back from the table fit its columns.
-                let identified = Keys::parse_for(&types, keys.clone()).unwrap_or_else(|_| Keys::none(&types));
-                transaction.execute(&step.sql.nullify_identified(Param::Keys(identified), &types)).await?;
+                // Each row's identity, then its row key: set to NULL by the latter.
+                let row_key = step.sql.row_key();
+                let types = column_types(CatalogNames::of(Some(self.schema), &node.table).table(), &row_key);
+                let row_keys = read.iter().filter_map(|row| row.get(1).cloned().flatten()).collect();
+                let row_keys = table_keys(&node.table, &types, row_keys)?;
+                transaction.execute(&step.sql.nullify_by_row_keys(Param::Keys(row_keys), &types)).await?;
             }
+            let keys = crate::db::first_column(read);
             audit::nullified::record(transaction, self.run_id, &node.model, keys).await?;
             return Ok(rows);
         }

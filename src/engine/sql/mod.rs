@@ -437,7 +437,7 @@ impl NodeSql<'_> {
         if self.selects_nullified_first() {
             return self.nullified_rows(matched, Some(limit));
         }
-        let rows = self.backend.row_selector(self.partitioned, &self.key_columns());
+        let rows = self.backend.row_selector(self.partitioned, &self.row_key());
         let mut sql = self.builder();
         self.set_based_head(&mut sql);
         sql.push(" WHERE ").push(&rows.matched).push(rows.open).push(&rows.select).push(" FROM ");
@@ -533,6 +533,8 @@ impl NodeSql<'_> {
         let mut sql = self.builder();
         sql.push("SELECT ");
         self.backend.key_text(&mut sql, &self.identity_columns());
+        sql.push(", ");
+        self.backend.key_text(&mut sql, &self.row_key());
         sql.push(" FROM ");
         self.table_of_rows(&mut sql);
         sql.push(" WHERE ");
@@ -547,16 +549,25 @@ impl NodeSql<'_> {
         sql.finish()
     }
 
-    /// Sets to NULL the relation columns of the rows whose identities (of the column types
-    /// `types`) are `keys`: those [`Self::nullified_rows`] selected.
-    pub(super) fn nullify_identified(&self, keys: Param, types: &[KeyType]) -> Statement {
+    /// Sets to NULL the relation columns of the rows whose [`Self::row_key`]s (of the column
+    /// types `types`) are `keys`: those [`Self::nullified_rows`] selected.
+    pub(super) fn nullify_by_row_keys(&self, keys: Param, types: &[KeyType]) -> Statement {
         let mut sql = self.builder();
         sql.push("UPDATE ").push(&self.table()).push(" SET ");
         for (index, column) in self.match_columns().iter().enumerate() {
             sql.push(if index == 0 { "" } else { ", " }).identifier(column).push(" = NULL");
         }
-        sql.push(" WHERE ").keys_in(&self.identity_columns(), types, keys);
+        sql.push(" WHERE ").keys_in(&self.row_key(), types, keys);
         sql.finish()
+    }
+
+    /// What tells one row of the node's table from every other, where the database has no row
+    /// address (MySQL): the table's primary key, else the node's key.
+    pub(super) fn row_key(&self) -> Vec<String> {
+        match self.names.table() {
+            Some(table) if !table.primary_key.is_empty() => table.primary_key.clone(),
+            _ => self.key_columns(),
+        }
     }
 
     /// The columns that identify a row of the node's model, as the catalog spells them.

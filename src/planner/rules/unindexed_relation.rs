@@ -15,7 +15,9 @@ pub(super) fn check(context: &Context<'_>, diagnostics: &mut Vec<Diagnostic>) {
         if columns.iter().any(|column| child_table.column(column).is_none()) {
             continue;
         }
-        let Some(advice) = child_table.index_advice(&columns, &quote_qualified(&child.table.value)) else {
+        let kind = context.schema.and_then(|schema| schema.kind);
+        let table = kind.map_or_else(|| quote_qualified(&child.table.value), |kind| kind.quote_for_clients(&child.table.value));
+        let Some(advice) = child_table.index_advice(&columns, &table, kind) else {
             continue;
         };
         diagnostics.push(

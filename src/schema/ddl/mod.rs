@@ -19,8 +19,9 @@ use crate::db::Kind;
 
 use super::{Index, Schema, Table};
 use flavor::{Flavor, TableRef};
+pub(crate) use statements::byte_offset;
 use statements::{
-    byte_offset, leading_keywords, pieces_ending_lines_with_semicolon, split_statements, strip_keywords,
+    leading_keywords, pieces_ending_lines_with_semicolon, split_statements, strip_keywords,
     without_only_in_create_index,
 };
 use tables::{
@@ -34,8 +35,8 @@ pub struct ParsedDdl {
     pub schema: Schema,
     /// The dialect that read the most tables: "postgresql", "sqlite" or "mysql". PostgreSQL on a
     /// tie, and whenever the script has dollar quotes, `COPY ... FROM stdin` data or psql
-    /// meta-commands; MySQL only for a script with syntax of its own (backquoted names,
-    /// `ENGINE=`, `AUTO_INCREMENT`, `UNSIGNED`) that it reads no fewer tables of.
+    /// meta-commands; MySQL only for a script with syntax of its own (`ENGINE=`, `AUTO_INCREMENT`)
+    /// that it reads no fewer tables of.
     pub dialect: &'static str,
     /// Statements that added nothing to the schema: unparseable, or not schema DDL (INSERT, SET,
     /// CREATE FUNCTION, ALTER TABLE ... OWNER TO, psql meta-commands, ...). Skipped, never fatal.
@@ -77,7 +78,29 @@ pub fn parse_ddl(sql: &str) -> ParsedDdl {
     };
     let kind = best.flavor.kind();
     let skipped = best.skipped;
-    ParsedDdl { schema: Schema::new(best.finish(), Some(kind)), dialect: kind.name(), skipped }
+    let mut tables = best.finish();
+    if kind == Kind::Mysql {
+        with_foreign_key_indexes(&mut tables);
+    }
+    ParsedDdl { schema: Schema::new(tables, Some(kind)), dialect: kind.name(), skipped }
+}
+
+/// InnoDB gives a foreign key no index leads with an index of its own, named after it: the
+/// script does not say so, the database has it.
+fn with_foreign_key_indexes(tables: &mut [Table]) {
+    for table in tables {
+        let implied: Vec<Index> = table
+            .foreign_keys
+            .iter()
+            .filter(|fk| !table.has_index_leading_with(&fk.columns))
+            .map(|fk| Index::new(fk.name.clone(), fk.columns.clone(), false))
+            .collect();
+        for index in implied {
+            if !table.has_index_leading_with(&index.columns) {
+                table.indexes.push(index);
+            }
+        }
+    }
 }
 
 /// The schema as one dialect reads a script.
@@ -89,7 +112,7 @@ struct Reader {
     tables_read: usize,
     /// Dollar-quoted strings, `COPY ... FROM stdin` data or psql meta-commands were seen.
     saw_postgres_only_syntax: bool,
-    /// Backquoted names, `ENGINE`, `AUTO_INCREMENT` or `UNSIGNED` were seen.
+    /// A table option `ENGINE=` or `AUTO_INCREMENT` was seen.
     saw_mysql_only_syntax: bool,
     skipped: usize,
 }
@@ -146,10 +169,15 @@ impl Reader {
     fn read_tokens(&mut self, tokens: Vec<TokenWithSpan>) {
         self.saw_postgres_only_syntax |=
             tokens.iter().any(|token| matches!(token.token, Token::DollarQuotedString(_) | Token::CopyData { .. }));
-        self.saw_mysql_only_syntax |= tokens.iter().any(|token| match &token.token {
-            Token::Word(word) => {
-                word.quote_style == Some('`')
-                    || matches!(word.keyword, Keyword::ENGINE | Keyword::AUTO_INCREMENT | Keyword::UNSIGNED)
+        // A table option (`ENGINE=InnoDB`) or `AUTO_INCREMENT`: a column may be named `engine`, and
+        // SQLite reads backquoted names too.
+        let words: Vec<&Token> =
+            tokens.iter().map(|token| &token.token).filter(|token| !matches!(token, Token::Whitespace(_))).collect();
+        self.saw_mysql_only_syntax |= words.windows(2).any(|pair| match pair {
+            [Token::Word(word), next] => {
+                word.quote_style.is_none()
+                    && ((word.keyword == Keyword::ENGINE && **next == Token::Eq)
+                        || word.keyword == Keyword::AUTO_INCREMENT)
             }
             _ => false,
         });
@@ -892,5 +920,15 @@ ALTER TABLE public.customer OWNER TO postgres;
         // InnoDB checks a key without an action at once, as RESTRICT.
         assert_eq!(member.foreign_keys[0].on_delete, ReferentialAction::Restrict);
         assert_eq!(member.foreign_keys[0].referenced_table, "org");
+        // InnoDB indexes a foreign key no index leads with.
+        let parsed = parse_ddl(
+            "CREATE TABLE `org` (`id` bigint NOT NULL, PRIMARY KEY (`id`)) ENGINE=InnoDB;
+            CREATE TABLE `note` (`id` bigint NOT NULL, `org_id` bigint, PRIMARY KEY (`id`),
+              CONSTRAINT `note_org` FOREIGN KEY (`org_id`) REFERENCES `org` (`id`)) ENGINE=InnoDB;",
+        );
+        assert!(table(&parsed, "note").has_index_leading_with(&["org_id".to_owned()]));
+        // A column named `engine`, or backquoted names, make no MySQL script.
+        let sqlite = parse_ddl("CREATE TABLE `car` (id INTEGER PRIMARY KEY, engine TEXT, unsigned INTEGER);");
+        assert_eq!(sqlite.dialect, "sqlite");
     }
 }

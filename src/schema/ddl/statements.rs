@@ -151,7 +151,7 @@ pub(super) fn pieces_ending_lines_with_semicolon(sql: &str) -> Vec<&str> {
 
 /// The byte offset of a tokenizer location (1-based line and character column); the end of
 /// `sql` when the location lies beyond it.
-pub(super) fn byte_offset(sql: &str, location: Location) -> usize {
+pub(crate) fn byte_offset(sql: &str, location: Location) -> usize {
     let (mut line, mut column) = (1, 1);
     for (offset, ch) in sql.char_indices() {
         if line == location.line && column == location.column {

@@ -1,0 +1,115 @@
+//! A loop's rows deleted one table after the other, where a data-modifying `WITH` cannot take
+//! them in one statement. SQLite defers its checks to the commit. InnoDB checks every key row by
+//! row and defers none, so rows that reference each other (a store and its manager) go only with
+//! its checks off: they are off for the deletes alone, and what they would have caught is checked
+//! by hand before the commit: no row of any table still references a value the deleted rows held.
+//! A row inserted meanwhile that does waits for the deleted rows' locks, then fails its own check.
+
+use super::{DeleteError, Deletion};
+use crate::db::sql::{KeyType, Param, SqlBuilder};
+use crate::db::{Keys, Transaction, first_column};
+use crate::engine::steps::{StepSql, column_types};
+use crate::planner::PlanNode;
+
+/// The values of deleted rows that the columns of a foreign key may hold.
+struct Referenced {
+    /// The referencing table, quoted.
+    table: String,
+    columns: Vec<String>,
+    types: Vec<KeyType>,
+    /// Each value as one text (a JSON array for several columns).
+    values: Vec<String>,
+}
+
+impl<'a> Deletion<'a> {
+    /// Deletes each `(node, step, keys)` group by key, in `transaction`; with the database's checks
+    /// off where it has no other way (`Tuning::unchecked_foreign_keys`), then the reason the rows
+    /// cannot go yet when another row still references them.
+    pub(super) async fn delete_groups(
+        &self,
+        transaction: &mut Transaction,
+        groups: &[(&'a PlanNode, &StepSql<'a>, Keys)],
+    ) -> Result<Option<String>, DeleteError> {
+        let tuning = self.database.backend().tuning();
+        // The database's own cascades do not run with its checks off: a loop with children only the
+        // database deletes keeps them on (and its rows are refused).
+        let unchecked = tuning
+            .unchecked_foreign_keys
+            .filter(|_| groups.iter().all(|(_, step, _)| step.database_children.is_empty()));
+        let Some((off, on)) = unchecked else {
+            for (_, step, keys) in groups {
+                transaction.execute(&step.sql.delete_by_keys(Param::Keys(keys.clone()), None)).await?;
+            }
+            return Ok(None);
+        };
+        let referenced = self.referenced_values(transaction, groups).await?;
+        transaction.execute_script(off).await?;
+        let mut deleted = Ok(());
+        for (_, step, keys) in groups {
+            deleted = transaction.execute(&step.sql.delete_by_keys(Param::Keys(keys.clone()), None)).await.map(drop);
+            if deleted.is_err() {
+                break;
+            }
+        }
+        // Back on whatever happened: the connection goes back to the pool.
+        transaction.execute_script(on).await?;
+        deleted?;
+        self.still_referenced(transaction, &referenced).await
+    }
+
+    /// What other rows may reference of the rows of `groups`, by every foreign key to their
+    /// tables, read before they go.
+    async fn referenced_values(
+        &self,
+        transaction: &mut Transaction,
+        groups: &[(&'a PlanNode, &StepSql<'a>, Keys)],
+    ) -> Result<Vec<Referenced>, DeleteError> {
+        let backend = self.database.backend();
+        let mut found = Vec::new();
+        for (node, step, keys) in groups {
+            let Some(table) = self.schema.table(&node.table) else { continue };
+            for (child, fk) in self.schema.references_to(table) {
+                let referenced =
+                    if fk.referenced_columns.is_empty() { &table.primary_key } else { &fk.referenced_columns };
+                let mut sql = SqlBuilder::new(backend);
+                sql.push("SELECT ");
+                backend.key_text(&mut sql, referenced);
+                sql.push(" FROM ").push(&table.quoted()).push(" WHERE ");
+                sql.keys_in(&step.sql.key_columns(), &step.sql.key_types, Param::Keys(keys.clone()));
+                let values = first_column(transaction.fetch_texts(&sql.finish()).await?);
+                if !values.is_empty() {
+                    let types = column_types(Some(child), &fk.columns);
+                    found.push(Referenced { table: child.quoted(), columns: fk.columns.clone(), types, values });
+                }
+            }
+        }
+        Ok(found)
+    }
+
+    /// Why the deleted rows cannot go yet: a row that still references one of their values, read
+    /// with a lock (what is committed now, not the transaction's first view).
+    async fn still_referenced(
+        &self,
+        transaction: &mut Transaction,
+        referenced: &[Referenced],
+    ) -> Result<Option<String>, DeleteError> {
+        let backend = self.database.backend();
+        for found in referenced {
+            // A value that does not fit the referencing column's type is in none of its rows.
+            let Ok(keys) = Keys::parse_for(&found.types, found.values.clone()) else { continue };
+            let mut sql = SqlBuilder::new(backend);
+            sql.push("SELECT COUNT(*) FROM ").push(&found.table).push(" AS cascade_child WHERE ");
+            sql.keys_in(&found.columns, &found.types, Param::Keys(keys));
+            sql.push(&backend.lock_rows_of("cascade_child"));
+            let rows = transaction.fetch_count(&sql.finish()).await?;
+            if rows > 0 {
+                return Ok(Some(format!(
+                    "{rows} row(s) of {} still reference rows of a loop through ({})",
+                    found.table,
+                    found.columns.join(", ")
+                )));
+            }
+        }
+        Ok(None)
+    }
+}
