@@ -159,6 +159,12 @@ pub enum DbError {
     /// A statement failed.
     #[error("database error: {}", describe(.0))]
     Query(sqlx::Error),
+    /// A MySQL server the tool's statements do not run on.
+    #[error(
+        "cascade runs on MariaDB 10.6 or newer (its JSON_TABLE, SKIP LOCKED and RETURNING); this server is \
+         `{0}`: MySQL itself is not supported yet"
+    )]
+    UnsupportedServer(String),
     /// What the tool does not do on this database yet.
     #[error(
         "{0} does not run on MySQL or MariaDB yet: there, cascade runs init, validate, plan, delete (by ids or \
@@ -584,6 +590,7 @@ impl Database {
             | DbError::EditedMigration { .. }
             | DbError::UnreadableColumn { .. }
             | DbError::NoRowReturned(_)
+            | DbError::UnsupportedServer(_)
             | DbError::NotOnMysqlYet(_) => Failure::Permanent,
         }
     }

@@ -281,12 +281,17 @@ impl Driver for Mysql {
                 .connect_lazy_with(options.clone());
             // A connection of its own first: a refused connection is reported as what it is at
             // once, where the pool would retry it until its timeout.
-            let checked = tokio::time::timeout(CONNECT_TIMEOUT, MySqlConnection::connect_with(&options))
+            let mut checked = tokio::time::timeout(CONNECT_TIMEOUT, MySqlConnection::connect_with(&options))
                 .await
                 .map_err(|_| sqlx::Error::PoolTimedOut)
                 .and_then(|connected| connected)
                 .map_err(failed)?;
+            let version: String =
+                sqlx::query_scalar("SELECT VERSION()").fetch_one(&mut checked).await.map_err(failed)?;
             let _ = checked.close().await;
+            if !supported(&version) {
+                return Err(DbError::UnsupportedServer(version));
+            }
             pool.acquire().await.map_err(failed)?;
             Ok(Database::new(&Mysql, Pool::Mysql(pool)))
         })
@@ -353,7 +358,25 @@ impl Driver for Mysql {
     }
 }
 
+/// Whether the server's `VERSION()` (`10.11.19-MariaDB-0+deb12u1`) is MariaDB 10.6 or newer.
+fn supported(version: &str) -> bool {
+    let mut parts = version.split(['.', '-']).map(|part| part.parse::<u32>().unwrap_or(0));
+    let (major, minor) = (parts.next().unwrap_or(0), parts.next().unwrap_or(0));
+    version.contains("MariaDB") && (major, minor) >= (10, 6)
+}
+
 /// MySQL's own number for a database error.
 fn number(error: &sqlx::Error) -> Option<u16> {
     Some(error.as_database_error()?.try_downcast_ref::<sqlx::mysql::MySqlDatabaseError>()?.number())
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn mariadb_from_10_6_is_supported_and_mysql_is_not() {
+        assert!(super::supported("10.11.19-MariaDB-0+deb12u1"));
+        assert!(super::supported("11.4.2-MariaDB"));
+        assert!(!super::supported("10.5.23-MariaDB"));
+        assert!(!super::supported("8.0.36"));
+    }
 }
