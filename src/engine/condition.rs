@@ -36,6 +36,63 @@ pub struct ConditionError {
     reason: String,
 }
 
+/// What of a MySQL condition MariaDB would read otherwise than the tool does, if anything: a
+/// comment (MariaDB runs `/*M! ... */` and `/*! ... */`, which sqlparser skips or moves), a
+/// backslash (the connections read it as itself, where MySQL's default mode escapes with it: a
+/// `LIKE 'a\_%'` would match other rows), or a string literal of another kind than `'...'` and
+/// `"..."` (`N'...'`, `X'...'`, kept as written).
+fn read_otherwise_by_mariadb(text: &str, tokens: &[sqlparser::tokenizer::TokenWithSpan]) -> Option<String> {
+    use sqlparser::tokenizer::Whitespace;
+    if text.contains('\\') {
+        return Some(
+            "a backslash reads differently on cascade's connections: write the condition without one (for LIKE, \
+             name an escape: LIKE 'a!_%' ESCAPE '!')"
+                .to_owned(),
+        );
+    }
+    let comment = || "write the condition without comments".to_owned();
+    tokens
+        .iter()
+        .find_map(|token| match &token.token {
+            Token::Whitespace(Whitespace::SingleLineComment { .. } | Whitespace::MultiLineComment(_)) => {
+                Some(comment())
+            }
+            Token::Whitespace(_)
+            | Token::Word(_)
+            | Token::Number(..)
+            | Token::SingleQuotedString(_)
+            | Token::DoubleQuotedString(_)
+            | Token::Comma
+            | Token::Period
+            | Token::LParen
+            | Token::RParen
+            | Token::Eq
+            | Token::DoubleEq
+            | Token::Neq
+            | Token::Lt
+            | Token::Gt
+            | Token::LtEq
+            | Token::GtEq
+            | Token::Spaceship
+            | Token::Plus
+            | Token::Minus
+            | Token::Mul
+            | Token::Div
+            | Token::Mod
+            | Token::StringConcat
+            | Token::Ampersand
+            | Token::Pipe
+            | Token::Caret
+            | Token::Tilde
+            | Token::ExclamationMark
+            | Token::ShiftLeft
+            | Token::ShiftRight => None,
+            other => Some(format!("`{other}` is not read the same way on cascade's connections")),
+        })
+        // `/*! ... */` hints come out of the tokenizer as their content: the text tells them.
+        .or_else(|| text.contains("/*").then(comment))
+}
+
 /// `text` with each string literal written again as the tool's MySQL connections read it, the
 /// rest as written: single-quoted, the quote doubled. They quote identifiers with double quotes
 /// (`ANSI_QUOTES`), where a purge's `"2020-01-01"` would name a column, and take a backslash as
@@ -68,6 +125,9 @@ impl RootCondition {
             let tokens = Tokenizer::new(kind.parser_dialect(), text)
                 .tokenize_with_location()
                 .map_err(|error| refused(error.to_string()))?;
+            if let Some(unread) = read_otherwise_by_mariadb(text, &tokens) {
+                return Err(refused(unread));
+            }
             standard_strings(text, &tokens)
         } else {
             text.to_owned()
@@ -139,8 +199,13 @@ mod tests {
         // A doubled or escaped quote stays inside its string: nothing of it becomes SQL.
         let doubled = RootCondition::parse(Kind::Mysql, "note = 'x'' OR ''1''=''1'").unwrap();
         assert_eq!(doubled.sql, "note = 'x'' OR ''1''=''1'");
-        let escaped = RootCondition::parse(Kind::Mysql, r"note = 'it\'s' AND id > 1").unwrap();
-        assert_eq!(escaped.sql, "note = 'it''s' AND id > 1");
+        // What MariaDB would read otherwise is refused: a backslash, a comment it runs, N'...'.
+        let refused =
+            [r"note = 'it\'s'", "id = 1 /*M! OR 1=1 */", "id = 1 /*! OR 1=1 */", "note = N'x'", "id = 1 -- x"];
+        for condition in refused {
+            let error = RootCondition::parse(Kind::Mysql, condition).unwrap_err().to_string();
+            assert!(error.contains("is not one SQL condition"), "{condition}: {error}");
+        }
         assert_eq!(condition.written, r#"`created` < "2020-01-01""#);
     }
 }

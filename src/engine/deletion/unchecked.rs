@@ -32,10 +32,12 @@ impl<'a> Deletion<'a> {
     ) -> Result<Option<String>, DeleteError> {
         let tuning = self.database.backend().tuning();
         // The database's own cascades do not run with its checks off: a loop with children only the
-        // database deletes keeps them on (and its rows are refused).
-        let unchecked = tuning
-            .unchecked_foreign_keys
-            .filter(|_| groups.iter().all(|(_, step, _)| step.database_children.is_empty()));
+        // database deletes keeps them on, for InnoDB to check (and refuse rows it cannot order).
+        // Nor a loop of a table the schema does not know: the references to it cannot be checked.
+        let checkable = groups
+            .iter()
+            .all(|(node, step, _)| step.database_children.is_empty() && self.schema.table(&node.table).is_some());
+        let unchecked = tuning.unchecked_foreign_keys.filter(|_| checkable);
         let Some((off, on)) = unchecked else {
             for (_, step, keys) in groups {
                 transaction.execute(&step.sql.delete_by_keys(Param::Keys(keys.clone()), None)).await?;
@@ -76,9 +78,16 @@ impl<'a> Deletion<'a> {
                 backend.key_text(&mut sql, referenced);
                 sql.push(" FROM ").push(&table.quoted()).push(" WHERE ");
                 sql.keys_in(&step.sql.key_columns(), &step.sql.key_types, Param::Keys(keys.clone()));
-                let values = first_column(transaction.fetch_texts(&sql.finish()).await?);
+                // Locked: a referenced column that is not the key cannot change meanwhile.
+                sql.push(&backend.lock_rows_of(""));
+                let types = column_types(Some(child), &fk.columns);
+                // A value with a NULL part references nothing; one that does not fit the
+                // referencing columns' types is in none of their rows.
+                let values: Vec<String> = first_column(transaction.fetch_texts(&sql.finish()).await?)
+                    .into_iter()
+                    .filter(|value| Keys::parse_for(&types, vec![value.clone()]).is_ok())
+                    .collect();
                 if !values.is_empty() {
-                    let types = column_types(Some(child), &fk.columns);
                     found.push(Referenced { table: child.quoted(), columns: fk.columns.clone(), types, values });
                 }
             }
@@ -95,7 +104,7 @@ impl<'a> Deletion<'a> {
     ) -> Result<Option<String>, DeleteError> {
         let backend = self.database.backend();
         for found in referenced {
-            // A value that does not fit the referencing column's type is in none of its rows.
+            // Each value fits on its own (`referenced_values`), so all of them do.
             let Ok(keys) = Keys::parse_for(&found.types, found.values.clone()) else { continue };
             let mut sql = SqlBuilder::new(backend);
             sql.push("SELECT COUNT(*) FROM ").push(&found.table).push(" AS cascade_child WHERE ");

@@ -169,18 +169,19 @@ impl Reader {
     fn read_tokens(&mut self, tokens: Vec<TokenWithSpan>) {
         self.saw_postgres_only_syntax |=
             tokens.iter().any(|token| matches!(token.token, Token::DollarQuotedString(_) | Token::CopyData { .. }));
-        // A table option (`ENGINE=InnoDB`) or `AUTO_INCREMENT`: a column may be named `engine`, and
-        // SQLite reads backquoted names too.
+        // A table option after the columns (`) ENGINE=InnoDB`) or `AUTO_INCREMENT`: a column may
+        // be named `engine`, and SQLite reads backquoted names too.
         let words: Vec<&Token> =
             tokens.iter().map(|token| &token.token).filter(|token| !matches!(token, Token::Whitespace(_))).collect();
-        self.saw_mysql_only_syntax |= words.windows(2).any(|pair| match pair {
-            [Token::Word(word), next] => {
-                word.quote_style.is_none()
-                    && ((word.keyword == Keyword::ENGINE && **next == Token::Eq)
-                        || word.keyword == Keyword::AUTO_INCREMENT)
-            }
-            _ => false,
-        });
+        let auto_increment =
+            |token: &Token| matches!(token, Token::Word(word) if word.keyword == Keyword::AUTO_INCREMENT);
+        self.saw_mysql_only_syntax |= words.iter().any(|token| auto_increment(token))
+            || words.windows(3).any(|three| match three {
+                [Token::RParen, Token::Word(word), Token::Eq] => {
+                    word.quote_style.is_none() && word.keyword == Keyword::ENGINE
+                }
+                _ => false,
+            });
         let meta_commands = split_statements(tokens, |statement| self.read_statement(statement));
         self.skipped += meta_commands;
         self.saw_postgres_only_syntax |= meta_commands > 0;
@@ -928,7 +929,9 @@ ALTER TABLE public.customer OWNER TO postgres;
         );
         assert!(table(&parsed, "note").has_index_leading_with(&["org_id".to_owned()]));
         // A column named `engine`, or backquoted names, make no MySQL script.
-        let sqlite = parse_ddl("CREATE TABLE `car` (id INTEGER PRIMARY KEY, engine TEXT, unsigned INTEGER);");
+        let sqlite = parse_ddl(
+            "CREATE TABLE `car` (id INTEGER PRIMARY KEY, engine TEXT, unsigned INTEGER, CHECK (engine = 'v8'));",
+        );
         assert_eq!(sqlite.dialect, "sqlite");
     }
 }
