@@ -82,6 +82,21 @@ pub(super) fn connection_failure(error: &sqlx::Error) -> Option<Failure> {
     }
 }
 
+/// How long connecting to a server may take before it is given up.
+pub(super) const CONNECT_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// One connection of a server's own, made beside its pool: a refused or failed connection is
+/// reported as what it is at once, where the pool would retry it until its timeout and say only
+/// that it timed out.
+pub(super) async fn connect_within_timeout<C>(
+    connecting: impl Future<Output = Result<C, sqlx::Error>>,
+) -> Result<C, sqlx::Error> {
+    tokio::time::timeout(CONNECT_TIMEOUT, connecting)
+        .await
+        .map_err(|_| sqlx::Error::PoolTimedOut)
+        .and_then(|connected| connected)
+}
+
 /// Transactions that two processes must never run at once.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum WriterLock {

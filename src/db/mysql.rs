@@ -6,12 +6,14 @@
 //! be run again safely.
 
 use std::str::FromStr;
-use std::time::{Duration, SystemTime};
+use std::time::SystemTime;
 
 use sqlx::Connection as _;
 use sqlx::mysql::{MySqlConnectOptions, MySqlConnection, MySqlPoolOptions};
 
-use super::driver::{BoxFuture, Driver, Failure, WriterLock, connection_failure};
+use super::driver::{
+    BoxFuture, CONNECT_TIMEOUT, Driver, Failure, WriterLock, connect_within_timeout, connection_failure,
+};
 use super::kind::Kind;
 use super::sql::sealed::Sealed;
 use super::sql::{Backend, KeyType, Param, RowSelector, SqlBuilder, Tuning, db_time, quote_identifier};
@@ -19,9 +21,6 @@ use super::url::DatabaseUrl;
 use super::{Access, ConnectOptions, Database, DbError, Pool};
 
 const MIGRATIONS: &[&str] = &[include_str!("../../schemas/migrations/mysql/0001_tables.sql")];
-
-/// How long connecting may take before it is given up.
-const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// What every connection sets first. `JSON_ARRAYAGG` is built on `GROUP_CONCAT` and cut at
 /// `group_concat_max_len` (1 MiB by default), which a chunk's keys must never meet.
@@ -279,13 +278,8 @@ impl Driver for Mysql {
                     })
                 })
                 .connect_lazy_with(options.clone());
-            // A connection of its own first: a refused connection is reported as what it is at
-            // once, where the pool would retry it until its timeout.
-            let mut checked = tokio::time::timeout(CONNECT_TIMEOUT, MySqlConnection::connect_with(&options))
-                .await
-                .map_err(|_| sqlx::Error::PoolTimedOut)
-                .and_then(|connected| connected)
-                .map_err(failed)?;
+            // A connection of its own first, which also tells the server's version.
+            let mut checked = connect_within_timeout(MySqlConnection::connect_with(&options)).await.map_err(failed)?;
             let version: String =
                 sqlx::query_scalar("SELECT VERSION()").fetch_one(&mut checked).await.map_err(failed)?;
             let _ = checked.close().await;

@@ -2,12 +2,14 @@
 //! addressed by `ctid` (with `tableoid` on a partitioned table); claims skip locked rows.
 
 use std::str::FromStr;
-use std::time::{Duration, SystemTime};
+use std::time::SystemTime;
 
 use sqlx::Connection as _;
 use sqlx::postgres::{PgConnectOptions, PgConnection, PgPoolOptions};
 
-use super::driver::{BoxFuture, Driver, Failure, WriterLock, connection_failure};
+use super::driver::{
+    BoxFuture, CONNECT_TIMEOUT, Driver, Failure, WriterLock, connect_within_timeout, connection_failure,
+};
 use super::kind::Kind;
 use super::sql::sealed::Sealed;
 use super::sql::{Backend, KeyType, Param, RowSelector, SqlBuilder, Tuning, db_time, quote_identifier};
@@ -28,9 +30,6 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../../schemas/migrations/postgres/0011_migration_checksums.sql"),
     include_str!("../../schemas/migrations/postgres/0012_inbox.sql"),
 ];
-
-/// How long connecting may take before it is given up.
-const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// The PostgreSQL backend.
 #[derive(Debug)]
@@ -259,10 +258,7 @@ impl Driver for Postgres {
                 let pool = pool.clone();
                 async move { pool.acquire().await.map(drop) }
             });
-            let checked = tokio::time::timeout(CONNECT_TIMEOUT, PgConnection::connect_with(&options))
-                .await
-                .map_err(|_| sqlx::Error::PoolTimedOut)
-                .and_then(|connected| connected);
+            let checked = connect_within_timeout(PgConnection::connect_with(&options)).await;
             let first = match checked {
                 Ok(first) => first,
                 Err(error) => {
