@@ -59,12 +59,6 @@ pub fn run(cli: &Cli, args: &Args) -> anyhow::Result<ExitCode> {
     let access = if args.confirm { Access::ReadWrite } else { Access::ReadOnly };
     super::block_on(async {
         let database = super::connect(&url, &loaded, access).await?;
-        if args.archive.is_some() {
-            database.require_full_support("`delete --archive`")?;
-        }
-        if plan.steps().iter().any(|node| node.outbox.is_some()) {
-            database.require_full_support("a deletion that writes outbox tombstones")?;
-        }
         let Some(engine) = super::prepare(database.clone(), &loaded).await? else {
             return Ok(ExitCode::from(1));
         };

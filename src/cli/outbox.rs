@@ -79,7 +79,7 @@ fn drain(cli: &Cli, args: &DrainArgs) -> anyhow::Result<ExitCode> {
     }
     let url = super::database_url(cli, &loaded);
     super::block_on(async {
-        let database = super::connect_for("the outbox", &url, &loaded, Access::ReadWrite).await?;
+        let database = super::connect(&url, &loaded, Access::ReadWrite).await?;
         let drainer = Drainer::new(database.clone(), &loaded, args.options(), Arc::new(SystemClock))?;
         let stop = super::stop_on_signals();
         let progress = show_progress(drainer.clone());
@@ -141,7 +141,7 @@ fn stats(cli: &Cli, format: SummaryFormat) -> anyhow::Result<ExitCode> {
     let loaded = cascade::config::load(&cli.config)?;
     let url = super::database_url(cli, &loaded.config);
     let stats = super::block_on(async {
-        let database = super::connect_for("the outbox", &url, &loaded.config, Access::ReadOnly).await?;
+        let database = super::connect(&url, &loaded.config, Access::ReadOnly).await?;
         let stats = outbox::stats(&database, &loaded.config, SystemTime::now()).await;
         database.close().await;
         stats

@@ -56,14 +56,8 @@ pub fn run(cli: &Cli, args: &Args) -> anyhow::Result<ExitCode> {
     };
     super::block_on(async {
         let database = super::connect(&url, &loaded, Access::ReadWrite).await?;
-        if args.drain {
-            database.require_full_support("`worker --drain`")?;
-        }
         if !loaded.remote_models.is_empty() {
             database.require_full_support("the inbox (a config with remote models)")?;
-        }
-        if loaded.models.values().any(|model| model.outbox.is_some()) {
-            database.require_full_support("a worker whose deletions write outbox tombstones")?;
         }
         let Some(engine) = super::prepare(database.clone(), &loaded).await? else {
             return Ok(ExitCode::from(1));

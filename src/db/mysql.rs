@@ -23,9 +23,15 @@ use super::{Access, ConnectOptions, Database, DbError, Pool};
 const MIGRATIONS: &[&str] = &[include_str!("../../schemas/migrations/mysql/0001_tables.sql")];
 
 /// What every connection sets first. `JSON_ARRAYAGG` is built on `GROUP_CONCAT` and cut at
-/// `group_concat_max_len` (1 MiB by default), which a chunk's keys must never meet.
+/// `group_concat_max_len` (1 MiB by default), which a chunk's keys must never meet. Transactions
+/// read committed rows, as on PostgreSQL: InnoDB's default (repeatable read) also locks the gaps
+/// between the rows a statement reads, and writers working on neighbouring rows (drainers of one
+/// shard's cells, deletions of neighbouring subtrees) would deadlock on them. A recursive query
+/// (a plan's count of a tree) runs to its end: MariaDB stops one after 1,000 iterations by
+/// default, with only a warning.
 const SESSION: &str = "SET SESSION sql_mode = CONCAT(@@sql_mode, ',ANSI_QUOTES,PIPES_AS_CONCAT,NO_BACKSLASH_ESCAPES'), \
-     group_concat_max_len = 1073741824";
+     group_concat_max_len = 1073741824, max_recursive_iterations = 4294967295; \
+     SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED";
 
 /// The MySQL backend.
 #[derive(Debug)]
@@ -127,6 +133,31 @@ impl Backend for Mysql {
         };
         assignments.extend((!also.is_empty() && !updated.is_empty()).then(|| also.to_owned()));
         sql.push(" ON DUPLICATE KEY UPDATE ").push(&assignments.join(", "));
+    }
+
+    fn on_duplicate_when(
+        &self,
+        sql: &mut SqlBuilder,
+        _key: &[&str],
+        updated: &[&str],
+        condition: &mut dyn FnMut(&mut SqlBuilder),
+    ) {
+        // Assignments run in order, each seeing those before: the first decides, and the others
+        // follow it when it took the new (never held) value.
+        let Some((first, others)) = updated.split_first() else { return };
+        sql.push(" ON DUPLICATE KEY UPDATE ").push(first).push(" = IF(");
+        condition(sql);
+        sql.push(&format!(", VALUES({first}), {first})"));
+        for column in others {
+            sql.push(&format!(", {column} = IF({first} = VALUES({first}), VALUES({column}), {column})"));
+        }
+    }
+
+    fn lines_agg(&self, sql: &mut SqlBuilder, expression: &mut dyn FnMut(&mut SqlBuilder)) {
+        // The separator is a literal, which `NO_BACKSLASH_ESCAPES` reads as written: a newline.
+        sql.push("GROUP_CONCAT(");
+        expression(sql);
+        sql.push(" SEPARATOR '\n')");
     }
 
     fn double_type(&self) -> &'static str {
@@ -245,6 +276,8 @@ const TUNING: Tuning = Tuning {
     materialized_with: false,
     updates_return: false,
     unchecked_foreign_keys: Some(("SET SESSION foreign_key_checks = 0", "SET SESSION foreign_key_checks = 1")),
+    deletes_return: false,
+    parameters_in_values: false,
     deletes_in_with: false,
     // The limited sub-select is materialized before its rows are deleted by key.
     limited_delete_is_slow: true,

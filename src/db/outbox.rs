@@ -21,7 +21,7 @@ impl Codes {
     /// Reads every registered name's code (none before migration 9's table has rows).
     pub(crate) async fn read(&self, database: &Database) -> Result<(), DbError> {
         let mut sql = database.sql();
-        sql.push("SELECT name, CAST(code AS TEXT) AS code FROM cascade_outbox_name");
+        sql.push("SELECT name, ").text("code").push(" AS code FROM cascade_outbox_name");
         let rows = database.fetch_records(&sql.finish()).await?;
         let codes = rows.iter().map(|row| Ok((row.text("name")?, row.parsed("code")?)));
         *self.0.write().unwrap_or_else(std::sync::PoisonError::into_inner) = codes.collect::<Result<_, DbError>>()?;
@@ -71,7 +71,8 @@ pub(crate) fn registration(database: &Database, names: &std::collections::BTreeS
     for (index, name) in names.iter().enumerate() {
         sql.push(if index == 0 { "(" } else { ", (" }).bind_text(name).push(")");
     }
-    sql.push(" ON CONFLICT (name) DO NOTHING");
+    let backend = sql.backend();
+    backend.on_duplicate(&mut sql, &["name"], &[], "");
     Some(sql.finish())
 }
 

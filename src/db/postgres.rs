@@ -209,6 +209,8 @@ const TUNING: Tuning = Tuning {
     materialized_with: true,
     updates_return: true,
     unchecked_foreign_keys: None,
+    deletes_return: true,
+    parameters_in_values: true,
     deletes_in_with: true,
     // `ctid = ANY(ARRAY(SELECT ctid ... LIMIT n))` visits each row once, like the index.
     limited_delete_is_slow: false,

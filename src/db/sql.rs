@@ -120,6 +120,38 @@ impl SqlBuilder {
         self
     }
 
+    /// `rows` rows of `columns` values each (`value` writes the value of a row and column) as a
+    /// table, in parentheses, whose columns are `column1`, `column2`...: a `VALUES` list where
+    /// parameters work in one (MariaDB reads them as empty), else a `UNION ALL` of `SELECT`s.
+    pub(crate) fn values_table(
+        &mut self,
+        columns: usize,
+        rows: usize,
+        mut value: impl FnMut(&mut Self, usize, usize),
+    ) -> &mut Self {
+        let values = self.backend.tuning().parameters_in_values;
+        self.push(if values { "(VALUES " } else { "(" });
+        for row in 0..rows {
+            match (values, row) {
+                (true, 0) => self.push("("),
+                (true, _) => self.push(", ("),
+                (false, 0) => self.push("SELECT "),
+                (false, _) => self.push(" UNION ALL SELECT "),
+            };
+            for column in 0..columns {
+                self.push(if column == 0 { "" } else { ", " });
+                value(self, row, column);
+                if !values && row == 0 {
+                    self.push(&format!(" AS column{}", column + 1));
+                }
+            }
+            if values {
+                self.push(")");
+            }
+        }
+        self.push(")")
+    }
+
     /// Comma-separated quoted column names.
     pub(crate) fn identifiers(&mut self, names: &[String]) -> &mut Self {
         let quoted: Vec<String> = names.iter().map(|name| quote_identifier(name)).collect();
@@ -316,6 +348,29 @@ pub(crate) trait Backend: sealed::Sealed + Send + Sync + Debug {
         sql.push(" DO UPDATE SET ").push(&assignments.join(", "));
     }
 
+    /// [`Self::on_duplicate`] that updates the row another row holds only where `condition` (on
+    /// the table's row, named by the table) holds. The first of `updated` takes a value no row
+    /// holds yet (a fresh token): a `RETURNING` of it tells whether the row was updated, as MySQL
+    /// returns the row either way.
+    fn on_duplicate_when(
+        &self,
+        sql: &mut SqlBuilder,
+        key: &[&str],
+        updated: &[&str],
+        condition: &mut dyn FnMut(&mut SqlBuilder),
+    ) {
+        self.on_duplicate(sql, key, updated, "");
+        sql.push(" WHERE ");
+        condition(sql);
+    }
+
+    /// The texts `expression` writes, of every row of a group, joined by newlines (NULL for none).
+    fn lines_agg(&self, sql: &mut SqlBuilder, expression: &mut dyn FnMut(&mut SqlBuilder)) {
+        sql.push("string_agg(");
+        expression(sql);
+        sql.push(", ").bind_text("\n").push(")");
+    }
+
     /// The type `CAST` converts to a double-precision number with.
     fn double_type(&self) -> &'static str {
         "DOUBLE PRECISION"
@@ -434,6 +489,12 @@ pub(crate) struct Tuning {
     /// database checks every key row by row and defers none (MySQL): a loop's deletes run between
     /// them, and what the checks would have caught is checked after them.
     pub unchecked_foreign_keys: Option<(&'static str, &'static str)>,
+    /// Whether a `DELETE` as the tool writes it can return what it deleted (`RETURNING`; MariaDB's
+    /// multiple-table form cannot); without, a delete whose rows make tombstones or the archive
+    /// selects them first, locking them, then deletes them by key.
+    pub deletes_return: bool,
+    /// Whether a `VALUES` list takes parameters (MariaDB's reads them as empty).
+    pub parameters_in_values: bool,
     /// Whether a `WITH` query may hold a `DELETE ... RETURNING` whose rows the main statement
     /// inserts elsewhere (PostgreSQL's data-modifying `WITH`).
     pub deletes_in_with: bool,

@@ -248,6 +248,8 @@ const TUNING: Tuning = Tuning {
     materialized_with: true,
     updates_return: true,
     unchecked_foreign_keys: None,
+    deletes_return: true,
+    parameters_in_values: true,
     deletes_in_with: false,
     // `rowid IN (SELECT rowid ... LIMIT n)` builds a temporary b-tree of rowids first.
     limited_delete_is_slow: true,

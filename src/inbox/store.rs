@@ -69,7 +69,7 @@ pub(super) async fn claim(
     sql.push(" AND id > ").bind(Param::integer(after)).push(" AND attempts < ").bind(attempts_param(max_attempts));
     sql.push(" AND (claim_expires_at IS NULL OR claim_expires_at < ").timestamp(now).push(") ORDER BY id LIMIT ");
     sql.bind(Param::integer(i64::try_from(limit).unwrap_or(i64::MAX))).push(database.backend().claim_lock());
-    sql.push(") RETURNING CAST(id AS TEXT) AS id, category, object_key, CAST(attempts AS TEXT) AS attempts");
+    sql.push(") RETURNING ").text("id").push(" AS id, category, object_key, ").text("attempts").push(" AS attempts");
     let rows = database.fetch_records_alone(&sql.finish()).await?;
     let mut claimed = rows
         .iter()
@@ -157,7 +157,7 @@ pub(super) async fn kept(
     limit: u64,
 ) -> Result<Vec<(i64, String)>, DbError> {
     let mut sql = database.sql();
-    sql.push("SELECT CAST(id AS TEXT) AS id, object_key FROM cascade_inbox WHERE category = ").bind_text(category);
+    sql.push("SELECT ").text("id").push(" AS id, object_key FROM cascade_inbox WHERE category = ").bind_text(category);
     sql.push(" AND applied_at >= ").timestamp(since).push(" AND id > ").bind(Param::integer(after));
     // By the column, not the text alias `id`, which would sort 10 before 9.
     sql.push(" ORDER BY cascade_inbox.id LIMIT ").bind(Param::integer(i64::try_from(limit).unwrap_or(i64::MAX)));
@@ -200,9 +200,12 @@ pub(super) async fn purge(database: &Database, before: SystemTime) -> Result<u64
 pub(super) async fn counts(database: &Database) -> Result<Vec<(String, u64, u64, u64, Option<String>)>, DbError> {
     let backend = database.backend();
     let mut sql = database.sql();
-    sql.push("SELECT category, CAST(SUM(CASE WHEN applied_at IS NULL AND parked_at IS NULL THEN 1 ELSE 0 END) ");
-    sql.push("AS TEXT) AS pending, CAST(SUM(CASE WHEN applied_at IS NOT NULL THEN 1 ELSE 0 END) AS TEXT) AS applied, ");
-    sql.push("CAST(SUM(CASE WHEN parked_at IS NOT NULL THEN 1 ELSE 0 END) AS TEXT) AS parked, ");
+    sql.push("SELECT category, CAST(SUM(CASE WHEN applied_at IS NULL AND parked_at IS NULL THEN 1 ELSE 0 END)");
+    sql.as_text()
+        .push(" AS pending, ")
+        .text("SUM(CASE WHEN applied_at IS NOT NULL THEN 1 ELSE 0 END)")
+        .push(" AS applied, ");
+    sql.text("SUM(CASE WHEN parked_at IS NOT NULL THEN 1 ELSE 0 END)").push(" AS parked, ");
     sql.push(&backend.timestamp_text("MIN(CASE WHEN applied_at IS NULL AND parked_at IS NULL THEN received_at END)"));
     sql.push(" AS oldest FROM cascade_inbox GROUP BY category ORDER BY category");
     let rows = database.fetch_records(&sql.finish()).await?;

@@ -8,14 +8,14 @@
 //! 12, rows 5 and 12 of object 7 count as `us`'s; they go once `de` has them too, whether `de`
 //! got row 12 or a row 15 written after `us`'s delivery.
 
-use super::store::{DELETED_PER_STATEMENT, Deliverable, Row, Shard, push_covered, push_not_received};
+use super::store::{DELETED_PER_STATEMENT, Deliverable, Row, Shard, covered_ids, push_not_received};
 use crate::db::sql::Param;
 use crate::db::{Database, DbError, Transaction};
 
 /// Records that `shard.cell` has the rows the `delivered` messages stand for; the rows every
 /// other cell of the scope (`cells`) has already go instead, with their records. How many rows
-/// went. One transaction: on PostgreSQL the rows are locked first, so two cells finishing the
-/// same rows at once see each other's records and one of them deletes the rows.
+/// went. One transaction: where the database locks rows, they are locked first, so two cells
+/// finishing the same rows at once see each other's records and one of them deletes the rows.
 pub(crate) async fn record_delivered(
     database: &Database,
     shard: &Shard,
@@ -26,22 +26,20 @@ pub(crate) async fn record_delivered(
     let mut transaction = database.begin_write().await?;
     let mut deleted = 0;
     for part in delivered.chunks(DELETED_PER_STATEMENT) {
-        let lock = database.backend().lock_rows_of("o");
-        if !lock.is_empty() {
-            let mut sql = database.sql();
-            push_covered(&mut sql, shard, part);
-            sql.push(" ORDER BY o.id").push(&lock);
-            transaction.execute(&sql.finish()).await?;
+        let ids = covered_ids(database, &mut transaction, shard, part, true).await?;
+        if ids.is_empty() {
+            continue;
         }
         let mut sql = database.sql();
-        sql.push("DELETE FROM cascade_outbox_entry WHERE id IN (");
-        push_covered(&mut sql, shard, part);
+        sql.push("DELETE FROM cascade_outbox_entry WHERE id IN (").binds(ids.iter().cloned()).push(")");
         if !others.is_empty() {
-            sql.push(" AND (SELECT COUNT(*) FROM cascade_outbox_delivered d WHERE d.outbox_id = o.id AND d.cell IN (");
-            sql.binds(others.iter().map(|cell| Param::text(cell))).push(")) = ");
+            sql.push(
+                " AND (SELECT COUNT(*) FROM cascade_outbox_delivered d WHERE d.outbox_id = cascade_outbox_entry.id",
+            );
+            sql.push(" AND d.cell IN (").binds(others.iter().map(|cell| Param::text(cell))).push(")) = ");
             sql.bind(Param::integer(i64::try_from(others.len()).unwrap_or(i64::MAX)));
         }
-        sql.push(") RETURNING CAST(id AS TEXT)");
+        sql.push(" RETURNING ").text("id");
         let gone: Vec<Param> = transaction
             .fetch_texts(&sql.finish())
             .await?
@@ -53,10 +51,9 @@ pub(crate) async fn record_delivered(
         forget(database, &mut transaction, gone).await?;
         if !others.is_empty() {
             let mut sql = database.sql();
-            sql.push("INSERT INTO cascade_outbox_delivered (outbox_id, cell) SELECT covered.id, ");
-            sql.bind_text(&shard.cell).push(" FROM (");
-            push_covered(&mut sql, shard, part);
-            sql.push(") covered WHERE true ON CONFLICT DO NOTHING");
+            sql.push("INSERT INTO cascade_outbox_delivered (outbox_id, cell) SELECT id, ").bind_text(&shard.cell);
+            sql.push(" FROM cascade_outbox_entry WHERE id IN (").binds(ids).push(")");
+            database.backend().on_duplicate(&mut sql, &["outbox_id", "cell"], &[], "");
             transaction.execute(&sql.finish()).await?;
         }
     }
@@ -141,15 +138,14 @@ pub(crate) async fn backlog(
         return Ok(Vec::new());
     }
     let mut sql = database.sql();
-    sql.push("SELECT c.column1 AS scope, c.column2 AS cell, CAST(COUNT(*) AS TEXT) AS waiting, ");
-    sql.push("CAST(COUNT(DISTINCT COALESCE(o.shard_identifier, '')) AS TEXT) AS shards, ");
+    sql.push("SELECT c.column1 AS scope, c.column2 AS cell, ").text("COUNT(*)").push(" AS waiting, ");
+    sql.text("COUNT(DISTINCT COALESCE(o.shard_identifier, ''))").push(" AS shards, ");
     sql.push(&database.backend().timestamp_text("MIN(o.date_added)"));
-    sql.push(" AS oldest FROM cascade_outbox o JOIN (VALUES ");
-    for (index, (scope, cell)) in cells.iter().enumerate() {
-        sql.push(if index == 0 { "(" } else { ", (" });
-        sql.bind_text(scope).push(", ").bind_text(cell).push(")");
-    }
-    sql.push(") AS c ON c.column1 = o.scope WHERE true");
+    sql.push(" AS oldest FROM cascade_outbox o JOIN ");
+    sql.values_table(2, cells.len(), |sql, row, column| {
+        sql.bind_text(if column == 0 { &cells[row].0 } else { &cells[row].1 });
+    });
+    sql.push(" AS c ON c.column1 = o.scope WHERE true");
     if received {
         push_not_received(&mut sql, "o", |sql| {
             sql.push("c.column2");

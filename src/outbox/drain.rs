@@ -283,13 +283,16 @@ impl Inner {
                     // The last batch of a shard without cells gives the claim back in its own
                     // transaction.
                     let finished = last_batch && shard.cell.is_empty();
-                    let deleted = if finished {
-                        store::delete_last_delivered(&self.database, claim, &rows).await?
-                    } else if shard.cell.is_empty() {
-                        store::delete_delivered(&self.database, shard, &rows).await?
-                    } else {
-                        cells::record_delivered(&self.database, shard, &rows, self.routes.cells(&shard.scope)).await?
-                    };
+                    let deleted = retried(&self.database, || async {
+                        if finished {
+                            store::delete_last_delivered(&self.database, claim, &rows).await
+                        } else if shard.cell.is_empty() {
+                            store::delete_delivered(&self.database, shard, &rows).await
+                        } else {
+                            cells::record_delivered(&self.database, shard, &rows, self.routes.cells(&shard.scope)).await
+                        }
+                    })
+                    .await?;
                     self.delivered.fetch_add(rows.len() as u64, Ordering::Relaxed);
                     metrics::counter!(telemetry::OUTBOX_DELIVERED, telemetry::SINK => sink.name.clone())
                         .increment(rows.len() as u64);
@@ -340,6 +343,29 @@ impl Inner {
 
 /// How long a claim lasts around one delivery: twice the sink's timeout, so a delivery that
 /// times out ends well before another drainer may take the shard.
+/// How many times a delivered batch's write is tried before the drainer gives up on it.
+const WRITE_ATTEMPTS: u32 = 5;
+
+/// `write` (a delivered batch's one transaction), tried again at once when it failed on a
+/// transient error: a deadlock with another drainer (InnoDB locks the rows of a join in the order
+/// it reads them, so two cells finishing the same rows can meet) rolled it back whole.
+async fn retried<T, F, Fut>(database: &Database, mut write: F) -> Result<T, DbError>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Result<T, DbError>>,
+{
+    let mut attempt = 1;
+    loop {
+        match write().await {
+            Err(error) if attempt < WRITE_ATTEMPTS && database.classify(&error) == Failure::Transient => {
+                warn!(%error, attempt, "writing a delivered batch failed; trying again");
+                attempt += 1;
+            }
+            result => return result,
+        }
+    }
+}
+
 fn lease(sink: &ReadySink) -> Duration {
     (sink.timeout * 2).max(Duration::from_secs(1))
 }

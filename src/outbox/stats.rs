@@ -96,9 +96,12 @@ pub async fn stats(database: &Database, config: &Config, now: SystemTime) -> Res
     }
     let backend = database.backend();
     let mut sql = database.sql();
-    sql.push("SELECT scope, category, CAST(COUNT(*) AS TEXT) AS pending, CAST(COUNT(DISTINCT ");
-    sql.push("COALESCE(shard_identifier, '') || '/' || model || '/' || object_identifier) AS TEXT) AS objects, ");
-    sql.push("CAST(COUNT(DISTINCT COALESCE(shard_identifier, '')) AS TEXT) AS shards, ")
+    sql.push("SELECT scope, category, ").text("COUNT(*)").push(" AS pending, CAST(COUNT(DISTINCT ");
+    sql.push("COALESCE(shard_identifier, '') || '/' || model || '/' || object_identifier)")
+        .as_text()
+        .push(" AS objects, ");
+    sql.text("COUNT(DISTINCT COALESCE(shard_identifier, ''))")
+        .push(" AS shards, ")
         .push(&backend.timestamp_text("MIN(date_added)"));
     sql.push(" AS oldest FROM cascade_outbox GROUP BY scope, category ORDER BY scope, category");
     for row in database.fetch_records(&sql.finish()).await? {
@@ -129,7 +132,9 @@ pub async fn stats(database: &Database, config: &Config, now: SystemTime) -> Res
         return Ok(result);
     }
     let mut sql = database.sql();
-    sql.push("SELECT scope, shard_identifier, CAST(attempts AS TEXT) AS attempts, ")
+    sql.push("SELECT scope, shard_identifier, ")
+        .text("attempts")
+        .push(" AS attempts, ")
         .push(&backend.timestamp_text("next_attempt_at"));
     sql.push(" AS next_attempt_at, last_error, CASE WHEN claim_expires_at > ").timestamp(now);
     sql.push(" THEN 'delivering' WHEN next_attempt_at > ").timestamp(now);

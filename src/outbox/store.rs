@@ -9,7 +9,7 @@ use std::time::SystemTime;
 
 use crate::db::outbox::{Codes, push_identifier};
 use crate::db::sql::{Param, SqlBuilder, Statement};
-use crate::db::{Database, DbError};
+use crate::db::{Database, DbError, Transaction};
 
 /// Messages with the same `(scope, shard_identifier)` are delivered in order by one drainer, to
 /// each cell of a scope with cells on its own.
@@ -71,16 +71,14 @@ impl Deliverable {
         sql.push(")");
     }
 
-    /// `(VALUES (scope, cell), ...)`: every cell of every deliverable scope with cells, for a
-    /// join (its columns are `column1` and `column2` on SQLite and PostgreSQL alike).
+    /// `(scope, cell)` rows: every cell of every deliverable scope with cells, for a join (see
+    /// [`SqlBuilder::values_table`]).
     pub(super) fn push_cells(&self, sql: &mut SqlBuilder) {
-        sql.push("(VALUES ");
-        let cells = self.scopes(true).flat_map(|scope| scope.cells.iter().map(move |cell| (&scope.name, cell)));
-        for (index, (scope, cell)) in cells.enumerate() {
-            sql.push(if index == 0 { "(" } else { ", (" });
-            sql.bind_text(scope).push(", ").bind_text(cell).push(")");
-        }
-        sql.push(")");
+        let cells: Vec<(&String, &String)> =
+            self.scopes(true).flat_map(|scope| scope.cells.iter().map(move |cell| (&scope.name, cell))).collect();
+        sql.values_table(2, cells.len(), |sql, row, column| {
+            sql.bind_text(if column == 0 { cells[row].0 } else { cells[row].1 });
+        });
     }
 }
 
@@ -147,9 +145,12 @@ pub(crate) async fn due_shards(
             continue;
         }
         let mut sql = database.sql();
-        sql.push("SELECT n.name AS scope, CAST(o.shard_identifier AS TEXT) AS shard_identifier, ");
-        sql.push(if with_cells { "c.column2" } else { "''" }).push(" AS cell, CAST(MIN(o.id) AS TEXT) AS first_id, ");
-        sql.push("CAST(o.scope_code AS TEXT) AS scope_code FROM cascade_outbox_entry o ");
+        sql.push("SELECT n.name AS scope, ").text("o.shard_identifier").push(" AS shard_identifier, ");
+        sql.push(if with_cells { "c.column2" } else { "''" })
+            .push(" AS cell, ")
+            .text("MIN(o.id)")
+            .push(" AS first_id, ");
+        sql.text("o.scope_code").push(" AS scope_code FROM cascade_outbox_entry o ");
         sql.push("JOIN cascade_outbox_name n ON n.code = o.scope_code ");
         if with_cells {
             sql.push("JOIN ");
@@ -157,7 +158,7 @@ pub(crate) async fn due_shards(
             sql.push(" AS c ON c.column1 = n.name ");
         }
         sql.push("LEFT JOIN cascade_outbox_shard s ON s.scope = n.name ");
-        sql.push("AND s.shard_identifier = COALESCE(CAST(o.shard_identifier AS TEXT), '') AND s.cell = ");
+        sql.push("AND s.shard_identifier = COALESCE(").text("o.shard_identifier").push(", '') AND s.cell = ");
         sql.push(if with_cells { "c.column2" } else { "''" }).push(" WHERE ");
         push_scheduled_by(&mut sql, "o", due);
         sql.push(" AND ");
@@ -216,12 +217,18 @@ pub(crate) async fn claim(
     );
     sql.bind_text(&shard.scope).push(", ").bind_text(shard.claim_key()).push(", ").bind_text(&shard.cell).push(", ");
     sql.bind_text(&token).push(", ").timestamp(until);
-    sql.push(") ON CONFLICT (scope, shard_identifier, cell) DO UPDATE SET claim_token = excluded.claim_token, ");
-    sql.push("claim_expires_at = excluded.claim_expires_at WHERE ");
-    push_claimable(&mut sql, "cascade_outbox_shard", now, due);
-    sql.push(" RETURNING CAST(attempts AS TEXT) AS attempts");
+    sql.push(")");
+    let backend = database.backend();
+    let (key, updated) = (["scope", "shard_identifier", "cell"], ["claim_token", "claim_expires_at"]);
+    backend.on_duplicate_when(&mut sql, &key, &updated, &mut |sql| {
+        push_claimable(sql, "cascade_outbox_shard", now, due);
+    });
+    sql.push(" RETURNING ").text("attempts").push(" AS attempts, claim_token");
     let rows = database.fetch_records(&sql.finish()).await?;
     let Some(row) = rows.first() else { return Ok(None) };
+    if row.optional_text("claim_token")?.as_deref() != Some(token.as_str()) {
+        return Ok(None);
+    }
     Ok(Some(ShardClaim { shard: shard.clone(), token, attempts: row.parsed("attempts")? }))
 }
 
@@ -310,8 +317,8 @@ pub(crate) async fn next_messages(
 ) -> Result<Vec<Row>, DbError> {
     let backend = database.backend();
     let mut sql = database.sql();
-    sql.push("SELECT CAST(o.id AS TEXT) AS id, CAST(o.category_code AS TEXT) AS category_code, ");
-    sql.push("CAST(o.model_code AS TEXT) AS model_code, CAST(o.object_identifier AS TEXT) AS object_identifier, ");
+    sql.push("SELECT ").text("o.id").push(" AS id, ").text("o.category_code").push(" AS category_code, ");
+    sql.text("o.model_code").push(" AS model_code, ").text("o.object_identifier").push(" AS object_identifier, ");
     sql.push("o.payload AS payload, ").push(&backend.timestamp_text("o.date_added"));
     sql.push(" AS date_added FROM cascade_outbox_entry o WHERE ");
     push_shard(&mut sql, "o", shard);
@@ -372,7 +379,9 @@ pub(super) const DELETED_PER_STATEMENT: usize = 1000;
 pub(crate) async fn delete_delivered(database: &Database, shard: &Shard, delivered: &[Row]) -> Result<u64, DbError> {
     let mut deleted = 0;
     for part in delivered.chunks(DELETED_PER_STATEMENT) {
-        deleted += database.execute(&delete_part(database, shard, part)).await?;
+        let mut transaction = database.begin_write().await?;
+        deleted += delete_part(database, &mut transaction, shard, part).await?;
+        transaction.commit().await?;
     }
     Ok(deleted)
 }
@@ -388,40 +397,69 @@ pub(crate) async fn delete_last_delivered(
     let mut transaction = database.begin_write().await?;
     let mut deleted = 0;
     for part in delivered.chunks(DELETED_PER_STATEMENT) {
-        deleted += transaction.execute(&delete_part(database, &claim.shard, part)).await?;
+        deleted += delete_part(database, &mut transaction, &claim.shard, part).await?;
     }
     transaction.execute(&finished(database, claim)).await?;
     transaction.commit().await?;
     Ok(deleted)
 }
 
-fn delete_part(database: &Database, shard: &Shard, delivered: &[Row]) -> Statement {
+async fn delete_part(
+    database: &Database,
+    transaction: &mut Transaction,
+    shard: &Shard,
+    delivered: &[Row],
+) -> Result<u64, DbError> {
+    let ids = covered_ids(database, transaction, shard, delivered, false).await?;
+    if ids.is_empty() {
+        return Ok(0);
+    }
     let mut sql = database.sql();
-    sql.push("DELETE FROM cascade_outbox_entry WHERE id IN (");
-    push_covered(&mut sql, shard, delivered);
-    sql.push(")");
-    sql.finish()
+    sql.push("DELETE FROM cascade_outbox_entry WHERE id IN (").binds(ids).push(")");
+    transaction.execute(&sql.finish()).await
 }
 
-/// `SELECT o.id FROM cascade_outbox_entry o ...`: the rows of `shard` that the `delivered` messages
-/// stand for, each message's row and every older row of its category, model and object.
-pub(super) fn push_covered(sql: &mut SqlBuilder, shard: &Shard, delivered: &[Row]) {
-    sql.push("SELECT o.id FROM cascade_outbox_entry o JOIN (VALUES ");
-    for (index, row) in delivered.iter().enumerate() {
-        sql.push(if index == 0 { "(" } else { ", (" });
-        sql.bind(Param::integer(row.category_code)).push(", ").bind(Param::integer(row.model_code)).push(", ");
-        push_identifier(sql, &row.object_identifier);
-        sql.push(", ").bind(Param::integer(row.id)).push(")");
-    }
-    sql.push(") AS delivered ON o.category_code = delivered.column1 AND o.model_code = delivered.column2 ");
+/// The ids of the rows of `shard` that the `delivered` messages stand for, each message's row
+/// and every older row of its category, model and object, in id order; `locked`, locked until
+/// the transaction ends where the database locks rows. Read first, the rows are then written by
+/// id: MariaDB runs a `DELETE` whose `IN` sub-select reads its own table as a scan of the whole
+/// table, locking every row it reads.
+pub(super) async fn covered_ids(
+    database: &Database,
+    transaction: &mut Transaction,
+    shard: &Shard,
+    delivered: &[Row],
+    locked: bool,
+) -> Result<Vec<Param>, DbError> {
+    let mut sql = database.sql();
+    sql.push("SELECT ").text("o.id").push(" FROM cascade_outbox_entry o JOIN ");
+    sql.values_table(4, delivered.len(), |sql, row, column| {
+        let row = &delivered[row];
+        match column {
+            0 => sql.bind(Param::integer(row.category_code)),
+            1 => sql.bind(Param::integer(row.model_code)),
+            2 => {
+                push_identifier(sql, &row.object_identifier);
+                sql
+            }
+            _ => sql.bind(Param::integer(row.id)),
+        };
+    });
+    sql.push(" AS delivered ON o.category_code = delivered.column1 AND o.model_code = delivered.column2 ");
     sql.push("AND o.object_identifier = delivered.column3 AND o.id <= delivered.column4 WHERE ");
-    push_shard(sql, "o", shard);
+    push_shard(&mut sql, "o", shard);
+    sql.push(" ORDER BY o.id");
+    if locked {
+        sql.push(&database.backend().lock_rows_of("o"));
+    }
+    let rows = transaction.fetch_texts(&sql.finish()).await?;
+    Ok(rows.into_iter().filter_map(|row| row.into_iter().next().flatten()?.parse().ok()).map(Param::integer).collect())
 }
 
 /// Rows waiting per scope, and the oldest row's `date_added` as text.
 pub(crate) async fn backlog(database: &Database) -> Result<Vec<(String, u64, String)>, DbError> {
     let mut sql = database.sql();
-    sql.push("SELECT n.name AS scope, CAST(COUNT(*) AS TEXT) AS waiting, ");
+    sql.push("SELECT n.name AS scope, ").text("COUNT(*)").push(" AS waiting, ");
     sql.push(&database.backend().timestamp_text("MIN(o.date_added)")).push(" AS oldest");
     sql.push(" FROM cascade_outbox_entry o JOIN cascade_outbox_name n ON n.code = o.scope_code GROUP BY n.name");
     let rows = database.fetch_records(&sql.finish()).await?;
@@ -442,7 +480,7 @@ pub(crate) struct Failing {
 /// The failing shards per `(scope, cell)` (a pair with none has no entry).
 pub(crate) async fn failing(database: &Database) -> Result<Vec<Failing>, DbError> {
     let mut sql = database.sql();
-    sql.push("SELECT scope, cell, CAST(COUNT(*) AS TEXT) AS shards, ");
+    sql.push("SELECT scope, cell, ").text("COUNT(*)").push(" AS shards, ");
     sql.push(&database.backend().timestamp_text("MIN(failing_since)"));
     sql.push(" AS since FROM cascade_outbox_shard WHERE attempts > 0 GROUP BY scope, cell");
     let rows = database.fetch_records(&sql.finish()).await?;

@@ -128,5 +128,16 @@ fn full_disk(url: &str) {
 on_each_database!(
     a_full_disk_leaves_only_whole_archive_files_and_a_rerun_finishes_on_sqlite,
     a_full_disk_leaves_only_whole_archive_files_and_a_rerun_finishes_on_postgres,
-    |databases| full_disk(&databases.create(&schema(if databases.is_sqlite() { "TEXT" } else { "text" })))
+    a_full_disk_leaves_only_whole_archive_files_and_a_rerun_finishes_on_mariadb,
+    |databases| {
+        let text = if databases.is_sqlite() {
+            "TEXT"
+        } else if databases.is_mysql() {
+            // MySQL's TEXT holds 64 KiB.
+            "LONGTEXT"
+        } else {
+            "text"
+        };
+        full_disk(&databases.create(&schema(text)))
+    }
 );

@@ -107,12 +107,13 @@ fn composite_key_tombstones_without_archive(url: &str) {
 on_each_database!(
     composite_key_tombstones_without_archive_on_sqlite,
     composite_key_tombstones_without_archive_on_postgres,
+    composite_key_tombstones_without_archive_on_mariadb,
     |databases| {
         composite_key_tombstones_without_archive(&databases.create(SCHEMA));
     }
 );
 
-on_each_database!(composite_keys_on_sqlite, composite_keys_on_postgres, |databases| {
+on_each_database!(composite_keys_on_sqlite, composite_keys_on_postgres, composite_keys_on_mariadb, |databases| {
     composite_keys_end_to_end(&databases.create(SCHEMA));
 });
 

@@ -117,7 +117,7 @@ fn the_database_deletes_what_only_it_may(databases: &Databases, ddl: &str) {
         "json",
     ]));
     assert_eq!(run["deleted"], plan["totals"], "plan: {plan}\nrun: {run}");
-    let recorded = texts(&url, "SELECT rows FROM cascade_run");
+    let recorded = texts(&url, r#"SELECT "rows" FROM cascade_run"#);
     let recorded: serde_json::Value = serde_json::from_str(recorded[0][0].as_deref().unwrap()).unwrap();
     assert_eq!(recorded["deleted"], plan["totals"], "{recorded}");
     texts(&oracle, "DELETE FROM blog WHERE id = 1");

@@ -209,6 +209,7 @@ fn delete_with_config_and_check(url: &str, config: &str) {
 on_each_database!(
     deletes_exactly_the_planned_rows_on_sqlite,
     deletes_exactly_the_planned_rows_on_postgres,
+    deletes_exactly_the_planned_rows_on_mariadb,
     |databases| {
         let url = databases.create(&format!("{DIAMOND_SCHEMA}{}", diamond_rows(1)));
         delete_and_check(&url);
@@ -649,7 +650,7 @@ fn kill_9_mid_run_then_rerun(url: &str) {
 /// added up per model.
 fn recorded_rows(probe: &Probe, kind: &str) -> BTreeMap<&'static str, u64> {
     let mut sum = BTreeMap::new();
-    for row in probe.texts("SELECT rows FROM cascade_run") {
+    for row in probe.texts(r#"SELECT "rows" FROM cascade_run"#) {
         let rows: Value = serde_json::from_str(row[0].as_deref().expect("every run recorded its rows")).unwrap();
         for model in ["org", "project", "member", "task", "note", "audit"] {
             if let Some(count) = rows[kind][model].as_u64() {
@@ -663,6 +664,7 @@ fn recorded_rows(probe: &Probe, kind: &str) -> BTreeMap<&'static str, u64> {
 on_each_database!(
     kill_9_mid_run_then_rerun_finishes_without_loss_or_duplicates_on_sqlite,
     kill_9_mid_run_then_rerun_finishes_without_loss_or_duplicates_on_postgres,
+    kill_9_mid_run_then_rerun_finishes_without_loss_or_duplicates_on_mariadb,
     |databases| {
         let url = databases.create(&format!("{DIAMOND_SCHEMA}{}", diamond_rows(10)));
         kill_9_mid_run_then_rerun(&url);
@@ -697,6 +699,7 @@ fn stop_with_sigterm_then_resume(url: &str) {
 on_each_database!(
     sigterm_stops_between_chunks_and_the_rerun_finishes_on_sqlite,
     sigterm_stops_between_chunks_and_the_rerun_finishes_on_postgres,
+    sigterm_stops_between_chunks_and_the_rerun_finishes_on_mariadb,
     |databases| {
         stop_with_sigterm_then_resume(&databases.create(&format!("{DIAMOND_SCHEMA}{}", diamond_rows(1))));
     }
@@ -709,7 +712,8 @@ fn a_rerun_after_a_killed_run_that_had_done_everything_succeeds(url: &str) {
     let probe = Probe { url: url.to_owned() };
     let config = project(&[("cascades/diamond.toml", DIAMOND_CONFIG)]);
     cascade(config.path()).args(delete_args(url, &[])).assert().success();
-    probe.texts("UPDATE cascade_run SET outcome = 'running', finished_at = NULL, heartbeat = '2000-01-01 00:00:00+00'");
+    let stopped = if url.starts_with("mysql:") { "2000-01-01 00:00:00" } else { "2000-01-01 00:00:00+00" };
+    probe.texts(&format!("UPDATE cascade_run SET outcome = 'running', finished_at = NULL, heartbeat = '{stopped}'"));
     let rerun = json_output(cascade(config.path()).args(delete_args(url, &[])));
     assert_eq!(rerun["deleted"], json!({}), "{rerun}");
     let runs = probe.texts("SELECT CAST(id AS TEXT), outcome, CAST(resumes AS TEXT) FROM cascade_run ORDER BY id");
@@ -721,6 +725,7 @@ fn a_rerun_after_a_killed_run_that_had_done_everything_succeeds(url: &str) {
 on_each_database!(
     a_rerun_after_a_killed_run_that_had_done_everything_succeeds_on_sqlite,
     a_rerun_after_a_killed_run_that_had_done_everything_succeeds_on_postgres,
+    a_rerun_after_a_killed_run_that_had_done_everything_succeeds_on_mariadb,
     |databases| {
         a_rerun_after_a_killed_run_that_had_done_everything_succeeds(
             &databases.create(&format!("{DIAMOND_SCHEMA}{}", diamond_rows(1))),
@@ -774,6 +779,7 @@ fn option_set_throttles_a_running_deletion(url: &str) {
 on_each_database!(
     option_set_throttles_a_running_deletion_on_sqlite,
     option_set_throttles_a_running_deletion_on_postgres,
+    option_set_throttles_a_running_deletion_on_mariadb,
     |databases| {
         // 2,500 rows to delete: over 6 s at 400 rows per second.
         option_set_throttles_a_running_deletion(&databases.create(&format!("{DIAMOND_SCHEMA}{}", diamond_rows(10))));
@@ -978,6 +984,7 @@ fn an_undeclared_reference_refuses_the_deletion_before_any_write(url: String) {
 on_each_database!(
     an_undeclared_reference_refuses_the_deletion_on_sqlite,
     an_undeclared_reference_refuses_the_deletion_on_postgres,
+    an_undeclared_reference_refuses_the_deletion_on_mariadb,
     |databases| {
         an_undeclared_reference_refuses_the_deletion_before_any_write(
             databases.create(&format!("{DIAMOND_SCHEMA}{}", diamond_rows(1))),
@@ -1076,6 +1083,7 @@ fn a_killed_run_is_interrupted_and_resumed(url: String) {
 on_each_database!(
     a_killed_run_is_interrupted_and_resumed_on_sqlite,
     a_killed_run_is_interrupted_and_resumed_on_postgres,
+    a_killed_run_is_interrupted_and_resumed_on_mariadb,
     |databases| {
         a_killed_run_is_interrupted_and_resumed(databases.create(&format!("{DIAMOND_SCHEMA}{}", diamond_rows(3))));
     }
@@ -1195,6 +1203,7 @@ fn archived_roots_keep_their_status(url: String) {
 on_each_database!(
     archived_roots_keep_their_status_on_sqlite,
     archived_roots_keep_their_status_on_postgres,
+    archived_roots_keep_their_status_on_mariadb,
     |databases| {
         archived_roots_keep_their_status(databases.create(&format!("{DIAMOND_SCHEMA}{}", diamond_rows(3))));
     }
@@ -1258,6 +1267,7 @@ INSERT INTO comment VALUES (1, 1);
 on_each_database!(
     a_reference_below_a_database_cascade_refuses_the_deletion_on_sqlite,
     a_reference_below_a_database_cascade_refuses_the_deletion_on_postgres,
+    a_reference_below_a_database_cascade_refuses_the_deletion_on_mariadb,
     |databases| {
         a_reference_below_a_database_cascade_refuses_the_deletion(databases.create(CASCADE_SCHEMA));
     }

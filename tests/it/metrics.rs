@@ -63,7 +63,7 @@ fn rows() -> String {
 /// Rows deleted or nullified per model, as `cascade_run` recorded them, summed over the runs.
 fn recorded_rows(url: &str, kind: &str) -> BTreeMap<String, u64> {
     let mut total = BTreeMap::new();
-    for row in texts(url, "SELECT rows FROM cascade_run") {
+    for row in texts(url, r#"SELECT "rows" FROM cascade_run"#) {
         let rows: serde_json::Value = serde_json::from_str(row[0].as_deref().unwrap()).unwrap();
         for (model, n) in rows[kind].as_object().unwrap() {
             *total.entry(model.clone()).or_default() += n.as_u64().unwrap();

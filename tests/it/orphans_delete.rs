@@ -387,8 +387,9 @@ fn check_kill_and_rerun(url: &str, data: &Data) {
 /// `copy_of` went NULL was nullified by it (one nullified, then deleted as an orphan, counts too,
 /// so the record holds at least those).
 fn check_killed_run_rows(url: &str, data: &Data, project: &std::path::Path) {
-    let recorded: Value = serde_json::from_str(texts(url, "SELECT rows FROM cascade_run")[0][0].as_deref().unwrap())
-        .expect("the killed run recorded its rows");
+    let recorded: Value =
+        serde_json::from_str(texts(url, r#"SELECT "rows" FROM cascade_run"#)[0][0].as_deref().unwrap())
+            .expect("the killed run recorded its rows");
     let children = children_after(url);
     let leaves = leaves_after(url).len() as u64;
     let deleted = |model: &str| recorded["deleted"][model].as_u64().unwrap_or(0);

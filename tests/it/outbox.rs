@@ -12,7 +12,7 @@ use std::time::{Duration, SystemTime};
 
 use cascade::db::Database;
 use cascade::outbox::{Clock, DrainReport, Drainer, Variables};
-use common::outbox::{ManualClock, drainer, drainer_with_variables, pass, project_config};
+use common::outbox::{ManualClock, Row, drainer, drainer_with_variables, pass, project_config, write_rows};
 use common::prometheus::{SERVING, parse, scrape, value};
 use common::random::Random;
 use common::running::Running;
@@ -104,22 +104,16 @@ fn project_updates(rows: &[(&str, &str)]) -> Vec<(String, &'static str, String)>
 
 /// Creates the tool's tables and writes outbox rows `(shard, category, object)` in order.
 fn write_outbox(url: &str, rows: &[(String, &str, String)]) {
-    create_tool_tables(url);
-    for chunk in rows.chunks(500) {
-        let values: Vec<String> = chunk
-            .iter()
-            .map(|(shard, category, object)| {
-                format!("('organization', '{shard}', '{category}', '{object}', '{{\"n\": \"{object}\"}}')")
-            })
-            .collect();
-        texts(
-            url,
-            &format!(
-                "INSERT INTO cascade_outbox (scope, shard_identifier, category, object_identifier, payload) VALUES {}",
-                values.join(", ")
-            ),
-        );
-    }
+    let rows: Vec<Row<'_>> = rows
+        .iter()
+        .map(|(shard, category, object)| Row {
+            scope: "organization",
+            shard: Some(shard),
+            category,
+            object: object.clone(),
+        })
+        .collect();
+    write_rows(url, &rows);
 }
 
 /// Every delivery the test sink recorded, per shard, in the order it received them.
@@ -215,6 +209,7 @@ fn coalescing_and_order(url: impl Fn() -> String) {
 on_each_database!(
     coalesced_messages_are_delivered_once_each_in_id_order_sqlite,
     coalesced_messages_are_delivered_once_each_in_id_order_postgres,
+    coalesced_messages_are_delivered_once_each_in_id_order_mariadb,
     |databases| {
         coalescing_and_order(|| databases.create(SCHEMA));
     }
@@ -271,6 +266,7 @@ async fn failures_back_off(url: String) {
 on_each_database!(
     a_failing_shard_backs_off_doubling_while_others_are_delivered_sqlite,
     a_failing_shard_backs_off_doubling_while_others_are_delivered_postgres,
+    a_failing_shard_backs_off_doubling_while_others_are_delivered_mariadb,
     |databases| {
         // Multi-threaded: `failures_back_off` reads and writes the database in `block_in_place`.
         tokio::runtime::Runtime::new().unwrap().block_on(failures_back_off(databases.create(SCHEMA)));
@@ -437,12 +433,23 @@ fn many_shards() -> Vec<(String, &'static str, String)> {
 #[test]
 fn four_drainer_processes_never_deliver_one_shard_at_once_postgres() {
     let Some(url) = postgres_database(SCHEMA) else { return };
+    four_drainers(&url);
+}
+
+#[test]
+fn four_drainer_processes_never_deliver_one_shard_at_once_mariadb() {
+    let Some(databases) = common::databases::Databases::mysql() else { return };
+    four_drainers(&databases.create(SCHEMA));
+}
+
+/// Four drainer processes, two shards at a time each, over 200 shards.
+fn four_drainers(url: &str) {
     let dir = setup("", 7, "30s");
     let rows = many_shards();
-    write_outbox(&url, &rows);
+    write_outbox(url, &rows);
     let mut drainers: Vec<Running> = (0..4)
         .map(|_| {
-            Running::start(dir.path(), &["outbox", "drain", "--once", "--concurrency", "2", "--database-url", &url])
+            Running::start(dir.path(), &["outbox", "drain", "--once", "--concurrency", "2", "--database-url", url])
         })
         .collect();
     for drainer in &mut drainers {
@@ -451,7 +458,7 @@ fn four_drainer_processes_never_deliver_one_shard_at_once_postgres() {
     }
     assert_eq!(overlaps(dir.path()), "", "no shard was delivered by two drainers at once");
     assert_eq!(delivered_ids(dir.path()), expected_deliveries(&rows));
-    assert_eq!(count(&url, "SELECT COUNT(*) FROM cascade_outbox"), 0);
+    assert_eq!(count(url, "SELECT COUNT(*) FROM cascade_outbox"), 0);
 }
 
 fn killed_mid_delivery(url: String) {
@@ -486,6 +493,7 @@ fn killed_mid_delivery(url: String) {
 on_each_database!(
     a_drainer_killed_mid_delivery_loses_nothing_sqlite,
     a_drainer_killed_mid_delivery_loses_nothing_postgres,
+    a_drainer_killed_mid_delivery_loses_nothing_mariadb,
     |databases| {
         killed_mid_delivery(databases.create(SCHEMA));
     }
@@ -568,6 +576,7 @@ on_each_database!(
 on_each_database!(
     every_tombstone_of_a_deletion_running_while_draining_is_delivered_sqlite,
     every_tombstone_of_a_deletion_running_while_draining_is_delivered_postgres,
+    every_tombstone_of_a_deletion_running_while_draining_is_delivered_mariadb,
     |databases| {
         delete_while_draining(databases.create(SCHEMA));
     }
@@ -681,6 +690,7 @@ fn given_back_after_a_delivery(url: &str) {
 on_each_database!(
     a_shard_given_back_after_a_delivery_keeps_no_row_sqlite,
     a_shard_given_back_after_a_delivery_keeps_no_row_postgres,
+    a_shard_given_back_after_a_delivery_keeps_no_row_mariadb,
     |databases| given_back_after_a_delivery(&databases.create(SCHEMA))
 );
 
@@ -830,6 +840,7 @@ sink = "recorder"
 on_each_database!(
     two_models_sharing_a_category_deliver_a_message_each_sqlite,
     two_models_sharing_a_category_deliver_a_message_each_postgres,
+    two_models_sharing_a_category_deliver_a_message_each_mariadb,
     |databases| {
         two_models_share_a_category(databases.create(SHARED_CATEGORY_SCHEMA));
     }
@@ -884,6 +895,7 @@ async fn webhook_error_without_the_token(url: String) {
 on_each_database!(
     a_webhook_error_echoing_the_token_is_logged_stored_and_shown_without_it_sqlite,
     a_webhook_error_echoing_the_token_is_logged_stored_and_shown_without_it_postgres,
+    a_webhook_error_echoing_the_token_is_logged_stored_and_shown_without_it_mariadb,
     |databases| {
         // Multi-threaded: the test reads and writes the database in `block_in_place`.
         tokio::runtime::Runtime::new().unwrap().block_on(webhook_error_without_the_token(databases.create(SCHEMA)));

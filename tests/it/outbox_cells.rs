@@ -181,7 +181,7 @@ async fn random_runs_match_the_model(url: impl Fn() -> String) {
             let context = format!("seed {seed}, step {step}, up {up:?}: {report:?}");
             assert_eq!(received(dir.path()), model.delivered, "{context}");
             let mut left: Vec<i64> = tokio::task::block_in_place(|| {
-                common::texts(&url, "SELECT CAST(id AS TEXT) FROM cascade_outbox")
+                common::texts(&url, &format!("SELECT {} FROM cascade_outbox", common::as_text(&url, "id")))
                     .into_iter()
                     .map(|row| row[0].as_deref().unwrap().parse().unwrap())
                     .collect()
@@ -209,6 +209,7 @@ async fn random_runs_match_the_model(url: impl Fn() -> String) {
 on_each_database!(
     random_fan_outs_with_failing_cells_match_the_model_sqlite,
     random_fan_outs_with_failing_cells_match_the_model_postgres,
+    random_fan_outs_with_failing_cells_match_the_model_mariadb,
     |databases| {
         // Multi-threaded: the test reads and writes the database in `block_in_place`.
         tokio::runtime::Runtime::new().unwrap().block_on(random_runs_match_the_model(|| databases.create(SCHEMA)));
@@ -284,6 +285,7 @@ fn sources(text: &str) -> cascade::diagnostic::Sources {
 on_each_database!(
     a_failing_cell_backs_off_alone_while_the_others_deliver_sqlite,
     a_failing_cell_backs_off_alone_while_the_others_deliver_postgres,
+    a_failing_cell_backs_off_alone_while_the_others_deliver_mariadb,
     |databases| {
         tokio::runtime::Runtime::new().unwrap().block_on(failing_cell_backs_off_alone(databases.create(SCHEMA)));
     }
@@ -342,6 +344,16 @@ fn stats_show_each_cells_backlog_and_state_and_once_fails_while_a_cell_does() {
 #[test]
 fn four_drainers_with_cells_leave_no_row_and_no_record_behind_postgres() {
     let Some(url) = postgres_database(SCHEMA) else { return };
+    four_drainers_with_cells(&url);
+}
+
+#[test]
+fn four_drainers_with_cells_leave_no_row_and_no_record_behind_mariadb() {
+    let Some(databases) = common::databases::Databases::mysql() else { return };
+    four_drainers_with_cells(&databases.create(SCHEMA));
+}
+
+fn four_drainers_with_cells(url: &str) {
     let dir = setup(7);
     let rows: Vec<Row<'static>> = (0..3000)
         .map(|n| Row {
@@ -351,18 +363,18 @@ fn four_drainers_with_cells_leave_no_row_and_no_record_behind_postgres() {
             object: ((n * 7) % 50).to_string(),
         })
         .collect();
-    write_rows(&url, &rows);
+    write_rows(url, &rows);
     let mut drainers: Vec<Running> = (0..4)
         .map(|_| {
-            Running::start(dir.path(), &["outbox", "drain", "--once", "--concurrency", "3", "--database-url", &url])
+            Running::start(dir.path(), &["outbox", "drain", "--once", "--concurrency", "3", "--database-url", url])
         })
         .collect();
     for drainer in &mut drainers {
         let finished = drainer.finish();
         assert!(finished.status.success(), "{}", finished.stderr);
     }
-    assert_eq!(count(&url, "SELECT COUNT(*) FROM cascade_outbox"), 0, "every cell had every row, and they went");
-    assert_eq!(count(&url, "SELECT COUNT(*) FROM cascade_outbox_delivered"), 0);
+    assert_eq!(count(url, "SELECT COUNT(*) FROM cascade_outbox"), 0, "every cell had every row, and they went");
+    assert_eq!(count(url, "SELECT COUNT(*) FROM cascade_outbox_delivered"), 0);
     let mut expected: BTreeMap<&str, BTreeSet<String>> = BTreeMap::new();
     for row in &rows {
         expected.entry(row.shard.unwrap()).or_default().insert(row.object.clone());

@@ -10,9 +10,9 @@ use std::collections::BTreeSet;
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 
-use common::outbox::project_config;
+use common::outbox::{Row, project_config, write_rows};
 use common::running::{Running, STOPPING};
-use common::{cascade, count, create_tool_tables, json_output, on_each_database, project, texts, wait_until};
+use common::{cascade, count, json_output, on_each_database, project, texts, wait_until};
 use serde_json::Value;
 
 const SCHEMA: &str = "CREATE TABLE project (id INTEGER PRIMARY KEY, org_id INTEGER NOT NULL);";
@@ -31,25 +31,19 @@ fn setup(sink: &str) -> tempfile::TempDir {
 /// Writes `objects` tombstones spread over organizations 1 to `shards`, with identifiers long
 /// enough that 1,000 of them make a body of more than 64 KiB (what a pipe holds).
 fn write_tombstones(url: &str, objects: usize, shards: usize) -> BTreeSet<String> {
-    create_tool_tables(url);
     let names: Vec<String> = (0..objects).map(|n| format!("object-{n:05}-{}", "x".repeat(100))).collect();
-    for (chunk_number, chunk) in names.chunks(500).enumerate() {
-        let values: Vec<String> = chunk
-            .iter()
-            .enumerate()
-            .map(|(n, name)| {
-                let shard = 1 + (chunk_number * 500 + n) % shards;
-                format!("('organization', '{shard}', 'project_update', 'project', '{name}')")
-            })
-            .collect();
-        texts(
-            url,
-            &format!(
-                "INSERT INTO cascade_outbox (scope, shard_identifier, category, model, object_identifier) VALUES {}",
-                values.join(", ")
-            ),
-        );
-    }
+    let shard_names: Vec<String> = (1..=shards).map(|shard| shard.to_string()).collect();
+    let rows: Vec<Row<'_>> = names
+        .iter()
+        .enumerate()
+        .map(|(n, name)| Row {
+            scope: "organization",
+            shard: Some(&shard_names[n % shards]),
+            category: "project_update",
+            object: name.clone(),
+        })
+        .collect();
+    write_rows(url, &rows);
     names.into_iter().collect()
 }
 
@@ -179,6 +173,7 @@ fn unread_input(url: &str) {
 on_each_database!(
     a_sink_leaving_its_input_unread_fails_without_hanging_and_keeps_the_rows_on_sqlite,
     a_sink_leaving_its_input_unread_fails_without_hanging_and_keeps_the_rows_on_postgres,
+    a_sink_leaving_its_input_unread_fails_without_hanging_and_keeps_the_rows_on_mariadb,
     |databases| unread_input(&databases.create(SCHEMA))
 );
 
@@ -224,6 +219,7 @@ fn sigterm_mid_delivery(url: &str) {
 on_each_database!(
     sigterm_mid_delivery_finishes_it_and_exits_130_on_sqlite,
     sigterm_mid_delivery_finishes_it_and_exits_130_on_postgres,
+    sigterm_mid_delivery_finishes_it_and_exits_130_on_mariadb,
     |databases| sigterm_mid_delivery(&databases.create(SCHEMA))
 );
 
@@ -358,5 +354,6 @@ fn failing_webhook_and_kill(url: &str) {
 on_each_database!(
     a_failing_webhook_and_a_killed_drainer_lose_no_tombstone_on_sqlite,
     a_failing_webhook_and_a_killed_drainer_lose_no_tombstone_on_postgres,
+    a_failing_webhook_and_a_killed_drainer_lose_no_tombstone_on_mariadb,
     |databases| failing_webhook_and_kill(&databases.create(SCHEMA))
 );

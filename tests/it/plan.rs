@@ -352,13 +352,14 @@ chunk_size = 5000
 on_each_database!(
     the_rate_limit_estimate_counts_the_first_bucketful_on_sqlite,
     the_rate_limit_estimate_counts_the_first_bucketful_on_postgres,
+    the_rate_limit_estimate_counts_the_first_bucketful_on_mariadb,
     |databases| rate_limit_estimate(&databases.create(
         "CREATE TABLE org (id INTEGER PRIMARY KEY);
          CREATE TABLE task (id INTEGER PRIMARY KEY, org_id INTEGER NOT NULL REFERENCES org (id));
          CREATE INDEX task_org ON task (org_id);
          INSERT INTO org VALUES (1);
-         WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 5249)
-         INSERT INTO task SELECT i, 1 FROM n;"
+         INSERT INTO task WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 5249)
+         SELECT i, 1 FROM n;"
     ))
 );
 

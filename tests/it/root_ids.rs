@@ -55,9 +55,14 @@ fn many_ids_from_a_file_and_stdin(url: &str) {
     assert_eq!(count(url, "SELECT COUNT(*) FROM book WHERE author_id <= 300"), 0);
 }
 
-on_each_database!(many_ids_from_a_file_and_stdin_on_sqlite, many_ids_from_a_file_and_stdin_on_postgres, |databases| {
-    many_ids_from_a_file_and_stdin(&databases.create(&schema()));
-});
+on_each_database!(
+    many_ids_from_a_file_and_stdin_on_sqlite,
+    many_ids_from_a_file_and_stdin_on_postgres,
+    many_ids_from_a_file_and_stdin_on_mariadb,
+    |databases| {
+        many_ids_from_a_file_and_stdin(&databases.create(&schema()));
+    }
+);
 
 /// An id that is not an integer, next to one that is, is a refusal before any write: exit 1,
 /// nothing deleted (not even the valid id's rows), and the message says so.
@@ -82,6 +87,7 @@ fn an_unparsable_root_id_is_refused_before_any_write(url: &str) {
 on_each_database!(
     an_unparsable_root_id_is_refused_before_any_write_on_sqlite,
     an_unparsable_root_id_is_refused_before_any_write_on_postgres,
+    an_unparsable_root_id_is_refused_before_any_write_on_mariadb,
     |databases| an_unparsable_root_id_is_refused_before_any_write(&databases.create(&schema()))
 );
 

@@ -72,6 +72,7 @@ fn a_version_chain_goes_with_its_first_version(databases: &Databases) {
 on_each_database!(
     a_version_chain_goes_with_its_first_version_on_sqlite,
     a_version_chain_goes_with_its_first_version_on_postgres,
+    a_version_chain_goes_with_its_first_version_on_mariadb,
     |databases| a_version_chain_goes_with_its_first_version(&databases)
 );
 
@@ -98,9 +99,12 @@ fn reply_threads_go_whole(databases: &Databases) {
     assert_eq!(run["deleted"]["comment"], 1, "the comment that points at itself: {run}");
 }
 
-on_each_database!(reply_threads_go_whole_on_sqlite, reply_threads_go_whole_on_postgres, |databases| {
-    reply_threads_go_whole(&databases)
-});
+on_each_database!(
+    reply_threads_go_whole_on_sqlite,
+    reply_threads_go_whole_on_postgres,
+    reply_threads_go_whole_on_mariadb,
+    |databases| { reply_threads_go_whole(&databases) }
+);
 
 /// Shape 3: a NOT NULL self-reference whose top rows point at themselves (`root`), beside a
 /// nullable parent: neither is left out, and deleting a top row deletes its tree.
@@ -127,6 +131,7 @@ fn self_pointing_top_rows_are_deleted_with_their_trees(databases: &Databases) {
 on_each_database!(
     self_pointing_top_rows_are_deleted_with_their_trees_on_sqlite,
     self_pointing_top_rows_are_deleted_with_their_trees_on_postgres,
+    self_pointing_top_rows_are_deleted_with_their_trees_on_mariadb,
     |databases| self_pointing_top_rows_are_deleted_with_their_trees(&databases)
 );
 
@@ -154,6 +159,7 @@ fn roots_below_each_other_go_leaves_first(databases: &Databases) {
 on_each_database!(
     roots_below_each_other_go_leaves_first_on_sqlite,
     roots_below_each_other_go_leaves_first_on_postgres,
+    roots_below_each_other_go_leaves_first_on_mariadb,
     |databases| roots_below_each_other_go_leaves_first(&databases)
 );
 
@@ -176,9 +182,12 @@ fn a_loop_of_rows_goes_together(databases: &Databases) {
     }
 }
 
-on_each_database!(a_loop_of_rows_goes_together_on_sqlite, a_loop_of_rows_goes_together_on_postgres, |databases| {
-    a_loop_of_rows_goes_together(&databases)
-});
+on_each_database!(
+    a_loop_of_rows_goes_together_on_sqlite,
+    a_loop_of_rows_goes_together_on_postgres,
+    a_loop_of_rows_goes_together_on_mariadb,
+    |databases| { a_loop_of_rows_goes_together(&databases) }
+);
 
 /// The recursive step is shown once, as recursive, in every format, with its depth: the levels
 /// of rows below those the plan's other steps reach (the top rows: here the root).
@@ -253,6 +262,7 @@ fn a_thread_s_depth_is_its_longest_chain(databases: &Databases) {
 on_each_database!(
     a_thread_s_depth_is_its_longest_chain_on_sqlite,
     a_thread_s_depth_is_its_longest_chain_on_postgres,
+    a_thread_s_depth_is_its_longest_chain_on_mariadb,
     |databases| a_thread_s_depth_is_its_longest_chain(&databases)
 );
 
@@ -261,14 +271,14 @@ on_each_database!(
 /// nullifies when the deletes come first.
 fn a_deleted_row_is_never_counted_nullified(databases: &Databases) {
     let ddl = "CREATE TABLE project (id bigint PRIMARY KEY);
-        CREATE TABLE release (id bigint PRIMARY KEY, project_id bigint NOT NULL REFERENCES project (id));
+        CREATE TABLE releases (id bigint PRIMARY KEY, project_id bigint NOT NULL REFERENCES project (id));
         CREATE TABLE grp (id bigint PRIMARY KEY, project_id bigint NOT NULL REFERENCES project (id),
-            first_release_id bigint REFERENCES release (id) ON DELETE SET NULL);
-        CREATE INDEX release_project ON release (project_id);
+            first_release_id bigint REFERENCES releases (id) ON DELETE SET NULL);
+        CREATE INDEX release_project ON releases (project_id);
         CREATE INDEX grp_project ON grp (project_id);
         CREATE INDEX grp_release ON grp (first_release_id);
         INSERT INTO project VALUES (1), (2);
-        INSERT INTO release VALUES (10, 1), (20, 2);
+        INSERT INTO releases VALUES (10, 1), (20, 2);
         INSERT INTO grp VALUES (1, 1, 10), (2, 1, 20), (3, 2, 10), (4, 2, NULL);";
     let url = databases.create(ddl);
     let config = r#"
@@ -277,7 +287,7 @@ table = "project"
 children = [{ model = "grp", column = "project_id" }, { model = "release", column = "project_id" }]
 
 [models.release]
-table = "release"
+table = "releases"
 children = [{ model = "grp", column = "first_release_id", on_delete = "nullify" }]
 
 [models.grp]
@@ -338,12 +348,14 @@ fn a_quote_nullified_inside_a_deleted_thread_counts_as_deleted(databases: &Datab
 on_each_database!(
     a_quote_nullified_inside_a_deleted_thread_counts_as_deleted_on_sqlite,
     a_quote_nullified_inside_a_deleted_thread_counts_as_deleted_on_postgres,
+    a_quote_nullified_inside_a_deleted_thread_counts_as_deleted_on_mariadb,
     |databases| a_quote_nullified_inside_a_deleted_thread_counts_as_deleted(&databases)
 );
 
 on_each_database!(
     a_deleted_row_is_never_counted_nullified_on_sqlite,
     a_deleted_row_is_never_counted_nullified_on_postgres,
+    a_deleted_row_is_never_counted_nullified_on_mariadb,
     |databases| a_deleted_row_is_never_counted_nullified(&databases)
 );
 
@@ -352,8 +364,8 @@ fn chain(depth: u64) -> String {
     format!(
         "CREATE TABLE node (id bigint PRIMARY KEY, parent_id bigint REFERENCES node (id));
          CREATE INDEX node_parent ON node (parent_id);
-         WITH RECURSIVE level (id) AS (SELECT 1 UNION ALL SELECT id + 1 FROM level WHERE id < {depth})
-         INSERT INTO node SELECT id, NULLIF(id - 1, 0) FROM level;"
+         INSERT INTO node WITH RECURSIVE level (id) AS (SELECT 1 UNION ALL SELECT id + 1 FROM level WHERE id < {depth})
+         SELECT id, NULLIF(id - 1, 0) FROM level;"
     )
 }
 
@@ -385,6 +397,7 @@ fn a_chain_killed_midway_is_finished_by_running_it_again(databases: &Databases) 
 on_each_database!(
     a_chain_killed_midway_is_finished_by_running_it_again_on_sqlite,
     a_chain_killed_midway_is_finished_by_running_it_again_on_postgres,
+    a_chain_killed_midway_is_finished_by_running_it_again_on_mariadb,
     |databases| a_chain_killed_midway_is_finished_by_running_it_again(&databases)
 );
 
@@ -476,6 +489,7 @@ fn a_tree_deeper_than_the_levels_kept_goes_whole(databases: &Databases) {
 on_each_database!(
     a_tree_deeper_than_the_levels_kept_goes_whole_on_sqlite,
     a_tree_deeper_than_the_levels_kept_goes_whole_on_postgres,
+    a_tree_deeper_than_the_levels_kept_goes_whole_on_mariadb,
     |databases| a_tree_deeper_than_the_levels_kept_goes_whole(&databases)
 );
 
@@ -495,6 +509,7 @@ fn a_loop_longer_than_the_levels_kept_is_refused(databases: &Databases) {
 on_each_database!(
     a_loop_longer_than_the_levels_kept_is_refused_on_sqlite,
     a_loop_longer_than_the_levels_kept_is_refused_on_postgres,
+    a_loop_longer_than_the_levels_kept_is_refused_on_mariadb,
     |databases| a_loop_longer_than_the_levels_kept_is_refused(&databases)
 );
 
@@ -535,6 +550,7 @@ fn a_cycle_of_tables_is_followed_to_its_end(databases: &Databases) {
 on_each_database!(
     a_cycle_of_tables_is_followed_to_its_end_on_sqlite,
     a_cycle_of_tables_is_followed_to_its_end_on_postgres,
+    a_cycle_of_tables_is_followed_to_its_end_on_mariadb,
     |databases| a_cycle_of_tables_is_followed_to_its_end(&databases)
 );
 
@@ -555,6 +571,7 @@ fn a_loop_through_a_cycle_of_tables_goes_together(databases: &Databases) {
 on_each_database!(
     a_loop_through_a_cycle_of_tables_goes_together_on_sqlite,
     a_loop_through_a_cycle_of_tables_goes_together_on_postgres,
+    a_loop_through_a_cycle_of_tables_goes_together_on_mariadb,
     |databases| a_loop_through_a_cycle_of_tables_goes_together(&databases)
 );
 
@@ -593,5 +610,6 @@ fn a_loop_of_rows_leaves_a_tombstone_and_an_archive_line_per_row(databases: &Dat
 on_each_database!(
     a_loop_of_rows_leaves_a_tombstone_and_an_archive_line_per_row_on_sqlite,
     a_loop_of_rows_leaves_a_tombstone_and_an_archive_line_per_row_on_postgres,
+    a_loop_of_rows_leaves_a_tombstone_and_an_archive_line_per_row_on_mariadb,
     |databases| a_loop_of_rows_leaves_a_tombstone_and_an_archive_line_per_row(&databases)
 );

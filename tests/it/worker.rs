@@ -232,6 +232,7 @@ fn a_live_claim_is_never_taken_over(url: &str, first_lease: &str) {
 on_each_database!(
     a_live_claim_is_never_taken_over_on_sqlite,
     a_live_claim_is_never_taken_over_on_postgres,
+    a_live_claim_is_never_taken_over_on_mariadb,
     |databases| {
         a_live_claim_is_never_taken_over(&databases.create(&format!("{SCHEMA}{}", rows(1, 60))), "2s");
     }
@@ -240,6 +241,7 @@ on_each_database!(
 on_each_database!(
     a_claim_lives_by_its_own_workers_lease_on_sqlite,
     a_claim_lives_by_its_own_workers_lease_on_postgres,
+    a_claim_lives_by_its_own_workers_lease_on_mariadb,
     |databases| {
         a_live_claim_is_never_taken_over(&databases.create(&format!("{SCHEMA}{}", rows(1, 60))), "10min");
     }
@@ -271,6 +273,7 @@ fn a_lost_claim_stops_the_deletion(url: &str) {
 on_each_database!(
     a_lost_claim_stops_the_deletion_on_sqlite,
     a_lost_claim_stops_the_deletion_on_postgres,
+    a_lost_claim_stops_the_deletion_on_mariadb,
     |databases| {
         a_lost_claim_stops_the_deletion(&databases.create(&format!("{SCHEMA}{}", rows(1, 60))));
     }
@@ -460,6 +463,7 @@ fn once_says_what_is_scheduled_for_later(url: &str) {
 on_each_database!(
     once_says_what_is_scheduled_for_later_on_sqlite,
     once_says_what_is_scheduled_for_later_on_postgres,
+    once_says_what_is_scheduled_for_later_on_mariadb,
     |databases| once_says_what_is_scheduled_for_later(&databases.create(&format!("{SCHEMA}{}", rows(3, 2))))
 );
 
@@ -483,6 +487,7 @@ fn sigterm_exits_130(url: &str) {
 on_each_database!(
     a_worker_stopped_by_sigterm_mid_deletion_exits_130_on_sqlite,
     a_worker_stopped_by_sigterm_mid_deletion_exits_130_on_postgres,
+    a_worker_stopped_by_sigterm_mid_deletion_exits_130_on_mariadb,
     |databases| sigterm_exits_130(&databases.create(&format!("{SCHEMA}{}", rows(1, 60))))
 );
 
@@ -527,6 +532,7 @@ fn schema_changes_are_read_again(url: &str) {
 on_each_database!(
     a_worker_reads_a_changed_schema_again_on_sqlite,
     a_worker_reads_a_changed_schema_again_on_postgres,
+    a_worker_reads_a_changed_schema_again_on_mariadb,
     |databases| schema_changes_are_read_again(&databases.create(&format!("{SCHEMA}{}", rows(3, 5))))
 );
 
@@ -582,6 +588,9 @@ fn runs_are_ordered_by_number(url: &str) {
     assert_eq!(listed[0]["resumes"], 11, "{listed}");
 }
 
-on_each_database!(runs_are_ordered_by_number_on_sqlite, runs_are_ordered_by_number_on_postgres, |databases| {
-    runs_are_ordered_by_number(&databases.create(&format!("{SCHEMA}{}", rows(1, 2))))
-});
+on_each_database!(
+    runs_are_ordered_by_number_on_sqlite,
+    runs_are_ordered_by_number_on_postgres,
+    runs_are_ordered_by_number_on_mariadb,
+    |databases| { runs_are_ordered_by_number(&databases.create(&format!("{SCHEMA}{}", rows(1, 2)))) }
+);

@@ -10,6 +10,7 @@ use crate::db::sql::{KeyType, Param, SqlBuilder};
 use crate::db::{Keys, Transaction, first_column};
 use crate::engine::steps::{StepSql, column_types};
 use crate::planner::PlanNode;
+use crate::schema::ReferentialAction;
 
 /// The values of deleted rows that the columns of a foreign key may hold.
 struct Referenced {
@@ -25,10 +26,10 @@ impl<'a> Deletion<'a> {
     /// Deletes each `(node, step, keys)` group by key, in `transaction`; with the database's checks
     /// off where it has no other way (`Tuning::unchecked_foreign_keys`), then the reason the rows
     /// cannot go yet when another row still references them.
-    pub(super) async fn delete_groups(
+    pub(super) async fn delete_groups<'g>(
         &self,
         transaction: &mut Transaction,
-        groups: &[(&'a PlanNode, &StepSql<'a>, Keys)],
+        groups: &[(&'g PlanNode, &StepSql<'g>, Keys)],
     ) -> Result<Option<String>, DeleteError> {
         let tuning = self.database.backend().tuning();
         // The database's own cascades do not run with its checks off: a loop with children only the
@@ -59,12 +60,57 @@ impl<'a> Deletion<'a> {
         self.still_referenced(transaction, &referenced).await
     }
 
+    /// Whether rows of `node` are deleted by key with the database's checks off and checked by
+    /// hand ([`Self::delete_self_referencing`]): where the database checks every key row by row
+    /// (InnoDB) and `node`'s table references itself through a key that refuses, so a row that
+    /// references itself (a tree's top row, its own root) could not go otherwise.
+    pub(super) fn refers_to_itself_unchecked(&self, node: &PlanNode, step: &StepSql<'_>) -> bool {
+        let unchecked = self.database.backend().tuning().unchecked_foreign_keys.is_some();
+        let Some(table) = self.schema.table(&node.table).filter(|_| unchecked && step.database_children.is_empty())
+        else {
+            return false;
+        };
+        self.schema.references_to(table).any(|(child, fk)| {
+            std::ptr::eq(child, table)
+                && matches!(fk.on_delete, ReferentialAction::Restrict | ReferentialAction::NoAction)
+        })
+    }
+
+    /// Deletes the rows of `node` whose keys are `keys` with the checks off
+    /// ([`Self::delete_groups`]), writing their tombstones and archive lines as any delete does;
+    /// the rows deleted, or the refusal when another row still references one of them.
+    pub(super) async fn delete_self_referencing(
+        &mut self,
+        transaction: &mut Transaction,
+        node: &PlanNode,
+        step: &StepSql<'_>,
+        keys: &Keys,
+    ) -> Result<u64, DeleteError> {
+        let matched = || Param::Keys(keys.clone());
+        // The rows, locked, with what their delete would return; or how many there are.
+        let (rows, count) = match step.row_data() {
+            Some(returning) => {
+                let rows = transaction.fetch_texts(&step.sql.delete_by_keys(matched(), Some(returning))).await?;
+                let count = rows.len() as u64;
+                (Some(rows), count)
+            }
+            None => (None, transaction.fetch_count(&step.sql.count_roots(matched())).await?),
+        };
+        if let Some(reason) = self.delete_groups(transaction, &[(node, step, keys.clone())]).await? {
+            return Err(DeleteError::Refused { model: node.model.clone(), reason });
+        }
+        match rows {
+            Some(rows) => self.write_row_data(transaction, rows, node, step).await,
+            None => Ok(count),
+        }
+    }
+
     /// What other rows may reference of the rows of `groups`, by every foreign key to their
     /// tables, read before they go.
-    async fn referenced_values(
+    async fn referenced_values<'g>(
         &self,
         transaction: &mut Transaction,
-        groups: &[(&'a PlanNode, &StepSql<'a>, Keys)],
+        groups: &[(&'g PlanNode, &StepSql<'g>, Keys)],
     ) -> Result<Vec<Referenced>, DeleteError> {
         let backend = self.database.backend();
         let mut found = Vec::new();

@@ -103,6 +103,9 @@ impl<'a> Deletion<'a> {
         by_key: bool,
     ) -> Result<u64, DeleteError> {
         let matched = || Param::Keys(keys.clone());
+        if by_key && self.refers_to_itself_unchecked(node, step) {
+            return self.delete_self_referencing(transaction, node, step, keys).await;
+        }
         let Some(returning) = step.row_data_from_table() else {
             let statement = step.sql.delete_matching(matched(), step.returning.as_ref(), by_key);
             return self.run_write(transaction, &statement, node, step).await;
@@ -184,13 +187,9 @@ impl<'a> Deletion<'a> {
         if step.sql.returns_nullified {
             let read = transaction.fetch_texts(statement).await?;
             let rows = read.len() as u64;
-            if step.sql.selects_nullified_first() && rows > 0 {
-                // Each row's identity, then its row key: set to NULL by the latter.
-                let row_key = step.sql.row_key();
-                let types = column_types(CatalogNames::of(Some(self.schema), &node.table).table(), &row_key);
-                let row_keys = read.iter().filter_map(|row| row.get(1).cloned().flatten()).collect();
-                let row_keys = table_keys(&node.table, &types, row_keys)?;
-                transaction.execute(&step.sql.nullify_by_row_keys(Param::Keys(row_keys), &types)).await?;
+            if step.sql.selects_nullified_first() {
+                // Each row's identity, then its row key.
+                self.write_selected(transaction, node, step, &read, 1).await?;
             }
             let keys = crate::db::first_column(read);
             audit::nullified::record(transaction, self.run_id, &node.model, keys).await?;
@@ -215,7 +214,38 @@ impl<'a> Deletion<'a> {
             return Ok(rows);
         }
         let rows = transaction.fetch_texts(statement).await?;
+        if step.sql.selected_before_delete(step.returning.as_ref()).is_some() {
+            // What a delete returns, then the row key.
+            self.write_selected(transaction, node, step, &rows, 4).await?;
+        }
         self.write_row_data(transaction, rows, node, step).await
+    }
+
+    /// Deletes (or sets to NULL) the rows a statement selected first, locking them, where the
+    /// database's statement cannot return what it changed: by the row key each row has in its
+    /// column `row_key_at`. Every selected row is gone (or NULL) after it, whether the statement
+    /// or the database's own cascade from one of them took it.
+    async fn write_selected(
+        &mut self,
+        transaction: &mut Transaction,
+        node: &PlanNode,
+        step: &StepSql<'_>,
+        rows: &TextRows,
+        row_key_at: usize,
+    ) -> Result<(), DeleteError> {
+        if rows.is_empty() {
+            return Ok(());
+        }
+        let row_key = step.sql.row_key();
+        let types = column_types(CatalogNames::of(Some(self.schema), &node.table).table(), &row_key);
+        let row_keys = rows.iter().filter_map(|row| row.get(row_key_at).cloned().flatten()).collect();
+        let row_keys = Param::Keys(table_keys(&node.table, &types, row_keys)?);
+        let statement = match node.action {
+            OnDelete::Nullify => step.sql.nullify_by_row_keys(row_keys, &types),
+            _ => step.sql.delete_by_row_keys(row_keys, &types),
+        };
+        transaction.execute(&statement).await?;
+        Ok(())
     }
 
     /// Archives the deleted rows of `node` (JSON objects), the root's with their status as it

@@ -287,6 +287,9 @@ impl NodeSql<'_> {
 
     /// per_row: deletes one chunk by key, returning what the outbox and archive need.
     pub(super) fn delete_by_keys(&self, keys: Param, returning: Option<&Returning>) -> Statement {
+        if let Some(returning) = self.selected_before_delete(returning) {
+            return self.deleted_rows(keys, returning, None, true);
+        }
         let mut sql = self.builder();
         self.write_delete_by_keys(&mut sql, keys);
         self.returning(&mut sql, returning);
@@ -437,6 +440,12 @@ impl NodeSql<'_> {
         if self.selects_nullified_first() {
             return self.nullified_rows(matched, Some(limit));
         }
+        if self.deletes_without_key() {
+            return self.delete_without_key(matched, returning, Some(limit));
+        }
+        if let Some(returning) = self.selected_before_delete(returning) {
+            return self.deleted_rows(matched, returning, Some(limit), false);
+        }
         let rows = self.backend.row_selector(self.partitioned, &self.row_key());
         let mut sql = self.builder();
         self.set_based_head(&mut sql);
@@ -458,6 +467,12 @@ impl NodeSql<'_> {
     pub(super) fn set_based_all(&self, matched: Param, returning: Option<&Returning>) -> Statement {
         if self.selects_nullified_first() {
             return self.nullified_rows(matched, None);
+        }
+        if self.deletes_without_key() {
+            return self.delete_without_key(matched, returning, None);
+        }
+        if let Some(returning) = self.selected_before_delete(returning) {
+            return self.deleted_rows(matched, returning, None, false);
         }
         let mut sql = self.builder();
         self.set_based_head(&mut sql);
@@ -527,6 +542,75 @@ impl NodeSql<'_> {
         self.node.action == OnDelete::Nullify && self.returns_nullified && !self.backend.tuning().updates_return
     }
 
+    /// `returning`, when this node's delete returns rows (for tombstones or the archive) and the
+    /// database's delete cannot return them (MySQL): its statements select the rows instead,
+    /// locking them, and [`Self::delete_by_row_keys`] deletes exactly those.
+    pub(super) fn selected_before_delete<'r>(&self, returning: Option<&'r Returning>) -> Option<&'r Returning> {
+        let selects = self.node.action == OnDelete::Delete && !self.backend.tuning().deletes_return;
+        returning.filter(|_| selects && !self.deletes_without_key())
+    }
+
+    /// Whether this node's set-based deletes take the database's single-table form, which
+    /// addresses no row by key and names no alias: where its delete returns nothing in the
+    /// tool's form (MySQL) and the table has no primary key to address its rows by, nor a guard
+    /// or spared rows that need the alias. MariaDB's single-table `DELETE` takes a `LIMIT` and a
+    /// `RETURNING` of its own.
+    fn deletes_without_key(&self) -> bool {
+        let keyless = self.names.table().is_some_and(|table| table.primary_key.is_empty());
+        matches!(self.node.action, OnDelete::Delete | OnDelete::Database)
+            && !self.backend.tuning().deletes_return
+            && keyless
+            && self.guard.is_none()
+            && self.spared.is_none()
+    }
+
+    /// Up to `limit` (or all) rows matching `matched`, deleted by the single-table form (see
+    /// [`Self::deletes_without_key`]), returning `returning`.
+    fn delete_without_key(&self, matched: Param, returning: Option<&Returning>, limit: Option<u64>) -> Statement {
+        let mut sql = self.builder();
+        sql.push("DELETE FROM ").push(&self.table()).push(" WHERE ");
+        self.write_rows(&mut sql, matched);
+        if let Some(limit) = limit {
+            sql.push(" LIMIT ").push(&limit.to_string());
+        }
+        self.returning(&mut sql, returning);
+        sql.finish()
+    }
+
+    /// What a delete of the rows `matched` reaches (by key, or by relation column) returns, read
+    /// instead (see [`Self::selected_before_delete`]): up to `limit` rows, each with its
+    /// [`Self::row_key`] as one more text, locked until the transaction ends.
+    fn deleted_rows(&self, matched: Param, returning: &Returning, limit: Option<u64>, by_key: bool) -> Statement {
+        let mut sql = self.builder();
+        sql.push("SELECT ");
+        self.returning_list(&mut sql, returning);
+        sql.push(", ");
+        self.backend.key_text(&mut sql, &self.row_key());
+        sql.push(" FROM ").push(&self.table()).push(" AS ").identifier(ROW_ALIAS).push(" WHERE ");
+        if by_key {
+            self.matching(&mut sql, matched, true);
+        } else {
+            self.write_rows(&mut sql, matched);
+            if let Some(guard) = &self.guard {
+                guard.write(&mut sql, ROW_ALIAS);
+            }
+        }
+        if let Some(limit) = limit {
+            sql.push(" LIMIT ").push(&limit.to_string());
+        }
+        sql.push(&self.backend.lock_rows_of(ROW_ALIAS));
+        sql.finish()
+    }
+
+    /// Deletes the rows whose [`Self::row_key`]s (of the column types `types`) are `keys`: those
+    /// [`Self::deleted_rows`] selected.
+    pub(super) fn delete_by_row_keys(&self, keys: Param, types: &[KeyType]) -> Statement {
+        let mut sql = self.builder();
+        self.backend.delete_from(&mut sql, &self.table(), ROW_ALIAS);
+        sql.push(" WHERE ").keys_in(&self.row_key(), types, keys);
+        sql.finish()
+    }
+
     /// The identities (as one text each) of up to `limit` of the rows a nullify sets to NULL
     /// among those `matched` reaches, locked until the transaction ends.
     fn nullified_rows(&self, matched: Param, limit: Option<u64>) -> Statement {
@@ -587,6 +671,11 @@ impl NodeSql<'_> {
     fn returning(&self, sql: &mut SqlBuilder, returning: Option<&Returning>) {
         let Some(returning) = returning else { return };
         sql.push(" RETURNING ");
+        self.returning_list(sql, returning);
+    }
+
+    /// The list [`Self::returning`] returns.
+    fn returning_list(&self, sql: &mut SqlBuilder, returning: &Returning) {
         self.tombstone_key(sql, returning, false);
         sql.push(", ");
         self.tombstone_shard(sql, returning, false);
@@ -672,11 +761,16 @@ impl NodeSql<'_> {
     /// transaction; one row instead of one per deleted row.
     pub(super) fn archived_rows(&self, columns: &[String], keys: Param, by_key: bool) -> Statement {
         let mut sql = self.builder();
-        sql.push("SELECT CAST(COUNT(*) AS TEXT), string_agg(");
-        self.backend.row_json(&mut sql, ROW_ALIAS, columns);
-        sql.push(", ").bind_text("\n").push(") FROM ").push(&self.table()).push(" AS ").identifier(ROW_ALIAS);
+        sql.push("SELECT ").text("COUNT(*)").push(", ");
+        let backend = self.backend;
+        backend.lines_agg(&mut sql, &mut |sql| backend.row_json(sql, ROW_ALIAS, columns));
+        sql.push(" FROM ").push(&self.table()).push(" AS ").identifier(ROW_ALIAS);
         sql.push(" WHERE ");
         self.matching(&mut sql, keys, by_key);
+        // Where other writers may change them meanwhile, the rows stay as read until they go.
+        if backend.tuning().concurrent_writers && !backend.tuning().deletes_in_with {
+            sql.push(&backend.lock_rows_of(ROW_ALIAS));
+        }
         sql.finish()
     }
 

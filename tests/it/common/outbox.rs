@@ -97,27 +97,42 @@ pub struct Row<'a> {
 }
 
 /// Creates the tool's tables and writes `rows` in order (ids 1, 2, ...), each with the payload
-/// `{"n": OBJECT}` and the model `project`.
+/// `{"n": OBJECT}` and the model `project`, as an application would: through the `cascade_outbox`
+/// view, or on MariaDB, whose view is read only, into `cascade_outbox_entry` with the names' codes.
 pub fn write_rows(url: &str, rows: &[Row<'_>]) {
     create_tool_tables(url);
+    let mysql = url.starts_with("mysql:");
     for chunk in rows.chunks(500) {
         let values: Vec<String> = chunk
             .iter()
             .map(|row| {
                 let shard = row.shard.map_or("NULL".to_owned(), |shard| format!("'{shard}'"));
-                format!(
-                    "('{}', {shard}, '{}', 'project', '{}', '{{\"n\": \"{}\"}}')",
-                    row.scope, row.category, row.object, row.object
-                )
+                let payload = format!("{{\"n\": \"{}\"}}", row.object);
+                if mysql {
+                    let code = |name: &str| format!("(SELECT code FROM cascade_outbox_name WHERE name = '{name}')");
+                    let (scope, category, model) = (code(row.scope), code(row.category), code("project"));
+                    format!("({scope}, {shard}, {category}, {model}, '{}', '{payload}')", row.object)
+                } else {
+                    format!("('{}', {shard}, '{}', 'project', '{}', '{payload}')", row.scope, row.category, row.object)
+                }
             })
             .collect();
+        if mysql {
+            let mut names: Vec<&str> = chunk.iter().flat_map(|row| [row.scope, row.category]).collect();
+            names.push("project");
+            let names: Vec<String> = names.iter().map(|name| format!("('{name}')")).collect();
+            let register = "INSERT INTO cascade_outbox_name (name) VALUES";
+            texts(url, &format!("{register} {} ON DUPLICATE KEY UPDATE name = name", names.join(", ")));
+        }
+        let table = if mysql { "cascade_outbox_entry" } else { "cascade_outbox" };
+        let columns = if mysql {
+            "scope_code, shard_identifier, category_code, model_code"
+        } else {
+            "scope, shard_identifier, category, model"
+        };
         texts(
             url,
-            &format!(
-                "INSERT INTO cascade_outbox (scope, shard_identifier, category, model, object_identifier, payload) \
-                 VALUES {}",
-                values.join(", ")
-            ),
+            &format!("INSERT INTO {table} ({columns}, object_identifier, payload) VALUES {}", values.join(", ")),
         );
     }
 }
