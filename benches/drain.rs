@@ -21,10 +21,10 @@
 mod args;
 #[path = "common/database.rs"]
 mod database;
-#[path = "common/pg_server.rs"]
-mod pg_server;
 #[path = "common/process.rs"]
 mod process;
+#[path = "common/server.rs"]
+mod server;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -40,7 +40,7 @@ use rdkafka::producer::DefaultProducerContext;
 use args::{list_argument, number_argument, text_argument};
 use cascade::db::{Access, Database, Kind};
 use database::{durability, fresh_database, statement};
-use pg_server::PgServer;
+use server::Server;
 
 const DEFAULT_ROWS: u64 = 450_000;
 const SHARDS: u64 = 1_000;
@@ -64,7 +64,7 @@ fn main() {
     let server = if sqlite {
         None
     } else {
-        let Some(server) = PgServer::start() else {
+        let Some(server) = Server::postgres() else {
             eprintln!("no PostgreSQL: set CASCADE_TEST_POSTGRES_URL or install the server binaries");
             std::process::exit(1);
         };

@@ -23,10 +23,10 @@
 mod args;
 #[path = "common/database.rs"]
 mod database;
-#[path = "common/pg_server.rs"]
-mod pg_server;
 #[path = "common/process.rs"]
 mod process;
+#[path = "common/server.rs"]
+mod server;
 
 use std::path::Path;
 use std::process::{Command, Stdio};
@@ -39,8 +39,8 @@ use rdkafka::producer::{BaseProducer, BaseRecord, DefaultProducerContext, Produc
 use args::{list_argument, number_argument};
 use cascade::db::{Access, Database};
 use database::{durability, fresh_database, statement};
-use pg_server::PgServer;
 use process::run_measured;
+use server::Server;
 
 const DEFAULT_TOMBSTONES: u64 = 100_000;
 const CATEGORY: &str = "organization_deleted";
@@ -89,7 +89,7 @@ fn main() {
     let config = dir.path().join("cascade.toml");
     std::fs::write(&config, CONFIG).expect("the config");
     let server = databases.iter().any(|d| d == "postgres").then(|| {
-        PgServer::start().unwrap_or_else(|| {
+        Server::postgres().unwrap_or_else(|| {
             eprintln!("no PostgreSQL: set CASCADE_TEST_POSTGRES_URL or install the server binaries");
             std::process::exit(1)
         })

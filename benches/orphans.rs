@@ -41,10 +41,10 @@ mod args;
 mod database;
 #[path = "common/disk.rs"]
 mod disk;
-#[path = "common/pg_server.rs"]
-mod pg_server;
 #[path = "common/process.rs"]
 mod process;
+#[path = "common/server.rs"]
+mod server;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -53,8 +53,8 @@ use std::time::{Duration, Instant};
 use args::{list_argument, number_argument};
 use cascade::db::{Access, Database, Kind};
 use database::{durability, fresh_database, statement};
-use pg_server::PgServer;
 use process::Finished;
+use server::Server;
 
 const DEFAULT_ROWS: u64 = 1_000_000;
 const DEFAULT_REPEAT: u64 = 3;
@@ -103,7 +103,7 @@ fn main() {
     );
 
     let databases = list_argument("--databases").unwrap_or_else(|| vec!["sqlite".into(), "postgres".into()]);
-    let server = databases.iter().any(|name| name == "postgres").then(PgServer::start).flatten();
+    let server = databases.iter().any(|name| name == "postgres").then(Server::postgres).flatten();
     if server.is_none() {
         eprintln!("warning: no PostgreSQL: SQLite only");
     }

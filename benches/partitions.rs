@@ -14,8 +14,8 @@
 
 #[path = "common/args.rs"]
 mod args;
-#[path = "common/pg_server.rs"]
-mod pg_server;
+#[path = "common/server.rs"]
+mod server;
 
 use std::collections::HashMap;
 use std::path::Path;
@@ -26,7 +26,7 @@ use std::time::{Duration, Instant};
 
 use cascade::db::Statement;
 use cascade::db::{Access, Database};
-use pg_server::{PgServer, with_database};
+use server::{Server, with_database};
 
 const DEFAULT_ROWS: u64 = 1_000_000;
 const SAMPLE_EVERY: Duration = Duration::from_millis(2);
@@ -53,7 +53,7 @@ struct Span {
 fn main() {
     let rows = args::number_argument("--rows").unwrap_or(DEFAULT_ROWS);
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("a runtime");
-    let Some(server) = PgServer::start() else {
+    let Some(server) = Server::postgres() else {
         eprintln!("no PostgreSQL: set CASCADE_TEST_POSTGRES_URL or install the server binaries");
         std::process::exit(1);
     };

@@ -18,10 +18,10 @@ mod args;
 mod big_schema;
 #[path = "common/database.rs"]
 mod database;
-#[path = "common/pg_server.rs"]
-mod pg_server;
 #[path = "common/process.rs"]
 mod process;
+#[path = "common/server.rs"]
+mod server;
 
 use std::path::Path;
 use std::process::Command;
@@ -31,7 +31,7 @@ use big_schema::{FOREIGN_KEYS, TABLES, assert_gone, small_trees};
 
 fn main() {
     let runs = args::number_argument("--runs").unwrap_or(9) as usize;
-    let Some(server) = pg_server::PgServer::start() else {
+    let Some(server) = server::Server::postgres() else {
         eprintln!("no PostgreSQL server: nothing to measure");
         return;
     };

@@ -13,10 +13,10 @@ mod args;
 mod big_schema;
 #[path = "common/database.rs"]
 mod database;
-#[path = "common/pg_server.rs"]
-mod pg_server;
 #[path = "common/process.rs"]
 mod process;
+#[path = "common/server.rs"]
+mod server;
 
 use std::path::Path;
 use std::process::Command;
@@ -28,7 +28,7 @@ fn main() {
     let runs = args::number_argument("--runs").unwrap_or(3) as usize;
     let deletions = args::number_argument("--deletions").unwrap_or(200);
     let concurrency = args::number_argument("--concurrency").unwrap_or(1).to_string();
-    let Some(server) = pg_server::PgServer::start() else {
+    let Some(server) = server::Server::postgres() else {
         eprintln!("no PostgreSQL server: nothing to measure");
         return;
     };

@@ -16,7 +16,7 @@ pub async fn fresh_database(server: &str, name: &str) -> String {
         admin.execute(&statement(&sql)).await.expect("create the bench database");
     }
     admin.close().await;
-    crate::pg_server::with_database(server, name)
+    crate::server::with_database(server, name)
 }
 
 /// How durable a commit is, read through `database` (a connection as cascade opens it): the

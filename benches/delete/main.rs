@@ -1,8 +1,9 @@
 //! Deleting large trees: `cascade delete` against the database's own `ON DELETE CASCADE` and a
-//! hand-written batch loop, on SQLite and PostgreSQL. Run: `cargo bench --bench delete`
+//! hand-written batch loop, on SQLite, PostgreSQL and MariaDB (there also against `pt-archiver`
+//! purging table by table). Run: `cargo bench --bench delete`
 //! (`-- --rows N` for another size, the default is 1,000,000; `-- --repeat N` rounds of every
 //! method, default 3, the tables showing each method's median). Progress goes to stderr, the
-//! markdown tables to stdout. `-- --databases sqlite,postgres` and `-- --methods loop,cascade,...`
+//! markdown tables to stdout. `-- --databases sqlite,postgres,mariadb` and `-- --methods loop,cascade,...`
 //! (the words of `Method::slug`) and `-- --trees realistic,deep,forest` run a part of it, for looking
 //! into one number.
 //!
@@ -35,9 +36,9 @@ mod args;
 #[path = "../common/disk.rs"]
 mod disk;
 mod methods;
-#[path = "../common/pg_server.rs"]
-mod pg_server;
 mod report;
+#[path = "../common/server.rs"]
+mod server;
 mod store;
 mod tree;
 
@@ -46,7 +47,7 @@ use std::time::{Duration, Instant};
 
 use args::{list_argument, number_argument};
 use methods::{Cascade, Method, Outcome};
-use pg_server::PgServer;
+use server::Server;
 use store::{Conn, Store};
 use tree::Tree;
 
@@ -85,13 +86,17 @@ fn main() {
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("a runtime");
     eprintln!("cascade binary: {}", cascade.binary.display());
 
-    let databases = list_argument("--databases").unwrap_or_else(|| vec!["sqlite".into(), "postgres".into()]);
+    let databases =
+        list_argument("--databases").unwrap_or_else(|| vec!["sqlite".into(), "postgres".into(), "mariadb".into()]);
     let mut stores = Vec::new();
     if databases.iter().any(|name| name == "sqlite") {
         stores.push(Store::Sqlite(dir.path().to_owned()));
     }
     if databases.iter().any(|name| name == "postgres") {
-        stores.extend(PgServer::start().map(Store::Postgres));
+        stores.extend(Server::postgres().map(Store::Postgres));
+    }
+    if databases.iter().any(|name| name == "mariadb") {
+        stores.extend(Server::mariadb().map(Store::Mysql));
     }
     let methods = list_argument("--methods");
     let chosen = |all: &[Method]| -> Vec<Method> {
@@ -117,6 +122,7 @@ fn main() {
             Method::Archive,
             Method::CascadeWithoutKeys,
             Method::LoopWithoutKeys,
+            Method::PtArchiver,
         ])
         .into_iter()
         .filter(|_| tree_chosen("realistic"))
@@ -156,11 +162,13 @@ async fn run_section(
     for store in stores {
         for &size in &section.sizes {
             let tree = (section.tree)(size);
+            let methods: Vec<Method> =
+                section.methods.iter().copied().filter(|method| method.runs_on(store.dialect(), &tree)).collect();
             let label = format!("{} {} tree, {} rows", store.name(), tree.name, tree.total());
             eprintln!("{label}: building…");
             let start = Instant::now();
             let mut templates = Vec::new();
-            for method in &section.methods {
+            for method in &methods {
                 let keys = method.keys();
                 if templates.iter().all(|(k, _)| *k != keys) {
                     let name = format!("cascade_bench_{}_{size}_{}", tree.name, keys.slug());
@@ -178,9 +186,9 @@ async fn run_section(
             if durability.iter().all(|(name, _)| *name != store.name()) {
                 durability.push((store.name(), store.durability(&templates[0].1).await));
             }
-            let mut runs: Vec<Vec<Outcome>> = section.methods.iter().map(|_| Vec::new()).collect();
+            let mut runs: Vec<Vec<Outcome>> = methods.iter().map(|_| Vec::new()).collect();
             for round in 1..=repeat {
-                for (&method, runs) in section.methods.iter().zip(&mut runs) {
+                for (&method, runs) in methods.iter().zip(&mut runs) {
                     let (_, template) = templates.iter().find(|(k, _)| *k == method.keys()).expect("a template");
                     let copy = store.copy(template, "cascade_bench_run").await;
                     let of = format!("{label}, round {round}/{repeat}: {}", method.name());

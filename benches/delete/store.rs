@@ -1,21 +1,24 @@
 //! Where the bench's databases live: SQLite files in a temporary directory, or databases of a
-//! PostgreSQL server. Each tree is built once per kind of foreign keys and copied for every
-//! method, so that each method starts from the same fresh database.
+//! PostgreSQL or MariaDB server. Each tree is built once per kind of foreign keys and copied for
+//! every method (built again on MariaDB, which copies no database), so that each method starts
+//! from the same fresh database.
 
 use std::path::PathBuf;
 use std::str::FromStr;
 
+use sqlx::mysql::MySqlConnection;
 use sqlx::postgres::PgConnection;
 use sqlx::sqlite::{SqliteConnectOptions, SqliteConnection, SqliteJournalMode, SqliteSynchronous};
 use sqlx::{AssertSqlSafe, Connection, Executor};
 
-use crate::pg_server::{PgServer, with_database};
+use crate::server::{Server, with_database};
 use crate::tree::{Dialect, Keys, Tree};
 
 /// A connection to either database, with the few operations the bench needs.
 pub enum Conn {
     Sqlite(SqliteConnection),
     Postgres(PgConnection),
+    Mysql(MySqlConnection),
 }
 
 macro_rules! on_either {
@@ -23,6 +26,7 @@ macro_rules! on_either {
         match $conn {
             Conn::Sqlite($c) => $body,
             Conn::Postgres($c) => $body,
+            Conn::Mysql($c) => $body,
         }
     };
 }
@@ -34,6 +38,8 @@ impl Conn {
         if url.starts_with("sqlite:") {
             let options = SqliteConnectOptions::from_str(url).expect("a SQLite URL");
             Conn::Sqlite(SqliteConnection::connect_with(&options).await.expect("open the SQLite file"))
+        } else if url.starts_with("mysql:") {
+            Conn::Mysql(MySqlConnection::connect(url).await.expect("connect to MariaDB"))
         } else {
             Conn::Postgres(PgConnection::connect(url).await.expect("connect to PostgreSQL"))
         }
@@ -49,11 +55,10 @@ impl Conn {
     /// Runs `sql` with `keys` bound as its one parameter (see [`Dialect::in_keys`]).
     pub async fn execute_keys(&mut self, sql: &str, keys: &[i64]) -> u64 {
         let sql = AssertSqlSafe(sql.to_owned());
+        let json = || serde_json::to_string(keys).expect("a JSON array");
         let result = match self {
-            Conn::Sqlite(c) => {
-                let json = serde_json::to_string(keys).expect("a JSON array");
-                sqlx::query(sql).bind(json).execute(&mut *c).await.map(|r| r.rows_affected())
-            }
+            Conn::Sqlite(c) => sqlx::query(sql).bind(json()).execute(&mut *c).await.map(|r| r.rows_affected()),
+            Conn::Mysql(c) => sqlx::query(sql).bind(json()).execute(&mut *c).await.map(|r| r.rows_affected()),
             Conn::Postgres(c) => sqlx::query(sql).bind(keys.to_vec()).execute(&mut *c).await.map(|r| r.rows_affected()),
         };
         result.unwrap_or_else(|error| panic!("{error}"))
@@ -92,12 +97,15 @@ impl Conn {
 pub struct Database {
     pub url: String,
     name: String,
+    /// What built it, on MariaDB: its copies are built the same way.
+    script: Option<String>,
 }
 
-/// The SQLite files of a temporary directory, or a PostgreSQL server.
+/// The SQLite files of a temporary directory, or a PostgreSQL or MariaDB server.
 pub enum Store {
     Sqlite(PathBuf),
-    Postgres(PgServer),
+    Postgres(Server),
+    Mysql(Server),
 }
 
 impl Store {
@@ -105,6 +113,7 @@ impl Store {
         match self {
             Store::Sqlite(_) => "SQLite",
             Store::Postgres(_) => "PostgreSQL",
+            Store::Mysql(_) => "MariaDB",
         }
     }
 
@@ -112,15 +121,16 @@ impl Store {
         match self {
             Store::Sqlite(_) => Dialect::Sqlite,
             Store::Postgres(_) => Dialect::Postgres,
+            Store::Mysql(_) => Dialect::Mysql,
         }
     }
 
     fn database(&self, name: &str) -> Database {
         let url = match self {
             Store::Sqlite(dir) => format!("sqlite://{}", dir.join(format!("{name}.db")).display()),
-            Store::Postgres(server) => with_database(&server.url, name),
+            Store::Postgres(server) | Store::Mysql(server) => with_database(&server.url, name),
         };
-        Database { url, name: name.to_owned() }
+        Database { url, name: name.to_owned(), script: None }
     }
 
     fn path(&self, database: &Database) -> PathBuf {
@@ -130,7 +140,7 @@ impl Store {
 
     /// Builds `tree` with `keys` as the database `name`, in one transaction.
     pub async fn build(&self, name: &str, tree: &Tree, keys: Keys) -> Database {
-        let database = self.database(name);
+        let mut database = self.database(name);
         let (create, after) = tree.schema(self.dialect(), keys);
         let inserts = tree.inserts(self.dialect());
         match self {
@@ -160,13 +170,19 @@ impl Store {
                 connection.execute("VACUUM ANALYZE").await;
                 connection.close().await;
             }
+            Store::Mysql(server) => {
+                // Loaded with the checks off, the keys added unchecked; then the tables analyzed.
+                let tables: Vec<&str> = tree.tables.iter().map(|table| table.name).collect();
+                let script = format!(
+                    "SET SESSION foreign_key_checks = 0, unique_checks = 0;\nBEGIN;\n{create}{inserts}COMMIT;\n{after}\
+                     ANALYZE TABLE {};\n",
+                    tables.join(", ")
+                );
+                mysql_build(server, &database, &script).await;
+                database.script = Some(script);
+            }
         }
-        // The tool's own tables, as in a database cascade has run on before: creating them is
-        // the first run's cost only (as in the orphans bench).
-        let tool =
-            cascade::db::Database::connect(&database.url, cascade::db::Access::ReadWrite).await.expect("connect");
-        cascade::db::migrate(&tool).await.expect("the tool's tables");
-        tool.close().await;
+        create_tool_tables(&database.url).await;
         database
     }
 
@@ -179,6 +195,12 @@ impl Store {
                 let path = self.path(&copy);
                 std::fs::copy(self.path(template), &path).expect("copy the SQLite file");
                 std::fs::File::open(&path).and_then(|f| f.sync_all()).expect("sync the copy");
+            }
+            Store::Mysql(server) => {
+                let script = template.script.as_deref().expect("the template's script");
+                mysql_build(server, &copy, script).await;
+                create_tool_tables(&copy.url).await;
+                crate::disk::sync_page_cache();
             }
             Store::Postgres(server) => {
                 drop_database(&server.url, name).await;
@@ -205,7 +227,7 @@ impl Store {
                 std::fs::remove_file(&path).expect("remove the SQLite file");
                 let _ = std::fs::remove_file(path.with_extension("db-journal"));
             }
-            Store::Postgres(server) => drop_database(&server.url, &database.name).await,
+            Store::Postgres(server) | Store::Mysql(server) => drop_database(&server.url, &database.name).await,
         }
     }
 
@@ -226,6 +248,16 @@ impl Store {
                 let commit = connection.text("SHOW synchronous_commit").await;
                 format!("server {version}, fsync={fsync}, synchronous_commit={commit} (read from the server)")
             }
+            Dialect::Mysql => {
+                let version = connection.text("SELECT VERSION()").await;
+                let flush = connection.text("SELECT CAST(@@innodb_flush_log_at_trx_commit AS CHAR)").await;
+                let doublewrite = connection.text("SELECT CAST(@@innodb_doublewrite AS CHAR)").await;
+                let binlog = connection.text("SELECT CAST(@@log_bin AS CHAR)").await;
+                format!(
+                    "server {version}, innodb_flush_log_at_trx_commit={flush}, innodb_doublewrite={doublewrite}, \
+                     log_bin={binlog} (read from the server)"
+                )
+            }
         };
         connection.close().await;
         settings
@@ -234,6 +266,26 @@ impl Store {
 
 async fn drop_database(server: &str, name: &str) {
     let mut admin = Conn::connect(server).await;
-    admin.execute(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)")).await;
+    let force = if server.starts_with("mysql:") { "" } else { " WITH (FORCE)" };
+    admin.execute(&format!("DROP DATABASE IF EXISTS {name}{force}")).await;
     admin.close().await;
+}
+
+/// The tool's tables, as in a database cascade has run on before: creating them is the first
+/// run's cost only (as in the orphans bench).
+async fn create_tool_tables(url: &str) {
+    let tool = cascade::db::Database::connect(url, cascade::db::Access::ReadWrite).await.expect("connect");
+    cascade::db::migrate(&tool).await.expect("the tool's tables");
+    tool.close().await;
+}
+
+/// Creates the MariaDB database `database` (dropped first) and runs `script` in it.
+async fn mysql_build(server: &Server, database: &Database, script: &str) {
+    drop_database(&server.url, &database.name).await;
+    let mut admin = Conn::connect(&server.url).await;
+    admin.execute(&format!("CREATE DATABASE {}", database.name)).await;
+    admin.close().await;
+    let mut connection = Conn::connect(&database.url).await;
+    connection.execute(script).await;
+    connection.close().await;
 }

@@ -6,6 +6,7 @@ use std::fmt::Write as _;
 pub enum Dialect {
     Sqlite,
     Postgres,
+    Mysql,
 }
 
 impl Dialect {
@@ -15,6 +16,9 @@ impl Dialect {
         match self {
             Dialect::Sqlite => format!("{column} IN (SELECT value FROM json_each(?))"),
             Dialect::Postgres => format!("{column} = ANY($1)"),
+            Dialect::Mysql => {
+                format!("{column} IN (SELECT k FROM JSON_TABLE(?, '$[*]' COLUMNS (k BIGINT PATH '$')) AS bench_keys)")
+            }
         }
     }
 }
@@ -187,11 +191,12 @@ impl Tree {
     /// The DDL run before loading and the statements run after it. SQLite declares its foreign
     /// keys with the tables (it cannot add them later) and loads with enforcement off;
     /// PostgreSQL adds and validates them once the rows are in, which is much faster than a
-    /// trigger per row.
+    /// trigger per row; MariaDB adds them after the indexes (it would make an index of its own
+    /// for a key without one), loaded with its checks off.
     pub fn schema(&self, dialect: Dialect, keys: Keys) -> (String, String) {
         let (key, integer) = match dialect {
             Dialect::Sqlite => ("INTEGER PRIMARY KEY", "INTEGER"),
-            Dialect::Postgres => ("bigint PRIMARY KEY", "bigint"),
+            Dialect::Postgres | Dialect::Mysql => ("bigint PRIMARY KEY", "bigint"),
         };
         let on_delete = if keys == Keys::Cascading { " ON DELETE CASCADE" } else { "" };
         let (mut create, mut after) = (String::new(), String::new());
@@ -220,7 +225,14 @@ impl Tree {
                 table.columns
             )
             .unwrap();
-            if dialect == Dialect::Postgres && keys != Keys::Absent {
+            let mut indexes = format!("CREATE INDEX {name}_{column} ON {name} ({column});\n");
+            if table.threads {
+                writeln!(indexes, "CREATE INDEX {name}_parent_id ON {name} (parent_id);").unwrap();
+            }
+            if dialect == Dialect::Mysql {
+                after += &indexes;
+            }
+            if dialect != Dialect::Sqlite && keys != Keys::Absent {
                 writeln!(after, "ALTER TABLE {name} ADD FOREIGN KEY ({column}) {reference};").unwrap();
                 if table.threads {
                     writeln!(
@@ -230,9 +242,8 @@ impl Tree {
                     .unwrap();
                 }
             }
-            writeln!(after, "CREATE INDEX {name}_{column} ON {name} ({column});").unwrap();
-            if table.threads {
-                writeln!(after, "CREATE INDEX {name}_parent_id ON {name} (parent_id);").unwrap();
+            if dialect != Dialect::Mysql {
+                after += &indexes;
             }
         }
         (create, after)
@@ -262,6 +273,11 @@ impl Tree {
                 Dialect::Postgres => format!(
                     "INSERT INTO {table} (id{column}) SELECT i{value} FROM generate_series({from}::bigint, \
                      {to}::bigint) AS s(i);\n"
+                ),
+                // MariaDB's sequence tables; `/` divides exactly there, `DIV` as an integer.
+                Dialect::Mysql => format!(
+                    "INSERT INTO {table} (id{column}) SELECT i{} FROM (SELECT seq AS i FROM seq_{from}_to_{to}) AS s;\n",
+                    value.replace(" / ", " DIV ")
                 ),
             }
         };

@@ -83,7 +83,7 @@ pub fn run(cli: &Cli, args: &Args) -> anyhow::Result<ExitCode> {
         (Some(model), false) => {
             let url = super::database_url(cli, &head.config);
             let counted = super::block_on(async {
-                let database = super::connect_for("`diff` with counts", &url, &head.config, Access::ReadOnly).await?;
+                let database = super::connect(&url, &head.config, Access::ReadOnly).await?;
                 let counted = review::count(&database, &base_checked, &head_checked, model, &args.ids).await;
                 database.close().await;
                 anyhow::Ok(counted)

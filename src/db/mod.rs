@@ -168,8 +168,8 @@ pub enum DbError {
     /// What the tool does not do on this database yet.
     #[error(
         "{0} does not run on MySQL or MariaDB yet: there, cascade runs init, validate, plan, delete (by ids or \
-         --where, with the outbox and --archive), schedule, cancel, scheduled, worker (with --drain), outbox, runs \
-         and option"
+         --where, with the outbox and --archive), schedule, cancel, scheduled, worker (with --drain), outbox, diff, \
+         runs and option"
     )]
     NotOnMysqlYet(&'static str),
 }

@@ -311,57 +311,65 @@ INSERT INTO task VALUES (100, 10), (101, 10), (102, 11), (103, 12);
 INSERT INTO member VALUES (1000, 1), (1001, 1), (1002, 1), (1003, 2);
 ";
 
-on_each_database!(counts_side_by_side_on_sqlite, counts_side_by_side_on_postgres, |databases| {
-    let url = databases.create(SCHEMA);
-    let dir = pair(&nullify_to_delete());
-    let json = json_output(cascade(dir.path()).args([
-        "diff",
-        "--base",
-        "base",
-        "--format",
-        "json",
-        "--database-url",
-        &url,
-        "--model",
-        "org",
-        "--id",
-        "1",
-    ]));
-    let count = |sql: &str| json!(common::count(&url, sql));
-    assert_eq!(
-        json["counts"]["base"]["deleted"]["task"],
-        count("SELECT COUNT(*) FROM task JOIN project p ON p.id = project_id WHERE p.org_id = 1")
-    );
-    assert_eq!(json["counts"]["base"]["nullified"]["member"], count("SELECT COUNT(*) FROM member WHERE org_id = 1"));
-    assert_eq!(json["counts"]["head"]["deleted"]["member"], json!(3));
-    assert!(json["counts"]["head"]["nullified"].get("member").is_none_or(|n| n == 0), "{json}");
-    assert_eq!(json["counts"]["base"]["deleted"]["org"], json!(1));
-    // Read only: nothing was deleted.
-    assert_eq!(common::count(&url, "SELECT COUNT(*) FROM member WHERE org_id IS NOT NULL"), 4);
-    let (_, human, _) = run(dir.path(), &["--base", "base", "--database-url", &url, "--model", "org", "--id", "1"]);
-    assert!(human.contains("rows for org 1:"), "{human}");
-    assert!(
-        human
-            .lines()
-            .any(|line| line.split_whitespace().collect::<Vec<_>>() == ["member", "0", "→", "3", "3", "→", "0"]),
-        "{human}"
-    );
-    assert!(!human.contains("not found"), "{human}");
-    assert_eq!(json["counts"]["head"]["not_found"], json!([]));
+on_each_database!(
+    counts_side_by_side_on_sqlite,
+    counts_side_by_side_on_postgres,
+    counts_side_by_side_on_mariadb,
+    |databases| {
+        let url = databases.create(SCHEMA);
+        let dir = pair(&nullify_to_delete());
+        let json = json_output(cascade(dir.path()).args([
+            "diff",
+            "--base",
+            "base",
+            "--format",
+            "json",
+            "--database-url",
+            &url,
+            "--model",
+            "org",
+            "--id",
+            "1",
+        ]));
+        let count = |sql: &str| json!(common::count(&url, sql));
+        assert_eq!(
+            json["counts"]["base"]["deleted"]["task"],
+            count("SELECT COUNT(*) FROM task JOIN project p ON p.id = project_id WHERE p.org_id = 1")
+        );
+        assert_eq!(
+            json["counts"]["base"]["nullified"]["member"],
+            count("SELECT COUNT(*) FROM member WHERE org_id = 1")
+        );
+        assert_eq!(json["counts"]["head"]["deleted"]["member"], json!(3));
+        assert!(json["counts"]["head"]["nullified"].get("member").is_none_or(|n| n == 0), "{json}");
+        assert_eq!(json["counts"]["base"]["deleted"]["org"], json!(1));
+        // Read only: nothing was deleted.
+        assert_eq!(common::count(&url, "SELECT COUNT(*) FROM member WHERE org_id IS NOT NULL"), 4);
+        let (_, human, _) = run(dir.path(), &["--base", "base", "--database-url", &url, "--model", "org", "--id", "1"]);
+        assert!(human.contains("rows for org 1:"), "{human}");
+        assert!(
+            human
+                .lines()
+                .any(|line| line.split_whitespace().collect::<Vec<_>>() == ["member", "0", "→", "3", "3", "→", "0"]),
+            "{human}"
+        );
+        assert!(!human.contains("not found"), "{human}");
+        assert_eq!(json["counts"]["head"]["not_found"], json!([]));
 
-    // A root with no row is said to be none, not counted as zeros alone.
-    let args = ["--base", "base", "--database-url", &url, "--model", "org", "--id", "1", "--id", "99"];
-    let (code, human, _) = run(dir.path(), &args);
-    assert_eq!(code, 0);
-    assert!(human.contains("not found (nothing to delete): 99"), "{human}");
-    let markdown = run(dir.path(), &[&args[..], &["--format", "markdown"]].concat()).1;
-    assert!(markdown.contains("Not found (nothing to delete): 99"), "{markdown}");
-    let json = json_output(cascade(dir.path()).arg("diff").args(args).args(["--format", "json"]));
-    assert_eq!(
-        (&json["counts"]["base"]["not_found"], &json["counts"]["head"]["not_found"]),
-        (&json!(["99"]), &json!(["99"]))
-    );
-});
+        // A root with no row is said to be none, not counted as zeros alone.
+        let args = ["--base", "base", "--database-url", &url, "--model", "org", "--id", "1", "--id", "99"];
+        let (code, human, _) = run(dir.path(), &args);
+        assert_eq!(code, 0);
+        assert!(human.contains("not found (nothing to delete): 99"), "{human}");
+        let markdown = run(dir.path(), &[&args[..], &["--format", "markdown"]].concat()).1;
+        assert!(markdown.contains("Not found (nothing to delete): 99"), "{markdown}");
+        let json = json_output(cascade(dir.path()).arg("diff").args(args).args(["--format", "json"]));
+        assert_eq!(
+            (&json["counts"]["base"]["not_found"], &json["counts"]["head"]["not_found"]),
+            (&json!(["99"]), &json!(["99"]))
+        );
+    }
+);
 
 #[tokio::test(flavor = "multi_thread")]
 async fn the_pull_request_gets_one_comment_updated_on_every_run() {

@@ -5,6 +5,7 @@
 use std::io::Write as _;
 use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Mutex, PoisonError};
 
 use tempfile::TempDir;
 
@@ -49,8 +50,8 @@ pub fn mysql_server() -> Option<String> {
     }
 }
 
-/// A new MariaDB database on `server` with `ddl` applied; its URL.
-pub fn mysql_database_on(server: &str, ddl: &str) -> String {
+/// A new MariaDB database on `server` with `ddl` applied: its name and URL.
+fn mysql_database_on(server: &str, ddl: &str) -> (String, String) {
     let name = database_name();
     let url = with_database(server, &name);
     block_on(async {
@@ -66,7 +67,7 @@ pub fn mysql_database_on(server: &str, ddl: &str) -> String {
         sqlx::raw_sql(sqlx::AssertSqlSafe(ddl)).execute(&pool).await.expect("apply the test schema");
         pool.close().await;
     });
-    url
+    (name, url)
 }
 
 /// Records that the running test skips the server `what` (started by `start`): in
@@ -147,8 +148,32 @@ pub enum Databases {
     Sqlite(TempDir),
     /// Databases on the test server at this URL.
     Postgres(String),
-    /// Databases on the MariaDB test server at this URL.
-    Mysql(String),
+    /// Databases on the MariaDB test server at this URL, and those made so far, dropped with
+    /// this: every schema on the server slows its `information_schema` down.
+    Mysql(String, Mutex<Vec<String>>),
+}
+
+impl Drop for Databases {
+    fn drop(&mut self) {
+        let Self::Mysql(server, made) = self else { return };
+        let (server, made) = (server.clone(), std::mem::take(made.get_mut().unwrap_or_else(PoisonError::into_inner)));
+        // A thread of its own: a test may drop this inside its own runtime.
+        let dropped = std::thread::spawn(move || {
+            block_on(async {
+                let admin = sqlx::MySqlPool::connect(&server).await?;
+                for name in made {
+                    sqlx::raw_sql(sqlx::AssertSqlSafe(format!("DROP DATABASE IF EXISTS {name}")))
+                        .execute(&admin)
+                        .await?;
+                }
+                admin.close().await;
+                Ok::<_, sqlx::Error>(())
+            })
+        });
+        if let Ok(Err(error)) = dropped.join() {
+            eprintln!("warning: could not drop the test's MariaDB databases: {error}");
+        }
+    }
 }
 
 impl Databases {
@@ -163,7 +188,7 @@ impl Databases {
 
     /// `None` when there is no server: the test is skipped (see `mysql_server`).
     pub fn mysql() -> Option<Self> {
-        mysql_server().map(Self::Mysql)
+        mysql_server().map(|server| Self::Mysql(server, Mutex::default()))
     }
 
     /// A new database with `ddl` applied; its URL.
@@ -171,13 +196,17 @@ impl Databases {
         match self {
             Self::Sqlite(dir) => sqlite_database(dir.path(), ddl),
             Self::Postgres(server) => postgres_database_on(server, ddl),
-            Self::Mysql(server) => mysql_database_on(server, ddl),
+            Self::Mysql(server, made) => {
+                let (name, url) = mysql_database_on(server, ddl);
+                made.lock().unwrap_or_else(PoisonError::into_inner).push(name);
+                url
+            }
         }
     }
 
     /// For what only MySQL writes its own way (its DDL, its triggers).
     pub fn is_mysql(&self) -> bool {
-        matches!(self, Self::Mysql(_))
+        matches!(self, Self::Mysql(..))
     }
 
     /// For a check only SQLite makes (`PRAGMA foreign_key_check`).
