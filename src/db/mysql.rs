@@ -154,7 +154,7 @@ impl Backend for Mysql {
     }
 
     fn lines_agg(&self, sql: &mut SqlBuilder, expression: &mut dyn FnMut(&mut SqlBuilder)) {
-        // The separator is a literal, which `NO_BACKSLASH_ESCAPES` reads as written: a newline.
+        // `SEPARATOR` takes a literal only, not a parameter: a newline, written as one.
         sql.push("GROUP_CONCAT(");
         expression(sql);
         sql.push(" SEPARATOR '\n')");

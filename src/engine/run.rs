@@ -184,8 +184,9 @@ impl Engine {
                 Failure::ForeignKeyViolation => Failure::Permanent,
                 failure => failure,
             },
-            DeleteError::ChildrenKeepAppearing { .. } => Failure::Transient,
+            DeleteError::ChildrenKeepAppearing { .. } | DeleteError::StillReferenced { .. } => Failure::Transient,
             DeleteError::Archive(_)
+            | DeleteError::ArchiveCutShort { .. }
             | DeleteError::Refused { .. }
             | DeleteError::RefusedByTrigger { .. }
             | DeleteError::ArchiveMissesDatabaseRows { .. }

@@ -517,10 +517,15 @@ fn deleting_all(step: &StepSql<'_>, keys: Param, by_key: bool) -> Vec<Statement>
 /// `statement` with its tombstones, as the executor writes them: in the statement's own `WITH`
 /// where the database can, else from the rows it returns (one JSON parameter).
 fn writing(step: &StepSql<'_>, statement: Statement) -> Vec<Statement> {
+    // Where the statement selects the rows first (MySQL), what then changes them by row key.
+    let row_keys = || Param::Described("the selected rows' primary keys (JSON)".into());
+    let types = || column_types(step.sql.names.table(), &step.sql.row_key());
     if step.sql.returns_nullified {
         let (run, keys) =
             (Param::Described("the run's id".into()), Param::Described("the keys it returned (JSON)".into()));
-        return vec![statement, nullified::record_statement(step.sql.backend, run, &step.sql.node.model, keys)];
+        let by_row_key = step.sql.selects_nullified_first().then(|| step.sql.nullify_by_row_keys(row_keys(), &types()));
+        let record = nullified::record_statement(step.sql.backend, run, &step.sql.node.model, keys);
+        return [statement].into_iter().chain(by_row_key).chain([record]).collect();
     }
     if step.row_data().is_none() {
         return vec![statement];
@@ -528,8 +533,12 @@ fn writing(step: &StepSql<'_>, statement: Statement) -> Vec<Statement> {
     if let Some(in_with) = step.deleting_in_with(&statement, false) {
         return vec![in_with];
     }
+    let by_row_key = step
+        .sql
+        .selected_before_delete(step.returning.as_ref())
+        .map(|_| step.sql.delete_by_row_keys(row_keys(), &types()));
     let tombstones = step.tombstones(Param::Described("the deleted rows' keys, shard keys and payloads (JSON)".into()));
-    [statement].into_iter().chain(tombstones).collect()
+    [statement].into_iter().chain(by_row_key).chain(tombstones).collect()
 }
 
 fn listed(statement: Statement) -> ListedStatement {

@@ -8,7 +8,7 @@
 //! 12, rows 5 and 12 of object 7 count as `us`'s; they go once `de` has them too, whether `de`
 //! got row 12 or a row 15 written after `us`'s delivery.
 
-use super::store::{DELETED_PER_STATEMENT, Deliverable, Row, Shard, covered_ids, push_not_received};
+use super::store::{DELETED_PER_STATEMENT, Deliverable, Row, Shard, covered_ids, push_cell_rows, push_not_received};
 use crate::db::sql::Param;
 use crate::db::{Database, DbError, Transaction};
 
@@ -27,34 +27,32 @@ pub(crate) async fn record_delivered(
     let mut deleted = 0;
     for part in delivered.chunks(DELETED_PER_STATEMENT) {
         let ids = covered_ids(database, &mut transaction, shard, part, true).await?;
-        if ids.is_empty() {
-            continue;
-        }
-        let mut sql = database.sql();
-        sql.push("DELETE FROM cascade_outbox_entry WHERE id IN (").binds(ids.iter().cloned()).push(")");
-        if !others.is_empty() {
-            sql.push(
-                " AND (SELECT COUNT(*) FROM cascade_outbox_delivered d WHERE d.outbox_id = cascade_outbox_entry.id",
-            );
-            sql.push(" AND d.cell IN (").binds(others.iter().map(|cell| Param::text(cell))).push(")) = ");
-            sql.bind(Param::integer(i64::try_from(others.len()).unwrap_or(i64::MAX)));
-        }
-        sql.push(" RETURNING ").text("id");
-        let gone: Vec<Param> = transaction
-            .fetch_texts(&sql.finish())
-            .await?
-            .into_iter()
-            .filter_map(|row| row.into_iter().next().flatten()?.parse().ok())
-            .map(Param::integer)
-            .collect();
-        deleted += gone.len() as u64;
-        forget(database, &mut transaction, gone).await?;
-        if !others.is_empty() {
+        // A message stands for every older row of its object, however many: the ids go in parts.
+        for ids in ids.chunks(DELETED_PER_STATEMENT) {
             let mut sql = database.sql();
-            sql.push("INSERT INTO cascade_outbox_delivered (outbox_id, cell) SELECT id, ").bind_text(&shard.cell);
-            sql.push(" FROM cascade_outbox_entry WHERE id IN (").binds(ids).push(")");
-            database.backend().on_duplicate(&mut sql, &["outbox_id", "cell"], &[], "");
-            transaction.execute(&sql.finish()).await?;
+            sql.push("DELETE FROM cascade_outbox_entry WHERE id IN (").binds(ids.iter().cloned()).push(")");
+            if !others.is_empty() {
+                sql.push(" AND (SELECT COUNT(*) FROM cascade_outbox_delivered d WHERE d.outbox_id = ");
+                sql.push("cascade_outbox_entry.id AND d.cell IN (").binds(others.iter().map(|cell| Param::text(cell)));
+                sql.push(")) = ").bind(Param::integer(i64::try_from(others.len()).unwrap_or(i64::MAX)));
+            }
+            sql.push(" RETURNING ").text("id");
+            let gone: Vec<Param> = transaction
+                .fetch_texts(&sql.finish())
+                .await?
+                .into_iter()
+                .filter_map(|row| row.into_iter().next().flatten()?.parse().ok())
+                .map(Param::integer)
+                .collect();
+            deleted += gone.len() as u64;
+            forget(database, &mut transaction, gone).await?;
+            if !others.is_empty() {
+                let mut sql = database.sql();
+                sql.push("INSERT INTO cascade_outbox_delivered (outbox_id, cell) SELECT id, ").bind_text(&shard.cell);
+                sql.push(" FROM cascade_outbox_entry WHERE id IN (").binds(ids.iter().cloned()).push(")");
+                database.backend().on_duplicate(&mut sql, &["outbox_id", "cell"], &[], "");
+                transaction.execute(&sql.finish()).await?;
+            }
         }
     }
     transaction.commit().await?;
@@ -142,9 +140,8 @@ pub(crate) async fn backlog(
     sql.text("COUNT(DISTINCT COALESCE(o.shard_identifier, ''))").push(" AS shards, ");
     sql.push(&database.backend().timestamp_text("MIN(o.date_added)"));
     sql.push(" AS oldest FROM cascade_outbox o JOIN ");
-    sql.values_table(2, cells.len(), |sql, row, column| {
-        sql.bind_text(if column == 0 { &cells[row].0 } else { &cells[row].1 });
-    });
+    let rows: Vec<(&str, &str)> = cells.iter().map(|(scope, cell)| (scope.as_str(), cell.as_str())).collect();
+    push_cell_rows(&mut sql, &rows);
     sql.push(" AS c ON c.column1 = o.scope WHERE true");
     if received {
         push_not_received(&mut sql, "o", |sql| {

@@ -341,14 +341,12 @@ impl Inner {
     }
 }
 
-/// How long a claim lasts around one delivery: twice the sink's timeout, so a delivery that
-/// times out ends well before another drainer may take the shard.
 /// How many times a delivered batch's write is tried before the drainer gives up on it.
 const WRITE_ATTEMPTS: u32 = 5;
 
-/// `write` (a delivered batch's one transaction), tried again at once when it failed on a
-/// transient error: a deadlock with another drainer (InnoDB locks the rows of a join in the order
-/// it reads them, so two cells finishing the same rows can meet) rolled it back whole.
+/// `write` (what a delivered batch deletes and records), tried again at once when it failed on a
+/// transient error such as a deadlock with another drainer, which rolled its transaction back.
+/// Trying again is safe: the rows are read again, and what already went is not there to go.
 async fn retried<T, F, Fut>(database: &Database, mut write: F) -> Result<T, DbError>
 where
     F: FnMut() -> Fut,
@@ -366,6 +364,8 @@ where
     }
 }
 
+/// How long a claim lasts around one delivery: twice the sink's timeout, so a delivery that
+/// times out ends well before another drainer may take the shard.
 fn lease(sink: &ReadySink) -> Duration {
     (sink.timeout * 2).max(Duration::from_secs(1))
 }

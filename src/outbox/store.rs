@@ -74,12 +74,20 @@ impl Deliverable {
     /// `(scope, cell)` rows: every cell of every deliverable scope with cells, for a join (see
     /// [`SqlBuilder::values_table`]).
     pub(super) fn push_cells(&self, sql: &mut SqlBuilder) {
-        let cells: Vec<(&String, &String)> =
-            self.scopes(true).flat_map(|scope| scope.cells.iter().map(move |cell| (&scope.name, cell))).collect();
-        sql.values_table(2, cells.len(), |sql, row, column| {
-            sql.bind_text(if column == 0 { cells[row].0 } else { cells[row].1 });
-        });
+        let cells: Vec<(&str, &str)> = self
+            .scopes(true)
+            .flat_map(|scope| scope.cells.iter().map(move |cell| (scope.name.as_str(), cell.as_str())))
+            .collect();
+        push_cell_rows(sql, &cells);
     }
+}
+
+/// `(scope, cell)` rows as a table whose columns are `column1` and `column2` (see
+/// [`SqlBuilder::values_table`]).
+pub(super) fn push_cell_rows(sql: &mut SqlBuilder, cells: &[(&str, &str)]) {
+    sql.values_table(2, cells.len(), |sql, row, column| {
+        sql.bind_text(if column == 0 { cells[row].0 } else { cells[row].1 });
+    });
 }
 
 /// `alias`'s row of `cascade_outbox_entry` is one `cell` has not received (`cell` is SQL: a bound value
@@ -411,17 +419,20 @@ async fn delete_part(
     delivered: &[Row],
 ) -> Result<u64, DbError> {
     let ids = covered_ids(database, transaction, shard, delivered, false).await?;
-    if ids.is_empty() {
-        return Ok(0);
+    let mut deleted = 0;
+    // A message stands for every older row of its object, however many: the ids go in parts.
+    for part in ids.chunks(DELETED_PER_STATEMENT) {
+        let mut sql = database.sql();
+        sql.push("DELETE FROM cascade_outbox_entry WHERE id IN (").binds(part.iter().cloned()).push(")");
+        deleted += transaction.execute(&sql.finish()).await?;
     }
-    let mut sql = database.sql();
-    sql.push("DELETE FROM cascade_outbox_entry WHERE id IN (").binds(ids).push(")");
-    transaction.execute(&sql.finish()).await
+    Ok(deleted)
 }
 
 /// The ids of the rows of `shard` that the `delivered` messages stand for, each message's row
 /// and every older row of its category, model and object, in id order; `locked`, locked until
-/// the transaction ends where the database locks rows. Read first, the rows are then written by
+/// the transaction ends where the database locks rows (cells of one shard share its rows; a
+/// shard without cells has one drainer). Read first, the rows are then written by
 /// id: MariaDB runs a `DELETE` whose `IN` sub-select reads its own table as a scan of the whole
 /// table, locking every row it reads.
 pub(super) async fn covered_ids(

@@ -656,6 +656,26 @@ fn max_messages_and_category_narrow_what_one_drain_delivers() {
     );
 }
 
+/// One object written 2,500 times stands for more rows than a statement binds: its one message is
+/// delivered and every row of it goes, a part at a time.
+fn a_hot_object(url: &str) {
+    let dir = setup("", 10, "30s");
+    let rows: Vec<(String, &str, String)> =
+        (0..2500).map(|_| ("1".to_owned(), "project_update", "7".to_owned())).collect();
+    write_outbox(url, &rows);
+    let output = drain_once(dir.path(), url, &[]);
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    assert_eq!(delivered_ids(dir.path()), expected_deliveries(&rows));
+    assert_eq!(count(url, "SELECT COUNT(*) FROM cascade_outbox"), 0);
+}
+
+on_each_database!(
+    an_object_written_thousands_of_times_is_delivered_once_and_goes_whole_sqlite,
+    an_object_written_thousands_of_times_is_delivered_once_and_goes_whole_postgres,
+    an_object_written_thousands_of_times_is_delivered_once_and_goes_whole_mariadb,
+    |databases| a_hot_object(&databases.create(SCHEMA))
+);
+
 /// A drainer that stops in the middle of a shard (here at `--max-messages`) after a delivery went
 /// through gives the shard back without a row: neither a claim nor the failure before that
 /// delivery is left, in the table or in `outbox stats`, and the rest is delivered next time.

@@ -74,6 +74,10 @@ impl<'a> Deletion<'a> {
                 }
                 return Ok(Together::ChildrenAppeared);
             }
+            Err(DeleteError::StillReferenced { .. }) => {
+                self.roll_back(transaction).await?;
+                return Ok(Together::ChildrenAppeared);
+            }
             result => result?,
         };
         if let Some((child, child_rows)) = self.delete_children_after(&mut transaction, frame, keys, &mut steps).await?
@@ -213,6 +217,10 @@ impl<'a> Deletion<'a> {
                     return Err(DeleteError::Refused { model: frame.node.model.clone(), reason: error.to_string() });
                 }
                 return Ok(Outcome::ChildrenAppeared { refused: Some(error.to_string()) });
+            }
+            Err(DeleteError::StillReferenced { reason, .. }) => {
+                self.roll_back(transaction).await?;
+                return Ok(Outcome::ChildrenAppeared { refused: Some(reason) });
             }
             Err(error) => return Err(error),
         };

@@ -57,6 +57,30 @@ pub enum DeleteError {
         /// The database's words.
         reason: String,
     },
+    /// Rows deleted with the database's checks off are still referenced by another row (one
+    /// inserted meanwhile): the chunk rolls back and is taken again, as after a foreign key's
+    /// refusal.
+    #[error("the `{model}` rows of a chunk are still referenced: {reason}")]
+    StillReferenced {
+        /// The model whose rows were deleted.
+        model: String,
+        /// Which rows reference them.
+        reason: String,
+    },
+    /// The database returned fewer archive lines than the rows it read (it cut their text short):
+    /// nothing of the chunk is deleted.
+    #[error(
+        "the archive read of {rows} `{model}` rows returned {lines} lines (the database cut their text short: on \
+         MariaDB, raise `max_allowed_packet`, or lower the chunk sizes); the chunk was not deleted"
+    )]
+    ArchiveCutShort {
+        /// The model whose rows were read.
+        model: String,
+        /// The rows read.
+        rows: u64,
+        /// The lines returned.
+        lines: u64,
+    },
     /// `--archive` was asked for a plan with rows the database deletes itself, which pass
     /// through no statement of cascade's and could not be archived.
     #[error(

@@ -234,7 +234,7 @@ impl<'a> Deletion<'a> {
                         transaction.fetch_count(&step.sql.count_roots(Param::Keys(keys.clone()))).await?,
                     ));
                 }
-                let refused = self.delete_groups(&mut transaction, &groups).await?;
+                let (_, refused) = self.delete_groups(&mut transaction, &groups).await?;
                 return Ok((steps, archived, refused));
             }
             let deletes: Vec<(&NodeSql<'_>, Param)> =

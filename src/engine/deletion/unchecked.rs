@@ -24,13 +24,13 @@ struct Referenced {
 
 impl<'a> Deletion<'a> {
     /// Deletes each `(node, step, keys)` group by key, in `transaction`; with the database's checks
-    /// off where it has no other way (`Tuning::unchecked_foreign_keys`), then the reason the rows
-    /// cannot go yet when another row still references them.
+    /// off where it has no other way (`Tuning::unchecked_foreign_keys`). The rows the deletes
+    /// took, and the reason the rows cannot go yet when another row still references them.
     pub(super) async fn delete_groups<'g>(
         &self,
         transaction: &mut Transaction,
         groups: &[(&'g PlanNode, &StepSql<'g>, Keys)],
-    ) -> Result<Option<String>, DeleteError> {
+    ) -> Result<(u64, Option<String>), DeleteError> {
         let tuning = self.database.backend().tuning();
         // The database's own cascades do not run with its checks off: a loop with children only the
         // database deletes keeps them on, for InnoDB to check (and refuse rows it cannot order).
@@ -40,24 +40,26 @@ impl<'a> Deletion<'a> {
             .all(|(node, step, _)| step.database_children.is_empty() && self.schema.table(&node.table).is_some());
         let unchecked = tuning.unchecked_foreign_keys.filter(|_| checkable);
         let Some((off, on)) = unchecked else {
+            let mut rows = 0;
             for (_, step, keys) in groups {
-                transaction.execute(&step.sql.delete_by_keys(Param::Keys(keys.clone()), None)).await?;
+                rows += transaction.execute(&step.sql.delete_by_keys(Param::Keys(keys.clone()), None)).await?;
             }
-            return Ok(None);
+            return Ok((rows, None));
         };
         let referenced = self.referenced_values(transaction, groups).await?;
         transaction.execute_script(off).await?;
-        let mut deleted = Ok(());
+        let mut deleted = Ok(0);
         for (_, step, keys) in groups {
-            deleted = transaction.execute(&step.sql.delete_by_keys(Param::Keys(keys.clone()), None)).await.map(drop);
-            if deleted.is_err() {
-                break;
-            }
+            let statement = step.sql.delete_by_keys(Param::Keys(keys.clone()), None);
+            deleted = match deleted {
+                Ok(rows) => transaction.execute(&statement).await.map(|more| rows + more),
+                failed => failed,
+            };
         }
         // Back on whatever happened: the connection goes back to the pool.
         transaction.execute_script(on).await?;
-        deleted?;
-        self.still_referenced(transaction, &referenced).await
+        let rows = deleted?;
+        Ok((rows, self.still_referenced(transaction, &referenced).await?))
     }
 
     /// Whether rows of `node` are deleted by key with the database's checks off and checked by
@@ -78,7 +80,9 @@ impl<'a> Deletion<'a> {
 
     /// Deletes the rows of `node` whose keys are `keys` with the checks off
     /// ([`Self::delete_groups`]), writing their tombstones and archive lines as any delete does;
-    /// the rows deleted, or the refusal when another row still references one of them.
+    /// the rows deleted, or [`DeleteError::StillReferenced`] when another row still references
+    /// one of them (inserted meanwhile: the chunk is taken again, as after a foreign key's
+    /// refusal).
     pub(super) async fn delete_self_referencing(
         &mut self,
         transaction: &mut Transaction,
@@ -87,21 +91,20 @@ impl<'a> Deletion<'a> {
         keys: &Keys,
     ) -> Result<u64, DeleteError> {
         let matched = || Param::Keys(keys.clone());
-        // The rows, locked, with what their delete would return; or how many there are.
-        let (rows, count) = match step.row_data() {
+        // The rows, locked, with what their delete would return.
+        let returned = match step.row_data() {
             Some(returning) => {
-                let rows = transaction.fetch_texts(&step.sql.delete_by_keys(matched(), Some(returning))).await?;
-                let count = rows.len() as u64;
-                (Some(rows), count)
+                Some(transaction.fetch_texts(&step.sql.delete_by_keys(matched(), Some(returning))).await?)
             }
-            None => (None, transaction.fetch_count(&step.sql.count_roots(matched())).await?),
+            None => None,
         };
-        if let Some(reason) = self.delete_groups(transaction, &[(node, step, keys.clone())]).await? {
-            return Err(DeleteError::Refused { model: node.model.clone(), reason });
+        let (deleted, refused) = self.delete_groups(transaction, &[(node, step, keys.clone())]).await?;
+        if let Some(reason) = refused {
+            return Err(DeleteError::StillReferenced { model: node.model.clone(), reason });
         }
-        match rows {
+        match returned {
             Some(rows) => self.write_row_data(transaction, rows, node, step).await,
-            None => Ok(count),
+            None => Ok(deleted),
         }
     }
 

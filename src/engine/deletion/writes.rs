@@ -131,6 +131,10 @@ impl<'a> Deletion<'a> {
         by_key: bool,
     ) -> Result<Option<Vec<String>>, DeleteError> {
         let keys = || Param::Keys(keys.clone());
+        // Where other writers may change the rows meanwhile, they stay as read until they go.
+        if self.database.backend().tuning().concurrent_writers {
+            transaction.fetch_texts(&step.sql.lock_matching(keys(), by_key)).await?;
+        }
         if let Some(target) = step.outbox {
             let tombstones = step.sql.insert_tombstones(target, returning, keys(), by_key);
             self.uncommitted_outbox_rows += transaction.execute(&tombstones).await?;
@@ -138,7 +142,8 @@ impl<'a> Deletion<'a> {
         Ok(match (&self.archive, &returning.row) {
             (Some(_), Some(columns)) => {
                 let archived = transaction.fetch_texts(&step.sql.archived_rows(columns, keys(), by_key)).await?;
-                Some(counted_lines(archived).1)
+                let (rows, lines) = counted_lines(archived);
+                Some(whole(&step.sql.node.model, rows, lines)?)
             }
             _ => None,
         })
@@ -203,6 +208,7 @@ impl<'a> Deletion<'a> {
         if let Some(in_with) = step.deleting_in_with(statement, self.archive.is_some()) {
             let rows = if self.archive.is_some() {
                 let (rows, lines) = counted_lines(transaction.fetch_texts(&in_with).await?);
+                let lines = whole(&node.model, rows, lines)?;
                 self.archive_lines(node, step, lines)?;
                 rows
             } else {
@@ -326,6 +332,16 @@ fn counted_lines(rows: TextRows) -> (u64, Vec<String>) {
     let count = row.next().flatten().and_then(|count| count.parse().ok()).unwrap_or(0);
     let lines = row.next().flatten().map(|text| text.split('\n').map(str::to_owned).collect()).unwrap_or_default();
     (count, lines)
+}
+
+/// `lines`, when there is one for each of the `rows` read: a database may cut an aggregated text
+/// short (MariaDB's `GROUP_CONCAT` past `max_allowed_packet`), and no row goes unarchived.
+fn whole(model: &str, rows: u64, lines: Vec<String>) -> Result<Vec<String>, DeleteError> {
+    if lines.len() as u64 == rows {
+        Ok(lines)
+    } else {
+        Err(DeleteError::ArchiveCutShort { model: model.to_owned(), rows, lines: lines.len() as u64 })
+    }
 }
 
 /// A composite key's JSON array as one spelling on every database (`[1,3]`: PostgreSQL writes

@@ -287,6 +287,9 @@ impl NodeSql<'_> {
 
     /// per_row: deletes one chunk by key, returning what the outbox and archive need.
     pub(super) fn delete_by_keys(&self, keys: Param, returning: Option<&Returning>) -> Statement {
+        if self.deletes_without_key() {
+            return self.delete_without_key(keys, returning, None, true);
+        }
         if let Some(returning) = self.selected_before_delete(returning) {
             return self.deleted_rows(keys, returning, None, true);
         }
@@ -441,7 +444,7 @@ impl NodeSql<'_> {
             return self.nullified_rows(matched, Some(limit));
         }
         if self.deletes_without_key() {
-            return self.delete_without_key(matched, returning, Some(limit));
+            return self.delete_without_key(matched, returning, Some(limit), false);
         }
         if let Some(returning) = self.selected_before_delete(returning) {
             return self.deleted_rows(matched, returning, Some(limit), false);
@@ -469,7 +472,7 @@ impl NodeSql<'_> {
             return self.nullified_rows(matched, None);
         }
         if self.deletes_without_key() {
-            return self.delete_without_key(matched, returning, None);
+            return self.delete_without_key(matched, returning, None, false);
         }
         if let Some(returning) = self.selected_before_delete(returning) {
             return self.deleted_rows(matched, returning, None, false);
@@ -564,12 +567,20 @@ impl NodeSql<'_> {
             && self.spared.is_none()
     }
 
-    /// Up to `limit` (or all) rows matching `matched`, deleted by the single-table form (see
-    /// [`Self::deletes_without_key`]), returning `returning`.
-    fn delete_without_key(&self, matched: Param, returning: Option<&Returning>, limit: Option<u64>) -> Statement {
+    /// Up to `limit` (or all) rows whose key (`by_key`) or relation column is in `matched`,
+    /// deleted by the single-table form (see [`Self::deletes_without_key`]), returning
+    /// `returning`.
+    fn delete_without_key(
+        &self,
+        matched: Param,
+        returning: Option<&Returning>,
+        limit: Option<u64>,
+        by_key: bool,
+    ) -> Statement {
         let mut sql = self.builder();
         sql.push("DELETE FROM ").push(&self.table()).push(" WHERE ");
-        self.write_rows(&mut sql, matched);
+        // No guard and no spared rows (see `deletes_without_key`): nothing refers to an alias.
+        self.matching(&mut sql, matched, by_key);
         if let Some(limit) = limit {
             sql.push(" LIMIT ").push(&limit.to_string());
         }
@@ -581,9 +592,23 @@ impl NodeSql<'_> {
     /// instead (see [`Self::selected_before_delete`]): up to `limit` rows, each with its
     /// [`Self::row_key`] as one more text, locked until the transaction ends.
     fn deleted_rows(&self, matched: Param, returning: &Returning, limit: Option<u64>, by_key: bool) -> Statement {
+        self.selected_rows(matched, limit, by_key, |sql| self.returning_list(sql, returning))
+    }
+
+    /// `SELECT` what `list` writes and the [`Self::row_key`] (as text) of up to `limit` of the
+    /// rows whose key (`by_key`) or relation column is in `matched`, and that the root's guard
+    /// lets go, locked until the transaction ends: the rows a statement that returns nothing
+    /// then changes by row key.
+    fn selected_rows(
+        &self,
+        matched: Param,
+        limit: Option<u64>,
+        by_key: bool,
+        list: impl FnOnce(&mut SqlBuilder),
+    ) -> Statement {
         let mut sql = self.builder();
         sql.push("SELECT ");
-        self.returning_list(&mut sql, returning);
+        list(&mut sql);
         sql.push(", ");
         self.backend.key_text(&mut sql, &self.row_key());
         sql.push(" FROM ").push(&self.table()).push(" AS ").identifier(ROW_ALIAS).push(" WHERE ");
@@ -614,23 +639,7 @@ impl NodeSql<'_> {
     /// The identities (as one text each) of up to `limit` of the rows a nullify sets to NULL
     /// among those `matched` reaches, locked until the transaction ends.
     fn nullified_rows(&self, matched: Param, limit: Option<u64>) -> Statement {
-        let mut sql = self.builder();
-        sql.push("SELECT ");
-        self.backend.key_text(&mut sql, &self.identity_columns());
-        sql.push(", ");
-        self.backend.key_text(&mut sql, &self.row_key());
-        sql.push(" FROM ");
-        self.table_of_rows(&mut sql);
-        sql.push(" WHERE ");
-        self.write_rows(&mut sql, matched);
-        if let Some(guard) = &self.guard {
-            guard.write(&mut sql, ROW_ALIAS);
-        }
-        if let Some(limit) = limit {
-            sql.push(" LIMIT ").push(&limit.to_string());
-        }
-        sql.push(&self.backend.lock_rows_of(ROW_ALIAS));
-        sql.finish()
+        self.selected_rows(matched, limit, false, |sql| self.backend.key_text(sql, &self.identity_columns()))
     }
 
     /// Sets to NULL the relation columns of the rows whose [`Self::row_key`]s (of the column
@@ -767,10 +776,17 @@ impl NodeSql<'_> {
         sql.push(" FROM ").push(&self.table()).push(" AS ").identifier(ROW_ALIAS);
         sql.push(" WHERE ");
         self.matching(&mut sql, keys, by_key);
-        // Where other writers may change them meanwhile, the rows stay as read until they go.
-        if backend.tuning().concurrent_writers && !backend.tuning().deletes_in_with {
-            sql.push(&backend.lock_rows_of(ROW_ALIAS));
-        }
+        sql.finish()
+    }
+
+    /// Locks the rows whose key (`by_key`) or relation column is in `keys` until the transaction
+    /// ends, so that what is read of them next is what goes.
+    pub(super) fn lock_matching(&self, keys: Param, by_key: bool) -> Statement {
+        let mut sql = self.builder();
+        sql.push("SELECT ").text("1").push(" FROM ").push(&self.table()).push(" AS ").identifier(ROW_ALIAS);
+        sql.push(" WHERE ");
+        self.matching(&mut sql, keys, by_key);
+        sql.push(&self.backend.lock_rows_of(ROW_ALIAS));
         sql.finish()
     }
 
