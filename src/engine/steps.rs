@@ -518,7 +518,7 @@ fn deleting_all(step: &StepSql<'_>, keys: Param, by_key: bool) -> Vec<Statement>
 /// where the database can, else from the rows it returns (one JSON parameter).
 fn writing(step: &StepSql<'_>, statement: Statement) -> Vec<Statement> {
     // Where the statement selects the rows first (MySQL), what then changes them by row key.
-    let row_keys = || Param::Described("the selected rows' primary keys (JSON)".into());
+    let row_keys = || Param::Described("the selected rows' row keys (JSON)".into());
     let types = || column_types(step.sql.names.table(), &step.sql.row_key());
     if step.sql.returns_nullified {
         let (run, keys) =

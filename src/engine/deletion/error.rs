@@ -67,10 +67,10 @@ pub enum DeleteError {
         /// Which rows reference them.
         reason: String,
     },
-    /// The database returned fewer archive lines than the rows it read (it cut their text short):
-    /// nothing of the chunk is deleted.
+    /// The database cut the archive lines of a chunk short (fewer lines than rows, or a last
+    /// line that is not whole JSON): nothing of the chunk is deleted.
     #[error(
-        "the archive read of {rows} `{model}` rows returned {lines} lines (the database cut their text short: on \
+        "the archive read of {rows} `{model}` rows came back cut short ({lines} lines, the last not whole; on \
          MariaDB, raise `max_allowed_packet`, or lower the chunk sizes); the chunk was not deleted"
     )]
     ArchiveCutShort {
