@@ -595,7 +595,7 @@ pub(crate) fn key_array(backend: &'static dyn Backend, key: &str, rows: impl FnO
     let mut sql = SqlBuilder::new(backend);
     sql.push("SELECT ");
     backend.json_array_agg(&mut sql, KEY, ORDER);
-    sql.push(" FROM (SELECT CAST(").push(key).push(" AS TEXT) AS ").identifier(KEY);
+    sql.push(" FROM (SELECT ").text(key).push(" AS ").identifier(KEY);
     sql.push(", ").push(key).push(" AS ").identifier(ORDER);
     rows(&mut sql);
     sql.push(") AS cascade_batch");

@@ -68,7 +68,7 @@ pub fn run(cli: &Cli, args: &Args) -> anyhow::Result<ExitCode> {
         return super::block_on(confirmed(&url, &loaded, &search, args));
     }
     let found = super::block_on(async {
-        let database = super::connect_for("`duplicates`", &url, &loaded, Access::ReadOnly).await?;
+        let database = super::connect(&url, &loaded, Access::ReadOnly).await?;
         let schema = cascade::schema::introspect(&database).await;
         let found = match schema {
             Ok(schema) => duplicates::find(&database, &loaded, &schema, &search).await.map_err(Into::into),
@@ -87,7 +87,7 @@ pub fn run(cli: &Cli, args: &Args) -> anyhow::Result<ExitCode> {
 /// `duplicates --confirm`: the duplicates removed batch after batch, then what is left and the
 /// index that keeps it that way.
 async fn confirmed(url: &str, loaded: &CheckedConfig, search: &Search, args: &Args) -> anyhow::Result<ExitCode> {
-    let database = super::connect_for("`duplicates`", url, loaded, Access::ReadWrite).await?;
+    let database = super::connect(url, loaded, Access::ReadWrite).await?;
     let Some(engine) = super::prepare(database.clone(), loaded).await? else { return Ok(ExitCode::from(1)) };
     let removed = duplicates::remove(&engine, search, args.merge, args.batches.options()).await;
     let removed = match removed {

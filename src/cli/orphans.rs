@@ -48,7 +48,7 @@ pub fn run(cli: &Cli, args: &Args) -> anyhow::Result<ExitCode> {
         return super::block_on(confirmed(&url, &loaded, &options, args));
     }
     super::block_on(async {
-        let database = super::connect_for("`orphans`", &url, &loaded, Access::ReadOnly).await?;
+        let database = super::connect(&url, &loaded, Access::ReadOnly).await?;
         let result = report(&database, &loaded, &options, args.delete).await;
         database.close().await;
         let Some((report, preview, refused)) = result? else { return Ok(ExitCode::from(1)) };
@@ -106,7 +106,7 @@ async fn confirmed(
     options: &OrphanOptions,
     args: &Args,
 ) -> anyhow::Result<ExitCode> {
-    let database = super::connect_for("`orphans`", url, loaded, Access::ReadWrite).await?;
+    let database = super::connect(url, loaded, Access::ReadWrite).await?;
     let Some(engine) = super::prepare(database.clone(), loaded).await? else { return Ok(ExitCode::from(1)) };
     let cleaned = cleanup::orphans::delete(&engine, options, args.batches.options()).await;
     database.close().await;

@@ -50,11 +50,14 @@ impl Kind {
     /// tool suggests to a user: backquoted on MySQL (which the tool's ANSI-mode connections read
     /// too), double-quoted elsewhere.
     pub fn quote_for_clients(self, name: &str) -> String {
+        name.split('.').map(|part| self.quote_part_for_clients(part)).collect::<Vec<_>>().join(".")
+    }
+
+    /// One name (a `.` in it is part of the name) quoted as [`Self::quote_for_clients`] does.
+    pub fn quote_part_for_clients(self, name: &str) -> String {
         match self {
-            Kind::Mysql => {
-                name.split('.').map(|part| format!("`{}`", part.replace('`', "``"))).collect::<Vec<_>>().join(".")
-            }
-            Kind::Sqlite | Kind::Postgres => super::sql::quote_qualified(name),
+            Kind::Mysql => format!("`{}`", name.replace('`', "``")),
+            Kind::Sqlite | Kind::Postgres => super::sql::quote_identifier(name),
         }
     }
 

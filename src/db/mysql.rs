@@ -124,6 +124,22 @@ impl Backend for Mysql {
         sql.push("DELETE ").identifier(alias).push(" FROM ").push(table).push(" AS ").identifier(alias);
     }
 
+    fn update_joined(
+        &self,
+        sql: &mut SqlBuilder,
+        (table, alias): (&str, &str),
+        (column, value): (&str, &str),
+        rows: &mut dyn FnMut(&mut SqlBuilder),
+        condition: &str,
+    ) {
+        // MySQL has no `UPDATE ... FROM`: the rows are joined, and the column named by its table
+        // (a multiple-table update reads a bare name in either).
+        sql.push("UPDATE ").push(table).push(" AS ").identifier(alias).push(" JOIN ");
+        rows(sql);
+        sql.push(" ON ").push(condition).push(" SET ").identifier(alias).push(".").identifier(column);
+        sql.push(" = ").push(value);
+    }
+
     fn on_duplicate(&self, sql: &mut SqlBuilder, key: &[&str], updated: &[&str], also: &str) {
         // Nothing to do is a column set to itself, which changes no row; `INSERT IGNORE` would
         // also turn other errors (a value too long) into warnings.
@@ -257,10 +273,14 @@ impl Backend for Mysql {
         false
     }
 
-    fn create_unique_index(&self, sql: &mut SqlBuilder, name: &str, table: &str, columns: &[String], _: bool) {
-        // InnoDB builds an index in place and lets writes go on meanwhile.
-        sql.push("CREATE UNIQUE INDEX ").identifier(name).push(" ON ").push(table);
-        sql.push(" (").identifiers(columns).push(");");
+    fn create_unique_index(&self, sql: &mut SqlBuilder, name: &str, table: &[&str], columns: &[String], _: bool) {
+        // InnoDB builds an index in place and lets writes go on meanwhile. Backquotes: the
+        // statement is printed for the `mysql` client, whose sessions do not read `"` as a quote.
+        let quote = |name: &str| Kind::Mysql.quote_part_for_clients(name);
+        let table: Vec<String> = table.iter().map(|part| quote(part)).collect();
+        let columns: Vec<String> = columns.iter().map(|column| quote(column)).collect();
+        sql.push("CREATE UNIQUE INDEX ").push(&quote(name)).push(" ON ").push(&table.join("."));
+        sql.push(" (").push(&columns.join(", ")).push(");");
     }
 
     fn tuning(&self) -> &'static Tuning {

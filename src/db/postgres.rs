@@ -12,7 +12,7 @@ use super::driver::{
 };
 use super::kind::Kind;
 use super::sql::sealed::Sealed;
-use super::sql::{Backend, KeyType, Param, RowSelector, SqlBuilder, Tuning, db_time, quote_identifier};
+use super::sql::{Backend, KeyType, Param, RowSelector, SqlBuilder, Tuning, db_time, quote_identifier, quote_parts};
 use super::url::DatabaseUrl;
 use super::{Access, ConnectOptions, Database, DbError, Pool};
 
@@ -184,14 +184,14 @@ impl Backend for Postgres {
         &self,
         sql: &mut SqlBuilder,
         name: &str,
-        table: &str,
+        table: &[&str],
         columns: &[String],
         partitioned: bool,
     ) {
         // CONCURRENTLY keeps the table writable while the index is built (it cannot run inside a
         // transaction block); a partitioned table refuses it, and locks for the build instead.
         let how = if partitioned { "CREATE UNIQUE INDEX " } else { "CREATE UNIQUE INDEX CONCURRENTLY " };
-        sql.push(how).identifier(name).push(" ON ").push(table);
+        sql.push(how).identifier(name).push(" ON ").push(&quote_parts(table));
         sql.push(" (").identifiers(columns).push(");");
     }
 

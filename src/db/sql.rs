@@ -214,6 +214,11 @@ pub(crate) fn quote_identifier(name: &str) -> String {
     format!("\"{}\"", name.replace('"', "\"\""))
 }
 
+/// A name of several parts (`schema.table`), each quoted.
+pub(crate) fn quote_parts(parts: &[&str]) -> String {
+    parts.iter().map(|part| quote_identifier(part)).collect::<Vec<_>>().join(".")
+}
+
 /// A possibly `schema.`-qualified name from the config, each part quoted.
 pub(crate) fn quote_qualified(name: &str) -> String {
     name.split('.').map(quote_identifier).collect::<Vec<_>>().join(".")
@@ -326,6 +331,23 @@ pub(crate) trait Backend: sealed::Sealed + Send + Sync + Debug {
     /// `alias` (`table` already quoted).
     fn delete_from(&self, sql: &mut SqlBuilder, table: &str, alias: &str) {
         sql.push("DELETE FROM ").push(table).push(" AS ").identifier(alias);
+    }
+
+    /// `UPDATE table AS alias SET column = value FROM (rows) WHERE condition`: `column` of the
+    /// rows of `table` (already quoted) that `condition` matches with a row `rows` writes (a
+    /// `FROM` item), set to `value`. `value` and `condition` name the table's row by `alias`.
+    fn update_joined(
+        &self,
+        sql: &mut SqlBuilder,
+        (table, alias): (&str, &str),
+        (column, value): (&str, &str),
+        rows: &mut dyn FnMut(&mut SqlBuilder),
+        condition: &str,
+    ) {
+        sql.push("UPDATE ").push(table).push(" AS ").identifier(alias).push(" SET ").identifier(column);
+        sql.push(" = ").push(value).push(" FROM ");
+        rows(sql);
+        sql.push(" WHERE ").push(condition);
     }
 
     /// The type `CAST` converts to text with: `TEXT`, MySQL's `CHAR`.
@@ -453,10 +475,18 @@ pub(crate) trait Backend: sealed::Sealed + Send + Sync + Debug {
         referenced: Option<(&str, &str)>,
     ) -> bool;
 
-    /// `CREATE UNIQUE INDEX "name" ON table (columns);` for a `table` already quoted, built the
-    /// way that keeps the table writable while the index is built where the database can
-    /// (PostgreSQL: `CONCURRENTLY`, which a `partitioned` table does not allow).
-    fn create_unique_index(&self, sql: &mut SqlBuilder, name: &str, table: &str, columns: &[String], partitioned: bool);
+    /// `CREATE UNIQUE INDEX "name" ON table (columns);` for a `table` named by its parts
+    /// (`[schema, name]` or `[name]`), built the way that keeps the table writable while the
+    /// index is built where the database can (PostgreSQL: `CONCURRENTLY`, which a `partitioned`
+    /// table does not allow). The statement is printed for a person to run.
+    fn create_unique_index(
+        &self,
+        sql: &mut SqlBuilder,
+        name: &str,
+        table: &[&str],
+        columns: &[String],
+        partitioned: bool,
+    );
 
     /// How the tool runs its statements on this database.
     fn tuning(&self) -> &'static Tuning;

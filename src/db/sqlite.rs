@@ -9,7 +9,9 @@ use sqlx::sqlite::{SqliteConnectOptions, SqlitePoolOptions};
 use super::driver::{BoxFuture, Driver, Failure, WriterLock, connection_failure};
 use super::kind::Kind;
 use super::sql::sealed::Sealed;
-use super::sql::{Backend, KeyType, Param, RowSelector, SqlBuilder, Tuning, db_time, quote_identifier, quote_literal};
+use super::sql::{
+    Backend, KeyType, Param, RowSelector, SqlBuilder, Tuning, db_time, quote_identifier, quote_literal, quote_parts,
+};
 use super::url::DatabaseUrl;
 use super::{Access, ConnectOptions, Database, DbError, Pool};
 
@@ -229,9 +231,9 @@ impl Backend for Sqlite {
         true
     }
 
-    fn create_unique_index(&self, sql: &mut SqlBuilder, name: &str, table: &str, columns: &[String], _: bool) {
+    fn create_unique_index(&self, sql: &mut SqlBuilder, name: &str, table: &[&str], columns: &[String], _: bool) {
         // SQLite builds an index under the write lock; there is no concurrent build.
-        sql.push("CREATE UNIQUE INDEX ").identifier(name).push(" ON ").push(table);
+        sql.push("CREATE UNIQUE INDEX ").identifier(name).push(" ON ").push(&quote_parts(table));
         sql.push(" (").identifiers(columns).push(");");
     }
 

@@ -322,19 +322,18 @@ impl Table {
     }
 
     /// The statement that creates an index leading with `columns` (as a config spells them), or
-    /// `None` when the table already has one. `quoted_table` is the table as the statement
-    /// should name it; the index is called `TABLE_COLUMNS_idx`. `validate` (the
-    /// `unindexed-relation` warning) and `cascade orphans` give the same advice.
-    pub fn index_advice(&self, columns: &[String], quoted_table: &str, kind: Option<Kind>) -> Option<String> {
+    /// `None` when the table already has one. `table` is the table as the statement should name
+    /// it (as a config does), quoted the way the `kind` of database's own client reads it; the
+    /// index is called `TABLE_COLUMNS_idx`. `validate` (the `unindexed-relation` warning) and
+    /// `cascade orphans` give the same advice.
+    pub fn index_advice(&self, columns: &[String], table: &str, kind: Option<Kind>) -> Option<String> {
         (!self.has_index_leading_with(columns)).then(|| {
             let index = format!("{}_{}_idx", self.name, columns.join("_"));
-            // A MySQL client reads backquotes (the tool's own connections too); the others, double quotes.
-            let quote = |name: &str| match kind {
-                Some(Kind::Mysql) => format!("`{}`", name.replace('`', "``")),
-                _ => quote_identifier(name),
-            };
+            let quote =
+                |name: &str| kind.map_or_else(|| quote_identifier(name), |kind| kind.quote_part_for_clients(name));
+            let table = kind.map_or_else(|| quote_qualified(table), |kind| kind.quote_for_clients(table));
             let quoted: Vec<String> = columns.iter().map(|column| quote(column)).collect();
-            format!("CREATE INDEX {} ON {quoted_table} ({});", quote(&index), quoted.join(", "))
+            format!("CREATE INDEX {} ON {table} ({});", quote(&index), quoted.join(", "))
         })
     }
 

@@ -127,8 +127,9 @@ fn planted_duplicates_are_counted_and_kept_as_asked(url: String) {
 on_each_database!(
     planted_duplicates_are_counted_and_kept_as_asked_on_sqlite,
     planted_duplicates_are_counted_and_kept_as_asked_on_postgres,
+    planted_duplicates_are_counted_and_kept_as_asked_on_mariadb,
     |databases| {
-        planted_duplicates_are_counted_and_kept_as_asked(databases.create(&planted()));
+        planted_duplicates_are_counted_and_kept_as_asked(databases.create_keyable(&planted()));
     }
 );
 
@@ -155,7 +156,7 @@ fn the_printed_index_fails_on_duplicates_and_holds_once_they_are_removed(
     assert_eq!(index["statement"], statement);
     let statement = index["statement"].as_str().unwrap();
     let refused = execute(&url, statement).unwrap_err();
-    assert!(refused.contains("unique") || refused.contains("UNIQUE"), "{refused}");
+    assert!(["unique", "UNIQUE", "Duplicate entry"].iter().any(|says| refused.contains(says)), "{refused}");
 
     // A failed concurrent build (PostgreSQL) leaves an INVALID index behind: it is named, and
     // the statement keeps its name, to be run once it is dropped.
@@ -204,9 +205,13 @@ on_each_database!(
         r#"CREATE UNIQUE INDEX CONCURRENTLY "person_email_key" ON "public"."person" ("email");"#,
         true
     ),
+    the_printed_index_fails_on_duplicates_and_holds_once_they_are_removed_on_mariadb(
+        "CREATE UNIQUE INDEX `person_email_key` ON `person` (`email`);",
+        false
+    ),
     |databases, statement, leaves_invalid| {
         the_printed_index_fails_on_duplicates_and_holds_once_they_are_removed(
-            databases.create(&planted()),
+            databases.create_keyable(&planted()),
             statement,
             leaves_invalid,
         );
@@ -214,7 +219,8 @@ on_each_database!(
 );
 
 /// Unique indexes, constraints and the primary key count when they cover exactly the columns
-/// or some of them; partial and expression indexes do not. A name in use gets a number.
+/// or some of them; partial and expression indexes do not (on MariaDB, which has neither,
+/// indexes of a column's first characters). A name in use gets a number.
 fn existing_uniqueness_is_recognised(url: String) {
     let index = |by: &str| report(&url, &["person", "--by", by])["unique_index"].clone();
     let primary = index("id");
@@ -244,11 +250,22 @@ CREATE UNIQUE INDEX person_nickname_key ON person (nickname) WHERE org_id = 1;
 CREATE UNIQUE INDEX person_email_lower ON person (lower(email));
 ";
 
+/// [`UNIQUE_SCHEMA`] on MariaDB: unique on the first characters of a column instead of the
+/// partial and the expression index.
+const UNIQUE_PREFIX_SCHEMA: &str = "
+CREATE TABLE person (id INTEGER PRIMARY KEY, email varchar(255), org_id INTEGER, nickname varchar(255));
+CREATE UNIQUE INDEX person_pair ON person (email, org_id);
+CREATE UNIQUE INDEX person_nickname_key ON person (nickname(3));
+CREATE UNIQUE INDEX person_email_lower ON person (email(4));
+";
+
 on_each_database!(
     existing_uniqueness_is_recognised_on_sqlite,
     existing_uniqueness_is_recognised_on_postgres,
+    existing_uniqueness_is_recognised_on_mariadb,
     |databases| {
-        existing_uniqueness_is_recognised(databases.create(UNIQUE_SCHEMA));
+        let schema = if databases.is_mysql() { UNIQUE_PREFIX_SCHEMA } else { UNIQUE_SCHEMA };
+        existing_uniqueness_is_recognised(databases.create(schema));
     }
 );
 
@@ -395,6 +412,7 @@ const SEEDS: [u64; 3] = [1, 2, 3];
 on_each_database!(
     a_random_table_matches_the_model_on_sqlite,
     a_random_table_matches_the_model_on_postgres,
+    a_random_table_matches_the_model_on_mariadb,
     |databases| {
         for seed in SEEDS {
             let rows = random_rows(seed);

@@ -108,8 +108,9 @@ fn keep_oldest_deletes_the_duplicates_with_their_children(url: &str) {
 on_each_database!(
     keep_oldest_deletes_the_duplicates_with_their_children_on_sqlite("INTEGER"),
     keep_oldest_deletes_the_duplicates_with_their_children_on_postgres("bigint"),
+    keep_oldest_deletes_the_duplicates_with_their_children_on_mariadb("bigint"),
     |databases, int| {
-        keep_oldest_deletes_the_duplicates_with_their_children(&databases.create(&schema(int, ROWS)));
+        keep_oldest_deletes_the_duplicates_with_their_children(&databases.create_keyable(&schema(int, ROWS)));
     }
 );
 
@@ -153,8 +154,9 @@ fn a_duplicates_run_of_the_same_model_elsewhere_is_refused(url: &str) {
 on_each_database!(
     a_duplicates_run_of_the_same_model_elsewhere_is_refused_on_sqlite("INTEGER"),
     a_duplicates_run_of_the_same_model_elsewhere_is_refused_on_postgres("bigint"),
+    a_duplicates_run_of_the_same_model_elsewhere_is_refused_on_mariadb("bigint"),
     |databases, int| {
-        a_duplicates_run_of_the_same_model_elsewhere_is_refused(&databases.create(&schema(int, ROWS)));
+        a_duplicates_run_of_the_same_model_elsewhere_is_refused(&databases.create_keyable(&schema(int, ROWS)));
     }
 );
 
@@ -171,8 +173,9 @@ fn keep_newest_merges_the_children_into_the_kept_row(url: &str) {
 on_each_database!(
     keep_newest_merges_the_children_into_the_kept_row_on_sqlite("INTEGER"),
     keep_newest_merges_the_children_into_the_kept_row_on_postgres("bigint"),
+    keep_newest_merges_the_children_into_the_kept_row_on_mariadb("bigint"),
     |databases, int| {
-        keep_newest_merges_the_children_into_the_kept_row(&databases.create(&schema(int, ROWS)));
+        keep_newest_merges_the_children_into_the_kept_row(&databases.create_keyable(&schema(int, ROWS)));
     }
 );
 
@@ -275,8 +278,9 @@ fn a_merge_that_breaks_a_unique_constraint_is_refused(url: &str) {
 on_each_database!(
     a_merge_that_breaks_a_unique_constraint_is_refused_on_sqlite("INTEGER"),
     a_merge_that_breaks_a_unique_constraint_is_refused_on_postgres("bigint"),
+    a_merge_that_breaks_a_unique_constraint_is_refused_on_mariadb("bigint"),
     |databases, int| {
-        a_merge_that_breaks_a_unique_constraint_is_refused(&databases.create(&schema(int, ROWS)));
+        a_merge_that_breaks_a_unique_constraint_is_refused(&databases.create_keyable(&schema(int, ROWS)));
     }
 );
 
@@ -356,8 +360,9 @@ fn random_tables_match_the_model(url_for: impl Fn(&str) -> String) {
 on_each_database!(
     random_tables_match_the_model_on_sqlite("INTEGER"),
     random_tables_match_the_model_on_postgres("bigint"),
+    random_tables_match_the_model_on_mariadb("bigint"),
     |databases, int| {
-        random_tables_match_the_model(|rows| databases.create(&schema(int, rows)));
+        random_tables_match_the_model(|rows| databases.create_keyable(&schema(int, rows)));
     }
 );
 
@@ -386,8 +391,9 @@ INSERT INTO membership VALUES (10, 2, 'o'), (11, 3, 'o');
 on_each_database!(
     a_duplicate_kept_by_its_status_keeps_its_children_on_sqlite("INTEGER"),
     a_duplicate_kept_by_its_status_keeps_its_children_on_postgres("bigint"),
+    a_duplicate_kept_by_its_status_keeps_its_children_on_mariadb("bigint"),
     |databases, int| {
-        let url = databases.create(&schema(int, &STATUS_ROWS.replace("{int}", int)));
+        let url = databases.create_keyable(&schema(int, &STATUS_ROWS.replace("{int}", int)));
         a_duplicate_kept_by_its_status_keeps_its_children(&url);
     }
 );

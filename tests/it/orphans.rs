@@ -71,6 +71,17 @@ fn sqlite_schema(rows: &str) -> String {
     format!("PRAGMA foreign_keys = OFF;\n{tables}{rows}")
 }
 
+/// MariaDB: text keys are `varchar` (InnoDB indexes no `text` without a length), and the
+/// undeclared foreign key is added with the checks off, which leaves its rows unchecked.
+fn mariadb_schema(rows: &str) -> String {
+    let tables = TABLES.replace("{int}", "bigint").replace("{grp_fk}", "").replace(" text", " varchar(100)");
+    format!(
+        "{tables}{rows}SET foreign_key_checks = 0;\n\
+         ALTER TABLE event ADD CONSTRAINT event_grp_id_fkey FOREIGN KEY (grp_id) REFERENCES grp (id);\n\
+         SET foreign_key_checks = 1;\n"
+    )
+}
+
 fn postgres_schema(rows: &str) -> String {
     let tables = TABLES.replace("{int}", "bigint").replace("{grp_fk}", "");
     format!(
@@ -156,22 +167,25 @@ fn check_report(url: &str) {
     assert_eq!((&undeclared["parent_table"], &undeclared["on_delete"]), (&json!("grp"), &Value::Null));
     assert_eq!(relations[3]["on_delete"], json!("nullify"));
 
-    // Only the unindexed relations get the advice, the statement `validate` gives.
+    // Only the unindexed relations get the advice, the statement `validate` gives (InnoDB
+    // indexes every foreign key of its own).
     let advice: Vec<&Value> = relations.iter().map(|relation| &relation["index"]).collect();
+    let tag_use = r#"CREATE INDEX "tag_use_project_id_name_idx" ON "tag_use" ("project_id", "name");"#;
     assert_eq!(
         advice,
         [
             &Value::Null,
-            &json!(r#"CREATE INDEX "event_project_id_idx" ON "event" ("project_id");"#),
+            &common::index_advice(url, r#"CREATE INDEX "event_project_id_idx" ON "event" ("project_id");"#),
             &Value::Null,
-            &json!(r#"CREATE INDEX "event_duplicate_of_idx" ON "event" ("duplicate_of");"#),
+            &common::index_advice(url, r#"CREATE INDEX "event_duplicate_of_idx" ON "event" ("duplicate_of");"#),
             &Value::Null,
-            &json!(r#"CREATE INDEX "tag_use_project_id_name_idx" ON "tag_use" ("project_id", "name");"#),
+            &if url.starts_with("mysql:") { Value::Null } else { json!(tag_use) },
         ]
     );
     let validate = cascade(dir.path()).args(["validate", "--database-url", url]).output().unwrap();
     let validate = String::from_utf8_lossy(&validate.stdout);
-    assert!(validate.contains(r#"CREATE INDEX "event_project_id_idx" ON "event" ("project_id");"#), "{validate}");
+    let event = common::index_advice(url, r#"CREATE INDEX "event_project_id_idx" ON "event" ("project_id");"#);
+    assert!(validate.contains(event.as_str().unwrap()), "{validate}");
 
     // The composite foreign key is counted, over both columns.
     assert_eq!(report["skipped"], json!([]));
@@ -290,6 +304,7 @@ fn run_everything(url: &str) {
 on_each_database!(
     sqlite_report_counts_exactly_the_planted_orphans(sqlite_schema),
     postgres_report_counts_exactly_the_planted_orphans(postgres_schema),
+    mariadb_report_counts_exactly_the_planted_orphans(mariadb_schema),
     |databases, schema| {
         let url = databases.create(&schema(ROWS));
         check_report(&url);
@@ -300,6 +315,7 @@ on_each_database!(
 on_each_database!(
     sqlite_delete_dry_run_counts_each_orphan_with_its_cascade(sqlite_schema),
     postgres_delete_dry_run_counts_each_orphan_with_its_cascade(postgres_schema),
+    mariadb_delete_dry_run_counts_each_orphan_with_its_cascade(mariadb_schema),
     |databases, schema| {
         check_delete_preview(&databases.create(&schema(ROWS)));
     }
@@ -337,20 +353,40 @@ fn postgres_database_is_unchanged_by_the_report_and_the_dry_run() {
     );
 }
 
-/// `Access::ReadOnly` is enforced by PostgreSQL itself, as SQLite enforces it on the file: the
-/// report could not write even by mistake.
+/// Every row of every table, the tool's own too, is as it was (MariaDB).
 #[test]
-fn postgres_read_only_connections_refuse_writes() {
-    let Some(url) = postgres_database(&postgres_schema(ROWS)) else { return };
+fn mariadb_database_is_unchanged_by_the_report_and_the_dry_run() {
+    let Some(databases) = common::databases::Databases::mysql() else { return };
+    let url = databases.create(&mariadb_schema(ROWS));
+    let before = common::dump(&url);
+    run_everything(&url);
+    assert_eq!(common::dump(&url), before);
+}
+
+/// `Access::ReadOnly` is enforced by PostgreSQL and MariaDB themselves, as SQLite enforces it on
+/// the file: the report could not write even by mistake.
+fn check_read_only_connections_refuse_writes(url: &str, refusal: &str) {
     let refused = common::block_on(async {
-        let database = cascade::db::Database::connect(&url, cascade::db::Access::ReadOnly).await.unwrap();
+        let database = cascade::db::Database::connect(url, cascade::db::Access::ReadOnly).await.unwrap();
         let insert = cascade::db::Statement { sql: "INSERT INTO grp VALUES (2)".to_owned(), params: Vec::new() };
         let result = database.execute(&insert).await;
         database.close().await;
         result.unwrap_err().to_string()
     });
-    assert!(refused.contains("read-only transaction"), "{refused}");
-    assert_eq!(count(&url, "SELECT COUNT(*) FROM grp"), 1);
+    assert!(refused.contains(refusal), "{refused}");
+    assert_eq!(count(url, "SELECT COUNT(*) FROM grp"), 1);
+}
+
+#[test]
+fn postgres_read_only_connections_refuse_writes() {
+    let Some(url) = postgres_database(&postgres_schema(ROWS)) else { return };
+    check_read_only_connections_refuse_writes(&url, "read-only transaction");
+}
+
+#[test]
+fn mariadb_read_only_connections_refuse_writes() {
+    let Some(databases) = common::databases::Databases::mysql() else { return };
+    check_read_only_connections_refuse_writes(&databases.create(&mariadb_schema(ROWS)), "READ ONLY transaction");
 }
 
 /// A report is not a failure: exit 0 with orphans and without.
@@ -512,11 +548,16 @@ fn unique_null_keys() -> String {
         .replace(", (4, 'c');", ", (4, NULL);")
 }
 
-on_each_database!(sqlite_a_null_parent_key_hides_no_orphan, postgres_a_null_parent_key_hides_no_orphan, |databases| {
-    for schema in [NULL_KEYS.to_owned(), unique_null_keys()] {
-        check_a_null_parent_key_hides_nothing(&databases.create(&schema));
+on_each_database!(
+    sqlite_a_null_parent_key_hides_no_orphan,
+    postgres_a_null_parent_key_hides_no_orphan,
+    mariadb_a_null_parent_key_hides_no_orphan,
+    |databases| {
+        for schema in [NULL_KEYS.to_owned(), unique_null_keys()] {
+            check_a_null_parent_key_hides_nothing(&databases.create_keyable(&schema));
+        }
     }
-});
+);
 
 #[test]
 fn human_output() {
@@ -568,9 +609,14 @@ INSERT INTO b VALUES (1);
 INSERT INTO item VALUES (1, 9, 9), (2, 1, 9), (3, 1, 1);
 ";
 
-on_each_database!(sqlite_two_nullified_columns_count_twice, postgres_two_nullified_columns_count_twice, |databases| {
-    check_two_nullified_columns_count_twice(&databases.create(TWO_NULLIFIED));
-});
+on_each_database!(
+    sqlite_two_nullified_columns_count_twice,
+    postgres_two_nullified_columns_count_twice,
+    mariadb_two_nullified_columns_count_twice,
+    |databases| {
+        check_two_nullified_columns_count_twice(&databases.create(TWO_NULLIFIED));
+    }
+);
 
 /// The dry run says, exit code 1, when `--confirm` would refuse the clean-up before deleting
 /// anything (a table the config does not declare references the orphans), as `delete`'s dry run

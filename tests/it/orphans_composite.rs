@@ -103,6 +103,18 @@ fn postgres_schema() -> String {
     )
 }
 
+/// MariaDB: `varchar` for the text keys (InnoDB indexes no `text` without a length), and the
+/// foreign key added with the checks off, which leaves its rows unchecked.
+fn mariadb_schema() -> String {
+    let tables = TABLES.replace("{int}", "bigint").replace("{note_fk}", "").replace(" text", " varchar(100)");
+    format!(
+        "{tables}{ROWS}SET foreign_key_checks = 0;\n\
+         ALTER TABLE revision_note ADD CONSTRAINT revision_note_fkey \
+         FOREIGN KEY (doc_id, rev) REFERENCES revision (doc_id, rev);\n\
+         SET foreign_key_checks = 1;\n"
+    )
+}
+
 fn orphans_json(dir: &std::path::Path, url: &str, args: &[&str]) -> Value {
     json_output(cascade(dir).args(["orphans", "--format", "json", "--database-url", url]).args(args))
 }
@@ -158,12 +170,17 @@ fn check_composite_orphans(url: &str) {
     assert_eq!(
         advice,
         [
-            &json!(r#"CREATE INDEX "edge_node_id_version_idx" ON "edge" ("node_id", "version");"#),
+            &common::index_advice(url, r#"CREATE INDEX "edge_node_id_version_idx" ON "edge" ("node_id", "version");"#),
             &Value::Null,
             &Value::Null,
             &Value::Null,
             &Value::Null,
-            &json!(r#"CREATE INDEX "revision_note_doc_id_rev_idx" ON "revision_note" ("doc_id", "rev");"#),
+            // InnoDB indexes every foreign key of its own.
+            &if url.starts_with("mysql:") {
+                Value::Null
+            } else {
+                json!(r#"CREATE INDEX "revision_note_doc_id_rev_idx" ON "revision_note" ("doc_id", "rev");"#)
+            },
         ]
     );
     // `--relation` names a composite relation as the report writes it, or in parentheses.
@@ -218,6 +235,7 @@ fn check_composite_orphans(url: &str) {
 on_each_database!(
     sqlite_orphans_of_relations_over_several_columns_are_counted_and_cleaned(sqlite_schema),
     postgres_orphans_of_relations_over_several_columns_are_counted_and_cleaned(postgres_schema),
+    mariadb_orphans_of_relations_over_several_columns_are_counted_and_cleaned(mariadb_schema),
     |databases, schema| {
         check_composite_orphans(&databases.create(&schema()));
     }

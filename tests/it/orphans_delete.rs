@@ -220,7 +220,7 @@ fn check_confirmed(url: &str, data: &Data) {
     let parents: Vec<&String> = after["parent"].iter().filter(|row| !appeared.contains(row)).collect();
     assert_eq!(parents, before["parent"].iter().collect::<Vec<_>>(), "no parent was touched");
     check_archive(&before, &after, &archive, &[]);
-    let runs = texts(url, "SELECT command, outcome, rows FROM cascade_run");
+    let runs = texts(url, "SELECT command, outcome, \"rows\" FROM cascade_run");
     assert_eq!(runs.len(), 1, "one run for the whole clean-up: {runs:?}");
     assert!(runs[0][0].as_deref().unwrap().contains("orphans --delete --confirm"), "{runs:?}");
     assert_eq!(runs[0][1].as_deref(), Some("succeeded"));
@@ -232,6 +232,7 @@ fn check_confirmed(url: &str, data: &Data) {
 on_each_database!(
     sqlite_confirm_deletes_exactly_the_orphans_with_their_children("INTEGER"),
     postgres_confirm_deletes_exactly_the_orphans_with_their_children("bigint"),
+    mariadb_confirm_deletes_exactly_the_orphans_with_their_children("bigint"),
     |databases, int| {
         let data = generate(400, 7);
         let url = databases.create(&schema(int, &data));
@@ -275,6 +276,11 @@ on_each_database!(
          $$ BEGIN INSERT INTO parent VALUES ({parent}); RETURN NULL; END $$;
          CREATE TRIGGER parent_appears AFTER DELETE ON child FOR EACH ROW WHEN (OLD.id = {first}) \
          EXECUTE FUNCTION parent_appears();"
+    ),
+    mariadb_a_parent_appearing_mid_run_keeps_its_children(
+        "bigint",
+        "CREATE TRIGGER parent_appears AFTER DELETE ON child FOR EACH ROW \
+         IF OLD.id = {first} THEN INSERT INTO parent VALUES ({parent}); END IF;"
     ),
     |databases, int, trigger| {
         let mut data = generate(800, 11);
@@ -414,6 +420,7 @@ fn check_killed_run_rows(url: &str, data: &Data, project: &std::path::Path) {
 on_each_database!(
     sqlite_kill_9_after_a_batch_then_rerun_continues_after_the_checkpoint("INTEGER"),
     postgres_kill_9_after_a_batch_then_rerun_continues_after_the_checkpoint("bigint"),
+    mariadb_kill_9_after_a_batch_then_rerun_continues_after_the_checkpoint("bigint"),
     |databases, int| {
         let data = generate(1_200, 11);
         check_kill_and_rerun(&databases.create(&schema(int, &data)), &data);
@@ -465,6 +472,7 @@ fn check_one_run_at_a_time(url: &str, data: &Data) {
 on_each_database!(
     sqlite_the_same_clean_up_runs_once_at_a_time("INTEGER"),
     postgres_the_same_clean_up_runs_once_at_a_time("bigint"),
+    mariadb_the_same_clean_up_runs_once_at_a_time("bigint"),
     |databases, int| {
         let data = generate(1_200, 13);
         check_one_run_at_a_time(&databases.create(&schema(int, &data)), &data);
@@ -572,6 +580,7 @@ fn check_batch_sizes(url: impl Fn() -> String) {
 on_each_database!(
     sqlite_batches_grow_unless_their_size_is_given("INTEGER"),
     postgres_batches_grow_unless_their_size_is_given("bigint"),
+    mariadb_batches_grow_unless_their_size_is_given("bigint"),
     |databases, int| {
         check_batch_sizes(|| databases.create(&half_orphans(int)));
     }
@@ -678,6 +687,11 @@ INSERT INTO parent VALUES (1);
 INSERT INTO child VALUES (1, 9, 9), (2, 1, 9), (3, 9, 1), (4, 1, 1);
 ";
 
-on_each_database!(sqlite_deletes_come_before_nullifies, postgres_deletes_come_before_nullifies, |databases| {
-    check_deletes_come_before_nullifies(&databases.create(DANGLING_TWICE));
-});
+on_each_database!(
+    sqlite_deletes_come_before_nullifies,
+    postgres_deletes_come_before_nullifies,
+    mariadb_deletes_come_before_nullifies,
+    |databases| {
+        check_deletes_come_before_nullifies(&databases.create(DANGLING_TWICE));
+    }
+);

@@ -4,7 +4,7 @@
 use indexmap::IndexMap;
 
 use super::DuplicatesError;
-use crate::db::sql::{KeyType, Param, Statement};
+use crate::db::sql::{KeyType, Param, SqlBuilder, Statement, quote_identifier};
 use crate::db::{DbError, Transaction, typed_key_json};
 use crate::engine::Engine;
 use crate::schema::CatalogNames;
@@ -88,11 +88,14 @@ impl<'a> Merger<'a> {
         let database = self.engine.database();
         let backend = database.backend();
         let mut sql = database.sql();
-        sql.push("UPDATE ").push(table).push(" AS cascade_row SET ").identifier(column).push(" = ");
-        sql.push(&backend.json_key_field("kept", self.key_type)).push(" FROM ");
-        backend.json_records(&mut sql, records, &["duplicate", "kept"]);
-        sql.push(" WHERE cascade_row.").identifier(column).push(" = ");
-        sql.push(&backend.json_key_field("duplicate", self.key_type));
+        let kept = backend.json_key_field("kept", self.key_type);
+        let condition = format!(
+            "cascade_row.{} = {}",
+            quote_identifier(column),
+            backend.json_key_field("duplicate", self.key_type)
+        );
+        let mut pairs = |sql: &mut SqlBuilder| backend.json_records(sql, records.clone(), &["duplicate", "kept"]);
+        backend.update_joined(&mut sql, (table, "cascade_row"), (column, &kept), &mut pairs, &condition);
         sql.finish()
     }
 

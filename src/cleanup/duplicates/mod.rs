@@ -261,7 +261,7 @@ pub async fn find(
         model: search.model.clone(),
         table: table.name.clone(),
         key,
-        unique_index: unique_index(database, schema, table, &names, &by),
+        unique_index: unique_index(database, schema, table, &by),
         by,
         keep: search.keep,
         order_by,

@@ -33,7 +33,7 @@ impl Queries<'_> {
 
     /// The number of groups and the rows in them.
     pub(super) fn totals(&self, mut sql: SqlBuilder) -> crate::db::sql::Statement {
-        sql.push("SELECT CAST(COUNT(*) AS TEXT), CAST(COALESCE(SUM(cascade_rows), 0) AS TEXT) FROM (");
+        sql.push("SELECT ").text("COUNT(*)").push(", ").text("COALESCE(SUM(cascade_rows), 0)").push(" FROM (");
         sql.push("SELECT COUNT(*) AS cascade_rows");
         self.groups(&mut sql);
         sql.push(") AS cascade_groups");
@@ -54,7 +54,7 @@ impl Queries<'_> {
     /// [`SAMPLE_REMOVED_KEYS`] more per group.
     pub(super) fn sample(&self, mut sql: SqlBuilder, groups: usize) -> crate::db::sql::Statement {
         let values: Vec<String> = (1..=self.by.len()).map(|n| format!("cascade_value_{n}")).collect();
-        sql.push("SELECT CAST(cascade_group AS TEXT), CAST(cascade_rows AS TEXT), cascade_key");
+        sql.push("SELECT ").text("cascade_group").push(", ").text("cascade_rows").push(", cascade_key");
         for value in &values {
             sql.push(", ").push(value);
         }
@@ -62,7 +62,7 @@ impl Queries<'_> {
         self.key_text(&mut sql);
         sql.push(" AS cascade_key");
         for (column, value) in self.by.iter().zip(&values) {
-            sql.push(", CAST(cascade_row.").identifier(column).push(" AS TEXT) AS ").push(value);
+            sql.push(", CAST(cascade_row.").identifier(column).as_text().push(" AS ").push(value);
         }
         sql.push(", ROW_NUMBER() OVER (PARTITION BY cascade_dup.cascade_group ORDER BY ");
         self.keep_order(&mut sql);
@@ -109,7 +109,8 @@ impl Queries<'_> {
             self.keep_order(sql);
             sql.push(")");
         };
-        sql.push("SELECT CAST(cascade_ranked.cascade_key AS TEXT), CAST(cascade_ranked.cascade_kept AS TEXT) FROM (");
+        sql.push("SELECT ").text("cascade_ranked.cascade_key").push(", ").text("cascade_ranked.cascade_kept");
+        sql.push(" FROM (");
         sql.push("SELECT cascade_row.").identifier(key).push(" AS cascade_key, FIRST_VALUE(cascade_row.");
         sql.identifier(key).push(")");
         window(&mut sql);
@@ -138,7 +139,7 @@ impl Queries<'_> {
     fn key_text(&self, sql: &mut SqlBuilder) {
         match self.key {
             [single] => {
-                sql.push("CAST(cascade_row.").identifier(single).push(" AS TEXT)");
+                sql.push("CAST(cascade_row.").identifier(single).as_text();
             }
             // The columns are unqualified here: the other side of the join names its own
             // columns `cascade_*`, so they are the table's.

@@ -3,17 +3,11 @@
 
 use super::{UniqueIndex, Uniqueness};
 use crate::db::Database;
-use crate::schema::{CatalogNames, Schema, Table};
+use crate::schema::{Schema, Table};
 
 /// What makes rows unique on `by` already (the primary key or a unique index on exactly those
 /// columns, or on some of them), else the statement that creates `<table>_<columns>_key`.
-pub(super) fn unique_index(
-    database: &Database,
-    schema: &Schema,
-    table: &Table,
-    names: &CatalogNames<'_>,
-    by: &[String],
-) -> UniqueIndex {
+pub(super) fn unique_index(database: &Database, schema: &Schema, table: &Table, by: &[String]) -> UniqueIndex {
     let within = |columns: &[String]| {
         !columns.is_empty() && columns.iter().all(|column| by.iter().any(|b| b.eq_ignore_ascii_case(column)))
     };
@@ -46,7 +40,8 @@ pub(super) fn unique_index(
     }
     let name = index_name(database, schema, table, by, &invalid);
     let mut sql = database.sql();
-    database.backend().create_unique_index(&mut sql, &name, &names.quoted_table(), by, table.partitioned);
+    let parts: Vec<&str> = table.schema.iter().chain([&table.name]).map(String::as_str).collect();
+    database.backend().create_unique_index(&mut sql, &name, &parts, by, table.partitioned);
     UniqueIndex {
         exists: false,
         kind: None,

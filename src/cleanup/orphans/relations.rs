@@ -6,7 +6,6 @@ use super::filter::Filter;
 use super::remote::{RemoteCandidate, remote_candidates};
 use super::{OrphanError, OrphanOptions, SkippedRelation};
 use crate::config::{Config, Key, OnDelete, describe_columns};
-use crate::db::sql::quote_qualified;
 use crate::schema::{Schema, Table};
 
 /// A relation resolved against the schema, ready to be counted.
@@ -195,7 +194,7 @@ pub(super) fn candidates<'a>(
                 columns,
                 declared: true,
                 on_delete: Some(relation.action()),
-                index_table: quote_qualified(&child.table.value),
+                index_table: child.table.value.clone(),
                 key: sample_key(child.key.as_ref().map(|key| &key.value), child_table),
             });
         }
@@ -254,8 +253,8 @@ pub(super) fn candidates<'a>(
                 declared: false,
                 on_delete: None,
                 index_table: match child_model {
-                    Some(model) => quote_qualified(&model.table.value),
-                    None => quote_qualified(&table_label(child_table)),
+                    Some(model) => model.table.value.clone(),
+                    None => table_label(child_table),
                 },
                 key: sample_key(child_model.and_then(|m| m.key.as_ref()).map(|key| &key.value), child_table),
             });

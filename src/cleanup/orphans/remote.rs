@@ -11,7 +11,7 @@ use super::relations::{sample_key, table_label};
 use super::report::sample_values;
 use super::{OrphanError, RelationOrphans, SkippedRelation};
 use crate::config::{Config, Relation, RemoteModel};
-use crate::db::sql::{Param, SqlBuilder, Statement, quote_identifier, quote_qualified};
+use crate::db::sql::{Param, SqlBuilder, Statement, quote_identifier};
 use crate::db::{Backend, Database};
 use crate::schema::{Schema, Table};
 
@@ -86,7 +86,7 @@ pub(super) fn remote_candidates<'a>(
                 child_table,
                 column: column.name.clone(),
                 key: sample_key(key, child_table),
-                index_table: quote_qualified(&child_model.table.value),
+                index_table: child_model.table.value.clone(),
                 kept_since,
             });
         }
@@ -107,7 +107,7 @@ impl RemoteCandidate<'_> {
     fn late_from(&self, sql: &mut SqlBuilder) {
         let column = format!("{}.{}", quote_identifier("orphan"), quote_identifier(&self.column));
         sql.push(" FROM ").push(&self.child_table.quoted()).push(" AS ").identifier("orphan").push(" WHERE ");
-        sql.push(&column).push(" IS NOT NULL AND CAST(").push(&column).push(" AS TEXT) IN (SELECT object_key FROM ");
+        sql.push(&column).push(" IS NOT NULL AND ").text(&column).push(" IN (SELECT object_key FROM ");
         sql.push(INBOX).push(" WHERE category = ").bind_text(&self.model.remote.category.value);
         sql.push(" AND applied_at >= ").timestamp(self.kept_since).push(")");
     }
@@ -124,7 +124,7 @@ impl RemoteCandidate<'_> {
     fn sample(&self, backend: &'static dyn Backend, limit: u64) -> Statement {
         let columns: Vec<String> =
             self.key.iter().map(|key| format!("{}.{}", quote_identifier("orphan"), quote_identifier(key))).collect();
-        let texts: Vec<String> = columns.iter().map(|column| format!("CAST({column} AS TEXT)")).collect();
+        let texts: Vec<String> = columns.iter().map(|column| backend.text(column)).collect();
         let mut sql = SqlBuilder::new(backend);
         sql.push("SELECT ").push(&texts.join(", "));
         self.late_from(&mut sql);
@@ -149,7 +149,7 @@ impl RemoteCandidate<'_> {
         Ok(RelationOrphans {
             parent: Some(self.model.name.value.clone()),
             child: Some(self.child.to_owned()),
-            index: self.child_table.index_advice(&columns, &self.index_table, None),
+            index: self.child_table.index_advice(&columns, &self.index_table, Some(database.kind())),
             columns,
             declared: true,
             orphans,

@@ -37,7 +37,7 @@ pub async fn report(
             declared: candidate.declared,
             orphans,
             sample,
-            index: candidate.child_table.index_advice(&candidate.columns, &candidate.index_table, None),
+            index: candidate.child_table.index_advice(&candidate.columns, &candidate.index_table, schema.kind),
             parent_table: table_label(candidate.parent_table),
             parent_key: candidate.parent_key.clone(),
             child_table: table_label(candidate.child_table),

@@ -57,7 +57,7 @@ impl Candidate<'_> {
         let mut sql = SqlBuilder::new(backend);
         let columns: Vec<String> =
             self.key.iter().map(|key| format!("{}.{}", quote_identifier(CHILD), quote_identifier(key))).collect();
-        let texts: Vec<String> = columns.iter().map(|column| format!("CAST({column} AS TEXT)")).collect();
+        let texts: Vec<String> = columns.iter().map(|column| backend.text(column)).collect();
         sql.push("SELECT ").push(&texts.join(", "));
         self.orphans_from(&mut sql);
         sql.push(" ORDER BY ").push(&columns.join(", ")).push(" LIMIT ");

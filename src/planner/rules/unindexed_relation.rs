@@ -1,7 +1,6 @@
 //! `unindexed-relation` (warning): finding a parent chunk's children by a column that no index
 //! leads with scans the whole child table once per chunk.
 
-use crate::db::sql::quote_qualified;
 use crate::diagnostic::{Code, Diagnostic, Fix};
 use crate::planner::Context;
 
@@ -16,8 +15,7 @@ pub(super) fn check(context: &Context<'_>, diagnostics: &mut Vec<Diagnostic>) {
             continue;
         }
         let kind = context.schema.and_then(|schema| schema.kind);
-        let table = kind.map_or_else(|| quote_qualified(&child.table.value), |kind| kind.quote_for_clients(&child.table.value));
-        let Some(advice) = child_table.index_advice(&columns, &table, kind) else {
+        let Some(advice) = child_table.index_advice(&columns, &child.table.value, kind) else {
             continue;
         };
         diagnostics.push(

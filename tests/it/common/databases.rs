@@ -204,6 +204,26 @@ impl Databases {
         }
     }
 
+    /// [`Self::create`] with the `TEXT` columns of `ddl` as `varchar(255)` on MariaDB, where InnoDB
+    /// indexes no `TEXT` column without a length: for tests whose text columns are keys.
+    pub fn create_keyable(&self, ddl: &str) -> String {
+        if !self.is_mysql() {
+            return self.create(ddl);
+        }
+        let mut keyable = String::with_capacity(ddl.len());
+        let mut rest = ddl;
+        let next_text = |rest: &str| [rest.find(" TEXT"), rest.find(" text")].into_iter().flatten().min();
+        while let Some(at) = next_text(rest) {
+            let (before, after) = rest.split_at(at);
+            let ends = after[5..].chars().next().is_none_or(|next| ",) \n".contains(next));
+            keyable.push_str(before);
+            keyable.push_str(if ends { " varchar(255)" } else { &after[..5] });
+            rest = &after[5..];
+        }
+        keyable.push_str(rest);
+        self.create(&keyable)
+    }
+
     /// For what only MySQL writes its own way (its DDL, its triggers).
     pub fn is_mysql(&self) -> bool {
         matches!(self, Self::Mysql(..))
@@ -215,9 +235,10 @@ impl Databases {
     }
 }
 
-/// Twin tests, one on SQLite and one on PostgreSQL, from one body: `$body` runs with
-/// `$databases` (a `Databases`) to make its databases on, and in each test its own values (after
-/// the test's name) bound to the names after `$databases`:
+/// Twin tests, one on SQLite and one on PostgreSQL (and a third on MariaDB when a third name is
+/// given), from one body: `$body` runs with `$databases` (a `Databases`) to make its databases
+/// on, and in each test its own values (after the test's name) bound to the names after
+/// `$databases`:
 ///
 /// ```ignore
 /// on_each_database!(counts_on_sqlite("INTEGER"), counts_on_postgres("bigint"), |databases, int| {
@@ -225,7 +246,7 @@ impl Databases {
 /// });
 /// ```
 ///
-/// The PostgreSQL test is skipped without a server, and fails without one in CI (see
+/// The PostgreSQL and MariaDB tests are skipped without a server, and fail without one in CI (see
 /// `postgres_server`).
 macro_rules! on_each_database {
     ($sqlite:ident, $postgres:ident, $mariadb:ident, |$databases:ident| $body:expr $(,)?) => {
@@ -239,6 +260,25 @@ macro_rules! on_each_database {
     };
     ($sqlite:ident, $postgres:ident, |$databases:ident| $body:expr $(,)?) => {
         $crate::common::on_each_database!($sqlite(), $postgres(), |$databases| $body);
+    };
+    (
+        $sqlite:ident($($sqlite_value:expr),* $(,)?),
+        $postgres:ident($($postgres_value:expr),* $(,)?),
+        $mariadb:ident($($mariadb_value:expr),* $(,)?),
+        |$databases:ident $(, $name:ident)*| $body:expr $(,)?
+    ) => {
+        $crate::common::on_each_database!(
+            $sqlite($($sqlite_value),*),
+            $postgres($($postgres_value),*),
+            |$databases $(, $name)*| $body
+        );
+
+        #[test]
+        fn $mariadb() {
+            let Some($databases) = $crate::common::databases::Databases::mysql() else { return };
+            $(let $name = $mariadb_value;)*
+            $body;
+        }
     };
     (
         $sqlite:ident($($sqlite_value:expr),* $(,)?),

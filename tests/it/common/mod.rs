@@ -167,6 +167,12 @@ pub fn dump(url: &str) -> BTreeMap<String, Vec<String>> {
             let mut rows: Vec<String> = texts(url, &format!("SELECT {object} FROM {quoted} t"))
                 .into_iter()
                 .map(|r| r[0].clone().unwrap())
+                // MariaDB's JSON_OBJECT writes spaces after `:` and `,`; the others write none.
+                .map(
+                    |row| {
+                        if mysql { serde_json::from_str::<serde_json::Value>(&row).unwrap().to_string() } else { row }
+                    },
+                )
                 .collect();
             rows.sort_unstable();
             (name, rows)
@@ -180,6 +186,12 @@ pub fn user_rows(url: &str) -> BTreeMap<String, Vec<String>> {
     let mut all = dump(url);
     all.retain(|table, _| !table.starts_with("cascade_"));
     all
+}
+
+/// The `CREATE INDEX` advice the tool gives, written with double quotes, as it reads for the
+/// database at `url`: backquoted for MySQL's own client.
+pub fn index_advice(url: &str, statement: &str) -> serde_json::Value {
+    serde_json::Value::from(if url.starts_with("mysql:") { statement.replace('"', "`") } else { statement.to_owned() })
 }
 
 /// A SQL string literal.
