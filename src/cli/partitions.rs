@@ -89,7 +89,7 @@ pub fn run(cli: &Cli, args: &Args) -> anyhow::Result<ExitCode> {
     let access =
         if confirm || matches!(args.command, Some(Command::Create(_))) { Access::ReadWrite } else { Access::ReadOnly };
     super::block_on(async {
-        let database = super::connect_for("`partitions`", &url, &loaded, access).await?;
+        let database = super::connect(&url, &loaded, access).await?;
         let result = async {
             let schema = cascade::schema::introspect(&database).await?;
             let policies = partitions::policies(&loaded, &schema, &database, common.model.as_deref())?;
@@ -230,6 +230,7 @@ fn print_dropped(dropped: &[Dropped], format: SummaryFormat) -> anyhow::Result<E
                     Detach::Earlier => " (detached by an interrupted prune)",
                     Detach::Concurrently => " (detached concurrently)",
                     Detach::Finalized => " (detached finalized)",
+                    Detach::Exchanged => " (its rows exchanged into a table of their own, the partition dropped)",
                 };
                 println!("dropped {}: {} row(s), run {}{detach}", partition.partition, partition.rows, partition.run);
                 for (column, rows) in &partition.nullified {

@@ -10,6 +10,7 @@ mod migrate;
 mod mysql;
 pub mod options;
 pub(crate) mod outbox;
+pub mod partitions;
 mod postgres;
 mod record;
 pub(crate) mod sql;
@@ -169,7 +170,7 @@ pub enum DbError {
     #[error(
         "{0} does not run on MySQL or MariaDB yet: there, cascade runs init, validate, plan, delete (by ids or \
          --where, with the outbox and --archive), schedule, cancel, scheduled, worker (with --drain), outbox, diff, \
-         runs and option"
+         orphans, duplicates, partitions, runs and option"
     )]
     NotOnMysqlYet(&'static str),
 }
@@ -615,7 +616,7 @@ impl Database {
     }
 
     /// Refuses `what` (a command, a feature) on a database where the tool does not run it yet:
-    /// MySQL runs deletions by plan, not the rest.
+    /// MySQL runs everything but the inbox.
     pub fn require_full_support(&self, what: &'static str) -> Result<(), DbError> {
         match self.kind() {
             Kind::Mysql => Err(DbError::NotOnMysqlYet(what)),

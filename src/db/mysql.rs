@@ -291,7 +291,7 @@ impl Backend for Mysql {
 const TUNING: Tuning = Tuning {
     identifier_limit: Some(64),
     concurrent_writers: true,
-    range_partitions: false,
+    range_partitions: true,
     defer_foreign_keys: None,
     materialized_with: false,
     updates_return: false,

@@ -502,8 +502,8 @@ pub(crate) struct Tuning {
     /// Whether another writer can commit while a transaction is open (so a foreign-key refusal
     /// may be a row inserted meanwhile, not an undeclared reference).
     pub concurrent_writers: bool,
-    /// Whether a table can be partitioned by range (PostgreSQL's declarative partitioning),
-    /// which partition retention needs.
+    /// Whether a table can be partitioned by range (PostgreSQL's declarative partitioning,
+    /// MySQL's `RANGE` partitions), which partition retention needs.
     pub range_partitions: bool,
     /// The statement that defers the foreign-key checks of the open transaction to its commit,
     /// where the database has one (SQLite); without it (PostgreSQL, whose keys defer only when

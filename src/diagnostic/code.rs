@@ -120,7 +120,7 @@ codes! { $
     UnindexedRelation = "unindexed-relation", Warning, rule unindexed_relation, "No index leads with a relation's column, so every chunk scans the child table.";
     MissingShardKey = "missing-shard-key", Error, rule missing_shard_key, "A model writes an outbox category whose scope's shard key is not a column of its table.";
     RetentionOnReferenced = "retention-on-referenced", Error, rule retention_on_referenced, "A model with `retention` has a delete relation: dropping a partition would orphan those child rows (nullify them, or give the child the same retention).";
-    RetentionOnSqlite = "retention-on-sqlite", Error, rule retention_on_sqlite, "A model has `retention` on SQLite, which has no partitions: retention needs a PostgreSQL table partitioned by range.";
+    RetentionOnSqlite = "retention-on-sqlite", Error, rule retention_on_sqlite, "A model has `retention` on SQLite, which has no partitions: retention needs a PostgreSQL or MySQL table partitioned by range.";
     RetentionNotPartitioned = "retention-not-partitioned", Error, rule retention_not_partitioned, "A model's `retention.column` is not the range partition key of its table (checked with a schema).";
     ForeignKeyElsewhere = "foreign-key-elsewhere", Error, rule foreign_key_elsewhere, "A relation's column is a foreign key to another table than its parent's, so the relation would delete or nullify the rows whose values equal the parent's keys by chance (checked with a schema).";
     DeletesKeptRows = "deletes-kept-rows", Warning, rule deletes_kept_rows, "A delete relation runs over a foreign key whose action is ON DELETE SET NULL or SET DEFAULT: the database would keep those rows, the relation deletes them (and everything below them).";

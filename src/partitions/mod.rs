@@ -1,6 +1,7 @@
-//! Partition retention: the partitions of a PostgreSQL table partitioned by range on a
-//! timestamp, which of them a model's `retention` would drop, dropping them (archived, detached,
-//! audited, resumable) and creating the next ones ahead of time.
+//! Partition retention: the partitions of a table partitioned by range on a time (PostgreSQL's
+//! declarative partitions, MySQL's `RANGE` partitions), which of them a model's `retention`
+//! would drop, dropping them (archived, detached, audited, resumable) and creating the next ones
+//! ahead of time. How each database does each step is `db::partitions`.
 
 mod create;
 mod prune;
@@ -10,16 +11,15 @@ use std::time::{Duration, SystemTime};
 
 use serde::Serialize;
 
+pub use crate::db::partitions::Detach;
 pub use create::{Created, create_ahead};
-pub use prune::{Detach, Dropped, PruneOptions, prune};
+pub use prune::{Dropped, PruneOptions, prune};
 pub use schedule::{RetentionReport, run_retention};
 
 use crate::config::{Config, Model, OnDelete};
-use crate::db::Keys;
-use crate::db::sql::{Param, quote_identifier};
+use crate::db::partitions::{PartitionedTable, Partitioning, RangeKey, Side};
 use crate::db::{Database, DbError};
 use crate::engine::ArchiveError;
-use crate::schema::partitions::{partitions, server_version};
 use crate::schema::{Partition, Schema, Table};
 
 /// Why partitions cannot be listed, pruned or created.
@@ -51,9 +51,12 @@ pub enum PartitionError {
         /// Its `keep`, such as `90d`.
         keep: String,
     },
-    /// The database is not PostgreSQL.
-    #[error("partitions need a PostgreSQL table partitioned by range; this database is SQLite (use `cascade delete`)")]
-    NotPostgres,
+    /// The database has no range partitions.
+    #[error(
+        "partitions need a PostgreSQL or MySQL table partitioned by range; this database is SQLite (use `cascade \
+         delete`)"
+    )]
+    NoRangePartitions,
     /// No model has that name.
     #[error("no model `{0}` in the config")]
     UnknownModel(String),
@@ -72,7 +75,10 @@ pub enum PartitionError {
         table: String,
     },
     /// The table is not partitioned by range on the retention column.
-    #[error("table `{table}` is not partitioned by range on `{column}` alone, so `retention` cannot drop partitions")]
+    #[error(
+        "table `{table}` is not partitioned by range on `{column}` alone (or on TO_DAYS, UNIX_TIMESTAMP or YEAR \
+         of it, on MySQL), so `retention` cannot drop partitions"
+    )]
     NotRangePartitioned {
         /// The table.
         table: String,
@@ -109,6 +115,8 @@ pub enum PartitionError {
 /// A model's retention policy, resolved against the live schema.
 #[derive(Debug, Clone)]
 pub struct Policy<'a> {
+    /// How the database partitions.
+    pub partitioning: Partitioning,
     /// The model.
     pub model: &'a Model,
     /// Its partitioned table.
@@ -117,14 +125,26 @@ pub struct Policy<'a> {
     pub column: String,
     /// The column's type (`timestamp with time zone`, `date`, ...).
     pub column_type: String,
+    /// MySQL: the function of the column the table is partitioned by (`to_days`), if any.
+    pub function: Option<String>,
     /// How long rows are kept.
     pub keep: Duration,
 }
 
 impl Policy<'_> {
-    /// The table, quoted.
-    pub fn quoted_table(&self) -> String {
-        quoted(self.table)
+    /// The partitioned table, as the database's partitions name it.
+    pub fn partitioned(&self) -> PartitionedTable<'_> {
+        PartitionedTable { schema: self.table.schema.as_deref(), name: &self.table.name }
+    }
+
+    /// How the partition key's values read as times.
+    pub fn key(&self) -> RangeKey<'_> {
+        RangeKey { column_type: &self.column_type, function: self.function.as_deref() }
+    }
+
+    /// The partitions of the table.
+    pub async fn partitions(&self, database: &Database) -> Result<Vec<Partition>, DbError> {
+        self.partitioning.list(database, self.partitioned()).await
     }
 
     /// Rows entered before this time are older than the policy; an error when it falls before
@@ -148,9 +168,9 @@ pub fn policies<'a>(
     database: &Database,
     model: Option<&str>,
 ) -> Result<Vec<Policy<'a>>, PartitionError> {
-    if !database.backend().tuning().range_partitions {
-        return Err(PartitionError::NotPostgres);
-    }
+    let Some(partitioning) = database.partitioning() else {
+        return Err(PartitionError::NoRangePartitions);
+    };
     let mut models: Vec<&Model> = match model {
         Some(name) => {
             let model = config.model(name).ok_or_else(|| PartitionError::UnknownModel(name.to_owned()))?;
@@ -171,10 +191,10 @@ pub fn policies<'a>(
         })
     };
     models.sort_by_key(|model| !is_child_of_a_policy(model));
-    models.into_iter().map(|model| policy(model, schema)).collect()
+    models.into_iter().map(|model| policy(partitioning, model, schema)).collect()
 }
 
-fn policy<'a>(model: &'a Model, schema: &'a Schema) -> Result<Policy<'a>, PartitionError> {
+fn policy<'a>(partitioning: Partitioning, model: &'a Model, schema: &'a Schema) -> Result<Policy<'a>, PartitionError> {
     let retention = model.retention.as_ref().ok_or_else(|| PartitionError::NoRetention(model.name.value.clone()))?;
     let table = schema.table(&model.table.value).ok_or_else(|| PartitionError::MissingTable {
         model: model.name.value.clone(),
@@ -184,23 +204,18 @@ fn policy<'a>(model: &'a Model, schema: &'a Schema) -> Result<Policy<'a>, Partit
         table: table.qualified_name(),
         column: retention.column.value.clone(),
     };
-    if !table.partition_key.as_ref().is_some_and(|key| key.is_range_on(&retention.column.value)) {
-        return Err(not_range());
-    }
+    let key = table.partition_key.as_ref().filter(|key| key.is_range_on(&retention.column.value));
+    let key = key.ok_or_else(not_range)?;
     let column = table.column(&retention.column.value).ok_or_else(not_range)?;
     Ok(Policy {
+        partitioning,
         model,
         table,
         column: column.name.clone(),
         column_type: column.data_type.clone(),
+        function: key.function.clone(),
         keep: retention.keep.value,
     })
-}
-
-/// A live PostgreSQL table's name, quoted with its schema.
-fn quoted(table: &Table) -> String {
-    let schema = table.schema.as_deref().unwrap_or("public");
-    format!("{}.{}", quote_identifier(schema), quote_identifier(&table.name))
 }
 
 /// A partition, and whether the policy drops it.
@@ -227,7 +242,7 @@ pub struct Report {
     pub keep: String,
     /// Now minus `keep` (RFC 3339, UTC): partitions whose upper bound is at or before it go.
     pub cutoff: String,
-    /// Every partition in `pg_inherits`, range partitions by bound, the default last.
+    /// Every partition of the table, range partitions by bound, a default partition last.
     pub partitions: Vec<PartitionState>,
     /// Rows of the default partition older than the cut-off (never dropped with a partition).
     pub default_older_rows: Option<u64>,
@@ -238,7 +253,7 @@ pub struct Report {
 /// What `cascade partitions` reports for `policy` at `now`.
 pub async fn report(database: &Database, policy: &Policy<'_>, now: SystemTime) -> Result<Report, PartitionError> {
     let cutoff = policy.cutoff(now)?;
-    let listed = partitions(database, policy.table, server_version(database).await?).await?;
+    let listed = policy.partitions(database).await?;
     let drop = older_than(database, policy, &listed, cutoff).await?;
     let default_older_rows = match listed.iter().find(|partition| partition.default) {
         Some(default) => Some(rows_older_than(database, policy, default, cutoff).await?),
@@ -259,7 +274,8 @@ pub async fn report(database: &Database, policy: &Policy<'_>, now: SystemTime) -
 
 /// For each partition, whether its upper bound is at or before `cutoff`, compared by the
 /// database as values of the column's type (a `timestamp` or `date` column reads the cut-off in
-/// the session's time zone). Never the default partition, nor one reaching to MAXVALUE.
+/// the session's time zone). Never the default partition, nor one reaching to MAXVALUE, nor a
+/// table's last partition where the database keeps one ([`Partitioning::keeps_a_partition`]).
 async fn older_than(
     database: &Database,
     policy: &Policy<'_>,
@@ -267,45 +283,13 @@ async fn older_than(
     cutoff: SystemTime,
 ) -> Result<Vec<bool>, PartitionError> {
     let uppers: Vec<String> = listed.iter().map(|partition| partition.to.clone().unwrap_or_default()).collect();
-    let older = bounds_against(database, policy, uppers, Side::AtOrBefore, cutoff).await?;
-    Ok(listed.iter().zip(older).map(|(partition, older)| !partition.default && older).collect())
-}
-
-/// Which side of a time a bound is looked for on.
-#[derive(Debug, Clone, Copy)]
-pub(super) enum Side {
-    AtOrBefore,
-    After,
-}
-
-/// For each bound (the text of a value of the partition key; empty for an unbounded side,
-/// which is on neither side), whether it lies on `side` of `time`, compared as values of the
-/// key's type: one statement for all of them.
-pub(super) async fn bounds_against(
-    database: &Database,
-    policy: &Policy<'_>,
-    bounds: Vec<String>,
-    side: Side,
-    time: SystemTime,
-) -> Result<Vec<bool>, DbError> {
-    let operator = match side {
-        Side::AtOrBefore => ") <= ",
-        Side::After => ") > ",
-    };
-    let mut sql = database.sql();
-    sql.push("SELECT CASE WHEN u.bound = '' THEN 'false' WHEN CAST(u.bound AS ").push(&policy.column_type);
-    sql.push(operator);
-    cutoff_as_column(&mut sql, policy, time);
-    sql.push(" THEN 'true' ELSE 'false' END FROM unnest(CAST(").bind(Param::Keys(Keys::Texts(bounds)));
-    sql.push(" AS text[])) WITH ORDINALITY u(bound, ord) ORDER BY u.ord");
-    let rows = database.fetch_texts(&sql.finish()).await?;
-    Ok(rows.iter().map(|row| row.first().cloned().flatten().as_deref() == Some("true")).collect())
-}
-
-/// A time as a value of the partition key's type.
-fn cutoff_as_column(sql: &mut crate::db::sql::SqlBuilder, policy: &Policy<'_>, cutoff: SystemTime) {
-    sql.push("CAST(CAST(").bind_text(&humantime::format_rfc3339_micros(cutoff).to_string());
-    sql.push(" AS timestamptz) AS ").push(&policy.column_type).push(")");
+    let older = policy.partitioning.bounds_against(database, policy.key(), uppers, Side::AtOrBefore, cutoff).await?;
+    let mut drop: Vec<bool> = listed.iter().zip(older).map(|(partition, older)| !partition.default && older).collect();
+    if policy.partitioning.keeps_a_partition() && drop.iter().all(|drop| *drop) {
+        drop.pop();
+        drop.push(false);
+    }
+    Ok(drop)
 }
 
 /// Rows of `partition` older than `cutoff`.
@@ -316,8 +300,8 @@ async fn rows_older_than(
     cutoff: SystemTime,
 ) -> Result<u64, PartitionError> {
     let mut sql = database.sql();
-    sql.push("SELECT COUNT(*) FROM ONLY ").push(&partition.quoted()).push(" WHERE ");
-    sql.identifier(&policy.column).push(" < ");
-    cutoff_as_column(&mut sql, policy, cutoff);
+    sql.push("SELECT COUNT(*) FROM ").push(&policy.partitioning.rows_of(policy.partitioned(), partition, "p"));
+    sql.push(" WHERE p.").identifier(&policy.column).push(" < ");
+    policy.partitioning.time_as_column(&mut sql, &policy.column_type, cutoff);
     Ok(database.fetch_count(&sql.finish()).await?)
 }

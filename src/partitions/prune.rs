@@ -1,9 +1,10 @@
 //! Dropping the partitions a policy no longer keeps, one at a time: rows that reference the
-//! partition through a nullify relation are set to NULL (chunked), a checkpoint names the
-//! partition, it is detached (`CONCURRENTLY` where the server allows), archived from the
-//! detached table, and dropped in the same transaction that records the run as finished and
-//! removes the checkpoint. A prune killed between detach and drop leaves the checkpoint behind;
-//! the next prune finds the detached table by it and finishes it.
+//! partition through a nullify relation are set to NULL (chunked), a checkpoint names the table
+//! its rows will be in, it is detached (PostgreSQL: `CONCURRENTLY` where the server allows;
+//! MySQL: its rows swapped into a table of their own), archived from that table, and the table
+//! dropped in the same transaction that records the run as finished and removes the checkpoint.
+//! A prune killed between detach and drop leaves the checkpoint behind; the next prune finds the
+//! detached table by it and finishes it.
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
@@ -12,20 +13,14 @@ use indexmap::IndexMap;
 use serde::Serialize;
 use tracing::info;
 
-use super::{PartitionError, Policy, older_than, quoted};
+use super::{PartitionError, Policy, older_than};
 use crate::audit::RunRows;
 use crate::audit::{self, Run, RunOutcome, RunStart};
 use crate::config::{Config, OnDelete, describe_columns};
 use crate::db::Database;
-use crate::engine::Archive;
-use crate::schema::partitions::{partitions, server_version};
+use crate::db::partitions::{Detach, Detaching};
+use crate::engine::{Archive, ArchiveError};
 use crate::schema::{ForeignKey, Partition, Schema, Table};
-
-/// How long a plain `DETACH` waits for its lock on the parent before it gives up.
-const PLAIN_DETACH_LOCK_TIMEOUT: Duration = Duration::from_secs(5);
-
-/// Rows per archive member (one cursor fetch): memory stays flat whatever the partition's size.
-const ARCHIVE_BATCH: u64 = 10_000;
 
 /// How a prune runs.
 #[derive(Debug, Clone, Default)]
@@ -41,32 +36,6 @@ pub struct PruneOptions {
     /// A test hook: after each detach, wait until this file exists (so a test can kill the
     /// process between detach and drop).
     pub pause_after_detach: Option<PathBuf>,
-}
-
-/// How a partition was detached.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Detach {
-    /// `DETACH ... CONCURRENTLY`: writers of the parent go on meanwhile.
-    Concurrently,
-    /// A plain `DETACH`: PostgreSQL before 14, or a table with a default partition, where
-    /// `CONCURRENTLY` is not allowed.
-    Plain,
-    /// `DETACH ... FINALIZE` of an interrupted concurrent detach.
-    Finalized,
-    /// By an earlier prune that was interrupted before the drop.
-    Earlier,
-}
-
-impl Detach {
-    /// The clause after `DETACH PARTITION name`.
-    fn clause(self) -> &'static str {
-        match self {
-            Detach::Concurrently => " CONCURRENTLY",
-            Detach::Finalized => " FINALIZE",
-            Detach::Plain | Detach::Earlier => "",
-        }
-    }
 }
 
 /// One dropped partition.
@@ -88,25 +57,26 @@ pub struct Dropped {
     pub run: i64,
 }
 
-/// A partition being pruned: its name, how SQL names it, and its checkpoint
-/// (`partition-prune:PARENT:PARTITION`, kept from before the detach until the drop commits).
+/// A partition being pruned: its name, the table its rows are in once detached, and its
+/// checkpoint (`partition-prune:PARENT:PARTITION`, kept from before the detach until the drop
+/// commits).
 struct Target {
-    /// `schema.name`, as the output and `cascade_run.root_ids` show it.
+    /// `schema.name` (MySQL: `table.partition`), as the output and `cascade_run.root_ids` show it.
     name: String,
-    /// `"schema"."name"`.
-    quoted: String,
+    /// The detached table.
+    detaching: Detaching,
     checkpoint: String,
     /// Where its rows are archived: the prune that detached it decides, so a later prune (the
     /// worker's, say) that finishes it archives it too.
     archive: Option<PathBuf>,
 }
 
-/// What the checkpoint of a partition being pruned holds: the table, its oid (so that a table
-/// made later under the same name is never taken for it) and the archive directory asked for.
+/// What the checkpoint of a partition being pruned holds: the detached table with what tells it
+/// from a table made later under the same name, and the archive directory asked for.
 #[derive(Debug, Serialize, serde::Deserialize)]
-struct Detaching {
-    table: String,
-    oid: String,
+struct Checkpoint {
+    #[serde(flatten)]
+    detaching: Detaching,
     archive: Option<PathBuf>,
 }
 
@@ -125,16 +95,13 @@ async fn leftovers(
     let prefix = checkpoint_prefix(policy);
     let mut leftovers = Vec::new();
     for (checkpoint, position) in audit::checkpoint::with_prefix(database, &prefix).await? {
-        let Ok(detaching) = serde_json::from_str::<Detaching>(&position) else { continue };
-        let mut sql = database.sql();
-        sql.push("SELECT COUNT(*) FROM pg_class WHERE oid = to_regclass(").bind_text(&detaching.table);
-        sql.push(") AND CAST(oid AS TEXT) = ").bind_text(&detaching.oid).push(" AND NOT relispartition");
+        let Ok(saved) = serde_json::from_str::<Checkpoint>(&position) else { continue };
         let name = checkpoint[prefix.len()..].to_owned();
         let ids = [name.clone()];
-        if database.fetch_count(&sql.finish()).await? > 0
+        if policy.partitioning.still_detached(database, &saved.detaching).await?
             && !audit::run_alive(database, &policy.model.name.value, &ids, run_lease).await?
         {
-            leftovers.push(Target { name, quoted: detaching.table, checkpoint, archive: detaching.archive });
+            leftovers.push(Target { name, detaching: saved.detaching, checkpoint, archive: saved.archive });
         }
     }
     Ok(leftovers)
@@ -142,13 +109,8 @@ async fn leftovers(
 
 /// Records, before the detach, which table is being detached and where it is to be archived.
 async fn remember_detaching(database: &Database, target: &Target) -> Result<(), PartitionError> {
-    let mut sql = database.sql();
-    sql.push("SELECT CAST(CAST(to_regclass(").bind_text(&target.quoted).push(") AS oid) AS TEXT)");
-    let oid =
-        database.fetch_texts(&sql.finish()).await?.into_iter().next().and_then(|row| row.into_iter().next().flatten());
-    let detaching =
-        Detaching { table: target.quoted.clone(), oid: oid.unwrap_or_default(), archive: target.archive.clone() };
-    let position = serde_json::to_string(&detaching).expect("a checkpoint serialises");
+    let saved = Checkpoint { detaching: target.detaching.clone(), archive: target.archive.clone() };
+    let position = serde_json::to_string(&saved).expect("a checkpoint serialises");
     Ok(audit::checkpoint::save_alone(database, &target.checkpoint, &position).await?)
 }
 
@@ -179,25 +141,28 @@ pub async fn prune(
     let mut dropped = Vec::new();
     for target in leftovers(database, policy, options.run_lease).await? {
         info!(model = %policy.model.name.value, partition = %target.name, "finishing a partition detached earlier");
-        let run = start_run(database, policy, &target, options).await?;
+        let run = start_run(database, policy, &target.name, options).await?;
         let done = archive_and_drop(database, policy, &target, &run, Detach::Earlier, RunRows::default()).await;
         dropped.push(failed_run_on_error(run, &RunRows::default(), done).await?);
     }
-    let version = server_version(database).await?;
-    let listed = partitions(database, policy.table, version).await?;
+    let listed = policy.partitions(database).await?;
     let drop = older_than(database, policy, &listed, policy.cutoff(now)?).await?;
     let has_default = listed.iter().any(|partition| partition.default);
     for partition in listed.iter().zip(drop).filter(|(_, drop)| *drop).map(|(partition, _)| partition) {
         let name = partition.qualified_name();
         let checkpoint = format!("{}{name}", checkpoint_prefix(policy));
-        let target = Target { name, quoted: partition.quoted(), checkpoint, archive: options.archive.clone() };
-        let run = start_run(database, policy, &target, options).await?;
+        let run = start_run(database, policy, &name, options).await?;
         // What the run committed so far, as its row records it: the references set to NULL.
         let mut rows = RunRows::default();
         let done = async {
             clean_references(database, config, schema, policy, partition, run.id(), &mut rows).await?;
+            let detaching = policy.partitioning.detaching(database, policy.partitioned(), partition, run.id()).await?;
+            let target = Target { name, detaching, checkpoint, archive: options.archive.clone() };
             remember_detaching(database, &target).await?;
-            let detach = detach(database, policy, partition, version, has_default).await?;
+            let detach = policy
+                .partitioning
+                .detach(database, policy.partitioned(), partition, &target.detaching, has_default)
+                .await?;
             info!(model = %policy.model.name.value, partition = %target.name, ?detach, "partition detached");
             if let Some(file) = &options.pause_after_detach {
                 wait_for(file).await;
@@ -226,10 +191,10 @@ async fn failed_run_on_error(
 async fn start_run(
     database: &Database,
     policy: &Policy<'_>,
-    target: &Target,
+    partition: &str,
     options: &PruneOptions,
 ) -> Result<Run, PartitionError> {
-    let ids = [target.name.clone()];
+    let ids = [partition.to_owned()];
     let start = RunStart {
         actor: &options.actor,
         command: &options.command,
@@ -237,42 +202,6 @@ async fn start_run(
         root_ids: &ids,
     };
     Ok(Run::start(database, start, options.run_lease).await?)
-}
-
-/// Detaches `partition`: finalizes an interrupted concurrent detach, detaches concurrently where
-/// the server allows it (14 and later, no default partition: `CONCURRENTLY` cannot run inside
-/// a transaction block, so it runs on its own), plainly otherwise. What was done, for the output.
-async fn detach(
-    database: &Database,
-    policy: &Policy<'_>,
-    partition: &Partition,
-    version: u32,
-    has_default: bool,
-) -> Result<Detach, PartitionError> {
-    let how = if partition.detach_pending {
-        Detach::Finalized
-    } else if version >= 140000 && !has_default {
-        Detach::Concurrently
-    } else {
-        Detach::Plain
-    };
-    let mut sql = database.sql();
-    sql.push("ALTER TABLE ").push(&policy.quoted_table()).push(" DETACH PARTITION ").push(&partition.quoted());
-    sql.push(how.clause());
-    if how != Detach::Plain {
-        // CONCURRENTLY and FINALIZE cannot run inside a transaction block.
-        database.execute(&sql.finish()).await?;
-        return Ok(how);
-    }
-    // A plain detach takes ACCESS EXCLUSIVE on the parent; queued behind a long reader it would
-    // hold up every writer of the table meanwhile: it gives up instead, and the next prune tries again.
-    let mut transaction = database.begin_write().await?;
-    let mut timeout = database.sql();
-    timeout.push(&format!("SET LOCAL lock_timeout = '{}ms'", PLAIN_DETACH_LOCK_TIMEOUT.as_millis()));
-    transaction.execute(&timeout.finish()).await?;
-    transaction.execute(&sql.finish()).await?;
-    transaction.commit().await?;
-    Ok(how)
 }
 
 /// Archives the detached table (when asked), then drops it, records the run as finished and
@@ -289,18 +218,18 @@ async fn archive_and_drop(
     let (run, recording) = (run.id(), run);
     let (rows, archive) = match &target.archive {
         Some(dir) => {
-            let rows = archive(database, dir, run, model, target).await?;
+            let rows = archive(database, policy, dir, run, target).await?;
             (rows, Some(Archive::path(dir, model, run)))
         }
         None => {
             let mut sql = database.sql();
-            sql.push("SELECT COUNT(*) FROM ").push(&target.quoted);
+            sql.push("SELECT COUNT(*) FROM ").push(&target.detaching.table);
             (database.fetch_count(&sql.finish()).await?, None)
         }
     };
     let mut transaction = database.begin_write().await?;
     let mut sql = database.sql();
-    sql.push("DROP TABLE ").push(&target.quoted);
+    sql.push("DROP TABLE ").push(&target.detaching.table);
     transaction.execute(&sql.finish()).await?;
     done.deleted.insert(model.clone(), rows);
     recording.finish_in(&mut transaction, RunOutcome::Succeeded, &done, None).await?;
@@ -318,39 +247,25 @@ async fn archive_and_drop(
     })
 }
 
-/// Streams every row of the detached table into the archive through a cursor, a member of
-/// [`ARCHIVE_BATCH`] rows at a time, and syncs it; the number of rows.
+/// Writes every row of the detached table to the archive, a batch at a time, each synced before
+/// the next is read; the number of rows.
 async fn archive(
     database: &Database,
+    policy: &Policy<'_>,
     dir: &Path,
     run: i64,
-    model: &str,
     target: &Target,
 ) -> Result<u64, PartitionError> {
     let mut archive = Archive::open(dir, run)?;
-    let mut transaction = database.begin_write().await?;
-    let mut declare = database.sql();
-    declare.push("DECLARE cascade_partition_archive NO SCROLL CURSOR FOR SELECT ");
-    database.backend().row_json(&mut declare, "t", &[]);
-    declare.push(" FROM ").push(&target.quoted).push(" t");
-    transaction.execute(&declare.finish()).await?;
-    let mut fetch = database.sql();
-    fetch.push(&format!("FETCH FORWARD {ARCHIVE_BATCH} FROM cascade_partition_archive"));
-    let fetch = fetch.finish();
-    let mut rows = 0;
-    loop {
-        let batch = crate::db::first_column(transaction.fetch_texts(&fetch).await?);
-        if batch.is_empty() {
-            break;
-        }
-        rows += batch.len() as u64;
-        // A partition's rows are many: each batch goes to the file at once.
-        archive.write(model, &target.name, &batch)?;
+    let model = &policy.model.name.value;
+    let columns: Vec<String> = policy.table.columns.iter().map(|column| column.name.clone()).collect();
+    let write = |batch: &[String]| -> Result<(), PartitionError> {
+        archive.write(model, &target.name, batch)?;
         archive.flush()?;
-    }
-    archive.sync()?;
-    transaction.commit().await?;
-    Ok(rows)
+        // On MySQL the batch leaves the detached table as its transaction commits.
+        archive.sync().map_err(|error: ArchiveError| error.into())
+    };
+    policy.partitioning.archive(database, &target.detaching.table, &columns, write).await
 }
 
 /// Sets to NULL the column of every row that references `partition` through a nullify relation
@@ -376,15 +291,15 @@ async fn clean_references(
                 let nullified = format!("{}.{}", child.qualified_name(), describe_columns(&columns));
                 loop {
                     let mut sql = database.sql();
-                    let selector = database.backend().row_selector(child.partitioned, &[]);
-                    sql.push("UPDATE ").push(&quoted(child)).push(" SET ");
+                    let selector = database.backend().row_selector(child.partitioned, &child.primary_key);
+                    sql.push("UPDATE ").push(&child.quoted()).push(" SET ");
                     for (index, column) in columns.iter().enumerate() {
                         sql.push(if index > 0 { ", " } else { "" }).identifier(column).push(" = NULL");
                     }
                     sql.push(" WHERE ");
                     sql.push(&selector.matched).push(selector.open).push(&selector.select).push(" FROM ");
-                    sql.push(&quoted(child)).push(" c WHERE ");
-                    references(&mut sql, partition, fk, &referenced);
+                    sql.push(&child.quoted()).push(" c WHERE ");
+                    references(&mut sql, policy, partition, fk, &referenced);
                     sql.push(&format!(" LIMIT {chunk}")).push(selector.close);
                     let mut transaction = database.begin_write().await?;
                     let changed = transaction.execute(&sql.finish()).await?;
@@ -402,8 +317,8 @@ async fn clean_references(
             }
             None => {
                 let mut sql = database.sql();
-                sql.push("SELECT COUNT(*) FROM ").push(&quoted(child)).push(" c WHERE ");
-                references(&mut sql, partition, fk, &referenced);
+                sql.push("SELECT COUNT(*) FROM ").push(&child.quoted()).push(" c WHERE ");
+                references(&mut sql, policy, partition, fk, &referenced);
                 let rows = database.fetch_count(&sql.finish()).await?;
                 if rows > 0 {
                     return Err(PartitionError::Referenced {
@@ -458,10 +373,17 @@ fn references_into<'a>(config: &Config, schema: &'a Schema, policy: &Policy<'a>)
     found
 }
 
-/// `EXISTS (SELECT 1 FROM ONLY partition p WHERE p.k = c.f ...)`: the row `c` references a row
-/// of the partition.
-fn references(sql: &mut crate::db::sql::SqlBuilder, partition: &Partition, fk: &ForeignKey, referenced: &[String]) {
-    sql.push("EXISTS (SELECT 1 FROM ONLY ").push(&partition.quoted()).push(" p WHERE ");
+/// `EXISTS (SELECT 1 FROM (the partition's rows) p WHERE p.k = c.f ...)`: the row `c` references
+/// a row of the partition.
+fn references(
+    sql: &mut crate::db::sql::SqlBuilder,
+    policy: &Policy<'_>,
+    partition: &Partition,
+    fk: &ForeignKey,
+    referenced: &[String],
+) {
+    sql.push("EXISTS (SELECT 1 FROM ").push(&policy.partitioning.rows_of(policy.partitioned(), partition, "p"));
+    sql.push(" WHERE ");
     for (index, (column, target)) in fk.columns.iter().zip(referenced).enumerate() {
         if index > 0 {
             sql.push(" AND ");

@@ -4,18 +4,18 @@
 
 pub mod ddl;
 mod mysql;
-pub(crate) mod partitions;
 mod postgres;
 mod predicate;
 mod sqlite;
 
 use serde::Serialize;
 
+use crate::db::partitions::ORDERED_PARTITION_FUNCTIONS;
 use crate::db::sql::{KeyType, quote_identifier, quote_qualified};
 use crate::db::{Access, Database, DbError, Kind, Pool};
 
+pub use crate::db::partitions::Partition;
 pub use ddl::parse_ddl;
-pub use partitions::Partition;
 
 /// Tables of the tool itself, never part of a user's schema.
 pub(crate) const OWN_TABLE_PREFIX: &str = "cascade_";
@@ -100,24 +100,41 @@ pub struct Table {
     pub delete_triggers: Vec<String>,
 }
 
-/// How a PostgreSQL table is partitioned: `PARTITION BY RANGE (entered_at)`.
+/// How a table is partitioned: `PARTITION BY RANGE (entered_at)`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct PartitionKey {
-    /// `range`, `list` or `hash`, as PostgreSQL calls them (lowercase).
+    /// `range`, `list` or `hash`, as PostgreSQL calls them (lowercase; MySQL's `RANGE COLUMNS`
+    /// is `range` too).
     pub strategy: String,
     /// The key's parts in order; `None` for an expression.
     pub columns: Vec<Option<String>>,
+    /// MySQL: the function of the one column the table is partitioned by (`to_days` in
+    /// `RANGE (TO_DAYS(entered_at))`), lowercase.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub function: Option<String>,
 }
 
 impl PartitionKey {
-    /// Whether the table is partitioned by range on `column` alone.
+    /// Whether the table is partitioned by range on `column` alone, or on a function of it
+    /// that keeps the order of times ([`ORDERED_PARTITION_FUNCTIONS`]).
     pub fn is_range_on(&self, column: &str) -> bool {
-        self.strategy == "range" && matches!(&self.columns[..], [Some(only)] if only.eq_ignore_ascii_case(column))
+        let ordered = self.function.as_deref().is_none_or(|function| ORDERED_PARTITION_FUNCTIONS.contains(&function));
+        self.strategy == "range"
+            && ordered
+            && matches!(&self.columns[..], [Some(only)] if only.eq_ignore_ascii_case(column))
     }
 
     /// `RANGE (entered_at)`, as in `PARTITION BY ...`.
     pub fn describe(&self) -> String {
-        let parts: Vec<&str> = self.columns.iter().map(|c| c.as_deref().unwrap_or("an expression")).collect();
+        let parts: Vec<String> = self
+            .columns
+            .iter()
+            .map(|column| match (column, &self.function) {
+                (Some(column), Some(function)) => format!("{function}({column})"),
+                (Some(column), None) => column.clone(),
+                (None, _) => "an expression".to_owned(),
+            })
+            .collect();
         format!("{} ({})", self.strategy.to_uppercase(), parts.join(", "))
     }
 }

@@ -122,10 +122,7 @@ pub(super) async fn introspect(pool: &MySqlPool) -> Result<Schema, DbError> {
         let method: String = row.get("partition_method");
         let expression: Option<String> = row.get("partition_expression");
         tables[index].partitioned = true;
-        tables[index].partition_key = Some(PartitionKey {
-            strategy: method.to_ascii_lowercase(),
-            columns: partition_columns(expression.as_deref().unwrap_or_default()),
-        });
+        tables[index].partition_key = Some(partition_key(&method, expression.as_deref().unwrap_or_default()));
     }
 
     for row in query(COLUMNS).fetch_all(&mut *connection).await? {
@@ -203,16 +200,54 @@ pub(super) async fn introspect(pool: &MySqlPool) -> Result<Schema, DbError> {
     Ok(Schema::new(tables, Some(Kind::Mysql)))
 }
 
-/// The columns of a partitioning expression (`` `entered_at` ``, `` `a`,`b` ``); an expression
-/// that is not plain columns is one part with no column.
-fn partition_columns(expression: &str) -> Vec<Option<String>> {
-    expression
-        .split(',')
-        .map(|part| {
-            let part = part.trim();
-            let name = part.strip_prefix('`').and_then(|rest| rest.strip_suffix('`')).unwrap_or(part);
-            let plain = !name.is_empty() && name.chars().all(|c| c.is_alphanumeric() || c == '_');
-            plain.then(|| name.replace("``", "`"))
-        })
-        .collect()
+/// How a table is partitioned, from `information_schema.partitions`: `RANGE COLUMNS` is a range
+/// on its columns (`"entered_at"`, `"a","b"`); a `RANGE` over one function of one column
+/// (`to_days("entered_at")`) is a range on that column through the function. Any other
+/// expression is one part with no column.
+fn partition_key(method: &str, expression: &str) -> PartitionKey {
+    let method = method.to_ascii_lowercase();
+    let strategy = method.strip_suffix(" columns").unwrap_or(&method).to_owned();
+    // Quoted as the session's `sql_mode` quotes: the tool's sessions read `"` as a quote.
+    let column = |part: &str| {
+        let part = part.trim();
+        let quoted = ['`', '"'].into_iter().find_map(|quote| {
+            let name = part.strip_prefix(quote)?.strip_suffix(quote)?;
+            Some(name.replace(&format!("{quote}{quote}"), &quote.to_string()))
+        });
+        let name = quoted.unwrap_or_else(|| part.to_owned());
+        let plain = !name.is_empty() && name.chars().all(|c| c.is_alphanumeric() || c == '_');
+        plain.then_some(name)
+    };
+    let function_of_column = expression.trim().strip_suffix(')').and_then(|call| {
+        let (function, argument) = call.split_once('(')?;
+        let function = function.trim();
+        let named = !function.is_empty() && function.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+        Some((named.then(|| function.to_ascii_lowercase())?, column(argument)?))
+    });
+    match function_of_column {
+        Some((function, column)) => PartitionKey { strategy, columns: vec![Some(column)], function: Some(function) },
+        None => PartitionKey { strategy, columns: expression.split(',').map(column).collect(), function: None },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::partition_key;
+
+    #[test]
+    fn range_columns_and_a_function_of_one_column_are_ranges_on_the_column() {
+        let columns = partition_key("RANGE COLUMNS", "`entered_at`");
+        assert_eq!(
+            (columns.strategy.as_str(), columns.columns, columns.function),
+            ("range", vec![Some("entered_at".to_owned())], None)
+        );
+        let ansi = partition_key("RANGE COLUMNS", r#""entered_at""#);
+        assert_eq!(ansi.columns, [Some("entered_at".to_owned())], "the tool's sessions quote with \"");
+        let days = partition_key("RANGE", "to_days(`entered_at`)");
+        assert_eq!((days.columns, days.function.as_deref()), (vec![Some("entered_at".to_owned())], Some("to_days")));
+        assert!(partition_key("RANGE", "month(`entered_at`)").columns == [Some("entered_at".to_owned())]);
+        assert!(!partition_key("RANGE", "month(`entered_at`)").is_range_on("entered_at"));
+        assert_eq!(partition_key("RANGE", "`a` + `b`").columns, [None]);
+        assert_eq!(partition_key("RANGE COLUMNS", "`a`,`b`").columns, [Some("a".to_owned()), Some("b".to_owned())]);
+    }
 }

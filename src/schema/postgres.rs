@@ -124,27 +124,28 @@ pub(super) async fn introspect(pool: &PgPool) -> Result<Schema, DbError> {
     // the next read through the pool would often open a second one (a new server process, whose
     // catalog caches start cold).
     let mut connection = pool.acquire().await?;
-    let mut tables: Vec<(i64, Table)> = query(TABLES)
-        .fetch_all(&mut *connection)
-        .await?
-        .iter()
-        .map(|row| {
-            (
-                row.get("oid"),
-                Table {
-                    schema: Some(row.get("schema")),
-                    name: row.get("name"),
-                    partitioned: row.get("partitioned"),
-                    partition_key: row
-                        .get::<Option<String>, _>("partition_strategy")
-                        .map(|strategy| PartitionKey { strategy, columns: row.get("partition_columns") }),
-                    off_search_path: row.get("off_search_path"),
-                    ..Table::default()
-                },
-            )
-        })
-        .filter(|(_, table)| !table.name.starts_with(OWN_TABLE_PREFIX))
-        .collect();
+    let mut tables: Vec<(i64, Table)> =
+        query(TABLES)
+            .fetch_all(&mut *connection)
+            .await?
+            .iter()
+            .map(|row| {
+                (
+                    row.get("oid"),
+                    Table {
+                        schema: Some(row.get("schema")),
+                        name: row.get("name"),
+                        partitioned: row.get("partitioned"),
+                        partition_key: row.get::<Option<String>, _>("partition_strategy").map(|strategy| {
+                            PartitionKey { strategy, columns: row.get("partition_columns"), function: None }
+                        }),
+                        off_search_path: row.get("off_search_path"),
+                        ..Table::default()
+                    },
+                )
+            })
+            .filter(|(_, table)| !table.name.starts_with(OWN_TABLE_PREFIX))
+            .collect();
     let oids: Vec<i64> = tables.iter().map(|(oid, _)| *oid).collect();
     let position: HashMap<i64, usize> = oids.iter().enumerate().map(|(index, oid)| (*oid, index)).collect();
 

@@ -41,6 +41,7 @@ mod outbox_faults;
 #[cfg(feature = "kafka")]
 mod outbox_kafka;
 mod partitions;
+mod partitions_mysql;
 mod plan;
 mod plan_html;
 mod postgres_restart;

@@ -34,7 +34,8 @@ pub(super) fn check(context: &Context<'_>, diagnostics: &mut Vec<Diagnostic>) {
             )
             .label(format!("not the range partition key of `{}`", table.name))
             .help(format!(
-                "retention drops whole partitions: the table must be `PARTITION BY RANGE ({})`; delete old rows \
+                "retention drops whole partitions: the table must be `PARTITION BY RANGE ({0})` (on MySQL also \
+                 `RANGE COLUMNS ({0})`, or `RANGE` over TO_DAYS, UNIX_TIMESTAMP or YEAR of it); delete old rows \
                  of other tables with `cascade delete`",
                 column.value
             )),

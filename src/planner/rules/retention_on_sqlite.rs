@@ -1,4 +1,4 @@
-//! `retention-on-sqlite`: `retention` drops whole partitions of a PostgreSQL table partitioned by
+//! `retention-on-sqlite`: `retention` drops whole partitions of a PostgreSQL or MySQL table partitioned by
 //! range; SQLite has no partitions, so the policy could never run there.
 
 use crate::db::DatabaseUrl;
@@ -21,7 +21,7 @@ pub(super) fn check(context: &Context<'_>, diagnostics: &mut Vec<Diagnostic>) {
                 Code::RetentionOnSqlite,
                 retention.location.clone(),
                 format!(
-                    "model `{}` has a retention policy, which needs a PostgreSQL table partitioned by range; \
+                    "model `{}` has a retention policy, which needs a PostgreSQL or MySQL table partitioned by range; \
                      the database is SQLite",
                     model.name.value
                 ),

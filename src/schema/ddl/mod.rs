@@ -593,7 +593,7 @@ ALTER TABLE public.customer OWNER TO postgres;
              CREATE TABLE notes (event_id int, event_kind text, FOREIGN KEY (event_id, event_kind) REFERENCES events_a (id, kind));",
         );
         assert_eq!(table_names(&parsed), ["events", "users", "notes"]);
-        let list = PartitionKey { strategy: "list".into(), columns: vec![Some("kind".into())] };
+        let list = PartitionKey { strategy: "list".into(), columns: vec![Some("kind".into())], function: None };
         assert_eq!(table(&parsed, "events").partition_key, Some(list));
         assert_eq!(
             table(&parsed, "events").foreign_keys,

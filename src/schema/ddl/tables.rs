@@ -176,6 +176,7 @@ pub(super) fn partition_key(clause: &str) -> Option<PartitionKey> {
     Some(PartitionKey {
         strategy: strategy.trim().to_ascii_lowercase(),
         columns: inner.split(',').map(column).collect(),
+        function: None,
     })
 }
 
