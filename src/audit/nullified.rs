@@ -10,20 +10,21 @@ use crate::db::{Backend, Database, DbError, Transaction};
 pub(crate) const KEYS_PER_READ: u64 = 1_000;
 
 /// Records that the run `run_id` set the rows `keys` (as text) of `model` to NULL, in the
-/// transaction that did; the number of rows not recorded before.
+/// transaction that did (a row recorded before stays recorded once).
 pub(crate) async fn record(
     transaction: &mut Transaction,
     run_id: i64,
     model: &str,
     keys: Vec<String>,
-) -> Result<u64, DbError> {
+) -> Result<(), DbError> {
     if keys.is_empty() {
-        return Ok(0);
+        return Ok(());
     }
     let records: Vec<serde_json::Value> = keys.into_iter().map(|key| serde_json::json!({ "key": key })).collect();
     let statement =
         record_statement(transaction.backend(), Param::integer(run_id), model, Param::json_records(records));
-    transaction.execute(&statement).await
+    transaction.execute(&statement).await?;
+    Ok(())
 }
 
 /// The insert of [`record`]: `keys` a JSON array of `{"key"}` objects.

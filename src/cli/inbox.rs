@@ -95,7 +95,7 @@ fn receive(cli: &Cli, source: &str) -> anyhow::Result<ExitCode> {
     let mut body = String::new();
     std::io::stdin().read_to_string(&mut body)?;
     let received = super::block_on(async {
-        let database = super::connect_for("the inbox", &url, &loaded.config, Access::ReadWrite).await?;
+        let database = super::connect(&url, &loaded.config, Access::ReadWrite).await?;
         let received = inbox::receive(&database, source, &body).await;
         database.close().await;
         anyhow::Ok(received?)
@@ -132,7 +132,7 @@ fn serve(cli: &Cli, addr: SocketAddr, source: Option<String>) -> anyhow::Result<
             }
             _ => anyhow::Error::new(error).context(format!("cannot listen on {addr}")),
         })?;
-        let database = super::connect_for("the inbox", &url, &loaded.config, Access::ReadWrite).await?;
+        let database = super::connect(&url, &loaded.config, Access::ReadWrite).await?;
         if let Ok(bound) = listener.local_addr() {
             println!("taking deliveries at http://{bound}/inbox/SOURCE until Ctrl-C or SIGTERM");
         }
@@ -184,7 +184,7 @@ fn consume(cli: &Cli, args: &ConsumeArgs) -> anyhow::Result<ExitCode> {
     };
     let report = super::block_on(async {
         let stop = super::stop_on_signals();
-        let database = super::connect_for("the inbox", &url, &loaded.config, Access::ReadWrite).await?;
+        let database = super::connect(&url, &loaded.config, Access::ReadWrite).await?;
         let report = inbox::consume(&database, &options, stop).await;
         database.close().await;
         anyhow::Ok(report?)
@@ -205,7 +205,7 @@ fn apply(cli: &Cli, format: SummaryFormat) -> anyhow::Result<ExitCode> {
     options.batches.command = redact_command_line(std::env::args());
     let report = super::block_on(async {
         let stop = super::stop_on_signals();
-        let database = super::connect_for("the inbox", &url, &loaded, Access::ReadWrite).await?;
+        let database = super::connect(&url, &loaded, Access::ReadWrite).await?;
         let Some(engine) = super::prepare(database.clone(), &loaded).await? else { return anyhow::Ok(None) };
         let report = inbox::run_applier(&engine, &options, true, Duration::from_secs(1), stop).await;
         database.close().await;
@@ -262,7 +262,7 @@ fn stats(cli: &Cli, format: SummaryFormat) -> anyhow::Result<ExitCode> {
     let loaded = cascade::config::load(&cli.config)?;
     let url = super::database_url(cli, &loaded.config);
     let stats = super::block_on(async {
-        let database = super::connect_for("the inbox", &url, &loaded.config, Access::ReadOnly).await?;
+        let database = super::connect(&url, &loaded.config, Access::ReadOnly).await?;
         let stats = inbox::stats(&database, &loaded.config, SystemTime::now()).await;
         database.close().await;
         anyhow::Ok(stats?)

@@ -298,22 +298,6 @@ async fn connect(
     cascade::db::Database::connect(url, options).await
 }
 
-/// [`connect`] for a command that needs more of the database than deletions by plan, refused
-/// where the tool does not run it yet ([`cascade::db::Database::require_full_support`]).
-async fn connect_for(
-    what: &'static str,
-    url: &str,
-    config: &cascade::config::Config,
-    access: cascade::db::Access,
-) -> Result<cascade::db::Database, cascade::db::DbError> {
-    let database = connect(url, config, access).await?;
-    if let Err(refused) = database.require_full_support(what) {
-        database.close().await;
-        return Err(refused);
-    }
-    Ok(database)
-}
-
 /// A flag set by the first Ctrl-C or SIGTERM.
 fn stop_on_signals() -> std::sync::Arc<std::sync::atomic::AtomicBool> {
     let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));

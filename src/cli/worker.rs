@@ -56,9 +56,6 @@ pub fn run(cli: &Cli, args: &Args) -> anyhow::Result<ExitCode> {
     };
     super::block_on(async {
         let database = super::connect(&url, &loaded, Access::ReadWrite).await?;
-        if !loaded.remote_models.is_empty() {
-            database.require_full_support("the inbox (a config with remote models)")?;
-        }
         let Some(engine) = super::prepare(database.clone(), &loaded).await? else {
             return Ok(ExitCode::from(1));
         };

@@ -166,13 +166,6 @@ pub enum DbError {
          `{0}`: MySQL itself is not supported yet"
     )]
     UnsupportedServer(String),
-    /// What the tool does not do on this database yet.
-    #[error(
-        "{0} does not run on MySQL or MariaDB yet: there, cascade runs init, validate, plan, delete (by ids or \
-         --where, with the outbox and --archive), schedule, cancel, scheduled, worker (with --drain), outbox, diff, \
-         orphans, duplicates, partitions, runs and option"
-    )]
-    NotOnMysqlYet(&'static str),
 }
 
 /// What the database said, without sqlx's "error returned from database:" prefix or the server's
@@ -591,8 +584,7 @@ impl Database {
             | DbError::EditedMigration { .. }
             | DbError::UnreadableColumn { .. }
             | DbError::NoRowReturned(_)
-            | DbError::UnsupportedServer(_)
-            | DbError::NotOnMysqlYet(_) => Failure::Permanent,
+            | DbError::UnsupportedServer(_) => Failure::Permanent,
         }
     }
 
@@ -613,15 +605,6 @@ impl Database {
     pub fn raised_by_trigger(&self, error: &DbError) -> Option<Option<String>> {
         let DbError::Query(error) = error else { return None };
         self.driver.raised_by_trigger(error)
-    }
-
-    /// Refuses `what` (a command, a feature) on a database where the tool does not run it yet:
-    /// MySQL runs everything but the inbox.
-    pub fn require_full_support(&self, what: &'static str) -> Result<(), DbError> {
-        match self.kind() {
-            Kind::Mysql => Err(DbError::NotOnMysqlYet(what)),
-            Kind::Sqlite | Kind::Postgres => Ok(()),
-        }
     }
 
     /// Closes every connection.

@@ -296,6 +296,7 @@ const TUNING: Tuning = Tuning {
     materialized_with: false,
     updates_return: false,
     unchecked_foreign_keys: Some(("SET SESSION foreign_key_checks = 0", "SET SESSION foreign_key_checks = 1")),
+    skipped_duplicates_count: true,
     deletes_return: false,
     parameters_in_values: false,
     deletes_in_with: false,

@@ -209,6 +209,7 @@ const TUNING: Tuning = Tuning {
     materialized_with: true,
     updates_return: true,
     unchecked_foreign_keys: None,
+    skipped_duplicates_count: false,
     deletes_return: true,
     parameters_in_values: true,
     deletes_in_with: true,

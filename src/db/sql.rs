@@ -523,6 +523,10 @@ pub(crate) struct Tuning {
     /// multiple-table form cannot); without, a delete whose rows make tombstones or the archive
     /// selects them first, locking them, then deletes them by key.
     pub deletes_return: bool,
+    /// Whether an insert that skips a row whose key another row holds ([`Backend::on_duplicate`]
+    /// with nothing updated) still counts that row as changed: MySQL's client (sqlx's) asks for
+    /// the rows found, not the rows changed.
+    pub skipped_duplicates_count: bool,
     /// Whether a `VALUES` list takes parameters (MariaDB's reads them as empty).
     pub parameters_in_values: bool,
     /// Whether a `WITH` query may hold a `DELETE ... RETURNING` whose rows the main statement

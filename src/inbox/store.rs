@@ -13,7 +13,9 @@ use crate::db::{Database, DbError, Keys, Transaction};
 const ROWS_PER_INSERT: usize = 100;
 
 /// Inserts `tombstones` from `source` in `transaction`, each once: one whose idempotency key the
-/// source sent before is left as it is. The number inserted.
+/// source sent before is left as it is. The number inserted: where a skipped row counts as
+/// changed (MySQL), the keys of the part not there yet, counted first in the transaction (a
+/// delivery of the same key received at the same moment elsewhere may count in both).
 pub(super) async fn insert(
     database: &Database,
     transaction: &mut Transaction,
@@ -40,8 +42,19 @@ pub(super) async fn insert(
             };
             sql.push(")");
         }
-        sql.push(" ON CONFLICT (source, idempotency_key) DO NOTHING");
-        inserted += transaction.execute(&sql.finish()).await?;
+        database.backend().on_duplicate(&mut sql, &["source", "idempotency_key"], &[], "");
+        if database.backend().tuning().skipped_duplicates_count {
+            let keys: std::collections::BTreeSet<&str> =
+                part.iter().map(|tombstone| tombstone.idempotency_key.as_str()).collect();
+            let mut there = database.sql();
+            there.push("SELECT COUNT(*) FROM cascade_inbox WHERE source = ").bind_text(source).push(" AND ");
+            there.one_of("idempotency_key", keys.iter().map(|key| Param::text(key)));
+            let there = transaction.fetch_count(&there.finish()).await?;
+            transaction.execute(&sql.finish()).await?;
+            inserted += (keys.len() as u64).saturating_sub(there);
+        } else {
+            inserted += transaction.execute(&sql.finish()).await?;
+        }
     }
     Ok(inserted)
 }
@@ -49,6 +62,8 @@ pub(super) async fn insert(
 /// Claims up to `limit` pending tombstones of `categories` with an id above `after` (oldest
 /// first) until `until`: those not applied, not parked, with attempts left, and not claimed by
 /// another worker (nor waiting to be tried again) at `now`. Each claim counts as an attempt.
+/// Where an `UPDATE` returns nothing (MySQL), the rows are locked first, then claimed and read
+/// by the claim's token in the same transaction.
 pub(super) async fn claim(
     database: &Database,
     (categories, after, max_attempts): (&[&str], i64, u64),
@@ -60,17 +75,55 @@ pub(super) async fn claim(
     if categories.is_empty() {
         return Ok(Vec::new());
     }
-    let mut sql = database.sql();
-    sql.push("UPDATE cascade_inbox SET claim_token = ").bind_text(token).push(", claim_expires_at = ");
-    sql.timestamp(until.min(latest_time()))
-        .push(", attempts = attempts + 1 WHERE id IN (SELECT id FROM cascade_inbox ");
-    sql.push("WHERE applied_at IS NULL AND parked_at IS NULL AND ");
-    sql.one_of("category", categories.iter().map(|category| Param::text(category)));
-    sql.push(" AND id > ").bind(Param::integer(after)).push(" AND attempts < ").bind(attempts_param(max_attempts));
-    sql.push(" AND (claim_expires_at IS NULL OR claim_expires_at < ").timestamp(now).push(") ORDER BY id LIMIT ");
-    sql.bind(Param::integer(i64::try_from(limit).unwrap_or(i64::MAX))).push(database.backend().claim_lock());
-    sql.push(") RETURNING ").text("id").push(" AS id, category, object_key, ").text("attempts").push(" AS attempts");
-    let rows = database.fetch_records_alone(&sql.finish()).await?;
+    // Their ids, as text when they are read back rather than compared.
+    let pending = |sql: &mut SqlBuilder, as_text: bool| {
+        sql.push("SELECT ");
+        if as_text {
+            sql.text("id")
+        } else {
+            sql.push("id")
+        };
+        sql.push(" FROM cascade_inbox WHERE applied_at IS NULL AND parked_at IS NULL AND ");
+        sql.one_of("category", categories.iter().map(|category| Param::text(category)));
+        sql.push(" AND id > ").bind(Param::integer(after)).push(" AND attempts < ").bind(attempts_param(max_attempts));
+        sql.push(" AND (claim_expires_at IS NULL OR claim_expires_at < ").timestamp(now).push(") ORDER BY id LIMIT ");
+        sql.bind(Param::integer(i64::try_from(limit).unwrap_or(i64::MAX))).push(database.backend().claim_lock());
+    };
+    let claimed = |sql: &mut SqlBuilder| {
+        sql.push("UPDATE cascade_inbox SET claim_token = ").bind_text(token).push(", claim_expires_at = ");
+        sql.timestamp(until.min(latest_time())).push(", attempts = attempts + 1 WHERE ");
+    };
+    let fields = |sql: &mut SqlBuilder| {
+        sql.text("id").push(" AS id, category, object_key, ").text("attempts").push(" AS attempts");
+    };
+    let rows = if database.backend().tuning().updates_return {
+        let mut sql = database.sql();
+        claimed(&mut sql);
+        sql.push("id IN (");
+        pending(&mut sql, false);
+        sql.push(") RETURNING ");
+        fields(&mut sql);
+        database.fetch_records_alone(&sql.finish()).await?
+    } else {
+        let mut transaction = database.begin_write().await?;
+        let mut pick = database.sql();
+        pending(&mut pick, true);
+        let ids = crate::db::first_column(transaction.fetch_texts(&pick.finish()).await?);
+        let ids: Vec<i64> = ids.iter().filter_map(|id| id.parse().ok()).collect();
+        if !ids.is_empty() {
+            let mut update = database.sql();
+            claimed(&mut update);
+            ids_in(&mut update, &ids);
+            transaction.execute(&update.finish()).await?;
+        }
+        let mut read = database.sql();
+        read.push("SELECT ");
+        fields(&mut read);
+        read.push(" FROM cascade_inbox WHERE claim_token = ").bind_text(token);
+        let rows = transaction.fetch_records(&read.finish()).await?;
+        transaction.commit().await?;
+        rows
+    };
     let mut claimed = rows
         .iter()
         .map(|row| {
@@ -184,9 +237,11 @@ const ROWS_PER_PURGE: i64 = 5_000;
 pub(super) async fn purge(database: &Database, before: SystemTime) -> Result<u64, DbError> {
     let mut purged = 0;
     loop {
+        let selector = database.backend().row_selector(false, &["id".to_owned()]);
         let mut sql = database.sql();
-        sql.push("DELETE FROM cascade_inbox WHERE id IN (SELECT id FROM cascade_inbox WHERE applied_at < ");
-        sql.timestamp(before).push(" ORDER BY id LIMIT ").bind(Param::integer(ROWS_PER_PURGE)).push(")");
+        sql.push("DELETE FROM cascade_inbox WHERE ").push(&selector.matched).push(selector.open);
+        sql.push(&selector.select).push(" FROM cascade_inbox WHERE applied_at < ").timestamp(before);
+        sql.push(" ORDER BY id LIMIT ").bind(Param::integer(ROWS_PER_PURGE)).push(selector.close);
         let removed = database.execute_alone(&sql.finish()).await?;
         purged += removed;
         if removed < ROWS_PER_PURGE as u64 {

@@ -234,6 +234,20 @@ on_each_database!(
     }
 );
 
+/// Sender and receiver both on MariaDB.
+#[test]
+fn tombstones_delete_what_one_database_would_from_mariadb_to_mariadb() {
+    let Some(databases) = Databases::mysql() else { return };
+    deletes_what_one_database_would(&databases, WayIn::Command, |ddl| databases.create(ddl));
+}
+
+/// From SQLite, through a webhook, to MariaDB.
+#[test]
+fn tombstones_through_a_webhook_delete_what_one_database_would_from_sqlite_to_mariadb() {
+    let Some(receivers) = Databases::mysql() else { return };
+    deletes_what_one_database_would(&Databases::sqlite(), WayIn::Webhook, |ddl| receivers.create(ddl));
+}
+
 on_each_database!(
     tombstones_through_a_webhook_delete_what_one_database_would_from_sqlite_to_postgres,
     tombstones_through_a_webhook_delete_what_one_database_would_from_postgres_to_postgres,
@@ -261,21 +275,18 @@ pub(crate) fn delivery(messages: &[(&str, &str, &str)]) -> String {
 
 /// A message delivered again is taken once; a body that is not a delivery is refused whole,
 /// with where it went wrong, and nothing is taken.
-#[test]
-fn a_delivery_is_taken_once_and_a_bad_one_not_at_all() {
-    let dir = tempfile::tempdir().unwrap();
-    let url = sqlite_database(dir.path(), &receiver_ddl(false));
+fn a_delivery_is_taken_once_and_a_bad_one_not_at_all(url: &str) {
     let config = project(&[("cascades/cascade.toml", RECEIVER_CONFIG)]);
     let receive = |body: &str| {
         let mut command = cascade(config.path());
-        command.args(["inbox", "receive", "--source", "control", "--database-url", &url]).write_stdin(body.to_owned());
+        command.args(["inbox", "receive", "--source", "control", "--database-url", url]).write_stdin(body.to_owned());
         command.assert()
     };
     let first = delivery(&[("a/1/1", "organization_deleted", "1"), ("a/2/2", "organization_deleted", "2")]);
     receive(&first).success().stdout("received 2 tombstones from `control`: 2 new, 0 received before\n");
     let again = delivery(&[("a/2/2", "organization_deleted", "2"), ("a/3/3", "organization_deleted", "3")]);
     receive(&again).success().stdout("received 2 tombstones from `control`: 1 new, 1 received before\n");
-    assert_eq!(count(&url, "SELECT COUNT(*) FROM cascade_inbox"), 3);
+    assert_eq!(count(url, "SELECT COUNT(*) FROM cascade_inbox"), 3);
 
     let broken = format!("{}, {{\"idempotency_key\": \"a/4/4\"}}]", first.trim_end_matches(']'));
     receive(&broken).code(2).stderr(predicates::str::contains(
@@ -285,8 +296,15 @@ fn a_delivery_is_taken_once_and_a_bad_one_not_at_all() {
     receive(&empty)
         .code(2)
         .stderr(predicates::str::contains("message 2 of the delivery has an empty `object_identifier`"));
-    assert_eq!(count(&url, "SELECT COUNT(*) FROM cascade_inbox"), 3, "nothing of a refused delivery is taken");
+    assert_eq!(count(url, "SELECT COUNT(*) FROM cascade_inbox"), 3, "nothing of a refused delivery is taken");
 }
+
+on_each_database!(
+    a_delivery_is_taken_once_and_a_bad_one_not_at_all_on_sqlite,
+    a_delivery_is_taken_once_and_a_bad_one_not_at_all_on_postgres,
+    a_delivery_is_taken_once_and_a_bad_one_not_at_all_on_mariadb,
+    |databases| a_delivery_is_taken_once_and_a_bad_one_not_at_all(&databases.create(&receiver_ddl(false)))
+);
 
 /// A tombstone whose children cannot be deleted fails, is tried again on the next run, and is
 /// parked after `max_attempts`; the others are applied meanwhile, and one of a category no
@@ -558,9 +576,12 @@ fn one_bad_tombstone_fails_alone() {
     assert_eq!(texts(&url, failed), [[Some("not a number".to_owned()), Some("1".to_owned())]]);
 }
 
-on_each_database!(late_children_are_swept_on_sqlite, late_children_are_swept_on_postgres, |databases| {
-    sweeps_late_children(&databases)
-});
+on_each_database!(
+    late_children_are_swept_on_sqlite,
+    late_children_are_swept_on_postgres,
+    late_children_are_swept_on_mariadb,
+    |databases| { sweeps_late_children(&databases) }
+);
 
 /// An application that spends its budget stops between batches: the tombstones whose children
 /// are all gone are applied, the others released without an attempt counted and taken again,
@@ -803,6 +824,7 @@ fn previews_what_applying_does(databases: &Databases) {
 on_each_database!(
     the_inbox_preview_counts_what_applying_does_on_sqlite,
     the_inbox_preview_counts_what_applying_does_on_postgres,
+    the_inbox_preview_counts_what_applying_does_on_mariadb,
     |databases| { previews_what_applying_does(&databases) }
 );
 
@@ -912,3 +934,9 @@ on_each_database!(
         chain(&databases, |ddl| common::databases::postgres_database_on(&server, ddl));
     }
 );
+
+#[test]
+fn a_chain_of_three_databases_deletes_what_one_would_on_mariadb() {
+    let Some(databases) = Databases::mysql() else { return };
+    chain(&databases, |ddl| databases.create(ddl));
+}

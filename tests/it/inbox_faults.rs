@@ -1,13 +1,15 @@
 //! Deletions across databases under kill -9: the receiving `inbox serve`, the sender's drainer
 //! and the receiver's worker each killed at a seeded moment, then started again. Every seed
 //! ends with each tombstone taken once, the receiver's rows as one database with the same
-//! foreign keys would have them, and a child written late swept.
+//! foreign keys would have them, and a child written late swept. The receiver is a SQLite
+//! database, and for some seeds a MariaDB one.
 
 use crate::common;
 use crate::inbox::{RECEIVER_CONFIG, SENDER_AUTHORIZATION, TOKEN, receiver_ddl, rows, sender_config, webhook_sink};
 
 use std::path::Path;
 
+use common::databases::Databases;
 use common::random::Random;
 use common::running::Running;
 use common::{DEADLINE, cascade, count, project, sqlite_database, texts};
@@ -35,8 +37,13 @@ fn taken(server: &mut Running, deliveries: u64) {
     }
 }
 
-/// One seeded run; see the module's doc.
+/// One seeded run with the receiver and its oracle on SQLite; see the module's doc.
 fn run(seed: u64) {
+    run_with_receiver_on(&Databases::sqlite(), seed);
+}
+
+/// One seeded run, the receiver and its oracle made on `receivers`.
+fn run_with_receiver_on(receivers: &Databases, seed: u64) {
     let mut random = Random::seeded(seed);
     let dir = tempfile::tempdir().unwrap();
     let organizations = 16;
@@ -46,8 +53,8 @@ fn run(seed: u64) {
         "CREATE TABLE organization (id INTEGER PRIMARY KEY);\nINSERT INTO organization VALUES {};\n",
         organization_rows.join(", ")
     );
-    let receiver = sqlite_database(dir.path(), &format!("{}{data}", receiver_ddl(false)));
-    let oracle = sqlite_database(dir.path(), &format!("{organizations_sql}{}{data}", receiver_ddl(true)));
+    let receiver = receivers.create(&format!("{}{data}", receiver_ddl(false)));
+    let oracle = receivers.create(&format!("{organizations_sql}{}{data}", receiver_ddl(true)));
     let sender = sqlite_database(dir.path(), &organizations_sql);
     let port = free_port();
     let receiver_config = format!("{RECEIVER_SETTINGS}{RECEIVER_CONFIG}");
@@ -86,7 +93,7 @@ fn run(seed: u64) {
     });
     server.terminate();
     assert!(server.finish().status.success(), "seed {seed}");
-    let taken_keys = texts(&receiver, "SELECT object_key FROM cascade_inbox ORDER BY CAST(object_key AS INTEGER)");
+    let taken_keys = texts(&receiver, "SELECT object_key FROM cascade_inbox ORDER BY LENGTH(object_key), object_key");
     let taken_keys: Vec<String> = taken_keys.into_iter().map(|row| row[0].clone().unwrap()).collect();
     let mut expected_keys = deleted.clone();
     expected_keys.sort_by_key(|key| key.parse::<u64>().unwrap());
@@ -140,4 +147,10 @@ fn killed_receivers_drainers_and_workers_lose_nothing_seeds_11_to_20() {
 #[test]
 fn killed_receivers_drainers_and_workers_lose_nothing_seeds_21_to_30() {
     (21..=30).for_each(run);
+}
+
+#[test]
+fn killed_receivers_drainers_and_workers_lose_nothing_with_the_receiver_on_mariadb_seeds_1_to_6() {
+    let Some(receivers) = Databases::mysql() else { return };
+    (1..=6).for_each(|seed| run_with_receiver_on(&receivers, seed));
 }

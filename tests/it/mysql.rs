@@ -171,21 +171,6 @@ fn a_deletion_killed_on_mariadb_finishes_as_the_database_s_own_cascade() {
     assert_eq!(interrupted, 3, "each killed run is left as it was, and the last one finished");
 }
 
-/// What does not run on MySQL yet says so, naming what does, before it changes anything.
-#[test]
-fn what_does_not_run_on_mariadb_yet_is_refused_clearly() {
-    let Some(databases) = Databases::mysql() else { return };
-    let url = databases.create(&schema(3, false));
-    let dir = project(&[("cascades/app.toml", CONFIG)]);
-    for args in [vec!["orphans"], vec!["inbox", "receive", "--source", "elsewhere"]] {
-        let output = cascade(dir.path()).args(&args).args(["--database-url", &url]).output().unwrap();
-        assert!(!output.status.success(), "{args:?}");
-        let stderr = String::from_utf8_lossy(&output.stderr);
-        assert!(stderr.contains("does not run on MySQL or MariaDB yet"), "{args:?}: {stderr}");
-    }
-    assert_eq!(count(&url, "SELECT COUNT(*) FROM org"), 3);
-}
-
 /// A store and its manager, who works at the store, reference each other with NOT NULL keys
 /// that InnoDB checks row by row (Sakila's `store` and `staff`): no order deletes them, yet the
 /// deletion of a store takes both, and what the database's own cascade would leave is left.

@@ -160,7 +160,7 @@ impl Partitioning {
     }
 
     /// The table as a statement names it.
-    pub fn quoted(self, table: PartitionedTable<'_>) -> String {
+    fn quoted(self, table: PartitionedTable<'_>) -> String {
         table.quoted(self.kind())
     }
 
