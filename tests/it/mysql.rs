@@ -213,3 +213,65 @@ fn a_store_and_its_manager_go_together_on_mariadb() {
     texts(&oracle, "DELETE FROM store WHERE store_id = 1");
     assert_eq!(user_rows(&url), user_rows(&oracle));
 }
+
+/// A store and its manager again, each with notes only the database deletes (a trigger refuses
+/// any other delete), so InnoDB's checks must stay on for both; the store's manager key may be
+/// NULL, and is set to NULL first in the deletion's transaction. The database's own cascade is
+/// the oracle, and the archive holds the store as it was.
+#[test]
+fn a_loop_of_tables_the_database_cascades_from_goes_on_mariadb() {
+    let Some(databases) = Databases::mysql() else { return };
+    let schema = |action: &str| {
+        let guard = |table: &str| {
+            format!(
+                "CREATE TRIGGER {table}_guard BEFORE DELETE ON {table} FOR EACH ROW \
+                 SIGNAL SQLSTATE '45000' SET MESSAGE_TEXT = 'only the database deletes notes';"
+            )
+        };
+        format!(
+            "SET FOREIGN_KEY_CHECKS = 0;
+             CREATE TABLE staff (staff_id int PRIMARY KEY, store_id int NOT NULL, KEY staff_store (store_id),
+               CONSTRAINT fk_staff_store FOREIGN KEY (store_id) REFERENCES store (store_id) {action});
+             CREATE TABLE store (store_id int PRIMARY KEY, manager_staff_id int, KEY store_manager (manager_staff_id),
+               CONSTRAINT fk_store_staff FOREIGN KEY (manager_staff_id) REFERENCES staff (staff_id) {action});
+             CREATE TABLE store_note (id int PRIMARY KEY, store_id int NOT NULL, KEY store_note_store (store_id),
+               CONSTRAINT fk_store_note FOREIGN KEY (store_id) REFERENCES store (store_id) ON DELETE CASCADE);
+             CREATE TABLE staff_note (id int PRIMARY KEY, staff_id int NOT NULL, KEY staff_note_staff (staff_id),
+               CONSTRAINT fk_staff_note FOREIGN KEY (staff_id) REFERENCES staff (staff_id) ON DELETE CASCADE);
+             {}
+             {}
+             INSERT INTO staff VALUES (1, 1), (2, 1), (3, 2);
+             INSERT INTO store VALUES (1, 1), (2, 3);
+             INSERT INTO store_note VALUES (1, 1), (2, 2);
+             INSERT INTO staff_note VALUES (1, 1), (2, 2), (3, 3);
+             SET FOREIGN_KEY_CHECKS = 1;",
+            guard("store_note"),
+            guard("staff_note")
+        )
+    };
+    let url = databases.create(&schema("ON DELETE RESTRICT"));
+    let oracle = databases.create(&schema("ON DELETE CASCADE"));
+    let dir = tempfile::tempdir().unwrap();
+    cascade(dir.path()).args(["init", "--database-url", &url]).assert().success();
+    let archive = dir.path().join("archive");
+    let deleted =
+        json_output(cascade(dir.path()).args(["delete", "store", "1", "--confirm", "--format", "json"]).args([
+            "--archive",
+            archive.to_str().unwrap(),
+            "--database-url",
+            &url,
+        ]));
+    assert_eq!(
+        deleted["deleted"],
+        serde_json::json!({"staff_note": 2, "staff": 2, "store_note": 1, "store": 1}),
+        "{deleted:#}"
+    );
+    // The oracle's own cascade, without the guards: it deletes its notes itself.
+    texts(&oracle, "DROP TRIGGER store_note_guard");
+    texts(&oracle, "DROP TRIGGER staff_note_guard");
+    texts(&oracle, "DELETE FROM store WHERE store_id = 1");
+    assert_eq!(user_rows(&url), user_rows(&oracle));
+    let stores = &common::archive_lines(&archive, &[])["store"];
+    assert_eq!(stores.len(), 1);
+    assert_eq!(stores[0]["row"], serde_json::json!({"store_id": 1, "manager_staff_id": 1}), "archived as it was");
+}

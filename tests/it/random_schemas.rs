@@ -96,11 +96,11 @@ impl Dialect {
         }
     }
 
-    /// Whether the database refuses every delete of a row that references itself by a key of
-    /// `action`: InnoDB checks `RESTRICT` and `NO ACTION` row by row, and cascade does not delete
-    /// such rows on MariaDB yet (docs/DECISIONS.md). MariaDB's trees have none: their top rows
-    /// are NULL.
-    fn refuses_own_rows(self, action: &str) -> bool {
+    /// Whether a tree's key of `action` is nullable on this database: InnoDB refuses to delete a
+    /// row that references itself by a key it checks row by row, and with its checks off it
+    /// cascades to no child; cascade sets such a key to NULL first where children only the
+    /// database deletes need its checks on, which a NOT NULL key refuses (docs/DECISIONS.md).
+    fn tree_key_nullable(self, action: &str) -> bool {
         self == Dialect::Mysql && matches!(action, "NO ACTION" | "RESTRICT")
     }
 
@@ -206,9 +206,7 @@ fn generate(random: &mut Random, dialect: Dialect) -> Generated {
         // A tree of rows: (column, the column it references, action, nullable).
         let tree = (!composite && !guarded && random.chance(40)).then(|| {
             let action = ACTIONS[random.below(4) as usize];
-            // InnoDB refuses to delete a row that references itself by a key it checks (see
-            // `Dialect::refuses_own_rows`): on MariaDB such a tree's top rows are NULL.
-            let nullable = action == "SET NULL" || dialect.refuses_own_rows(action) || random.chance(50);
+            let nullable = action == "SET NULL" || dialect.tree_key_nullable(action) || random.chance(50);
             let (column, referenced) = if random.chance(30) { ("parent_code", "code") } else { ("parent_id", "id") };
             let kind = if column == "parent_code" { dialect.text() } else { "bigint" };
             columns.push(format!("{column} {kind}{}", if nullable { "" } else { " NOT NULL" }));
@@ -277,13 +275,13 @@ fn generate(random: &mut Random, dialect: Dialect) -> Generated {
                     values.insert(column.clone(), value);
                 }
             }
-            if let Some((column, referenced, action, nullable)) = tree {
+            if let Some((column, referenced, _, nullable)) = tree {
                 // Below an earlier row, else a top row: NULL, or pointing at itself (always, where
                 // the column is NOT NULL).
                 let value = if !rows.is_empty() && random.chance(65) {
                     let earlier: &BTreeMap<String, String> = &rows[random.below(rows.len() as u64) as usize];
                     earlier[referenced].clone()
-                } else if nullable && (dialect.refuses_own_rows(action) || !random.chance(25)) {
+                } else if nullable && !random.chance(25) {
                     "NULL".to_owned()
                 } else {
                     values[referenced].clone()
@@ -382,9 +380,7 @@ fn close_cycles(random: &mut Random, tables: &mut [Table], dialect: Dialect) -> 
             let picked = random.below(tables[target].rows.len() as u64) as usize;
             // Some rows close a loop of rows through the tables: they go together.
             if reaches(tables, (target, picked), (index, row)) {
-                // A loop of rows through keys InnoDB checks and cascades within one statement is
-                // refused on MariaDB yet (docs/DECISIONS.md): its schemas close none.
-                if dialect == Dialect::Mysql || !random.chance(50) {
+                if !random.chance(50) {
                     continue;
                 }
                 loops += 1;
@@ -446,9 +442,7 @@ fn random_schemas_delete_what_the_database_would_cascade_on_mariadb() {
 
 fn compare_with_the_database_s_own_cascade(databases: &Databases) {
     let (mut deletions, mut cyclic, mut loops, mut guarded, mut nullify_compared) = (0, 0, 0, 0, 0);
-    // MariaDB's schemas delete more with each root (no tree top points at itself): a few more.
-    let schemas = if databases.is_mysql() { SCHEMAS + 5 } else { SCHEMAS };
-    for seed in 0..schemas {
+    for seed in 0..SCHEMAS {
         let mut random = Random::seeded(seed);
         let generated = generate(&mut random, Dialect::of(databases));
         guarded += generated.guarded;
@@ -532,10 +526,8 @@ fn compare_with_the_database_s_own_cascade(databases: &Databases) {
     }
     assert!(deletions >= 300, "only {deletions} deletions were compared");
     assert!(cyclic >= 10, "only {cyclic} schemas have a delete cycle through several tables");
-    if !databases.is_mysql() {
-        assert!(loops >= 10, "only {loops} rows close a loop of rows");
-    }
-    assert!(guarded >= schemas as usize / 4, "only {guarded} tables were guarded by a trigger");
+    assert!(loops >= 10, "only {loops} rows close a loop of rows");
+    assert!(guarded >= SCHEMAS as usize / 4, "only {guarded} tables were guarded by a trigger");
     assert!(nullify_compared >= 50, "only {nullify_compared} deletions nullified any row");
     println!(
         "{deletions} deletions compared with the database's own cascade, {nullify_compared} of which nullified rows \

@@ -191,16 +191,22 @@ impl<'a> Deletion<'a> {
         keys: &Keys,
     ) -> Result<Outcome<'a>, DeleteError> {
         let started = Instant::now();
-        // Each row once: a chunk that waited for the loop may hold a row of it too.
+        // Each row once: a chunk that waited for the loop may hold a row of it too. The rows of
+        // one model in one group, whichever of its nodes found them: a row the database deletes
+        // with two of them is counted once.
         let mut seen: HashSet<(&str, String)> = HashSet::new();
-        let mut groups: Vec<(&'a PlanNode, &StepSql<'a>, Keys)> = Vec::new();
+        let mut by_model: Vec<(&'a PlanNode, &StepSql<'a>, Vec<String>)> = Vec::new();
         let attached = loop_rows.iter().map(|rows| (rows.node, rows.step.as_ref(), &rows.keys));
         for (node, step, keys) in std::iter::once((frame.node, frame.step.as_ref(), keys)).chain(attached) {
-            let new: Vec<String> =
-                keys.texts().into_iter().filter(|key| seen.insert((node.table.as_str(), key.clone()))).collect();
-            if !new.is_empty() {
-                groups.push((node, step, table_keys(&node.table, &step.sql.key_types, new)?));
+            let new = keys.texts().into_iter().filter(|key| seen.insert((node.table.as_str(), key.clone())));
+            match by_model.iter_mut().find(|(other, ..)| other.model == node.model && other.table == node.table) {
+                Some((.., all)) => all.extend(new),
+                None => by_model.push((node, step, new.collect())),
             }
+        }
+        let mut groups: Vec<(&'a PlanNode, &StepSql<'a>, Keys)> = Vec::new();
+        for (node, step, keys) in by_model.into_iter().filter(|(.., keys)| !keys.is_empty()) {
+            groups.push((node, step, table_keys(&node.table, &step.sql.key_types, keys)?));
         }
         let tuning = self.database.backend().tuning();
         let mut transaction = self.begin().await?;

@@ -26,50 +26,184 @@ impl<'a> Deletion<'a> {
     /// Deletes each `(node, step, keys)` group by key, in `transaction`; with the database's checks
     /// off where it has no other way (`Tuning::unchecked_foreign_keys`). The rows the deletes
     /// took, and the reason the rows cannot go yet when another row still references them.
+    ///
+    /// The database's own cascades do not run with its checks off: the groups with children only
+    /// the database deletes go after the others, with the checks on, for InnoDB to cascade (the
+    /// loop's rows that referenced them already gone; it refuses rows it still cannot order). So
+    /// do the groups of a table the schema does not know: the references to it cannot be checked.
     pub(super) async fn delete_groups<'g>(
         &self,
         transaction: &mut Transaction,
         groups: &[(&'g PlanNode, &StepSql<'g>, Keys)],
     ) -> Result<(u64, Option<String>), DeleteError> {
-        let tuning = self.database.backend().tuning();
-        // The database's own cascades do not run with its checks off: a loop with children only the
-        // database deletes keeps them on, for InnoDB to check (and refuse rows it cannot order).
-        // Nor a loop of a table the schema does not know: the references to it cannot be checked.
-        let checkable = groups
-            .iter()
-            .all(|(node, step, _)| step.database_children.is_empty() && self.schema.table(&node.table).is_some());
-        let unchecked = tuning.unchecked_foreign_keys.filter(|_| checkable);
-        let Some((off, on)) = unchecked else {
-            let mut rows = 0;
-            for (_, step, keys) in groups {
-                rows += transaction.execute(&step.sql.delete_by_keys(Param::Keys(keys.clone()), None)).await?;
-            }
-            return Ok((rows, None));
+        let switch = self.database.backend().tuning().unchecked_foreign_keys;
+        let checkable = |group: &&(&PlanNode, &StepSql<'_>, Keys)| {
+            group.1.database_children.is_empty() && self.schema.table(&group.0.table).is_some()
         };
-        let referenced = self.referenced_values(transaction, groups).await?;
-        transaction.execute_script(off).await?;
-        let mut deleted = Ok(0);
-        for (_, step, keys) in groups {
-            let statement = step.sql.delete_by_keys(Param::Keys(keys.clone()), None);
-            deleted = match deleted {
-                Ok(rows) => transaction.execute(&statement).await.map(|more| rows + more),
-                failed => failed,
-            };
+        let (unchecked, checked): (Vec<_>, Vec<_>) =
+            groups.iter().partition(|group| switch.is_some() && checkable(group));
+        let mut rows = 0;
+        let mut referenced = Vec::new();
+        if let (Some((off, on)), false) = (switch, unchecked.is_empty()) {
+            let unchecked: Vec<_> = unchecked.into_iter().cloned().collect();
+            referenced = self.referenced_values(transaction, &unchecked).await?;
+            transaction.execute_script(off).await?;
+            let mut deleted = Ok(0);
+            for (_, step, keys) in &unchecked {
+                let statement = step.sql.delete_by_keys(Param::Keys(keys.clone()), None);
+                deleted = match deleted {
+                    Ok(rows) => transaction.execute(&statement).await.map(|more| rows + more),
+                    failed => failed,
+                };
+            }
+            // Back on whatever happened: the connection goes back to the pool.
+            transaction.execute_script(on).await?;
+            rows += deleted?;
         }
-        // Back on whatever happened: the connection goes back to the pool.
-        transaction.execute_script(on).await?;
-        let rows = deleted?;
+        // The rows of one table together, whichever nodes found them.
+        let mut by_table: Vec<(&PlanNode, &StepSql<'_>, Vec<String>)> = Vec::new();
+        for (node, step, keys) in checked {
+            match by_table.iter_mut().find(|(other, ..)| other.table == node.table) {
+                Some((.., all)) => all.extend(keys.texts()),
+                None => by_table.push((node, step, keys.texts())),
+            }
+        }
+        rows += self.delete_in_reference_order(transaction, by_table).await?;
         Ok((rows, self.still_referenced(transaction, &referenced).await?))
     }
 
-    /// Whether rows of `node` are deleted by key with the database's checks off and checked by
-    /// hand ([`Self::delete_self_referencing`]): where the database checks every key row by row
-    /// (InnoDB) and `node`'s table references itself through a key that refuses, so a row that
-    /// references itself (a tree's top row, its own root) could not go otherwise.
-    pub(super) fn refers_to_itself_unchecked(&self, node: &PlanNode, step: &StepSql<'_>) -> bool {
+    /// Deletes the rows of `groups` (one per table) with the checks on, children first. InnoDB
+    /// checks each key row by row, and cascades one (to rows that keys which refuse may still
+    /// reference) inside the delete: a row goes only once no other row of the groups references
+    /// it, by any key, a round of those rows at a time, until none is left. Rows left that all
+    /// reference each other have a key of theirs that may be NULL set to NULL first (they are
+    /// about to go; what they held is read for the tombstones and the archive already); without
+    /// one, InnoDB refuses them, naming the key.
+    async fn delete_in_reference_order(
+        &self,
+        transaction: &mut Transaction,
+        mut groups: Vec<(&PlanNode, &StepSql<'_>, Vec<String>)>,
+    ) -> Result<u64, DeleteError> {
+        let mut rows = 0;
+        loop {
+            groups.retain(|(.., keys)| !keys.is_empty());
+            let mut progressed = false;
+            for index in 0..groups.len() {
+                let referenced = self.referenced_within(transaction, &groups, index).await?;
+                let (node, step, keys) = &mut groups[index];
+                let leaves: Vec<String> = keys.iter().filter(|key| !referenced.contains(key)).cloned().collect();
+                if leaves.is_empty() {
+                    continue;
+                }
+                let leaves = crate::engine::table_keys(&node.table, &step.sql.key_types, leaves)?;
+                rows += transaction.execute(&step.sql.delete_by_keys(Param::Keys(leaves), None)).await?;
+                *keys = referenced;
+                progressed = true;
+            }
+            if !progressed && !self.break_a_loop(transaction, &groups).await? {
+                break;
+            }
+        }
+        for (node, step, keys) in groups.into_iter().filter(|(.., keys)| !keys.is_empty()) {
+            let keys = crate::engine::table_keys(&node.table, &step.sql.key_types, keys)?;
+            rows += transaction.execute(&step.sql.delete_by_keys(Param::Keys(keys), None)).await?;
+        }
+        Ok(rows)
+    }
+
+    /// Sets to NULL, in the rows of a group, the columns of a key that may be NULL and references
+    /// the table of a group: one edge of a loop the groups' rows form, where no order deletes
+    /// them. Whether some row changed.
+    async fn break_a_loop(
+        &self,
+        transaction: &mut Transaction,
+        groups: &[(&PlanNode, &StepSql<'_>, Vec<String>)],
+    ) -> Result<bool, DeleteError> {
+        let tables: Vec<&crate::schema::Table> =
+            groups.iter().filter_map(|(node, ..)| self.schema.table(&node.table)).collect();
+        for (node, step, keys) in groups {
+            let Some(table) = self.schema.table(&node.table) else { continue };
+            for fk in &table.foreign_keys {
+                let references_a_group = tables.iter().any(|target| {
+                    target.name.eq_ignore_ascii_case(&fk.referenced_table)
+                        && fk.referenced_schema.as_deref().is_none_or(|schema| target.schema.as_deref() == Some(schema))
+                });
+                let nullable = fk.columns.iter().all(|column| table.column(column).is_some_and(|c| c.nullable));
+                if !references_a_group || !nullable {
+                    continue;
+                }
+                let mut sql = SqlBuilder::new(self.database.backend());
+                sql.push("UPDATE ").push(&table.quoted()).push(" SET ");
+                for (index, column) in fk.columns.iter().enumerate() {
+                    sql.push(if index == 0 { "" } else { ", " }).identifier(column).push(" = NULL");
+                }
+                sql.push(" WHERE ");
+                let keys = crate::engine::table_keys(&node.table, &step.sql.key_types, keys.clone())?;
+                sql.keys_in(&step.sql.key_columns(), &step.sql.key_types, Param::Keys(keys));
+                for column in &fk.columns {
+                    sql.push(" AND ").identifier(column).push(" IS NOT NULL");
+                }
+                if transaction.execute(&sql.finish()).await? > 0 {
+                    return Ok(true);
+                }
+            }
+        }
+        Ok(false)
+    }
+
+    /// The keys of the rows of `groups[index]` that a row of any group references, itself
+    /// included: InnoDB refuses the delete of a row that references itself by a key it checks.
+    async fn referenced_within(
+        &self,
+        transaction: &mut Transaction,
+        groups: &[(&PlanNode, &StepSql<'_>, Vec<String>)],
+        index: usize,
+    ) -> Result<Vec<String>, DeleteError> {
+        let backend = self.database.backend();
+        let (node, step, keys) = &groups[index];
+        let Some(table) = self.schema.table(&node.table) else { return Ok(Vec::new()) };
+        let columns = step.sql.key_columns();
+        let quoted = table.quoted();
+        let mut referenced = Vec::new();
+        for (child, fk) in self.schema.references_to(table) {
+            let in_child = |other: &&(&PlanNode, &StepSql<'_>, Vec<String>)| {
+                self.schema.table(&other.0.table).is_some_and(|found| std::ptr::eq(found, child))
+            };
+            let Some((child_node, child_step, child_keys)) = groups.iter().find(in_child) else { continue };
+            let target = if fk.referenced_columns.is_empty() { &table.primary_key } else { &fk.referenced_columns };
+            let mut sql = SqlBuilder::new(backend);
+            sql.push("SELECT ");
+            backend.key_text(&mut sql, &columns);
+            sql.push(" FROM ").push(&quoted).push(" WHERE ");
+            let own = crate::engine::table_keys(&node.table, &step.sql.key_types, keys.clone())?;
+            sql.keys_in(&columns, &step.sql.key_types, Param::Keys(own));
+            sql.push(" AND EXISTS (SELECT 1 FROM ").push(&child.quoted()).push(" AS cascade_child WHERE ");
+            let theirs = crate::engine::table_keys(&child_node.table, &child_step.sql.key_types, child_keys.clone())?;
+            sql.keys_in(&child_step.sql.key_columns(), &child_step.sql.key_types, Param::Keys(theirs));
+            for (column, target) in fk.columns.iter().zip(target) {
+                sql.push(" AND cascade_child.").identifier(column).push(" = ").push(&quoted).push(".");
+                sql.identifier(target);
+            }
+            sql.push(")");
+            // As the groups write their keys (MariaDB's JSON arrays have spaces).
+            let found = first_column(transaction.fetch_texts(&sql.finish()).await?);
+            for key in crate::engine::table_keys(&node.table, &step.sql.key_types, found)?.texts() {
+                if !referenced.contains(&key) {
+                    referenced.push(key);
+                }
+            }
+        }
+        Ok(referenced)
+    }
+
+    /// Whether rows of `node` are deleted by key as a loop's are ([`Self::delete_self_referencing`]):
+    /// where the database checks every key row by row (InnoDB) and `node`'s table references
+    /// itself through a key that refuses, so a row that references itself (a tree's top row, its
+    /// own root) could not go otherwise: with the checks off, or on where the database deletes
+    /// children of the table (its self-references set to NULL first, where they may be).
+    pub(super) fn refers_to_itself_row_by_row(&self, node: &PlanNode) -> bool {
         let unchecked = self.database.backend().tuning().unchecked_foreign_keys.is_some();
-        let Some(table) = self.schema.table(&node.table).filter(|_| unchecked && step.database_children.is_empty())
-        else {
+        let Some(table) = self.schema.table(&node.table).filter(|_| unchecked) else {
             return false;
         };
         self.schema.references_to(table).any(|(child, fk)| {
@@ -78,8 +212,7 @@ impl<'a> Deletion<'a> {
         })
     }
 
-    /// Deletes the rows of `node` whose keys are `keys` with the checks off
-    /// ([`Self::delete_groups`]), writing their tombstones and archive lines as any delete does;
+    /// Deletes the rows of `node` whose keys are `keys` as a loop's ([`Self::delete_groups`]), writing their tombstones and archive lines as any delete does;
     /// the rows deleted, or [`DeleteError::StillReferenced`] when another row still references
     /// one of them (inserted meanwhile: the chunk is taken again, as after a foreign key's
     /// refusal).

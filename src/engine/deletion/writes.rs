@@ -103,7 +103,7 @@ impl<'a> Deletion<'a> {
         by_key: bool,
     ) -> Result<u64, DeleteError> {
         let matched = || Param::Keys(keys.clone());
-        if by_key && self.refers_to_itself_unchecked(node, step) {
+        if by_key && self.refers_to_itself_row_by_row(node) {
             return self.delete_self_referencing(transaction, node, step, keys).await;
         }
         let Some(returning) = step.row_data_from_table() else {
