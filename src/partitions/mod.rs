@@ -76,8 +76,8 @@ pub enum PartitionError {
     },
     /// The table is not partitioned by range on the retention column.
     #[error(
-        "table `{table}` is not partitioned by range on `{column}` alone (or on TO_DAYS, UNIX_TIMESTAMP or YEAR \
-         of it, on MySQL), so `retention` cannot drop partitions"
+        "table `{table}` is not partitioned by range on `{column}` alone, a date or time column (or on TO_DAYS, \
+         UNIX_TIMESTAMP or YEAR of it, on MySQL), so `retention` cannot drop partitions"
     )]
     NotRangePartitioned {
         /// The table.
@@ -204,7 +204,7 @@ fn policy<'a>(partitioning: Partitioning, model: &'a Model, schema: &'a Schema) 
         table: table.qualified_name(),
         column: retention.column.value.clone(),
     };
-    let key = table.partition_key.as_ref().filter(|key| key.is_range_on(&retention.column.value));
+    let key = table.partition_key.as_ref().filter(|_| table.is_range_partitioned_by_time(&retention.column.value));
     let key = key.ok_or_else(not_range)?;
     let column = table.column(&retention.column.value).ok_or_else(not_range)?;
     Ok(Policy {

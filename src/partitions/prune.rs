@@ -2,7 +2,8 @@
 //! partition through a nullify relation are set to NULL (chunked), a checkpoint names the table
 //! its rows will be in, it is detached (PostgreSQL: `CONCURRENTLY` where the server allows;
 //! MySQL: its rows swapped into a table of their own), archived from that table, and the table
-//! dropped in the same transaction that records the run as finished and removes the checkpoint.
+//! dropped in the same transaction that records the run as finished and removes the checkpoint
+//! (on MySQL, whose `DROP TABLE` commits by itself, just before that transaction).
 //! A prune killed between detach and drop leaves the checkpoint behind; the next prune finds the
 //! detached table by it and finishes it.
 
@@ -19,7 +20,7 @@ use crate::audit::{self, Run, RunOutcome, RunStart};
 use crate::config::{Config, OnDelete, describe_columns};
 use crate::db::Database;
 use crate::db::partitions::{Detach, Detaching};
-use crate::engine::{Archive, ArchiveError};
+use crate::engine::Archive;
 use crate::schema::{ForeignKey, Partition, Schema, Table};
 
 /// How a prune runs.
@@ -156,7 +157,7 @@ pub async fn prune(
         let mut rows = RunRows::default();
         let done = async {
             clean_references(database, config, schema, policy, partition, run.id(), &mut rows).await?;
-            let detaching = policy.partitioning.detaching(database, policy.partitioned(), partition, run.id()).await?;
+            let detaching = policy.partitioning.detaching(database, partition, run.id()).await?;
             let target = Target { name, detaching, checkpoint, archive: options.archive.clone() };
             remember_detaching(database, &target).await?;
             let detach = policy
@@ -247,8 +248,8 @@ async fn archive_and_drop(
     })
 }
 
-/// Writes every row of the detached table to the archive, a batch at a time, each synced before
-/// the next is read; the number of rows.
+/// Writes every row of the detached table to the archive, a batch at a time, and syncs it (each
+/// batch before the next, where the batches leave the table as they go); the number of rows.
 async fn archive(
     database: &Database,
     policy: &Policy<'_>,
@@ -259,13 +260,18 @@ async fn archive(
     let mut archive = Archive::open(dir, run)?;
     let model = &policy.model.name.value;
     let columns: Vec<String> = policy.table.columns.iter().map(|column| column.name.clone()).collect();
+    let consumed = policy.partitioning.archive_consumes_rows();
     let write = |batch: &[String]| -> Result<(), PartitionError> {
         archive.write(model, &target.name, batch)?;
         archive.flush()?;
-        // On MySQL the batch leaves the detached table as its transaction commits.
-        archive.sync().map_err(|error: ArchiveError| error.into())
+        if consumed {
+            archive.sync()?;
+        }
+        Ok(())
     };
-    policy.partitioning.archive(database, &target.detaching.table, &columns, write).await
+    let rows = policy.partitioning.archive(database, &target.detaching.table, &columns, write).await?;
+    archive.sync()?;
+    Ok(rows)
 }
 
 /// Sets to NULL the column of every row that references `partition` through a nullify relation

@@ -354,6 +354,18 @@ impl Table {
         })
     }
 
+    /// Whether the table is partitioned by range on `column` alone (or on an ordered function of
+    /// it, MySQL) and the column holds times: partitions a retention policy can drop. A range on
+    /// numbers or text has bounds that are no times.
+    pub fn is_range_partitioned_by_time(&self, column: &str) -> bool {
+        let Some(key) = self.partition_key.as_ref().filter(|key| key.is_range_on(column)) else { return false };
+        let holds_time = |data_type: &str| {
+            let data_type = data_type.to_ascii_lowercase();
+            data_type.starts_with("date") || data_type.starts_with("time")
+        };
+        key.function.is_some() || self.column(column).is_none_or(|found| holds_time(&found.data_type))
+    }
+
     /// The name as a statement writes it, quoted: `"schema"."name"`, or `"name"` without a schema.
     pub(crate) fn quoted(&self) -> String {
         match &self.schema {

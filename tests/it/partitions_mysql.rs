@@ -495,3 +495,29 @@ fn mariadb_the_worker_prunes_what_the_policy_drops_today() {
     let kept: Vec<String> = to_keep.iter().map(|p| p["name"].as_str().unwrap().to_owned()).collect();
     assert_eq!(partition_names(&url), kept);
 }
+
+/// A range on numbers has bounds that are no times: validate says so, and the prune refuses it,
+/// rather than compare bounds that read as no time and never drop a partition.
+#[test]
+fn mariadb_a_range_on_numbers_is_refused_for_retention() {
+    let Some(databases) = Databases::mysql() else { return };
+    let url = databases.create(
+        "CREATE TABLE page_view (id bigint NOT NULL, entered_at int NOT NULL, PRIMARY KEY (id, entered_at))
+           PARTITION BY RANGE COLUMNS (entered_at) (PARTITION p1 VALUES LESS THAN (100), PARTITION p2 VALUES LESS THAN (200));
+         CREATE TABLE click (id bigint PRIMARY KEY, page_view_id bigint);
+         INSERT INTO page_view VALUES (1, 10), (2, 150);",
+    );
+    let config = project(&[("cascades/cascade.toml", CONFIG)]);
+    let validate = cascade(config.path()).args(["validate", "--database-url", &url]).output().unwrap();
+    let stdout = String::from_utf8_lossy(&validate.stdout);
+    assert_eq!(validate.status.code(), Some(1), "{stdout}");
+    assert!(stdout.contains("is partitioned by RANGE (entered_at), whose values are no times"), "{stdout}");
+    let refused = cascade(config.path())
+        .args(["--database-url", &url, "partitions", "prune", "--confirm", "--now", "2026-12-07T00:00:00Z"])
+        .output()
+        .unwrap();
+    assert_eq!(refused.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&refused.stderr).contains("a date or time column"));
+    assert_eq!(partition_names(&url), ["p1", "p2"]);
+    assert_eq!(count(&url, "SELECT COUNT(*) FROM page_view"), 2);
+}

@@ -211,17 +211,17 @@ impl Partitioning {
     }
 
     /// Where `partition` of `table` goes while a prune's run `run` drops it.
-    pub async fn detaching(
-        self,
-        database: &Database,
-        table: PartitionedTable<'_>,
-        partition: &Partition,
-        run: i64,
-    ) -> Result<Detaching, DbError> {
+    pub async fn detaching(self, database: &Database, partition: &Partition, run: i64) -> Result<Detaching, DbError> {
         match self {
             Partitioning::Postgres => postgres::detaching(database, partition).await,
-            Partitioning::Mysql => Ok(mysql::detaching(table, run)),
+            Partitioning::Mysql => Ok(mysql::detaching(run)),
         }
+    }
+
+    /// Whether a prune detaching into a table of its own consumes the rows it archives (MySQL):
+    /// each batch must then be synced before the next.
+    pub fn archive_consumes_rows(self) -> bool {
+        self == Partitioning::Mysql
     }
 
     /// Whether `detaching`'s table is still there, detached (an interrupted prune's).

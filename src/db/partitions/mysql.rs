@@ -115,7 +115,7 @@ pub(super) async fn bounds_against(
 }
 
 /// `cascade_detached_RUN`: the table the partition's rows are swapped into, made once per run.
-pub(super) fn detaching(_table: PartitionedTable<'_>, run: i64) -> Detaching {
+pub(super) fn detaching(run: i64) -> Detaching {
     let name = format!("cascade_detached_{run}");
     Detaching { table: quote_identifier(&name), identity: name }
 }
@@ -128,7 +128,9 @@ pub(super) async fn still_detached(database: &Database, detaching: &Detaching) -
 /// Makes the empty table (the table's copy, unpartitioned), then under a write lock of both
 /// swaps the partition's rows into it and drops the emptied partition, so no row written
 /// meanwhile lands in a partition about to go. The lock waits [`SWAP_LOCK_TIMEOUT`] at most:
-/// queued behind a long reader it would hold up every writer of the table.
+/// queued behind a long reader it would hold up every writer of the table. Refused before the
+/// swap (the lock not had), the empty table goes again: no later prune takes it for a detached
+/// partition.
 pub(super) async fn detach(
     database: &Database,
     table: PartitionedTable<'_>,
@@ -146,16 +148,22 @@ pub(super) async fn detach(
     let mut connection = database.begin_write().await?;
     connection.execute(&script(format!("SET SESSION lock_wait_timeout = {}", SWAP_LOCK_TIMEOUT.as_secs()))).await?;
     let partition = quote_identifier(&partition.name);
+    let mut exchanged = false;
     let swapped = async {
         connection.execute(&script(format!("LOCK TABLES {parent} WRITE, {swap} WRITE"))).await?;
         connection
             .execute(&script(format!("ALTER TABLE {parent} EXCHANGE PARTITION {partition} WITH TABLE {swap}")))
             .await?;
+        exchanged = true;
         connection.execute(&script(format!("ALTER TABLE {parent} DROP PARTITION {partition}"))).await
     };
     let swapped = swapped.await;
     let unlocked = connection.execute(&script("UNLOCK TABLES".to_owned())).await;
     let reset = connection.execute(&script("SET SESSION lock_wait_timeout = DEFAULT".to_owned())).await;
+    if swapped.is_err() && !exchanged {
+        // The swap's error is the one to report.
+        let _ = database.execute(&script(format!("DROP TABLE IF EXISTS {swap}"))).await;
+    }
     swapped?;
     unlocked?;
     reset?;

@@ -199,7 +199,10 @@ impl<'a> Deletion<'a> {
         let attached = loop_rows.iter().map(|rows| (rows.node, rows.step.as_ref(), &rows.keys));
         for (node, step, keys) in std::iter::once((frame.node, frame.step.as_ref(), keys)).chain(attached) {
             let new = keys.texts().into_iter().filter(|key| seen.insert((node.table.as_str(), key.clone())));
-            match by_model.iter_mut().find(|(other, ..)| other.model == node.model && other.table == node.table) {
+            let same = |(other, other_step, _): &&mut (&PlanNode, &StepSql<'_>, Vec<String>)| {
+                other.model == node.model && other.table == node.table && same_rows(other_step, step)
+            };
+            match by_model.iter_mut().find(same) {
                 Some((.., all)) => all.extend(new),
                 None => by_model.push((node, step, new.collect())),
             }
@@ -283,4 +286,15 @@ impl<'a> Deletion<'a> {
         self.record_transaction(began, &steps);
         Ok(Outcome::Done(steps))
     }
+}
+
+/// Whether two steps delete rows alike: the same key, and the same children the database deletes
+/// with them (so the rows of both may go in one group, by one of the steps).
+fn same_rows(a: &StepSql<'_>, b: &StepSql<'_>) -> bool {
+    let database_children = |step: &StepSql<'_>| -> Vec<String> {
+        step.database_children.iter().map(|child| child.node.model.clone()).collect()
+    };
+    a.sql.key_columns() == b.sql.key_columns()
+        && a.sql.key_types == b.sql.key_types
+        && database_children(a) == database_children(b)
 }

@@ -36,15 +36,21 @@ impl<'a> Deletion<'a> {
         transaction: &mut Transaction,
         groups: &[(&'g PlanNode, &StepSql<'g>, Keys)],
     ) -> Result<(u64, Option<String>), DeleteError> {
-        let switch = self.database.backend().tuning().unchecked_foreign_keys;
+        let Some((off, on)) = self.database.backend().tuning().unchecked_foreign_keys else {
+            // The checks wait for the commit (SQLite): any order goes.
+            let mut rows = 0;
+            for (_, step, keys) in groups {
+                rows += transaction.execute(&step.sql.delete_by_keys(Param::Keys(keys.clone()), None)).await?;
+            }
+            return Ok((rows, None));
+        };
         let checkable = |group: &&(&PlanNode, &StepSql<'_>, Keys)| {
             group.1.database_children.is_empty() && self.schema.table(&group.0.table).is_some()
         };
-        let (unchecked, checked): (Vec<_>, Vec<_>) =
-            groups.iter().partition(|group| switch.is_some() && checkable(group));
+        let (unchecked, checked): (Vec<_>, Vec<_>) = groups.iter().partition(checkable);
         let mut rows = 0;
         let mut referenced = Vec::new();
-        if let (Some((off, on)), false) = (switch, unchecked.is_empty()) {
+        if !unchecked.is_empty() {
             let unchecked: Vec<_> = unchecked.into_iter().cloned().collect();
             referenced = self.referenced_values(transaction, &unchecked).await?;
             transaction.execute_script(off).await?;
@@ -60,24 +66,18 @@ impl<'a> Deletion<'a> {
             transaction.execute_script(on).await?;
             rows += deleted?;
         }
-        // The rows of one table together, whichever nodes found them.
-        let mut by_table: Vec<(&PlanNode, &StepSql<'_>, Vec<String>)> = Vec::new();
-        for (node, step, keys) in checked {
-            match by_table.iter_mut().find(|(other, ..)| other.table == node.table) {
-                Some((.., all)) => all.extend(keys.texts()),
-                None => by_table.push((node, step, keys.texts())),
-            }
-        }
-        rows += self.delete_in_reference_order(transaction, by_table).await?;
+        let checked = checked.into_iter().map(|(node, step, keys)| (*node, *step, keys.texts())).collect();
+        rows += self.delete_in_reference_order(transaction, checked).await?;
         Ok((rows, self.still_referenced(transaction, &referenced).await?))
     }
 
-    /// Deletes the rows of `groups` (one per table) with the checks on, children first. InnoDB
+    /// Deletes the rows of `groups` with the checks on, children first. InnoDB
     /// checks each key row by row, and cascades one (to rows that keys which refuse may still
     /// reference) inside the delete: a row goes only once no other row of the groups references
     /// it, by any key, a round of those rows at a time, until none is left. Rows left that all
     /// reference each other have a key of theirs that may be NULL set to NULL first (they are
-    /// about to go; what they held is read for the tombstones and the archive already); without
+    /// about to go, and a plan whose rows the database deletes writes no tombstone or archive
+    /// line that could hold it); without
     /// one, InnoDB refuses them, naming the key.
     async fn delete_in_reference_order(
         &self,
@@ -169,38 +169,41 @@ impl<'a> Deletion<'a> {
             let in_child = |other: &&(&PlanNode, &StepSql<'_>, Vec<String>)| {
                 self.schema.table(&other.0.table).is_some_and(|found| std::ptr::eq(found, child))
             };
-            let Some((child_node, child_step, child_keys)) = groups.iter().find(in_child) else { continue };
-            let target = if fk.referenced_columns.is_empty() { &table.primary_key } else { &fk.referenced_columns };
-            let mut sql = SqlBuilder::new(backend);
-            sql.push("SELECT ");
-            backend.key_text(&mut sql, &columns);
-            sql.push(" FROM ").push(&quoted).push(" WHERE ");
-            let own = crate::engine::table_keys(&node.table, &step.sql.key_types, keys.clone())?;
-            sql.keys_in(&columns, &step.sql.key_types, Param::Keys(own));
-            sql.push(" AND EXISTS (SELECT 1 FROM ").push(&child.quoted()).push(" AS cascade_child WHERE ");
-            let theirs = crate::engine::table_keys(&child_node.table, &child_step.sql.key_types, child_keys.clone())?;
-            sql.keys_in(&child_step.sql.key_columns(), &child_step.sql.key_types, Param::Keys(theirs));
-            for (column, target) in fk.columns.iter().zip(target) {
-                sql.push(" AND cascade_child.").identifier(column).push(" = ").push(&quoted).push(".");
-                sql.identifier(target);
-            }
-            sql.push(")");
-            // As the groups write their keys (MariaDB's JSON arrays have spaces).
-            let found = first_column(transaction.fetch_texts(&sql.finish()).await?);
-            for key in crate::engine::table_keys(&node.table, &step.sql.key_types, found)?.texts() {
-                if !referenced.contains(&key) {
-                    referenced.push(key);
+            for (child_node, child_step, child_keys) in groups.iter().filter(in_child) {
+                let target = if fk.referenced_columns.is_empty() { &table.primary_key } else { &fk.referenced_columns };
+                let mut sql = SqlBuilder::new(backend);
+                sql.push("SELECT ");
+                backend.key_text(&mut sql, &columns);
+                sql.push(" FROM ").push(&quoted).push(" WHERE ");
+                let own = crate::engine::table_keys(&node.table, &step.sql.key_types, keys.clone())?;
+                sql.keys_in(&columns, &step.sql.key_types, Param::Keys(own));
+                sql.push(" AND EXISTS (SELECT 1 FROM ").push(&child.quoted()).push(" AS cascade_child WHERE ");
+                let theirs =
+                    crate::engine::table_keys(&child_node.table, &child_step.sql.key_types, child_keys.clone())?;
+                sql.keys_in(&child_step.sql.key_columns(), &child_step.sql.key_types, Param::Keys(theirs));
+                for (column, target) in fk.columns.iter().zip(target) {
+                    sql.push(" AND cascade_child.").identifier(column).push(" = ").push(&quoted).push(".");
+                    sql.identifier(target);
+                }
+                sql.push(")");
+                // As the groups write their keys (MariaDB's JSON arrays have spaces).
+                let found = first_column(transaction.fetch_texts(&sql.finish()).await?);
+                for key in crate::engine::table_keys(&node.table, &step.sql.key_types, found)?.texts() {
+                    if !referenced.contains(&key) {
+                        referenced.push(key);
+                    }
                 }
             }
         }
         Ok(referenced)
     }
 
-    /// Whether rows of `node` are deleted by key as a loop's are ([`Self::delete_self_referencing`]):
-    /// where the database checks every key row by row (InnoDB) and `node`'s table references
-    /// itself through a key that refuses, so a row that references itself (a tree's top row, its
-    /// own root) could not go otherwise: with the checks off, or on where the database deletes
-    /// children of the table (its self-references set to NULL first, where they may be).
+    /// Whether rows of `node` are deleted by key as a loop's are
+    /// ([`Self::delete_self_referencing`]): where the database checks every key row by row
+    /// (InnoDB) and `node`'s table references itself through a key that refuses, so a row that
+    /// references itself (a tree's top row, its own root) could not go otherwise: with the checks
+    /// off, or on where the database deletes children of the table (its self-references set to
+    /// NULL first, where they may be).
     pub(super) fn refers_to_itself_row_by_row(&self, node: &PlanNode) -> bool {
         let unchecked = self.database.backend().tuning().unchecked_foreign_keys.is_some();
         let Some(table) = self.schema.table(&node.table).filter(|_| unchecked) else {
@@ -212,7 +215,8 @@ impl<'a> Deletion<'a> {
         })
     }
 
-    /// Deletes the rows of `node` whose keys are `keys` as a loop's ([`Self::delete_groups`]), writing their tombstones and archive lines as any delete does;
+    /// Deletes the rows of `node` whose keys are `keys` as a loop's ([`Self::delete_groups`]),
+    /// writing their tombstones and archive lines as any delete does;
     /// the rows deleted, or [`DeleteError::StillReferenced`] when another row still references
     /// one of them (inserted meanwhile: the chunk is taken again, as after a foreign key's
     /// refusal).

@@ -13,10 +13,13 @@ pub(super) fn check(context: &Context<'_>, diagnostics: &mut Vec<Diagnostic>) {
     for model in context.config.models.values() {
         let (Some(retention), Some(table)) = (&model.retention, context.table_of(model)) else { continue };
         let column = &retention.column;
-        if table.partition_key.as_ref().is_some_and(|key| key.is_range_on(&column.value)) {
+        if table.is_range_partitioned_by_time(&column.value) {
             continue;
         }
         let found = match &table.partition_key {
+            Some(key) if key.is_range_on(&column.value) => {
+                format!("is partitioned by {}, whose values are no times", key.describe())
+            }
             Some(key) => format!("is partitioned by {}", key.describe()),
             None if table.partitioned => "is partitioned in a way the schema does not say".to_owned(),
             None => "is not partitioned".to_owned(),
