@@ -204,7 +204,10 @@ fn policy<'a>(partitioning: Partitioning, model: &'a Model, schema: &'a Schema) 
         table: table.qualified_name(),
         column: retention.column.value.clone(),
     };
-    let key = table.partition_key.as_ref().filter(|_| table.is_range_partitioned_by_time(&retention.column.value));
+    let key = table
+        .partition_key
+        .as_ref()
+        .filter(|_| table.is_range_partitioned_by_time(&retention.column.value, schema.kind));
     let key = key.ok_or_else(not_range)?;
     let column = table.column(&retention.column.value).ok_or_else(not_range)?;
     Ok(Policy {

@@ -355,15 +355,19 @@ impl Table {
     }
 
     /// Whether the table is partitioned by range on `column` alone (or on an ordered function of
-    /// it, MySQL) and the column holds times: partitions a retention policy can drop. A range on
-    /// numbers or text has bounds that are no times.
-    pub fn is_range_partitioned_by_time(&self, column: &str) -> bool {
+    /// it, MySQL), the partitions a retention policy can drop; on MySQL (`kind`) also a column
+    /// that holds times (`date`, `datetime`, `timestamp`), where a range on numbers or text would
+    /// have bounds that read as no time (PostgreSQL casts the cut-off to the column's type, and
+    /// refuses one that is no time with its own error).
+    pub fn is_range_partitioned_by_time(&self, column: &str, kind: Option<Kind>) -> bool {
         let Some(key) = self.partition_key.as_ref().filter(|key| key.is_range_on(column)) else { return false };
         let holds_time = |data_type: &str| {
             let data_type = data_type.to_ascii_lowercase();
-            data_type.starts_with("date") || data_type.starts_with("time")
+            data_type.starts_with("date") || data_type.starts_with("timestamp")
         };
-        key.function.is_some() || self.column(column).is_none_or(|found| holds_time(&found.data_type))
+        kind != Some(Kind::Mysql)
+            || key.function.is_some()
+            || self.column(column).is_none_or(|found| holds_time(&found.data_type))
     }
 
     /// The name as a statement writes it, quoted: `"schema"."name"`, or `"name"` without a schema.

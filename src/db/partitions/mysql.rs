@@ -128,9 +128,8 @@ pub(super) async fn still_detached(database: &Database, detaching: &Detaching) -
 /// Makes the empty table (the table's copy, unpartitioned), then under a write lock of both
 /// swaps the partition's rows into it and drops the emptied partition, so no row written
 /// meanwhile lands in a partition about to go. The lock waits [`SWAP_LOCK_TIMEOUT`] at most:
-/// queued behind a long reader it would hold up every writer of the table. Refused before the
-/// swap (the lock not had), the empty table goes again: no later prune takes it for a detached
-/// partition.
+/// queued behind a long reader it would hold up every writer of the table. The lock not had,
+/// the empty table goes again: no later prune takes it for a detached partition.
 pub(super) async fn detach(
     database: &Database,
     table: PartitionedTable<'_>,
@@ -148,19 +147,21 @@ pub(super) async fn detach(
     let mut connection = database.begin_write().await?;
     connection.execute(&script(format!("SET SESSION lock_wait_timeout = {}", SWAP_LOCK_TIMEOUT.as_secs()))).await?;
     let partition = quote_identifier(&partition.name);
-    let mut exchanged = false;
+    let mut locked = false;
     let swapped = async {
         connection.execute(&script(format!("LOCK TABLES {parent} WRITE, {swap} WRITE"))).await?;
+        locked = true;
         connection
             .execute(&script(format!("ALTER TABLE {parent} EXCHANGE PARTITION {partition} WITH TABLE {swap}")))
             .await?;
-        exchanged = true;
         connection.execute(&script(format!("ALTER TABLE {parent} DROP PARTITION {partition}"))).await
     };
     let swapped = swapped.await;
     let unlocked = connection.execute(&script("UNLOCK TABLES".to_owned())).await;
     let reset = connection.execute(&script("SET SESSION lock_wait_timeout = DEFAULT".to_owned())).await;
-    if swapped.is_err() && !exchanged {
+    // Only a lock not had is sure to have swapped nothing: an exchange the client lost the answer
+    // of may have moved the rows, and the next prune finishes it by the checkpoint.
+    if swapped.is_err() && !locked {
         // The swap's error is the one to report.
         let _ = database.execute(&script(format!("DROP TABLE IF EXISTS {swap}"))).await;
     }

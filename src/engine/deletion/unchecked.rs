@@ -76,8 +76,7 @@ impl<'a> Deletion<'a> {
     /// reference) inside the delete: a row goes only once no other row of the groups references
     /// it, by any key, a round of those rows at a time, until none is left. Rows left that all
     /// reference each other have a key of theirs that may be NULL set to NULL first (they are
-    /// about to go, and a plan whose rows the database deletes writes no tombstone or archive
-    /// line that could hold it); without
+    /// about to go, and their tombstones and archive lines were read before); without
     /// one, InnoDB refuses them, naming the key.
     async fn delete_in_reference_order(
         &self,
@@ -91,13 +90,13 @@ impl<'a> Deletion<'a> {
             for index in 0..groups.len() {
                 let referenced = self.referenced_within(transaction, &groups, index).await?;
                 let (node, step, keys) = &mut groups[index];
-                let leaves: Vec<String> = keys.iter().filter(|key| !referenced.contains(key)).cloned().collect();
+                let leaves: Vec<String> = keys.iter().filter(|key| !referenced.contains(*key)).cloned().collect();
                 if leaves.is_empty() {
                     continue;
                 }
                 let leaves = crate::engine::table_keys(&node.table, &step.sql.key_types, leaves)?;
                 rows += transaction.execute(&step.sql.delete_by_keys(Param::Keys(leaves), None)).await?;
-                *keys = referenced;
+                *keys = referenced.into_iter().collect();
                 progressed = true;
             }
             if !progressed && !self.break_a_loop(transaction, &groups).await? {
@@ -129,7 +128,11 @@ impl<'a> Deletion<'a> {
                         && fk.referenced_schema.as_deref().is_none_or(|schema| target.schema.as_deref() == Some(schema))
                 });
                 let nullable = fk.columns.iter().all(|column| table.column(column).is_some_and(|c| c.nullable));
-                if !references_a_group || !nullable {
+                // A key column set to NULL would let the delete by key miss its row.
+                let key_columns = step.sql.key_columns();
+                let in_key =
+                    fk.columns.iter().any(|column| key_columns.iter().any(|key| key.eq_ignore_ascii_case(column)));
+                if !references_a_group || !nullable || in_key {
                     continue;
                 }
                 let mut sql = SqlBuilder::new(self.database.backend());
@@ -158,13 +161,13 @@ impl<'a> Deletion<'a> {
         transaction: &mut Transaction,
         groups: &[(&PlanNode, &StepSql<'_>, Vec<String>)],
         index: usize,
-    ) -> Result<Vec<String>, DeleteError> {
+    ) -> Result<std::collections::BTreeSet<String>, DeleteError> {
         let backend = self.database.backend();
         let (node, step, keys) = &groups[index];
-        let Some(table) = self.schema.table(&node.table) else { return Ok(Vec::new()) };
+        let Some(table) = self.schema.table(&node.table) else { return Ok(Default::default()) };
         let columns = step.sql.key_columns();
         let quoted = table.quoted();
-        let mut referenced = Vec::new();
+        let mut referenced = std::collections::BTreeSet::new();
         for (child, fk) in self.schema.references_to(table) {
             let in_child = |other: &&(&PlanNode, &StepSql<'_>, Vec<String>)| {
                 self.schema.table(&other.0.table).is_some_and(|found| std::ptr::eq(found, child))
@@ -188,11 +191,7 @@ impl<'a> Deletion<'a> {
                 sql.push(")");
                 // As the groups write their keys (MariaDB's JSON arrays have spaces).
                 let found = first_column(transaction.fetch_texts(&sql.finish()).await?);
-                for key in crate::engine::table_keys(&node.table, &step.sql.key_types, found)?.texts() {
-                    if !referenced.contains(&key) {
-                        referenced.push(key);
-                    }
-                }
+                referenced.extend(crate::engine::table_keys(&node.table, &step.sql.key_types, found)?.texts());
             }
         }
         Ok(referenced)

@@ -13,7 +13,7 @@ pub(super) fn check(context: &Context<'_>, diagnostics: &mut Vec<Diagnostic>) {
     for model in context.config.models.values() {
         let (Some(retention), Some(table)) = (&model.retention, context.table_of(model)) else { continue };
         let column = &retention.column;
-        if table.is_range_partitioned_by_time(&column.value) {
+        if table.is_range_partitioned_by_time(&column.value, context.schema.and_then(|schema| schema.kind)) {
             continue;
         }
         let found = match &table.partition_key {
