@@ -328,7 +328,7 @@ pub struct Model {
     /// Foreign keys to this table that `require_all_references` should not ask for.
     #[serde(default)]
     pub ignore_references: Vec<IgnoredReference>,
-    /// Partition retention of a PostgreSQL table partitioned by range on a timestamp: `cascade
+    /// Partition retention of a PostgreSQL or MySQL table partitioned by range on a time: `cascade
     /// partitions prune` drops every partition wholly older than `keep`.
     pub retention: Option<Retention>,
 }
@@ -344,7 +344,8 @@ pub struct Retention {
     /// at most now minus `keep` is dropped.
     #[schemars(with = "String")]
     pub keep: Located<Duration>,
-    /// The partition key: the timestamp (or date) column the table is partitioned by range on.
+    /// The partition key: the timestamp (or date) column the table is partitioned by range on (on
+    /// MySQL, also through `TO_DAYS`, `UNIX_TIMESTAMP` or `YEAR` of it).
     pub column: Located<String>,
 }
 
