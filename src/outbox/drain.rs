@@ -342,11 +342,13 @@ impl Inner {
 }
 
 /// How many times a delivered batch's write is tried before the drainer gives up on it.
-const WRITE_ATTEMPTS: u32 = 5;
+const WRITE_ATTEMPTS: u32 = 10;
 
-/// `write` (what a delivered batch deletes and records), tried again at once when it failed on a
+/// `write` (what a delivered batch deletes and records), tried again when it failed on a
 /// transient error such as a deadlock with another drainer, which rolled its transaction back.
-/// Trying again is safe: the rows are read again, and what already went is not there to go.
+/// Trying again is safe: the rows are read again, and what already went is not there to go. Each
+/// try waits a random while longer than the last (up to about a second): drainers that
+/// deadlocked, tried again at once, meet again (MariaDB, many drainers of one shard's cells).
 async fn retried<T, F, Fut>(database: &Database, mut write: F) -> Result<T, DbError>
 where
     F: FnMut() -> Fut,
@@ -357,6 +359,8 @@ where
         match write().await {
             Err(error) if attempt < WRITE_ATTEMPTS && database.classify(&error) == Failure::Transient => {
                 warn!(%error, attempt, "writing a delivered batch failed; trying again");
+                let ceiling = 10u64 << attempt.min(7);
+                tokio::time::sleep(Duration::from_millis(fastrand::u64(ceiling / 2..=ceiling))).await;
                 attempt += 1;
             }
             result => return result,
